@@ -15,7 +15,9 @@ fn main() {
             std::process::exit(1);
         }
     };
-    for (name, text) in [("acp.rs", &output.rust), ("METHODS.md", &output.methods_md), ("schema.json", &output.schema)] {
+    for (name, text) in
+        [("acp.rs", &output.rust), ("METHODS.md", &output.methods_md), ("schema.json", &output.schema)]
+    {
         if let Err(err) = std::fs::write(out.join(name), text) {
             println!("cargo:error=writing {name}: {err}");
             std::process::exit(1);

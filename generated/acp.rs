@@ -1568,7 +1568,7 @@ See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/d
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
 }
-///How the session decides whether a tool call may run. `ask`: ask the user before any tool with side effects. `accept_edits`: file edits inside the workspace run without asking, everything else asks. `auto_approve`: every tool call runs without asking. `read_only`: tools with side effects are refused.
+///The approval posture: how the session decides whether a tool call may run, from most to least restrictive. The values are the `tool_approval` config option's value ids. `readOnly`: only reads run; edits and commands are refused. `dontAsk`: what is not pre-allowed is refused without asking. `ask`: reads run; edits and commands ask. `auto`: edits inside the workspace run; commands ask unless allowed. `yolo`: everything runs.
 #[derive(
     ::serde::Deserialize,
     ::serde::Serialize,
@@ -1582,22 +1582,25 @@ See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/d
     PartialOrd
 )]
 pub enum HeronApprovalPosture {
+    #[serde(rename = "readOnly")]
+    ReadOnly,
+    #[serde(rename = "dontAsk")]
+    DontAsk,
     #[serde(rename = "ask")]
     Ask,
-    #[serde(rename = "accept_edits")]
-    AcceptEdits,
-    #[serde(rename = "auto_approve")]
-    AutoApprove,
-    #[serde(rename = "read_only")]
-    ReadOnly,
+    #[serde(rename = "auto")]
+    Auto,
+    #[serde(rename = "yolo")]
+    Yolo,
 }
 impl ::std::fmt::Display for HeronApprovalPosture {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         match *self {
+            Self::ReadOnly => f.write_str("readOnly"),
+            Self::DontAsk => f.write_str("dontAsk"),
             Self::Ask => f.write_str("ask"),
-            Self::AcceptEdits => f.write_str("accept_edits"),
-            Self::AutoApprove => f.write_str("auto_approve"),
-            Self::ReadOnly => f.write_str("read_only"),
+            Self::Auto => f.write_str("auto"),
+            Self::Yolo => f.write_str("yolo"),
         }
     }
 }
@@ -1607,10 +1610,11 @@ impl ::std::str::FromStr for HeronApprovalPosture {
         value: &str,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         match value {
+            "readOnly" => Ok(Self::ReadOnly),
+            "dontAsk" => Ok(Self::DontAsk),
             "ask" => Ok(Self::Ask),
-            "accept_edits" => Ok(Self::AcceptEdits),
-            "auto_approve" => Ok(Self::AutoApprove),
-            "read_only" => Ok(Self::ReadOnly),
+            "auto" => Ok(Self::Auto),
+            "yolo" => Ok(Self::Yolo),
             _ => Err("invalid value".into()),
         }
     }

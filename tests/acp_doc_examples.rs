@@ -81,7 +81,9 @@ fn every_doc_example_round_trips_through_the_generated_types() {
         checked += 1;
         match back {
             Ok(back) if prune(&back) == prune(&sent) => {}
-            Ok(back) => failures.push(format!("{}: changed\n  sent {sent}\n  back {back}", example["source"])),
+            Ok(back) => {
+                failures.push(format!("{}: changed\n  sent {sent}\n  back {back}", example["source"]))
+            }
             Err(err) => failures.push(format!("{}: rejected: {err}\n  sent {sent}", example["source"])),
         }
     }

@@ -32,12 +32,11 @@ fn committed_schema_matches_the_build() {
 #[test]
 fn generated_code_has_no_positional_names() {
     for (line_no, line) in committed("acp.rs").lines().enumerate() {
-        let positional = line
-            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-            .any(|word| {
-                word.strip_prefix("Variant").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-                    || word.starts_with("subtype_")
-            });
+        let positional = line.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').any(|word| {
+            word.strip_prefix("Variant")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                || word.starts_with("subtype_")
+        });
         assert!(!positional, "positional name at generated/acp.rs:{}: {line}", line_no + 1);
     }
 }

@@ -9,8 +9,14 @@ use crate::emit::ident;
 use crate::methods::{Kind, MethodSpec, Side, Stability};
 
 /// Methods a side must serve whatever it advertises; the rest default to method-not-found.
-const BASELINE: [&str; 6] =
-    ["initialize", "session/new", "session/prompt", "session/cancel", "session/update", "session/request_permission"];
+const BASELINE: [&str; 6] = [
+    "initialize",
+    "session/new",
+    "session/prompt",
+    "session/cancel",
+    "session/update",
+    "session/request_permission",
+];
 
 const RT: &str = "crate::protocol::runtime";
 

@@ -53,11 +53,15 @@ pub const INPUT_FILES: [&str; 3] =
 /// Reads the three schemas below `root`.
 pub fn read_inputs(root: &Path) -> Result<Inputs, Error> {
     let read = |rel: &str| -> Result<serde_json::Value, Error> {
-        let text = std::fs::read_to_string(root.join(rel))
-            .map_err(|e| Error::new(format!("reading {rel}: {e}")))?;
+        let text =
+            std::fs::read_to_string(root.join(rel)).map_err(|e| Error::new(format!("reading {rel}: {e}")))?;
         serde_json::from_str(&text).map_err(|e| Error::new(format!("parsing {rel}: {e}")))
     };
-    Ok(Inputs { stable: read(INPUT_FILES[0])?, unstable: read(INPUT_FILES[1])?, vendor: read(INPUT_FILES[2])? })
+    Ok(Inputs {
+        stable: read(INPUT_FILES[0])?,
+        unstable: read(INPUT_FILES[1])?,
+        vendor: read(INPUT_FILES[2])?,
+    })
 }
 
 /// Generates everything from the parsed inputs.

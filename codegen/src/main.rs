@@ -20,12 +20,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let files = [("acp.rs", &output.rust), ("METHODS.md", &output.methods_md), ("schema.json", &output.schema)];
+    let files =
+        [("acp.rs", &output.rust), ("METHODS.md", &output.methods_md), ("schema.json", &output.schema)];
     let dir = root.join("generated");
     match mode.as_str() {
         "refresh" => {
             for (name, text) in files {
-                if let Err(err) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join(name), text)) {
+                if let Err(err) =
+                    std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join(name), text))
+                {
                     eprintln!("heron-codegen: writing generated/{name}: {err}");
                     return ExitCode::FAILURE;
                 }
@@ -36,13 +39,18 @@ fn main() -> ExitCode {
         "check" => {
             let stale: Vec<&str> = files
                 .iter()
-                .filter(|(name, text)| std::fs::read_to_string(dir.join(name)).ok().as_deref() != Some(text.as_str()))
+                .filter(|(name, text)| {
+                    std::fs::read_to_string(dir.join(name)).ok().as_deref() != Some(text.as_str())
+                })
                 .map(|(name, _)| *name)
                 .collect();
             if stale.is_empty() {
                 ExitCode::SUCCESS
             } else {
-                eprintln!("heron-codegen: generated/ is stale: {}; run `cargo run -p heron-codegen -- refresh`", stale.join(", "));
+                eprintln!(
+                    "heron-codegen: generated/ is stale: {}; run `cargo run -p heron-codegen -- refresh`",
+                    stale.join(", ")
+                );
                 ExitCode::FAILURE
             }
         }

@@ -59,9 +59,7 @@ fn string_list(doc: &Value, key: &str) -> Result<Vec<String>, Error> {
         Some(Value::Array(items)) => items
             .iter()
             .map(|v| {
-                v.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| Error::new(format!("`{key}` must hold strings")))
+                v.as_str().map(str::to_owned).ok_or_else(|| Error::new(format!("`{key}` must hold strings")))
             })
             .collect(),
         Some(_) => Err(Error::new(format!("`{key}` must be an array"))),
@@ -94,8 +92,7 @@ pub fn merge(inputs: &Inputs) -> Result<Merged, Error> {
     let vendor = defs_of(&inputs.vendor, "the vendor schema")?;
 
     let mut defs: BTreeMap<String, Value> = stable.clone().into_iter().collect();
-    let mut origin: BTreeMap<String, Origin> =
-        stable.keys().map(|k| (k.clone(), Origin::Stable)).collect();
+    let mut origin: BTreeMap<String, Origin> = stable.keys().map(|k| (k.clone(), Origin::Stable)).collect();
 
     let unstable_methods: BTreeSet<String> =
         string_list(&inputs.vendor, "x-unstable-methods")?.into_iter().collect();
@@ -157,9 +154,8 @@ pub fn merge(inputs: &Inputs) -> Result<Merged, Error> {
     if let Some(map) = inputs.vendor.get("x-aliases") {
         let map = map.as_object().ok_or_else(|| Error::new("`x-aliases` must be an object"))?;
         for (alias, target) in map {
-            let target = target
-                .as_str()
-                .ok_or_else(|| Error::new(format!("alias `{alias}` must map to a string")))?;
+            let target =
+                target.as_str().ok_or_else(|| Error::new(format!("alias `{alias}` must map to a string")))?;
             aliases.insert(alias.clone(), target.to_owned());
         }
     }

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::merge::{Inputs, Merged, Origin, collect_refs};
 use crate::Error;
+use crate::merge::{Inputs, Merged, Origin, collect_refs};
 
 /// The side that receives and handles a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -195,10 +195,8 @@ impl Ctx<'_> {
     /// Properties of a payload target, with the properties of its own `anyOf` alternatives
     /// (the elicitation scopes) merged in as optional.
     fn target_shape(&self, target: &str) -> Result<(Map<String, Value>, Vec<String>), Error> {
-        let def = self
-            .defs
-            .get(target)
-            .ok_or_else(|| Error::new(format!("payload `{target}` is not defined")))?;
+        let def =
+            self.defs.get(target).ok_or_else(|| Error::new(format!("payload `{target}` is not defined")))?;
         let mut properties = props(def);
         if let Some((_, alternatives)) = variants_of(def) {
             for alt in alternatives {
@@ -239,7 +237,9 @@ fn tagged_union(name: &str, def: &Value, ctx: &mut Ctx<'_>) -> Result<Option<Uni
     let Some((_, alternatives)) = variants_of(def) else { return Ok(None) };
     let tags: Vec<(String, String)> = alternatives.iter().filter_map(const_tag).collect();
     // A union of bare `const` strings is an enum, not a tagged union.
-    if tags.is_empty() || alternatives.iter().all(|a| a.get("const").is_some() || a.get("type") == Some(&json!("string"))) {
+    if tags.is_empty()
+        || alternatives.iter().all(|a| a.get("const").is_some() || a.get("type") == Some(&json!("string")))
+    {
         return Ok(None);
     }
     let tag = tags[0].0.clone();
@@ -316,7 +316,14 @@ fn tagged_union(name: &str, def: &Value, ctx: &mut Ctx<'_>) -> Result<Option<Uni
             }
         }
     }
-    Ok(Some(UnionSpec::Tagged { name: name.to_owned(), doc: description(def), tag, variants, fallbacks, open }))
+    Ok(Some(UnionSpec::Tagged {
+        name: name.to_owned(),
+        doc: description(def),
+        tag,
+        variants,
+        fallbacks,
+        open,
+    }))
 }
 
 /// Rule 4: an open string enum, if `def` is one.
@@ -407,10 +414,10 @@ fn plain_union(def: &Value, defs: &BTreeMap<String, Value>) -> Option<Value> {
         variants.push(variant);
     }
     let mut out = json!({ "description": doc, "oneOf": variants });
-    if let Some(t) = def.get("type") {
-        if !parent_props.is_empty() {
-            out["type"] = t.clone();
-        }
+    if let Some(t) = def.get("type")
+        && !parent_props.is_empty()
+    {
+        out["type"] = t.clone();
     }
     Some(out)
 }

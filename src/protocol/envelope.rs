@@ -94,9 +94,7 @@ impl Visitor<'_> for IdVisitor {
     }
 
     fn visit_u64<E: de::Error>(self, n: u64) -> Result<Id, E> {
-        i64::try_from(n)
-            .map(Id::Int)
-            .map_err(|_| E::custom("id is out of the int64 range"))
+        i64::try_from(n).map(Id::Int).map_err(|_| E::custom("id is out of the int64 range"))
     }
 
     fn visit_f64<E: de::Error>(self, _: f64) -> Result<Id, E> {
@@ -191,14 +189,10 @@ pub fn parse(line: &str) -> Result<Message, Rejected> {
     match raw.get().trim_start().as_bytes().first() {
         Some(b'{') => {}
         Some(b'[') => {
-            return Err(answer_null(RpcError::invalid_request(
-                "JSON-RPC batches are not supported",
-            )));
+            return Err(answer_null(RpcError::invalid_request("JSON-RPC batches are not supported")));
         }
         _ => {
-            return Err(answer_null(RpcError::invalid_request(
-                "a message must be a JSON object",
-            )));
+            return Err(answer_null(RpcError::invalid_request("a message must be a JSON object")));
         }
     }
     let members: Members<'_> = serde_json::from_str(raw.get())
@@ -206,9 +200,7 @@ pub fn parse(line: &str) -> Result<Message, Rejected> {
 
     if members.method.is_none() {
         if members.id.is_none() && members.result.is_none() && members.error.is_none() {
-            return Err(answer_null(RpcError::invalid_request(
-                "not a request, notification or response",
-            )));
+            return Err(answer_null(RpcError::invalid_request("not a request, notification or response")));
         }
         return parse_response(&members);
     }
@@ -288,6 +280,7 @@ fn read_params(raw: Option<&RawValue>) -> Result<Option<Box<RawValue>>, RpcError
 }
 
 /// Encodes a request as one line (no terminator). Absent params are omitted.
+#[must_use]
 pub fn encode_request(id: &Id, method: &str, params: Option<&RawValue>) -> String {
     let mut out = String::with_capacity(64 + params.map_or(0, |p| p.get().len()));
     out.push_str(r#"{"jsonrpc":"2.0","id":"#);
@@ -300,6 +293,7 @@ pub fn encode_request(id: &Id, method: &str, params: Option<&RawValue>) -> Strin
 }
 
 /// Encodes a notification as one line (no terminator). Absent params are omitted.
+#[must_use]
 pub fn encode_notification(method: &str, params: Option<&RawValue>) -> String {
     let mut out = String::with_capacity(64 + params.map_or(0, |p| p.get().len()));
     out.push_str(r#"{"jsonrpc":"2.0","method":"#);
@@ -310,6 +304,7 @@ pub fn encode_notification(method: &str, params: Option<&RawValue>) -> String {
 }
 
 /// Encodes a response as one line (no terminator).
+#[must_use]
 pub fn encode_response(id: &Id, result: &Result<Box<RawValue>, RpcError>) -> String {
     let mut out = String::with_capacity(64 + result.as_ref().map_or(0, |r| r.get().len()));
     out.push_str(r#"{"jsonrpc":"2.0","id":"#);

@@ -70,6 +70,13 @@ impl RpcError {
             .with_data(json!({ "path": path.into(), "reason": reason.into() }))
     }
 
+    /// -32602: the params break the protocol schema; `pointer` is the JSON pointer of the
+    /// violation inside the params (`--validate`).
+    pub fn schema_violation(pointer: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::new(INVALID_PARAMS, "Invalid params")
+            .with_data(json!({ "pointer": pointer.into(), "reason": reason.into() }))
+    }
+
     /// -32603: something failed inside Heron. The cause is logged to stderr, never sent.
     pub fn internal(cause: &dyn std::fmt::Display) -> Self {
         tracing::error!(%cause, "internal error");
@@ -83,8 +90,7 @@ impl RpcError {
 
     /// -32000: the caller must authenticate first.
     pub fn auth_required(reason: impl Into<String>) -> Self {
-        Self::new(AUTH_REQUIRED, "Authentication required")
-            .with_data(json!({ "reason": reason.into() }))
+        Self::new(AUTH_REQUIRED, "Authentication required").with_data(json!({ "reason": reason.into() }))
     }
 
     /// -32002: the named resource does not exist.

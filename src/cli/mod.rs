@@ -1,0 +1,32 @@
+//! The `heron` command line: argument parsing and the commands it runs.
+
+pub mod acp;
+
+use clap::{Parser, Subcommand};
+
+/// Heron, a coding agent for editors that speak the Agent Client Protocol.
+#[derive(Debug, Parser)]
+#[command(name = "heron", version, about)]
+pub struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Heron's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve ACP on stdin/stdout: what an editor launches.
+    Acp(acp::AcpArgs),
+}
+
+/// Sends logs to stderr, filtered by `HERON_LOG` (default `warn`). Stdout is the protocol's.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HERON_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
