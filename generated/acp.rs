@@ -8,6 +8,8 @@ pub struct AgentAuthCapabilities {
 Optional. Omitted or `null` both mean the agent does not advertise support.
 Supplying `{}` means the agent supports the logout method.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub logout: ::std::option::Option<LogoutCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -15,6 +17,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -29,18 +33,24 @@ See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol
 pub struct AgentCapabilities {
     ///Authentication-related capabilities supported by the agent.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub auth: ::std::option::Option<AgentAuthCapabilities>,
     ///Whether the agent supports `session/load`.
     #[serde(
         rename = "loadSession",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub load_session: ::std::option::Option<bool>,
     ///MCP capabilities supported by the agent.
     #[serde(
         rename = "mcpCapabilities",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub mcp_capabilities: ::std::option::Option<McpCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -48,6 +58,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -56,12 +68,16 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
         rename = "promptCapabilities",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub prompt_capabilities: ::std::option::Option<PromptCapabilities>,
     ///Session lifecycle and prompt capabilities advertised by the agent.
     #[serde(
         rename = "sessionCapabilities",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub session_capabilities: ::std::option::Option<SessionCapabilities>,
 }
 ///Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
@@ -69,12 +85,16 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct Annotations {
     ///Intended recipients for this content, such as the user or assistant.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(default)]
     pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
     ///Timestamp indicating when the underlying resource was last modified.
     #[serde(
         rename = "lastModified",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub last_modified: ::std::option::Option<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -82,11 +102,15 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Relative importance of this content when clients choose what to surface.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub priority: ::std::option::Option<f64>,
 }
 ///Audio provided to or from an LLM.
@@ -94,6 +118,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct AudioContent {
     ///Optional annotations that help clients decide how to display or route this content.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub annotations: ::std::option::Option<Annotations>,
     ///Base64-encoded media payload.
     pub data: ::std::string::String,
@@ -103,6 +129,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -123,6 +151,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -132,6 +162,8 @@ The client should set this to `true` only when it can reproduce the
 configured agent invocation in an interactive terminal. When `true`, the
 agent may include `terminal` entries in its authentication methods.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub terminal: ::std::option::Option<bool>,
 }
 /**Agent handles authentication itself through `authenticate`.
@@ -141,6 +173,8 @@ This is the default authentication method type.*/
 pub struct AuthMethodAgent {
     ///Optional human-readable description of this authentication method.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     ///Unique identifier for this authentication method.
     pub id: AuthMethodId,
@@ -150,6 +184,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -208,9 +244,12 @@ The client MUST NOT pass this method to `authenticate`.*/
 pub struct AuthMethodTerminal {
     ///Additional arguments to append to the configured agent invocation for terminal auth.
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub args: ::std::vec::Vec<::std::string::String>,
     ///Optional human-readable description of this authentication method.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**Additional environment variables to set on the configured agent invocation for terminal auth.
 These values override same-named variables in the base launch configuration.*/
@@ -218,6 +257,7 @@ These values override same-named variables in the base launch configuration.*/
         default,
         skip_serializing_if = ":: std :: collections :: BTreeMap::is_empty"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub env: ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     ///Unique identifier for this authentication method.
     pub id: AuthMethodId,
@@ -227,6 +267,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -244,6 +286,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -261,6 +305,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -272,6 +318,8 @@ pub struct AvailableCommand {
     pub description: ::std::string::String,
     ///Input for the command if required
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub input: ::std::option::Option<AvailableCommandInput>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -279,6 +327,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -310,6 +360,7 @@ impl ::std::convert::From<UnstructuredCommandInput> for AvailableCommandInput {
 pub struct AvailableCommandsUpdate {
     ///Commands the agent can execute
     #[serde(rename = "availableCommands")]
+    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
     pub available_commands: ::std::vec::Vec<AvailableCommand>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -317,6 +368,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -332,11 +385,15 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///MIME type describing the encoded media payload.
     #[serde(rename = "mimeType", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub mime_type: ::std::option::Option<::std::string::String>,
     ///URI associated with this resource or media payload.
     pub uri: ::std::string::String,
@@ -352,6 +409,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -363,11 +422,15 @@ pub struct BooleanPropertySchema {
 
 Optional. Omitted and `null` are equivalent and mean no default value is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub default: ::std::option::Option<bool>,
     /**Human-readable description.
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -377,6 +440,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -384,6 +449,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
 }
 /**Notification to cancel ongoing operations for a session.
@@ -397,6 +464,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -415,6 +484,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -434,6 +505,8 @@ pub struct ClientCapabilities {
 Determines which authentication method types the agent may include
 in its `InitializeResponse`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub auth: ::std::option::Option<AuthCapabilities>,
     /**Elicitation capabilities supported by the client.
 Determines which elicitation modes the agent may use.
@@ -441,10 +514,14 @@ Determines which elicitation modes the agent may use.
 Optional. Omitted or `null` both mean the client does not advertise
 elicitation support.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub elicitation: ::std::option::Option<ElicitationCapabilities>,
     /**File system capabilities supported by the client.
 Determines which file operations the agent can request.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub fs: ::std::option::Option<FileSystemCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -452,6 +529,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -460,9 +539,13 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 Optional. Omitted or `null` both mean the client does not advertise any
 session-related extensions.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub session: ::std::option::Option<ClientSessionCapabilities>,
     ///Whether the Client support all `terminal/*` methods.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub terminal: ::std::option::Option<bool>,
 }
 ///Session-related capabilities supported by the client.
@@ -471,6 +554,8 @@ pub struct ClientSessionCapabilities {
     /**Support for ID-addressed context compaction updates. Omitted or `null`
 means unsupported. `{}` advertises the complete compaction contract.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub compaction: ::std::option::Option<CompactionCapabilities>,
     /**Config option capabilities supported by the client.
 
@@ -480,6 +565,8 @@ config option extensions.*/
         rename = "configOptions",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub config_options: ::std::option::Option<SessionConfigOptionsCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -487,6 +574,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -495,6 +584,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 Optional. Omitted or `null` both mean the client does not advertise support.
 Supplying `{}` means the client can present notices to the user.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub notices: ::std::option::Option<NoticeCapabilities>,
 }
 /**Request parameters for closing an active session.
@@ -512,6 +603,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -528,6 +621,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -612,6 +707,8 @@ pub struct CompactionSummaryChunk {
     pub content: ContentBlock,
     ///Metadata scoped to this chunk. Omission and `null` both mean absent.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -631,9 +728,13 @@ pub struct CompactionUpdate {
     pub compaction_id: CompactionId,
     ///Human-readable error details for the compaction.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub error: ::std::option::Option<::std::string::String>,
     ///Extensible metadata patch for this compaction.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -641,6 +742,8 @@ pub struct CompactionUpdate {
     pub status: CompactionStatus,
     ///Complete replacement user-displayable summary content for the compaction.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(default)]
     pub summary: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
 }
 ///Notification sent by the agent when a URL-based elicitation is complete.
@@ -657,6 +760,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -666,6 +771,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct ConfigOptionUpdate {
     ///The full set of configuration options and their current values.
     #[serde(rename = "configOptions")]
+    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
     pub config_options: ::std::vec::Vec<SessionConfigOption>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -673,6 +779,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -688,6 +796,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -705,6 +815,8 @@ A change in `messageId` indicates a new message has started.*/
         rename = "messageId",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub message_id: ::std::option::Option<MessageId>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -712,6 +824,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -730,6 +844,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -747,6 +863,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -773,6 +891,8 @@ session without a specific tool call.*/
         rename = "toolCallId",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub tool_call_id: ::std::option::Option<ToolCallId>,
 }
 ///URL-based elicitation where the client directs the user to a URL.
@@ -791,6 +911,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -814,6 +936,8 @@ session without a specific tool call.*/
         rename = "toolCallId",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub tool_call_id: ::std::option::Option<ToolCallId>,
     ///The URL to direct the user to.
     pub url: ::std::string::String,
@@ -834,6 +958,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -849,6 +975,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -864,6 +992,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -873,6 +1003,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct CreateTerminalRequest {
     ///Array of command arguments.
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub args: ::std::vec::Vec<::std::string::String>,
     ///The command to execute.
     pub command: ::std::string::String,
@@ -881,6 +1012,7 @@ pub struct CreateTerminalRequest {
     pub cwd: ::std::option::Option<::std::string::String>,
     ///Environment variables for the command.
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub env: ::std::vec::Vec<EnvVariable>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -888,6 +1020,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -917,6 +1051,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -938,6 +1074,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -953,6 +1091,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -969,6 +1109,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -986,6 +1128,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -994,6 +1138,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub new_text: ::std::string::String,
     ///The original content (omitted or `null` for new files).
     #[serde(rename = "oldText", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub old_text: ::std::option::Option<::std::string::String>,
     ///The absolute file path being modified.
     pub path: ::std::string::String,
@@ -1015,6 +1161,8 @@ pub struct ElicitationCapabilities {
 Optional. Omitted and `null` are equivalent and mean form support is not advertised.
 Supplying `{}` explicitly advertises form support.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub form: ::std::option::Option<ElicitationFormCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -1024,6 +1172,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1032,6 +1182,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 Optional. Omitted or `null` both mean the client does not advertise support.
 Supplying `{}` means the client supports URL-based elicitation.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub url: ::std::option::Option<ElicitationUrlCapabilities>,
 }
 ///Allowed wire representations for `ElicitationContentValue`.
@@ -1078,6 +1230,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1171,6 +1325,8 @@ pub struct ElicitationSchema {
 
 Optional. Omitted and `null` are equivalent and mean no schema description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -1180,6 +1336,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1201,9 +1359,13 @@ Optional. Omitted and `null` are equivalent and mean no property names are requi
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     ///Type discriminator. Always `"object"`.
     #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub type_: ::std::option::Option<ElicitationSchemaType>,
 }
 ///Type discriminator for elicitation schemas.
@@ -1276,6 +1438,8 @@ session without a specific tool call.*/
         rename = "toolCallId",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub tool_call_id: ::std::option::Option<ToolCallId>,
 }
 /**URL-based elicitation capabilities.
@@ -1291,6 +1455,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1334,6 +1500,8 @@ session without a specific tool call.*/
 pub struct EmbeddedResource {
     ///Optional annotations that help clients decide how to display or route this content.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub annotations: ::std::option::Option<Annotations>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -1341,6 +1509,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1374,6 +1544,8 @@ pub struct EnumOption {
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -1383,6 +1555,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1398,6 +1572,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1420,6 +1596,8 @@ This must be an integer as defined in the JSON-RPC specification.*/
     /**Optional primitive or structured value that contains additional information about the error.
 This may include debugging information or context-specific details.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub data: ::std::option::Option<::serde_json::Value>,
     /**A string providing a short description of the error.
 The message should be limited to a concise single sentence.*/
@@ -1483,6 +1661,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1491,12 +1671,16 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
         rename = "readTextFile",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub read_text_file: ::std::option::Option<bool>,
     ///Whether the Client supports `fs/write_text_file` requests.
     #[serde(
         rename = "writeTextFile",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub write_text_file: ::std::option::Option<bool>,
 }
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for forking an existing session.\n\nCreates a new session based on the context of an existing one, allowing\noperations like generating summaries without affecting the original session's history.\n\nOnly available if the Agent supports the `session.fork` capability."]
@@ -1512,6 +1696,7 @@ session.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub additional_directories: ::std::vec::Vec<::std::string::String>,
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
@@ -1521,6 +1706,7 @@ session.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -1528,6 +1714,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1549,6 +1737,8 @@ pub struct ForkSessionResponse {
         rename = "configOptions",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(default)]
     pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -1556,6 +1746,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -1563,6 +1755,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/d
 
 See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub modes: ::std::option::Option<SessionModeState>,
     ///Unique identifier for the newly created forked session.
     #[serde(rename = "sessionId")]
@@ -2659,6 +2853,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2672,6 +2868,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct ImageContent {
     ///Optional annotations that help clients decide how to display or route this content.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub annotations: ::std::option::Option<Annotations>,
     ///Base64-encoded media payload.
     pub data: ::std::string::String,
@@ -2681,6 +2879,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2689,6 +2889,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub mime_type: ::std::string::String,
     ///URI associated with this resource or media payload.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub uri: ::std::option::Option<::std::string::String>,
 }
 /**Metadata about the implementation of the client or agent.
@@ -2702,6 +2904,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2713,6 +2917,8 @@ and easily understood.
 
 If not provided, the name should be used for display.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     /**Version of the implementation. Can be displayed to the user or used
 for debugging or metrics purposes. (e.g. "1.0.0").*/
@@ -2730,6 +2936,8 @@ pub struct InitializeRequest {
         rename = "clientCapabilities",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub client_capabilities: ::std::option::Option<ClientCapabilities>,
     /**Information about the Client name and version sent to the Agent.
 
@@ -2738,6 +2946,8 @@ Note: in future versions of the protocol, this will be required.*/
         rename = "clientInfo",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub client_info: ::std::option::Option<Implementation>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -2745,6 +2955,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2764,6 +2976,8 @@ pub struct InitializeResponse {
         rename = "agentCapabilities",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub agent_capabilities: ::std::option::Option<AgentCapabilities>,
     /**Information about the Agent name and version sent to the Client.
 
@@ -2772,6 +2986,8 @@ Note: in future versions of the protocol, this will be required.*/
         rename = "agentInfo",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub agent_info: ::std::option::Option<Implementation>,
     ///Authentication methods supported by the agent.
     #[serde(
@@ -2779,6 +2995,7 @@ Note: in future versions of the protocol, this will be required.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
     pub auth_methods: ::std::vec::Vec<AuthMethod>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -2786,6 +3003,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2803,11 +3022,15 @@ pub struct IntegerPropertySchema {
 
 Optional. Omitted and `null` are equivalent and mean no default value is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub default: ::std::option::Option<i64>,
     /**Human-readable description.
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**Maximum value (inclusive).
 
@@ -2822,6 +3045,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2834,6 +3059,8 @@ Optional. Omitted and `null` are equivalent and mean there is no inclusive lower
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
 }
 ///Request to kill a terminal without releasing it.
@@ -2845,6 +3072,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2864,6 +3093,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2885,6 +3116,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2898,6 +3131,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2907,8 +3142,11 @@ to fetch the next page. If absent, there are no more results.*/
         rename = "nextCursor",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub next_cursor: ::std::option::Option<::std::string::String>,
     ///Array of session information objects
+    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
     pub sessions: ::std::vec::Vec<SessionInfo>,
 }
 /**Request parameters for loading an existing session.
@@ -2929,11 +3167,13 @@ the request `cwd` matches the session's `cwd`.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub additional_directories: ::std::vec::Vec<::std::string::String>,
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
     ///List of MCP servers to connect to for this session.
     #[serde(rename = "mcpServers")]
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -2941,6 +3181,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2956,6 +3198,8 @@ pub struct LoadSessionResponse {
         rename = "configOptions",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(default)]
     pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -2963,6 +3207,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2970,6 +3216,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 
 See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub modes: ::std::option::Option<SessionModeState>,
 }
 /**Logout capabilities supported by the agent.
@@ -2983,6 +3231,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -2998,6 +3248,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3011,6 +3263,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3020,6 +3274,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct McpCapabilities {
     ///Agent supports `http` MCP servers.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub http: ::std::option::Option<bool>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3027,17 +3283,22 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Agent supports `sse` MCP servers.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub sse: ::std::option::Option<bool>,
 }
 ///HTTP transport configuration for MCP.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct McpServerHttp {
     ///HTTP headers to set when making requests to the MCP server.
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub headers: ::std::vec::Vec<HttpHeader>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3045,6 +3306,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3057,6 +3320,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct McpServerSse {
     ///HTTP headers to set when making requests to the MCP server.
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub headers: ::std::vec::Vec<HttpHeader>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3064,6 +3328,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3076,10 +3342,12 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct McpServerStdio {
     ///Command-line arguments to pass to the MCP server.
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub args: ::std::vec::Vec<::std::string::String>,
     ///Absolute path to the MCP server executable.
     pub command: ::std::string::String,
     ///Environment variables to set when launching the MCP server.
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub env: ::std::vec::Vec<EnvVariable>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3087,6 +3355,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3141,11 +3411,15 @@ pub struct MultiSelectPropertySchema {
 
 Optional. Omitted and `null` are equivalent and mean no default selections are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(default)]
     pub default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /**Human-readable description.
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     ///The items definition describing allowed values.
     pub items: MultiSelectItems,
@@ -3162,6 +3436,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3174,6 +3450,8 @@ Optional. Omitted and `null` are equivalent and mean there is no minimum selecti
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
 }
 /**Request parameters for creating a new session.
@@ -3191,11 +3469,13 @@ additional roots are activated for the new session.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub additional_directories: ::std::vec::Vec<::std::string::String>,
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
     ///List of MCP (Model Context Protocol) servers the agent should connect to.
     #[serde(rename = "mcpServers")]
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3203,6 +3483,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3217,6 +3499,8 @@ pub struct NewSessionResponse {
         rename = "configOptions",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(default)]
     pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3224,6 +3508,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3231,6 +3517,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 
 See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub modes: ::std::option::Option<SessionModeState>,
     /**Unique identifier for the created session.
 
@@ -3253,11 +3541,15 @@ pub struct Notice {
 
 Omitted and `null` are equivalent and mean no description was supplied.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**Metadata scoped to this notice.
 
 Omitted and `null` are equivalent and mean no metadata was supplied.*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3353,11 +3645,15 @@ pub struct NumberPropertySchema {
 
 Optional. Omitted and `null` are equivalent and mean no default value is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub default: ::std::option::Option<f64>,
     /**Human-readable description.
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**Maximum value (inclusive).
 
@@ -3372,6 +3668,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3384,6 +3682,8 @@ Optional. Omitted and `null` are equivalent and mean there is no inclusive lower
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
 }
 ///An option presented to the user when requesting permission.
@@ -3397,6 +3697,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3529,6 +3831,7 @@ pub struct Plan {
 
 When updating a plan, the agent must send a complete list of all entries
 with their current status. The client replaces the entire plan with each update.*/
+    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
     pub entries: ::std::vec::Vec<PlanEntry>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3536,6 +3839,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3555,6 +3860,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3711,6 +4018,8 @@ See protocol docs: [Prompt Capabilities](https://agentclientprotocol.com/protoco
 pub struct PromptCapabilities {
     ///Agent supports `audio` content blocks.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub audio: ::std::option::Option<bool>,
     /**Agent supports embedded context in `session/prompt` requests.
 
@@ -3720,9 +4029,13 @@ in prompt requests for pieces of context that are referenced in the message.*/
         rename = "embeddedContext",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub embedded_context: ::std::option::Option<bool>,
     ///Agent supports `image` content blocks.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub image: ::std::option::Option<bool>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3730,6 +4043,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3747,6 +4062,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3779,6 +4096,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3849,6 +4168,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3869,6 +4190,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3882,6 +4205,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3901,6 +4226,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3939,6 +4266,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3960,6 +4289,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -3971,9 +4302,13 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct ResourceLink {
     ///Optional annotations that help clients decide how to display or route this content.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub annotations: ::std::option::Option<Annotations>,
     ///Optional human-readable details shown with this protocol object.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3981,19 +4316,27 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///MIME type describing the encoded media payload.
     #[serde(rename = "mimeType", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub mime_type: ::std::option::Option<::std::string::String>,
     ///Human-readable name shown for this protocol object.
     pub name: ::std::string::String,
     ///Optional size of the linked resource in bytes, if known.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub size: ::std::option::Option<i64>,
     ///Optional display title for end-user UI.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     ///URI associated with this resource or media payload.
     pub uri: ::std::string::String,
@@ -4017,6 +4360,7 @@ the request `cwd` matches the session's `cwd`.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub additional_directories: ::std::vec::Vec<::std::string::String>,
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
@@ -4026,6 +4370,7 @@ the request `cwd` matches the session's `cwd`.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4033,6 +4378,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4048,6 +4395,8 @@ pub struct ResumeSessionResponse {
         rename = "configOptions",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(default)]
     pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4055,6 +4404,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4062,6 +4413,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 
 See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub modes: ::std::option::Option<SessionModeState>,
 }
 ///The sender or recipient of messages and data in a conversation.
@@ -4130,6 +4483,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4151,6 +4506,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4164,6 +4521,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4192,32 +4551,44 @@ additional-root list associated with a listed session.*/
         rename = "additionalDirectories",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub additional_directories: ::std::option::Option<
         SessionAdditionalDirectoriesCapabilities,
     >,
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/archive` and `session/unarchive`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports both methods, the `archived` filter on\n`session/list`, and `SessionInfo.archived`. Agents that advertise it MUST also advertise `sessionCapabilities.list`."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub archive: ::std::option::Option<SessionArchiveCapabilities>,
     /**Whether the agent supports `session/close`.
 
 Optional. Omitted or `null` both mean the agent does not advertise support.
 Supplying `{}` means the agent supports closing sessions.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub close: ::std::option::Option<SessionCloseCapabilities>,
     /**Whether the agent supports `session/delete`.
 
 Optional. Omitted or `null` both mean the agent does not advertise support.
 Supplying `{}` means the agent supports deleting sessions from `session/list`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub delete: ::std::option::Option<SessionDeleteCapabilities>,
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/fork`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports forking sessions."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub fork: ::std::option::Option<SessionForkCapabilities>,
     /**Whether the agent supports `session/list`.
 
 Optional. Omitted or `null` both mean the agent does not advertise support.
 Supplying `{}` means the agent supports listing sessions.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub list: ::std::option::Option<SessionListCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4225,6 +4596,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4233,18 +4606,26 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/d
 Optional. Omitted or `null` both mean the agent does not advertise support.
 Supplying `{}` means the agent supports resuming sessions.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub resume: ::std::option::Option<SessionResumeCapabilities>,
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/status`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports checking session status."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub status: ::std::option::Option<SessionStatusCapabilities>,
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `systemPrompt` on session lifecycle requests.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports `systemPrompt` in `append` mode."]
     #[serde(
         rename = "systemPrompt",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub system_prompt: ::std::option::Option<SessionSystemPromptCapabilities>,
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/set_title`.\n\nAgents report titles through `session/list` and `session_info_update` without this\ncapability. It only advertises that Clients can set titles.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports setting session titles."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub title: ::std::option::Option<SessionTitleCapabilities>,
 }
 /**Capabilities for the `session/close` method.
@@ -4258,6 +4639,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4356,12 +4739,16 @@ impl ::std::str::FromStr for SessionConfigId {
 pub struct SessionConfigOptionBoolean {
     ///Optional semantic category for this option (UX only).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub category: ::std::option::Option<SessionConfigOptionCategory>,
     ///The current value of the boolean option.
     #[serde(rename = "currentValue")]
     pub current_value: bool,
     ///Optional description for the Client to display to the user.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     ///Unique identifier for the configuration option.
     pub id: SessionConfigId,
@@ -4371,6 +4758,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4382,12 +4771,16 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct SessionConfigOptionSelect {
     ///Optional semantic category for this option (UX only).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub category: ::std::option::Option<SessionConfigOptionCategory>,
     ///The currently selected value.
     #[serde(rename = "currentValue")]
     pub current_value: SessionConfigValueId,
     ///Optional description for the Client to display to the user.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     ///Unique identifier for the configuration option.
     pub id: SessionConfigId,
@@ -4397,6 +4790,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4415,6 +4810,8 @@ Supplying `{}` means agents may include `type: "boolean"` entries in
 `configOptions`, and the client may send `session/set_config_option`
 requests with `type: "boolean"` and a boolean `value`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub boolean: ::std::option::Option<BooleanConfigOptionCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4422,6 +4819,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4446,12 +4845,15 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Human-readable label for this group.
     pub name: ::std::string::String,
     ///The set of option values in this group.
+    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
     pub options: ::std::vec::Vec<SessionConfigSelectOption>,
 }
 ///A possible value for a session configuration option.
@@ -4459,6 +4861,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct SessionConfigSelectOption {
     ///Optional description for this option value.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4466,6 +4870,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4545,6 +4951,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4558,6 +4966,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4621,6 +5031,7 @@ reports no additional roots.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
     pub additional_directories: ::std::vec::Vec<::std::string::String>,
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
@@ -4630,6 +5041,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4638,12 +5051,16 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub session_id: SessionId,
     ///Human-readable title for the session
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     ///ISO 8601 timestamp of last activity
     #[serde(
         rename = "updatedAt",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub updated_at: ::std::option::Option<::std::string::String>,
 }
 /**Update to session metadata. All fields are optional to support partial updates.
@@ -4658,17 +5075,23 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Human-readable title for the session. Set to null to clear.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     ///ISO 8601 timestamp of last activity. Set to null to clear.
     #[serde(
         rename = "updatedAt",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub updated_at: ::std::option::Option<::std::string::String>,
 }
 /**Capabilities for the `session/list` method.
@@ -4682,6 +5105,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4693,6 +5118,8 @@ See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/s
 pub struct SessionMode {
     ///Optional human-readable details shown with this protocol object.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     ///Stable identifier used to refer to this protocol object in later messages.
     pub id: SessionModeId,
@@ -4702,6 +5129,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4754,6 +5183,7 @@ impl ::std::str::FromStr for SessionModeId {
 pub struct SessionModeState {
     ///The set of modes that the Agent can operate in
     #[serde(rename = "availableModes")]
+    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
     pub available_modes: ::std::vec::Vec<SessionMode>,
     ///The current mode the Agent is in.
     #[serde(rename = "currentModeId")]
@@ -4764,6 +5194,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4781,6 +5213,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4801,6 +5235,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4814,6 +5250,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4827,6 +5265,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4834,6 +5274,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/d
 
 Optional. Omitted or `null` both mean the agent supports only `append`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub mode: ::std::option::Option<SessionSystemPromptModeCapabilities>,
 }
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nSystem prompt delivery modes the agent supports in addition to `append`.\n\n`append` has no entry because every agent advertising\n`sessionCapabilities.systemPrompt` supports it."]
@@ -4845,6 +5287,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4854,6 +5298,8 @@ Optional. Omitted or `null` both mean the agent does not advertise support.
 Supplying `{}` means the agent supports replacing its built-in default
 instructions with the client-provided system prompt.*/
     #[serde(rename = "override", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub override_: ::std::option::Option<SessionSystemPromptOverrideCapabilities>,
 }
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for the `override` system prompt mode.\n\nSupplying `{}` means the agent supports replacing its built-in default\ninstructions with the client-provided system prompt."]
@@ -4865,6 +5311,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4878,6 +5326,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4894,6 +5344,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4919,6 +5371,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4933,6 +5387,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct SetSessionConfigOptionResponse {
     ///The full set of configuration options and their current values.
     #[serde(rename = "configOptions")]
+    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
     pub config_options: ::std::vec::Vec<SessionConfigOption>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4940,6 +5395,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4953,6 +5410,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -4972,6 +5431,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5163,6 +5624,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5177,11 +5640,15 @@ pub struct StringPropertySchema {
 
 Optional. Omitted and `null` are equivalent and mean no default value is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub default: ::std::option::Option<::std::string::String>,
     /**Human-readable description.
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**Enum values for untitled single-select enums.
 Optional. Omitted and `null` are equivalent and mean no untitled single-select choices are
@@ -5209,6 +5676,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5234,6 +5703,8 @@ Optional. Omitted and `null` are equivalent and mean there is no pattern constra
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
 }
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nClient-provided system-level instructions for a session.\n\nClients MUST only send this when the Agent advertises\n`sessionCapabilities.systemPrompt`. Agents that cannot apply it, for example\nbecause of an unadvertised mode or an unsupported content block type, MUST\nreturn an error instead of creating, loading, resuming, or forking the\nsession."]
@@ -5255,6 +5726,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5277,6 +5750,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5289,6 +5764,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct TerminalExitStatus {
     ///The process exit code (may be null if terminated by signal).
     #[serde(rename = "exitCode", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub exit_code: ::std::option::Option<u32>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5296,11 +5773,15 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///The signal that terminated the process (may be null if exited normally).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub signal: ::std::option::Option<::std::string::String>,
 }
 ///Typed identifier used for terminal values on the wire.
@@ -5353,6 +5834,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5371,6 +5854,8 @@ pub struct TerminalOutputResponse {
         rename = "exitStatus",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub exit_status: ::std::option::Option<TerminalExitStatus>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5378,6 +5863,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5391,6 +5878,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct TextContent {
     ///Optional annotations that help clients decide how to display or route this content.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub annotations: ::std::option::Option<Annotations>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5398,6 +5887,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5413,11 +5904,15 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///MIME type describing the encoded media payload.
     #[serde(rename = "mimeType", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub mime_type: ::std::option::Option<::std::string::String>,
     ///Text payload carried by this content block.
     pub text: ::std::string::String,
@@ -5438,6 +5933,8 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5452,14 +5949,18 @@ See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/v1/tool
 pub struct ToolCall {
     ///Content produced by the tool call.
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
     pub content: ::std::vec::Vec<ToolCallContent>,
     /**The category of tool being invoked.
 Helps clients choose appropriate icons and UI treatment.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub kind: ::std::option::Option<ToolKind>,
     /**File locations affected by this tool call.
 Enables "follow-along" features in clients.*/
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
     pub locations: ::std::vec::Vec<ToolCallLocation>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5467,6 +5968,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5475,18 +5978,26 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 This field is optional. Omitting it or sending `null` both mean that no
 tool name is available.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub name: ::std::option::Option<::std::string::String>,
     ///Raw input parameters sent to the tool.
     #[serde(rename = "rawInput", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub raw_input: ::std::option::Option<::serde_json::Value>,
     ///Raw output returned by the tool.
     #[serde(
         rename = "rawOutput",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub raw_output: ::std::option::Option<::serde_json::Value>,
     ///Current execution status of the tool call.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub status: ::std::option::Option<ToolCallStatus>,
     ///Human-readable title describing what the tool is doing.
     pub title: ::std::string::String,
@@ -5545,6 +6056,8 @@ See protocol docs: [Following the Agent](https://agentclientprotocol.com/protoco
 pub struct ToolCallLocation {
     ///Optional 1-based line number within the file.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub line: ::std::option::Option<u32>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5552,6 +6065,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5640,12 +6155,18 @@ See protocol docs: [Updating](https://agentclientprotocol.com/protocol/v1/tool-c
 pub struct ToolCallUpdate {
     ///Replace the content collection.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(default)]
     pub content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
     ///Update the tool kind.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub kind: ::std::option::Option<ToolKind>,
     ///Replace the locations collection.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(default)]
     pub locations: ::std::option::Option<::std::vec::Vec<ToolCallLocation>>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5653,6 +6174,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5661,21 +6184,31 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 This field is optional. Omitting it or sending `null` both mean that
 the existing name is left unchanged.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub name: ::std::option::Option<::std::string::String>,
     ///Update the raw input.
     #[serde(rename = "rawInput", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub raw_input: ::std::option::Option<::serde_json::Value>,
     ///Update the raw output.
     #[serde(
         rename = "rawOutput",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub raw_output: ::std::option::Option<::serde_json::Value>,
     ///Update the execution status.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub status: ::std::option::Option<ToolCallStatus>,
     ///Update the human-readable title.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     ///The ID of the tool call being updated.
     #[serde(rename = "toolCallId")]
@@ -5794,6 +6327,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5803,6 +6338,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct UsageUpdate {
     ///Cumulative session cost (optional).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub cost: ::std::option::Option<Cost>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5810,6 +6347,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5827,6 +6366,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5842,6 +6383,8 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct WaitForTerminalExitResponse {
     ///The process exit code (may be null if terminated by signal).
     #[serde(rename = "exitCode", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub exit_code: ::std::option::Option<u32>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5849,11 +6392,15 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///The signal that terminated the process (may be null if exited normally).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub signal: ::std::option::Option<::std::string::String>,
 }
 /**Request to write content to a text file.
@@ -5869,6 +6416,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -5887,6 +6436,8 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,

@@ -7,6 +7,7 @@
 
 pub mod api;
 pub mod emit;
+pub mod lenient;
 pub mod merge;
 pub mod methods;
 pub mod normalize;
@@ -69,7 +70,7 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Error> {
     let merged = merge::merge(inputs)?;
     let table = methods::method_table(inputs, &merged)?;
     let normalized = normalize::normalize(&merged.defs)?;
-    let types = types::typify(&normalized)?;
+    let types = lenient::apply(types::typify(&normalized)?, &normalized.lenient)?;
     let unions = emit::unions(&normalized.unions);
     let implemented = api::implemented(&inputs.vendor);
     let type_names: Vec<String> = normalized.defs.keys().cloned().collect();

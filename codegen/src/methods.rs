@@ -154,8 +154,23 @@ pub fn method_table(inputs: &Inputs, merged: &Merged) -> Result<Vec<MethodSpec>,
     }
     let mut parts: BTreeMap<String, Parts> = BTreeMap::new();
 
+    let stable_wires: BTreeSet<&str> = inputs
+        .stable
+        .get("$defs")
+        .and_then(Value::as_object)
+        .map(|defs| defs.values().filter_map(|d| d.get("x-method").and_then(Value::as_str)).collect())
+        .unwrap_or_default();
+
     for (name, def) in &merged.defs {
         let Some(wire) = def.get("x-method").and_then(Value::as_str) else { continue };
+        // An unstable definition pulled in only as a reference does not bring its method
+        // along: only selected unstable methods, or stable ones whose defs were replaced.
+        if merged.origin[name] == Origin::Unstable
+            && !merged.unstable_methods.contains(wire)
+            && !stable_wires.contains(wire)
+        {
+            continue;
+        }
         let side = match def.get("x-side").and_then(Value::as_str) {
             Some("agent") => Side::Agent,
             Some("client") => Side::Client,

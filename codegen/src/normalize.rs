@@ -84,9 +84,40 @@ pub struct Fallback {
     pub doc: String,
 }
 
+/// How a property is read leniently, from the schema's `x-deserialize-*` annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lenient {
+    /// `x-deserialize-default-on-error`: a malformed value reads as absent.
+    DefaultOnError,
+    /// `x-deserialize-skip-invalid-items`: malformed array items are dropped.
+    SkipInvalidItems,
+    /// `x-deserialize-default-on-null`: `null` reads as the empty value.
+    DefaultOnNull,
+}
+
+/// The annotations of a property's schema, strongest first.
+pub fn lenient_of(schema: &Value) -> Option<Lenient> {
+    let on = |key: &str| schema.get(key) == Some(&Value::Bool(true));
+    if on("x-deserialize-skip-invalid-items") {
+        Some(Lenient::SkipInvalidItems)
+    } else if on("x-deserialize-default-on-error") {
+        Some(Lenient::DefaultOnError)
+    } else if on("x-deserialize-default-on-null") {
+        Some(Lenient::DefaultOnNull)
+    } else {
+        None
+    }
+}
+
+fn lenient_props(properties: &Map<String, Value>) -> BTreeMap<String, Lenient> {
+    properties.iter().filter_map(|(name, schema)| Some((name.clone(), lenient_of(schema)?))).collect()
+}
+
 /// The normalized definitions and the unions taken out of them.
 #[derive(Debug, Clone, Default)]
 pub struct Normalized {
+    /// Lenient properties: definition -> property wire name -> how it is read.
+    pub lenient: BTreeMap<String, BTreeMap<String, Lenient>>,
     /// Definitions for typify. Taken-out unions stay as `{"type":"object"}` placeholders so
     /// references resolve; typify is told to replace them.
     pub defs: BTreeMap<String, Value>,
@@ -189,6 +220,7 @@ fn merge_props(into: &mut Map<String, Value>, extra: Map<String, Value>) {
 struct Ctx<'a> {
     defs: &'a BTreeMap<String, Value>,
     synthesized: BTreeMap<String, Value>,
+    lenient: BTreeMap<String, BTreeMap<String, Lenient>>,
 }
 
 impl Ctx<'_> {
@@ -217,6 +249,10 @@ impl Ctx<'_> {
         mut properties: Map<String, Value>,
         required: Vec<String>,
     ) -> String {
+        let lenient = lenient_props(&properties);
+        if !lenient.is_empty() {
+            self.lenient.insert(name.clone(), lenient);
+        }
         properties.values_mut().for_each(strip);
         let mut req: Vec<String> = Vec::new();
         for r in required {
@@ -411,6 +447,8 @@ fn plain_union(def: &Value, defs: &BTreeMap<String, Value>) -> Option<Value> {
                 map.insert("required".into(), json!(req));
             }
         }
+        // Properties copied from a `$ref` target still carry annotations.
+        strip(&mut variant);
         variants.push(variant);
     }
     let mut out = json!({ "description": doc, "oneOf": variants });
@@ -424,7 +462,7 @@ fn plain_union(def: &Value, defs: &BTreeMap<String, Value>) -> Option<Value> {
 
 /// Applies every rule to the merged definitions.
 pub fn normalize(defs: &BTreeMap<String, Value>) -> Result<Normalized, Error> {
-    let mut ctx = Ctx { defs, synthesized: BTreeMap::new() };
+    let mut ctx = Ctx { defs, synthesized: BTreeMap::new(), lenient: BTreeMap::new() };
     let mut out = Normalized::default();
     for (name, def) in defs {
         if ENVELOPES.contains(&name.as_str()) {
@@ -440,11 +478,16 @@ pub fn normalize(defs: &BTreeMap<String, Value>) -> Result<Normalized, Error> {
             out.defs.insert(name.clone(), json!({ "type": "string" }));
             continue;
         }
+        let lenient = lenient_props(&props(def));
+        if !lenient.is_empty() {
+            out.lenient.insert(name.clone(), lenient);
+        }
         let mut def = def.clone();
         strip(&mut def);
         let def = open_integer_enum(&def).or_else(|| plain_union_if_not_enum(&def, defs)).unwrap_or(def);
         out.defs.insert(name.clone(), def);
     }
+    out.lenient.append(&mut ctx.lenient);
     for (name, def) in ctx.synthesized {
         if out.defs.contains_key(&name) {
             return Err(Error::new(format!("synthesized `{name}` collides with a definition")));

@@ -6,6 +6,7 @@ use clap::Args;
 
 use crate::acp::HeronAgent;
 use crate::acp::policy::agent_policy;
+use crate::protocol::runtime::Side;
 use crate::protocol::serve::AgentService;
 use crate::protocol::validate::SchemaValidator;
 use crate::rpc::{Connection, ConnectionOptions, DEFAULT_MAX_LINE, Validate};
@@ -36,7 +37,7 @@ pub enum AcpError {
 /// Connection options for `args`.
 pub fn connection_options(args: &AcpArgs) -> Result<ConnectionOptions, AcpError> {
     let validator: Option<Arc<dyn Validate>> =
-        if args.validate { Some(Arc::new(SchemaValidator::new()?)) } else { None };
+        if args.validate { Some(Arc::new(SchemaValidator::new(Side::Agent)?)) } else { None };
     Ok(ConnectionOptions {
         max_line_bytes: args.max_line_bytes.max(1),
         validator,

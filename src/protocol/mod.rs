@@ -3,6 +3,7 @@
 
 pub mod envelope;
 pub mod error;
+pub mod lenient;
 pub mod runtime;
 pub mod serve;
 pub mod validate;

@@ -2,22 +2,30 @@
 //! (`--validate` / `HERON_VALIDATE=1`): incoming params answer -32602 with the JSON pointer
 //! of the violation; outgoing messages that break the schema are logged loudly.
 
+use std::sync::{Arc, OnceLock};
+
 use jsonschema::ValidatorMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::error::RpcError;
+use super::runtime::Side;
 use super::types::Method;
 use crate::rpc::{OutgoingKind, Validate};
 
-/// Compiled validators for every definition of the merged schema.
+/// Compiled validators for every definition of the merged schema, checking the messages
+/// of one side of a connection.
 pub struct SchemaValidator {
-    map: ValidatorMap,
+    map: Arc<ValidatorMap>,
+    serving: Side,
 }
 
 impl std::fmt::Debug for SchemaValidator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SchemaValidator").field("validators", &self.map.len()).finish()
+        f.debug_struct("SchemaValidator")
+            .field("validators", &self.map.len())
+            .field("serving", &self.serving)
+            .finish()
     }
 }
 
@@ -27,12 +35,21 @@ impl std::fmt::Debug for SchemaValidator {
 pub struct SchemaError(String);
 
 impl SchemaValidator {
-    /// Compiles the embedded merged schema.
-    pub fn new() -> Result<Self, SchemaError> {
-        let schema: Value =
-            serde_json::from_str(super::SCHEMA_JSON).map_err(|e| SchemaError(e.to_string()))?;
-        let map = jsonschema::validator_map_for(&schema).map_err(|e| SchemaError(e.to_string()))?;
-        Ok(Self { map })
+    /// A validator for the side that serves `serving`'s methods (`Side::Agent` for `heron
+    /// acp`). The schema is compiled once per process and shared.
+    pub fn new(serving: Side) -> Result<Self, SchemaError> {
+        static COMPILED: OnceLock<Result<Arc<ValidatorMap>, String>> = OnceLock::new();
+        let compiled = COMPILED.get_or_init(|| {
+            let schema: Value = serde_json::from_str(super::SCHEMA_JSON).map_err(|e| e.to_string())?;
+            jsonschema::validator_map_for(&schema).map(Arc::new).map_err(|e| e.to_string())
+        });
+        let map = compiled.as_ref().map_err(|e| SchemaError(e.clone()))?.clone();
+        Ok(Self { map, serving })
+    }
+
+    fn serves(&self, method: Method) -> bool {
+        let side = method.info().side;
+        side == self.serving || side == Side::Protocol
     }
 
     /// Checks `instance` against the definition `def`. `Err` carries the instance pointer
@@ -57,8 +74,8 @@ fn parse(raw: Option<&RawValue>) -> Result<Value, String> {
 
 impl Validate for SchemaValidator {
     fn incoming(&self, method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
-        // Unknown methods are the dispatcher's to answer.
-        let Some(method) = Method::from_wire(method) else { return Ok(()) };
+        // Unknown methods, and methods the other side serves, are the dispatcher's to answer.
+        let Some(method) = Method::from_wire(method).filter(|m| self.serves(*m)) else { return Ok(()) };
         let params = parse(params).map_err(|reason| RpcError::schema_violation("", reason))?;
         self.check(method.info().params, &params)
             .map_err(|(pointer, reason)| RpcError::schema_violation(pointer, reason))
@@ -67,8 +84,15 @@ impl Validate for SchemaValidator {
     fn outgoing(&self, kind: OutgoingKind, method: &str, payload: &RawValue) {
         let Some(method) = Method::from_wire(method) else { return };
         let def = match kind {
-            OutgoingKind::Request | OutgoingKind::Notification => Some(method.info().params),
-            OutgoingKind::Result => method.info().result,
+            OutgoingKind::Request | OutgoingKind::Notification if !self.serves(method) => {
+                Some(method.info().params)
+            }
+            OutgoingKind::Result if self.serves(method) => method.info().result,
+            // A message this side should never send is a bug the peer will reject anyway.
+            _ => {
+                tracing::error!(method = method.wire(), ?kind, "sending a message of the wrong side");
+                return;
+            }
         };
         let Some(def) = def else { return };
         let outcome = parse(Some(payload)).map_err(|e| (String::new(), e)).and_then(|v| self.check(def, &v));
