@@ -2,5 +2,11 @@
 
 pub mod acp;
 pub mod cli;
+pub mod config;
+pub mod llm;
 pub mod protocol;
 pub mod rpc;
+pub mod secret;
+pub mod session;
+pub mod store;
+pub mod tools;

@@ -6,10 +6,16 @@ use clap::Args;
 
 use crate::acp::HeronAgent;
 use crate::acp::policy::agent_policy;
+use crate::config::{Config, Home, Keys};
+use crate::llm::registry::Providers;
 use crate::protocol::runtime::Side;
 use crate::protocol::serve::AgentService;
 use crate::protocol::validate::SchemaValidator;
 use crate::rpc::{Connection, ConnectionOptions, DEFAULT_MAX_LINE, Validate};
+use crate::session::settings::{Posture, Preset};
+use crate::session::{Manager, ManagerOptions};
+use crate::store::Store;
+use crate::tools::Registry;
 
 /// Options of `heron acp`.
 #[derive(Debug, Clone, Args)]
@@ -21,11 +27,93 @@ pub struct AcpArgs {
     /// The largest message line accepted, in bytes; longer lines are discarded with an error.
     #[arg(long, default_value_t = DEFAULT_MAX_LINE, value_name = "BYTES")]
     pub max_line_bytes: usize,
+
+    /// The model new sessions use (`provider/model`); `demo/demo` needs no key.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+
+    /// The agent preset of new sessions: light, balanced or delivery.
+    #[arg(long)]
+    pub preset: Option<String>,
+
+    /// Legacy name of --preset.
+    #[arg(long, hide = true)]
+    pub profile: Option<String>,
+
+    /// The starting approval posture and its ceiling: read-only, dontAsk, manual (ask),
+    /// auto, acceptEdits or bypassPermissions.
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<String>,
+
+    /// The working directory Heron starts in (sessions still use the cwd they are given).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<std::path::PathBuf>,
+
+    /// The title of new sessions.
+    #[arg(long)]
+    pub title: Option<String>,
+
+    /// Start without MCP servers and extensions, with the most careful defaults.
+    #[arg(long)]
+    pub safe_mode: bool,
+
+    /// Run the interactive provider setup instead of serving (the terminal auth method).
+    #[arg(long)]
+    pub setup: bool,
+}
+
+impl Default for AcpArgs {
+    fn default() -> Self {
+        Self {
+            validate: false,
+            max_line_bytes: DEFAULT_MAX_LINE,
+            model: None,
+            preset: None,
+            profile: None,
+            permission_mode: None,
+            cwd: None,
+            title: None,
+            safe_mode: false,
+            setup: false,
+        }
+    }
+}
+
+/// Builds the session manager from `HERON_HOME` and the flags.
+pub async fn manager(args: &AcpArgs) -> Result<Manager, AcpError> {
+    let home = Home::from_env()?;
+    let config = Arc::new(Config::load(&home)?);
+    let keys = Arc::new(Keys::load(&home)?);
+    let store = Store::open(home.db_path()).await.map_err(|e| AcpError::Store(e.to_string()))?;
+    let ceiling = match &args.permission_mode {
+        None => None,
+        Some(flag) => Some(Posture::from_permission_mode(flag).ok_or_else(|| AcpError::Usage(format!(
+            "--permission-mode {flag} is not one of read-only, dontAsk, manual, ask, auto, acceptEdits, bypassPermissions"
+        )))?),
+    };
+    let preset = match args.preset.as_deref().or(args.profile.as_deref()) {
+        None => None,
+        Some(name) => Some(Preset::from_id(name).ok_or_else(|| {
+            AcpError::Usage(format!("--preset {name} is not one of light, balanced, delivery"))
+        })?),
+    };
+    let options = ManagerOptions { model: args.model.clone(), preset, ceiling, title: args.title.clone() };
+    let providers = Arc::new(Providers::new(home.clone(), config, keys));
+    Ok(Manager::new(store, providers, Arc::new(Registry::new()), options, home.root().join("transcripts")))
 }
 
 /// Why `heron acp` stopped abnormally.
 #[derive(Debug, thiserror::Error)]
 pub enum AcpError {
+    /// A flag was wrong.
+    #[error("{0}")]
+    Usage(String),
+    /// `HERON_HOME` could not be read.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The session store could not be opened.
+    #[error("cannot open the session store: {0}")]
+    Store(String),
     /// The schema validator could not be built.
     #[error(transparent)]
     Schema(#[from] crate::protocol::validate::SchemaError),
@@ -51,9 +139,13 @@ where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
+    let manager = Arc::new(manager(args).await?);
     let connection = Connection::new(reader, writer, connection_options(args)?);
-    let agent = HeronAgent::new(connection.peer());
-    connection.serve(Arc::new(AgentService::new(agent, agent_policy))).await?;
+    let agent = HeronAgent::new(connection.peer(), manager.clone());
+    let served = connection.serve(Arc::new(AgentService::new(agent, agent_policy))).await;
+    // The editor is gone: stop every turn and tool.
+    manager.close_all();
+    served?;
     Ok(())
 }
 

@@ -39,6 +39,9 @@ pub struct ConnectionOptions {
     pub write_queue: usize,
     /// How long shutdown may spend writing what is already queued.
     pub flush_timeout: Duration,
+    /// When the input ends, how long requests already running may take to finish and be
+    /// answered before they are cancelled.
+    pub drain_timeout: Duration,
     /// An optional schema check of incoming and outgoing payloads.
     pub validator: Option<Arc<dyn Validate>>,
 }
@@ -50,6 +53,7 @@ impl Default for ConnectionOptions {
             call_timeout: Some(Duration::from_secs(60)),
             write_queue: 1024,
             flush_timeout: Duration::from_secs(1),
+            drain_timeout: Duration::from_millis(800),
             validator: None,
         }
     }
@@ -62,6 +66,7 @@ impl std::fmt::Debug for ConnectionOptions {
             .field("call_timeout", &self.call_timeout)
             .field("write_queue", &self.write_queue)
             .field("flush_timeout", &self.flush_timeout)
+            .field("drain_timeout", &self.drain_timeout)
             .field("validator", &self.validator.is_some())
             .finish()
     }
@@ -77,6 +82,7 @@ pub struct Connection<R, W> {
     queue: mpsc::Receiver<String>,
     shared: Arc<Shared>,
     flush_timeout: Duration,
+    drain_timeout: Duration,
 }
 
 impl<R, W> Connection<R, W>
@@ -93,6 +99,7 @@ where
             queue,
             shared: Arc::new(Shared::new(out, options.call_timeout, options.validator)),
             flush_timeout: options.flush_timeout,
+            drain_timeout: options.drain_timeout,
         }
     }
 
@@ -107,12 +114,15 @@ where
     /// Handler futures are spawned on the current tokio runtime. Returns the first I/O
     /// error of the input or the output.
     pub async fn serve(self, dispatcher: Arc<dyn Dispatcher>) -> io::Result<()> {
-        let Connection { mut input, output, queue, shared, flush_timeout } = self;
+        let Connection { mut input, output, queue, shared, flush_timeout, drain_timeout } = self;
         let stop = CancellationToken::new();
         let writer = writer::run(output, queue, stop.clone(), shared.closed.clone(), flush_timeout);
         let reader = async {
             let mut tasks = JoinSet::new();
             let result = read_loop(&mut input, &shared, &*dispatcher, &mut tasks).await;
+            if result.is_ok() && !shared.closed.is_cancelled() {
+                drain(&shared, &mut tasks, drain_timeout).await;
+            }
             shut_down(&shared, &mut tasks);
             stop.cancel();
             result
@@ -307,6 +317,16 @@ async fn start(policy: Policy, mut task: BoxFuture<()>, tasks: &mut JoinSet<()>)
 }
 
 /// Fails our pending calls, answers in-flight requests -32800 and stops every handler.
+/// The input ended: calls to the peer can no longer be answered, but requests already
+/// running get a short grace to finish, so `printf '...' | heron acp` sees its answers.
+async fn drain(shared: &Shared, tasks: &mut JoinSet<()>, grace: Duration) {
+    shared.close_calls();
+    let finished = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+    if finished.is_err() {
+        tracing::debug!("requests still running after the input ended are cancelled");
+    }
+}
+
 fn shut_down(shared: &Shared, tasks: &mut JoinSet<()>) {
     shared.closed.cancel();
     shared.close_calls();

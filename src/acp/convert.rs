@@ -1,0 +1,376 @@
+//! Conversions between protocol types and the core's own, in both directions. The one
+//! place where ACP shapes meet session events.
+
+use base64::Engine as _;
+use serde_json::json;
+
+use crate::protocol::{
+    self as p, BlobResourceContents, ContentBlock, ContentChunk, EmbeddedResource, EmbeddedResourceResource,
+    ImageContent, MessageId, PlanEntry, PlanEntryPriority, PlanEntryStatus, ResourceLink, RpcError,
+    SessionConfigId, SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionSelect,
+    SessionConfigSelectOption, SessionConfigSelectOptions, SessionConfigValueId, SessionMode, SessionModeId,
+    SessionModeState, SessionUpdate, TextContent, TextResourceContents, ToolCallContent, ToolCallId,
+    ToolCallLocation,
+};
+use crate::session::PromptInput;
+use crate::session::event::{
+    Event, Location, PlanItem, StopReason, ToolKind, ToolOutput, ToolStatus, TurnUpdate, UsageReport,
+    UserContent,
+};
+use crate::session::settings::{Mode, OptionSpec, Settings};
+
+/// Image types Heron accepts in prompts.
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+fn text_block(text: String) -> ContentBlock {
+    ContentBlock::Text(TextContent { annotations: None, meta: None, text })
+}
+
+/// Reads a prompt, refusing what Heron cannot take: bad base64, unsupported images, audio.
+/// `field` names the offending block in errors, e.g. `prompt[2].data`.
+pub fn prompt_input(blocks: Vec<ContentBlock>) -> Result<Vec<PromptInput>, RpcError> {
+    let decode = |data: &str, at: usize| {
+        base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|e| {
+            RpcError::invalid_params(format!("prompt[{at}].data"), format!("invalid base64: {e}"))
+        })
+    };
+    blocks
+        .into_iter()
+        .enumerate()
+        .map(|(at, block)| match block {
+            ContentBlock::Text(text) => Ok(PromptInput::Content(UserContent::Text { text: text.text })),
+            ContentBlock::Image(image) => {
+                if !IMAGE_TYPES.contains(&image.mime_type.as_str()) {
+                    return Err(RpcError::invalid_params(
+                        format!("prompt[{at}].mimeType"),
+                        format!(
+                            "unsupported image type `{}`; use one of {}",
+                            image.mime_type,
+                            IMAGE_TYPES.join(", ")
+                        ),
+                    ));
+                }
+                let data = decode(&image.data, at)?;
+                Ok(PromptInput::Attachment { image: true, mime_type: image.mime_type, data, uri: image.uri })
+            }
+            ContentBlock::Audio(_) => Err(RpcError::invalid_params(
+                format!("prompt[{at}]"),
+                "audio prompts are not supported (promptCapabilities.audio is false)",
+            )),
+            ContentBlock::ResourceLink(link) => Ok(PromptInput::Content(UserContent::Link {
+                uri: link.uri,
+                name: link.name,
+                mime_type: link.mime_type,
+                title: link.title,
+                description: link.description,
+                size: link.size,
+            })),
+            ContentBlock::Resource(embedded) => match embedded.resource {
+                EmbeddedResourceResource::TextResourceContents(text) => {
+                    Ok(PromptInput::Content(UserContent::Resource {
+                        uri: text.uri,
+                        mime_type: text.mime_type,
+                        text: text.text,
+                    }))
+                }
+                EmbeddedResourceResource::BlobResourceContents(blob) => {
+                    let data =
+                        base64::engine::general_purpose::STANDARD.decode(blob.blob.trim()).map_err(|e| {
+                            RpcError::invalid_params(
+                                format!("prompt[{at}].resource.blob"),
+                                format!("invalid base64: {e}"),
+                            )
+                        })?;
+                    Ok(PromptInput::Attachment {
+                        image: false,
+                        mime_type: blob.mime_type.unwrap_or_else(|| "application/octet-stream".to_owned()),
+                        data,
+                        uri: Some(blob.uri),
+                    })
+                }
+            },
+        })
+        .collect()
+}
+
+/// The content block a stored user message replays as.
+fn user_block(content: &UserContent) -> ContentBlock {
+    match content {
+        UserContent::Text { text } => text_block(text.clone()),
+        UserContent::Image { mime_type, path, uri } => match std::fs::read(path) {
+            Ok(bytes) => ContentBlock::Image(ImageContent {
+                annotations: None,
+                data: base64::engine::general_purpose::STANDARD.encode(bytes),
+                meta: None,
+                mime_type: mime_type.clone(),
+                uri: uri.clone(),
+            }),
+            Err(_) => text_block(format!("[image no longer available at {path}]")),
+        },
+        UserContent::Resource { uri, mime_type, text } => ContentBlock::Resource(EmbeddedResource {
+            annotations: None,
+            meta: None,
+            resource: EmbeddedResourceResource::TextResourceContents(TextResourceContents {
+                meta: None,
+                mime_type: mime_type.clone(),
+                text: text.clone(),
+                uri: uri.clone(),
+            }),
+        }),
+        UserContent::Blob { uri, mime_type, path } => match std::fs::read(path) {
+            Ok(bytes) => ContentBlock::Resource(EmbeddedResource {
+                annotations: None,
+                meta: None,
+                resource: EmbeddedResourceResource::BlobResourceContents(BlobResourceContents {
+                    blob: base64::engine::general_purpose::STANDARD.encode(bytes),
+                    meta: None,
+                    mime_type: mime_type.clone(),
+                    uri: uri.clone(),
+                }),
+            }),
+            Err(_) => text_block(format!("[resource {uri} no longer available]")),
+        },
+        UserContent::Link { uri, name, mime_type, title, description, size } => {
+            ContentBlock::ResourceLink(ResourceLink {
+                annotations: None,
+                description: description.clone(),
+                meta: None,
+                mime_type: mime_type.clone(),
+                name: name.clone(),
+                size: *size,
+                title: title.clone(),
+                uri: uri.clone(),
+            })
+        }
+    }
+}
+
+fn chunk(message_id: &str, content: ContentBlock) -> ContentChunk {
+    ContentChunk { content, message_id: Some(MessageId(message_id.to_owned())), meta: None }
+}
+
+fn tool_kind(kind: ToolKind) -> p::ToolKind {
+    match kind {
+        ToolKind::Read => p::ToolKind::Read,
+        ToolKind::Edit => p::ToolKind::Edit,
+        ToolKind::Delete => p::ToolKind::Delete,
+        ToolKind::Move => p::ToolKind::Move,
+        ToolKind::Search => p::ToolKind::Search,
+        ToolKind::Execute => p::ToolKind::Execute,
+        ToolKind::Think => p::ToolKind::Think,
+        ToolKind::Fetch => p::ToolKind::Fetch,
+        ToolKind::Other => p::ToolKind::Other,
+    }
+}
+
+fn tool_status(status: ToolStatus) -> p::ToolCallStatus {
+    match status {
+        ToolStatus::Pending => p::ToolCallStatus::Pending,
+        ToolStatus::InProgress => p::ToolCallStatus::InProgress,
+        ToolStatus::Completed => p::ToolCallStatus::Completed,
+        ToolStatus::Failed => p::ToolCallStatus::Failed,
+    }
+}
+
+fn locations(locations: &[Location]) -> Vec<ToolCallLocation> {
+    locations.iter().map(|l| ToolCallLocation { line: l.line, meta: None, path: l.path.clone() }).collect()
+}
+
+fn tool_content(output: &[ToolOutput]) -> Vec<ToolCallContent> {
+    output
+        .iter()
+        .map(|o| match o {
+            ToolOutput::Text { text } => {
+                ToolCallContent::Content(p::Content { content: text_block(text.clone()), meta: None })
+            }
+            ToolOutput::Diff { path, old_text, new_text } => ToolCallContent::Diff(p::Diff {
+                meta: None,
+                new_text: new_text.clone(),
+                old_text: old_text.clone(),
+                path: path.clone(),
+            }),
+            ToolOutput::Terminal { terminal_id } => ToolCallContent::Terminal(p::Terminal {
+                meta: None,
+                terminal_id: p::TerminalId(terminal_id.clone()),
+            }),
+        })
+        .collect()
+}
+
+fn plan_entry(item: &PlanItem) -> PlanEntry {
+    PlanEntry {
+        content: item.content.clone(),
+        meta: None,
+        priority: match item.priority.as_str() {
+            "high" => PlanEntryPriority::High,
+            "low" => PlanEntryPriority::Low,
+            _ => PlanEntryPriority::Medium,
+        },
+        status: match item.status.as_str() {
+            "in_progress" => PlanEntryStatus::InProgress,
+            "completed" => PlanEntryStatus::Completed,
+            _ => PlanEntryStatus::Pending,
+        },
+    }
+}
+
+fn update_of_call(call_id: &str) -> p::ToolCallUpdate {
+    p::ToolCallUpdate {
+        content: None,
+        kind: None,
+        locations: None,
+        meta: None,
+        name: None,
+        raw_input: None,
+        raw_output: None,
+        status: None,
+        title: None,
+        tool_call_id: ToolCallId(call_id.to_owned()),
+    }
+}
+
+/// The updates a durable event shows as, live or replayed. Live and replay share this one
+/// path, so a loaded session looks the way it did.
+pub fn event_updates(event: &Event) -> Vec<SessionUpdate> {
+    match event {
+        Event::UserMessage { message_id, content } => content
+            .iter()
+            .map(|c| SessionUpdate::UserMessageChunk(chunk(message_id, user_block(c))))
+            .collect(),
+        // Live, the text went out in chunks; the finished message is only replayed.
+        Event::AgentMessage { .. } | Event::AgentThought { .. } | Event::TurnEnded { .. } => Vec::new(),
+        Event::ToolCall { call_id, name, title, tool_kind: kind, raw_input, locations: locs, .. } => {
+            vec![SessionUpdate::ToolCall(p::ToolCall {
+                content: Vec::new(),
+                kind: Some(tool_kind(*kind)),
+                locations: locations(locs),
+                meta: None,
+                name: Some(name.clone()),
+                raw_input: Some(raw_input.clone()),
+                raw_output: None,
+                status: Some(p::ToolCallStatus::Pending),
+                title: title.clone(),
+                tool_call_id: ToolCallId(call_id.clone()),
+            })]
+        }
+        Event::ToolResult { call_id, status, output, raw_output, .. } => {
+            let mut update = update_of_call(call_id);
+            update.status = Some(tool_status(*status));
+            update.content = Some(tool_content(output));
+            update.raw_output = raw_output.clone();
+            vec![SessionUpdate::ToolCallUpdate(update)]
+        }
+        Event::Plan { entries } => {
+            vec![SessionUpdate::Plan(p::Plan {
+                entries: entries.iter().map(plan_entry).collect(),
+                meta: None,
+            })]
+        }
+    }
+}
+
+/// The updates a replayed event shows as: like live, plus finished messages whole.
+pub fn replay_updates(event: &Event) -> Vec<SessionUpdate> {
+    match event {
+        Event::AgentMessage { message_id, text } => {
+            vec![SessionUpdate::AgentMessageChunk(chunk(message_id, text_block(text.clone())))]
+        }
+        Event::AgentThought { message_id, text } => {
+            vec![SessionUpdate::AgentThoughtChunk(chunk(message_id, text_block(text.clone())))]
+        }
+        other => event_updates(other),
+    }
+}
+
+/// The updates a live turn update shows as.
+pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
+    match update {
+        TurnUpdate::Event(event) => event_updates(&event),
+        TurnUpdate::MessageChunk { message_id, text } => {
+            vec![SessionUpdate::AgentMessageChunk(chunk(&message_id, text_block(text)))]
+        }
+        TurnUpdate::ThoughtChunk { message_id, text } => {
+            vec![SessionUpdate::AgentThoughtChunk(chunk(&message_id, text_block(text)))]
+        }
+        TurnUpdate::ToolProgress { call_id, status, output } => {
+            let mut update = update_of_call(&call_id);
+            update.status = Some(tool_status(status));
+            if !output.is_empty() {
+                update.content = Some(tool_content(&output));
+            }
+            vec![SessionUpdate::ToolCallUpdate(update)]
+        }
+        TurnUpdate::Usage(report) => vec![usage_update(&report)],
+    }
+}
+
+fn usage_update(report: &UsageReport) -> SessionUpdate {
+    SessionUpdate::UsageUpdate(p::UsageUpdate {
+        cost: report.cost.as_ref().map(|(amount, currency)| p::Cost {
+            amount: *amount,
+            currency: currency.clone(),
+            meta: None,
+        }),
+        meta: None,
+        size: report.size,
+        used: report.used,
+    })
+}
+
+/// The protocol stop reason.
+pub fn stop_reason(reason: StopReason) -> p::StopReason {
+    match reason {
+        StopReason::EndTurn => p::StopReason::EndTurn,
+        StopReason::MaxTokens => p::StopReason::MaxTokens,
+        StopReason::MaxTurnRequests => p::StopReason::MaxTurnRequests,
+        StopReason::Refusal => p::StopReason::Refusal,
+        StopReason::Cancelled => p::StopReason::Cancelled,
+    }
+}
+
+/// The modes offered and the current one.
+pub fn modes(settings: &Settings) -> SessionModeState {
+    SessionModeState {
+        available_modes: Mode::ALL
+            .into_iter()
+            .map(|m| SessionMode {
+                description: Some(m.description().to_owned()),
+                id: SessionModeId(m.id().to_owned()),
+                meta: None,
+                name: m.name().to_owned(),
+            })
+            .collect(),
+        current_mode_id: SessionModeId(settings.mode.id().to_owned()),
+        meta: None,
+    }
+}
+
+/// The config options as `select`s.
+pub fn config_options(options: Vec<OptionSpec>) -> Vec<SessionConfigOption> {
+    options
+        .into_iter()
+        .map(|o| {
+            let category = serde_json::from_value::<SessionConfigOptionCategory>(json!(o.category))
+                .unwrap_or(SessionConfigOptionCategory::Other(o.category.to_owned()));
+            SessionConfigOption::Select(SessionConfigOptionSelect {
+                category: Some(category),
+                current_value: SessionConfigValueId(o.current),
+                description: Some(o.description.to_owned()),
+                id: SessionConfigId(o.id.to_owned()),
+                meta: None,
+                name: o.name.to_owned(),
+                options: SessionConfigSelectOptions::Ungrouped(
+                    o.values
+                        .into_iter()
+                        .map(|(value, name, description)| SessionConfigSelectOption {
+                            description,
+                            meta: None,
+                            name,
+                            value: SessionConfigValueId(value),
+                        })
+                        .collect(),
+                ),
+            })
+        })
+        .collect()
+}

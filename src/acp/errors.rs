@@ -1,0 +1,96 @@
+//! How core failures become JSON-RPC errors: one place, with the field at fault in `data`,
+//! secrets redacted, and internal causes logged rather than sent.
+
+use serde_json::json;
+
+use crate::config::Keys;
+use crate::llm::registry::ModelError;
+use crate::protocol::RpcError;
+use crate::protocol::error::{INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND};
+use crate::secret::{clip, redact};
+use crate::session::settings::SettingError;
+use crate::session::{Manager, PromptError, SessionError};
+
+/// The longest turn-failure message sent, in bytes.
+pub const MAX_FAILURE_MESSAGE: usize = 2048;
+
+/// -32002 for a session id Heron does not know (or has not opened here).
+pub fn unknown_session(id: &str) -> RpcError {
+    RpcError::new(RESOURCE_NOT_FOUND, format!("Session not found: {id}"))
+        .with_data(json!({ "sessionId": id }))
+}
+
+/// Names the field an error is about, when the error did not already.
+pub trait WithField {
+    /// Sets `data.path` unless it is set.
+    fn with_field(self, field: &str) -> Self;
+}
+
+impl WithField for RpcError {
+    fn with_field(mut self, field: &str) -> Self {
+        if self.code == INVALID_PARAMS
+            && let Some(data) = self.data.as_mut().and_then(|d| d.as_object_mut())
+        {
+            data.entry("path").or_insert_with(|| json!(field));
+        }
+        self
+    }
+}
+
+fn model_error(err: &ModelError, manager: &Manager) -> RpcError {
+    let message = redact(&err.to_string(), manager.providers().keys().all());
+    match err {
+        ModelError::NoModel | ModelError::MissingKey { .. } => RpcError::auth_required(message)
+            .with_data(json!({ "reason": "auth_required", "message": err.to_string() })),
+        ModelError::UnknownModel(model) => {
+            RpcError::auth_required(message).with_data(json!({ "reason": "unknown_model", "model": model }))
+        }
+        ModelError::Broken { .. } => RpcError::new(INTERNAL_ERROR, message.clone())
+            .with_data(json!({ "code": "provider_unavailable" })),
+    }
+}
+
+/// The wire error for a session operation.
+pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
+    match err {
+        SessionError::NotFound(id) => unknown_session(&id),
+        SessionError::Model(model) => model_error(&model, manager),
+        SessionError::Setting(setting) => setting_error(&setting),
+        SessionError::BadCursor => RpcError::invalid_params("cursor", "not a cursor this agent issued"),
+        SessionError::BadPath(reason) => RpcError::invalid_params("cwd", reason),
+        SessionError::Internal(cause) => RpcError::internal(&cause),
+    }
+}
+
+fn setting_error(err: &SettingError) -> RpcError {
+    match err {
+        SettingError::UnknownOption(id) => RpcError::invalid_params("configId", err.to_string())
+            .with_data(json!({ "path": "configId", "configId": id, "reason": err.to_string() })),
+        SettingError::UnknownValue { .. } => RpcError::invalid_params("value", err.to_string()),
+        SettingError::AboveCeiling { asked, ceiling } => RpcError::new(INVALID_PARAMS, err.to_string())
+            .with_data(json!({
+                "code": "acp.tool_approval.above_ceiling",
+                "path": "value",
+                "value": asked,
+                "ceiling": ceiling,
+            })),
+    }
+}
+
+/// The wire error for a prompt that failed after it was accepted.
+pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
+    match err {
+        PromptError::Model(model) => {
+            let message = redact(&model.to_string(), keys.all());
+            RpcError::auth_required(message)
+        }
+        PromptError::Closed => RpcError::new(INTERNAL_ERROR, "The session was closed before the prompt ran")
+            .with_data(json!({ "code": "session_closed" })),
+        other => {
+            let cause = clip(&redact(&other.to_string(), keys.all()), MAX_FAILURE_MESSAGE);
+            tracing::warn!(%cause, "turn failed");
+            RpcError::new(INTERNAL_ERROR, format!("Turn failed: {cause}"))
+                .with_data(json!({ "code": "turn_failed", "cause": cause }))
+        }
+    }
+}

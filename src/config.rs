@@ -1,0 +1,323 @@
+//! Heron's home directory (`HERON_HOME`, default `~/.heron`): `config.toml` (providers,
+//! models, defaults), `.env` (API keys: the only place keys are read from) and `heron.db`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::secret::Secret;
+
+/// Why the home could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// `config.toml` is not valid.
+    #[error("{path}: {reason}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong, without any secret.
+        reason: String,
+    },
+    /// A file could not be read.
+    #[error("cannot read {path}: {reason}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        reason: String,
+    },
+    /// No home directory could be found.
+    #[error("no home directory: set HERON_HOME")]
+    NoHome,
+}
+
+/// The paths under Heron's home.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    root: PathBuf,
+}
+
+impl Home {
+    /// `HERON_HOME`, else `~/.heron`.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        if let Some(dir) = std::env::var_os("HERON_HOME").filter(|d| !d.is_empty()) {
+            return Ok(Self { root: PathBuf::from(dir) });
+        }
+        let home = std::env::var_os("HOME").filter(|d| !d.is_empty()).ok_or(ConfigError::NoHome)?;
+        Ok(Self { root: PathBuf::from(home).join(".heron") })
+    }
+
+    /// A home at `root`.
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The directory itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `config.toml`.
+    pub fn config_path(&self) -> PathBuf {
+        self.root.join("config.toml")
+    }
+
+    /// `.env`, where keys live.
+    pub fn env_path(&self) -> PathBuf {
+        self.root.join(".env")
+    }
+
+    /// `heron.db`, the session store.
+    pub fn db_path(&self) -> PathBuf {
+        self.root.join("heron.db")
+    }
+}
+
+/// The kind of a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// An OpenAI-compatible Chat Completions endpoint, streamed.
+    Openai,
+    /// The deterministic scripted model.
+    Scripted,
+}
+
+/// A model's price, per million tokens.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Per million input tokens.
+    pub input: f64,
+    /// Per million output tokens.
+    pub output: f64,
+    /// ISO 4217 currency, default USD.
+    #[serde(default = "usd")]
+    pub currency: String,
+}
+
+fn usd() -> String {
+    "USD".to_owned()
+}
+
+/// One `[providers.NAME]` table.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// What speaks at the other end.
+    pub kind: ProviderKind,
+    /// The endpoint (`openai` kind).
+    pub base_url: Option<String>,
+    /// The name of the key in `HERON_HOME/.env` (`openai` kind; none for keyless servers).
+    pub api_key_env: Option<String>,
+    /// The models this provider serves; model ids are `NAME/MODEL`.
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// A script file, relative to `HERON_HOME` (`scripted` kind; the built-in demo otherwise).
+    pub script: Option<PathBuf>,
+    /// Reasoning effort levels the provider accepts, e.g. `["low", "medium", "high"]`.
+    #[serde(default)]
+    pub efforts: Vec<String>,
+    /// Prices by model name.
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+    /// The context window in tokens, for usage reports.
+    pub context_window: Option<u64>,
+    /// Seconds without progress before a request fails (default 120).
+    pub timeout_s: Option<u64>,
+    /// Retries of a transient failure (default 3).
+    pub max_retries: Option<u32>,
+}
+
+/// `config.toml`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `provider/model` used when a session does not choose one.
+    pub default_model: Option<String>,
+    /// Providers by name.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Seconds to wait for a permission answer before treating it as a rejection.
+    pub permission_timeout_s: Option<u64>,
+    /// Model requests allowed in one turn before it stops with `max_turn_requests`.
+    pub max_turn_requests: Option<u32>,
+}
+
+/// The name of the always-available offline demo provider and its one model.
+pub const DEMO_PROVIDER: &str = "demo";
+/// The demo model id.
+pub const DEMO_MODEL: &str = "demo/demo";
+
+impl Config {
+    /// Reads `config.toml`; a missing file is an empty config.
+    pub fn load(home: &Home) -> Result<Self, ConfigError> {
+        let path = home.config_path();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => {
+                return Err(ConfigError::Io { path: path.display().to_string(), reason: e.to_string() });
+            }
+        };
+        let mut config = Self::parse(&text)
+            .map_err(|reason| ConfigError::Invalid { path: path.display().to_string(), reason })?;
+        config.add_demo();
+        Ok(config)
+    }
+
+    /// Parses `config.toml` text.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let config: Config = toml::from_str(text).map_err(|e| e.message().to_owned())?;
+        for (name, provider) in &config.providers {
+            if name.contains('/') {
+                return Err(format!("provider name `{name}` must not contain `/`"));
+            }
+            if provider.kind == ProviderKind::Openai && provider.base_url.is_none() {
+                return Err(format!("provider `{name}` (kind openai) needs a base_url"));
+            }
+        }
+        Ok(config)
+    }
+
+    /// The offline demo provider is always there, so a newcomer can try Heron without keys.
+    fn add_demo(&mut self) {
+        self.providers.entry(DEMO_PROVIDER.to_owned()).or_insert_with(|| ProviderConfig {
+            kind: ProviderKind::Scripted,
+            base_url: None,
+            api_key_env: None,
+            models: vec!["demo".to_owned()],
+            script: None,
+            efforts: Vec::new(),
+            prices: BTreeMap::new(),
+            context_window: Some(128_000),
+            timeout_s: None,
+            max_retries: None,
+        });
+    }
+
+    /// Every `provider/model` id, in config order.
+    pub fn model_ids(&self) -> Vec<String> {
+        self.providers
+            .iter()
+            .flat_map(|(name, p)| p.models.iter().map(move |m| format!("{name}/{m}")))
+            .collect()
+    }
+
+    /// Splits `provider/model` and finds the provider.
+    pub fn resolve(&self, model_id: &str) -> Option<ResolvedModel<'_>> {
+        let (provider, model) = model_id.split_once('/')?;
+        let (name, config) = self.providers.get_key_value(provider)?;
+        let model = config.models.iter().find(|m| *m == model)?;
+        Some(ResolvedModel { provider: name, config, model })
+    }
+}
+
+/// A `provider/model` id found in the config.
+#[derive(Debug, Clone, Copy)]
+pub struct ResolvedModel<'a> {
+    /// The provider's name.
+    pub provider: &'a str,
+    /// Its configuration.
+    pub config: &'a ProviderConfig,
+    /// The model name as the provider knows it.
+    pub model: &'a str,
+}
+
+/// API keys from `HERON_HOME/.env`. The process environment is never consulted.
+#[derive(Debug, Clone, Default)]
+pub struct Keys {
+    keys: BTreeMap<String, Secret>,
+}
+
+impl Keys {
+    /// Reads `.env`; a missing file means no keys.
+    pub fn load(home: &Home) -> Result<Self, ConfigError> {
+        let path = home.env_path();
+        let iter = match dotenvy::from_path_iter(&path) {
+            Ok(iter) => iter,
+            Err(dotenvy::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Self::default());
+            }
+            Err(e) => {
+                return Err(ConfigError::Io { path: path.display().to_string(), reason: e.to_string() });
+            }
+        };
+        let mut keys = BTreeMap::new();
+        for item in iter {
+            // The parser's message can quote the line, which may hold a key: say only where.
+            let (name, value) = item.map_err(|_| ConfigError::Invalid {
+                path: path.display().to_string(),
+                reason: "a line is not NAME=value".to_owned(),
+            })?;
+            keys.insert(name, Secret::new(value));
+        }
+        Ok(Self { keys })
+    }
+
+    /// Keys given directly (tests, `heron setup`).
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
+        Self { keys: pairs.into_iter().map(|(k, v)| (k, Secret::new(v))).collect() }
+    }
+
+    /// The key called `name`, if set and non-empty.
+    pub fn get(&self, name: &str) -> Option<&Secret> {
+        self.keys.get(name).filter(|s| !s.is_empty())
+    }
+
+    /// Every key, for redaction.
+    pub fn all(&self) -> impl Iterator<Item = &Secret> {
+        self.keys.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_example_parses() {
+        let config = Config::parse(
+            r#"
+default_model = "local/fast"
+[providers.local]
+kind = "openai"
+base_url = "http://127.0.0.1:8080/v1"
+api_key_env = "LOCAL_API_KEY"
+models = ["fast", "smart"]
+[providers.demo]
+kind = "scripted"
+models = ["demo"]
+script = "demo.jsonl"
+"#,
+        )
+        .expect("parses");
+        assert_eq!(config.model_ids(), ["demo/demo", "local/fast", "local/smart"]);
+        assert!(config.resolve("local/smart").is_some());
+        assert!(config.resolve("local/huge").is_none());
+    }
+
+    #[test]
+    fn an_openai_provider_without_base_url_is_refused() {
+        let err = Config::parse("[providers.x]\nkind = \"openai\"\n").expect_err("refused");
+        assert!(err.contains("base_url"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_with_their_name() {
+        let err = Config::parse("defualt_model = \"x/y\"\n").expect_err("refused");
+        assert!(err.contains("defualt_model"), "{err}");
+    }
+
+    #[test]
+    fn keys_come_from_the_env_file_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        std::fs::write(home.env_path(), "LOCAL_API_KEY=sk-test-1234\nEMPTY=\n").expect("write");
+        let keys = Keys::load(&home).expect("loads");
+        assert_eq!(keys.get("LOCAL_API_KEY").map(Secret::expose), Some("sk-test-1234"));
+        assert!(keys.get("EMPTY").is_none());
+        assert!(keys.get("PATH").is_none(), "the process environment is never read");
+    }
+}

@@ -1,0 +1,203 @@
+//! Model providers: one [`Provider`] trait that turns a [`ModelRequest`] into a stream of
+//! [`ModelEvent`]s, with an OpenAI-compatible streaming client and a deterministic
+//! scripted model. Knows nothing of ACP.
+
+mod driven;
+pub mod openai;
+pub mod registry;
+pub mod scripted;
+
+use std::pin::Pin;
+
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// A chat message in provider-neutral form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ChatMessage {
+    /// Instructions for the model.
+    System {
+        /// The text.
+        text: String,
+    },
+    /// What the user said.
+    User {
+        /// Text and images, in order.
+        parts: Vec<UserPart>,
+    },
+    /// What the model said, including the tools it asked for.
+    Assistant {
+        /// The visible answer (may be empty when only tools were called).
+        text: String,
+        /// Tool calls, in the order the model made them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCallRequest>,
+    },
+    /// The result of one tool call.
+    Tool {
+        /// The id of the call this answers.
+        call_id: String,
+        /// What the tool returned, as text for the model.
+        content: String,
+    },
+}
+
+/// One part of a user message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum UserPart {
+    /// Plain text (embedded resources arrive here already rendered as text).
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, base64-encoded.
+    Image {
+        /// Its MIME type, e.g. `image/png`.
+        mime_type: String,
+        /// The base64 data.
+        data: String,
+    },
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRequest {
+    /// The provider's id of the call (made up when the provider gives none).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as the JSON text the model produced (may be invalid JSON).
+    pub arguments: String,
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// The JSON schema of its arguments.
+    pub parameters: Value,
+}
+
+/// One request to a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// The model id as the provider knows it (without the `provider/` prefix).
+    pub model: String,
+    /// The conversation so far.
+    pub messages: Vec<ChatMessage>,
+    /// The tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// A reasoning effort level the provider understands (`low`, `medium`, `high`), if any.
+    pub effort: Option<String>,
+    /// The most tokens the answer may take, if limited.
+    pub max_tokens: Option<u32>,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// It finished its answer.
+    Stop,
+    /// It wants the tool calls it made to run.
+    ToolCalls,
+    /// It hit the token limit.
+    Length,
+    /// It refused (content filter or an explicit refusal).
+    Refusal,
+}
+
+/// Token counts of one model request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens (cached ones included).
+    pub input_tokens: u64,
+    /// Completion tokens (reasoning included).
+    pub output_tokens: u64,
+    /// Prompt tokens served from a cache, when reported.
+    pub cached_input_tokens: u64,
+    /// Reasoning tokens, when reported.
+    pub reasoning_tokens: u64,
+}
+
+/// What a model stream yields, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ModelEvent {
+    /// A new attempt starts (the first, or a retry after a transient failure). Text of an
+    /// earlier attempt is void; the consumer starts a new message.
+    Attempt {
+        /// 1 for the first attempt.
+        number: u32,
+    },
+    /// A piece of the visible answer.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// A piece of reasoning.
+    ThoughtDelta {
+        /// The text.
+        text: String,
+    },
+    /// A complete tool call (arguments already assembled across deltas).
+    ToolCall {
+        /// The call.
+        call: ToolCallRequest,
+    },
+    /// Token usage, usually near the end.
+    Usage {
+        /// The counts.
+        usage: Usage,
+    },
+    /// The last event of a successful stream.
+    Finish {
+        /// Why the model stopped.
+        reason: FinishReason,
+    },
+}
+
+/// Why a model request failed. Messages never carry keys or headers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// The endpoint could not be reached or the connection broke.
+    #[error("cannot reach the model endpoint: {0}")]
+    Unreachable(String),
+    /// The endpoint answered with an error status.
+    #[error("the model endpoint answered {status}: {message}")]
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message, redacted and clipped.
+        message: String,
+    },
+    /// The request took longer than its timeout.
+    #[error("the model request timed out after {0} s")]
+    Timeout(u64),
+    /// The stream was malformed.
+    #[error("the model stream was malformed: {0}")]
+    Protocol(String),
+    /// A scripted turn asked for this failure.
+    #[error("{0}")]
+    Scripted(String),
+    /// The request was cancelled.
+    #[error("the model request was cancelled")]
+    Cancelled,
+}
+
+/// A stream of model events.
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ProviderError>> + Send + 'static>>;
+
+/// A model provider.
+pub trait Provider: Send + Sync + 'static {
+    /// Starts a request. Cancelling `cancel` ends the stream at once with
+    /// [`ProviderError::Cancelled`] and aborts the underlying request.
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream;
+}

@@ -1,0 +1,134 @@
+//! A push decoder for server-sent events: feed it bytes as they arrive and it hands back
+//! the `data` of each complete event. Where the bytes are split never changes the result.
+//!
+//! Only what model endpoints use is kept: `data` fields (several lines join with `\n`),
+//! comments (`:` lines, used as keep-alives) and the blank line that ends an event. Lines
+//! end with `\n` or `\r\n`; other fields are ignored.
+
+/// The most bytes one event may buffer; a stream past it is malformed, not a bigger model.
+const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The event stream grew an event past [`MAX_EVENT_BYTES`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EventTooLarge;
+
+/// Decodes server-sent events from a byte stream.
+#[derive(Debug, Default)]
+pub(crate) struct SseDecoder {
+    /// The bytes of the current line, without its end.
+    line: Vec<u8>,
+    /// The data of the current event so far.
+    data: String,
+    /// Whether the current event has a `data` field (an empty one counts).
+    has_data: bool,
+}
+
+impl SseDecoder {
+    /// Feeds `bytes`, pushing the data of each event they complete onto `out`.
+    pub(crate) fn push(&mut self, bytes: &[u8], out: &mut Vec<String>) -> Result<(), EventTooLarge> {
+        let mut rest = bytes;
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            self.line.extend_from_slice(&rest[..end]);
+            self.end_line(out);
+            rest = &rest[end + 1..];
+        }
+        self.line.extend_from_slice(rest);
+        if self.line.len() + self.data.len() > MAX_EVENT_BYTES {
+            return Err(EventTooLarge);
+        }
+        Ok(())
+    }
+
+    /// Ends the stream: an event cut off without its blank line still counts, because
+    /// some servers close right after their last `data` line.
+    pub(crate) fn finish(&mut self, out: &mut Vec<String>) {
+        if !self.line.is_empty() {
+            self.end_line(out);
+        }
+        self.dispatch(out);
+    }
+
+    fn end_line(&mut self, out: &mut Vec<String>) {
+        let mut line = std::mem::take(&mut self.line);
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        if line.is_empty() {
+            self.dispatch(out);
+            return;
+        }
+        if line[0] == b':' {
+            return;
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (&line[..], &[][..]),
+        };
+        if field == b"data" {
+            if self.has_data {
+                self.data.push('\n');
+            }
+            // Lines are whole here, so a multi-byte character is never split across reads.
+            self.data.push_str(&String::from_utf8_lossy(value));
+            self.has_data = true;
+        }
+        // The line buffer keeps its capacity for the next line.
+        self.line = line;
+        self.line.clear();
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<String>) {
+        if self.has_data {
+            out.push(std::mem::take(&mut self.data));
+            self.has_data = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_in_pieces(bytes: &[u8], piece: usize) -> Vec<String> {
+        let mut decoder = SseDecoder::default();
+        let mut out = Vec::new();
+        for chunk in bytes.chunks(piece.max(1)) {
+            decoder.push(chunk, &mut out).expect("small events fit");
+        }
+        decoder.finish(&mut out);
+        out
+    }
+
+    #[test]
+    fn events_end_at_blank_lines_and_comments_are_skipped() {
+        let stream = b": keep-alive\n\ndata: {\"a\":1}\n\ndata:[DONE]\r\n\r\n";
+        assert_eq!(decode_in_pieces(stream, 1000), ["{\"a\":1}", "[DONE]"]);
+    }
+
+    #[test]
+    fn multi_line_data_joins_with_newlines() {
+        assert_eq!(decode_in_pieces(b"data: a\ndata: b\nevent: x\n\n", 1000), ["a\nb"]);
+    }
+
+    #[test]
+    fn split_points_never_change_the_events() {
+        let stream = "data: héllo wörld\r\n\r\n: c\n\ndata: second\n\ndata: cut off".as_bytes();
+        let whole = decode_in_pieces(stream, stream.len());
+        assert_eq!(whole, ["héllo wörld", "second", "cut off"]);
+        for piece in 1..stream.len() {
+            assert_eq!(decode_in_pieces(stream, piece), whole, "pieces of {piece}");
+        }
+    }
+
+    #[test]
+    fn an_endless_line_is_refused() {
+        let mut decoder = SseDecoder::default();
+        let mut out = Vec::new();
+        let chunk = vec![b'x'; 1024 * 1024];
+        let refused = (0..20).any(|_| decoder.push(&chunk, &mut out).is_err());
+        assert!(refused);
+    }
+}

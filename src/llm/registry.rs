@@ -1,0 +1,152 @@
+//! Builds the provider behind a `provider/model` id from `config.toml` and the keys in
+//! `.env`, once per provider, and says plainly why a model cannot be used.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::openai::{OpenAiConfig, OpenAiProvider};
+use super::scripted::ScriptedProvider;
+use super::{Provider, ProviderError};
+use crate::config::{Config, Home, Keys, ProviderKind};
+
+/// Why a model cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// No model was chosen and `config.toml` names no default.
+    #[error("no model is configured: run `heron setup`, or pass --model")]
+    NoModel,
+    /// The id names no configured model.
+    #[error("`{0}` is not a configured model")]
+    UnknownModel(String),
+    /// The provider needs a key that `.env` does not have.
+    #[error("provider `{provider}` needs the key `{key}` in HERON_HOME/.env: run `heron setup`")]
+    MissingKey {
+        /// The provider.
+        provider: String,
+        /// The key's name.
+        key: String,
+    },
+    /// The provider could not be built (a bad script file, a bad URL).
+    #[error("provider `{provider}` cannot start: {reason}")]
+    Broken {
+        /// The provider.
+        provider: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A model ready to take requests.
+#[derive(Clone)]
+pub struct ResolvedProvider {
+    /// The provider.
+    pub provider: Arc<dyn Provider>,
+    /// The model name the provider knows.
+    pub model: String,
+    /// The context window, for usage reports.
+    pub context_window: Option<u64>,
+    /// Price per million input and output tokens, and the currency.
+    pub price: Option<(f64, f64, String)>,
+}
+
+impl std::fmt::Debug for ResolvedProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedProvider").field("model", &self.model).finish_non_exhaustive()
+    }
+}
+
+/// Providers built so far, by name.
+pub struct Providers {
+    home: Home,
+    config: Arc<Config>,
+    keys: Arc<Keys>,
+    built: Mutex<HashMap<String, Arc<dyn Provider>>>,
+}
+
+impl std::fmt::Debug for Providers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Providers").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl Providers {
+    /// Providers from a loaded config and keys.
+    pub fn new(home: Home, config: Arc<Config>, keys: Arc<Keys>) -> Self {
+        Self { home, config, keys, built: Mutex::new(HashMap::new()) }
+    }
+
+    /// The config the providers come from.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The keys, for redacting errors.
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// Checks that `model_id` can be used, without building anything.
+    pub fn check(&self, model_id: &str) -> Result<(), ModelError> {
+        let resolved =
+            self.config.resolve(model_id).ok_or_else(|| ModelError::UnknownModel(model_id.to_owned()))?;
+        if resolved.config.kind == ProviderKind::Openai
+            && let Some(key) = &resolved.config.api_key_env
+            && self.keys.get(key).is_none()
+        {
+            return Err(ModelError::MissingKey { provider: resolved.provider.to_owned(), key: key.clone() });
+        }
+        Ok(())
+    }
+
+    /// The provider for `model_id`, built on first use.
+    pub fn resolve(&self, model_id: &str) -> Result<ResolvedProvider, ModelError> {
+        self.check(model_id)?;
+        let resolved =
+            self.config.resolve(model_id).ok_or_else(|| ModelError::UnknownModel(model_id.to_owned()))?;
+        let price =
+            resolved.config.prices.get(resolved.model).map(|p| (p.input, p.output, p.currency.clone()));
+        let mut built = self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let provider = match built.get(resolved.provider) {
+            Some(provider) => provider.clone(),
+            None => {
+                let provider = self.build(resolved.provider).map_err(|reason| ModelError::Broken {
+                    provider: resolved.provider.to_owned(),
+                    reason: crate::secret::redact(&reason.to_string(), self.keys.all()),
+                })?;
+                built.insert(resolved.provider.to_owned(), provider.clone());
+                provider
+            }
+        };
+        Ok(ResolvedProvider {
+            provider,
+            model: resolved.model.to_owned(),
+            context_window: resolved.config.context_window,
+            price,
+        })
+    }
+
+    fn build(&self, name: &str) -> Result<Arc<dyn Provider>, ProviderError> {
+        let Some(config) = self.config.providers.get(name) else {
+            return Err(ProviderError::Protocol(format!("no provider `{name}`")));
+        };
+        match config.kind {
+            ProviderKind::Scripted => match &config.script {
+                Some(path) => Ok(Arc::new(ScriptedProvider::from_path(&self.home.root().join(path))?)),
+                None => Ok(Arc::new(ScriptedProvider::demo())),
+            },
+            ProviderKind::Openai => {
+                let api_key = config.api_key_env.as_ref().and_then(|k| self.keys.get(k)).cloned();
+                let provider = OpenAiProvider::new(OpenAiConfig {
+                    base_url: config.base_url.clone().unwrap_or_default(),
+                    api_key,
+                    request_timeout: Duration::from_secs(config.timeout_s.unwrap_or(120)),
+                    connect_timeout: Duration::from_secs(10),
+                    max_retries: config.max_retries.unwrap_or(3),
+                    retry_base_delay: Duration::from_millis(500),
+                })?;
+                Ok(Arc::new(provider))
+            }
+        }
+    }
+}

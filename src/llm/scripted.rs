@@ -1,0 +1,123 @@
+//! The scripted provider: a deterministic, offline model that plays a [`Script`]. It is
+//! stateless: the turn it plays is the number of assistant messages in the request, so
+//! the same conversation always gets the same answer. Used by tests, demos and editor
+//! developers testing their clients; the format is in `docs/scripted-provider.md`.
+
+mod script;
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+pub use self::script::{Script, ScriptError, ScriptedCall, ScriptedUsage, Step, Turn, word_deltas};
+use super::driven::{Emitter, drive};
+use super::{
+    ChatMessage, FinishReason, ModelEvent, ModelRequest, ModelStream, Provider, ProviderError,
+    ToolCallRequest,
+};
+
+/// The built-in demo script, played by `ScriptedProvider::demo()`: it looks around, writes
+/// a note and sums up. It doubles as the format's example.
+pub const DEMO_SCRIPT: &str = r##"# Heron's built-in demo: one model turn per line.
+# Turn 0: look around.
+{"steps": [{"thought": "The user wants a look at the project. Listing the files is a good start."}, {"text": "I'll look around the project first."}, {"tool_call": {"name": "list_files", "arguments": {"path": "."}}}]}
+# Turn 1: leave a note.
+{"steps": [{"text": "Now I'll leave a short note in NOTES.md."}, {"tool_call": {"name": "write_file", "arguments": {"path": "NOTES.md", "content": "# Notes\n\nHeron was here.\n"}}}]}
+# Turn 2: sum up.
+{"steps": [{"text": "Done. I listed the project's files and wrote NOTES.md with a short note. This was the scripted demo model; configure a real model to do real work."}, {"usage": {"input": 1200, "output": 80}}], "finish": "stop"}
+"##;
+
+/// A [`crate::llm::Provider`] that plays a script.
+#[derive(Debug, Clone)]
+pub struct ScriptedProvider {
+    script: Script,
+}
+
+impl ScriptedProvider {
+    /// A provider playing `script`.
+    pub fn new(script: Script) -> Self {
+        Self { script }
+    }
+
+    /// A provider playing the built-in [`DEMO_SCRIPT`].
+    pub fn demo() -> Self {
+        // The demo is a constant checked by the tests, so it always parses; an empty script
+        // is still a working model should that ever break.
+        let script = Script::parse(DEMO_SCRIPT).unwrap_or_else(|_| Script::from_turns(Vec::new()));
+        Self { script }
+    }
+
+    /// A provider playing the script in the file at `path`.
+    pub fn from_path(path: &Path) -> Result<Self, ScriptError> {
+        Ok(Self { script: Script::from_path(path)? })
+    }
+
+    /// The script it plays.
+    pub fn script(&self) -> &Script {
+        &self.script
+    }
+}
+
+impl From<ScriptError> for ProviderError {
+    fn from(error: ScriptError) -> Self {
+        ProviderError::Scripted(error.to_string())
+    }
+}
+
+impl Provider for ScriptedProvider {
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        let index = request.messages.iter().filter(|m| matches!(m, ChatMessage::Assistant { .. })).count();
+        let turn = self.script.turns().get(index).cloned();
+        let total = self.script.turns().len();
+        drive(cancel, move |emit| async move {
+            emit.emit(ModelEvent::Attempt { number: 1 }).await;
+            match turn {
+                Some(turn) => play(index, turn, &emit).await,
+                None => {
+                    let text = format!("The script has no more turns (it has {total}); nothing more to say.");
+                    stream_text(&text, &emit, |text| ModelEvent::TextDelta { text }).await;
+                    emit.emit(ModelEvent::Finish { reason: FinishReason::Stop }).await;
+                    Ok(())
+                }
+            }
+        })
+    }
+}
+
+/// Plays turn `index`.
+async fn play(index: usize, turn: Turn, emit: &Emitter) -> Result<(), ProviderError> {
+    let mut calls = 0;
+    let mut refused = false;
+    for step in turn.steps {
+        match step {
+            Step::Thought(text) => stream_text(&text, emit, |text| ModelEvent::ThoughtDelta { text }).await,
+            Step::Text(text) => stream_text(&text, emit, |text| ModelEvent::TextDelta { text }).await,
+            Step::ToolCall(call) => {
+                let id = call.id.clone().unwrap_or_else(|| format!("call_{index}_{calls}"));
+                let call = ToolCallRequest { id, name: call.name.clone(), arguments: call.arguments_text() };
+                emit.emit(ModelEvent::ToolCall { call }).await;
+                calls += 1;
+            }
+            Step::Usage(usage) => emit.emit(ModelEvent::Usage { usage: usage.into() }).await,
+            Step::DelayMs(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
+            Step::Error(message) => return Err(ProviderError::Scripted(message)),
+            Step::Refuse(refuse) => refused |= refuse,
+        }
+    }
+    let reason = turn.finish.unwrap_or(if refused {
+        FinishReason::Refusal
+    } else if calls > 0 {
+        FinishReason::ToolCalls
+    } else {
+        FinishReason::Stop
+    });
+    emit.emit(ModelEvent::Finish { reason }).await;
+    Ok(())
+}
+
+async fn stream_text(text: &str, emit: &Emitter, event: impl Fn(String) -> ModelEvent) {
+    for piece in word_deltas(text) {
+        emit.emit(event(piece.to_owned())).await;
+    }
+}

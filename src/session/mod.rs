@@ -1,0 +1,317 @@
+//! Sessions: the manager that creates, opens, lists, forks, closes and deletes them, and
+//! one actor per open session that runs its turns in order. Knows nothing of ACP.
+//!
+//! Prompts are queued in arrival order: [`Session::prompt`] is synchronous, so the order
+//! the editor sent them in is the order they run in. [`Session::cancel`] ends the running
+//! turn and every queued one with `Cancelled`. Settings change at once, outside the
+//! actor, and apply from the next model request on.
+
+pub mod event;
+pub mod history;
+pub mod manager;
+pub mod settings;
+pub mod turn;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use self::event::{Event, StopReason, TurnUpdate, UserContent};
+use self::settings::{Choices, SettingError, Settings};
+use self::turn::{Turn, TurnError};
+use crate::llm::registry::{ModelError, Providers};
+use crate::store::Store;
+use crate::tools::{Registry, ToolEnv};
+
+pub use manager::{Manager, ManagerOptions, OpenOptions, SessionError};
+
+/// How a prompt ended.
+pub type PromptResult = Result<StopReason, PromptError>;
+
+/// Why a prompt failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    /// The turn started and then failed.
+    #[error(transparent)]
+    Turn(#[from] TurnError),
+    /// The session's model cannot be used.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// Saving an attachment failed.
+    #[error("cannot save an attachment: {0}")]
+    Attachment(String),
+    /// The session was closed before the prompt ran.
+    #[error("the session was closed")]
+    Closed,
+}
+
+/// A prompt as received, before attachments are saved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptInput {
+    /// Content kept as it is.
+    Content(UserContent),
+    /// Binary data to save under `<cwd>/.heron/attachments/` first.
+    Attachment {
+        /// Image or blob.
+        image: bool,
+        /// The MIME type.
+        mime_type: String,
+        /// The decoded bytes.
+        data: Vec<u8>,
+        /// The URI the client gave, if any.
+        uri: Option<String>,
+    },
+}
+
+struct Job {
+    input: Vec<PromptInput>,
+    updates: mpsc::UnboundedSender<TurnUpdate>,
+    reply: oneshot::Sender<PromptResult>,
+    generation: u64,
+}
+
+/// Mutable session state shared with the adapter.
+#[derive(Debug, Clone)]
+pub struct State {
+    /// The settings.
+    pub settings: Settings,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// Extra workspace roots.
+    pub additional_directories: Vec<PathBuf>,
+    /// The title, once there is one.
+    pub title: Option<String>,
+}
+
+/// An open session.
+pub struct Session {
+    id: String,
+    state: Mutex<State>,
+    jobs: mpsc::UnboundedSender<Job>,
+    generation: AtomicU64,
+    current: Mutex<CancellationToken>,
+    closed: CancellationToken,
+    store: Store,
+    choices: Choices,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+/// What the actor needs beyond the session itself.
+struct ActorContext {
+    store: Store,
+    providers: Arc<Providers>,
+    tools: Arc<Registry>,
+    transcripts: PathBuf,
+}
+
+impl Session {
+    fn spawn(
+        id: String,
+        state: State,
+        history: Vec<Event>,
+        context: ActorContext,
+        choices: Choices,
+    ) -> Arc<Session> {
+        let (jobs, queue) = mpsc::unbounded_channel();
+        let session = Arc::new(Session {
+            id,
+            state: Mutex::new(state),
+            jobs,
+            generation: AtomicU64::new(0),
+            current: Mutex::new(CancellationToken::new()),
+            closed: CancellationToken::new(),
+            store: context.store.clone(),
+            choices,
+        });
+        tokio::spawn(actor(Arc::downgrade(&session), session.closed.clone(), queue, history, context));
+        session
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// A copy of the current state.
+    pub fn state(&self) -> State {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// What the settings may be changed to.
+    pub fn choices(&self) -> &Choices {
+        &self.choices
+    }
+
+    /// Queues a prompt; it runs after those queued before it. Updates stream to `updates`
+    /// (closed when the turn ends, before the result is sent).
+    pub fn prompt(
+        &self,
+        input: Vec<PromptInput>,
+        updates: mpsc::UnboundedSender<TurnUpdate>,
+    ) -> oneshot::Receiver<PromptResult> {
+        let (reply, result) = oneshot::channel();
+        let job = Job { input, updates, reply, generation: self.generation.load(Ordering::SeqCst) };
+        if let Err(mpsc::error::SendError(job)) = self.jobs.send(job) {
+            let _ = job.reply.send(Err(PromptError::Closed));
+        }
+        result
+    }
+
+    /// Cancels the running turn and every queued prompt.
+    pub fn cancel(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.current.lock().unwrap_or_else(PoisonError::into_inner).cancel();
+    }
+
+    /// Cancels everything and stops the actor. History stays in the store.
+    pub fn close(&self) {
+        self.cancel();
+        self.closed.cancel();
+    }
+
+    /// Changes one setting and stores the result; returns the new settings.
+    pub async fn configure(
+        &self,
+        change: impl FnOnce(&mut Settings, &Choices) -> Result<(), SettingError>,
+    ) -> Result<Settings, SessionError> {
+        let settings = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut settings = state.settings.clone();
+            change(&mut settings, &self.choices).map_err(SessionError::Setting)?;
+            state.settings = settings.clone();
+            settings
+        };
+        let value = serde_json::to_value(&settings).map_err(|e| SessionError::Internal(e.to_string()))?;
+        let patch = crate::store::SessionPatch { settings: Some(value), ..Default::default() };
+        self.store
+            .update_session(&self.id, patch)
+            .await
+            .map_err(|e| SessionError::Internal(e.to_string()))?;
+        Ok(settings)
+    }
+}
+
+async fn actor(
+    session: std::sync::Weak<Session>,
+    closed: CancellationToken,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+    mut history: Vec<Event>,
+    context: ActorContext,
+) {
+    let mut cost = 0.0;
+    loop {
+        let job = tokio::select! {
+            job = queue.recv() => job,
+            () = closed.cancelled() => None,
+        };
+        let Some(job) = job else { break };
+        let Some(session) = session.upgrade() else { break };
+        // Prompts queued before a cancel are cancelled without running.
+        if job.generation < session.generation.load(Ordering::SeqCst) || closed.is_cancelled() {
+            let _ = job.reply.send(Ok(StopReason::Cancelled));
+            continue;
+        }
+        let token = CancellationToken::new();
+        *session.current.lock().unwrap_or_else(PoisonError::into_inner) = token.clone();
+        // A cancel that raced the swap above still applies.
+        if job.generation < session.generation.load(Ordering::SeqCst) {
+            token.cancel();
+        }
+        let state = session.state();
+        let result =
+            run_job(&session, &context, state, job.input, job.updates, token, &mut history, &mut cost).await;
+        export_transcript(&context.transcripts, session.id(), &history);
+        let _ = job.reply.send(result);
+    }
+    // Whatever is still queued is answered, never dropped silently.
+    queue.close();
+    while let Some(job) = queue.recv().await {
+        let _ = job.reply.send(Ok(StopReason::Cancelled));
+    }
+}
+
+#[allow(clippy::too_many_arguments, reason = "the actor's loop state, passed once per turn")]
+async fn run_job(
+    session: &Session,
+    context: &ActorContext,
+    state: State,
+    input: Vec<PromptInput>,
+    updates: mpsc::UnboundedSender<TurnUpdate>,
+    cancel: CancellationToken,
+    history: &mut Vec<Event>,
+    cost: &mut f64,
+) -> PromptResult {
+    let provider = context.providers.resolve(&state.settings.model)?;
+    let prompt = save_attachments(&state.cwd, input).map_err(PromptError::Attachment)?;
+    let turn = Turn {
+        session_id: session.id.clone(),
+        store: context.store.clone(),
+        provider,
+        tools: context.tools.clone(),
+        settings: state.settings,
+        env: ToolEnv { cwd: state.cwd, cancel },
+        updates,
+        history: std::mem::take(history),
+        cost: *cost,
+    };
+    let (outcome, new_history, new_cost) = turn.run(prompt).await;
+    *history = new_history;
+    *cost = new_cost;
+    Ok(outcome?)
+}
+
+/// Saves binary prompt content under `<cwd>/.heron/attachments/` and refers to it by path.
+fn save_attachments(cwd: &std::path::Path, input: Vec<PromptInput>) -> Result<Vec<UserContent>, String> {
+    let dir = cwd.join(".heron").join("attachments");
+    input
+        .into_iter()
+        .map(|item| match item {
+            PromptInput::Content(content) => Ok(content),
+            PromptInput::Attachment { image, mime_type, data, uri } => {
+                std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+                let extension = mime_type.rsplit('/').next().filter(|e| e.chars().all(char::is_alphanumeric));
+                let name = format!("{}.{}", uuid::Uuid::new_v4(), extension.unwrap_or("bin"));
+                let path = dir.join(name);
+                std::fs::write(&path, &data).map_err(|e| e.to_string())?;
+                let path = path.display().to_string();
+                Ok(if image {
+                    UserContent::Image { mime_type, path, uri }
+                } else {
+                    UserContent::Blob { uri: uri.unwrap_or_default(), mime_type: Some(mime_type), path }
+                })
+            }
+        })
+        .collect()
+}
+
+/// Writes the session's transcript (one JSON event per line) for people and tools to read.
+fn export_transcript(dir: &std::path::Path, id: &str, history: &[Event]) {
+    let mut text = String::new();
+    for event in history {
+        if let Ok(line) = serde_json::to_string(event) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    let path = transcript_path(dir, id);
+    let written = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, text));
+    if let Err(err) = written {
+        tracing::warn!(%err, path = %path.display(), "cannot write the transcript");
+    }
+}
+
+/// Where a session's transcript is written.
+pub fn transcript_path(dir: &std::path::Path, id: &str) -> PathBuf {
+    // Session ids are Heron's own UUIDs, but never trust a name to stay inside the directory.
+    let safe: String =
+        id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    dir.join(format!("{safe}.jsonl"))
+}

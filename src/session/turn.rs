@@ -1,0 +1,285 @@
+//! One prompt turn: model requests, streamed text and thought, tool calls, until the model
+//! stops, the turn runs out of requests, or it is cancelled.
+//!
+//! Every finished message, tool call and result is stored before the turn moves on, so a
+//! crash loses at most the message still streaming. A cancelled turn ends `Cancelled`,
+//! never as an error, after recording what it finished.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::event::{Event, StopReason, ToolStatus, TurnUpdate, UsageReport, UserContent};
+use super::history::chat_messages;
+use super::settings::{Mode, Settings};
+use crate::llm::registry::ResolvedProvider;
+use crate::llm::{FinishReason, ModelEvent, ModelRequest, ProviderError, ToolCallRequest, Usage};
+use crate::store::Store;
+use crate::tools::{Outcome, Registry, ToolEnv};
+
+/// Why a turn failed after it started.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    /// The model request failed for good.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// The store refused a write; nothing more can be recorded.
+    #[error("the session store failed: {0}")]
+    Store(String),
+}
+
+/// Everything a turn needs.
+pub struct Turn {
+    /// The session.
+    pub session_id: String,
+    /// Where events go.
+    pub store: Store,
+    /// The model.
+    pub provider: ResolvedProvider,
+    /// The tools.
+    pub tools: Arc<Registry>,
+    /// The settings when the turn started.
+    pub settings: Settings,
+    /// Where tools run.
+    pub env: ToolEnv,
+    /// Where live updates go (the editor).
+    pub updates: mpsc::UnboundedSender<TurnUpdate>,
+    /// The conversation so far; the turn appends to it.
+    pub history: Vec<Event>,
+    /// Cost so far in the session, carried across turns.
+    pub cost: f64,
+}
+
+const SYSTEM_PROMPT: &str = "You are Heron, a coding agent working in the user's project through tools. \
+Be direct. Prefer reading before editing. Keep changes minimal and explain what you did.";
+
+const PLAN_PROMPT: &str = "\n\nYou are in plan mode: do not change anything. Investigate with read-only tools, then \
+answer with a concise step-by-step plan.";
+
+impl Turn {
+    fn cancel(&self) -> &CancellationToken {
+        &self.env.cancel
+    }
+
+    async fn record(&mut self, event: Event) -> Result<(), TurnError> {
+        let payload = serde_json::to_value(&event).map_err(|e| TurnError::Store(e.to_string()))?;
+        self.store
+            .append_event(&self.session_id, event.kind(), &payload)
+            .await
+            .map_err(|e| TurnError::Store(e.to_string()))?;
+        self.history.push(event.clone());
+        // The editor may be gone; the turn still finishes and records.
+        let _ = self.updates.send(TurnUpdate::Event(event));
+        Ok(())
+    }
+
+    fn live(&self, update: TurnUpdate) {
+        let _ = self.updates.send(update);
+    }
+
+    /// Runs the turn for `prompt` and says how it ended.
+    pub async fn run(mut self, prompt: Vec<UserContent>) -> (Result<StopReason, TurnError>, Vec<Event>, f64) {
+        let outcome = self.run_inner(prompt).await;
+        let outcome = match outcome {
+            Err(TurnError::Provider(ProviderError::Cancelled)) => Ok(StopReason::Cancelled),
+            _ if self.cancel().is_cancelled() => Ok(StopReason::Cancelled),
+            other => other,
+        };
+        if let Ok(stop_reason) = outcome {
+            let _ = self.record(Event::TurnEnded { stop_reason }).await;
+        }
+        (outcome, self.history, self.cost)
+    }
+
+    async fn run_inner(&mut self, prompt: Vec<UserContent>) -> Result<StopReason, TurnError> {
+        let message_id = uuid::Uuid::new_v4().to_string();
+        self.record(Event::UserMessage { message_id, content: prompt }).await?;
+        let max_requests = self.settings.preset.max_turn_requests();
+        let read_only = self.settings.mode == Mode::Plan;
+        let mut system = SYSTEM_PROMPT.to_owned();
+        if read_only {
+            system.push_str(PLAN_PROMPT);
+        }
+        let effort = Some(self.settings.effort.clone()).filter(|e| e != "auto");
+
+        for _ in 0..max_requests {
+            if self.cancel().is_cancelled() {
+                return Ok(StopReason::Cancelled);
+            }
+            let request = ModelRequest {
+                model: self.provider.model.clone(),
+                messages: chat_messages(&system, &self.history),
+                tools: self.tools.specs(read_only),
+                effort: effort.clone(),
+                max_tokens: None,
+            };
+            let response = self.stream_response(request).await?;
+            if let Some(stop) = response.stop {
+                return Ok(stop);
+            }
+            self.run_tools(response.tool_calls, read_only).await?;
+        }
+        Ok(StopReason::MaxTurnRequests)
+    }
+
+    /// Streams one model response, recording its finished thought, message and tool calls.
+    async fn stream_response(&mut self, request: ModelRequest) -> Result<Response, TurnError> {
+        let mut stream = self.provider.provider.stream(request, self.cancel().child_token());
+        let mut message = Draft::new();
+        let mut thought = Draft::new();
+        let mut calls: Vec<ToolCallRequest> = Vec::new();
+        let mut finish = None;
+        let mut cancelled = false;
+        while let Some(item) = stream.next().await {
+            let event = match item {
+                Ok(event) => event,
+                // What streamed before a cancel was seen by the user: keep it.
+                Err(ProviderError::Cancelled) => {
+                    cancelled = true;
+                    break;
+                }
+                Err(other) => return Err(other.into()),
+            };
+            match event {
+                ModelEvent::Attempt { number } if number > 1 => {
+                    // A retry voids what the failed attempt streamed: new message ids.
+                    message = Draft::new();
+                    thought = Draft::new();
+                    calls.clear();
+                }
+                ModelEvent::Attempt { .. } => {}
+                ModelEvent::TextDelta { text } => {
+                    message.text.push_str(&text);
+                    self.live(TurnUpdate::MessageChunk { message_id: message.id.clone(), text });
+                }
+                ModelEvent::ThoughtDelta { text } => {
+                    thought.text.push_str(&text);
+                    self.live(TurnUpdate::ThoughtChunk { message_id: thought.id.clone(), text });
+                }
+                ModelEvent::ToolCall { call } => calls.push(call),
+                ModelEvent::Usage { usage } => self.report_usage(usage),
+                ModelEvent::Finish { reason } => finish = Some(reason),
+            }
+        }
+        if !thought.text.is_empty() {
+            self.record(Event::AgentThought { message_id: thought.id, text: thought.text }).await?;
+        }
+        if !message.text.is_empty() {
+            self.record(Event::AgentMessage { message_id: message.id, text: message.text }).await?;
+        }
+        let stop = match finish.unwrap_or(FinishReason::Stop) {
+            _ if cancelled || self.cancel().is_cancelled() => Some(StopReason::Cancelled),
+            FinishReason::Length => Some(StopReason::MaxTokens),
+            FinishReason::Refusal => Some(StopReason::Refusal),
+            FinishReason::Stop | FinishReason::ToolCalls if calls.is_empty() => Some(StopReason::EndTurn),
+            FinishReason::Stop | FinishReason::ToolCalls => None,
+        };
+        Ok(Response { stop, tool_calls: calls })
+    }
+
+    /// Records every call first (the editor sees them pending), then runs them in order.
+    async fn run_tools(&mut self, calls: Vec<ToolCallRequest>, read_only: bool) -> Result<(), TurnError> {
+        let mut prepared = Vec::new();
+        for call in calls {
+            let tool = self.tools.get(&call.name).cloned();
+            let described = match &tool {
+                None => Err(format!("There is no tool called `{}`.", call.name)),
+                Some(tool)
+                    if read_only
+                        && !matches!(
+                            tool.kind(),
+                            super::event::ToolKind::Read
+                                | super::event::ToolKind::Search
+                                | super::event::ToolKind::Think
+                        ) =>
+                {
+                    Err(format!("`{}` changes things, and plan mode is read-only.", call.name))
+                }
+                Some(tool) => tool.prepare(&call.arguments, &self.env),
+            };
+            let (title, kind, locations, raw_input) = match &described {
+                Ok(p) => (p.title.clone(), p.kind, p.locations.clone(), p.raw_input.clone()),
+                Err(_) => (
+                    call.name.clone(),
+                    tool.as_ref().map_or(super::event::ToolKind::Other, |t| t.kind()),
+                    Vec::new(),
+                    serde_json::from_str(&call.arguments)
+                        .unwrap_or(serde_json::Value::String(call.arguments.clone())),
+                ),
+            };
+            self.record(Event::ToolCall {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                title,
+                tool_kind: kind,
+                arguments: call.arguments.clone(),
+                raw_input,
+                locations,
+            })
+            .await?;
+            prepared.push((call, tool, described));
+        }
+        for (call, tool, described) in prepared {
+            let outcome = if self.cancel().is_cancelled() {
+                Outcome::failed("The turn was cancelled before this tool ran.")
+            } else {
+                match (tool, described) {
+                    (Some(tool), Ok(prepared)) => {
+                        self.live(TurnUpdate::ToolProgress {
+                            call_id: call.id.clone(),
+                            status: ToolStatus::InProgress,
+                            output: Vec::new(),
+                        });
+                        let env = self.env.clone();
+                        tokio::select! {
+                            outcome = tool.run(prepared, env) => outcome,
+                            () = self.env.cancel.cancelled() => Outcome::failed("The turn was cancelled while this tool ran."),
+                        }
+                    }
+                    (_, Err(message)) => Outcome::failed(message),
+                    (None, Ok(_)) => Outcome::failed(format!("There is no tool called `{}`.", call.name)),
+                }
+            };
+            self.record(Event::ToolResult {
+                call_id: call.id,
+                status: outcome.status,
+                output: outcome.output,
+                raw_output: outcome.raw_output,
+                for_model: outcome.for_model,
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    fn report_usage(&mut self, usage: Usage) {
+        if let Some((input_price, output_price, _)) = &self.provider.price {
+            self.cost += usage.input_tokens as f64 * input_price / 1e6
+                + usage.output_tokens as f64 * output_price / 1e6;
+        }
+        let Some(size) = self.provider.context_window else { return };
+        self.live(TurnUpdate::Usage(UsageReport {
+            used: usage.input_tokens + usage.output_tokens,
+            size,
+            cost: self.provider.price.as_ref().map(|(_, _, currency)| (self.cost, currency.clone())),
+        }));
+    }
+}
+
+struct Draft {
+    id: String,
+    text: String,
+}
+
+impl Draft {
+    fn new() -> Self {
+        Self { id: uuid::Uuid::new_v4().to_string(), text: String::new() }
+    }
+}
+
+struct Response {
+    stop: Option<StopReason>,
+    tool_calls: Vec<ToolCallRequest>,
+}

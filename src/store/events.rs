@@ -1,0 +1,169 @@
+//! The per-session append-only event log, and forking a session with its log.
+//!
+//! Sequence numbers run 1, 2, 3... per session with no gaps. They are allocated inside the
+//! appending `BEGIN IMMEDIATE` transaction, so appends from several connections or processes
+//! interleave without losing or repeating a number. Every append bumps the session's
+//! `updated_at`.
+
+use std::borrow::Borrow;
+
+use rusqlite::{Connection, Row, TransactionBehavior, params};
+use serde_json::Value;
+
+use super::sessions::{self, NewSession, SessionRecord};
+use super::{Store, StoreError, decode_json, encode_json, now};
+
+/// One entry of a session's event log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRecord {
+    /// Position in the session's log, starting at 1.
+    pub seq: u64,
+    /// What kind of event this is; defined by the session module.
+    pub kind: String,
+    /// The opaque event body.
+    pub payload: Value,
+    /// When it was appended (RFC 3339 UTC, milliseconds).
+    pub at: String,
+}
+
+/// The largest page [`Store::events`] returns, whatever the caller asks for.
+pub const MAX_EVENTS_LIMIT: usize = 10_000;
+
+/// Appends encoded events inside the caller's transaction and returns their seqs.
+fn append(conn: &Connection, session_id: &str, events: &[(String, String)]) -> Result<Vec<u64>, StoreError> {
+    if events.is_empty() {
+        // Nothing changes, so `updated_at` stays; the session must still exist.
+        return sessions::require(conn, session_id).map(|_| Vec::new());
+    }
+    if !sessions::touch(conn, session_id)? {
+        return Err(sessions::not_found(session_id));
+    }
+    let last: i64 = conn.query_row(
+        "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?1",
+        [session_id],
+        |row| row.get(0),
+    )?;
+    let at = now();
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO events (session_id, seq, kind, payload, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    let mut seqs = Vec::with_capacity(events.len());
+    for (seq, (kind, payload)) in (last + 1..).zip(events) {
+        insert.execute(params![session_id, seq, kind, payload, at])?;
+        seqs.push(to_seq(seq)?);
+    }
+    Ok(seqs)
+}
+
+fn to_seq(raw: i64) -> Result<u64, StoreError> {
+    u64::try_from(raw).map_err(|_| StoreError::Corrupt(format!("negative event seq {raw}")))
+}
+
+fn event_from_row(session_id: &str, row: &Row<'_>) -> Result<EventRecord, StoreError> {
+    let seq = to_seq(row.get(0)?)?;
+    let payload: String = row.get(2)?;
+    Ok(EventRecord {
+        seq,
+        kind: row.get(1)?,
+        payload: decode_json(&payload, || format!("event {seq} of session {session_id:?}"))?,
+        at: row.get(3)?,
+    })
+}
+
+impl Store {
+    /// Appends one event and returns its seq. It is committed when this returns.
+    pub async fn append_event(
+        &self,
+        session_id: &str,
+        kind: &str,
+        payload: &Value,
+    ) -> Result<u64, StoreError> {
+        let seqs = self.append_events(session_id, [(kind, payload)]).await?;
+        seqs.first().copied().ok_or_else(|| StoreError::Corrupt("an append assigned no seq".to_owned()))
+    }
+
+    /// Appends several events in one transaction and returns their seqs, in order.
+    pub async fn append_events<K, P>(
+        &self,
+        session_id: &str,
+        events: impl IntoIterator<Item = (K, P)>,
+    ) -> Result<Vec<u64>, StoreError>
+    where
+        K: AsRef<str>,
+        P: Borrow<Value>,
+    {
+        // Encode on the caller's thread so the blocking task owns plain strings.
+        let events = events
+            .into_iter()
+            .map(|(kind, payload)| Ok((kind.as_ref().to_owned(), encode_json(payload.borrow())?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let seqs = append(&tx, &session_id, &events)?;
+            tx.commit()?;
+            Ok(seqs)
+        })
+        .await
+    }
+
+    /// Reads up to `limit` events with seq greater than `after_seq`, in order. Page through a
+    /// long log by passing the last seq seen; an empty page means the end. `limit` is clamped to
+    /// `1..=MAX_EVENTS_LIMIT`. An unknown session has no events.
+    pub async fn events(
+        &self,
+        session_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        let session_id = session_id.to_owned();
+        let after = i64::try_from(after_seq).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit.clamp(1, MAX_EVENTS_LIMIT)).unwrap_or(1);
+        self.run(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT seq, kind, payload, at FROM events
+                 WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )?;
+            let mut rows = stmt.query(params![session_id, after, limit])?;
+            let mut events = Vec::new();
+            while let Some(row) = rows.next()? {
+                events.push(event_from_row(&session_id, row)?);
+            }
+            Ok(events)
+        })
+        .await
+    }
+
+    /// The number of events in a session's log (0 for an unknown session).
+    pub async fn event_count(&self, session_id: &str) -> Result<u64, StoreError> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            let count: i64 =
+                conn.query_row("SELECT COUNT(*) FROM events WHERE session_id = ?1", [session_id], |row| {
+                    row.get(0)
+                })?;
+            to_seq(count)
+        })
+        .await
+    }
+
+    /// Creates a session from `new` with `parent_id = source_id` and a copy of the source's
+    /// whole event log, in one transaction. Settings and roots come from `new` alone: nothing
+    /// else is inherited. An unknown source is [`StoreError::NotFound`].
+    pub async fn fork_session(&self, source_id: &str, new: NewSession) -> Result<SessionRecord, StoreError> {
+        let source_id = source_id.to_owned();
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            sessions::require(&tx, &source_id)?;
+            let record = sessions::insert(&tx, &new, Some(&source_id))?;
+            tx.execute(
+                "INSERT INTO events (session_id, seq, kind, payload, at)
+                 SELECT ?2, seq, kind, payload, at FROM events WHERE session_id = ?1 ORDER BY seq",
+                params![source_id, record.id],
+            )?;
+            tx.commit()?;
+            Ok(record)
+        })
+        .await
+    }
+}

@@ -1,0 +1,246 @@
+//! The inbox: a durable, ordered per-session queue of prompts waiting to run.
+//!
+//! Positions within a session are dense, `0..n`, after every operation: inserting at a
+//! position shifts later items down, deleting or moving closes the gap. Each operation runs in
+//! one `BEGIN IMMEDIATE` transaction, so concurrent writers never leave holes or duplicates.
+//! The status is a caller-chosen string (`queued`, `running`, `done`, `failed`, `cancelled`).
+
+use rusqlite::{Connection, Row, TransactionBehavior, params};
+use serde_json::Value;
+
+use super::{Store, StoreError, decode_json, encode_json, now, sessions};
+
+/// The status [`Store::inbox_enqueue`] gives a new item and [`Store::inbox_next_queued`] seeks.
+pub const QUEUED: &str = "queued";
+
+/// One queued prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxItem {
+    /// Unique id (a UUID).
+    pub id: String,
+    /// The session whose queue holds it.
+    pub session_id: String,
+    /// Place in the queue, from 0.
+    pub position: u32,
+    /// The opaque prompt.
+    pub prompt: Value,
+    /// Caller-chosen status.
+    pub status: String,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+    /// When it was enqueued (RFC 3339 UTC, milliseconds).
+    pub created_at: String,
+    /// When it last changed (RFC 3339 UTC, milliseconds).
+    pub updated_at: String,
+}
+
+const COLUMNS: &str = "id, session_id, position, prompt, status, error, created_at, updated_at";
+
+fn item_from_row(row: &Row<'_>) -> Result<InboxItem, StoreError> {
+    let id: String = row.get(0)?;
+    let position: i64 = row.get(2)?;
+    let prompt: String = row.get(3)?;
+    Ok(InboxItem {
+        position: u32::try_from(position)
+            .map_err(|_| StoreError::Corrupt(format!("inbox item {id:?} has position {position}")))?,
+        prompt: decode_json(&prompt, || format!("prompt of inbox item {id:?}"))?,
+        session_id: row.get(1)?,
+        status: row.get(4)?,
+        error: row.get(5)?,
+        created_at: row.get(6)?,
+        updated_at: row.get(7)?,
+        id,
+    })
+}
+
+fn not_found(id: &str) -> StoreError {
+    StoreError::NotFound { entity: "inbox item", id: id.to_owned() }
+}
+
+fn get(conn: &Connection, id: &str) -> Result<Option<InboxItem>, StoreError> {
+    let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM inbox_items WHERE id = ?1"))?;
+    let mut rows = stmt.query([id])?;
+    rows.next()?.map(item_from_row).transpose()
+}
+
+fn require(conn: &Connection, id: &str) -> Result<InboxItem, StoreError> {
+    get(conn, id)?.ok_or_else(|| not_found(id))
+}
+
+fn list(conn: &Connection, session_id: &str) -> Result<Vec<InboxItem>, StoreError> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM inbox_items WHERE session_id = ?1 ORDER BY position, created_at, id"
+    ))?;
+    let mut rows = stmt.query([session_id])?;
+    let mut items = Vec::new();
+    while let Some(row) = rows.next()? {
+        items.push(item_from_row(row)?);
+    }
+    Ok(items)
+}
+
+fn len(conn: &Connection, session_id: &str) -> Result<i64, StoreError> {
+    Ok(conn.query_row("SELECT COUNT(*) FROM inbox_items WHERE session_id = ?1", [session_id], |row| {
+        row.get(0)
+    })?)
+}
+
+/// Shifts the items at `from..` of a session by `delta` positions.
+fn shift(conn: &Connection, session_id: &str, from: i64, delta: i64) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE inbox_items SET position = position + ?3 WHERE session_id = ?1 AND position >= ?2",
+        params![session_id, from, delta],
+    )?;
+    Ok(())
+}
+
+impl Store {
+    /// Adds a prompt to a session's queue with status [`QUEUED`], at `position` (clamped to
+    /// the end) or, for `None`, at the end. An unknown session is [`StoreError::NotFound`].
+    pub async fn inbox_enqueue(
+        &self,
+        session_id: &str,
+        prompt: Value,
+        position: Option<u32>,
+    ) -> Result<InboxItem, StoreError> {
+        let session_id = session_id.to_owned();
+        let prompt = encode_json(&prompt)?;
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if sessions::get(&tx, &session_id)?.is_none() {
+                return Err(sessions::not_found(&session_id));
+            }
+            let end = len(&tx, &session_id)?;
+            let position = position.map_or(end, |p| i64::from(p).min(end));
+            shift(&tx, &session_id, position, 1)?;
+            let id = uuid::Uuid::new_v4().to_string();
+            tx.execute(
+                "INSERT INTO inbox_items (id, session_id, position, prompt, status, error, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?6)",
+                params![id, session_id, position, prompt, QUEUED, now()],
+            )?;
+            let item = require(&tx, &id)?;
+            tx.commit()?;
+            Ok(item)
+        })
+        .await
+    }
+
+    /// A session's queue in position order (empty for an unknown session).
+    pub async fn inbox_list(&self, session_id: &str) -> Result<Vec<InboxItem>, StoreError> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| list(conn, &session_id)).await
+    }
+
+    /// Reads one item, or `None` when there is no such item.
+    pub async fn inbox_get(&self, id: &str) -> Result<Option<InboxItem>, StoreError> {
+        let id = id.to_owned();
+        self.run(move |conn| get(conn, &id)).await
+    }
+
+    /// Replaces an item's prompt. An unknown id is [`StoreError::NotFound`].
+    pub async fn inbox_update_prompt(&self, id: &str, prompt: Value) -> Result<InboxItem, StoreError> {
+        let id = id.to_owned();
+        let prompt = encode_json(&prompt)?;
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx.execute(
+                "UPDATE inbox_items SET prompt = ?2, updated_at = ?3 WHERE id = ?1",
+                params![id, prompt, now()],
+            )?;
+            if changed == 0 {
+                return Err(not_found(&id));
+            }
+            let item = require(&tx, &id)?;
+            tx.commit()?;
+            Ok(item)
+        })
+        .await
+    }
+
+    /// Sets an item's status and error (`None` clears it). An unknown id is
+    /// [`StoreError::NotFound`].
+    pub async fn inbox_set_status(
+        &self,
+        id: &str,
+        status: &str,
+        error: Option<&str>,
+    ) -> Result<InboxItem, StoreError> {
+        let (id, status, error) = (id.to_owned(), status.to_owned(), error.map(str::to_owned));
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx.execute(
+                "UPDATE inbox_items SET status = ?2, error = ?3, updated_at = ?4 WHERE id = ?1",
+                params![id, status, error, now()],
+            )?;
+            if changed == 0 {
+                return Err(not_found(&id));
+            }
+            let item = require(&tx, &id)?;
+            tx.commit()?;
+            Ok(item)
+        })
+        .await
+    }
+
+    /// Removes an item and closes the gap. Returns whether it existed.
+    pub async fn inbox_delete(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.to_owned();
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(item) = get(&tx, &id)? else {
+                return Ok(false);
+            };
+            tx.execute("DELETE FROM inbox_items WHERE id = ?1", [&id])?;
+            shift(&tx, &item.session_id, i64::from(item.position) + 1, -1)?;
+            tx.commit()?;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Moves an item to `to_position` (clamped to the last place), renumbers the queue
+    /// densely and returns it. An unknown id is [`StoreError::NotFound`].
+    pub async fn inbox_move(&self, id: &str, to_position: u32) -> Result<Vec<InboxItem>, StoreError> {
+        let id = id.to_owned();
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let item = require(&tx, &id)?;
+            let mut order: Vec<String> = list(&tx, &item.session_id)?
+                .into_iter()
+                .map(|it| it.id)
+                .filter(|other| *other != id)
+                .collect();
+            let to = usize::try_from(to_position).unwrap_or(usize::MAX).min(order.len());
+            order.insert(to, id);
+            let now = now();
+            {
+                let mut renumber = tx.prepare_cached(
+                    "UPDATE inbox_items SET position = ?2,
+                         updated_at = CASE WHEN position = ?2 THEN updated_at ELSE ?3 END
+                     WHERE id = ?1",
+                )?;
+                for (position, item_id) in (0_i64..).zip(&order) {
+                    renumber.execute(params![item_id, position, now])?;
+                }
+            }
+            let items = list(&tx, &item.session_id)?;
+            tx.commit()?;
+            Ok(items)
+        })
+        .await
+    }
+
+    /// The first item in queue order whose status is [`QUEUED`], if any.
+    pub async fn inbox_next_queued(&self, session_id: &str) -> Result<Option<InboxItem>, StoreError> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM inbox_items WHERE session_id = ?1 AND status = ?2 ORDER BY position LIMIT 1"
+            ))?;
+            let mut rows = stmt.query(params![session_id, QUEUED])?;
+            rows.next()?.map(item_from_row).transpose()
+        })
+        .await
+    }
+}

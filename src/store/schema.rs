@@ -1,0 +1,88 @@
+//! Schema migrations, versioned by `PRAGMA user_version`: an ordered list of SQL steps.
+//!
+//! Step `i` takes the schema from version `i` to `i + 1` and runs in its own `BEGIN IMMEDIATE`
+//! transaction that re-reads the version first, so two processes opening the same fresh file
+//! apply each step exactly once. Steps are append-only: never edit one that has shipped.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::StoreError;
+
+/// The migration steps, oldest first.
+const MIGRATIONS: &[&str] = &[
+    // 1: sessions, the event log and the inbox.
+    r#"
+    CREATE TABLE sessions (
+        id                     TEXT PRIMARY KEY NOT NULL,
+        cwd                    TEXT NOT NULL,
+        additional_directories TEXT NOT NULL DEFAULT '[]',
+        title                  TEXT,
+        settings               TEXT NOT NULL DEFAULT '{}',
+        -- Provenance of a fork; deliberately not a foreign key, so it outlives its source.
+        parent_id              TEXT,
+        created_at             TEXT NOT NULL,
+        updated_at             TEXT NOT NULL
+    );
+    CREATE INDEX sessions_by_recency ON sessions (updated_at, id);
+    CREATE INDEX sessions_by_cwd_recency ON sessions (cwd, updated_at, id);
+
+    CREATE TABLE events (
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        seq        INTEGER NOT NULL CHECK (seq > 0),
+        kind       TEXT NOT NULL,
+        payload    TEXT NOT NULL,
+        at         TEXT NOT NULL,
+        UNIQUE (session_id, seq)
+    );
+
+    CREATE TABLE inbox_items (
+        id         TEXT PRIMARY KEY NOT NULL,
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        position   INTEGER NOT NULL CHECK (position >= 0),
+        prompt     TEXT NOT NULL,
+        status     TEXT NOT NULL,
+        error      TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX inbox_by_session ON inbox_items (session_id, position);
+    "#,
+];
+
+/// The schema version this build creates and understands.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+fn user_version(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
+}
+
+/// Fails with [`StoreError::TooNew`] when the file was written by a newer schema.
+pub(super) fn refuse_newer(conn: &Connection) -> Result<(), StoreError> {
+    let found = user_version(conn)?;
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::TooNew { found, supported: SCHEMA_VERSION });
+    }
+    Ok(())
+}
+
+/// Applies every step the file has not seen yet.
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    for (from, step) in (0_i64..).zip(MIGRATIONS) {
+        if user_version(conn)? > from {
+            continue;
+        }
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // Another process may have applied this step while we waited for the lock.
+        let found = user_version(&tx)?;
+        if found > SCHEMA_VERSION {
+            return Err(StoreError::TooNew { found, supported: SCHEMA_VERSION });
+        }
+        if found == from {
+            tx.execute_batch(step)?;
+            tx.pragma_update(None, "user_version", from + 1)?;
+            tracing::debug!(version = from + 1, "store schema migrated");
+        }
+        tx.commit()?;
+    }
+    Ok(())
+}

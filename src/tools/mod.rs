@@ -1,0 +1,115 @@
+//! Tools the model can call: the [`Tool`] trait, the registry the turn loop looks them up
+//! in, and what a call reports. Knows nothing of ACP.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::llm::ToolSpec;
+use crate::protocol::runtime::BoxFuture;
+use crate::session::event::{Location, ToolKind, ToolOutput, ToolStatus};
+
+/// Where a tool call runs.
+#[derive(Debug, Clone)]
+pub struct ToolEnv {
+    /// The session's working directory (absolute).
+    pub cwd: PathBuf,
+    /// Cancelled when the turn is.
+    pub cancel: CancellationToken,
+}
+
+/// A call described before it runs: what the editor shows and the permission gate sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    /// A human title, e.g. "Read src/main.rs".
+    pub title: String,
+    /// What it does.
+    pub kind: ToolKind,
+    /// Files it touches (absolute paths).
+    pub locations: Vec<Location>,
+    /// The parsed arguments.
+    pub raw_input: Value,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// `Completed` or `Failed`.
+    pub status: ToolStatus,
+    /// What the user sees.
+    pub output: Vec<ToolOutput>,
+    /// The raw result, for the editor.
+    pub raw_output: Option<Value>,
+    /// What the model is told.
+    pub for_model: String,
+}
+
+impl Outcome {
+    /// A failure the model reads as `message`.
+    pub fn failed(message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self {
+            status: ToolStatus::Failed,
+            output: vec![ToolOutput::Text { text: message.clone() }],
+            raw_output: None,
+            for_model: message,
+        }
+    }
+}
+
+/// A tool.
+pub trait Tool: Send + Sync + 'static {
+    /// The name, description and argument schema offered to the model.
+    fn spec(&self) -> ToolSpec;
+
+    /// What kind of action it is.
+    fn kind(&self) -> ToolKind;
+
+    /// Parses `arguments` (the model's JSON text) and describes the call. An `Err` is a
+    /// message for the model: the call fails without running.
+    fn prepare(&self, arguments: &str, env: &ToolEnv) -> Result<Prepared, String>;
+
+    /// Runs a prepared call.
+    fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome>;
+}
+
+/// The tools a session offers, by name.
+#[derive(Clone, Default)]
+pub struct Registry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.keys()).finish()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool under its spec's name.
+    pub fn add(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.spec().name, tool);
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// The specs offered to the model; `read_only` keeps only tools that change nothing.
+    pub fn specs(&self, read_only: bool) -> Vec<ToolSpec> {
+        self.tools
+            .values()
+            .filter(|t| !read_only || matches!(t.kind(), ToolKind::Read | ToolKind::Search | ToolKind::Think))
+            .map(|t| t.spec())
+            .collect()
+    }
+}
