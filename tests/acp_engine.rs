@@ -35,10 +35,8 @@ async fn a_string_protocol_version_is_invalid_params() {
 
 #[tokio::test]
 async fn without_validation_decode_errors_name_the_field_path() {
-    let mut editor = support::start_with(heron::cli::acp::AcpArgs {
-        validate: false,
-        max_line_bytes: heron::rpc::DEFAULT_MAX_LINE,
-    });
+    let mut editor =
+        support::start_with(heron::cli::acp::AcpArgs { validate: false, ..support::demo_args() });
     let answer = editor.request(json!(1), "initialize", json!({ "protocolVersion": "1.0.0" })).await;
     assert_eq!(answer["error"]["code"], -32602);
     assert_eq!(answer["error"]["data"]["path"], "protocolVersion", "{answer}");
@@ -61,9 +59,12 @@ async fn validation_names_the_pointer_of_a_nested_violation() {
 #[tokio::test]
 async fn legacy_aliases_route_to_their_method() {
     let mut editor = support::start();
-    let via_alias = editor.request(json!(3), "newSession", json!({ "cwd": "/tmp", "mcpServers": [] })).await;
-    let via_wire = editor.request(json!(4), "session/new", json!({ "cwd": "/tmp", "mcpServers": [] })).await;
-    assert_eq!(via_alias["error"], via_wire["error"], "alias and wire name behave alike");
+    let cwd = editor.dirs.ws();
+    let via_alias = editor.request(json!(3), "newSession", json!({ "cwd": cwd, "mcpServers": [] })).await;
+    assert!(via_alias["result"]["sessionId"].is_string(), "{via_alias}");
+    let id = via_alias["result"]["sessionId"].clone();
+    let closed = editor.request(json!(4), "closeSession", json!({ "sessionId": id })).await;
+    assert_eq!(closed["result"], json!({}), "{closed}");
     editor.close().await;
 }
 
@@ -102,7 +103,7 @@ async fn notifications_are_never_answered_even_when_invalid() {
 }
 
 #[tokio::test]
-async fn vendor_methods_are_routed_and_answer_until_implemented() {
+async fn vendor_methods_are_routed_through_the_table() {
     let mut editor = support::start();
     let answer = editor.request(json!(10), "_heron/session/status", json!({ "sessionId": "s" })).await;
     assert_eq!(answer["error"]["code"], -32601);

@@ -80,10 +80,9 @@ impl Default for AcpArgs {
 }
 
 /// Builds the session manager from `HERON_HOME` and the flags.
-pub async fn manager(args: &AcpArgs) -> Result<Manager, AcpError> {
-    let home = Home::from_env()?;
-    let config = Arc::new(Config::load(&home)?);
-    let keys = Arc::new(Keys::load(&home)?);
+pub async fn manager(args: &AcpArgs, home: &Home) -> Result<Manager, AcpError> {
+    let config = Arc::new(Config::load(home)?);
+    let keys = Arc::new(Keys::load(home)?);
     let store = Store::open(home.db_path()).await.map_err(|e| AcpError::Store(e.to_string()))?;
     let ceiling = match &args.permission_mode {
         None => None,
@@ -133,13 +132,13 @@ pub fn connection_options(args: &AcpArgs) -> Result<ConnectionOptions, AcpError>
     })
 }
 
-/// Serves ACP on the given streams until the input ends.
-pub async fn serve<R, W>(reader: R, writer: W, args: &AcpArgs) -> Result<(), AcpError>
+/// Serves ACP on the given streams until the input ends, with sessions under `home`.
+pub async fn serve<R, W>(reader: R, writer: W, args: &AcpArgs, home: &Home) -> Result<(), AcpError>
 where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
-    let manager = Arc::new(manager(args).await?);
+    let manager = Arc::new(manager(args, home).await?);
     let connection = Connection::new(reader, writer, connection_options(args)?);
     let agent = HeronAgent::new(connection.peer(), manager.clone());
     let served = connection.serve(Arc::new(AgentService::new(agent, agent_policy))).await;
@@ -151,5 +150,6 @@ where
 
 /// Runs `heron acp` on the process's stdin and stdout.
 pub async fn run(args: AcpArgs) -> Result<(), AcpError> {
-    serve(tokio::io::stdin(), tokio::io::stdout(), &args).await
+    let home = Home::from_env()?;
+    serve(tokio::io::stdin(), tokio::io::stdout(), &args, &home).await
 }

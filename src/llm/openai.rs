@@ -15,8 +15,8 @@
 //! - Once choice 0 has finished, a break or stall only loses trailing usage: the stream
 //!   still ends with `Finish`.
 //! - Cancellation ends the stream at once and drops the HTTP request, which closes its
-//!   connection (see [`super::driven`]).
-//! - Every error message passes through [`scrub`]: the api key is redacted and the text
+//!   connection.
+//! - Every error message passes through `scrub`: the api key is redacted and the text
 //!   clipped, before it is logged or returned.
 
 mod sse;

@@ -3,6 +3,7 @@
 
 pub mod envelope;
 pub mod error;
+pub mod legacy;
 pub mod lenient;
 pub mod runtime;
 pub mod serve;

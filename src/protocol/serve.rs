@@ -68,7 +68,8 @@ impl<A: Agent> Dispatcher for AgentService<A> {
         params: Option<&RawValue>,
     ) -> Result<(Policy, ResponseFuture), RpcError> {
         let found = request_method(method)?;
-        let running = dispatch_agent_request(&self.agent, found, params)?;
+        let params = super::legacy::upgrade(found, params);
+        let running = dispatch_agent_request(&self.agent, found, params.as_deref())?;
         Ok(((self.policy)(found), running))
     }
 

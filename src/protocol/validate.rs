@@ -76,7 +76,8 @@ impl Validate for SchemaValidator {
     fn incoming(&self, method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
         // Unknown methods, and methods the other side serves, are the dispatcher's to answer.
         let Some(method) = Method::from_wire(method).filter(|m| self.serves(*m)) else { return Ok(()) };
-        let params = parse(params).map_err(|reason| RpcError::schema_violation("", reason))?;
+        let params = super::legacy::upgrade(method, params);
+        let params = parse(params.as_deref()).map_err(|reason| RpcError::schema_violation("", reason))?;
         self.check(method.info().params, &params)
             .map_err(|(pointer, reason)| RpcError::schema_violation(pointer, reason))
     }
