@@ -6533,7 +6533,7 @@ impl CompactionStatus {
 /// forward content from MCP tool outputs without transformation.
 ///
 /// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/content)
-#[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, ::serde::Serialize)]
 #[serde(tag = "type")]
 pub enum ContentBlock {
     /// Text content. May be plain text or formatted with Markdown.
@@ -6564,6 +6564,44 @@ pub enum ContentBlock {
     /// Requires the `embeddedContext` prompt capability when included in prompts.
     #[serde(rename = "resource")]
     Resource(EmbeddedResource),
+}
+impl<'de> ::serde::Deserialize<'de> for ContentBlock {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::protocol::runtime::deserialize_tagged(deserializer)
+    }
+}
+impl crate::protocol::runtime::TaggedUnion for ContentBlock {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = "internally tagged enum ContentBlock";
+    type Tag = buffered::ContentBlockTag;
+    type Buffered = buffered::ContentBlock;
+    fn read_variant<'de, M: ::serde::de::MapAccess<'de>>(
+        tag: Self::Tag,
+        body: crate::protocol::runtime::VariantBody<M>,
+    ) -> ::std::result::Result<Self, M::Error> {
+        match tag {
+            buffered::ContentBlockTag::Text => body.payload().map(Self::Text),
+            buffered::ContentBlockTag::Image => body.payload().map(Self::Image),
+            buffered::ContentBlockTag::Audio => body.payload().map(Self::Audio),
+            buffered::ContentBlockTag::ResourceLink => {
+                body.payload().map(Self::ResourceLink)
+            }
+            buffered::ContentBlockTag::Resource => body.payload().map(Self::Resource),
+        }
+    }
+}
+impl ::std::convert::From<buffered::ContentBlock> for ContentBlock {
+    fn from(buffered: buffered::ContentBlock) -> Self {
+        match buffered {
+            buffered::ContentBlock::Text(payload) => Self::Text(payload),
+            buffered::ContentBlock::Image(payload) => Self::Image(payload),
+            buffered::ContentBlock::Audio(payload) => Self::Audio(payload),
+            buffered::ContentBlock::ResourceLink(payload) => Self::ResourceLink(payload),
+            buffered::ContentBlock::Resource(payload) => Self::Resource(payload),
+        }
+    }
 }
 /// Request from the agent to elicit structured user input.
 ///
@@ -6696,7 +6734,7 @@ impl NoticeSeverity {
     }
 }
 /// The outcome of a permission request.
-#[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, ::serde::Serialize)]
 #[serde(tag = "outcome")]
 pub enum RequestPermissionOutcome {
     /// The prompt turn was cancelled before the user responded.
@@ -6712,8 +6750,45 @@ pub enum RequestPermissionOutcome {
     #[serde(rename = "selected")]
     Selected(SelectedPermissionOutcome),
 }
+impl<'de> ::serde::Deserialize<'de> for RequestPermissionOutcome {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::protocol::runtime::deserialize_tagged(deserializer)
+    }
+}
+impl crate::protocol::runtime::TaggedUnion for RequestPermissionOutcome {
+    const TAG: &'static str = "outcome";
+    const EXPECTING: &'static str = "internally tagged enum RequestPermissionOutcome";
+    type Tag = buffered::RequestPermissionOutcomeTag;
+    type Buffered = buffered::RequestPermissionOutcome;
+    fn read_variant<'de, M: ::serde::de::MapAccess<'de>>(
+        tag: Self::Tag,
+        body: crate::protocol::runtime::VariantBody<M>,
+    ) -> ::std::result::Result<Self, M::Error> {
+        match tag {
+            buffered::RequestPermissionOutcomeTag::Cancelled => {
+                body.unit().map(|()| Self::Cancelled)
+            }
+            buffered::RequestPermissionOutcomeTag::Selected => {
+                body.payload().map(Self::Selected)
+            }
+        }
+    }
+}
+impl ::std::convert::From<buffered::RequestPermissionOutcome>
+for RequestPermissionOutcome {
+    fn from(buffered: buffered::RequestPermissionOutcome) -> Self {
+        match buffered {
+            buffered::RequestPermissionOutcome::Cancelled => Self::Cancelled,
+            buffered::RequestPermissionOutcome::Selected(payload) => {
+                Self::Selected(payload)
+            }
+        }
+    }
+}
 /// A session configuration option selector and its current state.
-#[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, ::serde::Serialize)]
 #[serde(tag = "type")]
 pub enum SessionConfigOption {
     /// Single-value selector (dropdown).
@@ -6722,6 +6797,38 @@ pub enum SessionConfigOption {
     /// Boolean on/off toggle.
     #[serde(rename = "boolean")]
     Boolean(SessionConfigOptionBoolean),
+}
+impl<'de> ::serde::Deserialize<'de> for SessionConfigOption {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::protocol::runtime::deserialize_tagged(deserializer)
+    }
+}
+impl crate::protocol::runtime::TaggedUnion for SessionConfigOption {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = "internally tagged enum SessionConfigOption";
+    type Tag = buffered::SessionConfigOptionTag;
+    type Buffered = buffered::SessionConfigOption;
+    fn read_variant<'de, M: ::serde::de::MapAccess<'de>>(
+        tag: Self::Tag,
+        body: crate::protocol::runtime::VariantBody<M>,
+    ) -> ::std::result::Result<Self, M::Error> {
+        match tag {
+            buffered::SessionConfigOptionTag::Select => body.payload().map(Self::Select),
+            buffered::SessionConfigOptionTag::Boolean => {
+                body.payload().map(Self::Boolean)
+            }
+        }
+    }
+}
+impl ::std::convert::From<buffered::SessionConfigOption> for SessionConfigOption {
+    fn from(buffered: buffered::SessionConfigOption) -> Self {
+        match buffered {
+            buffered::SessionConfigOption::Select(payload) => Self::Select(payload),
+            buffered::SessionConfigOption::Boolean(payload) => Self::Boolean(payload),
+        }
+    }
 }
 /// Semantic category for a session configuration option.
 ///
@@ -6767,7 +6874,7 @@ impl SessionConfigOptionCategory {
 /// These updates provide real-time feedback about the agent's progress.
 ///
 /// See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/prompt-turn#3-agent-reports-output)
-#[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, ::serde::Serialize)]
 #[serde(tag = "sessionUpdate")]
 pub enum SessionUpdate {
     /// A chunk of the user's message being streamed.
@@ -6824,6 +6931,102 @@ pub enum SessionUpdate {
     /// the `session.compaction` Client capability.
     #[serde(rename = "compaction_summary_chunk")]
     CompactionSummaryChunk(CompactionSummaryChunk),
+}
+impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::protocol::runtime::deserialize_tagged(deserializer)
+    }
+}
+impl crate::protocol::runtime::TaggedUnion for SessionUpdate {
+    const TAG: &'static str = "sessionUpdate";
+    const EXPECTING: &'static str = "internally tagged enum SessionUpdate";
+    type Tag = buffered::SessionUpdateTag;
+    type Buffered = buffered::SessionUpdate;
+    fn read_variant<'de, M: ::serde::de::MapAccess<'de>>(
+        tag: Self::Tag,
+        body: crate::protocol::runtime::VariantBody<M>,
+    ) -> ::std::result::Result<Self, M::Error> {
+        match tag {
+            buffered::SessionUpdateTag::UserMessageChunk => {
+                body.payload().map(Self::UserMessageChunk)
+            }
+            buffered::SessionUpdateTag::AgentMessageChunk => {
+                body.payload().map(Self::AgentMessageChunk)
+            }
+            buffered::SessionUpdateTag::AgentThoughtChunk => {
+                body.payload().map(Self::AgentThoughtChunk)
+            }
+            buffered::SessionUpdateTag::ToolCall => body.payload().map(Self::ToolCall),
+            buffered::SessionUpdateTag::ToolCallUpdate => {
+                body.payload().map(Self::ToolCallUpdate)
+            }
+            buffered::SessionUpdateTag::Plan => body.payload().map(Self::Plan),
+            buffered::SessionUpdateTag::AvailableCommandsUpdate => {
+                body.payload().map(Self::AvailableCommandsUpdate)
+            }
+            buffered::SessionUpdateTag::CurrentModeUpdate => {
+                body.payload().map(Self::CurrentModeUpdate)
+            }
+            buffered::SessionUpdateTag::ConfigOptionUpdate => {
+                body.payload().map(Self::ConfigOptionUpdate)
+            }
+            buffered::SessionUpdateTag::SessionInfoUpdate => {
+                body.payload().map(Self::SessionInfoUpdate)
+            }
+            buffered::SessionUpdateTag::UsageUpdate => {
+                body.payload().map(Self::UsageUpdate)
+            }
+            buffered::SessionUpdateTag::Notice => body.payload().map(Self::Notice),
+            buffered::SessionUpdateTag::CompactionUpdate => {
+                body.payload().map(Self::CompactionUpdate)
+            }
+            buffered::SessionUpdateTag::CompactionSummaryChunk => {
+                body.payload().map(Self::CompactionSummaryChunk)
+            }
+        }
+    }
+}
+impl ::std::convert::From<buffered::SessionUpdate> for SessionUpdate {
+    fn from(buffered: buffered::SessionUpdate) -> Self {
+        match buffered {
+            buffered::SessionUpdate::UserMessageChunk(payload) => {
+                Self::UserMessageChunk(payload)
+            }
+            buffered::SessionUpdate::AgentMessageChunk(payload) => {
+                Self::AgentMessageChunk(payload)
+            }
+            buffered::SessionUpdate::AgentThoughtChunk(payload) => {
+                Self::AgentThoughtChunk(payload)
+            }
+            buffered::SessionUpdate::ToolCall(payload) => Self::ToolCall(payload),
+            buffered::SessionUpdate::ToolCallUpdate(payload) => {
+                Self::ToolCallUpdate(payload)
+            }
+            buffered::SessionUpdate::Plan(payload) => Self::Plan(payload),
+            buffered::SessionUpdate::AvailableCommandsUpdate(payload) => {
+                Self::AvailableCommandsUpdate(payload)
+            }
+            buffered::SessionUpdate::CurrentModeUpdate(payload) => {
+                Self::CurrentModeUpdate(payload)
+            }
+            buffered::SessionUpdate::ConfigOptionUpdate(payload) => {
+                Self::ConfigOptionUpdate(payload)
+            }
+            buffered::SessionUpdate::SessionInfoUpdate(payload) => {
+                Self::SessionInfoUpdate(payload)
+            }
+            buffered::SessionUpdate::UsageUpdate(payload) => Self::UsageUpdate(payload),
+            buffered::SessionUpdate::Notice(payload) => Self::Notice(payload),
+            buffered::SessionUpdate::CompactionUpdate(payload) => {
+                Self::CompactionUpdate(payload)
+            }
+            buffered::SessionUpdate::CompactionSummaryChunk(payload) => {
+                Self::CompactionSummaryChunk(payload)
+            }
+        }
+    }
 }
 /// Request parameters for setting a session configuration option.
 #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
@@ -6889,7 +7092,7 @@ impl SystemPromptMode {
 /// standard content blocks (text, images) or file diffs.
 ///
 /// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/tool-calls#content)
-#[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, ::serde::Serialize)]
 #[serde(tag = "type")]
 pub enum ToolCallContent {
     /// Standard content block (text, images, resources).
@@ -6905,6 +7108,187 @@ pub enum ToolCallContent {
     /// See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/terminals)
     #[serde(rename = "terminal")]
     Terminal(Terminal),
+}
+impl<'de> ::serde::Deserialize<'de> for ToolCallContent {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        crate::protocol::runtime::deserialize_tagged(deserializer)
+    }
+}
+impl crate::protocol::runtime::TaggedUnion for ToolCallContent {
+    const TAG: &'static str = "type";
+    const EXPECTING: &'static str = "internally tagged enum ToolCallContent";
+    type Tag = buffered::ToolCallContentTag;
+    type Buffered = buffered::ToolCallContent;
+    fn read_variant<'de, M: ::serde::de::MapAccess<'de>>(
+        tag: Self::Tag,
+        body: crate::protocol::runtime::VariantBody<M>,
+    ) -> ::std::result::Result<Self, M::Error> {
+        match tag {
+            buffered::ToolCallContentTag::Content => body.payload().map(Self::Content),
+            buffered::ToolCallContentTag::Diff => body.payload().map(Self::Diff),
+            buffered::ToolCallContentTag::Terminal => body.payload().map(Self::Terminal),
+        }
+    }
+}
+impl ::std::convert::From<buffered::ToolCallContent> for ToolCallContent {
+    fn from(buffered: buffered::ToolCallContent) -> Self {
+        match buffered {
+            buffered::ToolCallContent::Content(payload) => Self::Content(payload),
+            buffered::ToolCallContent::Diff(payload) => Self::Diff(payload),
+            buffered::ToolCallContent::Terminal(payload) => Self::Terminal(payload),
+        }
+    }
+}
+/// Serde's derived reading of each closed tagged union: the reference behaviour,
+/// used when the tag is not the first member and to report decode errors.
+#[doc(hidden)]
+pub mod buffered {
+    #[derive(::serde::Deserialize)]
+    #[serde(tag = "type")]
+    pub enum ContentBlock {
+        #[serde(rename = "text")]
+        Text(super::TextContent),
+        #[serde(rename = "image")]
+        Image(super::ImageContent),
+        #[serde(rename = "audio")]
+        Audio(super::AudioContent),
+        #[serde(rename = "resource_link")]
+        ResourceLink(super::ResourceLink),
+        #[serde(rename = "resource")]
+        Resource(super::EmbeddedResource),
+    }
+    #[derive(::serde::Deserialize)]
+    #[serde(variant_identifier)]
+    pub enum ContentBlockTag {
+        #[serde(rename = "text")]
+        Text,
+        #[serde(rename = "image")]
+        Image,
+        #[serde(rename = "audio")]
+        Audio,
+        #[serde(rename = "resource_link")]
+        ResourceLink,
+        #[serde(rename = "resource")]
+        Resource,
+    }
+    #[derive(::serde::Deserialize)]
+    #[serde(tag = "outcome")]
+    pub enum RequestPermissionOutcome {
+        #[serde(rename = "cancelled")]
+        Cancelled,
+        #[serde(rename = "selected")]
+        Selected(super::SelectedPermissionOutcome),
+    }
+    #[derive(::serde::Deserialize)]
+    #[serde(variant_identifier)]
+    pub enum RequestPermissionOutcomeTag {
+        #[serde(rename = "cancelled")]
+        Cancelled,
+        #[serde(rename = "selected")]
+        Selected,
+    }
+    #[derive(::serde::Deserialize)]
+    #[serde(tag = "type")]
+    pub enum SessionConfigOption {
+        #[serde(rename = "select")]
+        Select(super::SessionConfigOptionSelect),
+        #[serde(rename = "boolean")]
+        Boolean(super::SessionConfigOptionBoolean),
+    }
+    #[derive(::serde::Deserialize)]
+    #[serde(variant_identifier)]
+    pub enum SessionConfigOptionTag {
+        #[serde(rename = "select")]
+        Select,
+        #[serde(rename = "boolean")]
+        Boolean,
+    }
+    #[derive(::serde::Deserialize)]
+    #[serde(tag = "sessionUpdate")]
+    pub enum SessionUpdate {
+        #[serde(rename = "user_message_chunk")]
+        UserMessageChunk(super::ContentChunk),
+        #[serde(rename = "agent_message_chunk")]
+        AgentMessageChunk(super::ContentChunk),
+        #[serde(rename = "agent_thought_chunk")]
+        AgentThoughtChunk(super::ContentChunk),
+        #[serde(rename = "tool_call")]
+        ToolCall(super::ToolCall),
+        #[serde(rename = "tool_call_update")]
+        ToolCallUpdate(super::ToolCallUpdate),
+        #[serde(rename = "plan")]
+        Plan(super::Plan),
+        #[serde(rename = "available_commands_update")]
+        AvailableCommandsUpdate(super::AvailableCommandsUpdate),
+        #[serde(rename = "current_mode_update")]
+        CurrentModeUpdate(super::CurrentModeUpdate),
+        #[serde(rename = "config_option_update")]
+        ConfigOptionUpdate(super::ConfigOptionUpdate),
+        #[serde(rename = "session_info_update")]
+        SessionInfoUpdate(super::SessionInfoUpdate),
+        #[serde(rename = "usage_update")]
+        UsageUpdate(super::UsageUpdate),
+        #[serde(rename = "notice")]
+        Notice(super::Notice),
+        #[serde(rename = "compaction_update")]
+        CompactionUpdate(super::CompactionUpdate),
+        #[serde(rename = "compaction_summary_chunk")]
+        CompactionSummaryChunk(super::CompactionSummaryChunk),
+    }
+    #[derive(::serde::Deserialize)]
+    #[serde(variant_identifier)]
+    pub enum SessionUpdateTag {
+        #[serde(rename = "user_message_chunk")]
+        UserMessageChunk,
+        #[serde(rename = "agent_message_chunk")]
+        AgentMessageChunk,
+        #[serde(rename = "agent_thought_chunk")]
+        AgentThoughtChunk,
+        #[serde(rename = "tool_call")]
+        ToolCall,
+        #[serde(rename = "tool_call_update")]
+        ToolCallUpdate,
+        #[serde(rename = "plan")]
+        Plan,
+        #[serde(rename = "available_commands_update")]
+        AvailableCommandsUpdate,
+        #[serde(rename = "current_mode_update")]
+        CurrentModeUpdate,
+        #[serde(rename = "config_option_update")]
+        ConfigOptionUpdate,
+        #[serde(rename = "session_info_update")]
+        SessionInfoUpdate,
+        #[serde(rename = "usage_update")]
+        UsageUpdate,
+        #[serde(rename = "notice")]
+        Notice,
+        #[serde(rename = "compaction_update")]
+        CompactionUpdate,
+        #[serde(rename = "compaction_summary_chunk")]
+        CompactionSummaryChunk,
+    }
+    #[derive(::serde::Deserialize)]
+    #[serde(tag = "type")]
+    pub enum ToolCallContent {
+        #[serde(rename = "content")]
+        Content(super::Content),
+        #[serde(rename = "diff")]
+        Diff(super::Diff),
+        #[serde(rename = "terminal")]
+        Terminal(super::Terminal),
+    }
+    #[derive(::serde::Deserialize)]
+    #[serde(variant_identifier)]
+    pub enum ToolCallContentTag {
+        #[serde(rename = "content")]
+        Content,
+        #[serde(rename = "diff")]
+        Diff,
+        #[serde(rename = "terminal")]
+        Terminal,
+    }
 }
 /// Every method in the table, one variant each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -7,6 +7,33 @@ use heron::cli::{Cli, Command, init_logging};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Run(args) = cli.command {
+        return run(args);
+    }
+    acp_or_setup(cli)
+}
+
+fn run(args: heron::cli::run::RunArgs) -> ExitCode {
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("heron: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(heron::cli::run::run(args));
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match outcome {
+        Ok(stop) => ExitCode::from(heron::cli::run::exit_code(stop)),
+        Err(err) => {
+            eprintln!("heron: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn acp_or_setup(cli: Cli) -> ExitCode {
     init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -17,7 +44,11 @@ fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(async {
         match cli.command {
-            Command::Acp(args) => heron::cli::acp::run(args).await,
+            // The terminal auth method relaunches `heron acp` with `--setup`.
+            Command::Acp(args) if args.setup => setup(heron::cli::setup::SetupArgs::default()),
+            Command::Acp(args) => heron::cli::acp::run(args).await.map_err(|e| e.to_string()),
+            Command::Setup(args) => setup(args),
+            Command::Run(_) => Err("unreachable: run is handled before".to_owned()),
         }
     });
     // Handler tasks still running at EOF are not waited for: stdin is gone.
@@ -30,4 +61,10 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn setup(args: heron::cli::setup::SetupArgs) -> Result<(), String> {
+    let home = heron::config::Home::from_env().map_err(|e| e.to_string())?;
+    let stdin = std::io::stdin();
+    heron::cli::setup::run(&home, args, &mut stdin.lock()).map_err(|e| e.to_string())
 }

@@ -35,6 +35,18 @@ fn update(open: bool) -> UnionSpec {
     }
 }
 
+/// `ContentBlock`-like: closed, no fallback, so it gets the unbuffered reading.
+fn block() -> UnionSpec {
+    UnionSpec::Tagged {
+        name: "Block".into(),
+        doc: "A block.".into(),
+        tag: "type".into(),
+        variants: vec![variant("text", Some("TextBlock")), variant("empty", None)],
+        fallbacks: Vec::new(),
+        open: false,
+    }
+}
+
 fn severity() -> UnionSpec {
     UnionSpec::OpenString {
         name: "Severity".into(),
@@ -92,6 +104,66 @@ fn tagged_union_carries_its_doc() {
     assert!(compact(update(false)).contains(r#"#[doc="Asessionupdate."]"#));
 }
 
+#[test]
+fn union_with_fallbacks_keeps_the_derived_deserialize() {
+    let code = compact(update(false));
+    assert!(
+        code.contains("::serde::Serialize,::serde::Deserialize)]#[serde(tag=\"sessionUpdate\")]"),
+        "{code}"
+    );
+    assert!(!code.contains("TaggedUnion") && !code.contains("modbuffered"), "{code}");
+}
+
+// Closed tagged unions: derived `Serialize`, `Deserialize` through the runtime.
+
+#[test]
+fn closed_union_derives_serialize_only_and_keeps_its_tag_and_renames() {
+    let code = compact(block());
+    let public = r#"#[derive(Debug,Clone,PartialEq,::serde::Serialize)]#[serde(tag="type")]pubenumBlock{"#;
+    assert!(code.contains(public), "{code}");
+    assert!(
+        code.contains(r#"#[serde(rename="text")]Text(TextBlock),#[serde(rename="empty")]Empty,}"#),
+        "{code}"
+    );
+}
+
+#[test]
+fn closed_union_deserializes_through_the_runtime() {
+    let code = compact(block());
+    let deserialize = "impl<'de>::serde::Deserialize<'de>forBlock{fndeserialize<D:::serde::Deserializer<'de>>(\
+                       deserializer:D)->::std::result::Result<Self,D::Error>{crate::protocol::runtime::\
+                       deserialize_tagged(deserializer)}}";
+    assert!(code.contains(deserialize), "{code}");
+    assert!(
+        code.contains(r#"implcrate::protocol::runtime::TaggedUnionforBlock{constTAG:&'staticstr="type";"#)
+    );
+    assert!(code.contains(r#"constEXPECTING:&'staticstr="internallytaggedenumBlock";"#), "{code}");
+}
+
+#[test]
+fn closed_union_reads_payload_variants_from_the_body_and_skips_it_for_unit_variants() {
+    let code = compact(block());
+    assert!(code.contains("buffered::BlockTag::Text=>body.payload().map(Self::Text),"), "{code}");
+    assert!(code.contains("buffered::BlockTag::Empty=>body.unit().map(|()|Self::Empty),"), "{code}");
+}
+
+#[test]
+fn closed_union_twin_in_buffered_keeps_serde_derive_under_the_same_name() {
+    let code = compact(block());
+    let twin = r#"pubmodbuffered{#[derive(::serde::Deserialize)]#[serde(tag="type")]pubenumBlock{#[serde(rename="text")]Text(super::TextBlock),#[serde(rename="empty")]Empty,}"#;
+    assert!(code.contains(twin), "{code}");
+    let tag = r#"#[derive(::serde::Deserialize)]#[serde(variant_identifier)]pubenumBlockTag{#[serde(rename="text")]Text,#[serde(rename="empty")]Empty,}"#;
+    assert!(code.contains(tag), "{code}");
+    assert!(code.contains("impl::std::convert::From<buffered::Block>forBlock{"), "{code}");
+}
+
+#[test]
+fn one_buffered_module_holds_every_twin() {
+    let code: String = unions(&[block(), update(true), block()]).to_string().split_whitespace().collect();
+    assert_eq!(code.matches("pubmodbuffered").count(), 1, "{code}");
+    assert_eq!(code.matches("pubenumBlockTag").count(), 2, "{code}");
+}
+
 // Open string enums.
 
 #[test]
@@ -119,6 +191,12 @@ fn emitted_unions_parse_as_rust_items() {
     let tokens = unions(&[update(true), severity()]);
     let file: syn::File = syn::parse2(tokens).expect("parses");
     assert_eq!(file.items.len(), 3, "two enums and one impl");
+}
+
+#[test]
+fn emitted_closed_union_parses_as_rust_items() {
+    let file: syn::File = syn::parse2(unions(&[block()])).expect("parses");
+    assert_eq!(file.items.len(), 5, "the enum, three impls and the buffered module");
 }
 
 // End to end over the vendored schemas.

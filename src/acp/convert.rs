@@ -374,3 +374,29 @@ pub fn config_options(options: Vec<OptionSpec>) -> Vec<SessionConfigOption> {
         })
         .collect()
 }
+
+/// The slash commands, as advertised.
+pub fn available_commands() -> SessionUpdate {
+    SessionUpdate::AvailableCommandsUpdate(p::AvailableCommandsUpdate {
+        available_commands: crate::session::commands::COMMANDS
+            .iter()
+            .map(|c| p::AvailableCommand {
+                description: c.description.to_owned(),
+                input: c.hint.map(|hint| {
+                    p::AvailableCommandInput(p::UnstructuredCommandInput {
+                        hint: hint.to_owned(),
+                        meta: None,
+                    })
+                }),
+                meta: None,
+                name: c.name.to_owned(),
+            })
+            .collect(),
+        meta: None,
+    })
+}
+
+/// An agent message of one piece (slash command replies).
+pub fn agent_message(message_id: &str, text: String) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(chunk(message_id, text_block(text)))
+}

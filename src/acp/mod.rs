@@ -3,6 +3,7 @@
 //! from the core's own types at this edge (`convert`).
 
 pub mod convert;
+pub mod editor;
 pub mod errors;
 pub mod policy;
 
@@ -13,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::json;
 use tokio::sync::mpsc;
 
+use self::editor::AcpEditor;
 use self::errors::{WithField, prompt_error, session_error, unknown_session};
 use crate::protocol::runtime::{ClientPeer, Outgoing};
 use crate::protocol::{
@@ -28,6 +30,7 @@ use crate::protocol::{
 };
 use crate::session::settings::Settings;
 use crate::session::{Manager, OpenOptions, Session};
+use crate::tools::editor::{EditorIo, NoEditor};
 
 /// The only protocol version Heron speaks.
 pub const PROTOCOL_VERSION: u16 = 1;
@@ -59,14 +62,18 @@ fn absolute(path: &str, field: &str) -> Result<PathBuf, RpcError> {
     }
 }
 
-fn open_options(cwd: &str, additional: &[String]) -> Result<OpenOptions, RpcError> {
+fn open_options(
+    cwd: &str,
+    additional: &[String],
+    editor: Arc<dyn EditorIo>,
+) -> Result<OpenOptions, RpcError> {
     let cwd = absolute(cwd, "cwd")?;
     let additional_directories = additional
         .iter()
         .enumerate()
         .map(|(i, d)| absolute(d, &format!("additionalDirectories[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(OpenOptions { cwd, additional_directories })
+    Ok(OpenOptions { cwd, additional_directories, editor })
 }
 
 impl<O: Outgoing> HeronAgent<O> {
@@ -79,6 +86,14 @@ impl<O: Outgoing> HeronAgent<O> {
                 client_capabilities: Mutex::new(ClientCapabilities::default()),
             }),
         }
+    }
+
+    /// The editor for a session opened on this connection. Sessions are keyed by their id;
+    /// a new session's id is not known yet, so its editor is bound when it is created.
+    fn editor_for(&self, session_id: &str) -> Arc<dyn EditorIo> {
+        let capabilities =
+            self.inner.client_capabilities.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        Arc::new(AcpEditor::new(self.inner.client.clone(), session_id.to_owned(), &capabilities))
     }
 
     fn session(&self, id: &SessionId) -> Result<Arc<Session>, RpcError> {
@@ -97,6 +112,18 @@ impl<O: Outgoing> Inner<O> {
         let options = convert::config_options(settings.options(session.choices()));
         (settings, options)
     }
+}
+
+/// Advertises the slash commands once the answer that made the session known is out
+/// (a client drops updates for a session it does not know yet).
+fn advertise_commands<O: Outgoing>(inner: &Arc<Inner<O>>, session_id: &str) {
+    let inner = inner.clone();
+    let id = session_id.to_owned();
+    crate::rpc::after_response(async move {
+        if let Err(err) = inner.send(&id, convert::available_commands()).await {
+            tracing::debug!(%err, "could not advertise commands");
+        }
+    });
 }
 
 /// What Heron advertises: only what it serves.
@@ -185,10 +212,13 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         params: NewSessionRequest,
     ) -> impl Future<Output = Result<NewSessionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
-        let options = open_options(&params.cwd, &params.additional_directories);
+        let options = open_options(&params.cwd, &params.additional_directories, Arc::new(NoEditor));
+        let agent = self.clone();
         let reply: Reply<NewSessionResponse> = Box::pin(async move {
             let session =
                 inner.manager.create(options?).await.map_err(|e| session_error(e, &inner.manager))?;
+            session.attach(agent.editor_for(session.id()));
+            advertise_commands(&inner, session.id());
             let (settings, config_options) = inner.options_of(&session);
             Ok(NewSessionResponse {
                 config_options: Some(config_options),
@@ -205,8 +235,8 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         params: LoadSessionRequest,
     ) -> impl Future<Output = Result<LoadSessionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
-        let options = open_options(&params.cwd, &params.additional_directories);
         let id = params.session_id.0;
+        let options = open_options(&params.cwd, &params.additional_directories, self.editor_for(&id));
         let reply: Reply<LoadSessionResponse> = Box::pin(async move {
             let (session, history) =
                 inner.manager.open(&id, options?).await.map_err(|e| session_error(e, &inner.manager))?;
@@ -216,6 +246,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
                     inner.send(&id, update).await?;
                 }
             }
+            advertise_commands(&inner, &id);
             let (settings, config_options) = inner.options_of(&session);
             Ok(LoadSessionResponse {
                 config_options: Some(config_options),
@@ -231,11 +262,12 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         params: ResumeSessionRequest,
     ) -> impl Future<Output = Result<ResumeSessionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
-        let options = open_options(&params.cwd, &params.additional_directories);
         let id = params.session_id.0;
+        let options = open_options(&params.cwd, &params.additional_directories, self.editor_for(&id));
         let reply: Reply<ResumeSessionResponse> = Box::pin(async move {
             let (session, _) =
                 inner.manager.open(&id, options?).await.map_err(|e| session_error(e, &inner.manager))?;
+            advertise_commands(&inner, &id);
             let (settings, config_options) = inner.options_of(&session);
             Ok(ResumeSessionResponse {
                 config_options: Some(config_options),
@@ -309,13 +341,16 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         params: ForkSessionRequest,
     ) -> impl Future<Output = Result<ForkSessionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
-        let options = open_options(&params.cwd, &params.additional_directories);
+        let options = open_options(&params.cwd, &params.additional_directories, Arc::new(NoEditor));
+        let agent = self.clone();
         let reply: Reply<ForkSessionResponse> = Box::pin(async move {
             let session = inner
                 .manager
                 .fork(&params.session_id.0, options?)
                 .await
                 .map_err(|e| session_error(e, &inner.manager))?;
+            session.attach(agent.editor_for(session.id()));
+            advertise_commands(&inner, session.id());
             let (settings, config_options) = inner.options_of(&session);
             Ok(ForkSessionResponse {
                 config_options: Some(config_options),
@@ -400,6 +435,19 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         &self,
         params: PromptRequest,
     ) -> impl Future<Output = Result<PromptResponse, RpcError>> + Send + 'static {
+        // A prompt that is one of Heron's slash commands runs here, without the model.
+        if let [crate::protocol::ContentBlock::Text(text)] = params.prompt.as_slice()
+            && let Some(invocation) = crate::session::commands::parse(&text.text)
+        {
+            let session = self.session(&params.session_id);
+            let inner = self.inner.clone();
+            let reply: Reply<PromptResponse> = Box::pin(async move {
+                let session = session?;
+                run_command(&inner, &session, &invocation).await?;
+                Ok(PromptResponse { meta: None, stop_reason: crate::protocol::StopReason::EndTurn })
+            });
+            return reply;
+        }
         // Queue the prompt now, in arrival order; stream its updates in the future.
         let started = self.session(&params.session_id).and_then(|session| {
             let input = convert::prompt_input(params.prompt)?;
@@ -467,6 +515,40 @@ async fn announce_settings<O: Outgoing>(inner: &Inner<O>, session: &Session) -> 
             }),
         )
         .await
+}
+
+/// Runs a slash command and answers with its reply as an agent message.
+async fn run_command<O: Outgoing>(
+    inner: &Inner<O>,
+    session: &Session,
+    invocation: &crate::session::commands::Invocation,
+) -> Result<(), RpcError> {
+    let mut outcome = None;
+    let result = session
+        .configure(|settings, choices| {
+            outcome = Some(crate::session::commands::run(invocation, settings, choices));
+            // A refused command changes nothing: report it as a setting error to roll back.
+            match &outcome {
+                Some(Err(reason)) => Err(crate::session::settings::SettingError::UnknownValue {
+                    option: invocation.name.clone(),
+                    value: reason.clone(),
+                }),
+                _ => Ok(()),
+            }
+        })
+        .await;
+    let (reply, changed) = match (outcome, result) {
+        (Some(Ok(ran)), Ok(_)) => (ran.reply, ran.settings_changed),
+        (Some(Err(reason)), _) => (reason, false),
+        (_, Err(err)) => (err.to_string(), false),
+        (None, Ok(_)) => (String::new(), false),
+    };
+    let message_id = uuid::Uuid::new_v4().to_string();
+    inner.send(session.id(), convert::agent_message(&message_id, reply)).await?;
+    if changed {
+        announce_settings(inner, session).await?;
+    }
+    Ok(())
 }
 
 struct CancelOnDrop(Option<Arc<Session>>);

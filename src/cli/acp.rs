@@ -15,7 +15,6 @@ use crate::rpc::{Connection, ConnectionOptions, DEFAULT_MAX_LINE, Validate};
 use crate::session::settings::{Posture, Preset};
 use crate::session::{Manager, ManagerOptions};
 use crate::store::Store;
-use crate::tools::Registry;
 
 /// Options of `heron acp`.
 #[derive(Debug, Clone, Args)]
@@ -53,7 +52,7 @@ pub struct AcpArgs {
     #[arg(long)]
     pub title: Option<String>,
 
-    /// Start without MCP servers and extensions, with the most careful defaults.
+    /// Start new sessions read-only (tool approval `readOnly`); they can be raised later.
     #[arg(long)]
     pub safe_mode: bool,
 
@@ -96,9 +95,23 @@ pub async fn manager(args: &AcpArgs, home: &Home) -> Result<Manager, AcpError> {
             AcpError::Usage(format!("--preset {name} is not one of light, balanced, delivery"))
         })?),
     };
-    let options = ManagerOptions { model: args.model.clone(), preset, ceiling, title: args.title.clone() };
+    let options = ManagerOptions {
+        model: args.model.clone(),
+        preset,
+        ceiling,
+        title: args.title.clone(),
+        permission_timeout: None,
+        // Safe mode starts sessions read-only; the user can raise it (up to any ceiling).
+        start_posture: args.safe_mode.then_some(Posture::ReadOnly),
+    };
     let providers = Arc::new(Providers::new(home.clone(), config, keys));
-    Ok(Manager::new(store, providers, Arc::new(Registry::new()), options, home.root().join("transcripts")))
+    Ok(Manager::new(
+        store,
+        providers,
+        Arc::new(crate::tools::builtin()),
+        options,
+        home.root().join("transcripts"),
+    ))
 }
 
 /// Why `heron acp` stopped abnormally.

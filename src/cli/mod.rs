@@ -1,6 +1,8 @@
 //! The `heron` command line: argument parsing and the commands it runs.
 
 pub mod acp;
+pub mod run;
+pub mod setup;
 
 use clap::{Parser, Subcommand};
 
@@ -18,6 +20,10 @@ pub struct Cli {
 pub enum Command {
     /// Serve ACP on stdin/stdout: what an editor launches.
     Acp(acp::AcpArgs),
+    /// Run one prompt headless and print the turn (drives Heron, or any agent with --agent).
+    Run(run::RunArgs),
+    /// Add a model provider to HERON_HOME (config.toml and .env).
+    Setup(setup::SetupArgs),
 }
 
 /// Sends logs to stderr, filtered by `HERON_LOG` (default `warn`). Stdout is the protocol's.

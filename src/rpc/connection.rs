@@ -230,7 +230,9 @@ async fn on_request(
 /// Runs one request's handler and answers it, unless a cancel answered it first.
 async fn run_request(shared: Arc<Shared>, ticket: Ticket, handler: ResponseFuture) {
     let token = ticket.token.clone();
-    let handler = with_cancellation(token.clone(), AssertUnwindSafe(handler).catch_unwind());
+    let responded = CancellationToken::new();
+    let handler =
+        with_cancellation(token.clone(), responded.clone(), AssertUnwindSafe(handler).catch_unwind());
     let outcome = tokio::select! {
         biased;
         // The canceller took the entry and answered; dropping `handler` stops the work.
@@ -245,6 +247,7 @@ async fn run_request(shared: Arc<Shared>, ticket: Ticket, handler: ResponseFutur
         validator.outgoing(OutgoingKind::Result, &method, payload);
     }
     shared.answer(&ticket.id, &result).await;
+    responded.cancel();
 }
 
 async fn on_notification(

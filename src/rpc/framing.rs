@@ -115,11 +115,13 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         if bytes.last() == Some(&b'\r') {
             bytes.pop();
         }
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        // A byte-order mark (a Windows shell may add one) is never JSON: a line of only a
+        // mark and whitespace is blank.
+        let body = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&bytes);
+        if body.iter().all(u8::is_ascii_whitespace) {
             return None;
         }
         let text = match String::from_utf8(bytes) {
-            // A byte-order mark (a Windows shell may add one) is never JSON; drop it.
             Ok(text) if text.starts_with('\u{feff}') => text['\u{feff}'.len_utf8()..].to_owned(),
             Ok(text) => text,
             Err(err) => {

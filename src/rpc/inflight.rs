@@ -11,6 +11,7 @@ use crate::protocol::envelope::Id;
 
 tokio::task_local! {
     static CANCELLATION: CancellationToken;
+    static RESPONDED: CancellationToken;
 }
 
 /// The cancellation signal of the incoming request whose handler is running, when called
@@ -22,9 +23,37 @@ pub fn current_cancellation() -> Option<CancellationToken> {
     CANCELLATION.try_with(CancellationToken::clone).ok()
 }
 
-/// Runs `future` with `token` visible through [`current_cancellation`].
-pub(super) async fn with_cancellation<F: Future>(token: CancellationToken, future: F) -> F::Output {
-    CANCELLATION.scope(token, future).await
+/// Runs `future` with `token` visible through [`current_cancellation`], and `responded`
+/// (fired once the request's answer is queued) visible to [`after_response`].
+pub(super) async fn with_cancellation<F: Future>(
+    token: CancellationToken,
+    responded: CancellationToken,
+    future: F,
+) -> F::Output {
+    RESPONDED.scope(responded, CANCELLATION.scope(token, future)).await
+}
+
+/// Runs `follow_up` once the answer of the request whose handler calls this has been
+/// queued for the peer, so a notification it sends always comes after that answer (e.g.
+/// `available_commands_update` after `session/new`). If the request is cancelled instead,
+/// `follow_up` never runs. Outside a request handler it runs at once.
+pub fn after_response<F>(follow_up: F)
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let responded = RESPONDED.try_with(CancellationToken::clone).ok();
+    let cancelled = CANCELLATION.try_with(CancellationToken::clone).ok();
+    tokio::spawn(async move {
+        if let Some(responded) = responded {
+            let cancelled = cancelled.unwrap_or_default();
+            tokio::select! {
+                biased;
+                () = responded.cancelled() => {}
+                () = cancelled.cancelled() => return,
+            }
+        }
+        follow_up.await;
+    });
 }
 
 /// One running request's claim on its entry.

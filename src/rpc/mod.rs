@@ -52,7 +52,7 @@ use crate::protocol::error::RpcError;
 
 pub use connection::{Connection, ConnectionOptions};
 pub use framing::{DEFAULT_MAX_LINE, Frame, LineReader};
-pub use inflight::current_cancellation;
+pub use inflight::{after_response, current_cancellation};
 pub use peer::{Peer, connection_closed};
 
 /// What kind of outgoing payload a [`Validate::outgoing`] check sees.

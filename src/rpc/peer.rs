@@ -248,7 +248,20 @@ impl Outgoing for Peer {
         P: Serialize + Send + 'static,
         R: DeserializeOwned + Send + 'static,
     {
-        self.call_with_timeout(method, params, self.shared.call_timeout)
+        Peer::call_with_timeout(self, method, params, self.shared.call_timeout)
+    }
+
+    fn call_with_timeout<P, R>(
+        &self,
+        method: &'static str,
+        params: P,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<R, RpcError>> + Send + 'static
+    where
+        P: Serialize + Send + 'static,
+        R: DeserializeOwned + Send + 'static,
+    {
+        Peer::call_with_timeout(self, method, params, timeout)
     }
 
     fn notify<P>(

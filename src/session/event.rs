@@ -65,7 +65,7 @@ pub enum UserContent {
 }
 
 /// What a tool call does, for the editor's icons.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolKind {
     /// Reads files or data.

@@ -11,6 +11,7 @@ use super::{ActorContext, Session, State};
 use crate::llm::registry::{ModelError, Providers};
 use crate::store::{ListQuery, NewSession, Page, SessionPatch, SessionRecord, Store, StoreError};
 use crate::tools::Registry;
+use crate::tools::editor::EditorIo;
 
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -56,15 +57,30 @@ pub struct ManagerOptions {
     pub ceiling: Option<Posture>,
     /// `--title`: the title of new sessions.
     pub title: Option<String>,
+    /// How long to wait for a permission answer (`permission_timeout_s`, default 120 s).
+    pub permission_timeout: Option<std::time::Duration>,
+    /// The posture new sessions start in (else the ceiling, else `ask`).
+    pub start_posture: Option<Posture>,
 }
 
 /// Where a session is opened.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 pub struct OpenOptions {
     /// The working directory (absolute).
     pub cwd: PathBuf,
-    /// Extra workspace roots (absolute).
+    /// Extra workspace roots (absolute, validated).
     pub additional_directories: Vec<PathBuf>,
+    /// What the editor of this connection does for tools.
+    pub editor: Arc<dyn EditorIo>,
+}
+
+impl std::fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("cwd", &self.cwd)
+            .field("additional_directories", &self.additional_directories)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The sessions of one agent process.
@@ -147,11 +163,21 @@ impl Manager {
             model,
             effort: "auto".to_owned(),
             preset: self.options.preset.unwrap_or(Preset::Balanced),
-            posture: self.options.ceiling.unwrap_or(Posture::Ask),
+            posture: self
+                .options
+                .start_posture
+                .map(|p| self.choices().cap(p))
+                .unwrap_or_else(|| self.options.ceiling.unwrap_or(Posture::Ask)),
         }
     }
 
-    fn spawn(&self, record: &SessionRecord, settings: Settings, history: Vec<Event>) -> Arc<Session> {
+    fn spawn(
+        &self,
+        record: &SessionRecord,
+        settings: Settings,
+        history: Vec<Event>,
+        editor: Arc<dyn EditorIo>,
+    ) -> Arc<Session> {
         let state = State {
             settings,
             cwd: PathBuf::from(&record.cwd),
@@ -163,8 +189,11 @@ impl Manager {
             providers: self.providers.clone(),
             tools: self.tools.clone(),
             transcripts: self.transcripts.clone(),
+            permission_timeout: self.options.permission_timeout.unwrap_or_else(|| {
+                std::time::Duration::from_secs(self.providers.config().permission_timeout_s.unwrap_or(120))
+            }),
         };
-        let session = Session::spawn(record.id.clone(), state, history, context, self.choices());
+        let session = Session::spawn(record.id.clone(), state, history, context, self.choices(), editor);
         self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(record.id.clone(), session.clone());
         session
     }
@@ -189,7 +218,7 @@ impl Manager {
                     .map_err(|e| SessionError::Internal(e.to_string()))?,
             })
             .await?;
-        Ok(self.spawn(&record, settings, Vec::new()))
+        Ok(self.spawn(&record, settings, Vec::new(), options.editor))
     }
 
     /// The open session `id`, if it is open in this process.
@@ -229,6 +258,7 @@ impl Manager {
         let record = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
         let history = self.history(id).await?;
         if let Some(session) = self.get(id) {
+            session.attach(options.editor);
             return Ok((session, history));
         }
         let choices = self.choices();
@@ -246,7 +276,7 @@ impl Manager {
         } else {
             record
         };
-        Ok((self.spawn(&record, settings, history.clone()), history))
+        Ok((self.spawn(&record, settings, history.clone(), options.editor), history))
     }
 
     /// One page of stored sessions, most recent first.
@@ -304,7 +334,7 @@ impl Manager {
             )
             .await?;
         let history = self.history(&record.id).await?;
-        Ok(self.spawn(&record, settings, history))
+        Ok(self.spawn(&record, settings, history, options.editor))
     }
 
     /// Closes every open session (the connection ended).

@@ -6,9 +6,11 @@
 //! turn and every queued one with `Cancelled`. Settings change at once, outside the
 //! actor, and apply from the next model request on.
 
+pub mod commands;
 pub mod event;
 pub mod history;
 pub mod manager;
+pub mod permission;
 pub mod settings;
 pub mod turn;
 
@@ -20,10 +22,13 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use self::event::{Event, StopReason, TurnUpdate, UserContent};
+use self::permission::Approvals;
 use self::settings::{Choices, SettingError, Settings};
 use self::turn::{Turn, TurnError};
 use crate::llm::registry::{ModelError, Providers};
 use crate::store::Store;
+use crate::tools::editor::EditorIo;
+use crate::tools::roots::Roots;
 use crate::tools::{Registry, ToolEnv};
 
 pub use manager::{Manager, ManagerOptions, OpenOptions, SessionError};
@@ -96,6 +101,8 @@ pub struct Session {
     closed: CancellationToken,
     store: Store,
     choices: Choices,
+    editor: Mutex<Arc<dyn EditorIo>>,
+    approvals: Arc<Mutex<Approvals>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -110,6 +117,7 @@ struct ActorContext {
     providers: Arc<Providers>,
     tools: Arc<Registry>,
     transcripts: PathBuf,
+    permission_timeout: std::time::Duration,
 }
 
 impl Session {
@@ -119,6 +127,7 @@ impl Session {
         history: Vec<Event>,
         context: ActorContext,
         choices: Choices,
+        editor: Arc<dyn EditorIo>,
     ) -> Arc<Session> {
         let (jobs, queue) = mpsc::unbounded_channel();
         let session = Arc::new(Session {
@@ -130,6 +139,8 @@ impl Session {
             closed: CancellationToken::new(),
             store: context.store.clone(),
             choices,
+            editor: Mutex::new(editor),
+            approvals: Arc::new(Mutex::new(Approvals::default())),
         });
         tokio::spawn(actor(Arc::downgrade(&session), session.closed.clone(), queue, history, context));
         session
@@ -143,6 +154,16 @@ impl Session {
     /// A copy of the current state.
     pub fn state(&self) -> State {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Serves tool I/O through `editor` from now on (the session was opened by a new
+    /// connection).
+    pub fn attach(&self, editor: Arc<dyn EditorIo>) {
+        *self.editor.lock().unwrap_or_else(PoisonError::into_inner) = editor;
+    }
+
+    fn editor(&self) -> Arc<dyn EditorIo> {
+        self.editor.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// What the settings may be changed to.
@@ -251,13 +272,17 @@ async fn run_job(
 ) -> PromptResult {
     let provider = context.providers.resolve(&state.settings.model)?;
     let prompt = save_attachments(&state.cwd, input).map_err(PromptError::Attachment)?;
+    let roots = Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()));
+    let secrets = Arc::new(context.providers.keys().all().cloned().collect::<Vec<_>>());
     let turn = Turn {
         session_id: session.id.clone(),
         store: context.store.clone(),
         provider,
         tools: context.tools.clone(),
         settings: state.settings,
-        env: ToolEnv { cwd: state.cwd, cancel },
+        env: ToolEnv { cwd: state.cwd, roots, cancel, editor: session.editor(), secrets },
+        approvals: session.approvals.clone(),
+        permission_timeout: context.permission_timeout,
         updates,
         history: std::mem::take(history),
         cost: *cost,

@@ -13,10 +13,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::event::{Event, StopReason, ToolStatus, TurnUpdate, UsageReport, UserContent};
 use super::history::chat_messages;
+use super::permission::{Approvals, Decision, decide};
 use super::settings::{Mode, Settings};
 use crate::llm::registry::ResolvedProvider;
 use crate::llm::{FinishReason, ModelEvent, ModelRequest, ProviderError, ToolCallRequest, Usage};
 use crate::store::Store;
+use crate::tools::editor::PermissionAnswer;
 use crate::tools::{Outcome, Registry, ToolEnv};
 
 /// Why a turn failed after it started.
@@ -44,6 +46,10 @@ pub struct Turn {
     pub settings: Settings,
     /// Where tools run.
     pub env: ToolEnv,
+    /// What the user said "always" to in this session.
+    pub approvals: Arc<std::sync::Mutex<Approvals>>,
+    /// How long to wait for a permission answer.
+    pub permission_timeout: std::time::Duration,
     /// Where live updates go (the editor).
     pub updates: mpsc::UnboundedSender<TurnUpdate>,
     /// The conversation so far; the turn appends to it.
@@ -222,11 +228,12 @@ impl Turn {
             prepared.push((call, tool, described));
         }
         for (call, tool, described) in prepared {
-            let outcome = if self.cancel().is_cancelled() {
-                Outcome::failed("The turn was cancelled before this tool ran.")
-            } else {
-                match (tool, described) {
-                    (Some(tool), Ok(prepared)) => {
+            let outcome = match (tool, described) {
+                _ if self.cancel().is_cancelled() => {
+                    Outcome::failed("The turn was cancelled before this tool ran.")
+                }
+                (Some(tool), Ok(prepared)) => match self.gate(&call.id, &call.name, &prepared).await {
+                    Ok(()) => {
                         self.live(TurnUpdate::ToolProgress {
                             call_id: call.id.clone(),
                             status: ToolStatus::InProgress,
@@ -235,13 +242,19 @@ impl Turn {
                         let env = self.env.clone();
                         tokio::select! {
                             outcome = tool.run(prepared, env) => outcome,
-                            () = self.env.cancel.cancelled() => Outcome::failed("The turn was cancelled while this tool ran."),
+                            () = self.env.cancel.cancelled() => {
+                                Outcome::failed("The turn was cancelled while this tool ran.")
+                            }
                         }
                     }
-                    (_, Err(message)) => Outcome::failed(message),
-                    (None, Ok(_)) => Outcome::failed(format!("There is no tool called `{}`.", call.name)),
-                }
+                    Err(refused) => Outcome::failed(refused),
+                },
+                (_, Err(message)) => Outcome::failed(message),
+                (None, Ok(_)) => Outcome::failed(format!("There is no tool called `{}`.", call.name)),
             };
+            if let Some(entries) = outcome.plan.clone() {
+                self.record(Event::Plan { entries }).await?;
+            }
             self.record(Event::ToolResult {
                 call_id: call.id,
                 status: outcome.status,
@@ -252,6 +265,48 @@ impl Turn {
             .await?;
         }
         Ok(())
+    }
+
+    /// Asks the permission gate, and the user when it says so. `Err` is the refusal the
+    /// model reads.
+    async fn gate(&self, call_id: &str, tool: &str, prepared: &crate::tools::Prepared) -> Result<(), String> {
+        let decision = {
+            let approvals = self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            decide(
+                self.settings.posture,
+                self.settings.mode == Mode::Plan,
+                tool,
+                prepared.kind,
+                prepared.outside_roots,
+                &approvals,
+            )
+        };
+        match decision {
+            Decision::Allow => Ok(()),
+            Decision::Deny(reason) => Err(reason),
+            Decision::Ask => {
+                let asked = self.env.editor.request_permission(call_id, self.permission_timeout);
+                let answer = tokio::select! {
+                    answer = asked => answer,
+                    // Dropping the request cancels it at the editor ($/cancel_request).
+                    () = self.env.cancel.cancelled() => PermissionAnswer::Cancelled,
+                };
+                self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remember(
+                    tool,
+                    prepared.kind,
+                    answer,
+                );
+                match answer {
+                    PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways => Ok(()),
+                    PermissionAnswer::RejectOnce | PermissionAnswer::RejectAlways => {
+                        Err(format!("The user did not allow `{tool}` to run."))
+                    }
+                    PermissionAnswer::Cancelled => {
+                        Err("The turn was cancelled while waiting for permission.".into())
+                    }
+                }
+            }
+        }
     }
 
     fn report_usage(&mut self, usage: Usage) {

@@ -1,9 +1,28 @@
 //! Tools the model can call: the [`Tool`] trait, the registry the turn loop looks them up
 //! in, and what a call reports. Knows nothing of ACP.
 
+mod call;
+pub mod edit_file;
+pub mod editor;
+mod files;
+pub mod grep;
+pub mod list_files;
+pub mod local_process;
+pub mod question;
+pub mod read_file;
+pub mod roots;
+pub mod run_command;
+pub mod text;
+pub mod todo;
+mod walk;
+pub mod write_file;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use self::editor::EditorIo;
+use self::roots::Roots;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -13,12 +32,24 @@ use crate::protocol::runtime::BoxFuture;
 use crate::session::event::{Location, ToolKind, ToolOutput, ToolStatus};
 
 /// Where a tool call runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolEnv {
     /// The session's working directory (absolute).
     pub cwd: PathBuf,
+    /// The session's write roots: its cwd and additional directories.
+    pub roots: Arc<Roots>,
     /// Cancelled when the turn is.
     pub cancel: CancellationToken,
+    /// What the editor does for tools (file I/O, terminals, questions).
+    pub editor: Arc<dyn EditorIo>,
+    /// Secrets to scrub from anything a tool returns.
+    pub secrets: Arc<Vec<crate::secret::Secret>>,
+}
+
+impl std::fmt::Debug for ToolEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolEnv").field("cwd", &self.cwd).field("roots", &self.roots).finish_non_exhaustive()
+    }
 }
 
 /// A call described before it runs: what the editor shows and the permission gate sees.
@@ -32,6 +63,8 @@ pub struct Prepared {
     pub locations: Vec<Location>,
     /// The parsed arguments.
     pub raw_input: Value,
+    /// Whether it reads something outside the session's roots (the gate asks first).
+    pub outside_roots: bool,
 }
 
 /// How a call ended.
@@ -45,6 +78,8 @@ pub struct Outcome {
     pub raw_output: Option<Value>,
     /// What the model is told.
     pub for_model: String,
+    /// A new plan, replacing the session's (`todo_write`).
+    pub plan: Option<Vec<crate::session::event::PlanItem>>,
 }
 
 impl Outcome {
@@ -56,6 +91,7 @@ impl Outcome {
             output: vec![ToolOutput::Text { text: message.clone() }],
             raw_output: None,
             for_model: message,
+            plan: None,
         }
     }
 }
@@ -112,4 +148,18 @@ impl Registry {
             .map(|t| t.spec())
             .collect()
     }
+}
+
+/// The built-in tools: files, search, commands, the plan and questions.
+pub fn builtin() -> Registry {
+    let mut registry = Registry::new();
+    registry.add(Arc::new(read_file::ReadFile));
+    registry.add(Arc::new(write_file::WriteFile));
+    registry.add(Arc::new(edit_file::EditFile));
+    registry.add(Arc::new(list_files::ListFiles));
+    registry.add(Arc::new(grep::Grep));
+    registry.add(Arc::new(run_command::RunCommand));
+    registry.add(Arc::new(todo::TodoWrite));
+    registry.add(Arc::new(question::Question));
+    registry
 }

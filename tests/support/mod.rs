@@ -45,6 +45,41 @@ impl Dirs {
     pub fn ws(&self) -> String {
         self.root.path().join("ws").display().to_string()
     }
+
+    /// Another directory beside the workspace, created, as the string a client sends.
+    pub fn other(&self, name: &str) -> String {
+        let dir = self.root.path().join(name);
+        std::fs::create_dir_all(&dir).expect("other directory");
+        dir.display().to_string()
+    }
+
+    /// Writes `text` to `name` under HERON_HOME (`config.toml`, `.env`, a script).
+    pub fn write_home(&self, name: &str, text: &str) {
+        std::fs::write(self.home().join(name), text).expect("write into HERON_HOME");
+    }
+}
+
+/// Fresh directories whose HERON_HOME holds `files`, as (name, text) pairs.
+pub fn dirs_with(files: &[(&str, &str)]) -> Arc<Dirs> {
+    let dirs = Dirs::new();
+    for (name, text) in files {
+        dirs.write_home(name, text);
+    }
+    dirs
+}
+
+/// `config.toml` text for a scripted provider `name` with one model `m` playing `script`
+/// (a file name under HERON_HOME); the model id is `name/m`.
+pub fn scripted_provider(name: &str, script: &str) -> String {
+    format!("[providers.{name}]\nkind = \"scripted\"\nmodels = [\"m\"]\nscript = \"{script}\"\n")
+}
+
+/// The `sessionUpdate` kind of a `session/update` notification; `None` for anything else.
+pub fn update_kind(message: &Value) -> Option<&str> {
+    if message["method"] != "session/update" {
+        return None;
+    }
+    message["params"]["update"]["sessionUpdate"].as_str()
 }
 
 /// `heron acp --validate --model demo/demo`.
@@ -137,6 +172,75 @@ impl Editor {
             )
             .await;
         answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_owned()
+    }
+
+    /// Sends a request without waiting for its answer.
+    pub async fn send_request(&mut self, id: Value, method: &str, params: Value) {
+        self.send_json(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await;
+    }
+
+    /// The next message from the agent, within `limit`.
+    pub async fn recv_within(&mut self, limit: Duration) -> Value {
+        let line = tokio::time::timeout(limit, self.output.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("a message within {limit:?}"))
+            .expect("read")
+            .expect("the agent closed its output");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
+    }
+
+    /// Collects every message until the answer to `id`: (everything before it, the answer).
+    /// The agent's permission requests are answered by allowing once, and kept in the list.
+    /// Slash command advertisements (`available_commands_update`), which follow session
+    /// setup at their own pace, are left out.
+    pub async fn until_answer(&mut self, id: &Value) -> (Vec<Value>, Value) {
+        let mut before = Vec::new();
+        loop {
+            let message = self.recv().await;
+            if message.get("id") == Some(id) && message.get("method").is_none() {
+                return (before, message);
+            }
+            if update_kind(&message) == Some("available_commands_update") {
+                continue;
+            }
+            if message["method"] == "session/request_permission" {
+                let options = message["params"]["options"].as_array().cloned().unwrap_or_default();
+                let allow = options.iter().find(|o| o["kind"] == "allow_once").or(options.first());
+                let option_id = allow.map(|o| o["optionId"].clone()).unwrap_or(Value::Null);
+                let reply = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "result": { "outcome": { "outcome": "selected", "optionId": option_id } },
+                });
+                self.send_json(reply).await;
+            }
+            before.push(message);
+        }
+    }
+
+    /// Sends a request and collects what comes before its answer, as [`Editor::until_answer`].
+    pub async fn exchange(&mut self, id: Value, method: &str, params: Value) -> (Vec<Value>, Value) {
+        self.send_request(id.clone(), method, params).await;
+        self.until_answer(&id).await
+    }
+
+    /// Sends a request and returns its answer, skipping whatever comes before it.
+    pub async fn ask(&mut self, id: Value, method: &str, params: Value) -> Value {
+        self.exchange(id, method, params).await.1
+    }
+
+    /// `session/prompt` with one text block; returns (messages before the answer, answer).
+    pub async fn prompt(&mut self, id: Value, session: &str, text: &str) -> (Vec<Value>, Value) {
+        let params =
+            serde_json::json!({ "sessionId": session, "prompt": [{ "type": "text", "text": text }] });
+        self.send_request(id.clone(), "session/prompt", params).await;
+        self.until_answer(&id).await
+    }
+
+    /// `session/new` in `cwd` (after `initialize` was sent); returns the whole answer.
+    pub async fn open_session(&mut self, id: Value, cwd: &str) -> Value {
+        self.ask(id, "session/new", serde_json::json!({ "cwd": cwd, "mcpServers": [] })).await
     }
 
     /// Closes stdin and waits for the agent to stop.

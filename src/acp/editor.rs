@@ -1,0 +1,285 @@
+//! The editor side of a session over ACP: implements the core's `EditorIo` with
+//! `fs/*`, `terminal/*`, `session/request_permission` and `elicitation/create`, and only
+//! uses what the client advertised.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::protocol::runtime::{BoxFuture, ClientPeer, Outgoing};
+use crate::protocol::{
+    Client, ClientCapabilities, CreateElicitationRequest, CreateElicitationRequestForm,
+    CreateElicitationResponse, CreateTerminalRequest, ElicitationContentValue, ElicitationPropertySchema,
+    ElicitationSchema, EnumOption, KillTerminalRequest, PermissionOption, PermissionOptionId,
+    PermissionOptionKind, ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, RpcError, SessionId, StringPropertySchema,
+    TerminalId, TerminalOutputRequest, ToolCallId, ToolCallUpdate, WaitForTerminalExitRequest,
+    WriteTextFileRequest,
+};
+use crate::tools::editor::{
+    EditorError, EditorIo, ExitStatus, PermissionAnswer, QuestionAnswer, TerminalCommand, TerminalOutput,
+};
+
+/// One session's view of the editor.
+#[derive(Debug, Clone)]
+pub struct AcpEditor<O> {
+    client: ClientPeer<O>,
+    session_id: String,
+    reads: bool,
+    writes: bool,
+    terminals: bool,
+    questions: bool,
+}
+
+impl<O: Outgoing> AcpEditor<O> {
+    /// The editor of session `session_id`, limited to `capabilities`.
+    pub fn new(client: ClientPeer<O>, session_id: String, capabilities: &ClientCapabilities) -> Self {
+        let fs = capabilities.fs.as_ref();
+        Self {
+            client,
+            session_id,
+            reads: fs.and_then(|f| f.read_text_file).unwrap_or(false),
+            writes: fs.and_then(|f| f.write_text_file).unwrap_or(false),
+            terminals: capabilities.terminal.unwrap_or(false),
+            // `elicitation: {}` advertises no mode: only a present `form` counts.
+            questions: capabilities.elicitation.as_ref().is_some_and(|e| e.form.is_some()),
+        }
+    }
+
+    fn sid(&self) -> SessionId {
+        SessionId(self.session_id.clone())
+    }
+}
+
+fn failed(err: RpcError) -> EditorError {
+    EditorError(err.message)
+}
+
+/// The option ids are the option kinds, so an answer maps back without a table.
+const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
+    ("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
+    ("allow_always", "Always allow", PermissionOptionKind::AllowAlways),
+    ("reject_once", "Reject", PermissionOptionKind::RejectOnce),
+    ("reject_always", "Always reject", PermissionOptionKind::RejectAlways),
+];
+
+fn answer_of(response: Result<RequestPermissionResponse, RpcError>) -> PermissionAnswer {
+    match response {
+        Ok(RequestPermissionResponse { outcome: RequestPermissionOutcome::Cancelled, .. }) => {
+            PermissionAnswer::Cancelled
+        }
+        Ok(RequestPermissionResponse { outcome: RequestPermissionOutcome::Selected(selected), .. }) => {
+            match selected.option_id.0.as_str() {
+                "allow_once" => PermissionAnswer::AllowOnce,
+                "allow_always" => PermissionAnswer::AllowAlways,
+                "reject_always" => PermissionAnswer::RejectAlways,
+                // An option Heron did not offer is a rejection.
+                _ => PermissionAnswer::RejectOnce,
+            }
+        }
+        // An error, a malformed reply or a timeout is a rejection.
+        Err(err) => {
+            tracing::info!(%err, "permission request failed; treating it as a rejection");
+            PermissionAnswer::RejectOnce
+        }
+    }
+}
+
+impl<O: Outgoing> EditorIo for AcpEditor<O> {
+    fn reads_files(&self) -> bool {
+        self.reads
+    }
+
+    fn writes_files(&self) -> bool {
+        self.writes
+    }
+
+    fn has_terminals(&self) -> bool {
+        self.terminals
+    }
+
+    fn asks_questions(&self) -> bool {
+        self.questions
+    }
+
+    fn read_text_file(&self, path: &Path) -> BoxFuture<Result<String, EditorError>> {
+        let request = ReadTextFileRequest {
+            limit: None,
+            line: None,
+            meta: None,
+            path: path.display().to_string(),
+            session_id: self.sid(),
+        };
+        let call = self.client.fs_read_text_file(request);
+        Box::pin(async move { call.await.map(|r| r.content).map_err(failed) })
+    }
+
+    fn write_text_file(&self, path: &Path, content: String) -> BoxFuture<Result<(), EditorError>> {
+        let request = WriteTextFileRequest {
+            content,
+            meta: None,
+            path: path.display().to_string(),
+            session_id: self.sid(),
+        };
+        let call = self.client.fs_write_text_file(request);
+        Box::pin(async move { call.await.map(|_| ()).map_err(failed) })
+    }
+
+    fn terminal_create(&self, command: TerminalCommand) -> BoxFuture<Result<String, EditorError>> {
+        let request = CreateTerminalRequest {
+            args: command.args,
+            command: command.command,
+            cwd: Some(command.cwd),
+            env: Vec::new(),
+            meta: None,
+            output_byte_limit: Some(command.output_byte_limit),
+            session_id: self.sid(),
+        };
+        let call = self.client.terminal_create(request);
+        Box::pin(async move { call.await.map(|r| r.terminal_id.0).map_err(failed) })
+    }
+
+    fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
+        let request =
+            TerminalOutputRequest { meta: None, session_id: self.sid(), terminal_id: TerminalId(id.into()) };
+        let call = self.client.terminal_output(request);
+        Box::pin(async move {
+            let r = call.await.map_err(failed)?;
+            Ok(TerminalOutput {
+                output: r.output,
+                truncated: r.truncated,
+                exit: r.exit_status.map(|e| ExitStatus { code: e.exit_code, signal: e.signal }),
+            })
+        })
+    }
+
+    fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
+        let request = WaitForTerminalExitRequest {
+            meta: None,
+            session_id: self.sid(),
+            terminal_id: TerminalId(id.into()),
+        };
+        // The command may run as long as the tool allows: the tool bounds the wait.
+        let call = self.client.0.call_with_timeout::<_, crate::protocol::WaitForTerminalExitResponse>(
+            "terminal/wait_for_exit",
+            request,
+            None,
+        );
+        Box::pin(async move {
+            let r = call.await.map_err(failed)?;
+            Ok(ExitStatus { code: r.exit_code, signal: r.signal })
+        })
+    }
+
+    fn terminal_kill(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+        let request =
+            KillTerminalRequest { meta: None, session_id: self.sid(), terminal_id: TerminalId(id.into()) };
+        let call = self.client.terminal_kill(request);
+        Box::pin(async move { call.await.map(|_| ()).map_err(failed) })
+    }
+
+    fn terminal_release(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+        let request =
+            ReleaseTerminalRequest { meta: None, session_id: self.sid(), terminal_id: TerminalId(id.into()) };
+        let call = self.client.terminal_release(request);
+        Box::pin(async move { call.await.map(|_| ()).map_err(failed) })
+    }
+
+    fn request_permission(&self, call_id: &str, timeout: Duration) -> BoxFuture<PermissionAnswer> {
+        let request = RequestPermissionRequest {
+            meta: None,
+            options: OPTIONS
+                .iter()
+                .map(|(id, name, kind)| PermissionOption {
+                    kind: *kind,
+                    meta: None,
+                    name: (*name).to_owned(),
+                    option_id: PermissionOptionId((*id).to_owned()),
+                })
+                .collect(),
+            session_id: self.sid(),
+            tool_call: ToolCallUpdate {
+                content: None,
+                kind: None,
+                locations: None,
+                meta: None,
+                name: None,
+                raw_input: None,
+                raw_output: None,
+                status: None,
+                title: None,
+                tool_call_id: ToolCallId(call_id.to_owned()),
+            },
+        };
+        let call = self.client.0.call_with_timeout("session/request_permission", request, Some(timeout));
+        Box::pin(async move { answer_of(call.await) })
+    }
+
+    fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+        let answer = StringPropertySchema {
+            default: None,
+            description: None,
+            enum_: None,
+            format: None,
+            max_length: None,
+            meta: None,
+            min_length: None,
+            one_of: (!options.is_empty()).then(|| {
+                options
+                    .iter()
+                    .map(|o| EnumOption {
+                        const_: o.clone(),
+                        description: None,
+                        meta: None,
+                        title: o.clone(),
+                    })
+                    .collect()
+            }),
+            pattern: None,
+            title: Some("Answer".to_owned()),
+        };
+        let request = CreateElicitationRequest::Form(CreateElicitationRequestForm {
+            message: question.to_owned(),
+            meta: None,
+            request_id: None,
+            requested_schema: ElicitationSchema {
+                description: None,
+                meta: None,
+                properties: BTreeMap::from([(
+                    "answer".to_owned(),
+                    ElicitationPropertySchema::String(answer),
+                )]),
+                required: Some(vec!["answer".to_owned()]),
+                title: None,
+                type_: Some(crate::protocol::ElicitationSchemaType::Object),
+            },
+            session_id: Some(self.sid()),
+            tool_call_id: None,
+        });
+        // A person answers: no deadline but the turn's own cancellation.
+        let call = self.client.0.call_with_timeout::<_, CreateElicitationResponse>(
+            "elicitation/create",
+            request,
+            None,
+        );
+        Box::pin(async move {
+            match call.await.map_err(failed)? {
+                CreateElicitationResponse::Accept(accept) => {
+                    let value = accept.content.as_ref().and_then(|c| c.get("answer")).cloned();
+                    match value {
+                        Some(ElicitationContentValue::String(text)) => Ok(QuestionAnswer::Answer(text)),
+                        Some(other) => {
+                            Ok(QuestionAnswer::Answer(serde_json::to_string(&other).unwrap_or_default()))
+                        }
+                        None => Err(EditorError("the answer was empty".to_owned())),
+                    }
+                }
+                CreateElicitationResponse::Decline(_) => Ok(QuestionAnswer::Declined),
+                CreateElicitationResponse::Cancel(_) => Ok(QuestionAnswer::Cancelled),
+                CreateElicitationResponse::Other(_) => {
+                    Err(EditorError("the editor gave an unknown answer".to_owned()))
+                }
+            }
+        })
+    }
+}

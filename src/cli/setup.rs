@@ -1,0 +1,231 @@
+//! `heron setup` (and `heron acp --setup`, the terminal auth method): adds an
+//! OpenAI-compatible provider to `config.toml` and its key to `.env` (mode 0600).
+//! Values not given as flags are asked for on the terminal.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+use clap::Args;
+
+use crate::config::{Config, Home};
+
+/// Options of `heron setup`; anything left out is asked for.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SetupArgs {
+    /// The provider's name (model ids become NAME/MODEL).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The endpoint, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// The models it serves, comma-separated.
+    #[arg(long)]
+    pub models: Option<String>,
+    /// The name of the key in HERON_HOME/.env (empty for a keyless local server).
+    #[arg(long)]
+    pub key_env: Option<String>,
+    /// Read the key from the first line of stdin instead of asking.
+    #[arg(long)]
+    pub key_stdin: bool,
+}
+
+/// Why setup failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A value was not acceptable.
+    #[error("{0}")]
+    Invalid(String),
+    /// A file could not be read or written.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The home could not be found or its config is broken.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+}
+
+fn ask(input: &mut impl BufRead, question: &str, default: &str) -> Result<String, SetupError> {
+    let mut err = std::io::stderr();
+    if default.is_empty() {
+        write!(err, "{question}: ")?;
+    } else {
+        write!(err, "{question} [{default}]: ")?;
+    }
+    err.flush()?;
+    let mut line = String::new();
+    if input.read_line(&mut line)? == 0 {
+        return Err(SetupError::Invalid("input ended before setup finished".to_owned()));
+    }
+    let line = line.trim();
+    Ok(if line.is_empty() { default.to_owned() } else { line.to_owned() })
+}
+
+/// Writes `contents` to `path` readable by the owner only.
+fn write_private(path: &Path, contents: &str) -> Result<(), SetupError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    file.write_all(contents.as_bytes())?;
+    Ok(())
+}
+
+/// Replaces or appends `NAME=value` in `.env` text.
+fn set_env_line(text: &str, name: &str, value: &str) -> String {
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.split_once('=').map(|(k, _)| k.trim()) != Some(name))
+        .map(str::to_owned)
+        .collect();
+    lines.push(format!("{name}={value}"));
+    lines.join("\n") + "\n"
+}
+
+/// Runs setup against `home`, reading answers from `input`.
+pub fn run(home: &Home, args: SetupArgs, input: &mut impl BufRead) -> Result<(), SetupError> {
+    let provider = match args.provider {
+        Some(p) => p,
+        None => ask(input, "Provider name", "openai")?,
+    };
+    if provider.is_empty() || provider.contains('/') || provider == crate::config::DEMO_PROVIDER {
+        return Err(SetupError::Invalid(format!("`{provider}` cannot be a provider name")));
+    }
+    let base_url = match args.base_url {
+        Some(u) => u,
+        None => ask(input, "Endpoint (OpenAI-compatible)", "https://api.openai.com/v1")?,
+    };
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(SetupError::Invalid(format!("`{base_url}` is not an http(s) URL")));
+    }
+    let models = match args.models {
+        Some(m) => m,
+        None => ask(input, "Models, comma-separated", "gpt-4.1-mini")?,
+    };
+    let models: Vec<String> =
+        models.split(',').map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned).collect();
+    if models.is_empty() {
+        return Err(SetupError::Invalid("at least one model is needed".to_owned()));
+    }
+    let default_key = format!("{}_API_KEY", provider.to_ascii_uppercase().replace('-', "_"));
+    let key_env = match args.key_env {
+        Some(k) => k,
+        None => ask(input, "Key name in .env (empty for none)", &default_key)?,
+    };
+    let key = if key_env.is_empty() {
+        None
+    } else if args.key_stdin {
+        let mut line = String::new();
+        input.read_line(&mut line)?;
+        Some(line.trim().to_owned())
+    } else {
+        Some(ask(input, "API key (shown as you type)", "")?)
+    };
+
+    // Merge into the existing config, keeping everything else as it is.
+    let path = home.config_path();
+    let existing = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let mut table: toml::Table = toml::from_str(&existing)
+        .map_err(|e| SetupError::Invalid(format!("config.toml: {}", e.message())))?;
+    let mut entry = toml::Table::new();
+    entry.insert("kind".into(), "openai".into());
+    entry.insert("base_url".into(), base_url.into());
+    if !key_env.is_empty() {
+        entry.insert("api_key_env".into(), key_env.clone().into());
+    }
+    entry.insert("models".into(), toml::Value::Array(models.iter().cloned().map(Into::into).collect()));
+    let providers = table.entry("providers").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let Some(providers) = providers.as_table_mut() else {
+        return Err(SetupError::Invalid("config.toml: `providers` is not a table".to_owned()));
+    };
+    providers.insert(provider.clone(), toml::Value::Table(entry));
+    table.entry("default_model").or_insert_with(|| format!("{provider}/{}", models[0]).into());
+    let text = toml::to_string(&table).map_err(|e| SetupError::Invalid(e.to_string()))?;
+    Config::parse(&text).map_err(SetupError::Invalid)?;
+    write_private(&path, &text)?;
+
+    if let (Some(key), false) = (key, key_env.is_empty()) {
+        let env_path = home.env_path();
+        let current = std::fs::read_to_string(&env_path).unwrap_or_default();
+        write_private(&env_path, &set_env_line(&current, &key_env, &key))?;
+    }
+    eprintln!("heron: provider `{provider}` saved; models: {}", models.join(", "));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_writes_config_and_a_private_env_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        let args = SetupArgs {
+            provider: Some("local".into()),
+            base_url: Some("http://127.0.0.1:8080/v1".into()),
+            models: Some("fast, smart".into()),
+            key_env: Some("LOCAL_API_KEY".into()),
+            key_stdin: true,
+        };
+        run(&home, args, &mut std::io::Cursor::new("sk-test-42\n")).expect("setup");
+        let config = Config::load(&home).expect("config loads");
+        assert_eq!(config.default_model.as_deref(), Some("local/fast"));
+        assert!(config.resolve("local/smart").is_some());
+        let keys = crate::config::Keys::load(&home).expect("keys");
+        assert_eq!(keys.get("LOCAL_API_KEY").map(crate::secret::Secret::expose), Some("sk-test-42"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(home.env_path()).expect("meta").permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
+    }
+
+    #[test]
+    fn setup_keeps_other_providers_and_replaces_the_key_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        std::fs::write(home.config_path(), "[providers.other]\nkind = \"scripted\"\nmodels = [\"x\"]\n")
+            .expect("w");
+        std::fs::write(home.env_path(), "LOCAL_API_KEY=old\nOTHER=1\n").expect("w");
+        let args = SetupArgs {
+            provider: Some("local".into()),
+            base_url: Some("http://127.0.0.1:1/v1".into()),
+            models: Some("m".into()),
+            key_env: Some("LOCAL_API_KEY".into()),
+            key_stdin: true,
+        };
+        run(&home, args, &mut std::io::Cursor::new("new\n")).expect("setup");
+        let config = Config::load(&home).expect("loads");
+        assert!(config.resolve("other/x").is_some());
+        let env = std::fs::read_to_string(home.env_path()).expect("env");
+        assert_eq!(env, "OTHER=1\nLOCAL_API_KEY=new\n");
+    }
+
+    #[test]
+    fn a_non_http_endpoint_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args = SetupArgs {
+            base_url: Some("ftp://x".into()),
+            provider: Some("p".into()),
+            ..SetupArgs::default()
+        };
+        let err = run(&Home::at(dir.path()), args, &mut std::io::Cursor::new("")).expect_err("refused");
+        assert!(err.to_string().contains("ftp://x"));
+    }
+}

@@ -1,0 +1,150 @@
+//! Heron's slash commands: typed as a prompt (`/mode plan`), run by the agent itself
+//! without a model request, and advertised to the editor.
+
+use super::settings::{Choices, Settings};
+
+/// A slash command as advertised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandSpec {
+    /// The name, without the slash.
+    pub name: &'static str,
+    /// What it does.
+    pub description: &'static str,
+    /// A hint for its argument, if it takes one.
+    pub hint: Option<&'static str>,
+}
+
+/// Every slash command.
+pub const COMMANDS: [CommandSpec; 5] = [
+    CommandSpec { name: "help", description: "List Heron's slash commands", hint: None },
+    CommandSpec { name: "status", description: "Show the session's mode, model and settings", hint: None },
+    CommandSpec {
+        name: "mode",
+        description: "Switch mode: normal, plan or goal",
+        hint: Some("normal | plan | goal"),
+    },
+    CommandSpec { name: "model", description: "Switch the model", hint: Some("provider/model") },
+    CommandSpec {
+        name: "approval",
+        description: "Set tool approval: readOnly, dontAsk, ask, auto or yolo",
+        hint: Some("readOnly | dontAsk | ask | auto | yolo"),
+    },
+];
+
+/// A parsed command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    /// The command name.
+    pub name: String,
+    /// The rest of the line, trimmed.
+    pub argument: String,
+}
+
+/// Parses a prompt that is exactly one slash command of Heron's; anything else (including
+/// `/unknown` or a path like `/usr/bin`) is an ordinary prompt for the model.
+pub fn parse(text: &str) -> Option<Invocation> {
+    let line = text.trim();
+    let rest = line.strip_prefix('/')?;
+    let (name, argument) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    COMMANDS
+        .iter()
+        .any(|c| c.name == name)
+        .then(|| Invocation { name: name.to_owned(), argument: argument.trim().to_owned() })
+}
+
+/// What running a command changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ran {
+    /// The reply shown to the user.
+    pub reply: String,
+    /// Whether settings changed (the editor is told).
+    pub settings_changed: bool,
+}
+
+/// Runs `invocation` against `settings`; an `Err` is a reply explaining the mistake.
+pub fn run(invocation: &Invocation, settings: &mut Settings, choices: &Choices) -> Result<Ran, String> {
+    let arg = invocation.argument.as_str();
+    let changed = |reply: String| Ok(Ran { reply, settings_changed: true });
+    match invocation.name.as_str() {
+        "help" => {
+            let mut reply = String::from("Heron's commands:\n");
+            for c in COMMANDS {
+                reply.push_str(&format!(
+                    "- /{}{} — {}\n",
+                    c.name,
+                    c.hint.map(|h| format!(" <{h}>")).unwrap_or_default(),
+                    c.description
+                ));
+            }
+            Ok(Ran { reply, settings_changed: false })
+        }
+        "status" => Ok(Ran {
+            reply: format!(
+                "Mode: {}. Model: {}. Effort: {}. Preset: {}. Tool approval: {}.",
+                settings.mode.id(),
+                settings.model,
+                settings.effort,
+                settings.preset.id(),
+                settings.posture.id()
+            ),
+            settings_changed: false,
+        }),
+        "mode" if !arg.is_empty() => {
+            settings.set_mode(arg, choices).map_err(|e| e.to_string())?;
+            changed(format!("Mode is now {}.", settings.mode.id()))
+        }
+        "model" if !arg.is_empty() => {
+            settings.apply("model", arg, choices).map_err(|e| e.to_string())?;
+            changed(format!("Model is now {}.", settings.model))
+        }
+        "approval" if !arg.is_empty() => {
+            settings.apply("tool_approval", arg, choices).map_err(|e| e.to_string())?;
+            changed(format!("Tool approval is now {}.", settings.posture.id()))
+        }
+        name => Err(format!("/{name} needs an argument: try /help")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::settings::{Mode, Posture, Preset};
+
+    fn settings() -> Settings {
+        Settings {
+            mode: Mode::Normal,
+            model: "demo/demo".into(),
+            effort: "auto".into(),
+            preset: Preset::Balanced,
+            posture: Posture::Ask,
+        }
+    }
+
+    fn choices() -> Choices {
+        Choices { models: vec![("demo/demo".into(), vec![])], ceiling: None }
+    }
+
+    #[test]
+    fn only_known_commands_parse() {
+        assert_eq!(parse(" /mode plan ").map(|i| i.argument), Some("plan".into()));
+        assert_eq!(parse("/usr/bin/env is odd"), None);
+        assert_eq!(parse("please /mode plan"), None);
+    }
+
+    #[test]
+    fn mode_switches_and_reports() {
+        let mut s = settings();
+        let ran = run(&parse("/mode plan").expect("parses"), &mut s, &choices()).expect("runs");
+        assert!(ran.settings_changed);
+        assert_eq!(s.mode, Mode::Plan);
+    }
+
+    #[test]
+    fn a_bad_value_is_explained_and_changes_nothing() {
+        let mut s = settings();
+        let err =
+            run(&parse("/approval reckless").expect("parses"), &mut s, &choices()).expect_err("refused");
+        assert!(err.contains("reckless"), "{err}");
+        assert_eq!(s.posture, Posture::Ask);
+    }
+}

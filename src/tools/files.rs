@@ -1,0 +1,149 @@
+//! How the file tools read and write: through the editor when it offers it and the file is
+//! plain UTF-8 (so unsaved buffers are seen and edits land in them), locally otherwise.
+//! Invariant: a file's encoding survives a round trip; Latin-1 and BOM files never pass
+//! through the editor for writing, because an editor may not keep their bytes.
+
+use std::path::Path;
+
+use super::ToolEnv;
+use super::text::{self, Decoded, Encoding};
+
+/// The largest file read whole into memory.
+pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A file's current text, from wherever it was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Loaded {
+    /// The text; `None` when the file does not exist.
+    pub text: Option<String>,
+    /// The encoding to write it back in.
+    pub encoding: Encoding,
+    /// Whether reads and writes of this file go through the editor.
+    pub via_editor: bool,
+}
+
+/// What the local disk holds at a path.
+enum OnDisk {
+    Missing,
+    Text(Decoded),
+}
+
+async fn read_disk(path: &Path) -> Result<OnDisk, String> {
+    match tokio::fs::metadata(path).await {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(OnDisk::Missing),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Ok(meta) if meta.is_dir() => {
+            return Err(format!("{} is a directory; use list_files to see what it holds", path.display()));
+        }
+        Ok(meta) if meta.len() > MAX_FILE_BYTES => {
+            return Err(format!(
+                "{} is {} bytes, more than the {} bytes a tool reads whole; use grep to find what you need",
+                path.display(),
+                meta.len(),
+                MAX_FILE_BYTES
+            ));
+        }
+        Ok(_) => {}
+    }
+    let bytes = tokio::fs::read(path).await.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    match text::decode(bytes) {
+        Ok(decoded) => Ok(OnDisk::Text(decoded)),
+        Err(text::Binary) => Err(format!(
+            "{} is a binary file (it contains NUL bytes); tools only read and edit text",
+            path.display()
+        )),
+    }
+}
+
+/// Reads a file for showing: through the editor when it reads files and the disk copy is
+/// UTF-8 or missing; locally otherwise (Latin-1 decoded). `Ok(None)` when it does not exist.
+pub(crate) async fn read_for_view(env: &ToolEnv, path: &Path) -> Result<Option<Decoded>, String> {
+    let disk = read_disk(path).await?;
+    let editor_may_read = match &disk {
+        OnDisk::Missing => true,
+        OnDisk::Text(decoded) => decoded.encoding != Encoding::Latin1,
+    };
+    if env.editor.reads_files() && editor_may_read {
+        match env.editor.read_text_file(path).await {
+            Ok(text) => {
+                let text = text.strip_prefix('\u{feff}').map(str::to_owned).unwrap_or(text);
+                let encoding = match &disk {
+                    OnDisk::Text(decoded) => decoded.encoding,
+                    OnDisk::Missing => Encoding::Utf8,
+                };
+                return Ok(Some(Decoded { text, encoding }));
+            }
+            // A file the editor cannot read but the disk has is still worth showing.
+            Err(e) if matches!(disk, OnDisk::Text(_)) => {
+                tracing::debug!(path = %path.display(), error = %e, "editor read failed; reading locally");
+            }
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+    Ok(match disk {
+        OnDisk::Missing => None,
+        OnDisk::Text(decoded) => Some(decoded),
+    })
+}
+
+/// Reads a file about to be changed and decides where the change goes: the editor when it
+/// writes files and the disk copy is UTF-8 without a BOM (or missing); locally otherwise.
+pub(crate) async fn read_for_change(env: &ToolEnv, path: &Path) -> Result<Loaded, String> {
+    let disk = read_disk(path).await?;
+    let via_editor = env.editor.writes_files()
+        && match &disk {
+            OnDisk::Missing => true,
+            OnDisk::Text(decoded) => decoded.encoding == Encoding::Utf8,
+        };
+    if via_editor && env.editor.reads_files() {
+        match env.editor.read_text_file(path).await {
+            Ok(text) => return Ok(Loaded { text: Some(text), encoding: Encoding::Utf8, via_editor }),
+            Err(e) if matches!(disk, OnDisk::Text(_)) => {
+                tracing::debug!(path = %path.display(), error = %e, "editor read failed; using the disk copy");
+            }
+            // The editor does not know the file and neither does the disk: it is new.
+            Err(_) => {}
+        }
+    }
+    Ok(match disk {
+        OnDisk::Missing => Loaded { text: None, encoding: Encoding::Utf8, via_editor },
+        OnDisk::Text(decoded) => Loaded { text: Some(decoded.text), encoding: decoded.encoding, via_editor },
+    })
+}
+
+/// Writes `content` where [`read_for_change`] decided, in `loaded`'s encoding.
+pub(crate) async fn write(env: &ToolEnv, path: &Path, loaded: &Loaded, content: &str) -> Result<(), String> {
+    let bytes = text::encode(content, loaded.encoding).map_err(|c| {
+        format!(
+            "{} is Latin-1 encoded and cannot hold {c:?}; keep to Latin-1 characters or rewrite the whole \
+             file with write_file",
+            path.display()
+        )
+    })?;
+    if loaded.via_editor {
+        let text = String::from_utf8(bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        return env
+            .editor
+            .write_text_file(path, text)
+            .await
+            .map_err(|e| format!("the editor could not write {}: {e}", path.display()));
+    }
+    write_local(path, &bytes).await.map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Writes bytes in place (keeping the file's permissions), creating missing parents. The
+/// final component is opened without following symlinks.
+async fn write_local(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    if let Some(parent) = path.parent() {
+        tokio::fs::create_dir_all(parent).await?;
+    }
+    let mut options = tokio::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    options.custom_flags(libc::O_NOFOLLOW);
+    let mut file = options.open(path).await?;
+    file.write_all(bytes).await?;
+    file.flush().await?;
+    file.sync_all().await
+}

@@ -1,0 +1,201 @@
+//! Running a shell command on this machine for `run_command`, in its own process group.
+//! Invariant: when the run ends (exit, timeout, cancel, or the future being dropped) the
+//! whole group is killed, so no grandchild outlives the call.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio_util::sync::CancellationToken;
+
+/// How long the output of processes that outlive the shell is still collected.
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// How a local command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited with a code.
+    Exited(i32),
+    /// A signal ended it (its name, e.g. `SIGKILL`).
+    Signalled(String),
+    /// It ran out of time and was killed.
+    TimedOut,
+    /// The call was cancelled and it was killed.
+    Cancelled,
+}
+
+/// A finished local command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// How it ended.
+    pub ending: Ending,
+    /// Its stdout and stderr, interleaved as they arrived, capped.
+    pub output: String,
+}
+
+/// Runs `sh -c command` in `cwd` in a new process group, collecting output up to `cap`
+/// bytes (the head and tail are kept), until it exits, `timeout` passes or `cancel` fires.
+pub async fn run(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    cap: usize,
+    cancel: &CancellationToken,
+) -> Result<Finished, String> {
+    let mut child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start `sh` in {}: {e}", cwd.display()))?;
+    // The shell leads its own group, so its pid is the group id.
+    let mut group = ProcessGroup(child.id().and_then(|pid| i32::try_from(pid).ok()));
+    let output = Arc::new(Mutex::new(CappedOutput::new(cap)));
+    let readers: Vec<_> = [
+        child.stdout.take().map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
+        child.stderr.take().map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|stream| tokio::spawn(collect(stream, Arc::clone(&output))))
+    .collect();
+
+    let ending = tokio::select! {
+        status = child.wait() => match status {
+            Ok(status) => exit_ending(status),
+            Err(e) => return Err(format!("waiting for the command failed: {e}")),
+        },
+        () = tokio::time::sleep(timeout) => Ending::TimedOut,
+        () = cancel.cancelled() => Ending::Cancelled,
+    };
+    // Whatever the shell left running (background jobs) goes with it.
+    group.kill();
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+    // Readers end when every holder of the pipes is gone; a process that left the group
+    // could hold them forever, so they get a short grace period.
+    let deadline = tokio::time::Instant::now() + DRAIN;
+    for reader in readers {
+        let abort = reader.abort_handle();
+        if tokio::time::timeout_at(deadline, reader).await.is_err() {
+            abort.abort();
+        }
+    }
+    let output = output.lock().unwrap_or_else(PoisonError::into_inner).render();
+    Ok(Finished { ending, output })
+}
+
+fn exit_ending(status: std::process::ExitStatus) -> Ending {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Ending::Exited(code),
+        (None, Some(signal)) => Ending::Signalled(signal_name(signal)),
+        (None, None) => Ending::Exited(-1),
+    }
+}
+
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_owned()
+}
+
+async fn collect(mut stream: Box<dyn AsyncRead + Send + Unpin>, output: Arc<Mutex<CappedOutput>>) {
+    let mut buffer = vec![0u8; 16 * 1024];
+    while let Ok(n) = stream.read(&mut buffer).await {
+        if n == 0 {
+            break;
+        }
+        output.lock().unwrap_or_else(PoisonError::into_inner).push(&buffer[..n]);
+    }
+}
+
+/// A process group killed when dropped (and when asked).
+struct ProcessGroup(Option<i32>);
+
+impl ProcessGroup {
+    /// Kills the group once; later calls do nothing, so a recycled id is never hit.
+    fn kill(&mut self) {
+        if let Some(group) = self.0.take().filter(|&g| g > 1) {
+            // SAFETY: killpg takes plain integers and touches no memory of ours; a group
+            // that is already gone makes it fail with ESRCH, which is fine.
+            unsafe {
+                libc::killpg(group, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Output kept within a cap: the first half and the last half, with the count of bytes
+/// dropped between them.
+struct CappedOutput {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    half: usize,
+    dropped: usize,
+}
+
+impl CappedOutput {
+    fn new(cap: usize) -> Self {
+        let half = cap / 2;
+        Self { head: Vec::new(), tail: VecDeque::new(), half, dropped: 0 }
+    }
+
+    fn push(&mut self, mut bytes: &[u8]) {
+        let room = self.half.saturating_sub(self.head.len());
+        let (front, rest) = bytes.split_at(room.min(bytes.len()));
+        self.head.extend_from_slice(front);
+        bytes = rest;
+        self.tail.extend(bytes);
+        if self.tail.len() > self.half {
+            let excess = self.tail.len() - self.half;
+            self.tail.drain(..excess);
+            self.dropped += excess;
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.head).into_owned();
+        if self.dropped > 0 {
+            text.push_str(&format!("\n[truncated: {} bytes of output omitted here]\n", self.dropped));
+        }
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        text.push_str(&String::from_utf8_lossy(&tail));
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capped_output_keeps_head_and_tail() {
+        let mut out = CappedOutput::new(8);
+        out.push(b"abcdefghijkl");
+        assert_eq!(out.render(), "abcd\n[truncated: 4 bytes of output omitted here]\nijkl");
+    }
+}

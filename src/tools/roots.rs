@@ -1,0 +1,322 @@
+//! The session's workspace roots and the confinement of file access to them: every path a
+//! tool touches is resolved here (absolute, `..` collapsed, symlinks followed) before it is
+//! checked, and writes are allowed only inside a root.
+//!
+//! The rules, in the order [`Roots::check_write`] applies them:
+//!
+//! 1. The path is resolved: relative to the cwd, `..` collapsed lexically, then the longest
+//!    prefix that exists is canonicalized (every symlink in it followed) and the rest is
+//!    appended. A symlinked parent directory is therefore judged by where it points.
+//! 2. The resolved path must be inside a root, component-wise (`/work/ws-evil` is not inside
+//!    `/work/ws`).
+//! 3. A symlink that could not be followed (dangling) anywhere on the way is refused: writing
+//!    through it would create a file wherever it points.
+//! 4. An existing regular file with more than one hard link is refused: another name for it
+//!    may live outside every root.
+//!
+//! Checking and writing are separate system calls, so a process racing the agent could
+//! still swap a component in between; local writes also open with `O_NOFOLLOW` to close the
+//! most likely window (a symlink planted as the target).
+
+use std::path::{Component, Path, PathBuf};
+
+/// The most additional directories a session may have.
+pub const MAX_ADDITIONAL_DIRECTORIES: usize = 32;
+
+/// Directories under the user's home that a session may never use as a root.
+const PROTECTED_UNDER_HOME: [&str; 4] = [".ssh", ".gnupg", ".aws", ".config/gcloud"];
+
+/// The write roots of a session: its cwd, then its additional directories, canonicalized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Roots {
+    roots: Vec<PathBuf>,
+}
+
+impl Roots {
+    /// Roots from a cwd and additional directories (all absolute). Each is canonicalized
+    /// when it exists, so that symlinked roots compare equal to resolved paths.
+    pub fn new(cwd: PathBuf, additional: Vec<PathBuf>) -> Self {
+        let roots = std::iter::once(cwd).chain(additional).map(|root| canonical_or_lexical(&root)).collect();
+        Self { roots }
+    }
+
+    /// The roots, cwd first.
+    pub fn all(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    /// The session's cwd as resolved (the first root).
+    pub fn cwd(&self) -> &Path {
+        &self.roots[0]
+    }
+
+    /// Whether `path` (already resolved) is inside a root. Same as [`Roots::is_inside`].
+    pub fn contains(&self, path: &Path) -> bool {
+        self.is_inside(path)
+    }
+
+    /// Whether `resolved` is a root or inside one, compared component by component.
+    pub fn is_inside(&self, resolved: &Path) -> bool {
+        self.roots.iter().any(|root| resolved.starts_with(root))
+    }
+
+    /// Resolves `path` against the cwd (see the module rules).
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        resolve_against(self.cwd(), path)
+    }
+
+    /// Resolves `path` for writing and checks it against the rules; the `Err` is a message
+    /// for the model.
+    pub fn check_write(&self, path: &str) -> Result<PathBuf, String> {
+        self.check_write_resolved(self.resolve(path), path)
+    }
+
+    /// [`Roots::check_write`] for a path already resolved (by [`resolve_against`]).
+    pub fn check_write_resolved(&self, resolved: PathBuf, shown: &str) -> Result<PathBuf, String> {
+        if !self.is_inside(&resolved) {
+            return Err(format!(
+                "{shown} resolves to {}, which is outside the workspace roots ({}); writes are allowed \
+                 only inside them",
+                resolved.display(),
+                self.describe()
+            ));
+        }
+        // The part that did not canonicalize must not contain a symlink: the resolved path
+        // exists only up to its canonical prefix, so any link found here is dangling.
+        let mut probe = resolved.clone();
+        loop {
+            if let Ok(meta) = std::fs::symlink_metadata(&probe) {
+                if meta.file_type().is_symlink() {
+                    return Err(format!(
+                        "{shown}: {} is a symlink that points nowhere; refusing to write through it",
+                        probe.display()
+                    ));
+                }
+                break;
+            }
+            if !probe.pop() {
+                break;
+            }
+        }
+        if let Ok(meta) = std::fs::metadata(&resolved) {
+            if meta.is_dir() {
+                return Err(format!("{shown} is a directory"));
+            }
+            if meta.is_file() && hard_links(&meta) > 1 {
+                return Err(format!(
+                    "{shown} has {} hard links, and another of its names may be outside the workspace; \
+                     refusing to write it",
+                    hard_links(&meta)
+                ));
+            }
+        }
+        Ok(resolved)
+    }
+
+    fn describe(&self) -> String {
+        self.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// Resolves `path` against `base` (see the module rules): absolute, `..` collapsed, the
+/// longest existing prefix canonicalized, the rest appended.
+pub fn resolve_against(base: &Path, path: &str) -> PathBuf {
+    let joined = if Path::new(path).is_absolute() { PathBuf::from(path) } else { base.join(path) };
+    let lexical = normalize(&joined);
+    // Find the longest prefix that canonicalizes; append the remaining components.
+    let mut prefix = lexical.clone();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(canonical) = std::fs::canonicalize(&prefix) {
+            let mut out = canonical;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match prefix.file_name() {
+            Some(name) => {
+                rest.push(name.to_owned());
+                prefix.pop();
+            }
+            None => return lexical,
+        }
+    }
+}
+
+/// Collapses `.` and `..` without touching the file system (`..` at the root stays there).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(p) => out.push(p.as_os_str()),
+            Component::RootDir => out.push(Component::RootDir.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    out
+}
+
+fn canonical_or_lexical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| normalize(path))
+}
+
+#[cfg(unix)]
+fn hard_links(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.nlink()
+}
+
+#[cfg(not(unix))]
+fn hard_links(_: &std::fs::Metadata) -> u64 {
+    1
+}
+
+/// Why an additional directory was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("additional directory {index}: {reason}")]
+pub struct RootError {
+    /// The index of the refused entry.
+    pub index: usize,
+    /// A stable code: `workspace_roots.relative`, `.missing`, `.not_owned`, `.protected`,
+    /// `.overlap` or `.too_many`.
+    pub code: &'static str,
+    /// A human explanation.
+    pub reason: String,
+}
+
+impl RootError {
+    fn new(index: usize, code: &'static str, reason: String) -> Self {
+        Self { index, code, reason }
+    }
+}
+
+/// Checks a session's additional directories and returns them canonicalized. `protected`
+/// lists paths no root may be, contain or be inside (such as HERON_HOME), besides the
+/// credential directories under the user's home.
+pub fn validate_additional_directories(
+    dirs: &[String],
+    cwd: &Path,
+    protected: &[PathBuf],
+) -> Result<Vec<PathBuf>, RootError> {
+    if dirs.len() > MAX_ADDITIONAL_DIRECTORIES {
+        return Err(RootError::new(
+            MAX_ADDITIONAL_DIRECTORIES,
+            "workspace_roots.too_many",
+            format!("{} directories given; at most {MAX_ADDITIONAL_DIRECTORIES} are allowed", dirs.len()),
+        ));
+    }
+    let cwd = canonical_or_lexical(cwd);
+    let protected = protected_paths(protected);
+    let mut accepted: Vec<PathBuf> = Vec::with_capacity(dirs.len());
+    for (index, dir) in dirs.iter().enumerate() {
+        if !Path::new(dir).is_absolute() {
+            return Err(RootError::new(
+                index,
+                "workspace_roots.relative",
+                format!("{dir} is not an absolute path"),
+            ));
+        }
+        let canonical = match std::fs::canonicalize(dir) {
+            Ok(path) if path.is_dir() => path,
+            Ok(_) => {
+                return Err(RootError::new(
+                    index,
+                    "workspace_roots.missing",
+                    format!("{dir} is not a directory"),
+                ));
+            }
+            Err(e) => {
+                return Err(RootError::new(
+                    index,
+                    "workspace_roots.missing",
+                    format!("{dir} cannot be used: {e}"),
+                ));
+            }
+        };
+        if let Some(reason) = not_owned(&canonical) {
+            return Err(RootError::new(index, "workspace_roots.not_owned", format!("{dir} {reason}")));
+        }
+        if let Some(p) = protected.iter().find(|p| overlaps(&canonical, p)) {
+            return Err(RootError::new(
+                index,
+                "workspace_roots.protected",
+                format!("{dir} is, contains or is inside the protected path {}", p.display()),
+            ));
+        }
+        if overlaps(&canonical, &cwd) {
+            return Err(RootError::new(
+                index,
+                "workspace_roots.overlap",
+                format!("{dir} overlaps the session's cwd {}", cwd.display()),
+            ));
+        }
+        if let Some(other) = accepted.iter().position(|a| overlaps(&canonical, a)) {
+            return Err(RootError::new(
+                index,
+                "workspace_roots.overlap",
+                format!("{dir} overlaps additional directory {other}"),
+            ));
+        }
+        accepted.push(canonical);
+    }
+    Ok(accepted)
+}
+
+/// Whether either path is inside the other (or they are equal).
+fn overlaps(a: &Path, b: &Path) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+/// The protected paths, each both as given and canonicalized (a symlink to one is caught
+/// through the canonical form, a not-yet-existing one through the lexical form).
+fn protected_paths(extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut candidates: Vec<PathBuf> = extra.iter().filter(|p| p.is_absolute()).cloned().collect();
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        let home = PathBuf::from(home);
+        candidates.extend(PROTECTED_UNDER_HOME.iter().map(|d| home.join(d)));
+    }
+    let mut out = Vec::with_capacity(candidates.len() * 2);
+    for path in candidates {
+        if let Ok(canonical) = std::fs::canonicalize(&path) {
+            out.push(canonical);
+        }
+        out.push(normalize(&path));
+    }
+    out
+}
+
+#[cfg(unix)]
+fn not_owned(dir: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir).ok()?;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let me = unsafe { libc::getuid() };
+    (meta.uid() != me).then(|| format!("is owned by uid {}, not by the current user (uid {me})", meta.uid()))
+}
+
+#[cfg(not(unix))]
+fn not_owned(_: &Path) -> Option<String> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_collapses_dots_and_stops_at_the_root() {
+        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+        assert_eq!(normalize(Path::new("/../../etc")), PathBuf::from("/etc"));
+    }
+
+    #[test]
+    fn is_inside_compares_components_not_prefixes() {
+        let roots = Roots { roots: vec![PathBuf::from("/work/ws")] };
+        assert!(roots.is_inside(Path::new("/work/ws/a")));
+        assert!(roots.is_inside(Path::new("/work/ws")));
+        assert!(!roots.is_inside(Path::new("/work/ws-evil/a")));
+    }
+}
