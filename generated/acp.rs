@@ -7514,7 +7514,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("AuthenticateResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "initialize",
@@ -7525,7 +7525,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("InitializeResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: true,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "logout",
@@ -7547,7 +7547,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: None,
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: true,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/close",
@@ -7558,7 +7558,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("CloseSessionResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/delete",
@@ -7569,7 +7569,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("DeleteSessionResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/fork",
@@ -7580,7 +7580,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("ForkSessionResponse"),
         stability: crate::protocol::runtime::Stability::Unstable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/list",
@@ -7591,7 +7591,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("ListSessionsResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/load",
@@ -7602,7 +7602,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("LoadSessionResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/new",
@@ -7613,7 +7613,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("NewSessionResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: true,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/prompt",
@@ -7624,7 +7624,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("PromptResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: true,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/resume",
@@ -7635,7 +7635,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("ResumeSessionResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/set_config_option",
@@ -7646,7 +7646,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("SetSessionConfigOptionResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/set_mode",
@@ -7657,7 +7657,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("SetSessionModeResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/set_model",
@@ -7668,7 +7668,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("SetSessionModelResponse"),
         stability: crate::protocol::runtime::Stability::Unstable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/session/mcpStatus_update",
@@ -7712,7 +7712,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("CreateElicitationResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "fs/read_text_file",
@@ -7723,7 +7723,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("ReadTextFileResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "fs/write_text_file",
@@ -7734,7 +7734,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("WriteTextFileResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/request_permission",
@@ -7745,7 +7745,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("RequestPermissionResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: true,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "session/update",
@@ -7756,7 +7756,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: None,
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: true,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "terminal/create",
@@ -7767,7 +7767,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("CreateTerminalResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "terminal/kill",
@@ -7778,7 +7778,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("KillTerminalResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "terminal/output",
@@ -7789,7 +7789,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("TerminalOutputResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "terminal/release",
@@ -7800,7 +7800,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("ReleaseTerminalResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "terminal/wait_for_exit",
@@ -7811,7 +7811,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("WaitForTerminalExitResponse"),
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "$/cancel_request",
@@ -7822,7 +7822,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: None,
         stability: crate::protocol::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
 ];
 impl Method {

@@ -3,6 +3,7 @@
 pub mod acp;
 pub mod cli;
 pub mod config;
+pub mod conformance;
 pub mod llm;
 pub mod protocol;
 pub mod rpc;

@@ -10,6 +10,9 @@ fn main() -> ExitCode {
     if let Command::Run(args) = cli.command {
         return run(args);
     }
+    if let Command::Conformance(args) = cli.command {
+        return heron::cli::conformance::run(args);
+    }
     acp_or_setup(cli)
 }
 
@@ -49,6 +52,7 @@ fn acp_or_setup(cli: Cli) -> ExitCode {
             Command::Acp(args) => heron::cli::acp::run(args).await.map_err(|e| e.to_string()),
             Command::Setup(args) => setup(args),
             Command::Run(_) => Err("unreachable: run is handled before".to_owned()),
+            Command::Conformance(_) => Err("unreachable: conformance is handled before".to_owned()),
         }
     });
     // Handler tasks still running at EOF are not waited for: stdin is gone.

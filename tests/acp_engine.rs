@@ -63,7 +63,7 @@ async fn legacy_aliases_route_to_their_method() {
     let via_alias = editor.request(json!(3), "newSession", json!({ "cwd": cwd, "mcpServers": [] })).await;
     assert!(via_alias["result"]["sessionId"].is_string(), "{via_alias}");
     let id = via_alias["result"]["sessionId"].clone();
-    let closed = editor.request(json!(4), "closeSession", json!({ "sessionId": id })).await;
+    let (_, closed) = editor.call(json!(4), "closeSession", json!({ "sessionId": id })).await;
     assert_eq!(closed["result"], json!({}), "{closed}");
     editor.close().await;
 }

@@ -30,7 +30,7 @@ fn live_members(group: i32) -> Vec<i32> {
 }
 
 fn wait_until_group_gone(group: i32) {
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let deadline = Instant::now() + Duration::from_secs(5);
     while !live_members(group).is_empty() {
         assert!(Instant::now() < deadline, "processes left in group {group}: {:?}", live_members(group));
         std::thread::sleep(Duration::from_millis(50));
@@ -39,7 +39,7 @@ fn wait_until_group_gone(group: i32) {
 
 async fn group_of(dirs: &Dirs) -> i32 {
     let file = dirs.ws().join("pgid");
-    for _ in 0..100 {
+    for _ in 0..250 {
         if let Ok(text) = std::fs::read_to_string(&file)
             && let Ok(group) = text.trim().parse()
         {
@@ -108,6 +108,7 @@ async fn local_cancel_kills_the_whole_group() {
         call(&RunCommand, &env, json!({"command": "echo $$ > pgid; sleep 30 & sleep 30"})).await
     });
     let group = group_of(&dirs).await;
+    assert!(!live_members(group).is_empty(), "the group should be running");
     cancel.cancel();
     let outcome =
         tokio::time::timeout(Duration::from_secs(5), run).await.expect("ends on cancel").expect("task");
@@ -123,6 +124,7 @@ async fn local_dropped_call_kills_the_whole_group() {
         call(&RunCommand, &env, json!({"command": "echo $$ > pgid; sleep 30 & sleep 30"})).await
     });
     let group = group_of(&dirs).await;
+    assert!(!live_members(group).is_empty(), "the group should be running");
     run.abort();
     let _ = run.await;
     wait_until_group_gone(group);

@@ -122,3 +122,14 @@ fn builtin_registry_offers_every_tool_and_read_only_leaves_out_changes() {
         assert!(spec.parameters.get("$schema").is_none());
     }
 }
+
+#[test]
+fn todo_write_schema_names_the_allowed_statuses() {
+    let spec = TodoWrite.spec();
+    let item = &spec.parameters["properties"]["todos"]["items"];
+    assert_eq!(
+        item["properties"]["status"]["enum"],
+        json!(["pending", "in_progress", "completed"]),
+        "{item}"
+    );
+}

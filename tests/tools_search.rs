@@ -131,3 +131,15 @@ async fn cancelled_walk_stops() {
     assert_eq!(outcome.status, ToolStatus::Failed);
     assert_eq!(outcome.for_model, "cancelled");
 }
+
+#[tokio::test]
+async fn search_tools_walk_the_disk_even_with_an_editor() {
+    let dirs = project();
+    let fake = tools_fake::FakeEditor::new(tools_fake::Script::full());
+    let env = dirs.env_with(std::sync::Arc::new(fake.clone()));
+    let listed = call(&ListFiles, &env, json!({"pattern": "*.md"})).await;
+    assert_eq!(listed.for_model, "README.md");
+    let found = call(&Grep, &env, json!({"pattern": "say"})).await;
+    assert_eq!(found.for_model, "README.md:1: say hello\n");
+    assert!(fake.calls().is_empty(), "{:?}", fake.calls());
+}

@@ -301,6 +301,11 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
             vec![SessionUpdate::ToolCallUpdate(update)]
         }
         TurnUpdate::Usage(report) => vec![usage_update(&report)],
+        TurnUpdate::Flushed(done) => {
+            // Everything before this barrier has been queued by the caller already.
+            let _ = done.send(());
+            Vec::new()
+        }
     }
 }
 

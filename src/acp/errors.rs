@@ -20,18 +20,18 @@ pub fn unknown_session(id: &str) -> RpcError {
         .with_data(json!({ "sessionId": id }))
 }
 
-/// Names the field an error is about, when the error did not already.
+/// Names the wire field an invalid-params error is about.
 pub trait WithField {
-    /// Sets `data.path` unless it is set.
-    fn with_field(self, field: &str) -> Self;
+    /// Sets `data.path` to `field` (the method's own name for the value at fault).
+    fn at_field(self, field: &str) -> Self;
 }
 
 impl WithField for RpcError {
-    fn with_field(mut self, field: &str) -> Self {
+    fn at_field(mut self, field: &str) -> Self {
         if self.code == INVALID_PARAMS
             && let Some(data) = self.data.as_mut().and_then(|d| d.as_object_mut())
         {
-            data.entry("path").or_insert_with(|| json!(field));
+            data.insert("path".to_owned(), json!(field));
         }
         self
     }
@@ -50,6 +50,21 @@ fn model_error(err: &ModelError, manager: &Manager) -> RpcError {
     }
 }
 
+fn err_text(err: &SessionError) -> String {
+    err.to_string()
+}
+
+/// The wire error for a bad additional directory.
+pub fn root_error(err: &crate::tools::roots::RootError) -> RpcError {
+    RpcError::new(INVALID_PARAMS, format!("additionalDirectories[{}]: {}", err.index, err.reason)).with_data(
+        json!({
+            "code": err.code,
+            "path": format!("additionalDirectories[{}]", err.index),
+            "reason": err.reason,
+        }),
+    )
+}
+
 /// The wire error for a session operation.
 pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
     match err {
@@ -57,6 +72,12 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
         SessionError::Model(model) => model_error(&model, manager),
         SessionError::Setting(setting) => setting_error(&setting),
         SessionError::BadCursor => RpcError::invalid_params("cursor", "not a cursor this agent issued"),
+        SessionError::OpenWithOtherRoots => {
+            RpcError::new(INVALID_PARAMS, err_text(&SessionError::OpenWithOtherRoots)).with_data(json!({
+                "code": "acp.additional_directories.session_open",
+                "path": "additionalDirectories",
+            }))
+        }
         SessionError::BadPath(reason) => RpcError::invalid_params("cwd", reason),
         SessionError::Internal(cause) => RpcError::internal(&cause),
     }

@@ -63,16 +63,17 @@ fn absolute(path: &str, field: &str) -> Result<PathBuf, RpcError> {
 }
 
 fn open_options(
+    manager: &Manager,
     cwd: &str,
     additional: &[String],
     editor: Arc<dyn EditorIo>,
 ) -> Result<OpenOptions, RpcError> {
     let cwd = absolute(cwd, "cwd")?;
-    let additional_directories = additional
-        .iter()
-        .enumerate()
-        .map(|(i, d)| absolute(d, &format!("additionalDirectories[{i}]")))
-        .collect::<Result<Vec<_>, _>>()?;
+    // One bad entry refuses the whole request; nothing is silently dropped.
+    let protected = [manager.providers().home().root().to_path_buf()];
+    let additional_directories =
+        crate::tools::roots::validate_additional_directories(additional, &cwd, &protected)
+            .map_err(|e| errors::root_error(&e))?;
     Ok(OpenOptions { cwd, additional_directories, editor })
 }
 
@@ -212,7 +213,12 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         params: NewSessionRequest,
     ) -> impl Future<Output = Result<NewSessionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
-        let options = open_options(&params.cwd, &params.additional_directories, Arc::new(NoEditor));
+        let options = open_options(
+            &self.inner.manager,
+            &params.cwd,
+            &params.additional_directories,
+            Arc::new(NoEditor),
+        );
         let agent = self.clone();
         let reply: Reply<NewSessionResponse> = Box::pin(async move {
             let session =
@@ -236,7 +242,12 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     ) -> impl Future<Output = Result<LoadSessionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
         let id = params.session_id.0;
-        let options = open_options(&params.cwd, &params.additional_directories, self.editor_for(&id));
+        let options = open_options(
+            &self.inner.manager,
+            &params.cwd,
+            &params.additional_directories,
+            self.editor_for(&id),
+        );
         let reply: Reply<LoadSessionResponse> = Box::pin(async move {
             let (session, history) =
                 inner.manager.open(&id, options?).await.map_err(|e| session_error(e, &inner.manager))?;
@@ -263,7 +274,12 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     ) -> impl Future<Output = Result<ResumeSessionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
         let id = params.session_id.0;
-        let options = open_options(&params.cwd, &params.additional_directories, self.editor_for(&id));
+        let options = open_options(
+            &self.inner.manager,
+            &params.cwd,
+            &params.additional_directories,
+            self.editor_for(&id),
+        );
         let reply: Reply<ResumeSessionResponse> = Box::pin(async move {
             let (session, _) =
                 inner.manager.open(&id, options?).await.map_err(|e| session_error(e, &inner.manager))?;
@@ -341,7 +357,12 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         params: ForkSessionRequest,
     ) -> impl Future<Output = Result<ForkSessionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
-        let options = open_options(&params.cwd, &params.additional_directories, Arc::new(NoEditor));
+        let options = open_options(
+            &self.inner.manager,
+            &params.cwd,
+            &params.additional_directories,
+            Arc::new(NoEditor),
+        );
         let agent = self.clone();
         let reply: Reply<ForkSessionResponse> = Box::pin(async move {
             let session = inner
@@ -374,7 +395,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             session
                 .configure(|s, c| s.set_mode(&mode, c))
                 .await
-                .map_err(|e| session_error(e, &inner.manager).with_field("modeId"))?;
+                .map_err(|e| session_error(e, &inner.manager).at_field("modeId"))?;
             announce_settings(&inner, &session).await?;
             Ok(SetSessionModeResponse { meta: None })
         });
@@ -424,7 +445,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             session
                 .configure(|s, c| s.apply("model", &model, c))
                 .await
-                .map_err(|e| session_error(e, &inner.manager).with_field("modelId"))?;
+                .map_err(|e| session_error(e, &inner.manager).at_field("modelId"))?;
             announce_settings(&inner, &session).await?;
             Ok(SetSessionModelResponse { meta: None })
         });
@@ -452,14 +473,15 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         let started = self.session(&params.session_id).and_then(|session| {
             let input = convert::prompt_input(params.prompt)?;
             let (updates, stream) = mpsc::unbounded_channel();
-            let result = session.prompt(input, updates);
-            Ok((session, stream, result))
+            let queued = session.prompt(input, updates);
+            // If this request is dropped ($/cancel_request), even before its future first
+            // runs, this prompt alone is cancelled.
+            let guard = CancelOnDrop(Some(queued.cancel));
+            Ok((session, stream, queued.result, guard))
         });
         let inner = self.inner.clone();
         let reply: Reply<PromptResponse> = Box::pin(async move {
-            let (session, mut stream, result) = started?;
-            // If this request is dropped ($/cancel_request), the turn is cancelled too.
-            let guard = CancelOnDrop(Some(session.clone()));
+            let (session, mut stream, result, guard) = started?;
             while let Some(update) = stream.recv().await {
                 for update in convert::turn_updates(update) {
                     // A client that stopped reading does not stop the turn.
@@ -551,7 +573,7 @@ async fn run_command<O: Outgoing>(
     Ok(())
 }
 
-struct CancelOnDrop(Option<Arc<Session>>);
+struct CancelOnDrop(Option<tokio_util::sync::CancellationToken>);
 
 impl CancelOnDrop {
     fn disarm(mut self) {
@@ -561,8 +583,8 @@ impl CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if let Some(session) = self.0.take() {
-            session.cancel();
+        if let Some(cancel) = self.0.take() {
+            cancel.cancel();
         }
     }
 }

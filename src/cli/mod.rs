@@ -1,6 +1,7 @@
 //! The `heron` command line: argument parsing and the commands it runs.
 
 pub mod acp;
+pub mod conformance;
 pub mod run;
 pub mod setup;
 
@@ -24,6 +25,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Add a model provider to HERON_HOME (config.toml and .env).
     Setup(setup::SetupArgs),
+    /// Replay ACP conformance transcripts against Heron or another agent.
+    Conformance(conformance::ConformanceArgs),
 }
 
 /// Sends logs to stderr, filtered by `HERON_LOG` (default `warn`). Stdout is the protocol's.

@@ -76,6 +76,11 @@ impl Providers {
         Self { home, config, keys, built: Mutex::new(HashMap::new()) }
     }
 
+    /// Heron's home.
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+
     /// The config the providers come from.
     pub fn config(&self) -> &Config {
         &self.config

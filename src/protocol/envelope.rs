@@ -14,7 +14,7 @@
 //!   response is never answered: its id belongs to our own id space, so an error sent
 //!   back under it would read as an answer to one of the peer's requests.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
@@ -369,7 +369,10 @@ fn push_params(out: &mut String, params: Option<&RawValue>) {
 fn push_id(out: &mut String, id: &Id) {
     match id {
         Id::Null => out.push_str("null"),
-        Id::Int(n) => out.push_str(&n.to_string()),
+        Id::Int(n) => {
+            // Writing into a `String` cannot fail.
+            let _ = write!(out, "{n}");
+        }
         Id::Str(s) => push_str(out, s),
     }
 }
@@ -378,7 +381,8 @@ fn push_id(out: &mut String, id: &Id) {
 /// (strings escape them), so turning them into spaces keeps the message on one line.
 fn push_raw(out: &mut String, raw: &RawValue) {
     let text = raw.get();
-    if text.contains(['\n', '\r']) {
+    // A byte scan: CR and LF are ASCII, so no UTF-8 decoding is needed to find them.
+    if text.bytes().any(|b| b == b'\n' || b == b'\r') {
         out.extend(text.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }));
     } else {
         out.push_str(text);

@@ -261,7 +261,7 @@ pub struct UsageReport {
 }
 
 /// What a turn streams to the editor, in order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum TurnUpdate {
     /// A durable event, already stored.
     Event(Event),
@@ -290,4 +290,8 @@ pub enum TurnUpdate {
     },
     /// Usage changed.
     Usage(UsageReport),
+    /// Answered once everything sent before it has been handed to the editor's connection,
+    /// so a request to the editor (a permission question, a terminal release) never
+    /// overtakes the updates it refers to.
+    Flushed(tokio::sync::oneshot::Sender<()>),
 }

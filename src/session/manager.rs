@@ -25,6 +25,9 @@ pub enum SessionError {
     /// A setting change was refused.
     #[error(transparent)]
     Setting(SettingError),
+    /// The session is open with other workspace roots; it must be closed first.
+    #[error("the session is already open with other additional directories; close it first")]
+    OpenWithOtherRoots,
     /// A list cursor was not one Heron issued.
     #[error("the cursor is not one this agent issued")]
     BadCursor,
@@ -258,6 +261,9 @@ impl Manager {
         let record = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
         let history = self.history(id).await?;
         if let Some(session) = self.get(id) {
+            if session.state().additional_directories != options.additional_directories {
+                return Err(SessionError::OpenWithOtherRoots);
+            }
             session.attach(options.editor);
             return Ok((session, history));
         }
@@ -311,11 +317,14 @@ impl Manager {
     pub async fn fork(&self, id: &str, options: OpenOptions) -> Result<Arc<Session>, SessionError> {
         require_absolute(&options.cwd, "cwd")?;
         let source = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
-        let settings = match self.get(id) {
+        let mut settings = match self.get(id) {
             Some(open) => open.state().settings,
             None => serde_json::from_value::<Settings>(source.settings.clone())
                 .map_err(|e| SessionError::Internal(e.to_string()))?,
         };
+        // A fork opens at most at today's ceiling, like a reopened session.
+        settings.posture = self.choices().cap(settings.posture);
+        let stored = serde_json::to_value(&settings).map_err(|e| SessionError::Internal(e.to_string()))?;
         let record = self
             .store
             .fork_session(
@@ -329,7 +338,7 @@ impl Manager {
                         .map(|d| d.display().to_string())
                         .collect(),
                     title: source.title.clone(),
-                    settings: source.settings.clone(),
+                    settings: stored,
                 },
             )
             .await?;

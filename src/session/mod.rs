@@ -76,6 +76,17 @@ struct Job {
     updates: mpsc::UnboundedSender<TurnUpdate>,
     reply: oneshot::Sender<PromptResult>,
     generation: u64,
+    /// Cancels this prompt alone, queued or running.
+    cancel: CancellationToken,
+}
+
+/// A queued prompt: its result, and the token that cancels it alone.
+#[derive(Debug)]
+pub struct Queued {
+    /// Resolves to how the prompt ended.
+    pub result: oneshot::Receiver<PromptResult>,
+    /// Cancels this prompt only (a `$/cancel_request` for it).
+    pub cancel: CancellationToken,
 }
 
 /// Mutable session state shared with the adapter.
@@ -173,17 +184,20 @@ impl Session {
 
     /// Queues a prompt; it runs after those queued before it. Updates stream to `updates`
     /// (closed when the turn ends, before the result is sent).
-    pub fn prompt(
-        &self,
-        input: Vec<PromptInput>,
-        updates: mpsc::UnboundedSender<TurnUpdate>,
-    ) -> oneshot::Receiver<PromptResult> {
+    pub fn prompt(&self, input: Vec<PromptInput>, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
         let (reply, result) = oneshot::channel();
-        let job = Job { input, updates, reply, generation: self.generation.load(Ordering::SeqCst) };
+        let cancel = CancellationToken::new();
+        let job = Job {
+            input,
+            updates,
+            reply,
+            generation: self.generation.load(Ordering::SeqCst),
+            cancel: cancel.clone(),
+        };
         if let Err(mpsc::error::SendError(job)) = self.jobs.send(job) {
             let _ = job.reply.send(Err(PromptError::Closed));
         }
-        result
+        Queued { result, cancel }
     }
 
     /// Cancels the running turn and every queued prompt.
@@ -235,12 +249,17 @@ async fn actor(
         };
         let Some(job) = job else { break };
         let Some(session) = session.upgrade() else { break };
-        // Prompts queued before a cancel are cancelled without running.
-        if job.generation < session.generation.load(Ordering::SeqCst) || closed.is_cancelled() {
+        // Prompts queued before a cancel, or cancelled alone, are answered without running.
+        if job.generation < session.generation.load(Ordering::SeqCst)
+            || closed.is_cancelled()
+            || job.cancel.is_cancelled()
+            || job.reply.is_closed()
+        {
             let _ = job.reply.send(Ok(StopReason::Cancelled));
             continue;
         }
-        let token = CancellationToken::new();
+        // The job's own token runs the turn, so cancelling this prompt alone ends it too.
+        let token = job.cancel.clone();
         *session.current.lock().unwrap_or_else(PoisonError::into_inner) = token.clone();
         // A cancel that raced the swap above still applies.
         if job.generation < session.generation.load(Ordering::SeqCst) {
@@ -280,7 +299,14 @@ async fn run_job(
         provider,
         tools: context.tools.clone(),
         settings: state.settings,
-        env: ToolEnv { cwd: state.cwd, roots, cancel, editor: session.editor(), secrets },
+        env: ToolEnv {
+            cwd: state.cwd,
+            roots,
+            cancel,
+            editor: session.editor(),
+            secrets,
+            progress: crate::tools::Progress::default(),
+        },
         approvals: session.approvals.clone(),
         permission_timeout: context.permission_timeout,
         updates,

@@ -239,7 +239,11 @@ impl Turn {
                             status: ToolStatus::InProgress,
                             output: Vec::new(),
                         });
-                        let env = self.env.clone();
+                        let progress = crate::tools::Progress::new(call.id.clone(), self.updates.clone());
+                        // The editor sees the call running before the tool asks it anything
+                        // (fs/*, terminal/*, elicitation/create).
+                        progress.flushed().await;
+                        let env = ToolEnv { progress, ..self.env.clone() };
                         tokio::select! {
                             outcome = tool.run(prepared, env) => outcome,
                             () = self.env.cancel.cancelled() => {
@@ -285,6 +289,8 @@ impl Turn {
             Decision::Allow => Ok(()),
             Decision::Deny(reason) => Err(reason),
             Decision::Ask => {
+                // The editor must have seen the tool call before it is asked about it.
+                crate::tools::Progress::new(call_id.to_owned(), self.updates.clone()).flushed().await;
                 let asked = self.env.editor.request_permission(call_id, self.permission_timeout);
                 let answer = tokio::select! {
                     answer = asked => answer,

@@ -44,6 +44,46 @@ pub struct ToolEnv {
     pub editor: Arc<dyn EditorIo>,
     /// Secrets to scrub from anything a tool returns.
     pub secrets: Arc<Vec<crate::secret::Secret>>,
+    /// Where a running call shows its progress.
+    pub progress: Progress,
+}
+
+/// A running call's line to the editor: output shown before the call ends, and a barrier
+/// that waits until what was shown has reached the editor's connection.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    target: Option<(String, tokio::sync::mpsc::UnboundedSender<crate::session::event::TurnUpdate>)>,
+}
+
+impl Progress {
+    /// Progress of call `call_id`, sent as turn updates.
+    pub fn new(
+        call_id: String,
+        updates: tokio::sync::mpsc::UnboundedSender<crate::session::event::TurnUpdate>,
+    ) -> Self {
+        Self { target: Some((call_id, updates)) }
+    }
+
+    /// Shows `output` in the call (replacing what it showed before); the call stays running.
+    pub fn show(&self, output: Vec<ToolOutput>) {
+        if let Some((call_id, updates)) = &self.target {
+            let _ = updates.send(crate::session::event::TurnUpdate::ToolProgress {
+                call_id: call_id.clone(),
+                status: ToolStatus::InProgress,
+                output,
+            });
+        }
+    }
+
+    /// Waits until everything shown so far has been handed to the editor's connection.
+    pub async fn flushed(&self) {
+        if let Some((_, updates)) = &self.target {
+            let (done, flushed) = tokio::sync::oneshot::channel();
+            if updates.send(crate::session::event::TurnUpdate::Flushed(done)).is_ok() {
+                let _ = flushed.await;
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for ToolEnv {

@@ -129,7 +129,7 @@ async fn locally(env: &ToolEnv, checked: Checked) -> Outcome {
 async fn in_editor(env: &ToolEnv, checked: Checked) -> Outcome {
     let stop = env.cancel.child_token();
     let _guard = stop.clone().drop_guard();
-    let task = tokio::spawn(drive_terminal(Arc::clone(&env.editor), checked, stop));
+    let task = tokio::spawn(drive_terminal(Arc::clone(&env.editor), checked, stop, env.progress.clone()));
     task.await.unwrap_or_else(|_| Outcome::failed("the terminal task stopped unexpectedly"))
 }
 
@@ -141,7 +141,12 @@ enum Waited {
     Cancelled,
 }
 
-async fn drive_terminal(editor: Arc<dyn EditorIo>, checked: Checked, stop: CancellationToken) -> Outcome {
+async fn drive_terminal(
+    editor: Arc<dyn EditorIo>,
+    checked: Checked,
+    stop: CancellationToken,
+    progress: crate::tools::Progress,
+) -> Outcome {
     let command = TerminalCommand {
         command: "sh".to_owned(),
         args: vec!["-c".to_owned(), checked.command.clone()],
@@ -152,6 +157,8 @@ async fn drive_terminal(editor: Arc<dyn EditorIo>, checked: Checked, stop: Cance
         Ok(id) => id,
         Err(e) => return Outcome::failed(format!("the editor could not start the command: {e}")),
     };
+    // The editor shows the live output in the tool call while the command runs.
+    progress.show(vec![ToolOutput::Terminal { terminal_id: id.clone() }]);
     let waited = tokio::select! {
         exit = editor.terminal_wait_for_exit(&id) => match exit {
             Ok(status) => Waited::Exited(status),
@@ -160,10 +167,10 @@ async fn drive_terminal(editor: Arc<dyn EditorIo>, checked: Checked, stop: Cance
         () = tokio::time::sleep(checked.timeout) => Waited::TimedOut,
         () = stop.cancelled() => Waited::Cancelled,
     };
-    if !matches!(waited, Waited::Exited(_)) {
-        if let Err(e) = editor.terminal_kill(&id).await {
-            tracing::debug!(terminal = %id, error = %e, "killing the editor terminal failed");
-        }
+    if !matches!(waited, Waited::Exited(_))
+        && let Err(e) = editor.terminal_kill(&id).await
+    {
+        tracing::debug!(terminal = %id, error = %e, "killing the editor terminal failed");
     }
     let (output, truncated) = match editor.terminal_output(&id).await {
         Ok(out) => (out.output, out.truncated),
@@ -180,6 +187,7 @@ async fn drive_terminal(editor: Arc<dyn EditorIo>, checked: Checked, stop: Cance
         Waited::TimedOut => Ending::TimedOut,
         Waited::Cancelled => Ending::Cancelled,
         Waited::Failed(message) => {
+            progress.flushed().await;
             release(editor.as_ref(), &id).await;
             let mut outcome = Outcome::failed(format!("waiting for the command failed: {message}\n{output}"));
             outcome.output = vec![ToolOutput::Terminal { terminal_id: id }];
@@ -188,7 +196,8 @@ async fn drive_terminal(editor: Arc<dyn EditorIo>, checked: Checked, stop: Cance
     };
     let mut outcome = report(&ending, &output, checked.timeout);
     outcome.output = vec![ToolOutput::Terminal { terminal_id: id.clone() }];
-    // Released last: the outcome that embeds the terminal exists by now.
+    // Released last, after the update that embeds the terminal has reached the editor.
+    progress.flushed().await;
     release(editor.as_ref(), &id).await;
     outcome
 }

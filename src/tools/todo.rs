@@ -11,28 +11,25 @@ use crate::session::event::{PlanItem, ToolKind};
 
 const NAME: &str = "todo_write";
 
-/// The state of a plan entry.
+/// The state of a plan entry: `pending` (not started), `in_progress` (being worked on;
+/// keep one at a time) or `completed`. The variants carry no doc comments of their own so
+/// that the schema lists them as a plain `enum`, which models follow best.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {
-    /// Not started.
     Pending,
-    /// Being worked on (keep one at a time).
     InProgress,
-    /// Done.
     Completed,
 }
 
-/// How much a plan entry matters.
+/// How much a plan entry matters: `high`, `medium` (the default) or `low`. No variant doc
+/// comments, for the same reason as [`TodoStatus`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoPriority {
-    /// Do first.
     High,
-    /// The default.
     #[default]
     Medium,
-    /// When there is time.
     Low,
 }
 

@@ -227,6 +227,7 @@ impl Dirs {
             cancel: CancellationToken::new(),
             editor,
             secrets: Arc::new(Vec::new()),
+            progress: Default::default(),
         }
     }
 }

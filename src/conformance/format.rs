@@ -1,0 +1,263 @@
+//! The transcript file format: a header line, then one protocol step per line (see
+//! `conformance/README.md`). Parsing keeps every line's text and number, so a refresh can
+//! rewrite expectations in place and leave comments and sent messages untouched.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// What a scenario needs before the agent starts: its first JSON line.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// What the scenario shows, in a sentence.
+    pub scenario: String,
+    /// Arguments after `heron acp --validate` (ignored for other agents). `$WS` and `$HOME`
+    /// are replaced by the workspace and HERON_HOME paths.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Scripted model turns, one JSON object each; written to `HERON_HOME/script.jsonl` and
+    /// served as the model `script/m`.
+    #[serde(default)]
+    pub script: Vec<Value>,
+    /// More `config.toml` text, appended after the scripted provider.
+    #[serde(default)]
+    pub config: Option<String>,
+    /// Files to create in the workspace: relative path to text.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// How long to wait for each expected message, in milliseconds (default 10 000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// One expected message: a pattern, possibly standing for a run of one or more messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expectation {
+    /// The pattern the message must match (see the matcher).
+    pub pattern: Value,
+    /// Whether it matches one or more consecutive messages (`"repeat": true`).
+    pub repeat: bool,
+    /// The 1-based line number in the file.
+    pub line: usize,
+}
+
+/// One step of a transcript, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// The client sends this message (placeholders are filled from bindings).
+    Send {
+        /// The message.
+        message: Value,
+        /// Its line number.
+        line: usize,
+    },
+    /// The client sends this exact text as one line (for malformed input).
+    SendRaw {
+        /// The text, without its newline.
+        text: String,
+        /// Its line number.
+        line: usize,
+    },
+    /// The agent's next message (or run of messages) must match.
+    Expect(Expectation),
+    /// The agent's next messages must match these, in any order.
+    Unordered {
+        /// The messages, each used once (a repeated one at least once).
+        entries: Vec<Expectation>,
+        /// The line of `{"unordered": "begin"}`.
+        begin: usize,
+        /// The line of `{"unordered": "end"}`.
+        end: usize,
+    },
+}
+
+impl Item {
+    /// Whether the agent sends this (an expectation) rather than the client.
+    pub fn is_expectation(&self) -> bool {
+        matches!(self, Item::Expect(_) | Item::Unordered { .. })
+    }
+}
+
+/// A parsed transcript.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The file name without `.ndjson`.
+    pub name: String,
+    /// The header.
+    pub header: Header,
+    /// The steps, in order.
+    pub items: Vec<Item>,
+    /// Every line of the file, for rewriting.
+    pub lines: Vec<String>,
+}
+
+/// Why a transcript could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{name}:{line}: {reason}")]
+pub struct FormatError {
+    /// The scenario.
+    pub name: String,
+    /// The 1-based line.
+    pub line: usize,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// A step line as written: exactly one of these keys (plus `repeat` with `expect`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepLine {
+    send: Option<Value>,
+    send_raw: Option<String>,
+    expect: Option<Value>,
+    #[serde(default)]
+    repeat: bool,
+    unordered: Option<String>,
+}
+
+/// Whether a line carries no step: blank, or a `#` comment.
+pub fn is_comment(line: &str) -> bool {
+    let trimmed = line.trim();
+    trimmed.is_empty() || trimmed.starts_with('#')
+}
+
+impl Scenario {
+    /// Parses the text of `name.ndjson`.
+    pub fn parse(name: &str, text: &str) -> Result<Scenario, FormatError> {
+        let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        let fail = |line: usize, reason: String| FormatError { name: name.to_owned(), line, reason };
+        let mut header: Option<Header> = None;
+        let mut items = Vec::new();
+        let mut open: Option<(usize, Vec<Expectation>)> = None;
+        for (index, text) in lines.iter().enumerate() {
+            let line = index + 1;
+            if is_comment(text) {
+                continue;
+            }
+            if header.is_none() {
+                let parsed = serde_json::from_str(text).map_err(|e| fail(line, format!("header: {e}")))?;
+                header = Some(parsed);
+                continue;
+            }
+            let step: StepLine = serde_json::from_str(text).map_err(|e| fail(line, e.to_string()))?;
+            let given = [
+                step.send.is_some(),
+                step.send_raw.is_some(),
+                step.expect.is_some(),
+                step.unordered.is_some(),
+            ];
+            if given.iter().filter(|g| **g).count() != 1 {
+                return Err(fail(line, "a step has exactly one of send, send_raw, expect, unordered".into()));
+            }
+            if step.repeat && step.expect.is_none() {
+                return Err(fail(line, "`repeat` goes with `expect`".into()));
+            }
+            if let Some(pattern) = step.expect {
+                let expectation = Expectation { pattern, repeat: step.repeat, line };
+                match &mut open {
+                    Some((_, entries)) => entries.push(expectation),
+                    None => items.push(Item::Expect(expectation)),
+                }
+                continue;
+            }
+            if open.is_some() && step.unordered.as_deref() != Some("end") {
+                return Err(fail(line, "only expectations go inside an unordered block".into()));
+            }
+            if let Some(message) = step.send {
+                items.push(Item::Send { message, line });
+            } else if let Some(text) = step.send_raw {
+                items.push(Item::SendRaw { text, line });
+            } else if let Some(marker) = step.unordered {
+                match (marker.as_str(), open.take()) {
+                    ("begin", None) => open = Some((line, Vec::new())),
+                    ("end", Some((begin, entries))) if !entries.is_empty() => {
+                        items.push(Item::Unordered { entries, begin, end: line })
+                    }
+                    ("end", Some(_)) => return Err(fail(line, "an empty unordered block".into())),
+                    _ => return Err(fail(line, "`unordered` is `begin` or `end`, in pairs".into())),
+                }
+            }
+        }
+        if let Some((begin, _)) = open {
+            return Err(fail(begin, "this unordered block has no end".into()));
+        }
+        let header = header.ok_or_else(|| fail(1, "no header line".into()))?;
+        Ok(Scenario { name: name.to_owned(), header, items, lines })
+    }
+
+    /// Reads and parses a transcript file.
+    pub fn load(path: &std::path::Path) -> Result<Scenario, FormatError> {
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let text = std::fs::read_to_string(path).map_err(|e| FormatError {
+            name: name.clone(),
+            line: 0,
+            reason: e.to_string(),
+        })?;
+        Scenario::parse(&name, &text)
+    }
+
+    /// Every method name the transcript sends or expects.
+    pub fn methods(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut note = |message: &Value| {
+            if let Some(method) = message.get("method").and_then(Value::as_str) {
+                found.push(method.to_owned());
+            }
+        };
+        for item in &self.items {
+            match item {
+                Item::Send { message, .. } => note(message),
+                Item::SendRaw { .. } => {}
+                Item::Expect(e) => note(&e.pattern),
+                Item::Unordered { entries, .. } => entries.iter().for_each(|e| note(&e.pattern)),
+            }
+        }
+        found
+    }
+}
+
+/// The text of an expectation line.
+pub fn expect_line(pattern: &Value, repeat: bool) -> String {
+    let mut line = serde_json::json!({ "expect": pattern });
+    if repeat && let Some(map) = line.as_object_mut() {
+        map.insert("repeat".into(), Value::Bool(true));
+    }
+    one_line(&line)
+}
+
+/// JSON on one line with a space after each `:` and `,`, as transcripts are written by hand.
+pub fn one_line(value: &Value) -> String {
+    let mut out = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, Spaced);
+    if serde::Serialize::serialize(value, &mut serializer).is_err() {
+        return value.to_string();
+    }
+    String::from_utf8(out).unwrap_or_else(|_| value.to_string())
+}
+
+/// A `serde_json` formatter for [`one_line`].
+struct Spaced;
+
+impl serde_json::ser::Formatter for Spaced {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first { Ok(()) } else { writer.write_all(b", ") }
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first { Ok(()) } else { writer.write_all(b", ") }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        writer.write_all(b": ")
+    }
+}

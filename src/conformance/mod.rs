@@ -1,0 +1,31 @@
+//! Conformance transcripts: a readable NDJSON format for ACP exchanges (`format`), a matcher
+//! that survives harmless change (`matcher`), and a runner that replays a transcript against
+//! Heron or any other agent command (`runner`). The format is documented in
+//! `conformance/README.md`.
+
+pub mod format;
+pub mod matcher;
+pub mod runner;
+
+pub use format::{Header, Item, Scenario};
+pub use runner::{AgentCommand, Outcome, Transport, replay, run_file};
+
+/// Every `*.ndjson` file named by `paths`, in order; a directory stands for the transcripts
+/// in it, sorted by name.
+pub fn transcript_files(paths: &[std::path::PathBuf]) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(path)?
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "ndjson"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    Ok(files)
+}

@@ -1,0 +1,368 @@
+//! Tools through the protocol: the permission gate against each posture and answer, the
+//! editor doing file I/O when it offers to, and cancellation while a permission question
+//! is open.
+
+mod support;
+
+use std::time::Duration;
+
+use heron::cli::acp::AcpArgs;
+use serde_json::{Value, json};
+use support::{Editor, dirs_with, scripted_provider, update_kind};
+
+/// A script whose first turn writes `note.txt`, then ends.
+const WRITE_SCRIPT: &str = r#"{"steps":[{"text":"Writing."},{"tool_call":{"name":"write_file","arguments":{"path":"note.txt","content":"hello\n"}}}]}
+{"steps":[{"text":"Done."}]}
+"#;
+
+/// Two writes in one model turn.
+const TWO_WRITES: &str = r#"{"steps":[{"tool_call":{"name":"write_file","arguments":{"path":"a.txt","content":"a\n"}}},{"tool_call":{"name":"write_file","arguments":{"path":"b.txt","content":"b\n"}}}]}
+{"steps":[{"text":"Done."}]}
+"#;
+
+fn start(script: &str, extra_config: &str, args: AcpArgs) -> Editor {
+    // Top-level keys must come before the first table.
+    let config = format!("{extra_config}{}", scripted_provider("t", "t.jsonl"));
+    let dirs = dirs_with(&[("config.toml", &config), ("t.jsonl", script)]);
+    support::start_in(AcpArgs { model: Some("t/m".into()), ..args }, dirs)
+}
+
+async fn new_session(editor: &mut Editor, capabilities: Value) -> String {
+    editor
+        .ask(json!("init"), "initialize", json!({ "protocolVersion": 1, "clientCapabilities": capabilities }))
+        .await;
+    let cwd = editor.dirs.ws();
+    let answer = editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": [] })).await;
+    answer["result"]["sessionId"].as_str().expect("session id").to_owned()
+}
+
+/// Sends a prompt and answers every request the agent makes with `respond` (which sees the
+/// request and returns the reply's `result`, or `None` to leave it unanswered). Returns
+/// (all messages before the answer, the answer).
+async fn prompt_answering(
+    editor: &mut Editor,
+    session: &str,
+    mut respond: impl FnMut(&Value) -> Option<Value>,
+) -> (Vec<Value>, Value) {
+    let id = json!("p");
+    editor
+        .send_request(
+            id.clone(),
+            "session/prompt",
+            json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "go" }] }),
+        )
+        .await;
+    let mut seen = Vec::new();
+    loop {
+        let message = editor.recv_within(Duration::from_secs(5)).await;
+        if message.get("id") == Some(&id) && message.get("method").is_none() {
+            return (seen, message);
+        }
+        if message.get("method").is_some()
+            && message.get("id").is_some()
+            && let Some(result) = respond(&message)
+        {
+            editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": result })).await;
+        }
+        seen.push(message);
+    }
+}
+
+fn select(option: &str) -> Value {
+    json!({ "outcome": { "outcome": "selected", "optionId": option } })
+}
+
+fn requests<'a>(messages: &'a [Value], method: &str) -> Vec<&'a Value> {
+    messages.iter().filter(|m| m["method"] == method).collect()
+}
+
+fn final_status(messages: &[Value]) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .filter(|m| update_kind(m) == Some("tool_call_update"))
+        .find_map(|m| m["params"]["update"]["status"].as_str())
+        .map(str::to_owned)
+}
+
+fn written(editor: &Editor, name: &str) -> Option<String> {
+    std::fs::read_to_string(std::path::Path::new(&editor.dirs.ws()).join(name)).ok()
+}
+
+#[tokio::test]
+async fn ask_posture_asks_before_a_write_and_allow_once_runs_it() {
+    let mut editor = start(WRITE_SCRIPT, "", support::demo_args());
+    let sid = new_session(&mut editor, json!({})).await;
+    let (seen, answer) = prompt_answering(&mut editor, &sid, |_| Some(select("allow_once"))).await;
+    let asked = requests(&seen, "session/request_permission");
+    assert_eq!(asked.len(), 1, "{seen:?}");
+    let call_id = &asked[0]["params"]["toolCall"]["toolCallId"];
+    let kinds: Vec<&Value> =
+        asked[0]["params"]["options"].as_array().expect("options").iter().map(|o| &o["kind"]).collect();
+    assert_eq!(
+        kinds,
+        [&json!("allow_once"), &json!("allow_always"), &json!("reject_once"), &json!("reject_always")]
+    );
+    // The editor knew the tool call before it was asked about it.
+    let announced = seen.iter().position(|m| update_kind(m) == Some("tool_call"));
+    let asked_at = seen.iter().position(|m| m["method"] == "session/request_permission");
+    assert!(announced < asked_at, "tool_call must come before the permission request");
+    assert!(seen.iter().any(|m| m["params"]["update"]["toolCallId"] == *call_id));
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    assert_eq!(written(&editor, "note.txt").as_deref(), Some("hello\n"));
+    assert_eq!(final_status(&seen).as_deref(), Some("completed"));
+    let diff = seen
+        .iter()
+        .filter(|m| update_kind(m) == Some("tool_call_update"))
+        .flat_map(|m| m["params"]["update"]["content"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["type"] == "diff")
+        .expect("a diff");
+    assert_eq!(diff["oldText"], Value::Null);
+    assert_eq!(diff["newText"], "hello\n");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn reject_once_leaves_the_file_alone_and_fails_the_call() {
+    let mut editor = start(WRITE_SCRIPT, "", support::demo_args());
+    let sid = new_session(&mut editor, json!({})).await;
+    let (seen, answer) = prompt_answering(&mut editor, &sid, |_| Some(select("reject_once"))).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    assert_eq!(written(&editor, "note.txt"), None);
+    assert_eq!(final_status(&seen).as_deref(), Some("failed"));
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn an_unknown_option_or_a_malformed_reply_is_a_rejection() {
+    for reply in [select("yes_please"), json!({ "outcome": "maybe" })] {
+        let mut editor = start(WRITE_SCRIPT, "", support::demo_args());
+        let sid = new_session(&mut editor, json!({})).await;
+        let (seen, _) = prompt_answering(&mut editor, &sid, |_| Some(reply.clone())).await;
+        assert_eq!(written(&editor, "note.txt"), None, "reply {reply}");
+        assert_eq!(final_status(&seen).as_deref(), Some("failed"));
+        editor.close().await;
+    }
+}
+
+#[tokio::test]
+async fn no_answer_within_the_timeout_is_a_rejection() {
+    let mut editor = start(WRITE_SCRIPT, "permission_timeout_s = 1\n", support::demo_args());
+    let sid = new_session(&mut editor, json!({})).await;
+    let started = std::time::Instant::now();
+    let (seen, answer) = prompt_answering(&mut editor, &sid, |_| None).await;
+    assert!(started.elapsed() >= Duration::from_millis(900), "waited {:?}", started.elapsed());
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    assert_eq!(written(&editor, "note.txt"), None);
+    assert_eq!(final_status(&seen).as_deref(), Some("failed"));
+    // The unanswered request is withdrawn.
+    assert!(seen.iter().any(|m| m["method"] == "$/cancel_request"), "{seen:?}");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn cancel_while_asking_ends_the_turn_cancelled_and_withdraws_the_question() {
+    let mut editor = start(WRITE_SCRIPT, "", support::demo_args());
+    let sid = new_session(&mut editor, json!({})).await;
+    editor
+        .send_request(
+            json!("p"),
+            "session/prompt",
+            json!({ "sessionId": sid, "prompt": [{ "type": "text", "text": "go" }] }),
+        )
+        .await;
+    let mut seen = Vec::new();
+    loop {
+        let message = editor.recv_within(Duration::from_secs(5)).await;
+        let asked = message["method"] == "session/request_permission";
+        seen.push(message);
+        if asked {
+            break;
+        }
+    }
+    editor
+        .send_json(json!({ "jsonrpc": "2.0", "method": "session/cancel", "params": { "sessionId": sid } }))
+        .await;
+    let started = std::time::Instant::now();
+    let answer = loop {
+        let message = editor.recv_within(Duration::from_secs(2)).await;
+        if message.get("id") == Some(&json!("p")) && message.get("method").is_none() {
+            break message;
+        }
+        seen.push(message);
+    };
+    assert!(started.elapsed() < Duration::from_secs(1), "cancel took {:?}", started.elapsed());
+    assert_eq!(answer["result"]["stopReason"], "cancelled");
+    assert!(seen.iter().any(|m| m["method"] == "$/cancel_request"), "the permission request is withdrawn");
+    assert_eq!(final_status(&seen).as_deref(), Some("failed"));
+    assert_eq!(written(&editor, "note.txt"), None);
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn allow_always_covers_later_calls_of_the_same_tool() {
+    let mut editor = start(TWO_WRITES, "", support::demo_args());
+    let sid = new_session(&mut editor, json!({})).await;
+    let (seen, _) = prompt_answering(&mut editor, &sid, |_| Some(select("allow_always"))).await;
+    assert_eq!(requests(&seen, "session/request_permission").len(), 1, "asked once for two writes");
+    assert_eq!(written(&editor, "a.txt").as_deref(), Some("a\n"));
+    assert_eq!(written(&editor, "b.txt").as_deref(), Some("b\n"));
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn yolo_runs_without_asking_and_read_only_refuses_without_asking() {
+    let mut editor = start(
+        WRITE_SCRIPT,
+        "",
+        AcpArgs { permission_mode: Some("bypassPermissions".into()), ..support::demo_args() },
+    );
+    let sid = new_session(&mut editor, json!({})).await;
+    let (seen, _) = prompt_answering(&mut editor, &sid, |_| Some(select("reject_once"))).await;
+    assert!(requests(&seen, "session/request_permission").is_empty());
+    assert_eq!(written(&editor, "note.txt").as_deref(), Some("hello\n"));
+    editor.close().await;
+
+    let mut editor = start(
+        WRITE_SCRIPT,
+        "",
+        AcpArgs { permission_mode: Some("read-only".into()), ..support::demo_args() },
+    );
+    let sid = new_session(&mut editor, json!({})).await;
+    let (seen, _) = prompt_answering(&mut editor, &sid, |_| Some(select("allow_once"))).await;
+    assert!(requests(&seen, "session/request_permission").is_empty());
+    assert_eq!(written(&editor, "note.txt"), None);
+    assert_eq!(final_status(&seen).as_deref(), Some("failed"));
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn writes_go_through_the_editor_when_it_offers_to() {
+    let mut editor =
+        start(WRITE_SCRIPT, "", AcpArgs { permission_mode: Some("auto".into()), ..support::demo_args() });
+    let sid =
+        new_session(&mut editor, json!({ "fs": { "readTextFile": true, "writeTextFile": true } })).await;
+    let mut writes = Vec::new();
+    let (seen, answer) = prompt_answering(&mut editor, &sid, |request| match request["method"].as_str() {
+        Some("fs/write_text_file") => {
+            writes.push(request["params"].clone());
+            Some(json!({}))
+        }
+        Some("fs/read_text_file") => Some(json!({ "content": "" })),
+        _ => Some(select("allow_once")),
+    })
+    .await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    assert_eq!(writes.len(), 1, "{seen:?}");
+    assert_eq!(writes[0]["content"], "hello\n");
+    assert_eq!(writes[0]["sessionId"], json!(sid));
+    assert!(writes[0]["path"].as_str().is_some_and(|p| p.ends_with("/note.txt") && p.starts_with('/')));
+    assert_eq!(written(&editor, "note.txt"), None, "the editor wrote it, not Heron");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn a_write_outside_the_workspace_is_refused_even_in_yolo() {
+    let script = r#"{"steps":[{"tool_call":{"name":"write_file","arguments":{"path":"../escape.txt","content":"x"}}}]}
+{"steps":[{"text":"Done."}]}
+"#;
+    let mut editor = start(
+        script,
+        "",
+        AcpArgs { permission_mode: Some("bypassPermissions".into()), ..support::demo_args() },
+    );
+    let sid = new_session(&mut editor, json!({})).await;
+    let (seen, _) = prompt_answering(&mut editor, &sid, |_| Some(select("allow_once"))).await;
+    assert_eq!(final_status(&seen).as_deref(), Some("failed"));
+    let outside = std::path::Path::new(&editor.dirs.ws()).join("../escape.txt");
+    assert!(!outside.exists(), "nothing was written outside the workspace");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn commands_are_advertised_after_the_session_new_answer() {
+    let mut editor = start(WRITE_SCRIPT, "", support::demo_args());
+    editor.ask(json!(1), "initialize", json!({ "protocolVersion": 1 })).await;
+    let cwd = editor.dirs.ws();
+    editor.send_request(json!(2), "session/new", json!({ "cwd": cwd, "mcpServers": [] })).await;
+    let first = editor.recv().await;
+    assert_eq!(first["id"], 2, "the answer comes first: {first}");
+    let second = editor.recv().await;
+    assert_eq!(update_kind(&second), Some("available_commands_update"), "{second}");
+    let names: Vec<&Value> = second["params"]["update"]["availableCommands"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|c| &c["name"])
+        .collect();
+    assert!(names.contains(&&json!("help")) && names.contains(&&json!("mode")), "{names:?}");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn additional_directories_that_hold_keys_are_refused_with_a_code() {
+    let mut editor = start(WRITE_SCRIPT, "", support::demo_args());
+    editor.ask(json!(1), "initialize", json!({ "protocolVersion": 1 })).await;
+    let cwd = editor.dirs.ws();
+    let home = editor.dirs.home().display().to_string();
+    let answer = editor
+        .ask(
+            json!(2),
+            "session/new",
+            json!({ "cwd": cwd, "mcpServers": [], "additionalDirectories": [home] }),
+        )
+        .await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "workspace_roots.protected");
+    assert_eq!(answer["error"]["data"]["path"], "additionalDirectories[0]");
+    let answer = editor
+        .ask(
+            json!(3),
+            "session/new",
+            json!({ "cwd": cwd, "mcpServers": [], "additionalDirectories": ["/definitely/missing"] }),
+        )
+        .await;
+    assert_eq!(answer["error"]["data"]["code"], "workspace_roots.missing", "{answer}");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn commands_run_in_an_editor_terminal_released_after_the_update_that_embeds_it() {
+    let script = r#"{"steps":[{"tool_call":{"name":"run_command","arguments":{"command":"echo hi"}}}]}
+{"steps":[{"text":"Done."}]}
+"#;
+    let mut editor = start(
+        script,
+        "",
+        AcpArgs { permission_mode: Some("bypassPermissions".into()), ..support::demo_args() },
+    );
+    let sid = new_session(&mut editor, json!({ "terminal": true })).await;
+    let (seen, answer) = prompt_answering(&mut editor, &sid, |request| match request["method"].as_str() {
+        Some("terminal/create") => Some(json!({ "terminalId": "term-1" })),
+        Some("terminal/wait_for_exit") => Some(json!({ "exitCode": 0 })),
+        Some("terminal/output") => {
+            Some(json!({ "output": "hi\n", "truncated": false, "exitStatus": { "exitCode": 0 } }))
+        }
+        Some("terminal/release") | Some("terminal/kill") => Some(json!({})),
+        _ => Some(select("allow_once")),
+    })
+    .await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    let position = |pred: &dyn Fn(&Value) -> bool| seen.iter().position(pred);
+    let created = position(&|m| m["method"] == "terminal/create").expect("terminal created");
+    let embedded = position(&|m| {
+        update_kind(m) == Some("tool_call_update")
+            && m["params"]["update"]["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|x| x["terminalId"] == "term-1"))
+    })
+    .expect("the terminal is embedded in the tool call");
+    let released = position(&|m| m["method"] == "terminal/release").expect("terminal released");
+    assert!(
+        created < embedded && embedded < released,
+        "create {created}, embed {embedded}, release {released}"
+    );
+    assert_eq!(requests(&seen, "terminal/release").len(), 1);
+    assert_eq!(seen[created]["params"]["command"], "sh");
+    editor.close().await;
+}
