@@ -373,7 +373,7 @@ fn turn_events(n: usize, ws: &str) -> Vec<Event> {
             for_model: format!("Edited src/module_{}.rs (first change at line 42)", n % 37),
         },
     ];
-    if n % 4 == 0 {
+    if n.is_multiple_of(4) {
         let entries = ["Read the parser", "Fix the trailing-space case", "Run the tests"]
             .iter()
             .enumerate()
@@ -383,7 +383,9 @@ fn turn_events(n: usize, ws: &str) -> Vec<Event> {
                 status: if k == 0 { "completed" } else { "pending" }.to_owned(),
             })
             .collect::<Vec<_>>();
-        let raw_input = json!({ "todos": entries.iter().map(|e| json!({ "content": e.content, "status": e.status })).collect::<Vec<_>>() });
+        let todos: Vec<Value> =
+            entries.iter().map(|e| json!({ "content": e.content, "status": e.status })).collect();
+        let raw_input = json!({ "todos": todos });
         events.push(Event::ToolCall {
             call_id: call(3),
             name: "todo_write".to_owned(),
@@ -545,7 +547,8 @@ fn session_load(c: &mut Criterion) {
             let (before, after, resident) = (median(before), median(after), median(resident));
             println!(
                 "session_load/process/{events}: peak RSS (VmHWM) median {:.2} MiB after initialize, \
-                 {:.2} MiB after the load (+{:.2} MiB, {:.0} bytes per event); VmRSS after {:.2} MiB; {runs} runs",
+                 {:.2} MiB after the load (+{:.2} MiB, {:.0} bytes per event); \
+                 VmRSS after {:.2} MiB; {runs} runs",
                 mib(before),
                 mib(after),
                 mib(after.saturating_sub(before)),

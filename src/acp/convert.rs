@@ -256,7 +256,10 @@ pub fn event_updates(event: &Event) -> Vec<SessionUpdate> {
         Event::ToolResult { call_id, status, output, raw_output, .. } => {
             let mut update = update_of_call(call_id);
             update.status = Some(tool_status(*status));
-            update.content = Some(tool_content(output));
+            // No output leaves what the call showed while running (a live terminal) alone.
+            if !output.is_empty() {
+                update.content = Some(tool_content(output));
+            }
             update.raw_output = raw_output.clone();
             vec![SessionUpdate::ToolCallUpdate(update)]
         }
@@ -277,6 +280,14 @@ pub fn replay_updates(event: &Event) -> Vec<SessionUpdate> {
         }
         Event::AgentThought { message_id, text } => {
             vec![SessionUpdate::AgentThoughtChunk(chunk(message_id, text_block(text.clone())))]
+        }
+        // A replayed call has no live terminal left: show what it reported instead.
+        Event::ToolResult { output, for_model, .. } if output.is_empty() => {
+            let mut updates = event_updates(event);
+            if let Some(SessionUpdate::ToolCallUpdate(update)) = updates.first_mut() {
+                update.content = Some(tool_content(&[ToolOutput::Text { text: for_model.clone() }]));
+            }
+            updates
         }
         other => event_updates(other),
     }

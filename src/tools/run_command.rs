@@ -190,12 +190,14 @@ async fn drive_terminal(
             progress.flushed().await;
             release(editor.as_ref(), &id).await;
             let mut outcome = Outcome::failed(format!("waiting for the command failed: {message}\n{output}"));
-            outcome.output = vec![ToolOutput::Terminal { terminal_id: id }];
+            // The running update embedded the terminal; the final one leaves it as shown.
+            outcome.output = Vec::new();
             return outcome;
         }
     };
-    let mut outcome = report(&ending, &output, checked.timeout);
-    outcome.output = vec![ToolOutput::Terminal { terminal_id: id.clone() }];
+    // The running update embedded the terminal; the final update leaves that content as it
+    // is (it names no terminal), so nothing refers to the terminal after its release.
+    let outcome = report(&ending, &output, checked.timeout);
     // Released last, after the update that embeds the terminal has reached the editor.
     progress.flushed().await;
     release(editor.as_ref(), &id).await;
