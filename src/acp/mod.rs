@@ -32,6 +32,50 @@ use crate::session::settings::Settings;
 use crate::session::{Manager, OpenOptions, Session};
 use crate::tools::editor::{EditorIo, NoEditor};
 
+/// The session manager, built in the background so that `initialize` is answered at once.
+/// Until it is ready no session can exist, so lookups simply find none.
+#[derive(Debug, Clone)]
+pub struct ManagerSlot(tokio::sync::watch::Receiver<Built>);
+
+/// What building the manager gave: nothing yet, the manager, or why it failed.
+pub type Built = Option<Result<Arc<Manager>, String>>;
+
+impl ManagerSlot {
+    /// A slot and the sender that fills it.
+    pub fn new() -> (tokio::sync::watch::Sender<Built>, Self) {
+        let (fill, slot) = tokio::sync::watch::channel(None);
+        (fill, Self(slot))
+    }
+
+    /// A slot that is already filled.
+    pub fn ready_now(manager: Arc<Manager>) -> Self {
+        Self(tokio::sync::watch::channel(Some(Ok(manager))).1)
+    }
+
+    /// The manager, if it is built.
+    pub fn now(&self) -> Option<Arc<Manager>> {
+        match &*self.0.borrow() {
+            Some(Ok(manager)) => Some(manager.clone()),
+            _ => None,
+        }
+    }
+
+    /// Waits for the manager; a failed start (a broken config) is reported to the caller.
+    pub async fn ready(&self) -> Result<Arc<Manager>, RpcError> {
+        let mut slot = self.0.clone();
+        let built = slot
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| RpcError::internal(&"the session manager was never built"))?;
+        match &*built {
+            Some(Ok(manager)) => Ok(manager.clone()),
+            Some(Err(reason)) => Err(RpcError::new(crate::protocol::error::INTERNAL_ERROR, reason.clone())
+                .with_data(json!({ "code": "heron_home_unusable" }))),
+            None => Err(RpcError::internal(&"the session manager was never built")),
+        }
+    }
+}
+
 /// The only protocol version Heron speaks.
 pub const PROTOCOL_VERSION: u16 = 1;
 
@@ -47,7 +91,8 @@ pub struct HeronAgent<O> {
 #[derive(Debug)]
 struct Inner<O> {
     client: ClientPeer<O>,
-    manager: Arc<Manager>,
+    manager: ManagerSlot,
+    home_root: PathBuf,
     client_capabilities: Mutex<ClientCapabilities>,
 }
 
@@ -63,14 +108,14 @@ fn absolute(path: &str, field: &str) -> Result<PathBuf, RpcError> {
 }
 
 fn open_options(
-    manager: &Manager,
+    home_root: &std::path::Path,
     cwd: &str,
     additional: &[String],
     editor: Arc<dyn EditorIo>,
 ) -> Result<OpenOptions, RpcError> {
     let cwd = absolute(cwd, "cwd")?;
     // One bad entry refuses the whole request; nothing is silently dropped.
-    let protected = [manager.providers().home().root().to_path_buf()];
+    let protected = [home_root.to_path_buf()];
     let additional_directories =
         crate::tools::roots::validate_additional_directories(additional, &cwd, &protected)
             .map_err(|e| errors::root_error(&e))?;
@@ -78,12 +123,15 @@ fn open_options(
 }
 
 impl<O: Outgoing> HeronAgent<O> {
-    /// An agent that calls the editor through `client` and keeps sessions in `manager`.
-    pub fn new(client: O, manager: Arc<Manager>) -> Self {
+    /// An agent that calls the editor through `client` and keeps sessions in the manager
+    /// `slot` yields once it is built (off the path to the first answer), with Heron's home
+    /// at `home_root`.
+    pub fn new(client: O, manager: ManagerSlot, home_root: PathBuf) -> Self {
         Self {
             inner: Arc::new(Inner {
                 client: ClientPeer(client),
                 manager,
+                home_root,
                 client_capabilities: Mutex::new(ClientCapabilities::default()),
             }),
         }
@@ -98,7 +146,7 @@ impl<O: Outgoing> HeronAgent<O> {
     }
 
     fn session(&self, id: &SessionId) -> Result<Arc<Session>, RpcError> {
-        self.inner.manager.get(&id.0).ok_or_else(|| unknown_session(&id.0))
+        self.inner.manager.now().and_then(|m| m.get(&id.0)).ok_or_else(|| unknown_session(&id.0))
     }
 }
 
@@ -214,15 +262,15 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     ) -> impl Future<Output = Result<NewSessionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
         let options = open_options(
-            &self.inner.manager,
+            &self.inner.home_root,
             &params.cwd,
             &params.additional_directories,
             Arc::new(NoEditor),
         );
         let agent = self.clone();
         let reply: Reply<NewSessionResponse> = Box::pin(async move {
-            let session =
-                inner.manager.create(options?).await.map_err(|e| session_error(e, &inner.manager))?;
+            let manager = inner.manager.ready().await?;
+            let session = manager.create(options?).await.map_err(|e| session_error(e, &manager))?;
             session.attach(agent.editor_for(session.id()));
             advertise_commands(&inner, session.id());
             let (settings, config_options) = inner.options_of(&session);
@@ -243,14 +291,15 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         let inner = self.inner.clone();
         let id = params.session_id.0;
         let options = open_options(
-            &self.inner.manager,
+            &self.inner.home_root,
             &params.cwd,
             &params.additional_directories,
             self.editor_for(&id),
         );
         let reply: Reply<LoadSessionResponse> = Box::pin(async move {
+            let manager = inner.manager.ready().await?;
             let (session, history) =
-                inner.manager.open(&id, options?).await.map_err(|e| session_error(e, &inner.manager))?;
+                manager.open(&id, options?).await.map_err(|e| session_error(e, &manager))?;
             // The whole history goes out before the answer.
             for event in &history {
                 for update in convert::replay_updates(event) {
@@ -275,14 +324,14 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         let inner = self.inner.clone();
         let id = params.session_id.0;
         let options = open_options(
-            &self.inner.manager,
+            &self.inner.home_root,
             &params.cwd,
             &params.additional_directories,
             self.editor_for(&id),
         );
         let reply: Reply<ResumeSessionResponse> = Box::pin(async move {
-            let (session, _) =
-                inner.manager.open(&id, options?).await.map_err(|e| session_error(e, &inner.manager))?;
+            let manager = inner.manager.ready().await?;
+            let (session, _) = manager.open(&id, options?).await.map_err(|e| session_error(e, &manager))?;
             advertise_commands(&inner, &id);
             let (settings, config_options) = inner.options_of(&session);
             Ok(ResumeSessionResponse {
@@ -300,14 +349,12 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     ) -> impl Future<Output = Result<ListSessionsResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
         let reply: Reply<ListSessionsResponse> = Box::pin(async move {
+            let manager = inner.manager.ready().await?;
             if let Some(cwd) = &params.cwd {
                 absolute(cwd, "cwd")?;
             }
-            let page = inner
-                .manager
-                .list(params.cwd, params.cursor)
-                .await
-                .map_err(|e| session_error(e, &inner.manager))?;
+            let page =
+                manager.list(params.cwd, params.cursor).await.map_err(|e| session_error(e, &manager))?;
             Ok(ListSessionsResponse {
                 meta: None,
                 next_cursor: page.next_cursor,
@@ -334,7 +381,8 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     ) -> impl Future<Output = Result<CloseSessionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
         let reply: Reply<CloseSessionResponse> = Box::pin(async move {
-            inner.manager.close(&params.session_id.0).await.map_err(|e| session_error(e, &inner.manager))?;
+            let manager = inner.manager.ready().await?;
+            manager.close(&params.session_id.0).await.map_err(|e| session_error(e, &manager))?;
             Ok(CloseSessionResponse { meta: None })
         });
         reply
@@ -346,7 +394,8 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     ) -> impl Future<Output = Result<DeleteSessionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
         let reply: Reply<DeleteSessionResponse> = Box::pin(async move {
-            inner.manager.delete(&params.session_id.0).await.map_err(|e| session_error(e, &inner.manager))?;
+            let manager = inner.manager.ready().await?;
+            manager.delete(&params.session_id.0).await.map_err(|e| session_error(e, &manager))?;
             Ok(DeleteSessionResponse { meta: None })
         });
         reply
@@ -358,18 +407,16 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     ) -> impl Future<Output = Result<ForkSessionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
         let options = open_options(
-            &self.inner.manager,
+            &self.inner.home_root,
             &params.cwd,
             &params.additional_directories,
             Arc::new(NoEditor),
         );
         let agent = self.clone();
         let reply: Reply<ForkSessionResponse> = Box::pin(async move {
-            let session = inner
-                .manager
-                .fork(&params.session_id.0, options?)
-                .await
-                .map_err(|e| session_error(e, &inner.manager))?;
+            let manager = inner.manager.ready().await?;
+            let session =
+                manager.fork(&params.session_id.0, options?).await.map_err(|e| session_error(e, &manager))?;
             session.attach(agent.editor_for(session.id()));
             advertise_commands(&inner, session.id());
             let (settings, config_options) = inner.options_of(&session);
@@ -390,12 +437,13 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         let session = self.session(&params.session_id);
         let inner = self.inner.clone();
         let reply: Reply<SetSessionModeResponse> = Box::pin(async move {
+            let manager = inner.manager.ready().await?;
             let session = session?;
             let mode = params.mode_id.0;
             session
                 .configure(|s, c| s.set_mode(&mode, c))
                 .await
-                .map_err(|e| session_error(e, &inner.manager).at_field("modeId"))?;
+                .map_err(|e| session_error(e, &manager).at_field("modeId"))?;
             announce_settings(&inner, &session).await?;
             Ok(SetSessionModeResponse { meta: None })
         });
@@ -416,13 +464,14 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         };
         let session = request.as_ref().map_err(Clone::clone).and_then(|(id, _, _)| self.session(id));
         let reply: Reply<SetSessionConfigOptionResponse> = Box::pin(async move {
+            let manager = inner.manager.ready().await?;
             let (_, option, value) = request?;
             let session = session?;
             let before = session.state().settings;
             session
                 .configure(|s, c| s.apply(&option, &value, c))
                 .await
-                .map_err(|e| session_error(e, &inner.manager))?;
+                .map_err(|e| session_error(e, &manager))?;
             if session.state().settings.mode != before.mode {
                 let (settings, _) = inner.options_of(&session);
                 inner.send(session.id(), mode_update(&settings)).await?;
@@ -440,12 +489,13 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         let session = self.session(&params.session_id);
         let inner = self.inner.clone();
         let reply: Reply<SetSessionModelResponse> = Box::pin(async move {
+            let manager = inner.manager.ready().await?;
             let session = session?;
             let model = params.model_id.0;
             session
                 .configure(|s, c| s.apply("model", &model, c))
                 .await
-                .map_err(|e| session_error(e, &inner.manager).at_field("modelId"))?;
+                .map_err(|e| session_error(e, &manager).at_field("modelId"))?;
             announce_settings(&inner, &session).await?;
             Ok(SetSessionModelResponse { meta: None })
         });
@@ -481,6 +531,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         });
         let inner = self.inner.clone();
         let reply: Reply<PromptResponse> = Box::pin(async move {
+            let manager = inner.manager.ready().await?;
             let (session, mut stream, result, guard) = started?;
             while let Some(update) = stream.recv().await {
                 for update in convert::turn_updates(update) {
@@ -490,8 +541,8 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             }
             let outcome = result.await.map_err(|_| RpcError::internal(&"the session stopped"))?;
             guard.disarm();
-            let stop = outcome.map_err(|e| prompt_error(e, inner.manager.providers().keys()))?;
-            let transcript = inner.manager.transcript_path(session.id());
+            let stop = outcome.map_err(|e| prompt_error(e, manager.providers().keys()))?;
+            let transcript = manager.transcript_path(session.id());
             Ok(PromptResponse {
                 meta: Some(
                     json!({ "heron": { "transcriptPath": transcript.display().to_string() } })
@@ -510,7 +561,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         params: CancelNotification,
     ) -> impl Future<Output = Result<(), RpcError>> + Send + 'static {
         // A cancel for an unknown or idle session is a silent no-op.
-        if let Some(session) = self.inner.manager.get(&params.session_id.0) {
+        if let Some(session) = self.inner.manager.now().and_then(|m| m.get(&params.session_id.0)) {
             session.cancel();
         }
         ready(Ok(()))

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use crate::acp::HeronAgent;
 use crate::acp::policy::agent_policy;
+use crate::acp::{HeronAgent, ManagerSlot};
 use crate::config::{Config, Home, Keys};
 use crate::llm::registry::Providers;
 use crate::protocol::runtime::Side;
@@ -78,16 +78,16 @@ impl Default for AcpArgs {
     }
 }
 
-/// Builds the session manager from `HERON_HOME` and the flags.
-pub async fn manager(args: &AcpArgs, home: &Home) -> Result<Manager, AcpError> {
-    let config = Arc::new(Config::load(home)?);
-    let keys = Arc::new(Keys::load(home)?);
-    let store = Store::open(home.db_path()).await.map_err(|e| AcpError::Store(e.to_string()))?;
+/// Checks the flags that need no I/O.
+fn flags(args: &AcpArgs) -> Result<(Option<Posture>, Option<Preset>), AcpError> {
     let ceiling = match &args.permission_mode {
         None => None,
-        Some(flag) => Some(Posture::from_permission_mode(flag).ok_or_else(|| AcpError::Usage(format!(
-            "--permission-mode {flag} is not one of read-only, dontAsk, manual, ask, auto, acceptEdits, bypassPermissions"
-        )))?),
+        Some(flag) => Some(Posture::from_permission_mode(flag).ok_or_else(|| {
+            AcpError::Usage(format!(
+                "--permission-mode {flag} is not one of read-only, dontAsk, manual, ask, auto, acceptEdits, \
+                 bypassPermissions"
+            ))
+        })?),
     };
     let preset = match args.preset.as_deref().or(args.profile.as_deref()) {
         None => None,
@@ -95,6 +95,15 @@ pub async fn manager(args: &AcpArgs, home: &Home) -> Result<Manager, AcpError> {
             AcpError::Usage(format!("--preset {name} is not one of light, balanced, delivery"))
         })?),
     };
+    Ok((ceiling, preset))
+}
+
+/// Builds the session manager from `HERON_HOME` and the flags.
+pub async fn manager(args: &AcpArgs, home: &Home) -> Result<Manager, AcpError> {
+    let config = Arc::new(Config::load(home)?);
+    let keys = Arc::new(Keys::load(home)?);
+    let store = Store::open(home.db_path()).await.map_err(|e| AcpError::Store(e.to_string()))?;
+    let (ceiling, preset) = flags(args)?;
     let options = ManagerOptions {
         model: args.model.clone(),
         preset,
@@ -151,12 +160,28 @@ where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
-    let manager = Arc::new(manager(args, home).await?);
+    // Flags are checked before anything is served; the store and config are read in the
+    // background so `initialize` is answered at once.
+    flags(args)?;
+    let (fill, slot) = ManagerSlot::new();
+    let building = {
+        let (args, home) = (args.clone(), home.clone());
+        tokio::spawn(async move {
+            let built = manager(&args, &home).await.map(Arc::new).map_err(|e| e.to_string());
+            if let Err(reason) = &built {
+                tracing::error!(%reason, "heron cannot use HERON_HOME");
+            }
+            let _ = fill.send(Some(built));
+        })
+    };
     let connection = Connection::new(reader, writer, connection_options(args)?);
-    let agent = HeronAgent::new(connection.peer(), manager.clone());
+    let agent = HeronAgent::new(connection.peer(), slot.clone(), home.root().to_path_buf());
     let served = connection.serve(Arc::new(AgentService::new(agent, agent_policy))).await;
+    let _ = building.await;
     // The editor is gone: stop every turn and tool.
-    manager.close_all();
+    if let Some(manager) = slot.now() {
+        manager.close_all();
+    }
     served?;
     Ok(())
 }

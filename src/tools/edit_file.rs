@@ -64,8 +64,9 @@ impl Tool for EditFile {
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
         Box::pin(async move {
             let outcome = tokio::select! {
-                outcome = edit(&prepared, &env) => outcome,
+                biased;
                 () = env.cancel.cancelled() => Outcome::failed("cancelled"),
+                outcome = edit(&prepared, &env) => outcome,
             };
             call::scrub(&env, outcome)
         })

@@ -66,9 +66,11 @@ impl Tool for ReadFile {
 
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
         Box::pin(async move {
+            // Biased: a call cancelled before it starts must not read at all.
             let outcome = tokio::select! {
-                outcome = read(&prepared, &env) => outcome,
+                biased;
                 () = env.cancel.cancelled() => Outcome::failed("cancelled"),
+                outcome = read(&prepared, &env) => outcome,
             };
             call::scrub(&env, outcome)
         })

@@ -55,8 +55,9 @@ impl Tool for WriteFile {
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
         Box::pin(async move {
             let outcome = tokio::select! {
-                outcome = write(&prepared, &env) => outcome,
+                biased;
                 () = env.cancel.cancelled() => Outcome::failed("cancelled"),
+                outcome = write(&prepared, &env) => outcome,
             };
             call::scrub(&env, outcome)
         })
