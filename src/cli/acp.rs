@@ -188,6 +188,10 @@ where
 
 /// Runs `heron acp` on the process's stdin and stdout.
 pub async fn run(args: AcpArgs) -> Result<(), AcpError> {
+    if let Some(dir) = &args.cwd {
+        std::env::set_current_dir(dir)
+            .map_err(|e| AcpError::Usage(format!("--cwd {}: {e}", dir.display())))?;
+    }
     let home = Home::from_env()?;
     serve(tokio::io::stdin(), tokio::io::stdout(), &args, &home).await
 }

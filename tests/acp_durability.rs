@@ -1,0 +1,129 @@
+//! What the editor saw finish survives `kill -9` of the agent mid-turn, and a resume with
+//! other workspace roots while the session is open is refused.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// A turn that finishes one tool call, then hangs in the model for a minute.
+const SCRIPT: &str = r#"{"steps":[{"text":"Planning."},{"tool_call":{"name":"todo_write","arguments":{"todos":[{"content":"survive","status":"pending"}]}}}]}
+{"steps":[{"text":"Still "},{"delay_ms":60000},{"text":"thinking."}]}
+"#;
+
+fn spawn(home: &std::path::Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_heron"))
+        .args(["acp", "--model", "t/m"])
+        .env("HERON_HOME", home)
+        .env("HERON_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn heron")
+}
+
+fn send(child: &mut std::process::Child, message: Value) {
+    let stdin = child.stdin.as_mut().expect("stdin");
+    writeln!(stdin, "{message}").expect("write");
+    stdin.flush().expect("flush");
+}
+
+#[test]
+fn a_finished_tool_call_survives_kill_9_mid_turn() {
+    let dirs = support::dirs_with(&[
+        ("config.toml", &support::scripted_provider("t", "t.jsonl")),
+        ("t.jsonl", SCRIPT),
+    ]);
+    let mut child = spawn(&dirs.home());
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut next =
+        || -> Value { serde_json::from_str(&lines.next().expect("a line").expect("read")).expect("json") };
+    send(&mut child, json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}));
+    assert_eq!(next()["id"], 1);
+    send(
+        &mut child,
+        json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":dirs.ws(),"mcpServers":[]}}),
+    );
+    let sid = next()["result"]["sessionId"].as_str().expect("session").to_owned();
+    send(
+        &mut child,
+        json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":sid,"prompt":[{"type":"text","text":"go"}]}}),
+    );
+    // Wait until the editor has seen the tool call finish and the next answer start.
+    loop {
+        let message = next();
+        let update = &message["params"]["update"];
+        if update["sessionUpdate"] == "agent_message_chunk" && update["content"]["text"] == "Still " {
+            break;
+        }
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+
+    let mut child = spawn(&dirs.home());
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut next =
+        || -> Value { serde_json::from_str(&lines.next().expect("a line").expect("read")).expect("json") };
+    send(&mut child, json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}));
+    assert_eq!(next()["id"], 1);
+    send(
+        &mut child,
+        json!({"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":sid,"cwd":dirs.ws(),"mcpServers":[]}}),
+    );
+    let mut replayed = Vec::new();
+    loop {
+        let message = next();
+        if message["id"] == 2 {
+            assert!(message["result"].is_object(), "{message}");
+            break;
+        }
+        if message["method"] == "session/update" {
+            replayed.push(message["params"]["update"].clone());
+        }
+    }
+    let kinds: Vec<&str> = replayed.iter().filter_map(|u| u["sessionUpdate"].as_str()).collect();
+    assert!(kinds.contains(&"user_message_chunk"), "{kinds:?}");
+    assert!(kinds.contains(&"plan"), "the finished plan survives: {kinds:?}");
+    assert!(
+        replayed.iter().any(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed"),
+        "the finished tool call survives: {replayed:?}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test]
+async fn resuming_an_open_session_with_other_roots_is_refused() {
+    let mut editor = support::start();
+    let sid = editor.new_session().await;
+    let other = editor.dirs.other("extra");
+    let cwd = editor.dirs.ws();
+    let answer = editor
+        .ask(
+            json!("r"),
+            "session/resume",
+            json!({ "sessionId": sid, "cwd": cwd, "mcpServers": [], "additionalDirectories": [other] }),
+        )
+        .await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "acp.additional_directories.session_open");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn slash_commands_run_without_the_model_and_change_the_mode() {
+    let mut editor = support::start();
+    let sid = editor.new_session().await;
+    let (seen, answer) = editor.prompt(json!("s"), &sid, "/mode plan").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    assert!(seen.iter().any(|m| m["params"]["update"]["sessionUpdate"] == "current_mode_update"
+        && m["params"]["update"]["currentModeId"] == "plan"));
+    assert!(
+        !seen.iter().any(|m| m["params"]["update"]["sessionUpdate"] == "user_message_chunk"),
+        "no model turn"
+    );
+    editor.close().await;
+}
