@@ -127,3 +127,35 @@ async fn slash_commands_run_without_the_model_and_change_the_mode() {
     );
     editor.close().await;
 }
+
+#[tokio::test]
+async fn an_image_prompt_is_saved_under_attachments_and_replayed() {
+    let mut editor = support::start();
+    let sid = editor.new_session().await;
+    // A 1x1 PNG.
+    let png =
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let prompt = json!({ "sessionId": sid, "prompt": [
+        { "type": "text", "text": "what is this?" },
+        { "type": "image", "mimeType": "image/png", "data": png }
+    ] });
+    let (_, answer) = editor.exchange(json!("img"), "session/prompt", prompt).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let dir = std::path::Path::new(&editor.dirs.ws()).join(".heron").join("attachments");
+    let saved: Vec<_> = std::fs::read_dir(&dir).expect("attachments dir").collect();
+    assert_eq!(saved.len(), 1, "one image saved in {}", dir.display());
+    let (replay, loaded) = editor
+        .exchange(
+            json!("load"),
+            "session/load",
+            json!({ "sessionId": sid, "cwd": editor.dirs.ws(), "mcpServers": [] }),
+        )
+        .await;
+    assert!(loaded["result"].is_object(), "{loaded}");
+    let image = replay
+        .iter()
+        .find(|m| m["params"]["update"]["content"]["type"] == "image")
+        .expect("the image is replayed");
+    assert_eq!(image["params"]["update"]["content"]["data"], png);
+    editor.close().await;
+}
