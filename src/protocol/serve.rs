@@ -15,61 +15,93 @@ use super::types::{
 /// to the schema does not compile until someone decides how it runs.
 pub type PolicyTable = fn(Method) -> Policy;
 
-/// Serves an [`Agent`] implementation.
+/// One side's generated dispatch glue.
+pub trait Side: Send + Sync + 'static {
+    /// Starts the handler of a request this side serves.
+    fn request(&self, method: Method, params: Option<&RawValue>) -> Result<ResponseFuture, RpcError>;
+    /// Starts the handler of a notification this side serves.
+    fn notification(&self, method: Method, params: Option<&RawValue>)
+    -> Result<NotificationFuture, RpcError>;
+}
+
+/// An [`Agent`] implementation, as a side that serves the editor's messages.
 #[derive(Debug)]
-pub struct AgentService<A> {
-    agent: A,
+pub struct AgentSide<A>(pub A);
+
+impl<A: Agent> Side for AgentSide<A> {
+    fn request(&self, method: Method, params: Option<&RawValue>) -> Result<ResponseFuture, RpcError> {
+        // Older clients' params are rewritten before they are decoded.
+        let params = super::legacy::upgrade(method, params);
+        dispatch_agent_request(&self.0, method, params.as_deref())
+    }
+
+    fn notification(
+        &self,
+        method: Method,
+        params: Option<&RawValue>,
+    ) -> Result<NotificationFuture, RpcError> {
+        dispatch_agent_notification(&self.0, method, params)
+    }
+}
+
+/// A [`Client`] implementation, as a side that serves an agent's messages.
+#[derive(Debug)]
+pub struct ClientSide<C>(pub C);
+
+impl<C: Client> Side for ClientSide<C> {
+    fn request(&self, method: Method, params: Option<&RawValue>) -> Result<ResponseFuture, RpcError> {
+        dispatch_client_request(&self.0, method, params)
+    }
+
+    fn notification(
+        &self,
+        method: Method,
+        params: Option<&RawValue>,
+    ) -> Result<NotificationFuture, RpcError> {
+        dispatch_client_notification(&self.0, method, params)
+    }
+}
+
+/// Serves one side on a connection with a per-method policy.
+#[derive(Debug)]
+pub struct Service<S> {
+    side: S,
     policy: PolicyTable,
 }
 
-impl<A: Agent> AgentService<A> {
+/// Serves an [`Agent`] (what `heron acp` runs).
+pub type AgentService<A> = Service<AgentSide<A>>;
+
+/// Serves a [`Client`] (Heron driving another agent).
+pub type ClientService<C> = Service<ClientSide<C>>;
+
+impl<A: Agent> Service<AgentSide<A>> {
     /// Serves `agent`, running each method as `policy` says.
     pub fn new(agent: A, policy: PolicyTable) -> Self {
-        Self { agent, policy }
+        Self { side: AgentSide(agent), policy }
     }
 }
 
-/// Serves a [`Client`] implementation (Heron driving another agent).
-#[derive(Debug)]
-pub struct ClientService<C> {
-    client: C,
-    policy: PolicyTable,
-}
-
-impl<C: Client> ClientService<C> {
+impl<C: Client> Service<ClientSide<C>> {
     /// Serves `client`, running each method as `policy` says.
     pub fn new(client: C, policy: PolicyTable) -> Self {
-        Self { client, policy }
+        Self { side: ClientSide(client), policy }
     }
 }
 
-/// Finds a request method, or explains why it cannot be called as one.
-fn request_method(method: &str) -> Result<Method, RpcError> {
-    match Method::from_wire(method) {
-        Some(found) if found.info().kind == Kind::Request => Ok(found),
-        // A notification method sent with an id, or an unknown or `_`-prefixed extension
-        // method: nothing here answers it.
-        _ => Err(RpcError::method_not_found(method)),
-    }
-}
-
-fn notification_method(method: &str) -> Option<Method> {
-    Method::from_wire(method).filter(|m| m.info().kind == Kind::Notification)
-}
-
-fn log_dropped(method: &str, error: &RpcError) {
-    tracing::warn!(%method, %error, data = ?error.data, "notification dropped");
-}
-
-impl<A: Agent> Dispatcher for AgentService<A> {
+impl<S: Side> Dispatcher for Service<S> {
     fn dispatch_request(
         &self,
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<(Policy, ResponseFuture), RpcError> {
-        let found = request_method(method)?;
-        let params = super::legacy::upgrade(found, params);
-        let running = dispatch_agent_request(&self.agent, found, params.as_deref())?;
+        let found = match Method::from_wire(method) {
+            Some(found) if found.info().kind == Kind::Request => found,
+            // A notification method sent with an id, or an unknown or `_`-prefixed
+            // extension method: nothing here answers it.
+            _ => return Err(RpcError::method_not_found(method)),
+        };
+        let running = self.side.request(found, params)?;
         Ok(((self.policy)(found), running))
     }
 
@@ -78,38 +110,11 @@ impl<A: Agent> Dispatcher for AgentService<A> {
         method: &str,
         params: Option<&RawValue>,
     ) -> Option<(Policy, NotificationFuture)> {
-        let found = notification_method(method)?;
-        match dispatch_agent_notification(&self.agent, found, params) {
+        let found = Method::from_wire(method).filter(|m| m.info().kind == Kind::Notification)?;
+        match self.side.notification(found, params) {
             Ok(running) => Some(((self.policy)(found), running)),
             Err(error) => {
-                log_dropped(method, &error);
-                None
-            }
-        }
-    }
-}
-
-impl<C: Client> Dispatcher for ClientService<C> {
-    fn dispatch_request(
-        &self,
-        method: &str,
-        params: Option<&RawValue>,
-    ) -> Result<(Policy, ResponseFuture), RpcError> {
-        let found = request_method(method)?;
-        let running = dispatch_client_request(&self.client, found, params)?;
-        Ok(((self.policy)(found), running))
-    }
-
-    fn dispatch_notification(
-        &self,
-        method: &str,
-        params: Option<&RawValue>,
-    ) -> Option<(Policy, NotificationFuture)> {
-        let found = notification_method(method)?;
-        match dispatch_client_notification(&self.client, found, params) {
-            Ok(running) => Some(((self.policy)(found), running)),
-            Err(error) => {
-                log_dropped(method, &error);
+                tracing::warn!(%method, %error, data = ?error.data, "notification dropped");
                 None
             }
         }
