@@ -84,6 +84,17 @@ pub(crate) fn completed(text: String) -> Outcome {
     }
 }
 
+/// Runs a file tool's body unless the call is cancelled first (a call cancelled before it
+/// starts never touches the file), then scrubs secrets from what it reports.
+pub(crate) async fn guarded(env: &ToolEnv, body: impl std::future::Future<Output = Outcome>) -> Outcome {
+    let outcome = tokio::select! {
+        biased;
+        () = env.cancel.cancelled() => Outcome::failed("cancelled"),
+        outcome = body => outcome,
+    };
+    scrub(env, outcome)
+}
+
 /// Scrubs every known secret from what a call returns.
 pub(crate) fn scrub(env: &ToolEnv, mut outcome: Outcome) -> Outcome {
     let clean = |text: &str| crate::secret::redact(text, env.secrets.iter());

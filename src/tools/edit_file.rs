@@ -62,14 +62,7 @@ impl Tool for EditFile {
     }
 
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
-        Box::pin(async move {
-            let outcome = tokio::select! {
-                biased;
-                () = env.cancel.cancelled() => Outcome::failed("cancelled"),
-                outcome = edit(&prepared, &env) => outcome,
-            };
-            call::scrub(&env, outcome)
-        })
+        Box::pin(async move { call::guarded(&env, edit(&prepared, &env)).await })
     }
 }
 

@@ -65,15 +65,7 @@ impl Tool for ReadFile {
     }
 
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
-        Box::pin(async move {
-            // Biased: a call cancelled before it starts must not read at all.
-            let outcome = tokio::select! {
-                biased;
-                () = env.cancel.cancelled() => Outcome::failed("cancelled"),
-                outcome = read(&prepared, &env) => outcome,
-            };
-            call::scrub(&env, outcome)
-        })
+        Box::pin(async move { call::guarded(&env, read(&prepared, &env)).await })
     }
 }
 

@@ -53,14 +53,7 @@ impl Tool for WriteFile {
     }
 
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
-        Box::pin(async move {
-            let outcome = tokio::select! {
-                biased;
-                () = env.cancel.cancelled() => Outcome::failed("cancelled"),
-                outcome = write(&prepared, &env) => outcome,
-            };
-            call::scrub(&env, outcome)
-        })
+        Box::pin(async move { call::guarded(&env, write(&prepared, &env)).await })
     }
 }
 
