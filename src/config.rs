@@ -84,6 +84,17 @@ pub enum ProviderKind {
     Scripted,
 }
 
+/// How the scripted model picks the turn it plays.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Playback {
+    /// The turn numbered by the assistant messages already in the conversation.
+    #[default]
+    Conversation,
+    /// The next turn of the file, in the order requests arrive.
+    Sequential,
+}
+
 /// A model's price, per million tokens.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -116,6 +127,10 @@ pub struct ProviderConfig {
     pub models: Vec<String>,
     /// A script file, relative to `HERON_HOME` (`scripted` kind; the built-in demo otherwise).
     pub script: Option<PathBuf>,
+    /// How a script picks its turn (`scripted` kind): by conversation (default) or in
+    /// request order, shared by every provider playing the same file (recordings).
+    #[serde(default)]
+    pub playback: Playback,
     /// Reasoning effort levels the provider accepts, e.g. `["low", "medium", "high"]`.
     #[serde(default)]
     pub efforts: Vec<String>,
@@ -189,6 +204,7 @@ impl Config {
             api_key_env: None,
             models: vec!["demo".to_owned()],
             script: None,
+            playback: Playback::Conversation,
             efforts: Vec::new(),
             prices: BTreeMap::new(),
             context_window: Some(128_000),

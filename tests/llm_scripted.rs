@@ -234,3 +234,34 @@ async fn the_demo_script_parses_and_plays_its_three_turns() {
     assert!(third.iter().any(|e| matches!(e, ModelEvent::Usage { .. })));
     assert_eq!(third.last(), Some(&ModelEvent::Finish { reason: FinishReason::Stop }));
 }
+
+#[tokio::test]
+async fn text_given_as_a_list_streams_exactly_those_deltas() {
+    let provider = provider(r#"{"steps": [{"text": ["Hel", "lo wor", "ld"]}, {"thought": ["a b"]}]}"#);
+    let (events, error) = play(&provider, 0).await;
+    assert_eq!(error, None);
+    let deltas: Vec<&ModelEvent> = events
+        .iter()
+        .filter(|e| matches!(e, ModelEvent::TextDelta { .. } | ModelEvent::ThoughtDelta { .. }))
+        .collect();
+    assert_eq!(
+        deltas,
+        [
+            &ModelEvent::TextDelta { text: "Hel".into() },
+            &ModelEvent::TextDelta { text: "lo wor".into() },
+            &ModelEvent::TextDelta { text: "ld".into() },
+            &ModelEvent::ThoughtDelta { text: "a b".into() },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn sequential_playback_plays_turns_in_request_order_across_clones() {
+    let provider = provider("{\"steps\": [{\"text\": \"first\"}]}\n{\"steps\": [{\"text\": \"second\"}]}\n")
+        .sequential();
+    let clone = provider.clone();
+    // The conversation says "turn 5"; request order wins, and a clone shares the place.
+    assert_eq!(text_of(&play(&provider, 5).await.0), "first");
+    assert_eq!(text_of(&play(&clone, 0).await.0), "second");
+    assert!(text_of(&play(&provider, 0).await.0).contains("no more turns"));
+}

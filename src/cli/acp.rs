@@ -7,6 +7,7 @@ use clap::Args;
 use crate::acp::policy::agent_policy;
 use crate::acp::{HeronAgent, ManagerSlot};
 use crate::config::{Config, Home, Keys};
+use crate::conformance::record::{From, Recorder, Setup, TeeReader, TeeWriter};
 use crate::llm::registry::Providers;
 use crate::protocol::runtime::Side;
 use crate::protocol::serve::AgentService;
@@ -59,6 +60,11 @@ pub struct AcpArgs {
     /// Run the interactive provider setup instead of serving (the terminal auth method).
     #[arg(long)]
     pub setup: bool,
+
+    /// Record the session into FILE as a conformance transcript, model turns and workspace
+    /// files included; replay it with `heron conformance FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<std::path::PathBuf>,
 }
 
 impl Default for AcpArgs {
@@ -74,6 +80,7 @@ impl Default for AcpArgs {
             title: None,
             safe_mode: false,
             setup: false,
+            record: None,
         }
     }
 }
@@ -98,8 +105,13 @@ fn flags(args: &AcpArgs) -> Result<(Option<Posture>, Option<Preset>), AcpError> 
     Ok((ceiling, preset))
 }
 
-/// Builds the session manager from `HERON_HOME` and the flags.
-pub async fn manager(args: &AcpArgs, home: &Home) -> Result<Manager, AcpError> {
+/// Builds the session manager from `HERON_HOME` and the flags; a recorder sees its model
+/// requests and the files its tools use.
+pub async fn manager(
+    args: &AcpArgs,
+    home: &Home,
+    recorder: Option<Arc<Recorder>>,
+) -> Result<Manager, AcpError> {
     let config = Arc::new(Config::load(home)?);
     let keys = Arc::new(Keys::load(home)?);
     let store = Store::open(home.db_path()).await.map_err(|e| AcpError::Store(e.to_string()))?;
@@ -112,8 +124,13 @@ pub async fn manager(args: &AcpArgs, home: &Home) -> Result<Manager, AcpError> {
         permission_timeout: None,
         // Safe mode starts sessions read-only; the user can raise it (up to any ceiling).
         start_posture: args.safe_mode.then_some(Posture::ReadOnly),
+        witness: recorder.clone().map(|r| r as Arc<dyn crate::tools::FileWitness>),
     };
-    let providers = Arc::new(Providers::new(home.clone(), config, keys));
+    let mut providers = Providers::new(home.clone(), config, keys);
+    if let Some(recorder) = recorder {
+        providers = providers.with_tap(recorder);
+    }
+    let providers = Arc::new(providers);
     Ok(Manager::new(
         store,
         providers,
@@ -154,20 +171,79 @@ pub fn connection_options(args: &AcpArgs) -> Result<ConnectionOptions, AcpError>
     })
 }
 
-/// Serves ACP on the given streams until the input ends, with sessions under `home`.
+/// Serves ACP on the given streams until the input ends, with sessions under `home`; with
+/// `--record`, the session is recorded too.
 pub async fn serve<R, W>(reader: R, writer: W, args: &AcpArgs, home: &Home) -> Result<(), AcpError>
 where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
-    // Flags are checked before anything is served; the store and config are read in the
-    // background so `initialize` is answered at once.
     flags(args)?;
+    let Some(path) = &args.record else {
+        return serve_with(reader, writer, args, home, None).await;
+    };
+    let recorder = Arc::new(recorder(args, home, path)?);
+    let flushing = tokio::spawn(recorder.clone().keep_flushing());
+    let reader = TeeReader::new(reader, recorder.clone());
+    let writer = TeeWriter::new(writer, recorder.clone());
+    let served = serve_with(reader, writer, args, home, Some(recorder.clone())).await;
+    flushing.abort();
+    recorder.end_of(From::Agent);
+    if let Err(error) = recorder.flush() {
+        tracing::error!(path = %path.display(), %error, "cannot write the recording");
+    }
+    served
+}
+
+/// A recorder writing to `path`, which is written once at once so a bad path fails early.
+fn recorder(args: &AcpArgs, home: &Home, path: &std::path::Path) -> Result<Recorder, AcpError> {
+    let config = Config::load(home)?;
+    let keys = Keys::load(home)?;
+    let setup =
+        Setup::new(replay_args(args), &config, home.root().to_path_buf(), keys.all().cloned().collect());
+    let recorder = Recorder::new(path.to_path_buf(), setup);
+    recorder.flush().map_err(|e| AcpError::Usage(format!("--record {}: {e}", path.display())))?;
+    Ok(recorder)
+}
+
+/// The flags a recording replays with: those that shape behaviour, not where things are.
+fn replay_args(args: &AcpArgs) -> Vec<String> {
+    let mut replay = Vec::new();
+    let mut pair = |flag: &str, value: Option<&String>| {
+        if let Some(value) = value {
+            replay.extend([flag.to_owned(), value.clone()]);
+        }
+    };
+    pair("--model", args.model.as_ref());
+    pair("--preset", args.preset.as_ref().or(args.profile.as_ref()));
+    pair("--permission-mode", args.permission_mode.as_ref());
+    pair("--title", args.title.as_ref());
+    if args.max_line_bytes != DEFAULT_MAX_LINE {
+        replay.extend(["--max-line-bytes".to_owned(), args.max_line_bytes.to_string()]);
+    }
+    if args.safe_mode {
+        replay.push("--safe-mode".to_owned());
+    }
+    replay
+}
+
+async fn serve_with<R, W>(
+    reader: R,
+    writer: W,
+    args: &AcpArgs,
+    home: &Home,
+    recorder: Option<Arc<Recorder>>,
+) -> Result<(), AcpError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    // The store and config are read in the background so `initialize` is answered at once.
     let (fill, slot) = ManagerSlot::new();
     let building = {
         let (args, home) = (args.clone(), home.clone());
         tokio::spawn(async move {
-            let built = manager(&args, &home).await.map(Arc::new).map_err(|e| e.to_string());
+            let built = manager(&args, &home, recorder).await.map(Arc::new).map_err(|e| e.to_string());
             if let Err(reason) = &built {
                 tracing::error!(%reason, "heron cannot use HERON_HOME");
             }

@@ -4,32 +4,81 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// What a scenario needs before the agent starts: its first JSON line.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Header {
     /// What the scenario shows, in a sentence.
     pub scenario: String,
     /// Arguments after `heron acp --validate` (ignored for other agents). `$WS` and `$HOME`
     /// are replaced by the workspace and HERON_HOME paths.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// Scripted model turns, one JSON object each; written to `HERON_HOME/script.jsonl` and
-    /// served as the model `script/m`.
-    #[serde(default)]
+    /// served as the model `script/m`, or under the names in `providers`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub script: Vec<Value>,
-    /// More `config.toml` text, appended after the scripted provider.
-    #[serde(default)]
+    /// Providers the script plays as, in request order (a recording keeps the provider and
+    /// model names the session saw); when given, there is no `script/m`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub providers: BTreeMap<String, ScriptedAs>,
+    /// More `config.toml` text, appended after the scripted providers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
     /// Files to create in the workspace: relative path to text.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
     /// How long to wait for each expected message, in milliseconds (default 10 000).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+}
+
+/// A provider the scenario's script plays as: the names and settings the editor sees.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedAs {
+    /// Its model names.
+    pub models: Vec<String>,
+    /// Its reasoning effort levels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub efforts: Vec<String>,
+    /// Prices by model name: input and output per million tokens, and the currency.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub prices: BTreeMap<String, (f64, f64, String)>,
+    /// The context window in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+}
+
+impl ScriptedAs {
+    /// The `config.toml` table of provider `name`, playing `script.jsonl` in request order.
+    pub fn toml(&self, name: &str) -> String {
+        let quote = |text: &str| serde_json::Value::String(text.to_owned()).to_string();
+        let list = |items: &[String]| items.iter().map(|i| quote(i)).collect::<Vec<_>>().join(", ");
+        let mut table = format!(
+            "[providers.{}]\nkind = \"scripted\"\nscript = \"script.jsonl\"\nplayback = \"sequential\"\nmodels = [{}]\n",
+            quote(name),
+            list(&self.models)
+        );
+        if !self.efforts.is_empty() {
+            table.push_str(&format!("efforts = [{}]\n", list(&self.efforts)));
+        }
+        if let Some(size) = self.context_window {
+            table.push_str(&format!("context_window = {size}\n"));
+        }
+        for (model, (input, output, currency)) in &self.prices {
+            table.push_str(&format!(
+                "[providers.{}.prices.{}]\ninput = {input:?}\noutput = {output:?}\ncurrency = {}\n",
+                quote(name),
+                quote(model),
+                quote(currency)
+            ));
+        }
+        table
+    }
 }
 
 /// One expected message: a pattern, possibly standing for a run of one or more messages.

@@ -38,6 +38,11 @@ impl Bindings {
         self.0.get(name)
     }
 
+    /// Binds `name` (without `$`) to `value`.
+    pub fn bind(&mut self, name: &str, value: Value) {
+        self.0.insert(name.to_owned(), value);
+    }
+
     /// The name bound to this string value, for turning actual values back into placeholders.
     /// Only values long enough not to be a coincidence (generated ids) qualify.
     fn name_of(&self, text: &str) -> Option<&str> {
@@ -233,6 +238,28 @@ fn looks_generated(text: &str) -> bool {
             .all(|(p, n)| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
+/// `text` with UUID-like ids inside it (file names, paths) replaced by `[..]`.
+fn mask_embedded_ids(text: &str) -> String {
+    const LEN: usize = 36;
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let window = text.get(at..at + LEN).filter(|w| looks_generated(w));
+        match window {
+            Some(_) => {
+                out.push_str(ANY_SUBSTRING);
+                at += LEN;
+            }
+            None => {
+                let next = text[at..].chars().next().map_or(1, char::len_utf8);
+                out.push_str(&text[at..at + next]);
+                at += next;
+            }
+        }
+    }
+    out
+}
+
 /// Whether a string looks like a timestamp (`2025-01-31T12:00:00...`).
 fn looks_like_time(text: &str) -> bool {
     let bytes = text.as_bytes();
@@ -275,14 +302,7 @@ fn generalize_at(actual: &Value, key: Option<&str>, paths: &Paths, bindings: &mu
             if looks_like_time(text) {
                 return Value::String("$ANY_STRING".to_owned());
             }
-            let mut text = text.clone();
-            if !paths.ws.is_empty() {
-                text = text.replace(&paths.ws, "$WS");
-            }
-            if !paths.home.is_empty() {
-                text = text.replace(&paths.home, "$HOME");
-            }
-            Value::String(text)
+            Value::String(mask_embedded_ids(&replace_paths(text, paths)))
         }
         Value::Array(items) => {
             Value::Array(items.iter().map(|v| generalize_at(v, key, paths, bindings)).collect())
@@ -292,6 +312,39 @@ fn generalize_at(actual: &Value, key: Option<&str>, paths: &Paths, bindings: &mu
         ),
         other => other.clone(),
     }
+}
+
+/// A message the client sent, turned into a send line: values bound to a `$name` become
+/// it again, paths `$WS`/`$HOME`. Nothing new is bound: a send can only use what the agent
+/// said before it.
+pub fn generalize_sent(message: &Value, paths: &Paths, bindings: &Bindings) -> Value {
+    match message {
+        Value::String(text) => match bindings.name_of(text) {
+            Some(name) => Value::String(format!("${name}")),
+            None => Value::String(replace_paths(text, paths)),
+        },
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| generalize_sent(v, paths, bindings)).collect())
+        }
+        Value::Object(members) => Value::Object(
+            members.iter().map(|(k, v)| (k.clone(), generalize_sent(v, paths, bindings))).collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// `text` with the workspace and home paths replaced by `$WS` and `$HOME`.
+fn replace_paths(text: &str, paths: &Paths) -> String {
+    let mut text = text.to_owned();
+    // The longer path first, in case one holds the other.
+    let mut pairs = [(&paths.ws, "$WS"), (&paths.home, "$HOME")];
+    pairs.sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
+    for (path, name) in pairs {
+        if !path.is_empty() {
+            text = text.replace(path.as_str(), name);
+        }
+    }
+    text
 }
 
 /// A new pattern for `actual` that keeps the old pattern's placeholders wherever they still

@@ -1,10 +1,11 @@
 //! Conformance transcripts: a readable NDJSON format for ACP exchanges (`format`), a matcher
-//! that survives harmless change (`matcher`), and a runner that replays a transcript against
-//! Heron or any other agent command (`runner`). The format is documented in
-//! `conformance/README.md`.
+//! that survives harmless change (`matcher`), a runner that replays a transcript against
+//! Heron or any other agent command (`runner`) and the recorder behind `heron acp --record`
+//! (`record`). The format is documented in `conformance/README.md`.
 
 pub mod format;
 pub mod matcher;
+pub mod record;
 pub mod runner;
 
 pub use format::{Header, Item, Scenario};

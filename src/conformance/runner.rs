@@ -173,20 +173,26 @@ impl Sandbox {
             root,
         };
         let mut config = String::new();
-        if !header.script.is_empty() {
+        // Top-level keys go before the first table, or TOML reads them into that table.
+        if let Some(extra) = &header.config {
+            config.push_str(extra);
+            config.push('\n');
+        }
+        if !header.script.is_empty() || !header.providers.is_empty() {
             let mut script = String::new();
             for turn in &header.script {
                 script.push_str(&turn.to_string());
                 script.push('\n');
             }
             std::fs::write(sandbox.home().join("script.jsonl"), script)?;
+        }
+        if header.providers.is_empty() && !header.script.is_empty() {
             config.push_str(
                 "[providers.script]\nkind = \"scripted\"\nmodels = [\"m\"]\nscript = \"script.jsonl\"\n",
             );
         }
-        if let Some(extra) = &header.config {
-            config.push_str(extra);
-            config.push('\n');
+        for (name, provider) in &header.providers {
+            config.push_str(&provider.toml(name));
         }
         if !config.is_empty() {
             std::fs::write(sandbox.home().join("config.toml"), config)?;

@@ -6,6 +6,7 @@ mod driven;
 pub mod openai;
 pub mod registry;
 pub mod scripted;
+pub mod tap;
 
 use std::pin::Pin;
 

@@ -2,13 +2,15 @@
 //! `.env`, once per provider, and says plainly why a model cannot be used.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::openai::{OpenAiConfig, OpenAiProvider};
 use super::scripted::ScriptedProvider;
+use super::tap::{ModelTap, Tapped};
 use super::{Provider, ProviderError};
-use crate::config::{Config, Home, Keys, ProviderKind};
+use crate::config::{Config, Home, Keys, Playback, ProviderKind};
 
 /// Why a model cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,6 +64,10 @@ pub struct Providers {
     config: Arc<Config>,
     keys: Arc<Keys>,
     built: Mutex<HashMap<String, Arc<dyn Provider>>>,
+    /// Scripts played in request order, by file: every provider playing one shares its place.
+    sequential: Mutex<HashMap<PathBuf, ScriptedProvider>>,
+    /// Sees every model request, when a session is being recorded.
+    tap: Option<Arc<dyn ModelTap>>,
 }
 
 impl std::fmt::Debug for Providers {
@@ -73,7 +79,19 @@ impl std::fmt::Debug for Providers {
 impl Providers {
     /// Providers from a loaded config and keys.
     pub fn new(home: Home, config: Arc<Config>, keys: Arc<Keys>) -> Self {
-        Self { home, config, keys, built: Mutex::new(HashMap::new()) }
+        Self {
+            home,
+            config,
+            keys,
+            built: Mutex::new(HashMap::new()),
+            sequential: Mutex::new(HashMap::new()),
+            tap: None,
+        }
+    }
+
+    /// The same providers, with every model request shown to `tap`.
+    pub fn with_tap(self, tap: Arc<dyn ModelTap>) -> Self {
+        Self { tap: Some(tap), ..self }
     }
 
     /// Heron's home.
@@ -119,6 +137,10 @@ impl Providers {
                     provider: resolved.provider.to_owned(),
                     reason: crate::secret::redact(&reason.to_string(), self.keys.all()),
                 })?;
+                let provider = match &self.tap {
+                    Some(tap) => Arc::new(Tapped::new(provider, tap.clone())),
+                    None => provider,
+                };
                 built.insert(resolved.provider.to_owned(), provider.clone());
                 provider
             }
@@ -136,10 +158,24 @@ impl Providers {
             return Err(ProviderError::Protocol(format!("no provider `{name}`")));
         };
         match config.kind {
-            ProviderKind::Scripted => match &config.script {
-                Some(path) => Ok(Arc::new(ScriptedProvider::from_path(&self.home.root().join(path))?)),
-                None => Ok(Arc::new(ScriptedProvider::demo())),
-            },
+            ProviderKind::Scripted => {
+                let Some(path) = config.script.as_ref().map(|p| self.home.root().join(p)) else {
+                    return Ok(Arc::new(ScriptedProvider::demo()));
+                };
+                if config.playback == Playback::Conversation {
+                    return Ok(Arc::new(ScriptedProvider::from_path(&path)?));
+                }
+                let mut shared = self.sequential.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let provider = match shared.get(&path) {
+                    Some(provider) => provider.clone(),
+                    None => {
+                        let provider = ScriptedProvider::from_path(&path)?.sequential();
+                        shared.insert(path, provider.clone());
+                        provider
+                    }
+                };
+                Ok(Arc::new(provider))
+            }
             ProviderKind::Openai => {
                 let api_key = config.api_key_env.as_ref().and_then(|k| self.keys.get(k)).cloned();
                 let provider = OpenAiProvider::new(OpenAiConfig {
@@ -153,5 +189,52 @@ impl Providers {
                 Ok(Arc::new(provider))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::StreamExt;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::llm::{ModelEvent, ModelRequest};
+
+    async fn text(providers: &Providers, model: &str) -> String {
+        let resolved = providers.resolve(model).expect("resolves");
+        let request = ModelRequest {
+            model: resolved.model,
+            messages: Vec::new(),
+            tools: Vec::new(),
+            effort: None,
+            max_tokens: None,
+        };
+        let mut stream = resolved.provider.stream(request, CancellationToken::new());
+        let mut text = String::new();
+        while let Some(Ok(event)) = stream.next().await {
+            if let ModelEvent::TextDelta { text: piece } = event {
+                text.push_str(&piece);
+            }
+        }
+        text
+    }
+
+    #[tokio::test]
+    async fn providers_playing_one_script_in_request_order_share_their_place() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("s.jsonl"),
+            "{\"steps\": [{\"text\": \"one\"}]}\n{\"steps\": [{\"text\": \"two\"}]}\n",
+        )
+        .expect("script");
+        let table = |name: &str| {
+            format!(
+                "[providers.{name}]\nkind = \"scripted\"\nscript = \"s.jsonl\"\nplayback = \"sequential\"\nmodels = [\"m\"]\n"
+            )
+        };
+        let config = Config::parse(&format!("{}{}", table("a"), table("b"))).expect("config");
+        let providers = Providers::new(Home::at(dir.path()), Arc::new(config), Arc::new(Keys::default()));
+        assert_eq!(text(&providers, "a/m").await, "one");
+        assert_eq!(text(&providers, "b/m").await, "two");
     }
 }

@@ -1,16 +1,20 @@
-//! The scripted provider: a deterministic, offline model that plays a [`Script`]. It is
-//! stateless: the turn it plays is the number of assistant messages in the request, so
-//! the same conversation always gets the same answer. Used by tests, demos and editor
-//! developers testing their clients; the format is in `docs/scripted-provider.md`.
+//! The scripted provider: a deterministic, offline model that plays a [`Script`]. By
+//! default it is stateless: the turn it plays is the number of assistant messages in the
+//! request, so the same conversation always gets the same answer. A recorded session plays
+//! its turns in request order instead (`playback = "sequential"`). Used by tests, demos,
+//! recordings and editor developers testing their clients; the format is in
+//! `docs/scripted-provider.md`.
 
 mod script;
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-pub use self::script::{Script, ScriptError, ScriptedCall, ScriptedUsage, Step, Turn, word_deltas};
+pub use self::script::{Deltas, Script, ScriptError, ScriptedCall, ScriptedUsage, Step, Turn, word_deltas};
 use super::driven::{Emitter, drive};
 use super::{
     ChatMessage, FinishReason, ModelEvent, ModelRequest, ModelStream, Provider, ProviderError,
@@ -32,12 +36,20 @@ pub const DEMO_SCRIPT: &str = r##"# Heron's built-in demo: one model turn per li
 #[derive(Debug, Clone)]
 pub struct ScriptedProvider {
     script: Script,
+    /// The next turn, when turns play in request order rather than by conversation.
+    next: Option<Arc<AtomicUsize>>,
 }
 
 impl ScriptedProvider {
     /// A provider playing `script`.
     pub fn new(script: Script) -> Self {
-        Self { script }
+        Self { script, next: None }
+    }
+
+    /// The same script played in request order: the first request plays turn 0, the
+    /// second turn 1, whatever the conversation holds. Clones share the position.
+    pub fn sequential(self) -> Self {
+        Self { next: Some(Arc::new(AtomicUsize::new(0))), ..self }
     }
 
     /// A provider playing the built-in [`DEMO_SCRIPT`].
@@ -45,12 +57,12 @@ impl ScriptedProvider {
         // The demo is a constant checked by the tests, so it always parses; an empty script
         // is still a working model should that ever break.
         let script = Script::parse(DEMO_SCRIPT).unwrap_or_else(|_| Script::from_turns(Vec::new()));
-        Self { script }
+        Self::new(script)
     }
 
     /// A provider playing the script in the file at `path`.
     pub fn from_path(path: &Path) -> Result<Self, ScriptError> {
-        Ok(Self { script: Script::from_path(path)? })
+        Ok(Self::new(Script::from_path(path)?))
     }
 
     /// The script it plays.
@@ -67,7 +79,10 @@ impl From<ScriptError> for ProviderError {
 
 impl Provider for ScriptedProvider {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let index = request.messages.iter().filter(|m| matches!(m, ChatMessage::Assistant { .. })).count();
+        let index = match &self.next {
+            Some(next) => next.fetch_add(1, Ordering::Relaxed),
+            None => request.messages.iter().filter(|m| matches!(m, ChatMessage::Assistant { .. })).count(),
+        };
         let turn = self.script.turns().get(index).cloned();
         let total = self.script.turns().len();
         drive(cancel, move |emit| async move {
@@ -76,7 +91,7 @@ impl Provider for ScriptedProvider {
                 Some(turn) => play(index, turn, &emit).await,
                 None => {
                     let text = format!("The script has no more turns (it has {total}); nothing more to say.");
-                    stream_text(&text, &emit, |text| ModelEvent::TextDelta { text }).await;
+                    stream_text(&Deltas::Words(text), &emit, |text| ModelEvent::TextDelta { text }).await;
                     emit.emit(ModelEvent::Finish { reason: FinishReason::Stop }).await;
                     Ok(())
                 }
@@ -116,8 +131,8 @@ async fn play(index: usize, turn: Turn, emit: &Emitter) -> Result<(), ProviderEr
     Ok(())
 }
 
-async fn stream_text(text: &str, emit: &Emitter, event: impl Fn(String) -> ModelEvent) {
-    for piece in word_deltas(text) {
+async fn stream_text(text: &Deltas, emit: &Emitter, event: impl Fn(String) -> ModelEvent) {
+    for piece in text.pieces() {
         emit.emit(event(piece.to_owned())).await;
     }
 }

@@ -64,6 +64,8 @@ pub struct ManagerOptions {
     pub permission_timeout: Option<std::time::Duration>,
     /// The posture new sessions start in (else the ceiling, else `ask`).
     pub start_posture: Option<Posture>,
+    /// Sees the files tools use (`heron acp --record`).
+    pub witness: Option<Arc<dyn crate::tools::FileWitness>>,
 }
 
 /// Where a session is opened.
@@ -195,6 +197,7 @@ impl Manager {
             permission_timeout: self.options.permission_timeout.unwrap_or_else(|| {
                 std::time::Duration::from_secs(self.providers.config().permission_timeout_s.unwrap_or(120))
             }),
+            witness: self.options.witness.clone(),
         };
         let session = Session::spawn(record.id.clone(), state, history, context, self.choices(), editor);
         self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(record.id.clone(), session.clone());

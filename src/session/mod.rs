@@ -129,6 +129,7 @@ struct ActorContext {
     tools: Arc<Registry>,
     transcripts: PathBuf,
     permission_timeout: std::time::Duration,
+    witness: Option<Arc<dyn crate::tools::FileWitness>>,
 }
 
 impl Session {
@@ -306,6 +307,7 @@ async fn run_job(
             editor: session.editor(),
             secrets,
             progress: crate::tools::Progress::default(),
+            witness: context.witness.clone(),
         },
         approvals: session.approvals.clone(),
         permission_timeout: context.permission_timeout,

@@ -58,6 +58,7 @@ async fn read_disk(path: &Path) -> Result<OnDisk, String> {
 /// Reads a file for showing: through the editor when it reads files and the disk copy is
 /// UTF-8 or missing; locally otherwise (Latin-1 decoded). `Ok(None)` when it does not exist.
 pub(crate) async fn read_for_view(env: &ToolEnv, path: &Path) -> Result<Option<Decoded>, String> {
+    env.witness(path);
     let disk = read_disk(path).await?;
     let editor_may_read = match &disk {
         OnDisk::Missing => true,
@@ -89,6 +90,7 @@ pub(crate) async fn read_for_view(env: &ToolEnv, path: &Path) -> Result<Option<D
 /// Reads a file about to be changed and decides where the change goes: the editor when it
 /// writes files and the disk copy is UTF-8 without a BOM (or missing); locally otherwise.
 pub(crate) async fn read_for_change(env: &ToolEnv, path: &Path) -> Result<Loaded, String> {
+    env.witness(path);
     let disk = read_disk(path).await?;
     let via_editor = env.editor.writes_files()
         && match &disk {

@@ -111,12 +111,13 @@ async fn search(prepared: Prepared, env: ToolEnv) -> Outcome {
     if !root.exists() {
         return Outcome::failed(format!("{} does not exist", root.display()));
     }
-    let cancel = env.cancel.clone();
+    let (cancel, witness) = (env.cancel.clone(), env.witness.clone());
     let cwd = call::resolve(&env, ".");
     let searched = tokio::task::spawn_blocking(move || {
         let mut found = Found::default();
-        let finished =
-            walk::files(&root, filter.as_ref(), &cancel, |path| search_file(&regex, &cwd, path, &mut found));
+        let finished = walk::files(&root, filter.as_ref(), &cancel, witness.as_deref(), |path| {
+            search_file(&regex, &cwd, path, &mut found)
+        });
         (found, finished)
     })
     .await;

@@ -87,12 +87,12 @@ async fn list(prepared: Prepared, env: ToolEnv) -> Outcome {
     if !root.exists() {
         return Outcome::failed(format!("{} does not exist", root.display()));
     }
-    let cancel = env.cancel.clone();
+    let (cancel, witness) = (env.cancel.clone(), env.witness.clone());
     let cwd = call::resolve(&env, ".");
     let walked = tokio::task::spawn_blocking(move || {
         let mut found = Vec::new();
         let mut more = false;
-        let finished = walk::files(&root, filter.as_ref(), &cancel, |path| {
+        let finished = walk::files(&root, filter.as_ref(), &cancel, witness.as_deref(), |path| {
             if found.len() == MAX_FILES {
                 more = true;
                 return ControlFlow::Break(());

@@ -46,6 +46,24 @@ pub struct ToolEnv {
     pub secrets: Arc<Vec<crate::secret::Secret>>,
     /// Where a running call shows its progress.
     pub progress: Progress,
+    /// Sees the files tools are about to use, when someone is watching (`--record`).
+    pub witness: Option<Arc<dyn FileWitness>>,
+}
+
+/// Sees each file a tool is about to read, search or change, before it does. Used by
+/// `heron acp --record` to keep the workspace a recorded session started from.
+pub trait FileWitness: Send + Sync + std::fmt::Debug + 'static {
+    /// `path` (absolute) is about to be used; it may not exist.
+    fn before_use(&self, path: &std::path::Path);
+}
+
+impl ToolEnv {
+    /// Tells the witness, if any, that `path` is about to be used.
+    pub fn witness(&self, path: &std::path::Path) {
+        if let Some(witness) = &self.witness {
+            witness.before_use(path);
+        }
+    }
 }
 
 /// A running call's line to the editor: output shown before the call ends, and a barrier

@@ -8,6 +8,8 @@ use std::path::Path;
 use globset::{Glob, GlobMatcher};
 use tokio_util::sync::CancellationToken;
 
+use super::FileWitness;
+
 /// Compiles a glob pattern; the `Err` is a message for the model.
 pub(crate) fn glob(pattern: &str) -> Result<GlobMatcher, String> {
     Glob::new(pattern)
@@ -17,11 +19,12 @@ pub(crate) fn glob(pattern: &str) -> Result<GlobMatcher, String> {
 
 /// Calls `visit` with every file under `root` (or `root` itself when it is a file) whose
 /// path relative to `root` matches `filter`, in sorted order, until `visit` breaks or
-/// `cancel` fires. Returns `false` when cancelled.
+/// `cancel` fires; `witness` sees each file first. Returns `false` when cancelled.
 pub(crate) fn files(
     root: &Path,
     filter: Option<&GlobMatcher>,
     cancel: &CancellationToken,
+    witness: Option<&dyn FileWitness>,
     mut visit: impl FnMut(&Path) -> ControlFlow<()>,
 ) -> bool {
     let walker = ignore::WalkBuilder::new(root)
@@ -50,6 +53,9 @@ pub(crate) fn files(
             if !filter.is_match(name) {
                 continue;
             }
+        }
+        if let Some(witness) = witness {
+            witness.before_use(path);
         }
         if visit(path).is_break() {
             break;

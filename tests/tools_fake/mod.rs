@@ -228,6 +228,7 @@ impl Dirs {
             editor,
             secrets: Arc::new(Vec::new()),
             progress: Default::default(),
+            witness: None,
         }
     }
 }

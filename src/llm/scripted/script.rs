@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::str::FromStr;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::llm::{FinishReason, Usage};
@@ -18,7 +18,7 @@ pub struct Script {
 }
 
 /// One model turn: what it streams, then why it stops.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Turn {
     /// What the turn does, in order.
@@ -26,18 +26,18 @@ pub struct Turn {
     pub steps: Vec<Step>,
     /// Why the turn stops; by default `refusal` after a `refuse` step, `tool_calls` when
     /// the turn made tool calls, else `stop`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish: Option<FinishReason>,
 }
 
 /// One step of a turn. On the wire, an object with exactly one key.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Step {
-    /// Reasoning, streamed as several deltas.
-    Thought(String),
-    /// Visible text, streamed as several deltas.
-    Text(String),
+    /// Reasoning, streamed as deltas.
+    Thought(Deltas),
+    /// Visible text, streamed as deltas.
+    Text(Deltas),
     /// A tool call.
     ToolCall(ScriptedCall),
     /// Token usage to report.
@@ -50,18 +50,45 @@ pub enum Step {
     Refuse(bool),
 }
 
+/// Streamed text: a string split into word-sized deltas, or the exact deltas (what a
+/// recording keeps, so the editor sees the chunks the real model sent).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum Deltas {
+    /// Split on word boundaries.
+    Words(String),
+    /// Sent as these deltas, one by one.
+    Exact(Vec<String>),
+}
+
+impl Deltas {
+    /// The deltas to stream, in order.
+    pub fn pieces(&self) -> Vec<&str> {
+        match self {
+            Deltas::Words(text) => word_deltas(text),
+            Deltas::Exact(pieces) => pieces.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+impl From<&str> for Deltas {
+    fn from(text: &str) -> Self {
+        Deltas::Words(text.to_owned())
+    }
+}
+
 /// A scripted tool call.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedCall {
     /// The tool's name.
     pub name: String,
     /// The arguments: a JSON value, sent as its JSON text, or a string, sent as it is
     /// (which lets a script send arguments that are not valid JSON). `{}` when absent.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Value>,
     /// The call's id; `call_<turn>_<n>` when absent (both counted from 0).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
 }
 
@@ -77,7 +104,7 @@ impl ScriptedCall {
 }
 
 /// Scripted token counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedUsage {
     /// Input tokens.
@@ -87,11 +114,26 @@ pub struct ScriptedUsage {
     #[serde(default)]
     pub output: u64,
     /// Cached input tokens.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub cached: u64,
     /// Reasoning tokens.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub reasoning: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl From<Usage> for ScriptedUsage {
+    fn from(usage: Usage) -> Self {
+        ScriptedUsage {
+            input: usage.input_tokens,
+            output: usage.output_tokens,
+            cached: usage.cached_input_tokens,
+            reasoning: usage.reasoning_tokens,
+        }
+    }
 }
 
 impl From<ScriptedUsage> for Usage {

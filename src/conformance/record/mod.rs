@@ -1,0 +1,289 @@
+//! `heron acp --record FILE`: keeps a real editor session as a conformance transcript. The
+//! recorder sees the bytes on stdin and stdout ([`tee`]), every model request's events (a
+//! [`ModelTap`]) and each workspace file before a tool first uses it (a [`FileWitness`]);
+//! [`transcript`] turns that into a scenario that replays on the scripted model. The file
+//! is rewritten while the session runs, so an editor that kills the agent loses at most the
+//! last moment.
+
+mod tee;
+mod transcript;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub use self::tee::{TeeReader, TeeWriter};
+pub use self::transcript::turn_of;
+use super::format::ScriptedAs;
+use crate::config::Config;
+use crate::llm::ModelEvent;
+use crate::llm::scripted::Turn;
+use crate::llm::tap::{ModelTap, TapEnd};
+use crate::secret::Secret;
+use crate::tools::FileWitness;
+
+/// A workspace file larger than this is left out of the recording.
+const MAX_FILE: u64 = 256 * 1024;
+/// The workspace files of one recording, together, stay under this.
+const MAX_FILES_TOTAL: usize = 4 * 1024 * 1024;
+/// How often the transcript is rewritten while the session runs.
+const FLUSH_EVERY: Duration = Duration::from_millis(500);
+
+/// Which side sent a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum From {
+    /// The editor (stdin).
+    Client,
+    /// Heron (stdout).
+    Agent,
+}
+
+/// What the recording starts from: the agent's flags and configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// `heron acp` arguments to replay with (not `--record`, `--validate` or `--cwd`).
+    pub args: Vec<String>,
+    /// The providers the session could choose from, as the script will play them.
+    pub providers: BTreeMap<String, ScriptedAs>,
+    /// Top-level `config.toml` settings that change behaviour.
+    pub config: Option<String>,
+    /// HERON_HOME, written `$HOME`.
+    pub home: PathBuf,
+    /// Values never to write down (API keys).
+    pub secrets: Vec<Secret>,
+}
+
+impl Setup {
+    /// The setup of an agent with `args` over `config`.
+    pub fn new(args: Vec<String>, config: &Config, home: PathBuf, secrets: Vec<Secret>) -> Self {
+        let providers = config
+            .providers
+            .iter()
+            .map(|(name, p)| {
+                let scripted = ScriptedAs {
+                    models: p.models.clone(),
+                    efforts: p.efforts.clone(),
+                    prices: p
+                        .prices
+                        .iter()
+                        .map(|(m, price)| (m.clone(), (price.input, price.output, price.currency.clone())))
+                        .collect(),
+                    context_window: p.context_window,
+                };
+                (name.clone(), scripted)
+            })
+            .collect();
+        let mut settings = Vec::new();
+        if let Some(model) = &config.default_model {
+            settings.push(format!("default_model = {}", Value::String(model.clone())));
+        }
+        if let Some(seconds) = config.permission_timeout_s {
+            settings.push(format!("permission_timeout_s = {seconds}"));
+        }
+        if let Some(requests) = config.max_turn_requests {
+            settings.push(format!("max_turn_requests = {requests}"));
+        }
+        let config = (!settings.is_empty()).then(|| settings.join("\n"));
+        Self { args, providers, config, home, secrets }
+    }
+}
+
+/// One line that crossed stdio.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    /// Who sent it.
+    pub from: From,
+    /// Its text, without the newline, secrets redacted.
+    pub text: String,
+}
+
+/// Everything seen so far.
+#[derive(Debug, Default)]
+struct Seen {
+    lines: Vec<Line>,
+    partial_in: Vec<u8>,
+    partial_out: Vec<u8>,
+    /// Model requests in the order they started; `None` while one still streams.
+    turns: Vec<Option<Turn>>,
+    /// The first session's working directory, as given and resolved.
+    workspace: Option<(PathBuf, PathBuf)>,
+    /// Workspace files as first used: relative path to text (`None`: it did not exist).
+    files: BTreeMap<String, Option<String>>,
+    files_bytes: usize,
+    notes: Vec<String>,
+}
+
+/// A session being recorded. Shared by the stdio adapters, the model tap, the file
+/// witness and the task that writes the file.
+#[derive(Debug)]
+pub struct Recorder {
+    path: PathBuf,
+    setup: Setup,
+    seen: Mutex<Seen>,
+    dirty: AtomicBool,
+}
+
+impl Recorder {
+    /// A recorder that writes to `path`.
+    pub fn new(path: PathBuf, setup: Setup) -> Self {
+        Self { path, setup, seen: Mutex::new(Seen::default()), dirty: AtomicBool::new(true) }
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Bytes that crossed stdio from `from`.
+    pub fn bytes(&self, from: From, bytes: &[u8]) {
+        let mut seen = self.seen();
+        let partial = match from {
+            From::Client => &mut seen.partial_in,
+            From::Agent => &mut seen.partial_out,
+        };
+        partial.extend_from_slice(bytes);
+        let mut complete = Vec::new();
+        while let Some(end) = partial.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = partial.drain(..=end).collect();
+            complete.push(line);
+        }
+        for mut line in complete {
+            line.pop();
+            self.push_line(&mut seen, from, &line);
+        }
+    }
+
+    /// The stream from `from` ended: a last line without a newline still counts.
+    pub fn end_of(&self, from: From) {
+        let mut seen = self.seen();
+        let partial = match from {
+            From::Client => std::mem::take(&mut seen.partial_in),
+            From::Agent => std::mem::take(&mut seen.partial_out),
+        };
+        if !partial.is_empty() {
+            self.push_line(&mut seen, from, &partial);
+        }
+    }
+
+    fn push_line(&self, seen: &mut Seen, from: From, line: &[u8]) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let text = crate::secret::redact(&String::from_utf8_lossy(line), &self.setup.secrets);
+        if from == From::Client && seen.workspace.is_none() {
+            seen.workspace = session_cwd(&text).map(|cwd| {
+                let resolved = std::fs::canonicalize(&cwd).unwrap_or_else(|_| cwd.clone());
+                (cwd, resolved)
+            });
+        }
+        seen.lines.push(Line { from, text });
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+
+    /// The transcript as it stands.
+    pub fn transcript(&self) -> String {
+        let seen = self.seen();
+        transcript::write(&self.setup, &seen)
+    }
+
+    /// Writes the transcript (to a temporary file renamed over the old one, so a reader
+    /// never sees half of it).
+    pub fn flush(&self) -> std::io::Result<()> {
+        self.dirty.store(false, Ordering::Relaxed);
+        let text = self.transcript();
+        let mut temporary = self.path.clone().into_os_string();
+        temporary.push(".partial");
+        let temporary = PathBuf::from(temporary);
+        std::fs::write(&temporary, text)?;
+        std::fs::rename(&temporary, &self.path)
+    }
+
+    /// Rewrites the file whenever something new was seen, until the task is dropped.
+    pub async fn keep_flushing(self: std::sync::Arc<Self>) {
+        let mut warned = false;
+        loop {
+            tokio::time::sleep(FLUSH_EVERY).await;
+            if self.dirty.load(Ordering::Relaxed)
+                && let Err(error) = self.flush()
+                && !warned
+            {
+                warned = true;
+                tracing::warn!(path = %self.path.display(), %error, "cannot write the recording");
+            }
+        }
+    }
+}
+
+/// The `cwd` of a `session/new`, `session/load`, `session/resume` or `session/fork` line.
+fn session_cwd(text: &str) -> Option<PathBuf> {
+    if !text.contains("\"cwd\"") {
+        return None;
+    }
+    let message: Value = serde_json::from_str(text).ok()?;
+    let method = message.get("method")?.as_str()?;
+    if !matches!(method, "session/new" | "session/load" | "session/resume" | "session/fork") {
+        return None;
+    }
+    let cwd = PathBuf::from(message.pointer("/params/cwd")?.as_str()?);
+    cwd.is_absolute().then_some(cwd)
+}
+
+impl ModelTap for Recorder {
+    fn begin(&self) -> usize {
+        let mut seen = self.seen();
+        seen.turns.push(None);
+        seen.turns.len() - 1
+    }
+
+    fn end(&self, index: usize, events: Vec<ModelEvent>, end: TapEnd) {
+        let (turn, note) = turn_of(&events, &end);
+        let mut seen = self.seen();
+        if let Some(slot) = seen.turns.get_mut(index) {
+            *slot = Some(turn);
+        }
+        if let Some(note) = note {
+            seen.notes.push(format!("model request {index}: {note}"));
+        }
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+}
+
+impl FileWitness for Recorder {
+    fn before_use(&self, path: &Path) {
+        let mut seen = self.seen();
+        let Some((given, resolved)) = &seen.workspace else { return };
+        let Some(relative) = path.strip_prefix(resolved).or_else(|_| path.strip_prefix(given)).ok() else {
+            return;
+        };
+        let Some(relative) = relative.to_str().map(str::to_owned).filter(|r| !r.is_empty()) else { return };
+        if seen.files.contains_key(&relative) {
+            return;
+        }
+        let kept = match std::fs::metadata(path) {
+            Err(_) => None,
+            Ok(meta) if !meta.is_file() => return,
+            Ok(meta) if meta.len() > MAX_FILE => {
+                seen.notes.push(format!("{relative} is left out: it is {} bytes", meta.len()));
+                None
+            }
+            Ok(_) => match std::fs::read(path).map(String::from_utf8) {
+                Ok(Ok(text)) if seen.files_bytes + text.len() <= MAX_FILES_TOTAL => Some(text),
+                Ok(Ok(_)) => {
+                    seen.notes.push(format!("{relative} is left out: the recording holds enough files"));
+                    None
+                }
+                _ => {
+                    seen.notes.push(format!("{relative} is left out: it is not UTF-8 text"));
+                    None
+                }
+            },
+        };
+        let kept = kept.map(|text| crate::secret::redact(&text, &self.setup.secrets));
+        seen.files_bytes += kept.as_ref().map_or(0, String::len);
+        seen.files.insert(relative, kept);
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+}

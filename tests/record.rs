@@ -1,0 +1,313 @@
+//! `heron acp --record`: a session against a real (local) OpenAI-compatible endpoint, with
+//! an editor that reads files for the agent and answers permission questions, is recorded
+//! by the real binary and then replays, on the scripted model, as a passing conformance
+//! transcript; keys and machine paths never reach the file; a cancelled turn replays too.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use heron::conformance::runner::AgentCommand;
+use heron::conformance::{Scenario, run_file};
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-recorded-0123456789abcdef";
+const WAIT: Duration = Duration::from_secs(10);
+
+/// What the fake endpoint answers to one request.
+enum Reply {
+    /// These SSE events, then the end of the stream.
+    Events(Vec<Value>),
+    /// These events, then nothing until the client hangs up.
+    Stall(Vec<Value>),
+}
+
+/// An OpenAI-compatible endpoint on 127.0.0.1 that answers request n with reply n.
+fn endpoint(replies: Vec<Reply>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for (reply, socket) in replies.into_iter().zip(listener.incoming()) {
+            let Ok(socket) = socket else { return };
+            std::thread::spawn(move || answer(socket, reply));
+        }
+    });
+    url
+}
+
+fn answer(mut socket: TcpStream, reply: Reply) {
+    read_request(&mut socket);
+    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let _ = socket.write_all(head.as_bytes());
+    let (events, stall) = match reply {
+        Reply::Events(events) => (events, false),
+        Reply::Stall(events) => (events, true),
+    };
+    for event in events {
+        let piece = format!("data: {event}\n\n");
+        let _ = socket.write_all(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes());
+        let _ = socket.flush();
+    }
+    if stall {
+        let _ = socket.read(&mut [0u8; 64]);
+        return;
+    }
+    let done = "data: [DONE]\n\n";
+    let _ = socket.write_all(format!("{:x}\r\n{done}\r\n0\r\n\r\n", done.len()).as_bytes());
+}
+
+fn read_request(socket: &mut TcpStream) {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !data.windows(4).any(|w| w == b"\r\n\r\n") {
+        match socket.read(&mut buf) {
+            Ok(n) if n > 0 => data.extend_from_slice(&buf[..n]),
+            _ => return,
+        }
+    }
+    let text = String::from_utf8_lossy(&data).to_ascii_lowercase();
+    let length = text
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    let head_end = data.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 4;
+    let mut body = data.len() - head_end;
+    while body < length {
+        match socket.read(&mut buf) {
+            Ok(n) if n > 0 => body += n,
+            _ => return,
+        }
+    }
+}
+
+fn delta(delta: Value) -> Value {
+    json!({ "choices": [{ "index": 0, "delta": delta, "finish_reason": null }] })
+}
+
+fn finish(reason: &str) -> Value {
+    json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": reason }] })
+}
+
+/// A HERON_HOME whose default model is served by `url`, with its key in `.env`, and a
+/// workspace holding a README.
+struct Dirs {
+    _root: tempfile::TempDir,
+    home: PathBuf,
+    ws: PathBuf,
+    file: PathBuf,
+}
+
+fn dirs(url: &str) -> Dirs {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (home, ws) = (root.path().join("home"), root.path().join("ws"));
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("README.md"), "# Project\n\nOn disk.\n").expect("readme");
+    let config = format!(
+        "default_model = \"fake/model-a\"\n[providers.fake]\nkind = \"openai\"\nbase_url = \"{url}\"\n\
+         api_key_env = \"FAKE_KEY\"\nmodels = [\"model-a\", \"model-b\"]\nefforts = [\"low\", \"high\"]\n\
+         context_window = 64000\nmax_retries = 0\n[providers.fake.prices.model-a]\ninput = 1.5\noutput = 6.0\n"
+    );
+    std::fs::write(home.join("config.toml"), config).expect("config");
+    std::fs::write(home.join(".env"), format!("FAKE_KEY={KEY}\n")).expect("env");
+    let file = root.path().join("recorded.ndjson");
+    Dirs { _root: root, home, ws, file }
+}
+
+/// `heron acp --record` and the lines it writes.
+struct Agent {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+}
+
+impl Agent {
+    fn start(dirs: &Dirs) -> Agent {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_heron"))
+            .args(["acp", "--record"])
+            .arg(&dirs.file)
+            .current_dir(&dirs.ws)
+            .env("HERON_HOME", &dirs.home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn heron");
+        let stdout = child.stdout.take().expect("stdout");
+        let (sender, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let Ok(value) = serde_json::from_str(&line) else { continue };
+                if sender.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        Agent { stdin: child.stdin.take(), child, lines }
+    }
+
+    fn send(&mut self, message: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{message}").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// Reads until the answer to request `id`, acting as the editor on the way: it reads
+    /// files from its "unsaved buffer", allows what it is asked, and calls `on` with each
+    /// message.
+    fn until_answer(&mut self, id: u64, mut on: impl FnMut(&Value, &mut Self)) -> Value {
+        loop {
+            let message = self.lines.recv_timeout(WAIT).expect("the agent answers in time");
+            on(&message, self);
+            if message["id"] == json!(id) && message.get("method").is_none() {
+                return message;
+            }
+            let reply = match message["method"].as_str() {
+                Some("fs/read_text_file") => json!({ "content": "# Project\n\nUnsaved buffer.\n" }),
+                Some("session/request_permission") => {
+                    json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } })
+                }
+                _ => continue,
+            };
+            self.send(json!({ "jsonrpc": "2.0", "id": message["id"], "result": reply }));
+        }
+    }
+
+    /// Closes stdin and waits for the agent to exit (it writes the recording last).
+    fn finish(mut self) {
+        self.stdin = None;
+        let status = self.child.wait().expect("wait");
+        assert!(status.success(), "heron acp exited with {status}");
+    }
+}
+
+fn open_session(agent: &mut Agent, ws: &Path) -> String {
+    agent.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}}}));
+    agent.until_answer(0, |_, _| {});
+    agent.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {
+        "cwd": ws, "mcpServers": []}}));
+    let answer = agent.until_answer(1, |_, _| {});
+    answer["result"]["sessionId"].as_str().expect("a session id").to_owned()
+}
+
+fn replay(file: &Path) {
+    let outcome = run_file(file, &AgentCommand::Heron(PathBuf::from(env!("CARGO_BIN_EXE_heron"))), false);
+    if let Err(failure) = outcome.result {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        panic!("the recording does not replay:\n{failure}\n--- recording ---\n{text}");
+    }
+}
+
+#[test]
+fn a_recorded_session_replays_on_the_scripted_model_without_keys_or_paths() {
+    let url = endpoint(vec![
+        // Thinks, talks in pieces that are not words, reads the README through the editor.
+        Reply::Events(vec![
+            delta(json!({"role": "assistant", "reasoning_content": "Read it"})),
+            delta(json!({"content": "Let me re"})),
+            delta(json!({"content": "ad it."})),
+            delta(json!({"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
+                "function": {"name": "read_file", "arguments": "{\"path\":"}}]})),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"README.md\"}"}}]})),
+            finish("tool_calls"),
+        ]),
+        // Writes a note: a permission question.
+        Reply::Events(vec![
+            delta(json!({"tool_calls": [{"index": 0, "id": "call_b", "type": "function",
+                "function": {"name": "write_file", "arguments": "{\"path\":\"NOTES.md\",\"content\":\"noted\\n\"}"}}]})),
+            finish("tool_calls"),
+        ]),
+        // Echoes the key (a model can): the recording must not keep it.
+        Reply::Events(vec![
+            delta(json!({"content": format!("Done; the key was {KEY}.")})),
+            json!({"choices": [], "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940}}),
+            finish("stop"),
+        ]),
+    ]);
+    let dirs = dirs(&url);
+    let mut agent = Agent::start(&dirs);
+    let session = open_session(&mut agent, &dirs.ws);
+    agent.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {
+        "sessionId": session, "prompt": [{"type": "text", "text": "Read the README and take a note"}]}}));
+    let answer = agent.until_answer(2, |_, _| {});
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(std::fs::read_to_string(dirs.ws.join("NOTES.md")).expect("note written"), "noted\n");
+    agent.finish();
+
+    let text = std::fs::read_to_string(&dirs.file).expect("the recording");
+    assert!(!text.contains(KEY), "the key leaked into the recording:\n{text}");
+    let ws = std::fs::canonicalize(&dirs.ws).expect("ws");
+    assert!(!text.contains(&*ws.to_string_lossy()), "a machine path is in the recording:\n{text}");
+    assert!(!text.contains(&*dirs.home.to_string_lossy()), "HERON_HOME is in the recording:\n{text}");
+    let scenario = Scenario::parse("recorded", &text).expect("the recording parses");
+    let header = &scenario.header;
+    // The model turns, as they streamed: odd pieces stay pieces, arguments stay JSON.
+    assert_eq!(header.script.len(), 3, "{:?}", header.script);
+    assert_eq!(header.script[0]["steps"][1], json!({"text": ["Let me re", "ad it."]}));
+    assert_eq!(
+        header.script[0]["steps"][2],
+        json!({"tool_call": {"name": "read_file", "arguments": {"path": "README.md"}, "id": "call_a"}})
+    );
+    // The provider and its models as the editor saw them, without endpoint or key name.
+    let fake = &header.providers["fake"];
+    assert_eq!(fake.models, ["model-a", "model-b"]);
+    assert_eq!(fake.efforts, ["low", "high"]);
+    assert_eq!(fake.prices["model-a"], (1.5, 6.0, "USD".to_owned()));
+    assert!(!text.contains(&url), "the endpoint is in the recording");
+    assert_eq!(header.config.as_deref(), Some("default_model = \"fake/model-a\""));
+    // The workspace as the tools first found it: the disk README, no NOTES.md yet.
+    assert_eq!(header.files.get("README.md").map(String::as_str), Some("# Project\n\nOn disk.\n"));
+    assert!(!header.files.contains_key("NOTES.md"));
+    // The editor's answers refer to the agent's requests by placeholder.
+    assert!(text.contains(r#""id":"$req1""#), "{text}");
+
+    replay(&dirs.file);
+}
+
+#[test]
+fn a_cancelled_turn_replays_with_the_cancel_arriving_mid_turn() {
+    let url = endpoint(vec![Reply::Stall(vec![delta(json!({"role": "assistant", "content": "Working"}))])]);
+    let dirs = dirs(&url);
+    let mut agent = Agent::start(&dirs);
+    let session = open_session(&mut agent, &dirs.ws);
+    agent.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {
+        "sessionId": session, "prompt": [{"type": "text", "text": "Work slowly"}]}}));
+    let session_id = session.clone();
+    let answer = agent.until_answer(2, move |message, agent| {
+        if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+            agent.send(
+                json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}),
+            );
+        }
+    });
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    agent.finish();
+
+    let scenario = Scenario::load(&dirs.file).expect("the recording parses");
+    let steps = &scenario.header.script[0]["steps"];
+    assert_eq!(steps[0], json!({"text": "Working"}));
+    assert!(steps[1]["delay_ms"].as_u64().is_some_and(|ms| ms >= 10_000), "{steps}");
+    replay(&dirs.file);
+}
+
+#[test]
+fn a_path_that_cannot_be_written_fails_at_start_with_its_name() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let file = root.path().join("missing-dir").join("x.ndjson");
+    let output = Command::new(env!("CARGO_BIN_EXE_heron"))
+        .args(["acp", "--record"])
+        .arg(&file)
+        .env("HERON_HOME", root.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run heron");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--record") && stderr.contains("x.ndjson"), "{stderr}");
+    assert!(output.stdout.is_empty(), "stdout carries protocol messages only");
+}
