@@ -47,6 +47,11 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX inbox_by_session ON inbox_items (session_id, position);
     "#,
+    // 2: a session's goal and its last usage report, opaque JSON owned by the session module.
+    r#"
+    ALTER TABLE sessions ADD COLUMN goal TEXT;
+    ALTER TABLE sessions ADD COLUMN usage TEXT;
+    "#,
 ];
 
 /// The schema version this build creates and understands.

@@ -37,6 +37,10 @@ pub struct SessionRecord {
     pub settings: Value,
     /// The session this one was forked from.
     pub parent_id: Option<String>,
+    /// Opaque goal owned by the session module; `None` when the session has none.
+    pub goal: Option<Value>,
+    /// Opaque last usage report owned by the session module; `None` before the first.
+    pub usage: Option<Value>,
 }
 
 /// What a new session starts with.
@@ -78,6 +82,10 @@ pub struct SessionPatch {
     pub cwd: Option<String>,
     /// Replaces the extra roots wholesale.
     pub additional_directories: Option<Vec<String>>,
+    /// `Some(None)` clears the goal.
+    pub goal: Option<Option<Value>>,
+    /// `Some(None)` clears the usage report.
+    pub usage: Option<Option<Value>>,
 }
 
 /// A request for one page of sessions.
@@ -125,7 +133,8 @@ impl Cursor {
     }
 }
 
-const COLUMNS: &str = "id, cwd, additional_directories, title, created_at, updated_at, settings, parent_id";
+const COLUMNS: &str =
+    "id, cwd, additional_directories, title, created_at, updated_at, settings, parent_id, goal, usage";
 
 /// Reads a row selected with [`COLUMNS`]; JSON columns are decoded by [`RawSession::decode`].
 struct RawSession {
@@ -137,6 +146,8 @@ struct RawSession {
     updated_at: String,
     settings: String,
     parent_id: Option<String>,
+    goal: Option<String>,
+    usage: Option<String>,
 }
 
 impl RawSession {
@@ -150,6 +161,8 @@ impl RawSession {
             updated_at: row.get(5)?,
             settings: row.get(6)?,
             parent_id: row.get(7)?,
+            goal: row.get(8)?,
+            usage: row.get(9)?,
         })
     }
 
@@ -158,6 +171,16 @@ impl RawSession {
             format!("additional_directories of session {:?}", self.id)
         })?;
         let settings = decode_json(&self.settings, || format!("settings of session {:?}", self.id))?;
+        let goal = self
+            .goal
+            .as_deref()
+            .map(|text| decode_json(text, || format!("goal of session {:?}", self.id)))
+            .transpose()?;
+        let usage = self
+            .usage
+            .as_deref()
+            .map(|text| decode_json(text, || format!("usage of session {:?}", self.id)))
+            .transpose()?;
         Ok(SessionRecord {
             id: self.id,
             cwd: self.cwd,
@@ -167,6 +190,8 @@ impl RawSession {
             updated_at: self.updated_at,
             settings,
             parent_id: self.parent_id,
+            goal,
+            usage,
         })
     }
 }
@@ -216,6 +241,14 @@ pub(super) fn insert(
     require(conn, &id)
 }
 
+/// A patch field that may clear its column: whether to set it, and the encoded value.
+fn optional_json(field: Option<&Option<Value>>) -> Result<(bool, Option<String>), StoreError> {
+    match field {
+        Some(value) => Ok((true, value.as_ref().map(encode_json).transpose()?)),
+        None => Ok((false, None)),
+    }
+}
+
 /// Moves a session's `updated_at` to now, never backwards (the clock may step back).
 pub(super) fn touch(conn: &Connection, id: &str) -> Result<bool, StoreError> {
     let changed = conn
@@ -252,6 +285,8 @@ impl Store {
                 Some(title) => (true, title),
                 None => (false, None),
             };
+            let (set_goal, goal) = optional_json(patch.goal.as_ref())?;
+            let (set_usage, usage) = optional_json(patch.usage.as_ref())?;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let changed = tx.execute(
                 "UPDATE sessions SET
@@ -259,9 +294,23 @@ impl Store {
                      settings = COALESCE(?4, settings),
                      cwd = COALESCE(?5, cwd),
                      additional_directories = COALESCE(?6, additional_directories),
+                     goal = CASE WHEN ?8 THEN ?9 ELSE goal END,
+                     usage = CASE WHEN ?10 THEN ?11 ELSE usage END,
                      updated_at = MAX(updated_at, ?7)
                  WHERE id = ?1",
-                params![id, set_title, title, settings, patch.cwd, additional_directories, now()],
+                params![
+                    id,
+                    set_title,
+                    title,
+                    settings,
+                    patch.cwd,
+                    additional_directories,
+                    now(),
+                    set_goal,
+                    goal,
+                    set_usage,
+                    usage
+                ],
             )?;
             if changed == 0 {
                 return Err(not_found(&id));
