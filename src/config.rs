@@ -158,7 +158,13 @@ pub struct Config {
     pub permission_timeout_s: Option<u64>,
     /// Model requests allowed in one turn before it stops with `max_turn_requests`.
     pub max_turn_requests: Option<u32>,
+    /// Continuations one goal-mode prompt may start on its own before it stops with
+    /// `max_turn_requests` (default [`DEFAULT_GOAL_CONTINUATIONS`]).
+    pub max_goal_continuations: Option<u32>,
 }
+
+/// Continuations a goal-mode prompt may start when `config.toml` does not say.
+pub const DEFAULT_GOAL_CONTINUATIONS: u32 = 10;
 
 /// The name of the always-available offline demo provider and its one model.
 pub const DEMO_PROVIDER: &str = "demo";
@@ -211,6 +217,11 @@ impl Config {
             timeout_s: None,
             max_retries: None,
         });
+    }
+
+    /// Continuations one goal-mode prompt may start.
+    pub fn goal_continuations(&self) -> u32 {
+        self.max_goal_continuations.unwrap_or(DEFAULT_GOAL_CONTINUATIONS)
     }
 
     /// Every `provider/model` id, in config order.
@@ -312,6 +323,13 @@ script = "demo.jsonl"
         assert_eq!(config.model_ids(), ["demo/demo", "local/fast", "local/smart"]);
         assert!(config.resolve("local/smart").is_some());
         assert!(config.resolve("local/huge").is_none());
+    }
+
+    #[test]
+    fn goal_continuations_default_to_ten_and_follow_the_config() {
+        assert_eq!(Config::parse("").expect("parses").goal_continuations(), 10);
+        let config = Config::parse("max_goal_continuations = 3\n").expect("parses");
+        assert_eq!(config.goal_continuations(), 3);
     }
 
     #[test]
