@@ -134,6 +134,17 @@ impl Dispatcher for Fake {
                 (Policy::Inline, Box::pin(async move { ok(json!({ "flag": flag })) }))
             }
             "panic" => (Policy::Concurrent, Box::pin(async { panic!("handler bug") })),
+            // Answers, then (slowly) announces what the answer made known.
+            "open" => (
+                Policy::Concurrent,
+                Box::pin(async move {
+                    heron::rpc::after_response(async move {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        let _ = peer.notify_raw("opened", None).await;
+                    });
+                    ok(json!({ "opened": true }))
+                }),
+            ),
             // A turn that asks the editor for permission and can be cancelled meanwhile.
             "session/prompt" => (
                 Policy::Concurrent,
@@ -790,4 +801,15 @@ fn ids_display_for_logs() {
     assert_eq!(Id::Str("a".into()).to_string(), "\"a\"");
     assert_eq!(Id::Int(-3).to_string(), "-3");
     assert_eq!(Id::Null.to_string(), "null");
+}
+
+#[tokio::test]
+async fn a_follow_up_goes_out_after_its_answer_and_before_the_next_message_is_handled() {
+    let mut editor = Editor::start();
+    editor.send(r#"{"jsonrpc":"2.0","id":1,"method":"open"}"#).await;
+    assert_eq!(editor.recv().await, json!({"jsonrpc": "2.0", "id": 1, "result": {"opened": true}}));
+    // The editor reacts at once; the agent's follow-up is still on its way.
+    editor.send(r#"{"jsonrpc":"2.0","id":"ping","method":"ping"}"#).await;
+    assert_eq!(editor.recv().await, json!({"jsonrpc": "2.0", "method": "opened"}));
+    assert_eq!(editor.recv().await, json!({"jsonrpc": "2.0", "id": "ping", "result": {"pong": true}}));
 }

@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::framing::{DEFAULT_MAX_LINE, Frame, LineReader};
-use super::inflight::{Ticket, with_cancellation};
+use super::inflight::{Later, Ticket, with_cancellation};
 use super::peer::{Peer, Shared};
 use super::{OutgoingKind, Validate, writer};
 use crate::protocol::envelope::{self, Id, Message, Rejected};
@@ -166,6 +166,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
 }
 
 async fn on_frame(frame: Frame, shared: &Arc<Shared>, dispatcher: &dyn Dispatcher, tasks: &mut JoinSet<()>) {
+    // What answered requests still have to send goes out before this message's effects.
+    shared.follow_ups.settled().await;
     let text = match frame {
         Frame::Line(text) => text,
         Frame::Rejected(error) => {
@@ -230,9 +232,8 @@ async fn on_request(
 /// Runs one request's handler and answers it, unless a cancel answered it first.
 async fn run_request(shared: Arc<Shared>, ticket: Ticket, handler: ResponseFuture) {
     let token = ticket.token.clone();
-    let responded = CancellationToken::new();
-    let handler =
-        with_cancellation(token.clone(), responded.clone(), AssertUnwindSafe(handler).catch_unwind());
+    let later = Later::default();
+    let handler = with_cancellation(token.clone(), later.clone(), AssertUnwindSafe(handler).catch_unwind());
     let outcome = tokio::select! {
         biased;
         // The canceller took the entry and answered; dropping `handler` stops the work.
@@ -246,8 +247,12 @@ async fn run_request(shared: Arc<Shared>, ticket: Ticket, handler: ResponseFutur
     if let (Ok(payload), Some(validator)) = (&result, &shared.validator) {
         validator.outgoing(OutgoingKind::Result, &method, payload);
     }
-    shared.answer(&ticket.id, &result).await;
-    responded.cancel();
+    let later = std::mem::take(&mut *later.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    if later.is_empty() {
+        shared.answer(&ticket.id, &result).await;
+    } else {
+        shared.follow_ups.run(shared.answer(&ticket.id, &result), later).await;
+    }
 }
 
 async fn on_notification(

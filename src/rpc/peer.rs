@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::inflight::InFlight;
+use super::inflight::{FollowUps, InFlight};
 use super::{OutgoingKind, Validate};
 use crate::protocol::envelope::{self, Id};
 use crate::protocol::error::{INTERNAL_ERROR, RpcError};
@@ -35,6 +35,8 @@ pub(super) struct Shared {
     pub(super) closed: CancellationToken,
     /// Incoming requests still running.
     pub(super) inflight: InFlight,
+    /// Answers whose follow-ups are being queued.
+    pub(super) follow_ups: FollowUps,
     pub(super) validator: Option<Arc<dyn Validate>>,
     call_timeout: Option<Duration>,
     pending: Mutex<PendingReplies>,
@@ -64,6 +66,7 @@ impl Shared {
             out,
             closed: CancellationToken::new(),
             inflight: InFlight::default(),
+            follow_ups: FollowUps::default(),
             validator,
             call_timeout,
             pending: Mutex::default(),
