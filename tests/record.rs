@@ -311,3 +311,29 @@ fn a_path_that_cannot_be_written_fails_at_start_with_its_name() {
     assert!(stderr.contains("--record") && stderr.contains("x.ndjson"), "{stderr}");
     assert!(output.stdout.is_empty(), "stdout carries protocol messages only");
 }
+
+#[test]
+fn an_editor_that_quits_mid_turn_replays_with_the_input_closed_at_that_point() {
+    let url = endpoint(vec![Reply::Stall(vec![delta(json!({"role": "assistant", "content": "Working"}))])]);
+    let dirs = dirs(&url);
+    let mut agent = Agent::start(&dirs);
+    let session = open_session(&mut agent, &dirs.ws);
+    agent.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {
+        "sessionId": session, "prompt": [{"type": "text", "text": "Work slowly"}]}}));
+    loop {
+        let message = agent.lines.recv_timeout(WAIT).expect("the turn streams");
+        if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+            break;
+        }
+    }
+    // The editor quits while the model is still streaming; the agent answers on its way out.
+    agent.stdin = None;
+    let answer = agent.lines.recv_timeout(WAIT).expect("the prompt is answered after EOF");
+    assert_eq!(answer["id"], 2, "{answer}");
+    agent.finish();
+
+    let text = std::fs::read_to_string(&dirs.file).expect("the recording");
+    let close = text.find(r#"{"close_input":true}"#).expect("the input closes in the transcript");
+    assert!(text[close..].contains(r#"{"expect":{"error":{"code":-32800"#), "{text}");
+    replay(&dirs.file);
+}

@@ -109,6 +109,11 @@ pub enum Item {
         /// Its line number.
         line: usize,
     },
+    /// The client closes its output (the agent's stdin ends), as an editor that quits.
+    CloseInput {
+        /// Its line number.
+        line: usize,
+    },
     /// The agent's next message (or run of messages) must match.
     Expect(Expectation),
     /// The agent's next messages must match these, in any order.
@@ -164,6 +169,7 @@ struct StepLine {
     #[serde(default)]
     repeat: bool,
     unordered: Option<String>,
+    close_input: Option<bool>,
 }
 
 /// Whether a line carries no step: blank, or a `#` comment.
@@ -196,9 +202,16 @@ impl Scenario {
                 step.send_raw.is_some(),
                 step.expect.is_some(),
                 step.unordered.is_some(),
+                step.close_input.is_some(),
             ];
             if given.iter().filter(|g| **g).count() != 1 {
-                return Err(fail(line, "a step has exactly one of send, send_raw, expect, unordered".into()));
+                return Err(fail(
+                    line,
+                    "a step has exactly one of send, send_raw, expect, unordered, close_input".into(),
+                ));
+            }
+            if step.close_input == Some(false) {
+                return Err(fail(line, "`close_input` is only ever `true`".into()));
             }
             if step.repeat && step.expect.is_none() {
                 return Err(fail(line, "`repeat` goes with `expect`".into()));
@@ -218,6 +231,8 @@ impl Scenario {
                 items.push(Item::Send { message, line });
             } else if let Some(text) = step.send_raw {
                 items.push(Item::SendRaw { text, line });
+            } else if step.close_input.is_some() {
+                items.push(Item::CloseInput { line });
             } else if let Some(marker) = step.unordered {
                 match (marker.as_str(), open.take()) {
                     ("begin", None) => open = Some((line, Vec::new())),
@@ -258,7 +273,7 @@ impl Scenario {
         for item in &self.items {
             match item {
                 Item::Send { message, .. } => note(message),
-                Item::SendRaw { .. } => {}
+                Item::SendRaw { .. } | Item::CloseInput { .. } => {}
                 Item::Expect(e) => note(&e.pattern),
                 Item::Unordered { entries, .. } => entries.iter().for_each(|e| note(&e.pattern)),
             }

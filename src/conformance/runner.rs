@@ -409,6 +409,10 @@ impl Replay<'_> {
                 (filled.to_string(), *line)
             }
             Item::SendRaw { text, line } => (matcher::expand_paths(text, self.paths), *line),
+            Item::CloseInput { .. } => {
+                self.transport.close_input();
+                return Ok(());
+            }
             _ => return Ok(()),
         };
         self.transport.send(&text).map_err(|e| Failure::new(line, e, ""))
@@ -479,7 +483,7 @@ fn rewrite_segment(items: &[&Item], seen: &[Value], paths: &Paths, bindings: &mu
 
 fn item_lines(item: &Item) -> (usize, usize) {
     match item {
-        Item::Send { line, .. } | Item::SendRaw { line, .. } => (*line, *line),
+        Item::Send { line, .. } | Item::SendRaw { line, .. } | Item::CloseInput { line } => (*line, *line),
         Item::Expect(e) => (e.line, e.line),
         Item::Unordered { begin, end, .. } => (*begin, *end),
     }

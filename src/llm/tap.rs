@@ -1,6 +1,6 @@
-//! Watching a provider: [`Tapped`] wraps one and hands each model request's events, as
-//! they streamed, to a [`ModelTap`] when the request ends. `heron acp --record` uses it to
-//! keep the model turns a session ran on.
+//! Watching a provider: [`Tapped`] wraps one and shows a [`ModelTap`] each model
+//! request's events as they stream, and how the request ended. `heron acp --record` uses
+//! it to keep the model turns a session ran on.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -26,8 +26,10 @@ pub enum TapEnd {
 pub trait ModelTap: Send + Sync + 'static {
     /// A request starts; the answer is its place in request order.
     fn begin(&self) -> usize;
-    /// Request `index` ended after streaming `events`.
-    fn end(&self, index: usize, events: Vec<ModelEvent>, end: TapEnd);
+    /// Request `index` streamed `event`.
+    fn event(&self, index: usize, event: &ModelEvent);
+    /// Request `index` ended.
+    fn end(&self, index: usize, end: TapEnd);
 }
 
 /// A provider whose requests a [`ModelTap`] sees.
@@ -47,7 +49,7 @@ impl Provider for Tapped {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let index = self.tap.begin();
         let inner = self.inner.stream(request, cancel);
-        Box::pin(TapStream { inner, tap: self.tap.clone(), index, events: Vec::new(), done: false })
+        Box::pin(TapStream { inner, tap: self.tap.clone(), index, done: false })
     }
 }
 
@@ -55,7 +57,6 @@ struct TapStream {
     inner: ModelStream,
     tap: Arc<dyn ModelTap>,
     index: usize,
-    events: Vec<ModelEvent>,
     done: bool,
 }
 
@@ -63,7 +64,7 @@ impl TapStream {
     fn finish(&mut self, end: TapEnd) {
         if !self.done {
             self.done = true;
-            self.tap.end(self.index, std::mem::take(&mut self.events), end);
+            self.tap.end(self.index, end);
         }
     }
 }
@@ -76,7 +77,7 @@ impl Stream for TapStream {
         match &polled {
             Poll::Ready(Some(Ok(event))) => {
                 if !self.done {
-                    self.events.push(event.clone());
+                    self.tap.event(self.index, event);
                 }
             }
             Poll::Ready(Some(Err(ProviderError::Cancelled))) => self.finish(TapEnd::Cancelled),

@@ -21,7 +21,6 @@ pub use self::transcript::turn_of;
 use super::format::ScriptedAs;
 use crate::config::Config;
 use crate::llm::ModelEvent;
-use crate::llm::scripted::Turn;
 use crate::llm::tap::{ModelTap, TapEnd};
 use crate::secret::Secret;
 use crate::tools::FileWitness;
@@ -107,14 +106,17 @@ struct Seen {
     lines: Vec<Line>,
     partial_in: Vec<u8>,
     partial_out: Vec<u8>,
-    /// Model requests in the order they started; `None` while one still streams.
-    turns: Vec<Option<Turn>>,
+    /// Model requests in the order they started: what each streamed, and how it ended
+    /// (`None` while it still streams).
+    turns: Vec<(Vec<ModelEvent>, Option<TapEnd>)>,
     /// The first session's working directory, as given and resolved.
     workspace: Option<(PathBuf, PathBuf)>,
     /// Workspace files as first used: relative path to text (`None`: it did not exist).
     files: BTreeMap<String, Option<String>>,
     files_bytes: usize,
     notes: Vec<String>,
+    /// How many lines had crossed when the editor closed stdin.
+    closed_at: Option<usize>,
 }
 
 /// A session being recorded. Shared by the stdio adapters, the model tap, the file
@@ -165,6 +167,10 @@ impl Recorder {
         };
         if !partial.is_empty() {
             self.push_line(&mut seen, from, &partial);
+        }
+        if from == From::Client && seen.closed_at.is_none() {
+            seen.closed_at = Some(seen.lines.len());
+            self.dirty.store(true, Ordering::Relaxed);
         }
     }
 
@@ -234,18 +240,20 @@ fn session_cwd(text: &str) -> Option<PathBuf> {
 impl ModelTap for Recorder {
     fn begin(&self) -> usize {
         let mut seen = self.seen();
-        seen.turns.push(None);
+        seen.turns.push((Vec::new(), None));
         seen.turns.len() - 1
     }
 
-    fn end(&self, index: usize, events: Vec<ModelEvent>, end: TapEnd) {
-        let (turn, note) = turn_of(&events, &end);
-        let mut seen = self.seen();
-        if let Some(slot) = seen.turns.get_mut(index) {
-            *slot = Some(turn);
+    fn event(&self, index: usize, event: &ModelEvent) {
+        if let Some((events, _)) = self.seen().turns.get_mut(index) {
+            events.push(event.clone());
         }
-        if let Some(note) = note {
-            seen.notes.push(format!("model request {index}: {note}"));
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+
+    fn end(&self, index: usize, end: TapEnd) {
+        if let Some((_, slot)) = self.seen().turns.get_mut(index) {
+            *slot = Some(end);
         }
         self.dirty.store(true, Ordering::Relaxed);
     }

@@ -96,7 +96,11 @@ pub(super) fn write(setup: &Setup, seen: &Seen) -> String {
     let mut bindings = Bindings::default();
     let mut agent_requests: Vec<(Value, String)> = Vec::new();
     let mut steps = Vec::new();
-    for line in &seen.lines {
+    for (index, line) in seen.lines.iter().enumerate() {
+        // What the agent said after the editor quit is expected after the input closes.
+        if seen.closed_at == Some(index) {
+            steps.push(json!({ "close_input": true }));
+        }
         // The cwd as the editor gave it and as resolved are one workspace.
         let text = match workspace {
             Some((given, resolved)) if given != resolved => {
@@ -140,18 +144,19 @@ pub(super) fn write(setup: &Setup, seen: &Seen) -> String {
             }
         }
     }
+    let mut script = Vec::new();
+    for (index, (events, end)) in seen.turns.iter().enumerate() {
+        // A request still streaming when the session ended never finished: as if cancelled.
+        let (turn, note) = turn_of(events, end.as_ref().unwrap_or(&TapEnd::Cancelled));
+        if let Some(note) = note {
+            notes.push(format!("model request {index}: {note}"));
+        }
+        script.push(serde_json::to_value(&turn).unwrap_or_else(|_| json!({ "steps": [] })));
+    }
     let header = Header {
         scenario: "Recorded from an editor session with `heron acp --record`: say here what it shows.".into(),
         args: setup.args.clone(),
-        script: seen
-            .turns
-            .iter()
-            .map(|turn| match turn {
-                Some(turn) => serde_json::to_value(turn).unwrap_or_else(|_| json!({ "steps": [] })),
-                // Still streaming when this was written.
-                None => json!({ "steps": [{ "delay_ms": CANCELLED_WAIT_MS }] }),
-            })
-            .collect(),
+        script,
         providers: setup.providers.clone(),
         config: setup.config.clone(),
         files: seen.files.iter().filter_map(|(path, text)| Some((path.clone(), text.clone()?))).collect(),
