@@ -106,6 +106,7 @@ fn builtin_registry_offers_every_tool_and_read_only_leaves_out_changes() {
         names,
         [
             "edit_file",
+            "finish_goal",
             "grep",
             "list_files",
             "question",
@@ -116,7 +117,7 @@ fn builtin_registry_offers_every_tool_and_read_only_leaves_out_changes() {
         ]
     );
     let read_only: Vec<String> = registry.specs(true).into_iter().map(|s| s.name).collect();
-    assert_eq!(read_only, ["grep", "list_files", "read_file", "todo_write"]);
+    assert_eq!(read_only, ["finish_goal", "grep", "list_files", "read_file", "todo_write"]);
     for spec in registry.specs(false) {
         assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
         assert!(spec.parameters.get("$schema").is_none());

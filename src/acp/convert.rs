@@ -237,6 +237,12 @@ pub fn event_updates(event: &Event) -> Vec<SessionUpdate> {
             .iter()
             .map(|c| SessionUpdate::UserMessageChunk(chunk(message_id, user_block(c))))
             .collect(),
+        // Heron wrote it, so it says so; the model read it as the user's.
+        Event::GoalContinuation { message_id, text, count } => {
+            let mut content = chunk(message_id, text_block(text.clone()));
+            content.meta = json!({ "heron": { "goalContinuation": count } }).as_object().cloned();
+            vec![SessionUpdate::UserMessageChunk(content)]
+        }
         // Live, the text went out in chunks; the finished message is only replayed.
         Event::AgentMessage { .. } | Event::AgentThought { .. } | Event::TurnEnded { .. } => Vec::new(),
         Event::ToolCall { call_id, name, title, tool_kind: kind, raw_input, locations: locs, .. } => {
@@ -312,6 +318,8 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
             vec![SessionUpdate::ToolCallUpdate(update)]
         }
         TurnUpdate::Usage(report) => vec![usage_update(&report)],
+        // Status is not a session update; the prompt handler forwards it on its own.
+        TurnUpdate::Status(..) => Vec::new(),
         TurnUpdate::Flushed(done) => {
             // Everything before this barrier has been queued by the caller already.
             let _ = done.send(());
@@ -320,7 +328,8 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
     }
 }
 
-fn usage_update(report: &UsageReport) -> SessionUpdate {
+/// A usage report as a `usage_update`.
+pub fn usage_update(report: &UsageReport) -> SessionUpdate {
     SessionUpdate::UsageUpdate(p::UsageUpdate {
         cost: report.cost.as_ref().map(|(amount, currency)| p::Cost {
             amount: *amount,

@@ -8,6 +8,7 @@ use crate::llm::registry::ModelError;
 use crate::protocol::RpcError;
 use crate::protocol::error::{INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND};
 use crate::secret::{clip, redact};
+use crate::session::goal::GoalError;
 use crate::session::settings::SettingError;
 use crate::session::{Manager, PromptError, SessionError};
 
@@ -71,6 +72,7 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
         SessionError::NotFound(id) => unknown_session(&id),
         SessionError::Model(model) => model_error(&model, manager),
         SessionError::Setting(setting) => setting_error(&setting),
+        SessionError::Goal(goal) => goal_error(&goal),
         SessionError::BadCursor => RpcError::invalid_params("cursor", "not a cursor this agent issued"),
         SessionError::OpenWithOtherRoots => {
             RpcError::new(INVALID_PARAMS, err_text(&SessionError::OpenWithOtherRoots)).with_data(json!({
@@ -81,6 +83,17 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
         SessionError::BadPath(reason) => RpcError::invalid_params("cwd", reason),
         SessionError::Internal(cause) => RpcError::internal(&cause),
     }
+}
+
+/// -32602 for a goal that cannot be paused or resumed, with the reason in `data`.
+fn goal_error(err: &GoalError) -> RpcError {
+    let data = match err {
+        GoalError::NoGoal => json!({ "code": "no_goal", "reason": err.to_string() }),
+        GoalError::Ended { status } => {
+            json!({ "code": "goal_ended", "status": status, "reason": err.to_string() })
+        }
+    };
+    RpcError::new(INVALID_PARAMS, err.to_string()).with_data(data)
 }
 
 fn setting_error(err: &SettingError) -> RpcError {

@@ -227,6 +227,15 @@ pub enum Event {
         /// The entries.
         entries: Vec<PlanItem>,
     },
+    /// Heron asked the model to go on toward the session's goal (a user message it wrote).
+    GoalContinuation {
+        /// Message id.
+        message_id: String,
+        /// What the model is told.
+        text: String,
+        /// Which continuation of the goal this is, from 1.
+        count: u32,
+    },
     /// A turn ended.
     TurnEnded {
         /// Why.
@@ -244,6 +253,7 @@ impl Event {
             Event::ToolCall { .. } => "tool_call",
             Event::ToolResult { .. } => "tool_result",
             Event::Plan { .. } => "plan",
+            Event::GoalContinuation { .. } => "goal_continuation",
             Event::TurnEnded { .. } => "turn_ended",
         }
     }
@@ -290,6 +300,8 @@ pub enum TurnUpdate {
     },
     /// Usage changed.
     Usage(UsageReport),
+    /// The session's status changed: its sequence number and the new snapshot.
+    Status(u64, Box<super::status::Snapshot>),
     /// Answered once everything sent before it has been handed to the editor's connection,
     /// so a request to the editor (a permission question, a terminal release) never
     /// overtakes the updates it refers to.

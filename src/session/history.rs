@@ -61,6 +61,11 @@ pub fn chat_messages(system: &str, events: &[Event]) -> Vec<ChatMessage> {
                 assistant_open = false;
                 out.push(ChatMessage::User { parts: user_parts(content) });
             }
+            Event::GoalContinuation { text, .. } => {
+                close(&mut out, &mut open_calls);
+                assistant_open = false;
+                out.push(ChatMessage::User { parts: vec![UserPart::Text { text: text.clone() }] });
+            }
             Event::AgentMessage { text, .. } => {
                 close(&mut out, &mut open_calls);
                 out.push(ChatMessage::Assistant { text: text.clone(), tool_calls: Vec::new() });

@@ -5,8 +5,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::event::Event;
+use super::event::{Event, UsageReport};
+use super::goal::{Goal, GoalError};
 use super::settings::{Choices, Mode, Posture, Preset, SettingError, Settings};
+use super::status::{Board, InboxCounts};
 use super::{ActorContext, Session, State};
 use crate::llm::registry::{ModelError, Providers};
 use crate::store::{ListQuery, NewSession, Page, SessionPatch, SessionRecord, Store, StoreError};
@@ -25,6 +27,9 @@ pub enum SessionError {
     /// A setting change was refused.
     #[error(transparent)]
     Setting(SettingError),
+    /// The goal cannot change that way.
+    #[error(transparent)]
+    Goal(GoalError),
     /// The session is open with other workspace roots; it must be closed first.
     #[error("the session is already open with other additional directories; close it first")]
     OpenWithOtherRoots,
@@ -182,7 +187,12 @@ impl Manager {
         settings: Settings,
         history: Vec<Event>,
         editor: Arc<dyn EditorIo>,
+        inbox: InboxCounts,
     ) -> Arc<Session> {
+        // A goal or usage this build cannot read is dropped, not fatal: the session still opens.
+        let goal = record.goal.clone().and_then(|v| serde_json::from_value::<Goal>(v).ok());
+        let usage = record.usage.clone().and_then(|v| serde_json::from_value::<UsageReport>(v).ok());
+        let status = Board::new(&settings, goal, usage, inbox);
         let state = State {
             settings,
             cwd: PathBuf::from(&record.cwd),
@@ -198,8 +208,10 @@ impl Manager {
                 std::time::Duration::from_secs(self.providers.config().permission_timeout_s.unwrap_or(120))
             }),
             witness: self.options.witness.clone(),
+            max_goal_continuations: self.providers.config().goal_continuations(),
         };
-        let session = Session::spawn(record.id.clone(), state, history, context, self.choices(), editor);
+        let session =
+            Session::spawn(record.id.clone(), state, history, context, self.choices(), editor, status);
         self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(record.id.clone(), session.clone());
         session
     }
@@ -224,7 +236,7 @@ impl Manager {
                     .map_err(|e| SessionError::Internal(e.to_string()))?,
             })
             .await?;
-        Ok(self.spawn(&record, settings, Vec::new(), options.editor))
+        Ok(self.spawn(&record, settings, Vec::new(), options.editor, InboxCounts::default()))
     }
 
     /// The open session `id`, if it is open in this process.
@@ -285,7 +297,8 @@ impl Manager {
         } else {
             record
         };
-        Ok((self.spawn(&record, settings, history.clone(), options.editor), history))
+        let inbox = InboxCounts::of(&self.store.inbox_list(id).await?);
+        Ok((self.spawn(&record, settings, history.clone(), options.editor, inbox), history))
     }
 
     /// One page of stored sessions, most recent first.
@@ -345,8 +358,22 @@ impl Manager {
                 },
             )
             .await?;
+        // The fork goes on from the same point: same goal, same context use.
+        let (goal, usage) = match self.get(id) {
+            Some(open) => {
+                let (_, now) = open.status();
+                (serde_json::to_value(now.goal).ok(), serde_json::to_value(now.usage).ok())
+            }
+            None => (source.goal.clone(), source.usage.clone()),
+        };
+        let patch = SessionPatch {
+            goal: Some(goal.filter(|g| !g.is_null())),
+            usage: Some(usage.filter(|u| !u.is_null())),
+            ..Default::default()
+        };
+        let record = self.store.update_session(&record.id, patch).await?;
         let history = self.history(&record.id).await?;
-        Ok(self.spawn(&record, settings, history, options.editor))
+        Ok(self.spawn(&record, settings, history, options.editor, InboxCounts::default()))
     }
 
     /// Closes every open session (the connection ended).

@@ -4,15 +4,21 @@
 //! Prompts are queued in arrival order: [`Session::prompt`] is synchronous, so the order
 //! the editor sent them in is the order they run in. [`Session::cancel`] ends the running
 //! turn and every queued one with `Cancelled`. Settings change at once, outside the
-//! actor, and apply from the next model request on.
+//! actor, and apply from the next model request on. The goal, steering input and the
+//! status board are shared with the running turn; changes to them also happen at once.
 
 pub mod commands;
 pub mod event;
+pub mod goal;
 pub mod history;
 pub mod manager;
 pub mod permission;
+mod pursuit;
 pub mod settings;
+pub mod status;
+pub mod steer;
 pub mod turn;
+mod watched;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,8 +28,11 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use self::event::{Event, StopReason, TurnUpdate, UserContent};
+use self::goal::Goal;
 use self::permission::Approvals;
 use self::settings::{Choices, SettingError, Settings};
+use self::status::{Board, Snapshot};
+use self::steer::{SteerOutcome, Steers};
 use self::turn::{Turn, TurnError};
 use crate::llm::registry::{ModelError, Providers};
 use crate::store::Store;
@@ -114,6 +123,8 @@ pub struct Session {
     choices: Choices,
     editor: Mutex<Arc<dyn EditorIo>>,
     approvals: Arc<Mutex<Approvals>>,
+    status: Arc<Board>,
+    steers: Arc<Steers>,
 }
 
 impl std::fmt::Debug for Session {
@@ -130,6 +141,7 @@ struct ActorContext {
     transcripts: PathBuf,
     permission_timeout: std::time::Duration,
     witness: Option<Arc<dyn crate::tools::FileWitness>>,
+    max_goal_continuations: u32,
 }
 
 impl Session {
@@ -140,8 +152,11 @@ impl Session {
         context: ActorContext,
         choices: Choices,
         editor: Arc<dyn EditorIo>,
+        status: Board,
     ) -> Arc<Session> {
         let (jobs, queue) = mpsc::unbounded_channel();
+        // Cost carries on from the last stored report.
+        let cost = status.current().1.usage.and_then(|u| u.cost).map_or(0.0, |(amount, _)| amount);
         let session = Arc::new(Session {
             id,
             state: Mutex::new(state),
@@ -153,8 +168,11 @@ impl Session {
             choices,
             editor: Mutex::new(editor),
             approvals: Arc::new(Mutex::new(Approvals::default())),
+            status: Arc::new(status),
+            steers: Arc::new(Steers::default()),
         });
-        tokio::spawn(actor(Arc::downgrade(&session), session.closed.clone(), queue, history, context));
+        let closed = session.closed.clone();
+        tokio::spawn(actor(Arc::downgrade(&session), closed, queue, history, context, cost));
         session
     }
 
@@ -223,6 +241,7 @@ impl Session {
             let mut settings = state.settings.clone();
             change(&mut settings, &self.choices).map_err(SessionError::Setting)?;
             state.settings = settings.clone();
+            self.status.set_settings(&settings);
             settings
         };
         let value = serde_json::to_value(&settings).map_err(|e| SessionError::Internal(e.to_string()))?;
@@ -233,6 +252,35 @@ impl Session {
             .map_err(|e| SessionError::Internal(e.to_string()))?;
         Ok(settings)
     }
+
+    /// The session's status and its sequence number (which moves on every real change).
+    pub fn status(&self) -> (u64, Snapshot) {
+        self.status.current()
+    }
+
+    /// Pauses the goal: a running goal-mode turn stops after its current model step.
+    pub async fn pause_goal(&self) -> Result<Goal, SessionError> {
+        self.change_goal(goal::pause).await
+    }
+
+    /// Makes the goal active again; continuations resume with the next prompt.
+    pub async fn resume_goal(&self) -> Result<Goal, SessionError> {
+        self.change_goal(goal::resume).await
+    }
+
+    async fn change_goal(
+        &self,
+        change: fn(&mut Option<Goal>) -> Result<Goal, goal::GoalError>,
+    ) -> Result<Goal, SessionError> {
+        let goal = self.status.change(|s| change(&mut s.goal)).map_err(SessionError::Goal)?;
+        self.status.save(&self.store, &self.id).await.map_err(|e| SessionError::Internal(e.to_string()))?;
+        Ok(goal)
+    }
+
+    /// Adds user input to the running turn, or to the next prompt when none runs.
+    pub fn steer(&self, input: Vec<PromptInput>) -> SteerOutcome {
+        self.steers.steer(input)
+    }
 }
 
 async fn actor(
@@ -241,8 +289,8 @@ async fn actor(
     mut queue: mpsc::UnboundedReceiver<Job>,
     mut history: Vec<Event>,
     context: ActorContext,
+    mut cost: f64,
 ) {
-    let mut cost = 0.0;
     loop {
         let job = tokio::select! {
             job = queue.recv() => job,
@@ -267,9 +315,12 @@ async fn actor(
             token.cancel();
         }
         let state = session.state();
+        session.status.begin_turn(job.updates.clone());
         let result =
             run_job(&session, &context, state, job.input, job.updates, token, &mut history, &mut cost).await;
         export_transcript(&context.transcripts, session.id(), &history);
+        // The idle status goes out on the prompt's stream, before its answer.
+        session.status.end_turn();
         let _ = job.reply.send(result);
     }
     // Whatever is still queued is answered, never dropped silently.
@@ -304,7 +355,7 @@ async fn run_job(
             cwd: state.cwd,
             roots,
             cancel,
-            editor: session.editor(),
+            editor: Arc::new(watched::WatchedEditor::new(session.editor(), session.status.clone())),
             secrets,
             progress: crate::tools::Progress::default(),
             witness: context.witness.clone(),
@@ -314,6 +365,9 @@ async fn run_job(
         updates,
         history: std::mem::take(history),
         cost: *cost,
+        status: session.status.clone(),
+        steers: session.steers.clone(),
+        max_goal_continuations: context.max_goal_continuations,
     };
     let (outcome, new_history, new_cost) = turn.run(prompt).await;
     *history = new_history;

@@ -1,5 +1,7 @@
 //! One prompt turn: model requests, streamed text and thought, tool calls, until the model
-//! stops, the turn runs out of requests, or it is cancelled.
+//! stops, the turn runs out of requests, or it is cancelled. In goal mode the turn goes on
+//! with continuations until the goal ends, is paused, or the continuations run out
+//! (`pursuit`). Steering input reaches the model before its next request.
 //!
 //! Every finished message, tool call and result is stored before the turn moves on, so a
 //! crash loses at most the message still streaming. A cancelled turn ends `Cancelled`,
@@ -15,11 +17,13 @@ use super::event::{Event, StopReason, ToolStatus, TurnUpdate, UsageReport, UserC
 use super::history::chat_messages;
 use super::permission::{Approvals, Decision, decide};
 use super::settings::{Mode, Settings};
+use super::status::Board;
+use super::steer::Steers;
 use crate::llm::registry::ResolvedProvider;
 use crate::llm::{FinishReason, ModelEvent, ModelRequest, ProviderError, ToolCallRequest, Usage};
 use crate::store::Store;
 use crate::tools::editor::PermissionAnswer;
-use crate::tools::{Outcome, Registry, ToolEnv};
+use crate::tools::{Outcome, Registry, ToolEnv, finish_goal};
 
 /// Why a turn failed after it started.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +60,12 @@ pub struct Turn {
     pub history: Vec<Event>,
     /// Cost so far in the session, carried across turns.
     pub cost: f64,
+    /// The session's status (its goal and usage live there).
+    pub status: Arc<Board>,
+    /// Steering input for this turn.
+    pub steers: Arc<Steers>,
+    /// Continuations one goal-mode prompt may start.
+    pub max_goal_continuations: u32,
 }
 
 const SYSTEM_PROMPT: &str = "You are Heron, a coding agent working in the user's project through tools. \
@@ -64,12 +74,25 @@ Be direct. Prefer reading before editing. Keep changes minimal and explain what 
 const PLAN_PROMPT: &str = "\n\nYou are in plan mode: do not change anything. Investigate with read-only tools, then \
 answer with a concise step-by-step plan.";
 
+const GOAL_PROMPT: &str = "\n\nYou are in goal mode: the user gave you an objective to reach. Work toward it step by \
+step; when you stop, you will be asked to continue. Once the objective is fully met and checked, or you are sure it \
+cannot be met, call `finish_goal`.";
+
+/// How a turn asks the model, fixed when it starts.
+struct Asking {
+    system: String,
+    effort: Option<String>,
+    read_only: bool,
+    /// Whether the turn works toward the session's goal.
+    pursuing: bool,
+}
+
 impl Turn {
     fn cancel(&self) -> &CancellationToken {
         &self.env.cancel
     }
 
-    async fn record(&mut self, event: Event) -> Result<(), TurnError> {
+    pub(super) async fn record(&mut self, event: Event) -> Result<(), TurnError> {
         let payload = serde_json::to_value(&event).map_err(|e| TurnError::Store(e.to_string()))?;
         self.store
             .append_event(&self.session_id, event.kind(), &payload)
@@ -88,6 +111,8 @@ impl Turn {
     /// Runs the turn for `prompt` and says how it ended.
     pub async fn run(mut self, prompt: Vec<UserContent>) -> (Result<StopReason, TurnError>, Vec<Event>, f64) {
         let outcome = self.run_inner(prompt).await;
+        // Whatever steering the model never saw opens the next prompt.
+        self.steers.close_now();
         let outcome = match outcome {
             Err(TurnError::Provider(ProviderError::Cancelled)) => Ok(StopReason::Cancelled),
             _ if self.cancel().is_cancelled() => Ok(StopReason::Cancelled),
@@ -100,34 +125,94 @@ impl Turn {
     }
 
     async fn run_inner(&mut self, prompt: Vec<UserContent>) -> Result<StopReason, TurnError> {
+        // Steering sent while no turn ran opens this prompt.
+        for input in self.steers.open() {
+            self.record_steer(input).await?;
+        }
+        let pursuing = self.settings.mode == Mode::Goal;
+        if pursuing {
+            self.adopt_goal(&prompt).await?;
+        }
         let message_id = uuid::Uuid::new_v4().to_string();
         self.record(Event::UserMessage { message_id, content: prompt }).await?;
-        let max_requests = self.settings.preset.max_turn_requests();
         let read_only = self.settings.mode == Mode::Plan;
         let mut system = SYSTEM_PROMPT.to_owned();
         if read_only {
             system.push_str(PLAN_PROMPT);
         }
+        if pursuing {
+            system.push_str(GOAL_PROMPT);
+        }
         let effort = Some(self.settings.effort.clone()).filter(|e| e != "auto");
+        let asking = Asking { system, effort, read_only, pursuing };
 
+        let mut continuations = 0;
+        loop {
+            let stop = self.steps(&asking).await?;
+            if stop != StopReason::EndTurn {
+                return Ok(stop);
+            }
+            if pursuing && self.goal_wants_more() {
+                if continuations >= self.max_goal_continuations {
+                    return Ok(StopReason::MaxTurnRequests);
+                }
+                continuations += 1;
+                self.continue_goal().await?;
+                continue;
+            }
+            // Steering that arrived as the model finished still gets an answer.
+            match self.steers.close() {
+                Ok(()) => return Ok(StopReason::EndTurn),
+                Err(late) => {
+                    for input in late {
+                        self.record_steer(input).await?;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Model requests and their tool calls until the model stops, the requests run out, or
+    /// the goal this turn pursues is paused (after the step that was running).
+    async fn steps(&mut self, asking: &Asking) -> Result<StopReason, TurnError> {
+        let max_requests = self.settings.preset.max_turn_requests();
         for _ in 0..max_requests {
             if self.cancel().is_cancelled() {
                 return Ok(StopReason::Cancelled);
             }
+            for input in self.steers.take() {
+                self.record_steer(input).await?;
+            }
+            let mut tools = self.tools.specs(asking.read_only);
+            if !asking.pursuing {
+                tools.retain(|t| t.name != finish_goal::NAME);
+            }
             let request = ModelRequest {
                 model: self.provider.model.clone(),
-                messages: chat_messages(&system, &self.history),
-                tools: self.tools.specs(read_only),
-                effort: effort.clone(),
+                messages: chat_messages(&asking.system, &self.history),
+                tools,
+                effort: asking.effort.clone(),
                 max_tokens: None,
             };
             let response = self.stream_response(request).await?;
             if let Some(stop) = response.stop {
                 return Ok(stop);
             }
-            self.run_tools(response.tool_calls, read_only).await?;
+            self.run_tools(response.tool_calls, asking).await?;
+            if asking.pursuing && self.goal_paused() {
+                return Ok(StopReason::EndTurn);
+            }
         }
         Ok(StopReason::MaxTurnRequests)
+    }
+
+    /// Records steering input as a user message; the model sees it at its next request.
+    async fn record_steer(&mut self, input: Vec<super::PromptInput>) -> Result<(), TurnError> {
+        let content = super::save_attachments(&self.env.cwd, input).unwrap_or_else(|reason| {
+            vec![UserContent::Text { text: format!("[an attachment could not be saved: {reason}]") }]
+        });
+        let message_id = uuid::Uuid::new_v4().to_string();
+        self.record(Event::UserMessage { message_id, content }).await
     }
 
     /// Streams one model response, recording its finished thought, message and tool calls.
@@ -138,6 +223,7 @@ impl Turn {
         let mut calls: Vec<ToolCallRequest> = Vec::new();
         let mut finish = None;
         let mut cancelled = false;
+        let mut usage_seen = false;
         while let Some(item) = stream.next().await {
             let event = match item {
                 Ok(event) => event,
@@ -165,9 +251,19 @@ impl Turn {
                     self.live(TurnUpdate::ThoughtChunk { message_id: thought.id.clone(), text });
                 }
                 ModelEvent::ToolCall { call } => calls.push(call),
-                ModelEvent::Usage { usage } => self.report_usage(usage),
+                ModelEvent::Usage { usage } => {
+                    usage_seen = true;
+                    self.report_usage(usage);
+                }
                 ModelEvent::Finish { reason } => finish = Some(reason),
             }
+        }
+        // Without a context window there is no report to keep.
+        if usage_seen && self.provider.context_window.is_some() {
+            self.status
+                .save(&self.store, &self.session_id)
+                .await
+                .map_err(|e| TurnError::Store(e.to_string()))?;
         }
         if !thought.text.is_empty() {
             self.record(Event::AgentThought { message_id: thought.id, text: thought.text }).await?;
@@ -186,7 +282,8 @@ impl Turn {
     }
 
     /// Records every call first (the editor sees them pending), then runs them in order.
-    async fn run_tools(&mut self, calls: Vec<ToolCallRequest>, read_only: bool) -> Result<(), TurnError> {
+    async fn run_tools(&mut self, calls: Vec<ToolCallRequest>, asking: &Asking) -> Result<(), TurnError> {
+        let read_only = asking.read_only;
         let mut prepared = Vec::new();
         for call in calls {
             let tool = self.tools.get(&call.name).cloned();
@@ -202,6 +299,9 @@ impl Turn {
                         ) =>
                 {
                     Err(format!("`{}` changes things, and plan mode is read-only.", call.name))
+                }
+                Some(_) if call.name == finish_goal::NAME && !asking.pursuing => {
+                    Err("There is no goal to finish: `finish_goal` works only in goal mode.".to_owned())
                 }
                 Some(tool) => tool.prepare(&call.arguments, &self.env),
             };
@@ -258,6 +358,9 @@ impl Turn {
             };
             if let Some(entries) = outcome.plan.clone() {
                 self.record(Event::Plan { entries }).await?;
+            }
+            if let Some(end) = finish_goal::verdict(&call.name, &outcome) {
+                self.end_goal(end).await?;
             }
             self.record(Event::ToolResult {
                 call_id: call.id,
@@ -321,11 +424,13 @@ impl Turn {
                 + usage.output_tokens as f64 * output_price / 1e6;
         }
         let Some(size) = self.provider.context_window else { return };
-        self.live(TurnUpdate::Usage(UsageReport {
+        let report = UsageReport {
             used: usage.input_tokens + usage.output_tokens,
             size,
             cost: self.provider.price.as_ref().map(|(_, _, currency)| (self.cost, currency.clone())),
-        }));
+        };
+        self.live(TurnUpdate::Usage(report.clone()));
+        self.status.change(|s| s.usage = Some(report));
     }
 }
 

@@ -5,6 +5,7 @@ mod call;
 pub mod edit_file;
 pub mod editor;
 mod files;
+pub mod finish_goal;
 pub mod grep;
 pub mod list_files;
 pub mod local_process;
@@ -219,5 +220,6 @@ pub fn builtin() -> Registry {
     registry.add(Arc::new(run_command::RunCommand));
     registry.add(Arc::new(todo::TodoWrite));
     registry.add(Arc::new(question::Question));
+    registry.add(Arc::new(finish_goal::FinishGoal));
     registry
 }

@@ -86,6 +86,9 @@ impl Setup {
         if let Some(requests) = config.max_turn_requests {
             settings.push(format!("max_turn_requests = {requests}"));
         }
+        if let Some(continuations) = config.max_goal_continuations {
+            settings.push(format!("max_goal_continuations = {continuations}"));
+        }
         let config = (!settings.is_empty()).then(|| settings.join("\n"));
         Self { args, providers, config, home, secrets }
     }
@@ -293,5 +296,34 @@ impl FileWitness for Recorder {
         seen.files_bytes += kept.as_ref().map_or(0, String::len);
         seen.files.insert(relative, kept);
         self.dirty.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_setup_keeps_names_and_behaviour_but_no_endpoint_or_key_name() {
+        let config = Config::parse(
+            "default_model = \"p/a\"\npermission_timeout_s = 5\nmax_turn_requests = 7\nmax_goal_continuations = 2\n\
+             [providers.p]\nkind = \"openai\"\nbase_url = \"http://10.0.0.1/v1\"\napi_key_env = \"P_KEY\"\n\
+             models = [\"a\"]\ncontext_window = 1000\n",
+        )
+        .expect("config");
+        let setup =
+            Setup::new(vec!["--model".into(), "p/a".into()], &config, PathBuf::from("/h"), Vec::new());
+        assert_eq!(
+            setup.config.as_deref(),
+            Some(
+                "default_model = \"p/a\"\npermission_timeout_s = 5\nmax_turn_requests = 7\n\
+                 max_goal_continuations = 2"
+            )
+        );
+        assert_eq!(setup.providers["p"].models, ["a"]);
+        assert_eq!(setup.providers["p"].context_window, Some(1000));
+        let table = setup.providers["p"].toml("p");
+        assert!(!table.contains("10.0.0.1") && !table.contains("P_KEY"), "{table}");
+        assert!(table.contains("playback = \"sequential\""), "{table}");
     }
 }
