@@ -813,3 +813,20 @@ async fn a_follow_up_goes_out_after_its_answer_and_before_the_next_message_is_ha
     assert_eq!(editor.recv().await, json!({"jsonrpc": "2.0", "method": "opened"}));
     assert_eq!(editor.recv().await, json!({"jsonrpc": "2.0", "id": "ping", "result": {"pong": true}}));
 }
+
+#[tokio::test]
+async fn at_the_in_flight_limit_the_next_message_waits_for_a_handler_to_end() {
+    let mut editor =
+        Editor::start_with(ConnectionOptions { max_in_flight: 2, ..ConnectionOptions::default() });
+    editor.send(r#"{"jsonrpc":"2.0","id":1,"method":"gate"}"#).await;
+    editor.send(r#"{"jsonrpc":"2.0","id":2,"method":"gate"}"#).await;
+    editor.send(r#"{"jsonrpc":"2.0","id":"ping","method":"ping"}"#).await;
+    // Two handlers hold the limit: the ping is not even read.
+    let early = tokio::time::timeout(Duration::from_millis(300), editor.output.next_line()).await;
+    assert!(early.is_err(), "nothing is answered while both gates wait: {early:?}");
+    editor.state.gate.notify_waiters();
+    let mut ids = vec![editor.recv().await["id"].clone(), editor.recv().await["id"].clone()];
+    ids.sort_by_key(Value::to_string);
+    assert_eq!(ids, [json!(1), json!(2)]);
+    assert_eq!(editor.recv().await, json!({"jsonrpc": "2.0", "id": "ping", "result": {"pong": true}}));
+}

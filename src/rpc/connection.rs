@@ -44,6 +44,9 @@ pub struct ConnectionOptions {
     pub drain_timeout: Duration,
     /// An optional schema check of incoming and outgoing payloads.
     pub validator: Option<Arc<dyn Validate>>,
+    /// How many handlers may run at once; beyond that the input is not read until one
+    /// ends, so a peer that floods requests and never reads answers cannot grow memory.
+    pub max_in_flight: usize,
 }
 
 impl Default for ConnectionOptions {
@@ -55,6 +58,7 @@ impl Default for ConnectionOptions {
             flush_timeout: Duration::from_secs(1),
             drain_timeout: Duration::from_millis(800),
             validator: None,
+            max_in_flight: 1024,
         }
     }
 }
@@ -68,6 +72,7 @@ impl std::fmt::Debug for ConnectionOptions {
             .field("flush_timeout", &self.flush_timeout)
             .field("drain_timeout", &self.drain_timeout)
             .field("validator", &self.validator.is_some())
+            .field("max_in_flight", &self.max_in_flight)
             .finish()
     }
 }
@@ -83,6 +88,7 @@ pub struct Connection<R, W> {
     shared: Arc<Shared>,
     flush_timeout: Duration,
     drain_timeout: Duration,
+    max_in_flight: usize,
 }
 
 impl<R, W> Connection<R, W>
@@ -100,6 +106,7 @@ where
             shared: Arc::new(Shared::new(out, options.call_timeout, options.validator)),
             flush_timeout: options.flush_timeout,
             drain_timeout: options.drain_timeout,
+            max_in_flight: options.max_in_flight.max(1),
         }
     }
 
@@ -114,12 +121,13 @@ where
     /// Handler futures are spawned on the current tokio runtime. Returns the first I/O
     /// error of the input or the output.
     pub async fn serve(self, dispatcher: Arc<dyn Dispatcher>) -> io::Result<()> {
-        let Connection { mut input, output, queue, shared, flush_timeout, drain_timeout } = self;
+        let Connection { mut input, output, queue, shared, flush_timeout, drain_timeout, max_in_flight } =
+            self;
         let stop = CancellationToken::new();
         let writer = writer::run(output, queue, stop.clone(), shared.closed.clone(), flush_timeout);
         let reader = async {
             let mut tasks = JoinSet::new();
-            let result = read_loop(&mut input, &shared, &*dispatcher, &mut tasks).await;
+            let result = read_loop(&mut input, &shared, &*dispatcher, &mut tasks, max_in_flight).await;
             if result.is_ok() && !shared.closed.is_cancelled() {
                 drain(&shared, &mut tasks, drain_timeout).await;
             }
@@ -137,6 +145,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
     shared: &Arc<Shared>,
     dispatcher: &dyn Dispatcher,
     tasks: &mut JoinSet<()>,
+    max_in_flight: usize,
 ) -> io::Result<()> {
     loop {
         tokio::select! {
@@ -150,7 +159,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
                     tracing::error!("a handler task panicked");
                 }
             }
-            frame = input.next_frame() => match frame {
+            // At the limit, only a handler ending lets the next message in.
+            frame = input.next_frame(), if tasks.len() < max_in_flight => match frame {
                 Ok(Some(frame)) => on_frame(frame, shared, dispatcher, tasks).await,
                 Ok(None) => {
                     tracing::debug!("input ended");
