@@ -7448,7 +7448,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronGoalPauseResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/session/goal/resume",
@@ -7459,7 +7459,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronGoalResumeResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/session/mcpStatus",
@@ -7492,7 +7492,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronSessionStatusResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/session/steer",
@@ -7503,7 +7503,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronSessionSteerResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "authenticate",
@@ -7690,7 +7690,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: None,
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "elicitation/complete",

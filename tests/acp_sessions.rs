@@ -148,10 +148,13 @@ async fn load_after_a_restart_replays_the_whole_turn_before_answering() {
     let mut second = support::start_in(support::demo_args(), dirs);
     initialize(&mut second).await;
     let cwd = second.dirs.ws();
-    let (replay, answer) = second
+    let (mut replay, answer) = second
         .exchange(json!("load"), "session/load", json!({ "sessionId": id, "cwd": cwd, "mcpServers": [] }))
         .await;
     assert!(answer["result"]["configOptions"].is_array(), "{answer}");
+    // The replay ends with the session's context use (the demo reports usage).
+    let usage = replay.pop().expect("a replay");
+    assert_eq!(update_kind(&usage), Some("usage_update"), "{usage}");
     assert!(replay.iter().all(|m| m["params"]["sessionId"] == json!(id)), "{replay:#?}");
     let kinds: Vec<&str> = replay.iter().map(|m| update_kind(m).expect("only session updates")).collect();
     assert_eq!(

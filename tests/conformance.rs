@@ -72,6 +72,8 @@ transcripts!(
     error_parse,
     error_unknown_method,
     error_unknown_session,
+    goal_mode,
+    goal_pause_resume,
     initialize,
     prompt_turn,
     session_close_delete,
@@ -80,6 +82,8 @@ transcripts!(
     session_load,
     session_resume,
     session_settings,
+    session_status,
+    session_steer,
 );
 
 fn all_scenarios() -> Vec<Scenario> {

@@ -2,10 +2,14 @@
 //! `protocol`, it is the only module that knows protocol types; it converts them to and
 //! from the core's own types at this edge (`convert`).
 
+mod announce;
 pub mod convert;
 pub mod editor;
 pub mod errors;
 pub mod policy;
+mod slot;
+pub mod status;
+pub mod vendor;
 
 use std::future::{Future, ready};
 use std::path::PathBuf;
@@ -14,67 +18,28 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::json;
 use tokio::sync::mpsc;
 
+use self::announce::{announce_settings, mode_update, run_command};
 use self::editor::AcpEditor;
 use self::errors::{WithField, prompt_error, session_error, unknown_session};
 use crate::protocol::runtime::{ClientPeer, Outgoing};
 use crate::protocol::{
     Agent, AgentCapabilities, AuthMethod, AuthMethodTerminal, AuthenticateRequest, AuthenticateResponse,
     CancelNotification, Client, ClientCapabilities, CloseSessionRequest, CloseSessionResponse,
-    DeleteSessionRequest, DeleteSessionResponse, ForkSessionRequest, ForkSessionResponse, Implementation,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, PromptResponse, ProtocolVersion, ResumeSessionRequest, ResumeSessionResponse, RpcError,
-    SessionCapabilities, SessionId, SessionInfo, SessionNotification, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse, SetSessionModelRequest, SetSessionModelResponse,
+    DeleteSessionRequest, DeleteSessionResponse, ForkSessionRequest, ForkSessionResponse,
+    HeronGoalPauseRequest, HeronGoalPauseResponse, HeronGoalResumeRequest, HeronGoalResumeResponse,
+    HeronSessionStatusRequest, HeronSessionStatusResponse, HeronSessionSteerRequest,
+    HeronSessionSteerResponse, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, ProtocolVersion,
+    ResumeSessionRequest, ResumeSessionResponse, RpcError, SessionCapabilities, SessionId, SessionInfo,
+    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse, SetSessionModelRequest, SetSessionModelResponse,
 };
 use crate::session::settings::Settings;
-use crate::session::{Manager, OpenOptions, Session};
+use crate::session::{OpenOptions, Session};
 use crate::tools::editor::{EditorIo, NoEditor};
 
-/// The session manager, built in the background so that `initialize` is answered at once.
-/// Until it is ready no session can exist, so lookups simply find none.
-#[derive(Debug, Clone)]
-pub struct ManagerSlot(tokio::sync::watch::Receiver<Built>);
-
-/// What building the manager gave: nothing yet, the manager, or why it failed.
-pub type Built = Option<Result<Arc<Manager>, String>>;
-
-impl ManagerSlot {
-    /// A slot and the sender that fills it.
-    pub fn new() -> (tokio::sync::watch::Sender<Built>, Self) {
-        let (fill, slot) = tokio::sync::watch::channel(None);
-        (fill, Self(slot))
-    }
-
-    /// A slot that is already filled.
-    pub fn ready_now(manager: Arc<Manager>) -> Self {
-        Self(tokio::sync::watch::channel(Some(Ok(manager))).1)
-    }
-
-    /// The manager, if it is built.
-    pub fn now(&self) -> Option<Arc<Manager>> {
-        match &*self.0.borrow() {
-            Some(Ok(manager)) => Some(manager.clone()),
-            _ => None,
-        }
-    }
-
-    /// Waits for the manager; a failed start (a broken config) is reported to the caller.
-    pub async fn ready(&self) -> Result<Arc<Manager>, RpcError> {
-        let mut slot = self.0.clone();
-        let built = slot
-            .wait_for(Option::is_some)
-            .await
-            .map_err(|_| RpcError::internal(&"the session manager was never built"))?;
-        match &*built {
-            Some(Ok(manager)) => Ok(manager.clone()),
-            Some(Err(reason)) => Err(RpcError::new(crate::protocol::error::INTERNAL_ERROR, reason.clone())
-                .with_data(json!({ "code": "heron_home_unusable" }))),
-            None => Err(RpcError::internal(&"the session manager was never built")),
-        }
-    }
-}
+pub use self::slot::{Built, ManagerSlot};
 
 /// The only protocol version Heron speaks.
 pub const PROTOCOL_VERSION: u16 = 1;
@@ -94,6 +59,7 @@ struct Inner<O> {
     manager: ManagerSlot,
     home_root: PathBuf,
     client_capabilities: Mutex<ClientCapabilities>,
+    status: status::StatusFeed,
 }
 
 type Reply<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, RpcError>> + Send + 'static>>;
@@ -133,6 +99,7 @@ impl<O: Outgoing> HeronAgent<O> {
                 manager,
                 home_root,
                 client_capabilities: Mutex::new(ClientCapabilities::default()),
+                status: status::StatusFeed::default(),
             }),
         }
     }
@@ -164,13 +131,27 @@ impl<O: Outgoing> Inner<O> {
 }
 
 /// Advertises the slash commands once the answer that made the session known is out
-/// (a client drops updates for a session it does not know yet).
+/// (a client drops updates for a session it does not know yet), then the context use of a
+/// resumed session that has any.
 fn advertise_commands<O: Outgoing>(inner: &Arc<Inner<O>>, session_id: &str) {
+    advertise(inner, session_id, None);
+}
+
+fn advertise<O: Outgoing>(
+    inner: &Arc<Inner<O>>,
+    session_id: &str,
+    usage: Option<crate::session::event::UsageReport>,
+) {
     let inner = inner.clone();
     let id = session_id.to_owned();
     crate::rpc::after_response(async move {
         if let Err(err) = inner.send(&id, convert::available_commands()).await {
             tracing::debug!(%err, "could not advertise commands");
+        }
+        if let Some(report) = usage
+            && let Err(err) = inner.send(&id, convert::usage_update(&report)).await
+        {
+            tracing::debug!(%err, "could not send the usage");
         }
     });
 }
@@ -181,7 +162,7 @@ fn capabilities() -> AgentCapabilities {
         auth: None,
         load_session: Some(true),
         mcp_capabilities: Some(McpCapabilities { http: Some(false), meta: None, sse: Some(false) }),
-        meta: None,
+        meta: Some(vendor::capabilities_meta()),
         prompt_capabilities: Some(PromptCapabilities {
             audio: Some(false),
             embedded_context: Some(true),
@@ -216,6 +197,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         }
         let client = params.client_capabilities.unwrap_or_default();
         let terminal_auth = client.auth.as_ref().and_then(|a| a.terminal).unwrap_or(false);
+        self.inner.status.want(status::wants_updates(&client));
         *self.inner.client_capabilities.lock().unwrap_or_else(PoisonError::into_inner) = client;
         // The terminal method is only offered to clients that can run it.
         let auth_methods = if terminal_auth {
@@ -306,6 +288,10 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
                     inner.send(&id, update).await?;
                 }
             }
+            // The context meter ends the replay, so the editor has it when load answers.
+            if let Some(report) = session.status().1.usage {
+                inner.send(&id, convert::usage_update(&report)).await?;
+            }
             advertise_commands(&inner, &id);
             let (settings, config_options) = inner.options_of(&session);
             Ok(LoadSessionResponse {
@@ -332,7 +318,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         let reply: Reply<ResumeSessionResponse> = Box::pin(async move {
             let manager = inner.manager.ready().await?;
             let (session, _) = manager.open(&id, options?).await.map_err(|e| session_error(e, &manager))?;
-            advertise_commands(&inner, &id);
+            advertise(&inner, &id, session.status().1.usage);
             let (settings, config_options) = inner.options_of(&session);
             Ok(ResumeSessionResponse {
                 config_options: Some(config_options),
@@ -362,9 +348,9 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
                     .sessions
                     .into_iter()
                     .map(|s| SessionInfo {
+                        meta: listed_goal(s.goal.as_ref()),
                         additional_directories: s.additional_directories,
                         cwd: s.cwd,
-                        meta: None,
                         session_id: SessionId(s.id),
                         title: s.title,
                         updated_at: Some(s.updated_at),
@@ -476,6 +462,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
                 let (settings, _) = inner.options_of(&session);
                 inner.send(session.id(), mode_update(&settings)).await?;
             }
+            inner.status.sync(&inner.client, &session).await;
             let (_, config_options) = inner.options_of(&session);
             Ok(SetSessionConfigOptionResponse { config_options, meta: None })
         });
@@ -534,6 +521,10 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             let manager = inner.manager.ready().await?;
             let (session, mut stream, result, guard) = started?;
             while let Some(update) = stream.recv().await {
+                if let crate::session::event::TurnUpdate::Status(seq, snapshot) = &update {
+                    inner.status.offer(&inner.client, session.id(), *seq, snapshot).await;
+                    continue;
+                }
                 for update in convert::turn_updates(update) {
                     // A client that stopped reading does not stop the turn.
                     let _ = inner.send(session.id(), update).await;
@@ -566,62 +557,42 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         }
         ready(Ok(()))
     }
-}
 
-fn mode_update(settings: &Settings) -> SessionUpdate {
-    SessionUpdate::CurrentModeUpdate(crate::protocol::CurrentModeUpdate {
-        current_mode_id: crate::protocol::SessionModeId(settings.mode.id().to_owned()),
-        meta: None,
-    })
-}
-
-/// Tells the editor the settings changed: the mode, and the full config options.
-async fn announce_settings<O: Outgoing>(inner: &Inner<O>, session: &Session) -> Result<(), RpcError> {
-    let (settings, config_options) = inner.options_of(session);
-    inner.send(session.id(), mode_update(&settings)).await?;
-    inner
-        .send(
-            session.id(),
-            SessionUpdate::ConfigOptionUpdate(crate::protocol::ConfigOptionUpdate {
-                config_options,
-                meta: None,
-            }),
-        )
-        .await
-}
-
-/// Runs a slash command and answers with its reply as an agent message.
-async fn run_command<O: Outgoing>(
-    inner: &Inner<O>,
-    session: &Session,
-    invocation: &crate::session::commands::Invocation,
-) -> Result<(), RpcError> {
-    let mut outcome = None;
-    let result = session
-        .configure(|settings, choices| {
-            outcome = Some(crate::session::commands::run(invocation, settings, choices));
-            // A refused command changes nothing: report it as a setting error to roll back.
-            match &outcome {
-                Some(Err(reason)) => Err(crate::session::settings::SettingError::UnknownValue {
-                    option: invocation.name.clone(),
-                    value: reason.clone(),
-                }),
-                _ => Ok(()),
-            }
-        })
-        .await;
-    let (reply, changed) = match (outcome, result) {
-        (Some(Ok(ran)), Ok(_)) => (ran.reply, ran.settings_changed),
-        (Some(Err(reason)), _) => (reason, false),
-        (_, Err(err)) => (err.to_string(), false),
-        (None, Ok(_)) => (String::new(), false),
-    };
-    let message_id = uuid::Uuid::new_v4().to_string();
-    inner.send(session.id(), convert::agent_message(&message_id, reply)).await?;
-    if changed {
-        announce_settings(inner, session).await?;
+    fn heron_session_status(
+        &self,
+        params: HeronSessionStatusRequest,
+    ) -> impl Future<Output = Result<HeronSessionStatusResponse, RpcError>> + Send + 'static {
+        vendor::status(self, params)
     }
-    Ok(())
+
+    fn heron_session_steer(
+        &self,
+        params: HeronSessionSteerRequest,
+    ) -> impl Future<Output = Result<HeronSessionSteerResponse, RpcError>> + Send + 'static {
+        ready(vendor::steer(self, params))
+    }
+
+    fn heron_session_goal_pause(
+        &self,
+        params: HeronGoalPauseRequest,
+    ) -> impl Future<Output = Result<HeronGoalPauseResponse, RpcError>> + Send + 'static {
+        let goal = vendor::change_goal(self, &params.session_id, true);
+        async move { Ok(HeronGoalPauseResponse { goal: goal.await?, meta: None }) }
+    }
+
+    fn heron_session_goal_resume(
+        &self,
+        params: HeronGoalResumeRequest,
+    ) -> impl Future<Output = Result<HeronGoalResumeResponse, RpcError>> + Send + 'static {
+        let goal = vendor::change_goal(self, &params.session_id, false);
+        async move { Ok(HeronGoalResumeResponse { goal: goal.await?, meta: None }) }
+    }
+}
+
+/// `_meta.heron.goal` of a listed session that has a goal.
+fn listed_goal(stored: Option<&serde_json::Value>) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let goal = serde_json::from_value::<crate::session::goal::Goal>(stored?.clone()).ok()?;
+    json!({ "heron": { "goal": status::goal(&goal) } }).as_object().cloned()
 }
 
 struct CancelOnDrop(Option<tokio_util::sync::CancellationToken>);

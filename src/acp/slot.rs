@@ -1,0 +1,53 @@
+//! The session manager of a connection, built in the background so `initialize` never
+//! waits on the store or the config.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::protocol::RpcError;
+use crate::session::Manager;
+
+/// The session manager, built in the background so that `initialize` is answered at once.
+/// Until it is ready no session can exist, so lookups simply find none.
+#[derive(Debug, Clone)]
+pub struct ManagerSlot(tokio::sync::watch::Receiver<Built>);
+
+/// What building the manager gave: nothing yet, the manager, or why it failed.
+pub type Built = Option<Result<Arc<Manager>, String>>;
+
+impl ManagerSlot {
+    /// A slot and the sender that fills it.
+    pub fn new() -> (tokio::sync::watch::Sender<Built>, Self) {
+        let (fill, slot) = tokio::sync::watch::channel(None);
+        (fill, Self(slot))
+    }
+
+    /// A slot that is already filled.
+    pub fn ready_now(manager: Arc<Manager>) -> Self {
+        Self(tokio::sync::watch::channel(Some(Ok(manager))).1)
+    }
+
+    /// The manager, if it is built.
+    pub fn now(&self) -> Option<Arc<Manager>> {
+        match &*self.0.borrow() {
+            Some(Ok(manager)) => Some(manager.clone()),
+            _ => None,
+        }
+    }
+
+    /// Waits for the manager; a failed start (a broken config) is reported to the caller.
+    pub async fn ready(&self) -> Result<Arc<Manager>, RpcError> {
+        let mut slot = self.0.clone();
+        let built = slot
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| RpcError::internal(&"the session manager was never built"))?;
+        match &*built {
+            Some(Ok(manager)) => Ok(manager.clone()),
+            Some(Err(reason)) => Err(RpcError::new(crate::protocol::error::INTERNAL_ERROR, reason.clone())
+                .with_data(json!({ "code": "heron_home_unusable" }))),
+            None => Err(RpcError::internal(&"the session manager was never built")),
+        }
+    }
+}

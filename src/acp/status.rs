@@ -1,0 +1,135 @@
+//! Session status on the wire: the `HeronSessionStatus` and `HeronGoal` shapes, and the
+//! `_heron/session/status_update` feed. The feed sends only to a client that asked for it
+//! in `initialize` (`clientCapabilities._meta.heron.statusUpdates: true`), sends each change
+//! once, and never sends an older snapshot after a newer one, whichever path offers it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::protocol::runtime::{ClientPeer, Outgoing};
+use crate::protocol::{
+    Client, ClientCapabilities, HeronApprovalPosture, HeronContextUsage, HeronGoal, HeronGoalStatus,
+    HeronInboxCounts, HeronModelId, HeronSessionState, HeronSessionStatus,
+    HeronSessionStatusUpdateNotification, SessionId, SessionModeId,
+};
+use crate::session::Session;
+use crate::session::goal::{Goal, GoalStatus};
+use crate::session::settings::Posture;
+use crate::session::status::{SessionState, Snapshot};
+
+/// Whether the client asked for status updates.
+pub fn wants_updates(capabilities: &ClientCapabilities) -> bool {
+    capabilities
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get("heron"))
+        .and_then(|heron| heron.get("statusUpdates"))
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// A goal as the wire shows it.
+pub fn goal(goal: &Goal) -> HeronGoal {
+    HeronGoal {
+        continuation_count: goal.continuation_count,
+        meta: None,
+        objective: goal.objective.clone(),
+        started_at: goal.started_at.clone(),
+        status: match goal.status {
+            GoalStatus::Active => HeronGoalStatus::Active,
+            GoalStatus::Paused => HeronGoalStatus::Paused,
+            GoalStatus::Completed => HeronGoalStatus::Completed,
+            GoalStatus::Failed => HeronGoalStatus::Failed,
+        },
+        updated_at: goal.updated_at.clone(),
+    }
+}
+
+/// A snapshot as the wire shows it.
+pub fn status(snapshot: &Snapshot) -> HeronSessionStatus {
+    HeronSessionStatus {
+        approval_posture: match snapshot.posture {
+            Posture::ReadOnly => HeronApprovalPosture::ReadOnly,
+            Posture::DontAsk => HeronApprovalPosture::DontAsk,
+            Posture::Ask => HeronApprovalPosture::Ask,
+            Posture::Auto => HeronApprovalPosture::Auto,
+            Posture::Yolo => HeronApprovalPosture::Yolo,
+        },
+        context_usage: snapshot.usage.as_ref().map(|u| HeronContextUsage {
+            meta: None,
+            size: u.size,
+            used: u.used,
+        }),
+        current_mode_id: Some(SessionModeId(snapshot.mode.id().to_owned())),
+        goal: snapshot.goal.as_ref().map(goal),
+        inbox: HeronInboxCounts {
+            failed: snapshot.inbox.failed,
+            meta: None,
+            paused: snapshot.inbox.paused,
+            queued: snapshot.inbox.queued,
+            running: snapshot.inbox.running,
+        },
+        meta: None,
+        model_id: Some(snapshot.model.clone()).filter(|m| !m.is_empty()).map(HeronModelId),
+        state: match snapshot.state() {
+            SessionState::Idle => HeronSessionState::Idle,
+            SessionState::Running => HeronSessionState::Running,
+            SessionState::AwaitingPermission => HeronSessionState::AwaitingPermission,
+            SessionState::AwaitingInput => HeronSessionState::AwaitingInput,
+            SessionState::Paused => HeronSessionState::Paused,
+        },
+        turn_started_at: snapshot.turn_started_at.clone(),
+        updated_at: snapshot.updated_at.clone(),
+    }
+}
+
+/// One connection's status updates.
+#[derive(Debug, Default)]
+pub struct StatusFeed {
+    wanted: AtomicBool,
+    /// The last sequence number sent, per session. Held across the send, so two paths
+    /// offering snapshots cannot overtake each other.
+    sent: tokio::sync::Mutex<HashMap<String, u64>>,
+}
+
+impl StatusFeed {
+    /// Records whether the client wants updates.
+    pub fn want(&self, wanted: bool) {
+        self.wanted.store(wanted, Ordering::SeqCst);
+    }
+
+    /// Sends `snapshot` unless the client does not want updates or already has it or a
+    /// newer one.
+    pub async fn offer<O: Outgoing>(
+        &self,
+        client: &ClientPeer<O>,
+        session_id: &str,
+        seq: u64,
+        snapshot: &Snapshot,
+    ) {
+        if !self.wanted.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut sent = self.sent.lock().await;
+        let last = sent.entry(session_id.to_owned()).or_insert(0);
+        if seq <= *last {
+            return;
+        }
+        *last = seq;
+        let note = HeronSessionStatusUpdateNotification {
+            meta: None,
+            session_id: SessionId(session_id.to_owned()),
+            status: status(snapshot),
+        };
+        // A client that stopped reading does not stop the session.
+        if let Err(err) = client.heron_session_status_update(note).await {
+            tracing::debug!(%err, "could not send a status update");
+        }
+    }
+
+    /// Sends the session's current status if it changed since the last one sent.
+    pub async fn sync<O: Outgoing>(&self, client: &ClientPeer<O>, session: &Session) {
+        let (seq, snapshot) = session.status();
+        self.offer(client, session.id(), seq, &snapshot).await;
+    }
+}

@@ -1,0 +1,81 @@
+//! Heron's vendor methods on a session: `_heron/session/status`, `_heron/session/steer` and
+//! `_heron/session/goal/{pause,resume}`, and what `initialize` advertises about them.
+
+use serde_json::{Map, Value, json};
+
+use super::errors::session_error;
+use super::{HeronAgent, Reply, convert, status};
+use crate::protocol::runtime::{Kind, Outgoing, Side, Stability};
+use crate::protocol::{
+    HeronGoal, HeronSessionStatusRequest, HeronSessionStatusResponse, HeronSessionSteerRequest,
+    HeronSessionSteerResponse, HeronSteerOutcome, RpcError, SessionId,
+};
+use crate::session::steer::SteerOutcome;
+
+/// `agentCapabilities._meta`: the vendor methods Heron serves and the notifications it
+/// sends, read from the generated method table so the list cannot drift from the code.
+pub fn capabilities_meta() -> Map<String, Value> {
+    let vendor = |side: Side, kind: Kind| -> Vec<&str> {
+        crate::protocol::METHODS
+            .iter()
+            .filter(|m| m.stability == Stability::Vendor && m.implemented && m.side == side && m.kind == kind)
+            .map(|m| m.wire)
+            .collect()
+    };
+    let heron = json!({
+        "methods": vendor(Side::Agent, Kind::Request),
+        "notifications": vendor(Side::Client, Kind::Notification),
+    });
+    Map::from_iter([("heron".to_owned(), heron)])
+}
+
+/// `_heron/session/status`: a snapshot, with no side effects.
+pub(super) fn status<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: HeronSessionStatusRequest,
+) -> Reply<HeronSessionStatusResponse> {
+    let session = agent.session(&params.session_id);
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        inner.manager.ready().await?;
+        let (_, snapshot) = session?.status();
+        Ok(HeronSessionStatusResponse { meta: None, status: status::status(&snapshot) })
+    })
+}
+
+/// `_heron/session/steer`. Runs on the reader, in arrival order with prompts: a steer
+/// sent before a prompt opens that prompt.
+pub(super) fn steer<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: HeronSessionSteerRequest,
+) -> Result<HeronSessionSteerResponse, RpcError> {
+    let session = agent.session(&params.session_id)?;
+    if params.prompt.is_empty() {
+        return Err(RpcError::invalid_params("prompt", "steering input must not be empty"));
+    }
+    let input = convert::prompt_input(params.prompt)?;
+    let outcome = match session.steer(input) {
+        SteerOutcome::Delivered => HeronSteerOutcome::Delivered,
+        SteerOutcome::Queued => HeronSteerOutcome::Queued,
+    };
+    Ok(HeronSessionSteerResponse { meta: None, outcome })
+}
+
+/// `_heron/session/goal/pause` (`pause`) and `_heron/session/goal/resume`. The status
+/// update, for a client that wants them, goes out before the answer.
+pub(super) fn change_goal<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    id: &SessionId,
+    pause: bool,
+) -> Reply<HeronGoal> {
+    let session = agent.session(id);
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let manager = inner.manager.ready().await?;
+        let session = session?;
+        let changed = if pause { session.pause_goal().await } else { session.resume_goal().await };
+        let goal = changed.map_err(|e| session_error(e, &manager))?;
+        inner.status.sync(&inner.client, &session).await;
+        Ok(status::goal(&goal))
+    })
+}

@@ -1,0 +1,229 @@
+//! `_heron/session/status` and `_heron/session/status_update` over ACP: the snapshot's
+//! fields, updates only for a client that asked and only on a real change, the states a
+//! turn goes through (running, awaiting permission or input, idle), and usage after a reload.
+
+mod support;
+
+use std::time::Duration;
+
+use heron::cli::acp::AcpArgs;
+use serde_json::{Value, json};
+use support::{Editor, update_kind};
+
+const STATUS_UPDATE: &str = "_heron/session/status_update";
+
+/// `clientCapabilities` asking for status updates, plus `extra`.
+fn wanting_updates(extra: Value) -> Value {
+    let mut capabilities = json!({ "_meta": { "heron": { "statusUpdates": true } } });
+    if let (Some(all), Some(more)) = (capabilities.as_object_mut(), extra.as_object()) {
+        all.extend(more.clone());
+    }
+    capabilities
+}
+
+async fn open(editor: &mut Editor, capabilities: Value) -> String {
+    editor
+        .ask(json!("init"), "initialize", json!({ "protocolVersion": 1, "clientCapabilities": capabilities }))
+        .await;
+    let cwd = editor.dirs.ws();
+    let answer = editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": [] })).await;
+    answer["result"]["sessionId"].as_str().expect("session id").to_owned()
+}
+
+fn scripted(script: &str, permission_mode: Option<&str>) -> Editor {
+    let dirs = support::dirs_with(&[
+        ("config.toml", &support::scripted_provider("s", "s.jsonl")),
+        ("s.jsonl", script),
+    ]);
+    let args = AcpArgs {
+        model: Some("s/m".into()),
+        permission_mode: permission_mode.map(str::to_owned),
+        ..support::demo_args()
+    };
+    support::start_in(args, dirs)
+}
+
+fn states(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == STATUS_UPDATE)
+        .map(|m| m["params"]["status"]["state"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_snapshot_of_a_new_session_is_idle_with_its_settings() {
+    let mut editor = support::start();
+    let session = editor.new_session().await;
+    let answer = editor.ask(json!(1), "_heron/session/status", json!({ "sessionId": session })).await;
+    let status = &answer["result"]["status"];
+    assert_eq!(status["state"], "idle", "{answer}");
+    assert_eq!(status["currentModeId"], "normal");
+    assert_eq!(status["modelId"], "demo/demo");
+    assert_eq!(status["approvalPosture"], "ask");
+    assert_eq!(status["inbox"], json!({ "queued": 0, "running": 0, "failed": 0, "paused": false }));
+    assert!(status["updatedAt"].as_str().is_some_and(|t| t.ends_with('Z')), "{status}");
+    for absent in ["goal", "contextUsage", "turnStartedAt"] {
+        assert!(status.get(absent).is_none(), "{absent} is absent: {status}");
+    }
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn a_client_that_did_not_ask_gets_no_status_updates() {
+    let mut editor = support::start();
+    let session = editor.new_session().await;
+    let (before, _) = editor.prompt(json!("p"), &session, "Look around").await;
+    assert!(states(&before).is_empty(), "{before:#?}");
+    editor.ask(json!(1), "session/set_mode", json!({ "sessionId": session, "modeId": "plan" })).await;
+    editor.expect_silence().await;
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn a_turn_goes_running_then_idle_before_its_answer() {
+    let mut editor = support::start();
+    let session = open(&mut editor, wanting_updates(json!({}))).await;
+    let (before, answer) = editor.prompt(json!("p"), &session, "Look around").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    let seen = states(&before);
+    assert_eq!(seen.first().map(String::as_str), Some("running"), "{seen:?}");
+    assert_eq!(seen.last().map(String::as_str), Some("idle"), "{seen:?}");
+    let first_update = before.iter().position(|m| update_kind(m).is_some());
+    let first_status = before.iter().position(|m| m["method"] == STATUS_UPDATE);
+    assert!(first_status < first_update, "running comes before the turn's updates");
+    let running = before.iter().find(|m| m["method"] == STATUS_UPDATE).expect("a status update");
+    assert!(running["params"]["status"]["turnStartedAt"].is_string(), "{running}");
+    assert_eq!(running["params"]["sessionId"], json!(session));
+    // Each update is a real change: no two in a row are the same but for the timestamp.
+    let snapshots: Vec<Value> = before
+        .iter()
+        .filter(|m| m["method"] == STATUS_UPDATE)
+        .map(|m| {
+            let mut status = m["params"]["status"].clone();
+            status["updatedAt"] = Value::Null;
+            status
+        })
+        .collect();
+    assert!(snapshots.windows(2).all(|w| w[0] != w[1]), "{snapshots:#?}");
+    editor.expect_silence().await;
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn usage_shows_in_the_status() {
+    let mut editor = support::start();
+    let session = open(&mut editor, wanting_updates(json!({}))).await;
+    let (before, _) = editor.prompt(json!("p"), &session, "Look around").await;
+    let last = before.iter().rfind(|m| m["method"] == STATUS_UPDATE).expect("a status update");
+    assert_eq!(last["params"]["status"]["contextUsage"], json!({ "used": 1280, "size": 128000 }));
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn waiting_on_permission_shows_awaiting_permission_before_the_question() {
+    let script = r#"{"steps":[{"tool_call":{"name":"write_file","arguments":{"path":"note.txt","content":"hi\n"}}}]}
+{"steps":[{"text":"Done."}]}
+"#;
+    let mut editor = scripted(script, None);
+    let session = open(&mut editor, wanting_updates(json!({}))).await;
+    let (before, _) = editor.prompt(json!("p"), &session, "Write").await;
+    let asked = before
+        .iter()
+        .position(|m| m["method"] == "session/request_permission")
+        .unwrap_or_else(|| panic!("no permission request: {before:#?}"));
+    assert_eq!(states(&before[..asked]).last().map(String::as_str), Some("awaiting_permission"));
+    assert_eq!(states(&before[asked..]), ["running", "idle"]);
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn waiting_on_a_question_shows_awaiting_input() {
+    let script = r#"{"steps":[{"tool_call":{"name":"question","arguments":{"question":"Tabs?"}}}]}
+{"steps":[{"text":"Noted."}]}
+"#;
+    // Questions run without a permission question first.
+    let mut editor = scripted(script, Some("bypassPermissions"));
+    let session = open(&mut editor, wanting_updates(json!({ "elicitation": { "form": {} } }))).await;
+    let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Ask me" }] });
+    editor.send_request(json!("p"), "session/prompt", params).await;
+    let mut seen = Vec::new();
+    loop {
+        let message = editor.recv_within(Duration::from_secs(5)).await;
+        if message["method"] == "elicitation/create" {
+            let answer = json!({ "action": "accept", "content": { "answer": "yes" } });
+            editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": answer })).await;
+            break;
+        }
+        seen.push(message);
+    }
+    assert_eq!(states(&seen).last().map(String::as_str), Some("awaiting_input"), "{seen:#?}");
+    let (after, answer) = editor.until_answer(&json!("p")).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    assert_eq!(states(&after), ["running", "idle"]);
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn a_mode_change_sends_one_update_and_the_same_mode_again_sends_none() {
+    let mut editor = support::start();
+    let session = open(&mut editor, wanting_updates(json!({}))).await;
+    let params = json!({ "sessionId": session, "modeId": "plan" });
+    let (before, _) = editor.exchange(json!(1), "session/set_mode", params.clone()).await;
+    let updates: Vec<&Value> = before.iter().filter(|m| m["method"] == STATUS_UPDATE).collect();
+    assert_eq!(updates.len(), 1, "{before:#?}");
+    assert_eq!(updates[0]["params"]["status"]["currentModeId"], "plan");
+    let (before, _) = editor.exchange(json!(2), "session/set_mode", params).await;
+    assert!(states(&before).is_empty(), "nothing changed: {before:#?}");
+    let option = json!({ "sessionId": session, "configId": "tool_approval", "value": "auto" });
+    let (before, _) = editor.exchange(json!(3), "session/set_config_option", option).await;
+    let update = before.iter().find(|m| m["method"] == STATUS_UPDATE).expect("a posture change is an update");
+    assert_eq!(update["params"]["status"]["approvalPosture"], "auto");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn load_ends_its_replay_with_the_stored_usage_and_resume_sends_it_after_its_answer() {
+    let mut editor = support::start();
+    let session = editor.new_session().await;
+    editor.prompt(json!("p"), &session, "Look around").await;
+    let dirs = editor.dirs.clone();
+    editor.close().await;
+    let used = |m: &Value| (m["params"]["update"]["used"].as_u64(), m["params"]["update"]["size"].as_u64());
+    let params = json!({ "sessionId": session, "cwd": dirs.ws(), "mcpServers": [] });
+
+    let mut editor = support::start_in(support::demo_args(), dirs.clone());
+    editor.ask(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;
+    let (replayed, _) = editor.exchange(json!("load"), "session/load", params.clone()).await;
+    let last = replayed.last().expect("a replay");
+    assert_eq!(update_kind(last), Some("usage_update"), "{replayed:#?}");
+    assert_eq!(used(last), (Some(1280), Some(128000)));
+    editor.close().await;
+
+    let mut editor = support::start_in(support::demo_args(), dirs);
+    editor.ask(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;
+    let (before, answer) = editor.exchange(json!("resume"), "session/resume", params).await;
+    assert!(answer["result"].is_object(), "{answer}");
+    assert!(before.is_empty(), "a resume replays nothing: {before:#?}");
+    let usage = loop {
+        let message = editor.recv().await;
+        if update_kind(&message) == Some("usage_update") {
+            break message;
+        }
+    };
+    assert_eq!(used(&usage), (Some(1280), Some(128000)));
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn a_session_without_usage_sends_none_after_load() {
+    let mut editor = support::start();
+    let session = editor.new_session().await;
+    let cwd = editor.dirs.ws();
+    let params = json!({ "sessionId": session, "cwd": cwd, "mcpServers": [] });
+    editor.exchange(json!("load"), "session/load", params).await;
+    let next = editor.recv().await;
+    assert_eq!(update_kind(&next), Some("available_commands_update"), "{next}");
+    editor.expect_silence().await;
+    editor.close().await;
+}
