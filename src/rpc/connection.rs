@@ -45,7 +45,9 @@ pub struct ConnectionOptions {
     /// An optional schema check of incoming and outgoing payloads.
     pub validator: Option<Arc<dyn Validate>>,
     /// How many handlers may run at once; beyond that the input is not read until one
-    /// ends, so a peer that floods requests and never reads answers cannot grow memory.
+    /// ends, so a peer that floods requests and never reads answers cannot grow memory
+    /// without bound. High enough that a client pipelining thousands of requests before it
+    /// reads any answer still gets them all.
     pub max_in_flight: usize,
 }
 
@@ -58,7 +60,7 @@ impl Default for ConnectionOptions {
             flush_timeout: Duration::from_secs(1),
             drain_timeout: Duration::from_millis(800),
             validator: None,
-            max_in_flight: 1024,
+            max_in_flight: 16 * 1024,
         }
     }
 }
