@@ -128,11 +128,11 @@ async fn collect(mut stream: Box<dyn AsyncRead + Send + Unpin>, output: Arc<Mute
 }
 
 /// A process group killed when dropped (and when asked).
-struct ProcessGroup(Option<i32>);
+pub(crate) struct ProcessGroup(pub(crate) Option<i32>);
 
 impl ProcessGroup {
     /// Kills the group once; later calls do nothing, so a recycled id is never hit.
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(group) = self.0.take().filter(|&g| g > 1) {
             // SAFETY: killpg takes plain integers and touches no memory of ours; a group
             // that is already gone makes it fail with ESRCH, which is fine.

@@ -9,6 +9,7 @@ pub mod finish_goal;
 pub mod grep;
 pub mod list_files;
 pub mod local_process;
+pub mod mcp;
 pub mod question;
 pub mod read_file;
 pub mod roots;
