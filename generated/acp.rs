@@ -7470,7 +7470,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronSessionMcpStatusResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/session/reloadExtensions",
@@ -7679,7 +7679,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: None,
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/session/status_update",

@@ -105,11 +105,13 @@ async fn notifications_are_never_answered_even_when_invalid() {
 #[tokio::test]
 async fn vendor_methods_are_routed_through_the_table() {
     let mut editor = support::start();
-    let answer = editor.request(json!(10), "_heron/session/mcpStatus", json!({ "sessionId": "s" })).await;
+    let answer =
+        editor.request(json!(10), "_heron/session/reloadExtensions", json!({ "sessionId": "s" })).await;
     assert_eq!(answer["error"]["code"], -32601);
-    assert_eq!(answer["error"]["data"]["method"], "_heron/session/mcpStatus");
+    assert_eq!(answer["error"]["data"]["method"], "_heron/session/reloadExtensions");
     // Invalid params are caught before the handler: the method is known to the table.
-    let answer = editor.request(json!(11), "_heron/session/mcpStatus", json!({ "sessionId": 1 })).await;
+    let answer =
+        editor.request(json!(11), "_heron/session/reloadExtensions", json!({ "sessionId": 1 })).await;
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     editor.close().await;
 }

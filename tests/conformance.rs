@@ -75,6 +75,7 @@ transcripts!(
     goal_mode,
     goal_pause_resume,
     initialize,
+    mcp_servers,
     prompt_turn,
     session_close_delete,
     session_fork,

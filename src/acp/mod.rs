@@ -6,6 +6,7 @@ mod announce;
 pub mod convert;
 pub mod editor;
 pub mod errors;
+pub mod mcp;
 pub mod policy;
 mod slot;
 pub mod status;
@@ -27,13 +28,14 @@ use crate::protocol::{
     CancelNotification, Client, ClientCapabilities, CloseSessionRequest, CloseSessionResponse,
     DeleteSessionRequest, DeleteSessionResponse, ForkSessionRequest, ForkSessionResponse,
     HeronGoalPauseRequest, HeronGoalPauseResponse, HeronGoalResumeRequest, HeronGoalResumeResponse,
-    HeronSessionStatusRequest, HeronSessionStatusResponse, HeronSessionSteerRequest,
-    HeronSessionSteerResponse, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, ProtocolVersion,
-    ResumeSessionRequest, ResumeSessionResponse, RpcError, SessionCapabilities, SessionId, SessionInfo,
-    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse, SetSessionModelRequest, SetSessionModelResponse,
+    HeronSessionMcpStatusRequest, HeronSessionMcpStatusResponse, HeronSessionStatusRequest,
+    HeronSessionStatusResponse, HeronSessionSteerRequest, HeronSessionSteerResponse, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, ProtocolVersion, ResumeSessionRequest, ResumeSessionResponse, RpcError,
+    SessionCapabilities, SessionId, SessionInfo, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse, SetSessionModelRequest, SetSessionModelResponse,
 };
 use crate::session::settings::Settings;
 use crate::session::{OpenOptions, Session};
@@ -60,6 +62,8 @@ struct Inner<O> {
     home_root: PathBuf,
     client_capabilities: Mutex<ClientCapabilities>,
     status: status::StatusFeed,
+    /// Sessions whose MCP servers this connection reports on.
+    mcp_watched: Mutex<std::collections::HashSet<String>>,
 }
 
 type Reply<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, RpcError>> + Send + 'static>>;
@@ -77,6 +81,7 @@ fn open_options(
     home_root: &std::path::Path,
     cwd: &str,
     additional: &[String],
+    mcp_servers: &[crate::protocol::McpServer],
     editor: Arc<dyn EditorIo>,
 ) -> Result<OpenOptions, RpcError> {
     let cwd = absolute(cwd, "cwd")?;
@@ -85,7 +90,8 @@ fn open_options(
     let additional_directories =
         crate::tools::roots::validate_additional_directories(additional, &cwd, &protected)
             .map_err(|e| errors::root_error(&e))?;
-    Ok(OpenOptions { cwd, additional_directories, editor })
+    let mcp_servers = mcp::specs(mcp_servers)?;
+    Ok(OpenOptions { cwd, additional_directories, editor, mcp_servers })
 }
 
 impl<O: Outgoing> HeronAgent<O> {
@@ -100,6 +106,7 @@ impl<O: Outgoing> HeronAgent<O> {
                 home_root,
                 client_capabilities: Mutex::new(ClientCapabilities::default()),
                 status: status::StatusFeed::default(),
+                mcp_watched: Mutex::default(),
             }),
         }
     }
@@ -247,6 +254,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             &self.inner.home_root,
             &params.cwd,
             &params.additional_directories,
+            &params.mcp_servers,
             Arc::new(NoEditor),
         );
         let agent = self.clone();
@@ -254,6 +262,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             let manager = inner.manager.ready().await?;
             let session = manager.create(options?).await.map_err(|e| session_error(e, &manager))?;
             session.attach(agent.editor_for(session.id()));
+            mcp::watch(&inner, &session);
             advertise_commands(&inner, session.id());
             let (settings, config_options) = inner.options_of(&session);
             Ok(NewSessionResponse {
@@ -276,12 +285,14 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             &self.inner.home_root,
             &params.cwd,
             &params.additional_directories,
+            &params.mcp_servers,
             self.editor_for(&id),
         );
         let reply: Reply<LoadSessionResponse> = Box::pin(async move {
             let manager = inner.manager.ready().await?;
             let (session, history) =
                 manager.open(&id, options?).await.map_err(|e| session_error(e, &manager))?;
+            mcp::watch(&inner, &session);
             // The whole history goes out before the answer.
             for event in &history {
                 for update in convert::replay_updates(event) {
@@ -313,11 +324,13 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             &self.inner.home_root,
             &params.cwd,
             &params.additional_directories,
+            &params.mcp_servers,
             self.editor_for(&id),
         );
         let reply: Reply<ResumeSessionResponse> = Box::pin(async move {
             let manager = inner.manager.ready().await?;
             let (session, _) = manager.open(&id, options?).await.map_err(|e| session_error(e, &manager))?;
+            mcp::watch(&inner, &session);
             advertise(&inner, &id, session.status().1.usage);
             let (settings, config_options) = inner.options_of(&session);
             Ok(ResumeSessionResponse {
@@ -396,6 +409,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             &self.inner.home_root,
             &params.cwd,
             &params.additional_directories,
+            &params.mcp_servers,
             Arc::new(NoEditor),
         );
         let agent = self.clone();
@@ -404,6 +418,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             let session =
                 manager.fork(&params.session_id.0, options?).await.map_err(|e| session_error(e, &manager))?;
             session.attach(agent.editor_for(session.id()));
+            mcp::watch(&inner, &session);
             advertise_commands(&inner, session.id());
             let (settings, config_options) = inner.options_of(&session);
             Ok(ForkSessionResponse {
@@ -570,6 +585,13 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         params: HeronSessionSteerRequest,
     ) -> impl Future<Output = Result<HeronSessionSteerResponse, RpcError>> + Send + 'static {
         ready(vendor::steer(self, params))
+    }
+
+    fn heron_session_mcp_status(
+        &self,
+        params: HeronSessionMcpStatusRequest,
+    ) -> impl Future<Output = Result<HeronSessionMcpStatusResponse, RpcError>> + Send + 'static {
+        mcp::status(self, params)
     }
 
     fn heron_session_goal_pause(

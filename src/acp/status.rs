@@ -98,6 +98,11 @@ impl StatusFeed {
         self.wanted.store(wanted, Ordering::SeqCst);
     }
 
+    /// Whether the client wants updates.
+    pub fn is_wanted(&self) -> bool {
+        self.wanted.load(Ordering::SeqCst)
+    }
+
     /// Sends `snapshot` unless the client does not want updates or already has it or a
     /// newer one.
     pub async fn offer<O: Outgoing>(

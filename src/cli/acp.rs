@@ -256,7 +256,7 @@ where
     let _ = building.await;
     // The editor is gone: stop every turn and tool.
     if let Some(manager) = slot.now() {
-        manager.close_all();
+        manager.stop_all().await;
     }
     served?;
     Ok(())

@@ -14,6 +14,7 @@ use crate::llm::registry::{ModelError, Providers};
 use crate::store::{ListQuery, NewSession, Page, SessionPatch, SessionRecord, Store, StoreError};
 use crate::tools::Registry;
 use crate::tools::editor::EditorIo;
+use crate::tools::mcp::{McpHub, ServerSpec};
 
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +83,8 @@ pub struct OpenOptions {
     pub additional_directories: Vec<PathBuf>,
     /// What the editor of this connection does for tools.
     pub editor: Arc<dyn EditorIo>,
+    /// The MCP servers the editor gives the session (started when it opens here).
+    pub mcp_servers: Vec<ServerSpec>,
 }
 
 impl std::fmt::Debug for OpenOptions {
@@ -89,6 +92,7 @@ impl std::fmt::Debug for OpenOptions {
         f.debug_struct("OpenOptions")
             .field("cwd", &self.cwd)
             .field("additional_directories", &self.additional_directories)
+            .field("mcp_servers", &self.mcp_servers)
             .finish_non_exhaustive()
     }
 }
@@ -186,7 +190,7 @@ impl Manager {
         record: &SessionRecord,
         settings: Settings,
         history: Vec<Event>,
-        editor: Arc<dyn EditorIo>,
+        options: OpenOptions,
         inbox: InboxCounts,
     ) -> Arc<Session> {
         // A goal or usage this build cannot read is dropped, not fatal: the session still opens.
@@ -209,9 +213,21 @@ impl Manager {
             }),
             witness: self.options.witness.clone(),
             max_goal_continuations: self.providers.config().goal_continuations(),
+            mcp: if options.mcp_servers.is_empty() {
+                McpHub::empty()
+            } else {
+                McpHub::start(options.mcp_servers, state.cwd.clone())
+            },
         };
-        let session =
-            Session::spawn(record.id.clone(), state, history, context, self.choices(), editor, status);
+        let session = Session::spawn(
+            record.id.clone(),
+            state,
+            history,
+            context,
+            self.choices(),
+            options.editor,
+            status,
+        );
         self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(record.id.clone(), session.clone());
         session
     }
@@ -236,7 +252,7 @@ impl Manager {
                     .map_err(|e| SessionError::Internal(e.to_string()))?,
             })
             .await?;
-        Ok(self.spawn(&record, settings, Vec::new(), options.editor, InboxCounts::default()))
+        Ok(self.spawn(&record, settings, Vec::new(), options, InboxCounts::default()))
     }
 
     /// The open session `id`, if it is open in this process.
@@ -298,7 +314,7 @@ impl Manager {
             record
         };
         let inbox = InboxCounts::of(&self.store.inbox_list(id).await?);
-        Ok((self.spawn(&record, settings, history.clone(), options.editor, inbox), history))
+        Ok((self.spawn(&record, settings, history.clone(), options, inbox), history))
     }
 
     /// One page of stored sessions, most recent first.
@@ -373,7 +389,7 @@ impl Manager {
         };
         let record = self.store.update_session(&record.id, patch).await?;
         let history = self.history(&record.id).await?;
-        Ok(self.spawn(&record, settings, history, options.editor, InboxCounts::default()))
+        Ok(self.spawn(&record, settings, history, options, InboxCounts::default()))
     }
 
     /// Closes every open session (the connection ended).
@@ -382,6 +398,22 @@ impl Manager {
             self.open.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, s)| s).collect();
         for session in sessions {
             session.close();
+        }
+    }
+
+    /// Closes every open session and waits (at most two seconds) for their MCP servers to
+    /// stop, so none outlives the agent.
+    pub async fn stop_all(&self) {
+        let sessions: Vec<Arc<Session>> =
+            self.open.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, s)| s).collect();
+        let stopping = sessions.iter().map(|session| {
+            session.close();
+            let hub = session.mcp().clone();
+            async move { hub.shutdown().await }
+        });
+        let all = futures_util::future::join_all(stopping);
+        if tokio::time::timeout(std::time::Duration::from_secs(2), all).await.is_err() {
+            tracing::warn!("some MCP servers did not stop in time; their process groups are killed on exit");
         }
     }
 }

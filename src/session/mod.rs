@@ -37,6 +37,7 @@ use self::turn::{Turn, TurnError};
 use crate::llm::registry::{ModelError, Providers};
 use crate::store::Store;
 use crate::tools::editor::EditorIo;
+use crate::tools::mcp::McpHub;
 use crate::tools::roots::Roots;
 use crate::tools::{Registry, ToolEnv};
 
@@ -125,6 +126,7 @@ pub struct Session {
     approvals: Arc<Mutex<Approvals>>,
     status: Arc<Board>,
     steers: Arc<Steers>,
+    mcp: Arc<McpHub>,
 }
 
 impl std::fmt::Debug for Session {
@@ -142,6 +144,7 @@ struct ActorContext {
     permission_timeout: std::time::Duration,
     witness: Option<Arc<dyn crate::tools::FileWitness>>,
     max_goal_continuations: u32,
+    mcp: Arc<McpHub>,
 }
 
 impl Session {
@@ -170,6 +173,7 @@ impl Session {
             approvals: Arc::new(Mutex::new(Approvals::default())),
             status: Arc::new(status),
             steers: Arc::new(Steers::default()),
+            mcp: context.mcp.clone(),
         });
         let closed = session.closed.clone();
         tokio::spawn(actor(Arc::downgrade(&session), closed, queue, history, context, cost));
@@ -225,10 +229,22 @@ impl Session {
         self.current.lock().unwrap_or_else(PoisonError::into_inner).cancel();
     }
 
-    /// Cancels everything and stops the actor. History stays in the store.
+    /// Cancels everything and stops the actor and the MCP servers. History stays in the
+    /// store.
     pub fn close(&self) {
         self.cancel();
         self.closed.cancel();
+        if !self.mcp.is_empty()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let hub = self.mcp.clone();
+            runtime.spawn(async move { hub.shutdown().await });
+        }
+    }
+
+    /// The session's MCP servers.
+    pub fn mcp(&self) -> &Arc<McpHub> {
+        &self.mcp
     }
 
     /// Changes one setting and stores the result; returns the new settings.
@@ -345,11 +361,12 @@ async fn run_job(
     let prompt = save_attachments(&state.cwd, input).map_err(PromptError::Attachment)?;
     let roots = Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()));
     let secrets = Arc::new(context.providers.keys().all().cloned().collect::<Vec<_>>());
+    let tools = with_mcp_tools(&context.tools, &session.mcp, &cancel).await;
     let turn = Turn {
         session_id: session.id.clone(),
         store: context.store.clone(),
         provider,
-        tools: context.tools.clone(),
+        tools,
         settings: state.settings,
         env: ToolEnv {
             cwd: state.cwd,
@@ -421,4 +438,21 @@ pub fn transcript_path(dir: &std::path::Path, id: &str) -> PathBuf {
     let safe: String =
         id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
     dir.join(format!("{safe}.jsonl"))
+}
+
+/// The built-in tools plus those of the session's ready MCP servers; a turn first waits
+/// for servers still starting (each gives up after its startup timeout), unless cancelled.
+async fn with_mcp_tools(builtin: &Arc<Registry>, hub: &McpHub, cancel: &CancellationToken) -> Arc<Registry> {
+    if hub.is_empty() {
+        return builtin.clone();
+    }
+    tokio::select! {
+        () = hub.started() => {}
+        () = cancel.cancelled() => {}
+    }
+    let mut tools = (**builtin).clone();
+    for tool in hub.tools() {
+        tools.add(tool);
+    }
+    Arc::new(tools)
 }

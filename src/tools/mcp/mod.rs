@@ -103,6 +103,7 @@ pub struct ServerStatus {
 pub struct McpHub {
     servers: Vec<Arc<server::Server>>,
     changed: watch::Sender<u64>,
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -114,7 +115,7 @@ impl std::fmt::Debug for McpHub {
 impl McpHub {
     /// A hub with no servers.
     pub fn empty() -> Arc<McpHub> {
-        Arc::new(McpHub { servers: Vec::new(), changed: watch::Sender::new(0) })
+        Arc::new(McpHub { servers: Vec::new(), changed: watch::Sender::new(0), stopped: Default::default() })
     }
 
     /// Starts every server in the background, in `cwd`; returns at once. Needs a tokio
@@ -130,7 +131,7 @@ impl McpHub {
                 changed.send_modify(|n| *n += 1);
             });
         }
-        Arc::new(McpHub { servers, changed })
+        Arc::new(McpHub { servers, changed, stopped: Default::default() })
     }
 
     /// Every server's state, in the order given.
@@ -163,8 +164,14 @@ impl McpHub {
         self.servers.iter().flat_map(|s| s.tools()).collect()
     }
 
+    /// Whether [`McpHub::shutdown`] was called.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Stops every server (its whole process group).
     pub async fn shutdown(&self) {
+        self.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
         for server in &self.servers {
             server.stop().await;
         }

@@ -1,0 +1,122 @@
+//! MCP on the wire: the `mcpServers` an editor gives `session/new`, `load`, `resume` and
+//! `fork`, `_heron/session/mcpStatus`, and `_heron/session/mcpStatus_update` for a client
+//! that asked for status updates.
+
+use std::sync::Arc;
+
+use super::{HeronAgent, Inner, Reply};
+use crate::protocol::runtime::Outgoing;
+use crate::protocol::{
+    Client, HeronMcpServerState, HeronMcpServerStatus, HeronMcpTransport, HeronSessionMcpStatusRequest,
+    HeronSessionMcpStatusResponse, HeronSessionMcpStatusUpdateNotification, McpServer, RpcError, SessionId,
+};
+use crate::session::Session;
+use crate::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
+
+/// The servers as Heron starts them. An http or sse server (which Heron does not
+/// advertise) is kept and reported failed rather than refusing the session.
+pub fn specs(servers: &[McpServer]) -> Result<Vec<ServerSpec>, RpcError> {
+    servers
+        .iter()
+        .enumerate()
+        .map(|(index, server)| {
+            let (name, transport) = match server {
+                McpServer::Stdio(stdio) => {
+                    if stdio.command.trim().is_empty() {
+                        return Err(RpcError::invalid_params(
+                            format!("mcpServers[{index}].command"),
+                            "must name the server's executable",
+                        ));
+                    }
+                    let transport = TransportSpec::Stdio {
+                        command: stdio.command.clone().into(),
+                        args: stdio.args.clone(),
+                        env: stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
+                    };
+                    (stdio.name.clone(), transport)
+                }
+                McpServer::Http(http) => (http.name.clone(), TransportSpec::Unsupported("http")),
+                McpServer::Sse(sse) => (sse.name.clone(), TransportSpec::Unsupported("sse")),
+            };
+            let name = if name.trim().is_empty() { format!("server{}", index + 1) } else { name };
+            Ok(ServerSpec { name, transport })
+        })
+        .collect()
+}
+
+/// Every server of `hub` as the wire shows it.
+pub fn statuses(hub: &McpHub) -> Vec<HeronMcpServerStatus> {
+    hub.statuses()
+        .into_iter()
+        .map(|status| {
+            let (state, error) = match status.state {
+                ServerState::Starting => (HeronMcpServerState::Starting, None),
+                ServerState::Ready => (HeronMcpServerState::Ready, None),
+                ServerState::Failed(reason) => (HeronMcpServerState::Failed, Some(reason)),
+            };
+            HeronMcpServerStatus {
+                error,
+                meta: None,
+                name: status.name,
+                state,
+                tool_count: u32::try_from(status.tool_count).unwrap_or(u32::MAX),
+                transport: match status.transport {
+                    "http" => HeronMcpTransport::Http,
+                    "sse" => HeronMcpTransport::Sse,
+                    _ => HeronMcpTransport::Stdio,
+                },
+            }
+        })
+        .collect()
+}
+
+/// `_heron/session/mcpStatus`.
+pub(super) fn status<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: HeronSessionMcpStatusRequest,
+) -> Reply<HeronSessionMcpStatusResponse> {
+    let session = agent.session(&params.session_id);
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        inner.manager.ready().await?;
+        Ok(HeronSessionMcpStatusResponse { meta: None, servers: statuses(session?.mcp()) })
+    })
+}
+
+/// Sends `_heron/session/mcpStatus_update` whenever a server of `session` changes state,
+/// to a client that asked for status updates, until the session is gone. One watcher per
+/// session and connection.
+pub(super) fn watch<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
+    let hub = session.mcp().clone();
+    if hub.is_empty()
+        || !inner
+            .mcp_watched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(session.id().to_owned())
+    {
+        return;
+    }
+    let (inner, id) = (inner.clone(), session.id().to_owned());
+    let mut changes = hub.subscribe();
+    // The hub is not kept alive by its watcher: a closed session ends it.
+    let hub = Arc::downgrade(&hub);
+    tokio::spawn(async move {
+        while changes.changed().await.is_ok() {
+            // A closed session's servers stopping is no news to its client.
+            let Some(hub) = hub.upgrade().filter(|h| !h.is_stopped()) else { break };
+            if !inner.status.is_wanted() {
+                continue;
+            }
+            let note = HeronSessionMcpStatusUpdateNotification {
+                meta: None,
+                servers: statuses(&hub),
+                session_id: SessionId(id.clone()),
+            };
+            if inner.client.heron_session_mcp_status_update(note).await.is_err() {
+                break;
+            }
+        }
+        inner.mcp_watched.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+    });
+}

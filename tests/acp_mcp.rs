@@ -1,0 +1,173 @@
+//! MCP servers given over ACP: the model sees and calls their tools, `_heron/session/
+//! mcpStatus` reports each server (ready, or failed with the reason), a malformed entry is
+//! invalid params naming it, and closing the session or ending the connection stops the
+//! server.
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use heron::cli::acp::AcpArgs;
+use serde_json::{Value, json};
+use support::{Editor, update_kind};
+
+const ECHO_THEN_ANSWER: &str = r#"{"steps": [{"tool_call": {"name": "mcp__fake__echo", "arguments": {"text": "ping"}}}]}
+{"steps": [{"text": "Done."}]}
+"#;
+
+fn fixture() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py").display().to_string()
+}
+
+fn fake(name: &str) -> Value {
+    json!({ "name": name, "command": "python3", "args": [fixture()], "env": [] })
+}
+
+/// A fake server whose command line carries `marker`, to find its process.
+fn marked(name: &str, marker: &str) -> Value {
+    json!({ "name": name, "command": "python3", "args": [fixture(), marker], "env": [] })
+}
+
+fn start() -> Editor {
+    let dirs = support::dirs_with(&[
+        ("config.toml", &support::scripted_provider("s", "s.jsonl")),
+        ("s.jsonl", ECHO_THEN_ANSWER),
+    ]);
+    support::start_in(AcpArgs { model: Some("s/m".into()), ..support::demo_args() }, dirs)
+}
+
+async fn session_with(editor: &mut Editor, servers: Value) -> String {
+    editor.ask(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;
+    let cwd = editor.dirs.ws();
+    let answer = editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": servers })).await;
+    answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_owned()
+}
+
+/// Asks for the servers' status until none is starting.
+async fn settled(editor: &mut Editor, session: &str) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer =
+            editor.ask(json!("st"), "_heron/session/mcpStatus", json!({ "sessionId": session })).await;
+        let servers = answer["result"]["servers"].as_array().cloned().unwrap_or_else(|| panic!("{answer}"));
+        if servers.iter().all(|s| s["state"] != "starting") || Instant::now() > deadline {
+            return servers;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The processes whose command line carries `marker`.
+fn server_pids(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_model_calls_a_servers_tool_after_the_user_allows_it() {
+    let mut editor = start();
+    let session = session_with(&mut editor, json!([fake("fake")])).await;
+    let (before, answer) = editor.prompt(json!("p"), &session, "Use the server").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let call = before.iter().find(|m| update_kind(m) == Some("tool_call")).expect("a tool call");
+    assert_eq!(call["params"]["update"]["title"], "fake: echo");
+    assert_eq!(call["params"]["update"]["kind"], "other");
+    assert!(before.iter().any(|m| m["method"] == "session/request_permission"), "it is asked about");
+    let done = before
+        .iter()
+        .find(|m| {
+            update_kind(m) == Some("tool_call_update") && m["params"]["update"]["status"] == "completed"
+        })
+        .expect("the call completes");
+    assert_eq!(done["params"]["update"]["content"][0]["content"]["text"], "ping");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn status_reports_ready_servers_and_why_the_others_failed() {
+    let mut editor = start();
+    let missing = json!({ "name": "gone", "command": "/nonexistent/server", "args": [], "env": [] });
+    let http =
+        json!({ "type": "http", "name": "remote", "url": "https://example.invalid/mcp", "headers": [] });
+    let session = session_with(&mut editor, json!([fake("fake"), missing, http])).await;
+    let servers = settled(&mut editor, &session).await;
+    assert_eq!(servers[0], json!({ "name": "fake", "state": "ready", "toolCount": 5, "transport": "stdio" }));
+    assert_eq!((servers[1]["state"].as_str(), servers[1]["toolCount"].as_u64()), (Some("failed"), Some(0)));
+    assert!(
+        servers[1]["error"].as_str().is_some_and(|e| e.contains("/nonexistent/server")),
+        "{}",
+        servers[1]
+    );
+    assert_eq!(
+        (servers[2]["transport"].as_str(), servers[2]["state"].as_str()),
+        (Some("http"), Some("failed"))
+    );
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn a_server_without_a_command_is_invalid_params_naming_it() {
+    let mut editor = start();
+    editor.ask(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;
+    let cwd = editor.dirs.ws();
+    let servers = json!([fake("fake"), { "name": "blank", "command": " ", "args": [], "env": [] }]);
+    let answer = editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": servers })).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["data"]["path"], "mcpServers[1].command", "{answer}");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn unknown_sessions_have_no_mcp_status() {
+    let mut editor = start();
+    editor.ask(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;
+    let answer = editor.ask(json!(1), "_heron/session/mcpStatus", json!({ "sessionId": "nope" })).await;
+    assert_eq!(answer["error"]["code"], -32002, "{answer}");
+    editor.close().await;
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn closing_the_session_and_ending_the_connection_stop_the_servers() {
+    let mut editor = start();
+    // The workspace path is unique to this test: it marks this test's servers.
+    let marker = editor.dirs.ws();
+    let first = session_with(&mut editor, json!([marked("fake", &marker)])).await;
+    settled(&mut editor, &first).await;
+    let cwd = editor.dirs.ws();
+    let second = editor
+        .ask(json!("new2"), "session/new", json!({ "cwd": cwd, "mcpServers": [marked("fake", &marker)] }))
+        .await;
+    let second = second["result"]["sessionId"].as_str().expect("second session").to_owned();
+    settled(&mut editor, &second).await;
+    let running = server_pids(&marker);
+    assert!(running.len() >= 2, "both servers run: {running:?}");
+    let gone = |pids: &[i32]| {
+        pids.iter()
+            .all(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).map_or(true, |s| s.contains(") Z ")))
+    };
+
+    let closed = editor.ask(json!("c"), "session/close", json!({ "sessionId": first })).await;
+    assert!(closed.get("result").is_some(), "{closed}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server_pids(&marker).len() >= running.len() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(server_pids(&marker).len(), running.len() - 1, "closing one session stops exactly its server");
+
+    editor.close().await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !gone(&running) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(gone(&running), "no server outlives the connection: {:?}", server_pids(&marker));
+}
