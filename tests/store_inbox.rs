@@ -1,6 +1,6 @@
 //! The store's per-session inbox: a durable, densely numbered prompt queue.
 
-use heron::store::{InboxItem, NewSession, Store, StoreError};
+use heron::store::{DONE, FAILED, InboxItem, NewSession, QUEUED, RUNNING, Store, StoreError};
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -69,7 +69,7 @@ async fn enqueue_to_an_unknown_session_is_not_found() {
 async fn update_prompt_replaces_the_prompt() {
     let (_dir, store, session) = open_with_session().await;
     let item = store.inbox_enqueue(&session, json!({"text": "a"}), None).await.expect("enqueue");
-    let updated = store.inbox_update_prompt(&item.id, json!({"text": "b"})).await.expect("update");
+    let updated = store.inbox_update_prompt(&item.id, json!({"text": "b"}), None).await.expect("update");
     assert_eq!(updated.prompt, json!({"text": "b"}));
     assert_eq!(store.inbox_get(&item.id).await.expect("get"), Some(updated));
 }
@@ -78,19 +78,20 @@ async fn update_prompt_replaces_the_prompt() {
 async fn set_status_records_status_and_error() {
     let (_dir, store, session) = open_with_session().await;
     let item = store.inbox_enqueue(&session, json!({"text": "a"}), None).await.expect("enqueue");
-    let failed = store.inbox_set_status(&item.id, "failed", Some("provider timed out")).await.expect("set");
+    let failed =
+        store.inbox_set_status(&item.id, "failed", Some("provider timed out"), None).await.expect("set");
     assert_eq!(failed.status, "failed");
     assert_eq!(failed.error.as_deref(), Some("provider timed out"));
-    let retried = store.inbox_set_status(&item.id, "queued", None).await.expect("set");
+    let retried = store.inbox_set_status(&item.id, "queued", None, None).await.expect("set");
     assert_eq!(retried.error, None);
 }
 
 #[tokio::test]
 async fn changing_an_unknown_item_is_not_found() {
     let (_dir, store, _session) = open_with_session().await;
-    let status = store.inbox_set_status("ghost", "done", None).await.expect_err("status");
-    let prompt = store.inbox_update_prompt("ghost", json!({})).await.expect_err("prompt");
-    let moved = store.inbox_move("ghost", 0).await.expect_err("move");
+    let status = store.inbox_set_status("ghost", "done", None, None).await.expect_err("status");
+    let prompt = store.inbox_update_prompt("ghost", json!({}), None).await.expect_err("prompt");
+    let moved = store.inbox_move("ghost", 0, None).await.expect_err("move");
     for err in [status, prompt, moved] {
         assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
     }
@@ -111,10 +112,10 @@ async fn delete_closes_the_gap_and_is_idempotent() {
 async fn move_reorders_and_renumbers_densely() {
     let (_dir, store, session) = open_with_session().await;
     let items = enqueue_texts(&store, &session, &["a", "b", "c", "d"]).await;
-    let moved = store.inbox_move(&items[3].id, 1).await.expect("move up");
+    let moved = store.inbox_move(&items[3].id, 1, None).await.expect("move up");
     assert_eq!(texts(&moved), ["a", "d", "b", "c"]);
     assert_eq!(positions(&moved), [0, 1, 2, 3]);
-    let moved = store.inbox_move(&items[0].id, 99).await.expect("move to end");
+    let moved = store.inbox_move(&items[0].id, 99, None).await.expect("move to end");
     assert_eq!(texts(&moved), ["d", "b", "c", "a"]);
     assert_eq!(positions(&moved), [0, 1, 2, 3]);
     assert_eq!(store.inbox_list(&session).await.expect("list"), moved);
@@ -124,7 +125,7 @@ async fn move_reorders_and_renumbers_densely() {
 async fn next_queued_skips_items_in_other_states() {
     let (_dir, store, session) = open_with_session().await;
     let items = enqueue_texts(&store, &session, &["a", "b", "c"]).await;
-    store.inbox_set_status(&items[0].id, "running", None).await.expect("running");
+    store.inbox_set_status(&items[0].id, "running", None, None).await.expect("running");
     let next = store.inbox_next_queued(&session).await.expect("next").expect("one is queued");
     assert_eq!(next.id, items[1].id);
 }
@@ -134,7 +135,7 @@ async fn next_queued_is_none_when_nothing_waits() {
     let (_dir, store, session) = open_with_session().await;
     assert_eq!(store.inbox_next_queued(&session).await.expect("empty"), None);
     let item = store.inbox_enqueue(&session, json!({"text": "a"}), None).await.expect("enqueue");
-    store.inbox_set_status(&item.id, "done", None).await.expect("done");
+    store.inbox_set_status(&item.id, "done", None, None).await.expect("done");
     assert_eq!(store.inbox_next_queued(&session).await.expect("all done"), None);
 }
 
@@ -146,6 +147,78 @@ async fn queues_of_different_sessions_are_separate() {
     let first_of_b = store.inbox_enqueue(&b, json!({"text": "b1"}), None).await.expect("enqueue b");
     assert_eq!(first_of_b.position, 0);
     assert_eq!(texts(&store.inbox_list(&b).await.expect("list b")), ["b1"]);
+}
+
+#[tokio::test]
+async fn a_guarded_change_leaves_an_item_in_another_status_alone() {
+    let (_dir, store, session) = open_with_session().await;
+    let items = enqueue_texts(&store, &session, &["a", "b"]).await;
+    store.inbox_set_status(&items[0].id, RUNNING, None, None).await.expect("running");
+    let wrong =
+        |err: StoreError| matches!(err, StoreError::WrongStatus { ref status, .. } if status == RUNNING);
+    let prompt = store.inbox_update_prompt(&items[0].id, json!({"text": "z"}), Some(QUEUED)).await;
+    assert!(prompt.is_err_and(wrong));
+    let moved = store.inbox_move(&items[0].id, 1, Some(QUEUED)).await;
+    assert!(moved.is_err_and(wrong));
+    let retried = store.inbox_set_status(&items[0].id, QUEUED, None, Some(FAILED)).await;
+    assert!(retried.is_err_and(wrong));
+    let unchanged = store.inbox_get(&items[0].id).await.expect("get").expect("still there");
+    assert_eq!(
+        (unchanged.status.as_str(), unchanged.position, &unchanged.prompt),
+        (RUNNING, 0, &json!({"text": "a"}))
+    );
+    let updated = store.inbox_update_prompt(&items[1].id, json!({"text": "y"}), Some(QUEUED)).await;
+    assert_eq!(updated.expect("b is queued").prompt, json!({"text": "y"}));
+}
+
+#[tokio::test]
+async fn claim_takes_the_first_queued_item_and_marks_it_running() {
+    let (_dir, store, session) = open_with_session().await;
+    let items = enqueue_texts(&store, &session, &["a", "b"]).await;
+    store.inbox_set_status(&items[0].id, DONE, None, None).await.expect("done");
+    let claimed = store.inbox_claim_next(&session).await.expect("claim").expect("b waits");
+    assert_eq!((claimed.id.as_str(), claimed.status.as_str()), (items[1].id.as_str(), RUNNING));
+    assert_eq!(store.inbox_claim_next(&session).await.expect("claim again"), None, "nothing else waits");
+}
+
+#[tokio::test]
+async fn a_paused_inbox_yields_nothing_to_claim_and_the_flag_is_stored() {
+    let (dir, store, session) = open_with_session().await;
+    enqueue_texts(&store, &session, &["a"]).await;
+    store.inbox_set_paused(&session, true).await.expect("pause");
+    assert_eq!(store.inbox_claim_next(&session).await.expect("claim"), None);
+    drop(store);
+    let store = Store::open(dir.path().join("heron.db")).await.expect("reopen");
+    let state = store.inbox_state(&session).await.expect("state");
+    assert!(state.paused, "the flag survives a reopen");
+    assert_eq!(texts(&state.items), ["a"]);
+    store.inbox_set_paused(&session, false).await.expect("resume");
+    assert!(store.inbox_claim_next(&session).await.expect("claim").is_some());
+}
+
+#[tokio::test]
+async fn failing_running_items_marks_only_those_failed_with_the_reason() {
+    let (_dir, store, session) = open_with_session().await;
+    let items = enqueue_texts(&store, &session, &["a", "b"]).await;
+    store.inbox_claim_next(&session).await.expect("claim");
+    assert_eq!(store.inbox_fail_running(&session, "interrupted").await.expect("fail"), 1);
+    let state = store.inbox_state(&session).await.expect("state");
+    let statuses: Vec<(&str, Option<&str>)> =
+        state.items.iter().map(|i| (i.status.as_str(), i.error.as_deref())).collect();
+    assert_eq!(statuses, [(FAILED, Some("interrupted")), (QUEUED, None)]);
+    assert_eq!(state.items[0].id, items[0].id);
+}
+
+#[tokio::test]
+async fn paused_flag_and_state_of_an_unknown_session_are_not_found() {
+    let (_dir, store, _session) = open_with_session().await;
+    for err in [
+        store.inbox_set_paused("ghost", true).await.expect_err("pause"),
+        store.inbox_state("ghost").await.expect_err("state"),
+        store.inbox_claim_next("ghost").await.expect_err("claim"),
+    ] {
+        assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -182,7 +255,7 @@ async fn check_against_model(ops: Vec<Op>) {
             Op::Move(index, to) if index < model.len() => {
                 let id = model.remove(index);
                 model.insert((to as usize).min(model.len()), id.clone());
-                store.inbox_move(&id, to).await.expect("move");
+                store.inbox_move(&id, to, None).await.expect("move");
             }
             Op::Delete(_) | Op::Move(..) => {}
         }

@@ -3,15 +3,38 @@
 //! Positions within a session are dense, `0..n`, after every operation: inserting at a
 //! position shifts later items down, deleting or moving closes the gap. Each operation runs in
 //! one `BEGIN IMMEDIATE` transaction, so concurrent writers never leave holes or duplicates.
-//! The status is a caller-chosen string (`queued`, `running`, `done`, `failed`, `cancelled`).
+//! The status is a string; the store itself only moves items between [`QUEUED`],
+//! [`RUNNING`] and [`FAILED`] (claiming the next item, failing interrupted ones). A change
+//! that must only apply in one status (`only_if`) is checked in the same transaction, so an
+//! item claimed by a turn can no longer be edited as if it were still waiting.
+//!
+//! A session's `inbox_paused` flag lives on its row: a paused inbox yields nothing to
+//! [`Store::inbox_claim_next`].
 
-use rusqlite::{Connection, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde_json::Value;
 
 use super::{Store, StoreError, decode_json, encode_json, now, sessions};
 
-/// The status [`Store::inbox_enqueue`] gives a new item and [`Store::inbox_next_queued`] seeks.
+/// Waiting to run: what [`Store::inbox_enqueue`] gives a new item.
 pub const QUEUED: &str = "queued";
+/// Its prompt is the session's current turn.
+pub const RUNNING: &str = "running";
+/// Its turn ended normally.
+pub const DONE: &str = "done";
+/// Its turn failed or was interrupted; it may be retried.
+pub const FAILED: &str = "failed";
+/// Its turn was cancelled.
+pub const CANCELLED: &str = "cancelled";
+
+/// A session's whole inbox, read at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxState {
+    /// Every item, in position order.
+    pub items: Vec<InboxItem>,
+    /// Whether queued items are held back.
+    pub paused: bool,
+}
 
 /// One queued prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +88,24 @@ fn get(conn: &Connection, id: &str) -> Result<Option<InboxItem>, StoreError> {
 
 fn require(conn: &Connection, id: &str) -> Result<InboxItem, StoreError> {
     get(conn, id)?.ok_or_else(|| not_found(id))
+}
+
+/// Reads an item that must be in status `only_if` (when given).
+fn require_in(conn: &Connection, id: &str, only_if: Option<&str>) -> Result<InboxItem, StoreError> {
+    let item = require(conn, id)?;
+    match only_if {
+        Some(wanted) if item.status != wanted => {
+            Err(StoreError::WrongStatus { id: item.id, status: item.status })
+        }
+        _ => Ok(item),
+    }
+}
+
+/// Whether a session's inbox is paused; `None` for an unknown session.
+fn paused(conn: &Connection, session_id: &str) -> Result<Option<bool>, StoreError> {
+    Ok(conn
+        .query_row("SELECT inbox_paused FROM sessions WHERE id = ?1", [session_id], |row| row.get(0))
+        .optional()?)
 }
 
 fn list(conn: &Connection, session_id: &str) -> Result<Vec<InboxItem>, StoreError> {
@@ -138,19 +179,23 @@ impl Store {
         self.run(move |conn| get(conn, &id)).await
     }
 
-    /// Replaces an item's prompt. An unknown id is [`StoreError::NotFound`].
-    pub async fn inbox_update_prompt(&self, id: &str, prompt: Value) -> Result<InboxItem, StoreError> {
-        let id = id.to_owned();
+    /// Replaces an item's prompt. An unknown id is [`StoreError::NotFound`]; an item not in
+    /// status `only_if` (when given) is [`StoreError::WrongStatus`] and left alone.
+    pub async fn inbox_update_prompt(
+        &self,
+        id: &str,
+        prompt: Value,
+        only_if: Option<&str>,
+    ) -> Result<InboxItem, StoreError> {
+        let (id, only_if) = (id.to_owned(), only_if.map(str::to_owned));
         let prompt = encode_json(&prompt)?;
         self.run(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let changed = tx.execute(
+            require_in(&tx, &id, only_if.as_deref())?;
+            tx.execute(
                 "UPDATE inbox_items SET prompt = ?2, updated_at = ?3 WHERE id = ?1",
                 params![id, prompt, now()],
             )?;
-            if changed == 0 {
-                return Err(not_found(&id));
-            }
             let item = require(&tx, &id)?;
             tx.commit()?;
             Ok(item)
@@ -159,23 +204,24 @@ impl Store {
     }
 
     /// Sets an item's status and error (`None` clears it). An unknown id is
-    /// [`StoreError::NotFound`].
+    /// [`StoreError::NotFound`]; an item not in status `only_if` (when given) is
+    /// [`StoreError::WrongStatus`] and left alone.
     pub async fn inbox_set_status(
         &self,
         id: &str,
         status: &str,
         error: Option<&str>,
+        only_if: Option<&str>,
     ) -> Result<InboxItem, StoreError> {
         let (id, status, error) = (id.to_owned(), status.to_owned(), error.map(str::to_owned));
+        let only_if = only_if.map(str::to_owned);
         self.run(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let changed = tx.execute(
+            require_in(&tx, &id, only_if.as_deref())?;
+            tx.execute(
                 "UPDATE inbox_items SET status = ?2, error = ?3, updated_at = ?4 WHERE id = ?1",
                 params![id, status, error, now()],
             )?;
-            if changed == 0 {
-                return Err(not_found(&id));
-            }
             let item = require(&tx, &id)?;
             tx.commit()?;
             Ok(item)
@@ -200,12 +246,18 @@ impl Store {
     }
 
     /// Moves an item to `to_position` (clamped to the last place), renumbers the queue
-    /// densely and returns it. An unknown id is [`StoreError::NotFound`].
-    pub async fn inbox_move(&self, id: &str, to_position: u32) -> Result<Vec<InboxItem>, StoreError> {
-        let id = id.to_owned();
+    /// densely and returns it. An unknown id is [`StoreError::NotFound`]; an item not in
+    /// status `only_if` (when given) is [`StoreError::WrongStatus`] and stays where it is.
+    pub async fn inbox_move(
+        &self,
+        id: &str,
+        to_position: u32,
+        only_if: Option<&str>,
+    ) -> Result<Vec<InboxItem>, StoreError> {
+        let (id, only_if) = (id.to_owned(), only_if.map(str::to_owned));
         self.run(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let item = require(&tx, &id)?;
+            let item = require_in(&tx, &id, only_if.as_deref())?;
             let mut order: Vec<String> = list(&tx, &item.session_id)?
                 .into_iter()
                 .map(|it| it.id)
@@ -240,6 +292,84 @@ impl Store {
             ))?;
             let mut rows = stmt.query(params![session_id, QUEUED])?;
             rows.next()?.map(item_from_row).transpose()
+        })
+        .await
+    }
+    /// Takes the first queued item in queue order and marks it [`RUNNING`], in one
+    /// transaction, so two runners never take the same item. Yields nothing while the
+    /// inbox is paused. An unknown session is [`StoreError::NotFound`].
+    pub async fn inbox_claim_next(&self, session_id: &str) -> Result<Option<InboxItem>, StoreError> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            match paused(&tx, &session_id)? {
+                None => return Err(sessions::not_found(&session_id)),
+                Some(true) => return Ok(None),
+                Some(false) => {}
+            }
+            let next: Option<String> = tx
+                .query_row(
+                    "SELECT id FROM inbox_items WHERE session_id = ?1 AND status = ?2
+                     ORDER BY position LIMIT 1",
+                    params![session_id, QUEUED],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            let Some(id) = next else { return Ok(None) };
+            tx.execute(
+                "UPDATE inbox_items SET status = ?2, updated_at = ?3 WHERE id = ?1",
+                params![id, RUNNING, now()],
+            )?;
+            let item = require(&tx, &id)?;
+            tx.commit()?;
+            Ok(Some(item))
+        })
+        .await
+    }
+
+    /// Marks every [`RUNNING`] item of a session [`FAILED`] with `error`: no turn of this
+    /// process runs them, so whatever ran them stopped. Returns how many there were.
+    pub async fn inbox_fail_running(&self, session_id: &str, error: &str) -> Result<usize, StoreError> {
+        let (session_id, error) = (session_id.to_owned(), error.to_owned());
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let failed = tx.execute(
+                "UPDATE inbox_items SET status = ?3, error = ?4, updated_at = ?5
+                 WHERE session_id = ?1 AND status = ?2",
+                params![session_id, RUNNING, FAILED, error, now()],
+            )?;
+            tx.commit()?;
+            Ok(failed)
+        })
+        .await
+    }
+
+    /// A session's items and paused flag, read together. An unknown session is
+    /// [`StoreError::NotFound`].
+    pub async fn inbox_state(&self, session_id: &str) -> Result<InboxState, StoreError> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            let tx = conn.transaction()?;
+            let paused = paused(&tx, &session_id)?.ok_or_else(|| sessions::not_found(&session_id))?;
+            let items = list(&tx, &session_id)?;
+            tx.commit()?;
+            Ok(InboxState { items, paused })
+        })
+        .await
+    }
+
+    /// Pauses or resumes a session's inbox. An unknown session is [`StoreError::NotFound`].
+    pub async fn inbox_set_paused(&self, session_id: &str, paused: bool) -> Result<(), StoreError> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            let changed = conn.execute(
+                "UPDATE sessions SET inbox_paused = ?2 WHERE id = ?1",
+                params![session_id, paused],
+            )?;
+            if changed == 0 {
+                return Err(sessions::not_found(&session_id));
+            }
+            Ok(())
         })
         .await
     }

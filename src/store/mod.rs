@@ -32,7 +32,7 @@ use std::time::{Duration, SystemTime};
 use rusqlite::{Connection, OpenFlags};
 
 pub use events::{EventRecord, MAX_EVENTS_LIMIT};
-pub use inbox::{InboxItem, QUEUED};
+pub use inbox::{CANCELLED, DONE, FAILED, InboxItem, InboxState, QUEUED, RUNNING};
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{ListQuery, MAX_LIST_LIMIT, NewSession, Page, SessionPatch, SessionRecord};
 
@@ -53,6 +53,14 @@ pub enum StoreError {
     /// A session with this id already exists.
     #[error("session {0:?} already exists")]
     AlreadyExists(String),
+    /// The inbox item is not in the status the change needs; nothing was changed.
+    #[error("inbox item {id:?} is {status}")]
+    WrongStatus {
+        /// The item.
+        id: String,
+        /// Its status.
+        status: String,
+    },
     /// A list cursor was malformed or was issued for a different query.
     #[error("the list cursor is malformed or belongs to a different query")]
     BadCursor,

@@ -52,6 +52,10 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE sessions ADD COLUMN goal TEXT;
     ALTER TABLE sessions ADD COLUMN usage TEXT;
     "#,
+    // 3: whether a session's inbox holds its queued items back.
+    r#"
+    ALTER TABLE sessions ADD COLUMN inbox_paused INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build creates and understands.
