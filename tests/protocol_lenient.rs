@@ -120,3 +120,22 @@ fn absent_and_null_params_read_as_an_empty_object() {
     let null: Result<heron::protocol::ListSessionsRequest, _> = decode_params(Some(&raw));
     assert!(null.is_ok());
 }
+
+/// The same leniency when the tag comes first (as peers write it), read from the text
+/// without buffering the union, as when it comes later (above: `json!` sorts keys).
+#[test]
+fn leniency_holds_whichever_member_comes_first() {
+    let raw = RawValue::from_string(
+        r#"{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","kind":"teleport",
+        "content":[{"type":"hologram"},{"type":"content","content":{"type":"text","text":"kept"}}],
+        "locations":{"not":"a list"},"_meta":7}}"#
+            .to_owned(),
+    )
+    .expect("raw");
+    let note: SessionNotification = decode_params(Some(&raw)).expect("decodes");
+    let SessionUpdate::ToolCallUpdate(call) = note.update else { panic!("not an update") };
+    assert_eq!(call.kind, None);
+    assert_eq!(call.content.map(|c| c.len()), Some(1));
+    assert_eq!(call.locations, None);
+    assert_eq!(call.meta, None);
+}
