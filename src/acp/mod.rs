@@ -6,6 +6,7 @@ mod announce;
 pub mod convert;
 pub mod editor;
 pub mod errors;
+mod inbox;
 pub mod mcp;
 pub mod policy;
 mod slot;
@@ -28,11 +29,16 @@ use crate::protocol::{
     CancelNotification, Client, ClientCapabilities, CloseSessionRequest, CloseSessionResponse,
     DeleteSessionRequest, DeleteSessionResponse, ForkSessionRequest, ForkSessionResponse,
     HeronGoalPauseRequest, HeronGoalPauseResponse, HeronGoalResumeRequest, HeronGoalResumeResponse,
-    HeronSessionMcpStatusRequest, HeronSessionMcpStatusResponse, HeronSessionStatusRequest,
-    HeronSessionStatusResponse, HeronSessionSteerRequest, HeronSessionSteerResponse, Implementation,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, PromptResponse, ProtocolVersion, ResumeSessionRequest, ResumeSessionResponse, RpcError,
+    HeronInboxDeleteRequest, HeronInboxDeleteResponse, HeronInboxEnqueueRequest, HeronInboxEnqueueResponse,
+    HeronInboxGetRequest, HeronInboxGetResponse, HeronInboxListRequest, HeronInboxListResponse,
+    HeronInboxMoveRequest, HeronInboxMoveResponse, HeronInboxRefreshRequest, HeronInboxRefreshResponse,
+    HeronInboxRetryRequest, HeronInboxRetryResponse, HeronInboxSetPausedRequest, HeronInboxSetPausedResponse,
+    HeronInboxUpdateRequest, HeronInboxUpdateResponse, HeronSessionMcpStatusRequest,
+    HeronSessionMcpStatusResponse, HeronSessionStatusRequest, HeronSessionStatusResponse,
+    HeronSessionSteerRequest, HeronSessionSteerResponse, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, ProtocolVersion, ResumeSessionRequest, ResumeSessionResponse, RpcError,
     SessionCapabilities, SessionId, SessionInfo, SessionNotification, SessionUpdate,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse, SetSessionModelRequest, SetSessionModelResponse,
@@ -264,6 +270,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             session.attach(agent.editor_for(session.id()));
             mcp::watch(&inner, &session);
             advertise_commands(&inner, session.id());
+            inbox::serve(&inner, &session);
             let (settings, config_options) = inner.options_of(&session);
             Ok(NewSessionResponse {
                 config_options: Some(config_options),
@@ -304,6 +311,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
                 inner.send(&id, convert::usage_update(&report)).await?;
             }
             advertise_commands(&inner, &id);
+            inbox::serve(&inner, &session);
             let (settings, config_options) = inner.options_of(&session);
             Ok(LoadSessionResponse {
                 config_options: Some(config_options),
@@ -332,6 +340,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             let (session, _) = manager.open(&id, options?).await.map_err(|e| session_error(e, &manager))?;
             mcp::watch(&inner, &session);
             advertise(&inner, &id, session.status().1.usage);
+            inbox::serve(&inner, &session);
             let (settings, config_options) = inner.options_of(&session);
             Ok(ResumeSessionResponse {
                 config_options: Some(config_options),
@@ -420,6 +429,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             session.attach(agent.editor_for(session.id()));
             mcp::watch(&inner, &session);
             advertise_commands(&inner, session.id());
+            inbox::serve(&inner, &session);
             let (settings, config_options) = inner.options_of(&session);
             Ok(ForkSessionResponse {
                 config_options: Some(config_options),
@@ -536,14 +546,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             let manager = inner.manager.ready().await?;
             let (session, mut stream, result, guard) = started?;
             while let Some(update) = stream.recv().await {
-                if let crate::session::event::TurnUpdate::Status(seq, snapshot) = &update {
-                    inner.status.offer(&inner.client, session.id(), *seq, snapshot).await;
-                    continue;
-                }
-                for update in convert::turn_updates(update) {
-                    // A client that stopped reading does not stop the turn.
-                    let _ = inner.send(session.id(), update).await;
-                }
+                inbox::forward(&inner, session.id(), update).await;
             }
             let outcome = result.await.map_err(|_| RpcError::internal(&"the session stopped"))?;
             guard.disarm();
@@ -608,6 +611,69 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     ) -> impl Future<Output = Result<HeronGoalResumeResponse, RpcError>> + Send + 'static {
         let goal = vendor::change_goal(self, &params.session_id, false);
         async move { Ok(HeronGoalResumeResponse { goal: goal.await?, meta: None }) }
+    }
+
+    fn heron_inbox_enqueue(
+        &self,
+        params: HeronInboxEnqueueRequest,
+    ) -> impl Future<Output = Result<HeronInboxEnqueueResponse, RpcError>> + Send + 'static {
+        inbox::enqueue(self, params)
+    }
+
+    fn heron_inbox_list(
+        &self,
+        params: HeronInboxListRequest,
+    ) -> impl Future<Output = Result<HeronInboxListResponse, RpcError>> + Send + 'static {
+        inbox::list(self, params)
+    }
+
+    fn heron_inbox_get(
+        &self,
+        params: HeronInboxGetRequest,
+    ) -> impl Future<Output = Result<HeronInboxGetResponse, RpcError>> + Send + 'static {
+        inbox::get(self, params)
+    }
+
+    fn heron_inbox_update(
+        &self,
+        params: HeronInboxUpdateRequest,
+    ) -> impl Future<Output = Result<HeronInboxUpdateResponse, RpcError>> + Send + 'static {
+        inbox::update(self, params)
+    }
+
+    fn heron_inbox_delete(
+        &self,
+        params: HeronInboxDeleteRequest,
+    ) -> impl Future<Output = Result<HeronInboxDeleteResponse, RpcError>> + Send + 'static {
+        inbox::delete(self, params)
+    }
+
+    fn heron_inbox_move(
+        &self,
+        params: HeronInboxMoveRequest,
+    ) -> impl Future<Output = Result<HeronInboxMoveResponse, RpcError>> + Send + 'static {
+        inbox::move_item(self, params)
+    }
+
+    fn heron_inbox_set_paused(
+        &self,
+        params: HeronInboxSetPausedRequest,
+    ) -> impl Future<Output = Result<HeronInboxSetPausedResponse, RpcError>> + Send + 'static {
+        inbox::set_paused(self, params)
+    }
+
+    fn heron_inbox_retry(
+        &self,
+        params: HeronInboxRetryRequest,
+    ) -> impl Future<Output = Result<HeronInboxRetryResponse, RpcError>> + Send + 'static {
+        inbox::retry(self, params)
+    }
+
+    fn heron_inbox_refresh(
+        &self,
+        params: HeronInboxRefreshRequest,
+    ) -> impl Future<Output = Result<HeronInboxRefreshResponse, RpcError>> + Send + 'static {
+        inbox::refresh(self, params)
     }
 }
 

@@ -313,7 +313,7 @@ impl Manager {
         } else {
             record
         };
-        let inbox = InboxCounts::of(&self.store.inbox_list(id).await?);
+        let inbox = super::inbox::reopen(&self.store, id).await?;
         Ok((self.spawn(&record, settings, history.clone(), options, inbox), history))
     }
 

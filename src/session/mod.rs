@@ -6,11 +6,13 @@
 //! turn and every queued one with `Cancelled`. Settings change at once, outside the
 //! actor, and apply from the next model request on. The goal, steering input and the
 //! status board are shared with the running turn; changes to them also happen at once.
+//! When no prompt runs or waits, the actor runs the session's durable inbox (`inbox`).
 
 pub mod commands;
 pub mod event;
 pub mod goal;
 pub mod history;
+pub mod inbox;
 pub mod manager;
 pub mod permission;
 mod pursuit;
@@ -29,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::event::{Event, StopReason, TurnUpdate, UserContent};
 use self::goal::Goal;
+use self::inbox::Inbox;
 use self::permission::Approvals;
 use self::settings::{Choices, SettingError, Settings};
 use self::status::{Board, Snapshot};
@@ -127,6 +130,7 @@ pub struct Session {
     status: Arc<Board>,
     steers: Arc<Steers>,
     mcp: Arc<McpHub>,
+    inbox: Arc<Inbox>,
 }
 
 impl std::fmt::Debug for Session {
@@ -160,6 +164,8 @@ impl Session {
         let (jobs, queue) = mpsc::unbounded_channel();
         // Cost carries on from the last stored report.
         let cost = status.current().1.usage.and_then(|u| u.cost).map_or(0.0, |(amount, _)| amount);
+        let status = Arc::new(status);
+        let inbox = Arc::new(Inbox::new(id.clone(), context.store.clone(), status.clone()));
         let session = Arc::new(Session {
             id,
             state: Mutex::new(state),
@@ -171,12 +177,13 @@ impl Session {
             choices,
             editor: Mutex::new(editor),
             approvals: Arc::new(Mutex::new(Approvals::default())),
-            status: Arc::new(status),
+            status,
             steers: Arc::new(Steers::default()),
             mcp: context.mcp.clone(),
+            inbox: inbox.clone(),
         });
         let closed = session.closed.clone();
-        tokio::spawn(actor(Arc::downgrade(&session), closed, queue, history, context, cost));
+        tokio::spawn(actor(Arc::downgrade(&session), closed, queue, history, context, cost, inbox));
         session
     }
 
@@ -293,10 +300,21 @@ impl Session {
         Ok(goal)
     }
 
+    /// The session's durable inbox.
+    pub fn inbox(&self) -> &Arc<Inbox> {
+        &self.inbox
+    }
+
     /// Adds user input to the running turn, or to the next prompt when none runs.
     pub fn steer(&self, input: Vec<PromptInput>) -> SteerOutcome {
         self.steers.steer(input)
     }
+}
+
+/// What the actor runs next.
+enum Next {
+    Prompt(Job),
+    Item(inbox::Claimed),
 }
 
 async fn actor(
@@ -306,44 +324,99 @@ async fn actor(
     mut history: Vec<Event>,
     context: ActorContext,
     mut cost: f64,
+    inbox: Arc<Inbox>,
 ) {
-    loop {
-        let job = tokio::select! {
-            job = queue.recv() => job,
-            () = closed.cancelled() => None,
+    while !closed.is_cancelled() {
+        // Prompts come first: the inbox runs only when none waits.
+        let next = match queue.try_recv() {
+            Ok(job) => Next::Prompt(job),
+            Err(mpsc::error::TryRecvError::Disconnected) => break,
+            Err(mpsc::error::TryRecvError::Empty) => match inbox.claim().await {
+                Some(item) => Next::Item(item),
+                None => tokio::select! {
+                    job = queue.recv() => match job {
+                        Some(job) => Next::Prompt(job),
+                        None => break,
+                    },
+                    () = inbox.woken() => continue,
+                    () = closed.cancelled() => break,
+                },
+            },
         };
-        let Some(job) = job else { break };
-        let Some(session) = session.upgrade() else { break };
-        // Prompts queued before a cancel, or cancelled alone, are answered without running.
-        if job.generation < session.generation.load(Ordering::SeqCst)
-            || closed.is_cancelled()
-            || job.cancel.is_cancelled()
-            || job.reply.is_closed()
-        {
-            let _ = job.reply.send(Ok(StopReason::Cancelled));
-            continue;
+        let Some(session) = session.upgrade() else {
+            if let Next::Item(item) = next {
+                inbox.finish(&item.id, Ok(StopReason::Cancelled), true).await;
+            }
+            break;
+        };
+        match next {
+            Next::Prompt(job) => run_prompt(&session, &context, job, &mut history, &mut cost).await,
+            Next::Item(item) => run_item(&session, &context, item, &mut history, &mut cost).await,
         }
-        // The job's own token runs the turn, so cancelling this prompt alone ends it too.
-        let token = job.cancel.clone();
-        *session.current.lock().unwrap_or_else(PoisonError::into_inner) = token.clone();
-        // A cancel that raced the swap above still applies.
-        if job.generation < session.generation.load(Ordering::SeqCst) {
-            token.cancel();
-        }
-        let state = session.state();
-        session.status.begin_turn(job.updates.clone());
-        let result =
-            run_job(&session, &context, state, job.input, job.updates, token, &mut history, &mut cost).await;
-        export_transcript(&context.transcripts, session.id(), &history);
-        // The idle status goes out on the prompt's stream, before its answer.
-        session.status.end_turn();
-        let _ = job.reply.send(result);
     }
     // Whatever is still queued is answered, never dropped silently.
     queue.close();
     while let Some(job) = queue.recv().await {
         let _ = job.reply.send(Ok(StopReason::Cancelled));
     }
+}
+
+async fn run_prompt(
+    session: &Session,
+    context: &ActorContext,
+    job: Job,
+    history: &mut Vec<Event>,
+    cost: &mut f64,
+) {
+    // Prompts queued before a cancel, or cancelled alone, are answered without running.
+    if job.generation < session.generation.load(Ordering::SeqCst)
+        || session.closed.is_cancelled()
+        || job.cancel.is_cancelled()
+        || job.reply.is_closed()
+    {
+        let _ = job.reply.send(Ok(StopReason::Cancelled));
+        return;
+    }
+    // The job's own token runs the turn, so cancelling this prompt alone ends it too.
+    let token = job.cancel.clone();
+    *session.current.lock().unwrap_or_else(PoisonError::into_inner) = token.clone();
+    // A cancel that raced the swap above still applies.
+    if job.generation < session.generation.load(Ordering::SeqCst) {
+        token.cancel();
+    }
+    let state = session.state();
+    session.status.begin_turn(job.updates.clone());
+    let result = run_job(session, context, state, job.input, job.updates, token, history, cost).await;
+    export_transcript(&context.transcripts, session.id(), history);
+    // The idle status goes out on the prompt's stream, before its answer.
+    session.status.end_turn();
+    let _ = job.reply.send(result);
+}
+
+/// Runs an inbox item's turn like a prompt's, reporting to the inbox's stream, and records
+/// how it ended.
+async fn run_item(
+    session: &Session,
+    context: &ActorContext,
+    item: inbox::Claimed,
+    history: &mut Vec<Event>,
+    cost: &mut f64,
+) {
+    // `session/cancel` reaches the item's turn through `current`; a delete through its token.
+    *session.current.lock().unwrap_or_else(PoisonError::into_inner) = item.cancel.clone();
+    session.status.begin_turn(item.updates.clone());
+    let outcome = match item.input {
+        Ok(input) => {
+            let state = session.state();
+            run_job(session, context, state, input, item.updates, item.cancel, history, cost)
+                .await
+                .map_err(|err| inbox::failure(&err, &context.providers))
+        }
+        Err(reason) => Err(format!("the stored prompt cannot be read: {reason}")),
+    };
+    export_transcript(&context.transcripts, session.id(), history);
+    let counts = session.inbox.finish(&item.id, outcome, session.closed.is_cancelled()).await;
+    session.status.end_turn_with(counts);
 }
 
 #[allow(clippy::too_many_arguments, reason = "the actor's loop state, passed once per turn")]

@@ -58,15 +58,15 @@ pub struct InboxCounts {
 
 impl InboxCounts {
     /// Counts the items of a stored inbox by their status.
-    pub fn of(items: &[crate::store::InboxItem]) -> Self {
+    pub fn of(items: &[crate::store::InboxItem], paused: bool) -> Self {
         let count = |status: &str| {
             u32::try_from(items.iter().filter(|i| i.status == status).count()).unwrap_or(u32::MAX)
         };
         Self {
             queued: count(crate::store::QUEUED),
-            running: count("running"),
-            failed: count("failed"),
-            paused: false,
+            running: count(crate::store::RUNNING),
+            failed: count(crate::store::FAILED),
+            paused,
         }
     }
 }
@@ -201,9 +201,18 @@ impl Board {
 
     /// The turn ended: the idle status is the last thing its stream carries.
     pub fn end_turn(&self) {
+        self.end_turn_with(None);
+    }
+
+    /// The turn ended, changing the inbox counts (an inbox item's turn): one idle status
+    /// carries both, last on its stream.
+    pub fn end_turn_with(&self, inbox: Option<InboxCounts>) {
         self.change(|s| {
             s.activity = Activity::Idle;
             s.turn_started_at = None;
+            if let Some(inbox) = inbox {
+                s.inbox = inbox;
+            }
         });
         self.current.lock().unwrap_or_else(PoisonError::into_inner).route = None;
     }
