@@ -148,9 +148,12 @@ where
         ticket.wait().await;
         let answer = work(session.clone()).await?;
         inner.status.sync(&inner.client, &session).await;
+        // The next change, or the actor's claim of an item, waits until this answer is out.
         let inbox = session.inbox().clone();
-        crate::rpc::after_response(async move { inbox.wake() });
-        drop(ticket);
+        crate::rpc::after_response(async move {
+            inbox.wake();
+            drop(ticket);
+        });
         Ok(answer)
     })
 }

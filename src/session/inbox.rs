@@ -12,9 +12,12 @@
 //!   `refusal`, or was interrupted (the session closed, or the process stopped, which is
 //!   found when the session is next opened). `session/cancel` during its turn makes it
 //!   `cancelled` and pauses the inbox, so a stop is not followed by the next item.
-//! - Deleting a running item removes it and cancels its turn; the inbox goes on.
+//! - Deleting a running item removes it and cancels its turn, and is answered once that
+//!   turn has ended and its last updates are out; the inbox goes on.
 //! - Changes from the adapter happen one at a time in the order they were asked for
-//!   ([`Inbox::in_order`]), whatever order their store writes would finish in.
+//!   ([`Inbox::in_order`]), whatever order their store writes would finish in. The actor
+//!   takes its place in the same line to claim an item, so a claim never lands between a
+//!   change and the answer that reports it.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -113,10 +116,11 @@ struct Route {
     reader: PromptReader,
 }
 
-/// The item whose turn runs, and what cancels it.
+/// The item whose turn runs, what cancels it, and what tells that the turn has ended.
 struct Running {
     id: String,
     cancel: CancellationToken,
+    ended: CancellationToken,
 }
 
 /// An item the actor took: what it runs and where its turn reports.
@@ -195,7 +199,8 @@ impl Inbox {
         }
     }
 
-    /// A place in line for a change, taken in the order changes are asked for.
+    /// A place in line for a change, taken in the order changes are asked for. Hold it
+    /// until the change is reported.
     pub fn in_order(&self) -> Ticket {
         let (done, after) = oneshot::channel();
         let before = self.line.lock().unwrap_or_else(PoisonError::into_inner).replace(after);
@@ -297,19 +302,39 @@ impl Inbox {
         Ok(item)
     }
 
-    /// Removes an item; if its turn is running, cancels it.
+    /// Removes an item; if its turn is running, cancels it and waits until the turn has
+    /// ended and its updates are out.
     pub async fn delete(&self, id: &str) -> Result<(), InboxError> {
         self.get(id).await?;
-        {
+        let ended = {
             let running = self.running.lock().await;
             // The row goes first: the ending turn then finds nothing to mark cancelled.
             self.store.inbox_delete(id).await?;
-            if let Some(run) = running.as_ref().filter(|run| run.id == id) {
+            running.as_ref().filter(|run| run.id == id).map(|run| {
                 run.cancel.cancel();
+                run.ended.clone()
+            })
+        };
+        match ended {
+            Some(ended) => {
+                ended.cancelled().await;
+                self.flushed().await;
+            }
+            None => self.recount().await,
+        }
+        Ok(())
+    }
+
+    /// Waits until everything inbox turns sent has reached the adapter's stream.
+    async fn flushed(&self) {
+        let route =
+            self.route.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|r| r.updates.clone());
+        if let Some(route) = route {
+            let (done, flushed) = oneshot::channel();
+            if route.send(TurnUpdate::Flushed(done)).is_ok() {
+                let _ = flushed.await;
             }
         }
-        self.recount().await;
-        Ok(())
     }
 
     /// Pauses or resumes the inbox; a running item is not interrupted.
@@ -326,6 +351,8 @@ impl Inbox {
             let route = route.as_ref()?;
             (route.updates.clone(), route.reader.clone())
         };
+        let mut ticket = self.in_order();
+        ticket.wait().await;
         let (item, cancel) = {
             let mut running = self.running.lock().await;
             let item = match self.store.inbox_claim_next(&self.session_id).await {
@@ -336,23 +363,21 @@ impl Inbox {
                 }
             };
             let cancel = CancellationToken::new();
-            *running = Some(Running { id: item.id.clone(), cancel: cancel.clone() });
+            let ended = CancellationToken::new();
+            *running = Some(Running { id: item.id.clone(), cancel: cancel.clone(), ended });
             (item, cancel)
         };
+        drop(ticket);
         // Counted now, shown with the turn's first status.
         self.recount().await;
         Some(Claimed { input: reader(&item.prompt), id: item.id, updates, cancel })
     }
 
     /// Records how an item's turn ended (`outcome`: its stop reason, or why it failed;
-    /// `closed`: the session closed meanwhile) and returns the new counts.
-    pub(super) async fn finish(
-        &self,
-        id: &str,
-        outcome: Result<StopReason, String>,
-        closed: bool,
-    ) -> Option<InboxCounts> {
-        *self.running.lock().await = None;
+    /// `closed`: the session closed meanwhile) and ends the turn on the status board, with
+    /// the new counts.
+    pub(super) async fn finish(&self, id: &str, outcome: Result<StopReason, String>, closed: bool) {
+        let run = self.running.lock().await.take();
         let (status, error) = match outcome {
             Ok(StopReason::EndTurn) => (DONE, None),
             Ok(StopReason::Cancelled) if closed => (FAILED, Some(CLOSED.to_owned())),
@@ -376,7 +401,10 @@ impl Inbox {
                 tracing::warn!(session = %self.session_id, item = id, %err, "cannot record an inbox item")
             }
         }
-        self.counts().await
+        self.board.end_turn_with(self.counts().await);
+        if let Some(run) = run {
+            run.ended.cancel();
+        }
     }
 
     async fn counts(&self) -> Option<InboxCounts> {

@@ -415,8 +415,8 @@ async fn run_item(
         Err(reason) => Err(format!("the stored prompt cannot be read: {reason}")),
     };
     export_transcript(&context.transcripts, session.id(), history);
-    let counts = session.inbox.finish(&item.id, outcome, session.closed.is_cancelled()).await;
-    session.status.end_turn_with(counts);
+    // The idle status, with the new counts, is the last thing the turn's stream carries.
+    session.inbox.finish(&item.id, outcome, session.closed.is_cancelled()).await;
 }
 
 #[allow(clippy::too_many_arguments, reason = "the actor's loop state, passed once per turn")]
