@@ -7349,7 +7349,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronInboxDeleteResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/inbox/enqueue",
@@ -7360,7 +7360,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronInboxEnqueueResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/inbox/get",
@@ -7371,7 +7371,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronInboxGetResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/inbox/list",
@@ -7382,7 +7382,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronInboxListResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/inbox/move",
@@ -7393,7 +7393,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronInboxMoveResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/inbox/refresh",
@@ -7404,7 +7404,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronInboxRefreshResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/inbox/retry",
@@ -7415,7 +7415,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronInboxRetryResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/inbox/setPaused",
@@ -7426,7 +7426,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronInboxSetPausedResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/inbox/update",
@@ -7437,7 +7437,7 @@ pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
         result: Some("HeronInboxUpdateResponse"),
         stability: crate::protocol::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::protocol::runtime::MethodInfo {
         wire: "_heron/session/goal/pause",
