@@ -132,6 +132,18 @@ pub(super) struct Claimed {
     pub cancel: CancellationToken,
 }
 
+/// Hands out places in line, each after the one handed out before it.
+#[derive(Debug, Default)]
+struct Line(Mutex<Option<oneshot::Receiver<()>>>);
+
+impl Line {
+    fn ticket(&self) -> Ticket {
+        let (done, after) = oneshot::channel();
+        let before = self.0.lock().unwrap_or_else(PoisonError::into_inner).replace(after);
+        Ticket { before, _done: done }
+    }
+}
+
 /// A place in line for one change; the change may go ahead once [`Ticket::wait`] returns,
 /// and the next one when the ticket is dropped.
 #[derive(Debug)]
@@ -141,11 +153,13 @@ pub struct Ticket {
 }
 
 impl Ticket {
-    /// Waits until every change asked for earlier is done (or was abandoned).
+    /// Waits until every change asked for earlier is done (or was abandoned). Safe to
+    /// cancel and call again.
     pub async fn wait(&mut self) {
-        if let Some(before) = self.before.take() {
+        if let Some(before) = self.before.as_mut() {
             // A dropped sender means the change before gave up: the line moves on.
             let _ = before.await;
+            self.before = None;
         }
     }
 }
@@ -160,8 +174,7 @@ pub struct Inbox {
     /// Held while an item is claimed or deleted, so a delete never misses the turn it must
     /// cancel.
     running: tokio::sync::Mutex<Option<Running>>,
-    /// The last ticket handed out.
-    line: Mutex<Option<oneshot::Receiver<()>>>,
+    line: Line,
 }
 
 impl std::fmt::Debug for Inbox {
@@ -195,16 +208,14 @@ impl Inbox {
             wake: Notify::new(),
             route: Mutex::new(None),
             running: tokio::sync::Mutex::new(None),
-            line: Mutex::new(None),
+            line: Line::default(),
         }
     }
 
     /// A place in line for a change, taken in the order changes are asked for. Hold it
     /// until the change is reported.
     pub fn in_order(&self) -> Ticket {
-        let (done, after) = oneshot::channel();
-        let before = self.line.lock().unwrap_or_else(PoisonError::into_inner).replace(after);
-        Ticket { before, _done: done }
+        self.line.ticket()
     }
 
     /// Lets queued items run, reporting their turns to `updates`; replaces an earlier route.
@@ -461,5 +472,31 @@ fn stop_name(reason: StopReason) -> &'static str {
         StopReason::MaxTurnRequests => "max_turn_requests",
         StopReason::Refusal => "refusal",
         StopReason::Cancelled => "cancelled",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    async fn ready(ticket: &mut Ticket) -> bool {
+        tokio::time::timeout(Duration::from_millis(50), ticket.wait()).await.is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_ticket_waits_for_every_earlier_one_and_a_dropped_one_frees_the_line() {
+        let line = Line::default();
+        let mut first = line.ticket();
+        let mut second = line.ticket();
+        let mut third = line.ticket();
+        assert!(ready(&mut first).await, "the first goes at once");
+        assert!(!ready(&mut third).await, "the third waits for the second");
+        drop(first);
+        assert!(!ready(&mut third).await, "a wait cut short still waits when called again");
+        assert!(ready(&mut second).await);
+        drop(second);
+        assert!(ready(&mut third).await);
     }
 }
