@@ -7,7 +7,7 @@ use clap::Args;
 use crate::acp::policy::agent_policy;
 use crate::acp::{HeronAgent, ManagerSlot};
 use crate::config::{Config, Home, Keys};
-use crate::conformance::record::{From, Recorder, Setup, TeeReader, TeeWriter};
+use crate::conformance::record::{Recorder, Sender, Setup, TeeReader, TeeWriter};
 use crate::llm::registry::Providers;
 use crate::protocol::runtime::Side;
 use crate::protocol::serve::AgentService;
@@ -188,7 +188,7 @@ where
     let writer = TeeWriter::new(writer, recorder.clone());
     let served = serve_with(reader, writer, args, home, Some(recorder.clone())).await;
     flushing.abort();
-    recorder.end_of(From::Agent);
+    recorder.end_of(Sender::Agent);
     if let Err(error) = recorder.flush() {
         tracing::error!(path = %path.display(), %error, "cannot write the recording");
     }

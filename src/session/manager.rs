@@ -406,12 +406,7 @@ impl Manager {
     pub async fn stop_all(&self) {
         let sessions: Vec<Arc<Session>> =
             self.open.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, s)| s).collect();
-        let stopping = sessions.iter().map(|session| {
-            session.close();
-            let hub = session.mcp().clone();
-            async move { hub.shutdown().await }
-        });
-        let all = futures_util::future::join_all(stopping);
+        let all = futures_util::future::join_all(sessions.iter().filter_map(|session| session.close()));
         if tokio::time::timeout(std::time::Duration::from_secs(2), all).await.is_err() {
             tracing::warn!("some MCP servers did not stop in time; their process groups are killed on exit");
         }

@@ -236,17 +236,17 @@ impl Session {
         self.current.lock().unwrap_or_else(PoisonError::into_inner).cancel();
     }
 
-    /// Cancels everything and stops the actor and the MCP servers. History stays in the
-    /// store.
-    pub fn close(&self) {
+    /// Cancels everything and stops the actor and the MCP servers (the returned task, for a
+    /// caller that must wait for them). History stays in the store.
+    pub fn close(&self) -> Option<tokio::task::JoinHandle<()>> {
         self.cancel();
         self.closed.cancel();
-        if !self.mcp.is_empty()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let hub = self.mcp.clone();
-            runtime.spawn(async move { hub.shutdown().await });
+        if self.mcp.is_empty() {
+            return None;
         }
+        let hub = self.mcp.clone();
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
+        Some(runtime.spawn(async move { hub.shutdown().await }))
     }
 
     /// The session's MCP servers.

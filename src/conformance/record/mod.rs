@@ -34,7 +34,7 @@ const FLUSH_EVERY: Duration = Duration::from_millis(500);
 
 /// Which side sent a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum From {
+pub enum Sender {
     /// The editor (stdin).
     Client,
     /// Heron (stdout).
@@ -98,7 +98,7 @@ impl Setup {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
     /// Who sent it.
-    pub from: From,
+    pub from: Sender,
     /// Its text, without the newline, secrets redacted.
     pub text: String,
 }
@@ -143,11 +143,11 @@ impl Recorder {
     }
 
     /// Bytes that crossed stdio from `from`.
-    pub fn bytes(&self, from: From, bytes: &[u8]) {
+    pub fn bytes(&self, from: Sender, bytes: &[u8]) {
         let mut seen = self.seen();
         let partial = match from {
-            From::Client => &mut seen.partial_in,
-            From::Agent => &mut seen.partial_out,
+            Sender::Client => &mut seen.partial_in,
+            Sender::Agent => &mut seen.partial_out,
         };
         partial.extend_from_slice(bytes);
         let mut complete = Vec::new();
@@ -162,27 +162,27 @@ impl Recorder {
     }
 
     /// The stream from `from` ended: a last line without a newline still counts.
-    pub fn end_of(&self, from: From) {
+    pub fn end_of(&self, from: Sender) {
         let mut seen = self.seen();
         let partial = match from {
-            From::Client => std::mem::take(&mut seen.partial_in),
-            From::Agent => std::mem::take(&mut seen.partial_out),
+            Sender::Client => std::mem::take(&mut seen.partial_in),
+            Sender::Agent => std::mem::take(&mut seen.partial_out),
         };
         if !partial.is_empty() {
             self.push_line(&mut seen, from, &partial);
         }
-        if from == From::Client && seen.closed_at.is_none() {
+        if from == Sender::Client && seen.closed_at.is_none() {
             seen.closed_at = Some(seen.lines.len());
             self.dirty.store(true, Ordering::Relaxed);
         }
     }
 
-    fn push_line(&self, seen: &mut Seen, from: From, line: &[u8]) {
+    fn push_line(&self, seen: &mut Seen, from: Sender, line: &[u8]) {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
         let text = crate::secret::redact(&String::from_utf8_lossy(line), &self.setup.secrets);
-        if from == From::Client && seen.workspace.is_none() {
+        if from == Sender::Client && seen.workspace.is_none() {
             seen.workspace = session_cwd(&text).map(|cwd| {
                 let resolved = std::fs::canonicalize(&cwd).unwrap_or_else(|_| cwd.clone());
                 (cwd, resolved)

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::{From, Recorder};
+use super::{Recorder, Sender};
 
 /// A reader whose bytes are recorded as the client's.
 pub struct TeeReader<R> {
@@ -33,9 +33,9 @@ impl<R: AsyncRead + Unpin> AsyncRead for TeeReader<R> {
         if let Poll::Ready(Ok(())) = polled {
             let read = &buf.filled()[before..];
             if read.is_empty() {
-                self.recorder.end_of(From::Client);
+                self.recorder.end_of(Sender::Client);
             } else {
-                self.recorder.bytes(From::Client, read);
+                self.recorder.bytes(Sender::Client, read);
             }
         }
         polled
@@ -63,7 +63,7 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for TeeWriter<W> {
     ) -> Poll<std::io::Result<usize>> {
         let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(written)) = polled {
-            self.recorder.bytes(From::Agent, &buf[..written]);
+            self.recorder.bytes(Sender::Agent, &buf[..written]);
         }
         polled
     }

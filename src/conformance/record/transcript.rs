@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::{From, Seen, Setup};
+use super::{Seen, Sender, Setup};
 use crate::conformance::format::Header;
 use crate::conformance::matcher::{Bindings, Paths, generalize, generalize_sent};
 use crate::llm::scripted::{Deltas, ScriptedCall, Step, Turn, word_deltas};
@@ -110,13 +110,13 @@ pub(super) fn write(setup: &Setup, seen: &Seen) -> String {
         };
         let Ok(mut message) = serde_json::from_str::<Value>(&text) else {
             match line.from {
-                From::Client => steps.push(json!({ "send_raw": line.text })),
-                From::Agent => notes.push("the agent wrote a line that is not JSON; it is left out".into()),
+                Sender::Client => steps.push(json!({ "send_raw": line.text })),
+                Sender::Agent => notes.push("the agent wrote a line that is not JSON; it is left out".into()),
             }
             continue;
         };
         match line.from {
-            From::Client => {
+            Sender::Client => {
                 let is_answer = message.get("method").is_none();
                 if is_answer
                     && let Some(id) = message.get_mut("id")
@@ -127,7 +127,7 @@ pub(super) fn write(setup: &Setup, seen: &Seen) -> String {
                 note_unknown_session(&message, &bindings, &mut notes);
                 steps.push(json!({ "send": generalize_sent(&message, &paths, &bindings) }));
             }
-            From::Agent => {
+            Sender::Agent => {
                 if message.get("method").is_some()
                     && let Some(id) = message.get_mut("id")
                 {
