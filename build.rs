@@ -1,12 +1,17 @@
-//! Generates the protocol layer from `schema/` into `OUT_DIR` (see `codegen/`).
+//! Generates the protocol layer from `schema/` into `OUT_DIR` (see `crates/heron-codegen/`).
+//!
+//! This is `heron-protocol`'s build script (`build = "../../build.rs"` in its manifest); it
+//! stays beside `schema/` so a schema upgrade is visible at the top of the repository.
 
 use std::path::PathBuf;
 
 fn main() {
-    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    // The package is `crates/heron-protocol`; the schema lives at the repository root.
+    let package = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let root = package.join("../..");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
     for file in heron_codegen::INPUT_FILES {
-        println!("cargo:rerun-if-changed={file}");
+        println!("cargo:rerun-if-changed={}", root.join(file).display());
     }
     let output = match heron_codegen::read_inputs(&root).and_then(|i| heron_codegen::generate(&i)) {
         Ok(output) => output,

@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use heron::acp::convert::replay_updates;
 use heron::cli::acp::{AcpArgs, serve};
-use heron::config::Home;
-use heron::session::event::{
+use heron_core::config::Home;
+use heron_core::session::event::{
     Event, Location, PlanItem, StopReason, ToolKind, ToolOutput, ToolStatus, UserContent,
 };
-use heron::session::settings::{Mode, Posture, Preset, Settings};
-use heron::store::{NewSession, Store};
+use heron_core::session::settings::{Mode, Posture, Preset, Settings};
+use heron_store::{NewSession, Store};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};

@@ -9,13 +9,13 @@ use std::sync::{Mutex, PoisonError};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures_util::FutureExt;
-use heron::protocol::envelope::{self, Message};
-use heron::protocol::runtime::{decode_params, encode_result};
-use heron::protocol::{
+use heron_protocol::runtime::{decode_params, encode_result};
+use heron_protocol::{
     Agent, CancelNotification, Client, InitializeRequest, InitializeResponse, Method, NewSessionRequest,
     NewSessionResponse, PromptRequest, PromptResponse, RequestPermissionRequest, RequestPermissionResponse,
     RpcError, SessionNotification, StopReason, dispatch_agent_request, dispatch_client_notification,
 };
+use heron_rpc::envelope::{self, Message};
 
 /// A streamed text chunk of the agent's answer, as an agent sends it mid-turn.
 const AGENT_MESSAGE_CHUNK: &str = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_01JQ8Z6X3M4N5P7R9T2V4W6Y8A","update":{"sessionUpdate":"agent_message_chunk","messageId":"msg_01JQ8Z7B2C3D4E5F6G7H8J9K0L","content":{"type":"text","text":"I'll start by reading `src/rpc/connection.rs` to see how the reader hands requests to the dispatcher, then check the cancellation path."}}}}"#;

@@ -8,7 +8,7 @@ pub struct AgentAuthCapabilities {
 Optional. Omitted or `null` both mean the agent does not advertise support.
 Supplying `{}` means the agent supports the logout method.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub logout: ::std::option::Option<LogoutCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -17,7 +17,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -33,7 +33,7 @@ See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol
 pub struct AgentCapabilities {
     ///Authentication-related capabilities supported by the agent.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub auth: ::std::option::Option<AgentAuthCapabilities>,
     ///Whether the agent supports `session/load`.
@@ -41,7 +41,7 @@ pub struct AgentCapabilities {
         rename = "loadSession",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub load_session: ::std::option::Option<bool>,
     ///MCP capabilities supported by the agent.
@@ -49,7 +49,7 @@ pub struct AgentCapabilities {
         rename = "mcpCapabilities",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub mcp_capabilities: ::std::option::Option<McpCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -58,7 +58,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -68,7 +68,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
         rename = "promptCapabilities",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub prompt_capabilities: ::std::option::Option<PromptCapabilities>,
     ///Session lifecycle and prompt capabilities advertised by the agent.
@@ -76,7 +76,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
         rename = "sessionCapabilities",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub session_capabilities: ::std::option::Option<SessionCapabilities>,
 }
@@ -85,7 +85,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct Annotations {
     ///Intended recipients for this content, such as the user or assistant.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     #[serde(default)]
     pub audience: ::std::option::Option<::std::vec::Vec<Role>>,
     ///Timestamp indicating when the underlying resource was last modified.
@@ -93,7 +93,7 @@ pub struct Annotations {
         rename = "lastModified",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub last_modified: ::std::option::Option<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -102,14 +102,14 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Relative importance of this content when clients choose what to surface.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub priority: ::std::option::Option<f64>,
 }
@@ -118,7 +118,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct AudioContent {
     ///Optional annotations that help clients decide how to display or route this content.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub annotations: ::std::option::Option<Annotations>,
     ///Base64-encoded media payload.
@@ -129,7 +129,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -151,7 +151,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -162,7 +162,7 @@ The client should set this to `true` only when it can reproduce the
 configured agent invocation in an interactive terminal. When `true`, the
 agent may include `terminal` entries in its authentication methods.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub terminal: ::std::option::Option<bool>,
 }
@@ -173,7 +173,7 @@ This is the default authentication method type.*/
 pub struct AuthMethodAgent {
     ///Optional human-readable description of this authentication method.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     ///Unique identifier for this authentication method.
@@ -184,7 +184,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -244,11 +244,11 @@ The client MUST NOT pass this method to `authenticate`.*/
 pub struct AuthMethodTerminal {
     ///Additional arguments to append to the configured agent invocation for terminal auth.
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub args: ::std::vec::Vec<::std::string::String>,
     ///Optional human-readable description of this authentication method.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**Additional environment variables to set on the configured agent invocation for terminal auth.
@@ -257,7 +257,7 @@ These values override same-named variables in the base launch configuration.*/
         default,
         skip_serializing_if = ":: std :: collections :: BTreeMap::is_empty"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub env: ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     ///Unique identifier for this authentication method.
     pub id: AuthMethodId,
@@ -267,7 +267,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -286,7 +286,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -305,7 +305,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -318,7 +318,7 @@ pub struct AvailableCommand {
     pub description: ::std::string::String,
     ///Input for the command if required
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub input: ::std::option::Option<AvailableCommandInput>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -327,7 +327,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -360,7 +360,7 @@ impl ::std::convert::From<UnstructuredCommandInput> for AvailableCommandInput {
 pub struct AvailableCommandsUpdate {
     ///Commands the agent can execute
     #[serde(rename = "availableCommands")]
-    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
+    #[serde(deserialize_with = "crate::lenient::skip_invalid_items")]
     pub available_commands: ::std::vec::Vec<AvailableCommand>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -368,7 +368,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -385,14 +385,14 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///MIME type describing the encoded media payload.
     #[serde(rename = "mimeType", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub mime_type: ::std::option::Option<::std::string::String>,
     ///URI associated with this resource or media payload.
@@ -409,7 +409,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -422,14 +422,14 @@ pub struct BooleanPropertySchema {
 
 Optional. Omitted and `null` are equivalent and mean no default value is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub default: ::std::option::Option<bool>,
     /**Human-readable description.
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -440,7 +440,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -449,7 +449,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
 }
@@ -464,7 +464,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -484,7 +484,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -505,7 +505,7 @@ pub struct ClientCapabilities {
 Determines which authentication method types the agent may include
 in its `InitializeResponse`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub auth: ::std::option::Option<AuthCapabilities>,
     /**Elicitation capabilities supported by the client.
@@ -514,13 +514,13 @@ Determines which elicitation modes the agent may use.
 Optional. Omitted or `null` both mean the client does not advertise
 elicitation support.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub elicitation: ::std::option::Option<ElicitationCapabilities>,
     /**File system capabilities supported by the client.
 Determines which file operations the agent can request.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub fs: ::std::option::Option<FileSystemCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -529,7 +529,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -539,12 +539,12 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 Optional. Omitted or `null` both mean the client does not advertise any
 session-related extensions.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub session: ::std::option::Option<ClientSessionCapabilities>,
     ///Whether the Client support all `terminal/*` methods.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub terminal: ::std::option::Option<bool>,
 }
@@ -554,7 +554,7 @@ pub struct ClientSessionCapabilities {
     /**Support for ID-addressed context compaction updates. Omitted or `null`
 means unsupported. `{}` advertises the complete compaction contract.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub compaction: ::std::option::Option<CompactionCapabilities>,
     /**Config option capabilities supported by the client.
@@ -565,7 +565,7 @@ config option extensions.*/
         rename = "configOptions",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub config_options: ::std::option::Option<SessionConfigOptionsCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -574,7 +574,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -584,7 +584,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 Optional. Omitted or `null` both mean the client does not advertise support.
 Supplying `{}` means the client can present notices to the user.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub notices: ::std::option::Option<NoticeCapabilities>,
 }
@@ -603,7 +603,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -621,7 +621,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -707,7 +707,7 @@ pub struct CompactionSummaryChunk {
     pub content: ContentBlock,
     ///Metadata scoped to this chunk. Omission and `null` both mean absent.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -728,12 +728,12 @@ pub struct CompactionUpdate {
     pub compaction_id: CompactionId,
     ///Human-readable error details for the compaction.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub error: ::std::option::Option<::std::string::String>,
     ///Extensible metadata patch for this compaction.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -742,7 +742,7 @@ pub struct CompactionUpdate {
     pub status: CompactionStatus,
     ///Complete replacement user-displayable summary content for the compaction.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     #[serde(default)]
     pub summary: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
 }
@@ -760,7 +760,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -771,7 +771,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct ConfigOptionUpdate {
     ///The full set of configuration options and their current values.
     #[serde(rename = "configOptions")]
-    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
+    #[serde(deserialize_with = "crate::lenient::skip_invalid_items")]
     pub config_options: ::std::vec::Vec<SessionConfigOption>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -779,7 +779,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -796,7 +796,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -815,7 +815,7 @@ A change in `messageId` indicates a new message has started.*/
         rename = "messageId",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub message_id: ::std::option::Option<MessageId>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -824,7 +824,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -844,7 +844,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -863,7 +863,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -891,7 +891,7 @@ session without a specific tool call.*/
         rename = "toolCallId",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub tool_call_id: ::std::option::Option<ToolCallId>,
 }
@@ -911,7 +911,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -936,7 +936,7 @@ session without a specific tool call.*/
         rename = "toolCallId",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub tool_call_id: ::std::option::Option<ToolCallId>,
     ///The URL to direct the user to.
@@ -958,7 +958,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -975,7 +975,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -992,7 +992,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1003,7 +1003,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct CreateTerminalRequest {
     ///Array of command arguments.
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub args: ::std::vec::Vec<::std::string::String>,
     ///The command to execute.
     pub command: ::std::string::String,
@@ -1012,7 +1012,7 @@ pub struct CreateTerminalRequest {
     pub cwd: ::std::option::Option<::std::string::String>,
     ///Environment variables for the command.
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub env: ::std::vec::Vec<EnvVariable>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -1020,7 +1020,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1051,7 +1051,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1074,7 +1074,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1091,7 +1091,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1109,7 +1109,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1128,7 +1128,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1138,7 +1138,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub new_text: ::std::string::String,
     ///The original content (omitted or `null` for new files).
     #[serde(rename = "oldText", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub old_text: ::std::option::Option<::std::string::String>,
     ///The absolute file path being modified.
@@ -1161,7 +1161,7 @@ pub struct ElicitationCapabilities {
 Optional. Omitted and `null` are equivalent and mean form support is not advertised.
 Supplying `{}` explicitly advertises form support.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub form: ::std::option::Option<ElicitationFormCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -1172,7 +1172,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1182,7 +1182,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 Optional. Omitted or `null` both mean the client does not advertise support.
 Supplying `{}` means the client supports URL-based elicitation.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub url: ::std::option::Option<ElicitationUrlCapabilities>,
 }
@@ -1230,7 +1230,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1325,7 +1325,7 @@ pub struct ElicitationSchema {
 
 Optional. Omitted and `null` are equivalent and mean no schema description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -1336,7 +1336,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1359,12 +1359,12 @@ Optional. Omitted and `null` are equivalent and mean no property names are requi
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     ///Type discriminator. Always `"object"`.
     #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub type_: ::std::option::Option<ElicitationSchemaType>,
 }
@@ -1438,7 +1438,7 @@ session without a specific tool call.*/
         rename = "toolCallId",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub tool_call_id: ::std::option::Option<ToolCallId>,
 }
@@ -1455,7 +1455,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1500,7 +1500,7 @@ session without a specific tool call.*/
 pub struct EmbeddedResource {
     ///Optional annotations that help clients decide how to display or route this content.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub annotations: ::std::option::Option<Annotations>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -1509,7 +1509,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1544,7 +1544,7 @@ pub struct EnumOption {
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -1555,7 +1555,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1572,7 +1572,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1596,7 +1596,7 @@ This must be an integer as defined in the JSON-RPC specification.*/
     /**Optional primitive or structured value that contains additional information about the error.
 This may include debugging information or context-specific details.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub data: ::std::option::Option<::serde_json::Value>,
     /**A string providing a short description of the error.
@@ -1661,7 +1661,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1671,7 +1671,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
         rename = "readTextFile",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub read_text_file: ::std::option::Option<bool>,
     ///Whether the Client supports `fs/write_text_file` requests.
@@ -1679,7 +1679,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
         rename = "writeTextFile",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub write_text_file: ::std::option::Option<bool>,
 }
@@ -1696,7 +1696,7 @@ session.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub additional_directories: ::std::vec::Vec<::std::string::String>,
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
@@ -1706,7 +1706,7 @@ session.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -1714,7 +1714,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1737,7 +1737,7 @@ pub struct ForkSessionResponse {
         rename = "configOptions",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     #[serde(default)]
     pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -1746,7 +1746,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -1755,7 +1755,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/d
 
 See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub modes: ::std::option::Option<SessionModeState>,
     ///Unique identifier for the newly created forked session.
@@ -2853,7 +2853,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -2868,7 +2868,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct ImageContent {
     ///Optional annotations that help clients decide how to display or route this content.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub annotations: ::std::option::Option<Annotations>,
     ///Base64-encoded media payload.
@@ -2879,7 +2879,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -2889,7 +2889,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub mime_type: ::std::string::String,
     ///URI associated with this resource or media payload.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub uri: ::std::option::Option<::std::string::String>,
 }
@@ -2904,7 +2904,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -2917,7 +2917,7 @@ and easily understood.
 
 If not provided, the name should be used for display.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     /**Version of the implementation. Can be displayed to the user or used
@@ -2936,7 +2936,7 @@ pub struct InitializeRequest {
         rename = "clientCapabilities",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub client_capabilities: ::std::option::Option<ClientCapabilities>,
     /**Information about the Client name and version sent to the Agent.
@@ -2946,7 +2946,7 @@ Note: in future versions of the protocol, this will be required.*/
         rename = "clientInfo",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub client_info: ::std::option::Option<Implementation>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -2955,7 +2955,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -2976,7 +2976,7 @@ pub struct InitializeResponse {
         rename = "agentCapabilities",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub agent_capabilities: ::std::option::Option<AgentCapabilities>,
     /**Information about the Agent name and version sent to the Client.
@@ -2986,7 +2986,7 @@ Note: in future versions of the protocol, this will be required.*/
         rename = "agentInfo",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub agent_info: ::std::option::Option<Implementation>,
     ///Authentication methods supported by the agent.
@@ -2995,7 +2995,7 @@ Note: in future versions of the protocol, this will be required.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     pub auth_methods: ::std::vec::Vec<AuthMethod>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3003,7 +3003,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3022,14 +3022,14 @@ pub struct IntegerPropertySchema {
 
 Optional. Omitted and `null` are equivalent and mean no default value is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub default: ::std::option::Option<i64>,
     /**Human-readable description.
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**Maximum value (inclusive).
@@ -3045,7 +3045,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3059,7 +3059,7 @@ Optional. Omitted and `null` are equivalent and mean there is no inclusive lower
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
 }
@@ -3072,7 +3072,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3093,7 +3093,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3116,7 +3116,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3131,7 +3131,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3142,11 +3142,11 @@ to fetch the next page. If absent, there are no more results.*/
         rename = "nextCursor",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub next_cursor: ::std::option::Option<::std::string::String>,
     ///Array of session information objects
-    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
+    #[serde(deserialize_with = "crate::lenient::skip_invalid_items")]
     pub sessions: ::std::vec::Vec<SessionInfo>,
 }
 /**Request parameters for loading an existing session.
@@ -3167,13 +3167,13 @@ the request `cwd` matches the session's `cwd`.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub additional_directories: ::std::vec::Vec<::std::string::String>,
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
     ///List of MCP servers to connect to for this session.
     #[serde(rename = "mcpServers")]
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3181,7 +3181,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3198,7 +3198,7 @@ pub struct LoadSessionResponse {
         rename = "configOptions",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     #[serde(default)]
     pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -3207,7 +3207,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3216,7 +3216,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 
 See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub modes: ::std::option::Option<SessionModeState>,
 }
@@ -3231,7 +3231,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3248,7 +3248,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3263,7 +3263,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3274,7 +3274,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct McpCapabilities {
     ///Agent supports `http` MCP servers.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub http: ::std::option::Option<bool>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -3283,14 +3283,14 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Agent supports `sse` MCP servers.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub sse: ::std::option::Option<bool>,
 }
@@ -3298,7 +3298,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct McpServerHttp {
     ///HTTP headers to set when making requests to the MCP server.
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub headers: ::std::vec::Vec<HttpHeader>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3306,7 +3306,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3320,7 +3320,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct McpServerSse {
     ///HTTP headers to set when making requests to the MCP server.
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub headers: ::std::vec::Vec<HttpHeader>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3328,7 +3328,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3342,12 +3342,12 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct McpServerStdio {
     ///Command-line arguments to pass to the MCP server.
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub args: ::std::vec::Vec<::std::string::String>,
     ///Absolute path to the MCP server executable.
     pub command: ::std::string::String,
     ///Environment variables to set when launching the MCP server.
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub env: ::std::vec::Vec<EnvVariable>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3355,7 +3355,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3411,14 +3411,14 @@ pub struct MultiSelectPropertySchema {
 
 Optional. Omitted and `null` are equivalent and mean no default selections are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     #[serde(default)]
     pub default: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /**Human-readable description.
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     ///The items definition describing allowed values.
@@ -3436,7 +3436,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3450,7 +3450,7 @@ Optional. Omitted and `null` are equivalent and mean there is no minimum selecti
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
 }
@@ -3469,13 +3469,13 @@ additional roots are activated for the new session.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub additional_directories: ::std::vec::Vec<::std::string::String>,
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
     ///List of MCP (Model Context Protocol) servers the agent should connect to.
     #[serde(rename = "mcpServers")]
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3483,7 +3483,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3499,7 +3499,7 @@ pub struct NewSessionResponse {
         rename = "configOptions",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     #[serde(default)]
     pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -3508,7 +3508,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3517,7 +3517,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 
 See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub modes: ::std::option::Option<SessionModeState>,
     /**Unique identifier for the created session.
@@ -3541,14 +3541,14 @@ pub struct Notice {
 
 Omitted and `null` are equivalent and mean no description was supplied.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**Metadata scoped to this notice.
 
 Omitted and `null` are equivalent and mean no metadata was supplied.*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3645,14 +3645,14 @@ pub struct NumberPropertySchema {
 
 Optional. Omitted and `null` are equivalent and mean no default value is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub default: ::std::option::Option<f64>,
     /**Human-readable description.
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**Maximum value (inclusive).
@@ -3668,7 +3668,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3682,7 +3682,7 @@ Optional. Omitted and `null` are equivalent and mean there is no inclusive lower
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
 }
@@ -3697,7 +3697,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3831,7 +3831,7 @@ pub struct Plan {
 
 When updating a plan, the agent must send a complete list of all entries
 with their current status. The client replaces the entire plan with each update.*/
-    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
+    #[serde(deserialize_with = "crate::lenient::skip_invalid_items")]
     pub entries: ::std::vec::Vec<PlanEntry>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -3839,7 +3839,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3860,7 +3860,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4018,7 +4018,7 @@ See protocol docs: [Prompt Capabilities](https://agentclientprotocol.com/protoco
 pub struct PromptCapabilities {
     ///Agent supports `audio` content blocks.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub audio: ::std::option::Option<bool>,
     /**Agent supports embedded context in `session/prompt` requests.
@@ -4029,12 +4029,12 @@ in prompt requests for pieces of context that are referenced in the message.*/
         rename = "embeddedContext",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub embedded_context: ::std::option::Option<bool>,
     ///Agent supports `image` content blocks.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub image: ::std::option::Option<bool>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -4043,7 +4043,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4062,7 +4062,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4096,7 +4096,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4168,7 +4168,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4190,7 +4190,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4205,7 +4205,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4226,7 +4226,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4266,7 +4266,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4289,7 +4289,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4302,12 +4302,12 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct ResourceLink {
     ///Optional annotations that help clients decide how to display or route this content.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub annotations: ::std::option::Option<Annotations>,
     ///Optional human-readable details shown with this protocol object.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -4316,26 +4316,26 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///MIME type describing the encoded media payload.
     #[serde(rename = "mimeType", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub mime_type: ::std::option::Option<::std::string::String>,
     ///Human-readable name shown for this protocol object.
     pub name: ::std::string::String,
     ///Optional size of the linked resource in bytes, if known.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub size: ::std::option::Option<i64>,
     ///Optional display title for end-user UI.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     ///URI associated with this resource or media payload.
@@ -4360,7 +4360,7 @@ the request `cwd` matches the session's `cwd`.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub additional_directories: ::std::vec::Vec<::std::string::String>,
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
@@ -4370,7 +4370,7 @@ the request `cwd` matches the session's `cwd`.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::null_as_default")]
+    #[serde(deserialize_with = "crate::lenient::null_as_default")]
     pub mcp_servers: ::std::vec::Vec<McpServer>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -4378,7 +4378,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4395,7 +4395,7 @@ pub struct ResumeSessionResponse {
         rename = "configOptions",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     #[serde(default)]
     pub config_options: ::std::option::Option<::std::vec::Vec<SessionConfigOption>>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -4404,7 +4404,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4413,7 +4413,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 
 See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/session-modes)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub modes: ::std::option::Option<SessionModeState>,
 }
@@ -4483,7 +4483,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4506,7 +4506,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4521,7 +4521,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4551,14 +4551,14 @@ additional-root list associated with a listed session.*/
         rename = "additionalDirectories",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub additional_directories: ::std::option::Option<
         SessionAdditionalDirectoriesCapabilities,
     >,
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/archive` and `session/unarchive`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports both methods, the `archived` filter on\n`session/list`, and `SessionInfo.archived`. Agents that advertise it MUST also advertise `sessionCapabilities.list`."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub archive: ::std::option::Option<SessionArchiveCapabilities>,
     /**Whether the agent supports `session/close`.
@@ -4566,7 +4566,7 @@ additional-root list associated with a listed session.*/
 Optional. Omitted or `null` both mean the agent does not advertise support.
 Supplying `{}` means the agent supports closing sessions.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub close: ::std::option::Option<SessionCloseCapabilities>,
     /**Whether the agent supports `session/delete`.
@@ -4574,12 +4574,12 @@ Supplying `{}` means the agent supports closing sessions.*/
 Optional. Omitted or `null` both mean the agent does not advertise support.
 Supplying `{}` means the agent supports deleting sessions from `session/list`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub delete: ::std::option::Option<SessionDeleteCapabilities>,
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/fork`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports forking sessions."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub fork: ::std::option::Option<SessionForkCapabilities>,
     /**Whether the agent supports `session/list`.
@@ -4587,7 +4587,7 @@ Supplying `{}` means the agent supports deleting sessions from `session/list`.*/
 Optional. Omitted or `null` both mean the agent does not advertise support.
 Supplying `{}` means the agent supports listing sessions.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub list: ::std::option::Option<SessionListCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -4596,7 +4596,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4606,12 +4606,12 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/d
 Optional. Omitted or `null` both mean the agent does not advertise support.
 Supplying `{}` means the agent supports resuming sessions.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub resume: ::std::option::Option<SessionResumeCapabilities>,
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/status`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports checking session status."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub status: ::std::option::Option<SessionStatusCapabilities>,
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `systemPrompt` on session lifecycle requests.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports `systemPrompt` in `append` mode."]
@@ -4619,12 +4619,12 @@ Supplying `{}` means the agent supports resuming sessions.*/
         rename = "systemPrompt",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub system_prompt: ::std::option::Option<SessionSystemPromptCapabilities>,
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/set_title`.\n\nAgents report titles through `session/list` and `session_info_update` without this\ncapability. It only advertises that Clients can set titles.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports setting session titles."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub title: ::std::option::Option<SessionTitleCapabilities>,
 }
@@ -4639,7 +4639,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4739,7 +4739,7 @@ impl ::std::str::FromStr for SessionConfigId {
 pub struct SessionConfigOptionBoolean {
     ///Optional semantic category for this option (UX only).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub category: ::std::option::Option<SessionConfigOptionCategory>,
     ///The current value of the boolean option.
@@ -4747,7 +4747,7 @@ pub struct SessionConfigOptionBoolean {
     pub current_value: bool,
     ///Optional description for the Client to display to the user.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     ///Unique identifier for the configuration option.
@@ -4758,7 +4758,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4771,7 +4771,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct SessionConfigOptionSelect {
     ///Optional semantic category for this option (UX only).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub category: ::std::option::Option<SessionConfigOptionCategory>,
     ///The currently selected value.
@@ -4779,7 +4779,7 @@ pub struct SessionConfigOptionSelect {
     pub current_value: SessionConfigValueId,
     ///Optional description for the Client to display to the user.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     ///Unique identifier for the configuration option.
@@ -4790,7 +4790,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4810,7 +4810,7 @@ Supplying `{}` means agents may include `type: "boolean"` entries in
 `configOptions`, and the client may send `session/set_config_option`
 requests with `type: "boolean"` and a boolean `value`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub boolean: ::std::option::Option<BooleanConfigOptionCapabilities>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -4819,7 +4819,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4845,7 +4845,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4853,7 +4853,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     ///Human-readable label for this group.
     pub name: ::std::string::String,
     ///The set of option values in this group.
-    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
+    #[serde(deserialize_with = "crate::lenient::skip_invalid_items")]
     pub options: ::std::vec::Vec<SessionConfigSelectOption>,
 }
 ///A possible value for a session configuration option.
@@ -4861,7 +4861,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct SessionConfigSelectOption {
     ///Optional description for this option value.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -4870,7 +4870,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4951,7 +4951,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4966,7 +4966,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5031,7 +5031,7 @@ reports no additional roots.*/
         default,
         skip_serializing_if = "::std::vec::Vec::is_empty"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     pub additional_directories: ::std::vec::Vec<::std::string::String>,
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
@@ -5041,7 +5041,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5051,7 +5051,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     pub session_id: SessionId,
     ///Human-readable title for the session
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     ///ISO 8601 timestamp of last activity
@@ -5059,7 +5059,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
         rename = "updatedAt",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub updated_at: ::std::option::Option<::std::string::String>,
 }
@@ -5075,14 +5075,14 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///Human-readable title for the session. Set to null to clear.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     ///ISO 8601 timestamp of last activity. Set to null to clear.
@@ -5090,7 +5090,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
         rename = "updatedAt",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub updated_at: ::std::option::Option<::std::string::String>,
 }
@@ -5105,7 +5105,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5118,7 +5118,7 @@ See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/s
 pub struct SessionMode {
     ///Optional human-readable details shown with this protocol object.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     ///Stable identifier used to refer to this protocol object in later messages.
@@ -5129,7 +5129,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5183,7 +5183,7 @@ impl ::std::str::FromStr for SessionModeId {
 pub struct SessionModeState {
     ///The set of modes that the Agent can operate in
     #[serde(rename = "availableModes")]
-    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
+    #[serde(deserialize_with = "crate::lenient::skip_invalid_items")]
     pub available_modes: ::std::vec::Vec<SessionMode>,
     ///The current mode the Agent is in.
     #[serde(rename = "currentModeId")]
@@ -5194,7 +5194,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5213,7 +5213,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5235,7 +5235,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5250,7 +5250,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5265,7 +5265,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5274,7 +5274,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/d
 
 Optional. Omitted or `null` both mean the agent supports only `append`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub mode: ::std::option::Option<SessionSystemPromptModeCapabilities>,
 }
@@ -5287,7 +5287,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5298,7 +5298,7 @@ Optional. Omitted or `null` both mean the agent does not advertise support.
 Supplying `{}` means the agent supports replacing its built-in default
 instructions with the client-provided system prompt.*/
     #[serde(rename = "override", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub override_: ::std::option::Option<SessionSystemPromptOverrideCapabilities>,
 }
@@ -5311,7 +5311,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5326,7 +5326,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5344,7 +5344,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5371,7 +5371,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5387,7 +5387,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct SetSessionConfigOptionResponse {
     ///The full set of configuration options and their current values.
     #[serde(rename = "configOptions")]
-    #[serde(deserialize_with = "crate::protocol::lenient::skip_invalid_items")]
+    #[serde(deserialize_with = "crate::lenient::skip_invalid_items")]
     pub config_options: ::std::vec::Vec<SessionConfigOption>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5395,7 +5395,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5410,7 +5410,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5431,7 +5431,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5624,7 +5624,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5640,14 +5640,14 @@ pub struct StringPropertySchema {
 
 Optional. Omitted and `null` are equivalent and mean no default value is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub default: ::std::option::Option<::std::string::String>,
     /**Human-readable description.
 
 Optional. Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
     /**Enum values for untitled single-select enums.
@@ -5676,7 +5676,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5703,7 +5703,7 @@ Optional. Omitted and `null` are equivalent and mean there is no pattern constra
 
 Optional. Omitted and `null` are equivalent and mean no title is provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
 }
@@ -5726,7 +5726,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5750,7 +5750,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5764,7 +5764,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct TerminalExitStatus {
     ///The process exit code (may be null if terminated by signal).
     #[serde(rename = "exitCode", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub exit_code: ::std::option::Option<u32>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -5773,14 +5773,14 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///The signal that terminated the process (may be null if exited normally).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub signal: ::std::option::Option<::std::string::String>,
 }
@@ -5834,7 +5834,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5854,7 +5854,7 @@ pub struct TerminalOutputResponse {
         rename = "exitStatus",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub exit_status: ::std::option::Option<TerminalExitStatus>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -5863,7 +5863,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5878,7 +5878,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct TextContent {
     ///Optional annotations that help clients decide how to display or route this content.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub annotations: ::std::option::Option<Annotations>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -5887,7 +5887,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5904,14 +5904,14 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///MIME type describing the encoded media payload.
     #[serde(rename = "mimeType", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub mime_type: ::std::option::Option<::std::string::String>,
     ///Text payload carried by this content block.
@@ -5933,7 +5933,7 @@ Optional. Omitted and `null` are equivalent and mean no metadata.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5949,18 +5949,18 @@ See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/v1/tool
 pub struct ToolCall {
     ///Content produced by the tool call.
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     pub content: ::std::vec::Vec<ToolCallContent>,
     /**The category of tool being invoked.
 Helps clients choose appropriate icons and UI treatment.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub kind: ::std::option::Option<ToolKind>,
     /**File locations affected by this tool call.
 Enables "follow-along" features in clients.*/
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     pub locations: ::std::vec::Vec<ToolCallLocation>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Implementations MUST NOT make assumptions about values at
@@ -5968,7 +5968,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -5978,12 +5978,12 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 This field is optional. Omitting it or sending `null` both mean that no
 tool name is available.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub name: ::std::option::Option<::std::string::String>,
     ///Raw input parameters sent to the tool.
     #[serde(rename = "rawInput", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub raw_input: ::std::option::Option<::serde_json::Value>,
     ///Raw output returned by the tool.
@@ -5991,12 +5991,12 @@ tool name is available.*/
         rename = "rawOutput",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub raw_output: ::std::option::Option<::serde_json::Value>,
     ///Current execution status of the tool call.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub status: ::std::option::Option<ToolCallStatus>,
     ///Human-readable title describing what the tool is doing.
@@ -6056,7 +6056,7 @@ See protocol docs: [Following the Agent](https://agentclientprotocol.com/protoco
 pub struct ToolCallLocation {
     ///Optional 1-based line number within the file.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub line: ::std::option::Option<u32>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -6065,7 +6065,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -6155,17 +6155,17 @@ See protocol docs: [Updating](https://agentclientprotocol.com/protocol/v1/tool-c
 pub struct ToolCallUpdate {
     ///Replace the content collection.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     #[serde(default)]
     pub content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
     ///Update the tool kind.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub kind: ::std::option::Option<ToolKind>,
     ///Replace the locations collection.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::lenient_items")]
+    #[serde(deserialize_with = "crate::lenient::lenient_items")]
     #[serde(default)]
     pub locations: ::std::option::Option<::std::vec::Vec<ToolCallLocation>>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -6174,7 +6174,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -6184,12 +6184,12 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 This field is optional. Omitting it or sending `null` both mean that
 the existing name is left unchanged.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub name: ::std::option::Option<::std::string::String>,
     ///Update the raw input.
     #[serde(rename = "rawInput", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub raw_input: ::std::option::Option<::serde_json::Value>,
     ///Update the raw output.
@@ -6197,17 +6197,17 @@ the existing name is left unchanged.*/
         rename = "rawOutput",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub raw_output: ::std::option::Option<::serde_json::Value>,
     ///Update the execution status.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub status: ::std::option::Option<ToolCallStatus>,
     ///Update the human-readable title.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     ///The ID of the tool call being updated.
@@ -6327,7 +6327,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -6338,7 +6338,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct UsageUpdate {
     ///Cumulative session cost (optional).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub cost: ::std::option::Option<Cost>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -6347,7 +6347,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -6366,7 +6366,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -6383,7 +6383,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
 pub struct WaitForTerminalExitResponse {
     ///The process exit code (may be null if terminated by signal).
     #[serde(rename = "exitCode", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub exit_code: ::std::option::Option<u32>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -6392,14 +6392,14 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
     ///The signal that terminated the process (may be null if exited normally).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub signal: ::std::option::Option<::std::string::String>,
 }
@@ -6416,7 +6416,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -6436,7 +6436,7 @@ these keys.
 
 See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)*/
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::protocol::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -6569,17 +6569,17 @@ impl<'de> ::serde::Deserialize<'de> for ContentBlock {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        crate::protocol::runtime::deserialize_tagged(deserializer)
+        crate::runtime::deserialize_tagged(deserializer)
     }
 }
-impl crate::protocol::runtime::TaggedUnion for ContentBlock {
+impl crate::runtime::TaggedUnion for ContentBlock {
     const TAG: &'static str = "type";
     const EXPECTING: &'static str = "internally tagged enum ContentBlock";
     type Tag = buffered::ContentBlockTag;
     type Buffered = buffered::ContentBlock;
     fn read_variant<'de, M: ::serde::de::MapAccess<'de>>(
         tag: Self::Tag,
-        body: crate::protocol::runtime::VariantBody<M>,
+        body: crate::runtime::VariantBody<M>,
     ) -> ::std::result::Result<Self, M::Error> {
         match tag {
             buffered::ContentBlockTag::Text => body.payload().map(Self::Text),
@@ -6754,17 +6754,17 @@ impl<'de> ::serde::Deserialize<'de> for RequestPermissionOutcome {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        crate::protocol::runtime::deserialize_tagged(deserializer)
+        crate::runtime::deserialize_tagged(deserializer)
     }
 }
-impl crate::protocol::runtime::TaggedUnion for RequestPermissionOutcome {
+impl crate::runtime::TaggedUnion for RequestPermissionOutcome {
     const TAG: &'static str = "outcome";
     const EXPECTING: &'static str = "internally tagged enum RequestPermissionOutcome";
     type Tag = buffered::RequestPermissionOutcomeTag;
     type Buffered = buffered::RequestPermissionOutcome;
     fn read_variant<'de, M: ::serde::de::MapAccess<'de>>(
         tag: Self::Tag,
-        body: crate::protocol::runtime::VariantBody<M>,
+        body: crate::runtime::VariantBody<M>,
     ) -> ::std::result::Result<Self, M::Error> {
         match tag {
             buffered::RequestPermissionOutcomeTag::Cancelled => {
@@ -6802,17 +6802,17 @@ impl<'de> ::serde::Deserialize<'de> for SessionConfigOption {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        crate::protocol::runtime::deserialize_tagged(deserializer)
+        crate::runtime::deserialize_tagged(deserializer)
     }
 }
-impl crate::protocol::runtime::TaggedUnion for SessionConfigOption {
+impl crate::runtime::TaggedUnion for SessionConfigOption {
     const TAG: &'static str = "type";
     const EXPECTING: &'static str = "internally tagged enum SessionConfigOption";
     type Tag = buffered::SessionConfigOptionTag;
     type Buffered = buffered::SessionConfigOption;
     fn read_variant<'de, M: ::serde::de::MapAccess<'de>>(
         tag: Self::Tag,
-        body: crate::protocol::runtime::VariantBody<M>,
+        body: crate::runtime::VariantBody<M>,
     ) -> ::std::result::Result<Self, M::Error> {
         match tag {
             buffered::SessionConfigOptionTag::Select => body.payload().map(Self::Select),
@@ -6936,17 +6936,17 @@ impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        crate::protocol::runtime::deserialize_tagged(deserializer)
+        crate::runtime::deserialize_tagged(deserializer)
     }
 }
-impl crate::protocol::runtime::TaggedUnion for SessionUpdate {
+impl crate::runtime::TaggedUnion for SessionUpdate {
     const TAG: &'static str = "sessionUpdate";
     const EXPECTING: &'static str = "internally tagged enum SessionUpdate";
     type Tag = buffered::SessionUpdateTag;
     type Buffered = buffered::SessionUpdate;
     fn read_variant<'de, M: ::serde::de::MapAccess<'de>>(
         tag: Self::Tag,
-        body: crate::protocol::runtime::VariantBody<M>,
+        body: crate::runtime::VariantBody<M>,
     ) -> ::std::result::Result<Self, M::Error> {
         match tag {
             buffered::SessionUpdateTag::UserMessageChunk => {
@@ -7113,17 +7113,17 @@ impl<'de> ::serde::Deserialize<'de> for ToolCallContent {
     fn deserialize<D: ::serde::Deserializer<'de>>(
         deserializer: D,
     ) -> ::std::result::Result<Self, D::Error> {
-        crate::protocol::runtime::deserialize_tagged(deserializer)
+        crate::runtime::deserialize_tagged(deserializer)
     }
 }
-impl crate::protocol::runtime::TaggedUnion for ToolCallContent {
+impl crate::runtime::TaggedUnion for ToolCallContent {
     const TAG: &'static str = "type";
     const EXPECTING: &'static str = "internally tagged enum ToolCallContent";
     type Tag = buffered::ToolCallContentTag;
     type Buffered = buffered::ToolCallContent;
     fn read_variant<'de, M: ::serde::de::MapAccess<'de>>(
         tag: Self::Tag,
-        body: crate::protocol::runtime::VariantBody<M>,
+        body: crate::runtime::VariantBody<M>,
     ) -> ::std::result::Result<Self, M::Error> {
         match tag {
             buffered::ToolCallContentTag::Content => body.payload().map(Self::Content),
@@ -7339,488 +7339,488 @@ pub enum Method {
     CancelRequest,
 }
 /// The method table, indexed by `Method as usize`.
-pub static METHODS: [crate::protocol::runtime::MethodInfo; 44usize] = [
-    crate::protocol::runtime::MethodInfo {
+pub static METHODS: [crate::runtime::MethodInfo; 44usize] = [
+    crate::runtime::MethodInfo {
         wire: "_heron/inbox/delete",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronInboxDeleteRequest",
         result: Some("HeronInboxDeleteResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/inbox/enqueue",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronInboxEnqueueRequest",
         result: Some("HeronInboxEnqueueResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/inbox/get",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronInboxGetRequest",
         result: Some("HeronInboxGetResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/inbox/list",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronInboxListRequest",
         result: Some("HeronInboxListResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/inbox/move",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronInboxMoveRequest",
         result: Some("HeronInboxMoveResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/inbox/refresh",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronInboxRefreshRequest",
         result: Some("HeronInboxRefreshResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/inbox/retry",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronInboxRetryRequest",
         result: Some("HeronInboxRetryResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/inbox/setPaused",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronInboxSetPausedRequest",
         result: Some("HeronInboxSetPausedResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/inbox/update",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronInboxUpdateRequest",
         result: Some("HeronInboxUpdateResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/session/goal/pause",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronGoalPauseRequest",
         result: Some("HeronGoalPauseResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/session/goal/resume",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronGoalResumeRequest",
         result: Some("HeronGoalResumeResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/session/mcpStatus",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronSessionMcpStatusRequest",
         result: Some("HeronSessionMcpStatusResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/session/reloadExtensions",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronReloadExtensionsRequest",
         result: Some("HeronReloadExtensionsResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: false,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/session/status",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronSessionStatusRequest",
         result: Some("HeronSessionStatusResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/session/steer",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "HeronSessionSteerRequest",
         result: Some("HeronSessionSteerResponse"),
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "authenticate",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "AuthenticateRequest",
         result: Some("AuthenticateResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "initialize",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "InitializeRequest",
         result: Some("InitializeResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: true,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "logout",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "LogoutRequest",
         result: Some("LogoutResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: false,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/cancel",
         aliases: &["cancel"],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Notification,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Notification,
         params: "CancelNotification",
         result: None,
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: true,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/close",
         aliases: &["closeSession"],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "CloseSessionRequest",
         result: Some("CloseSessionResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/delete",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "DeleteSessionRequest",
         result: Some("DeleteSessionResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/fork",
         aliases: &["forkSession"],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "ForkSessionRequest",
         result: Some("ForkSessionResponse"),
-        stability: crate::protocol::runtime::Stability::Unstable,
+        stability: crate::runtime::Stability::Unstable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/list",
         aliases: &["listSessions"],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "ListSessionsRequest",
         result: Some("ListSessionsResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/load",
         aliases: &["loadSession"],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "LoadSessionRequest",
         result: Some("LoadSessionResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/new",
         aliases: &["newSession"],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "NewSessionRequest",
         result: Some("NewSessionResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: true,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/prompt",
         aliases: &["prompt"],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "PromptRequest",
         result: Some("PromptResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: true,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/resume",
         aliases: &["resumeSession"],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "ResumeSessionRequest",
         result: Some("ResumeSessionResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/set_config_option",
         aliases: &["setSessionConfigOption"],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "SetSessionConfigOptionRequest",
         result: Some("SetSessionConfigOptionResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/set_mode",
         aliases: &["setSessionMode"],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "SetSessionModeRequest",
         result: Some("SetSessionModeResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/set_model",
         aliases: &["setSessionModel"],
-        side: crate::protocol::runtime::Side::Agent,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
         params: "SetSessionModelRequest",
         result: Some("SetSessionModelResponse"),
-        stability: crate::protocol::runtime::Stability::Unstable,
+        stability: crate::runtime::Stability::Unstable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/session/mcpStatus_update",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Notification,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Notification,
         params: "HeronSessionMcpStatusUpdateNotification",
         result: None,
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "_heron/session/status_update",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Notification,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Notification,
         params: "HeronSessionStatusUpdateNotification",
         result: None,
-        stability: crate::protocol::runtime::Stability::Vendor,
+        stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "elicitation/complete",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Notification,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Notification,
         params: "CompleteElicitationNotification",
         result: None,
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: false,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "elicitation/create",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Request,
         params: "CreateElicitationRequest",
         result: Some("CreateElicitationResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "fs/read_text_file",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Request,
         params: "ReadTextFileRequest",
         result: Some("ReadTextFileResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "fs/write_text_file",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Request,
         params: "WriteTextFileRequest",
         result: Some("WriteTextFileResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/request_permission",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Request,
         params: "RequestPermissionRequest",
         result: Some("RequestPermissionResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: true,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "session/update",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Notification,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Notification,
         params: "SessionNotification",
         result: None,
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: true,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "terminal/create",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Request,
         params: "CreateTerminalRequest",
         result: Some("CreateTerminalResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "terminal/kill",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Request,
         params: "KillTerminalRequest",
         result: Some("KillTerminalResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "terminal/output",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Request,
         params: "TerminalOutputRequest",
         result: Some("TerminalOutputResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "terminal/release",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Request,
         params: "ReleaseTerminalRequest",
         result: Some("ReleaseTerminalResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "terminal/wait_for_exit",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Client,
-        kind: crate::protocol::runtime::Kind::Request,
+        side: crate::runtime::Side::Client,
+        kind: crate::runtime::Kind::Request,
         params: "WaitForTerminalExitRequest",
         result: Some("WaitForTerminalExitResponse"),
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
-    crate::protocol::runtime::MethodInfo {
+    crate::runtime::MethodInfo {
         wire: "$/cancel_request",
         aliases: &[],
-        side: crate::protocol::runtime::Side::Protocol,
-        kind: crate::protocol::runtime::Kind::Notification,
+        side: crate::runtime::Side::Protocol,
+        kind: crate::runtime::Kind::Notification,
         params: "CancelRequestNotification",
         result: None,
-        stability: crate::protocol::runtime::Stability::Stable,
+        stability: crate::runtime::Stability::Stable,
         baseline: false,
         implemented: true,
     },
@@ -7930,7 +7930,7 @@ impl Method {
         }
     }
     /// This method's row.
-    pub fn info(self) -> &'static crate::protocol::runtime::MethodInfo {
+    pub fn info(self) -> &'static crate::runtime::MethodInfo {
         &METHODS[self as usize]
     }
     /// The wire name.
@@ -7951,14 +7951,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxDeleteRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxDeleteResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxDeleteResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "_heron/inbox/delete",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/delete")),
         )
     }
     /// Parameters of `_heron/inbox/enqueue`: add a prompt to the session's inbox; it runs when the session is idle and its turn comes.
@@ -7969,14 +7965,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxEnqueueRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxEnqueueResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxEnqueueResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "_heron/inbox/enqueue",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/enqueue")),
         )
     }
     /// Parameters of `_heron/inbox/get`: fetch one inbox item.
@@ -7987,10 +7979,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxGetRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxGetResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxGetResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("_heron/inbox/get")),
+            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/get")),
         )
     }
     /// Parameters of `_heron/inbox/list`: list a session's inbox items in queue order, one page at a time.
@@ -8001,12 +7993,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxListRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxListResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxListResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found("_heron/inbox/list"),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/list")),
         )
     }
     /// Parameters of `_heron/inbox/move`: move a queued item to another place in the queue.
@@ -8017,12 +8007,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxMoveRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxMoveResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxMoveResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found("_heron/inbox/move"),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/move")),
         )
     }
     /// Parameters of `_heron/inbox/refresh`: re-read the session's inbox from the store and return it whole, unpaginated.
@@ -8033,14 +8021,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxRefreshRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxRefreshResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxRefreshResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "_heron/inbox/refresh",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/refresh")),
         )
     }
     /// Parameters of `_heron/inbox/retry`: put a failed item back in the queue so it runs again.
@@ -8051,14 +8035,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxRetryRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxRetryResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxRetryResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "_heron/inbox/retry",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/retry")),
         )
     }
     /// Parameters of `_heron/inbox/setPaused`: pause or resume the inbox. A paused inbox keeps its items but starts none of them; a running item is not interrupted.
@@ -8069,14 +8049,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxSetPausedRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxSetPausedResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxSetPausedResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "_heron/inbox/setPaused",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/setPaused")),
         )
     }
     /// Parameters of `_heron/inbox/update`: replace the prompt of an item that has not started yet.
@@ -8087,14 +8063,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxUpdateRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxUpdateResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxUpdateResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "_heron/inbox/update",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/update")),
         )
     }
     /// Parameters of `_heron/session/goal/pause`: stop pursuing the session's goal after the current turn, keeping it for later.
@@ -8105,14 +8077,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronGoalPauseRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronGoalPauseResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronGoalPauseResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "_heron/session/goal/pause",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/session/goal/pause")),
         )
     }
     /// Parameters of `_heron/session/goal/resume`: continue pursuing a paused goal.
@@ -8123,14 +8091,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronGoalResumeRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronGoalResumeResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronGoalResumeResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "_heron/session/goal/resume",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/session/goal/resume")),
         )
     }
     /// Parameters of `_heron/session/mcpStatus`: ask for the state of every MCP server attached to a session.
@@ -8141,17 +8105,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronSessionMcpStatusRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<
-            HeronSessionMcpStatusResponse,
-            crate::protocol::runtime::RpcError,
-        >,
+        Output = Result<HeronSessionMcpStatusResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "_heron/session/mcpStatus",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/session/mcpStatus")),
         )
     }
     /// Parameters of `_heron/session/reloadExtensions`: re-read Heron's configuration and reconnect the session's MCP servers and slash commands.
@@ -8162,14 +8119,11 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronReloadExtensionsRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<
-            HeronReloadExtensionsResponse,
-            crate::protocol::runtime::RpcError,
-        >,
+        Output = Result<HeronReloadExtensionsResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
             Err(
-                crate::protocol::runtime::RpcError::method_not_found(
+                crate::runtime::RpcError::method_not_found(
                     "_heron/session/reloadExtensions",
                 ),
             ),
@@ -8183,14 +8137,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronSessionStatusRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronSessionStatusResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronSessionStatusResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "_heron/session/status",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/session/status")),
         )
     }
     /// Parameters of `_heron/session/steer`: add user input to the session's running turn without cancelling it (mid-turn steering).
@@ -8201,14 +8151,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronSessionSteerRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronSessionSteerResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronSessionSteerResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "_heron/session/steer",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("_heron/session/steer")),
         )
     }
     /// Request parameters for the authenticate method.
@@ -8219,10 +8165,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: AuthenticateRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<AuthenticateResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<AuthenticateResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("authenticate")),
+            Err(crate::runtime::RpcError::method_not_found("authenticate")),
         )
     }
     /// Request parameters for the initialize method.
@@ -8232,7 +8178,7 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: InitializeRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<InitializeResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<InitializeResponse, crate::runtime::RpcError>,
     > + Send + 'static;
     /// Request parameters for the logout method.
     ///
@@ -8242,11 +8188,9 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: LogoutRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<LogoutResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<LogoutResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("logout")),
-        )
+        ::std::future::ready(Err(crate::runtime::RpcError::method_not_found("logout")))
     }
     /// Notification to cancel ongoing operations for a session.
     ///
@@ -8255,7 +8199,7 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: CancelNotification,
     ) -> impl ::std::future::Future<
-        Output = Result<(), crate::protocol::runtime::RpcError>,
+        Output = Result<(), crate::runtime::RpcError>,
     > + Send + 'static;
     /// Request parameters for closing an active session.
     ///
@@ -8265,10 +8209,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: CloseSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CloseSessionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<CloseSessionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("session/close")),
+            Err(crate::runtime::RpcError::method_not_found("session/close")),
         )
     }
     /// Request parameters for deleting an existing session from `session/list`.
@@ -8279,10 +8223,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: DeleteSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<DeleteSessionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<DeleteSessionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("session/delete")),
+            Err(crate::runtime::RpcError::method_not_found("session/delete")),
         )
     }
     /// This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -8293,10 +8237,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: ForkSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ForkSessionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<ForkSessionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("session/fork")),
+            Err(crate::runtime::RpcError::method_not_found("session/fork")),
         )
     }
     /// Request parameters for listing existing sessions.
@@ -8307,10 +8251,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: ListSessionsRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ListSessionsResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<ListSessionsResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("session/list")),
+            Err(crate::runtime::RpcError::method_not_found("session/list")),
         )
     }
     /// Request parameters for loading an existing session.
@@ -8321,10 +8265,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: LoadSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<LoadSessionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<LoadSessionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("session/load")),
+            Err(crate::runtime::RpcError::method_not_found("session/load")),
         )
     }
     /// Request parameters for creating a new session.
@@ -8334,7 +8278,7 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: NewSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<NewSessionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<NewSessionResponse, crate::runtime::RpcError>,
     > + Send + 'static;
     /// Request parameters for sending a user prompt to the agent.
     ///
@@ -8343,7 +8287,7 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: PromptRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<PromptResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<PromptResponse, crate::runtime::RpcError>,
     > + Send + 'static;
     /// Request parameters for resuming an existing session.
     ///
@@ -8353,10 +8297,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: ResumeSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ResumeSessionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<ResumeSessionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("session/resume")),
+            Err(crate::runtime::RpcError::method_not_found("session/resume")),
         )
     }
     /// Request parameters for setting a session configuration option.
@@ -8367,17 +8311,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: SetSessionConfigOptionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<
-            SetSessionConfigOptionResponse,
-            crate::protocol::runtime::RpcError,
-        >,
+        Output = Result<SetSessionConfigOptionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "session/set_config_option",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("session/set_config_option")),
         )
     }
     /// Request parameters for setting a session mode.
@@ -8388,10 +8325,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: SetSessionModeRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<SetSessionModeResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<SetSessionModeResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("session/set_mode")),
+            Err(crate::runtime::RpcError::method_not_found("session/set_mode")),
         )
     }
     /// Parameters of the legacy `session/set_model` request: switch the model that serves a session. Removed from ACP upstream in favour of a `model` config option, but still sent by older clients.
@@ -8402,12 +8339,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: SetSessionModelRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<SetSessionModelResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<SetSessionModelResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found("session/set_model"),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("session/set_model")),
         )
     }
 }
@@ -8424,7 +8359,7 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: HeronSessionMcpStatusUpdateNotification,
     ) -> impl ::std::future::Future<
-        Output = Result<(), crate::protocol::runtime::RpcError>,
+        Output = Result<(), crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(Ok(()))
     }
@@ -8436,7 +8371,7 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: HeronSessionStatusUpdateNotification,
     ) -> impl ::std::future::Future<
-        Output = Result<(), crate::protocol::runtime::RpcError>,
+        Output = Result<(), crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(Ok(()))
     }
@@ -8448,7 +8383,7 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: CompleteElicitationNotification,
     ) -> impl ::std::future::Future<
-        Output = Result<(), crate::protocol::runtime::RpcError>,
+        Output = Result<(), crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(Ok(()))
     }
@@ -8460,14 +8395,10 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: CreateElicitationRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CreateElicitationResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<CreateElicitationResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "elicitation/create",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("elicitation/create")),
         )
     }
     /// Request to read content from a text file.
@@ -8478,12 +8409,10 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: ReadTextFileRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ReadTextFileResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<ReadTextFileResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found("fs/read_text_file"),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("fs/read_text_file")),
         )
     }
     /// Request to write content to a text file.
@@ -8494,14 +8423,10 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: WriteTextFileRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<WriteTextFileResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<WriteTextFileResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "fs/write_text_file",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("fs/write_text_file")),
         )
     }
     /// Request for user permission to execute a tool call.
@@ -8511,7 +8436,7 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: RequestPermissionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<RequestPermissionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<RequestPermissionResponse, crate::runtime::RpcError>,
     > + Send + 'static;
     /// Notification containing a session update from the agent.
     ///
@@ -8520,7 +8445,7 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: SessionNotification,
     ) -> impl ::std::future::Future<
-        Output = Result<(), crate::protocol::runtime::RpcError>,
+        Output = Result<(), crate::runtime::RpcError>,
     > + Send + 'static;
     /// Request to create a new terminal and execute a command.
     ///
@@ -8530,10 +8455,10 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: CreateTerminalRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CreateTerminalResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<CreateTerminalResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("terminal/create")),
+            Err(crate::runtime::RpcError::method_not_found("terminal/create")),
         )
     }
     /// Request to kill a terminal without releasing it.
@@ -8544,10 +8469,10 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: KillTerminalRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<KillTerminalResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<KillTerminalResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("terminal/kill")),
+            Err(crate::runtime::RpcError::method_not_found("terminal/kill")),
         )
     }
     /// Request to get the current output and status of a terminal.
@@ -8558,10 +8483,10 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: TerminalOutputRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<TerminalOutputResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<TerminalOutputResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("terminal/output")),
+            Err(crate::runtime::RpcError::method_not_found("terminal/output")),
         )
     }
     /// Request to release a terminal and free its resources.
@@ -8572,10 +8497,10 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: ReleaseTerminalRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ReleaseTerminalResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<ReleaseTerminalResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::protocol::runtime::RpcError::method_not_found("terminal/release")),
+            Err(crate::runtime::RpcError::method_not_found("terminal/release")),
         )
     }
     /// Request to wait for a terminal command to exit.
@@ -8586,14 +8511,10 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: WaitForTerminalExitRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<WaitForTerminalExitResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<WaitForTerminalExitResponse, crate::runtime::RpcError>,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
-                crate::protocol::runtime::RpcError::method_not_found(
-                    "terminal/wait_for_exit",
-                ),
-            ),
+            Err(crate::runtime::RpcError::method_not_found("terminal/wait_for_exit")),
         )
     }
 }
@@ -8604,327 +8525,170 @@ pub fn dispatch_agent_request<H: Agent + ?Sized>(
     handler: &H,
     method: Method,
     params: Option<&::serde_json::value::RawValue>,
-) -> Result<
-    crate::protocol::runtime::ResponseFuture,
-    crate::protocol::runtime::RpcError,
-> {
+) -> Result<crate::runtime::ResponseFuture, crate::runtime::RpcError> {
     match method {
         Method::HeronInboxDelete => {
-            let params: HeronInboxDeleteRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: HeronInboxDeleteRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_inbox_delete(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronInboxEnqueue => {
-            let params: HeronInboxEnqueueRequest = crate::protocol::runtime::decode_params(
+            let params: HeronInboxEnqueueRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_inbox_enqueue(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronInboxGet => {
-            let params: HeronInboxGetRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: HeronInboxGetRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_inbox_get(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronInboxList => {
-            let params: HeronInboxListRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: HeronInboxListRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_inbox_list(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronInboxMove => {
-            let params: HeronInboxMoveRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: HeronInboxMoveRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_inbox_move(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronInboxRefresh => {
-            let params: HeronInboxRefreshRequest = crate::protocol::runtime::decode_params(
+            let params: HeronInboxRefreshRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_inbox_refresh(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronInboxRetry => {
-            let params: HeronInboxRetryRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: HeronInboxRetryRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_inbox_retry(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronInboxSetPaused => {
-            let params: HeronInboxSetPausedRequest = crate::protocol::runtime::decode_params(
+            let params: HeronInboxSetPausedRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_inbox_set_paused(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronInboxUpdate => {
-            let params: HeronInboxUpdateRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: HeronInboxUpdateRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_inbox_update(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronSessionGoalPause => {
-            let params: HeronGoalPauseRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: HeronGoalPauseRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_session_goal_pause(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronSessionGoalResume => {
-            let params: HeronGoalResumeRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: HeronGoalResumeRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_session_goal_resume(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronSessionMcpStatus => {
-            let params: HeronSessionMcpStatusRequest = crate::protocol::runtime::decode_params(
+            let params: HeronSessionMcpStatusRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_session_mcp_status(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronSessionReloadExtensions => {
-            let params: HeronReloadExtensionsRequest = crate::protocol::runtime::decode_params(
+            let params: HeronReloadExtensionsRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_session_reload_extensions(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronSessionStatus => {
-            let params: HeronSessionStatusRequest = crate::protocol::runtime::decode_params(
+            let params: HeronSessionStatusRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_session_status(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::HeronSessionSteer => {
-            let params: HeronSessionSteerRequest = crate::protocol::runtime::decode_params(
+            let params: HeronSessionSteerRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_session_steer(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::Authenticate => {
-            let params: AuthenticateRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: AuthenticateRequest = crate::runtime::decode_params(params)?;
             let running = handler.authenticate(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::Initialize => {
-            let params: InitializeRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: InitializeRequest = crate::runtime::decode_params(params)?;
             let running = handler.initialize(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::Logout => {
-            let params: LogoutRequest = crate::protocol::runtime::decode_params(params)?;
+            let params: LogoutRequest = crate::runtime::decode_params(params)?;
             let running = handler.logout(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::SessionClose => {
-            let params: CloseSessionRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: CloseSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_close(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::SessionDelete => {
-            let params: DeleteSessionRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: DeleteSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_delete(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::SessionFork => {
-            let params: ForkSessionRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: ForkSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_fork(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::SessionList => {
-            let params: ListSessionsRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: ListSessionsRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_list(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::SessionLoad => {
-            let params: LoadSessionRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: LoadSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_load(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::SessionNew => {
-            let params: NewSessionRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: NewSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_new(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::SessionPrompt => {
-            let params: PromptRequest = crate::protocol::runtime::decode_params(params)?;
+            let params: PromptRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_prompt(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::SessionResume => {
-            let params: ResumeSessionRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: ResumeSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_resume(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::SessionSetConfigOption => {
-            let params: SetSessionConfigOptionRequest = crate::protocol::runtime::decode_params(
+            let params: SetSessionConfigOptionRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.session_set_config_option(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::SessionSetMode => {
-            let params: SetSessionModeRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: SetSessionModeRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_set_mode(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::SessionSetModel => {
-            let params: SetSessionModelRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: SetSessionModelRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_set_model(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
-        _ => Err(crate::protocol::runtime::RpcError::method_not_found(method.wire())),
+        _ => Err(crate::runtime::RpcError::method_not_found(method.wire())),
     }
 }
 /// Decodes a notification for `Agent` and starts its handler.
@@ -8932,15 +8696,10 @@ pub fn dispatch_agent_notification<H: Agent + ?Sized>(
     handler: &H,
     method: Method,
     params: Option<&::serde_json::value::RawValue>,
-) -> Result<
-    crate::protocol::runtime::NotificationFuture,
-    crate::protocol::runtime::RpcError,
-> {
+) -> Result<crate::runtime::NotificationFuture, crate::runtime::RpcError> {
     match method {
         Method::SessionCancel => {
-            let params: CancelNotification = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: CancelNotification = crate::runtime::decode_params(params)?;
             let running = handler.session_cancel(params);
             Ok(
                 Box::pin(async move {
@@ -8953,7 +8712,7 @@ pub fn dispatch_agent_notification<H: Agent + ?Sized>(
                 }),
             )
         }
-        _ => Err(crate::protocol::runtime::RpcError::method_not_found(method.wire())),
+        _ => Err(crate::runtime::RpcError::method_not_found(method.wire())),
     }
 }
 /// Decodes a request for `Client` and starts its handler.
@@ -8963,111 +8722,60 @@ pub fn dispatch_client_request<H: Client + ?Sized>(
     handler: &H,
     method: Method,
     params: Option<&::serde_json::value::RawValue>,
-) -> Result<
-    crate::protocol::runtime::ResponseFuture,
-    crate::protocol::runtime::RpcError,
-> {
+) -> Result<crate::runtime::ResponseFuture, crate::runtime::RpcError> {
     match method {
         Method::ElicitationCreate => {
-            let params: CreateElicitationRequest = crate::protocol::runtime::decode_params(
+            let params: CreateElicitationRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.elicitation_create(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::FsReadTextFile => {
-            let params: ReadTextFileRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: ReadTextFileRequest = crate::runtime::decode_params(params)?;
             let running = handler.fs_read_text_file(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::FsWriteTextFile => {
-            let params: WriteTextFileRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: WriteTextFileRequest = crate::runtime::decode_params(params)?;
             let running = handler.fs_write_text_file(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::SessionRequestPermission => {
-            let params: RequestPermissionRequest = crate::protocol::runtime::decode_params(
+            let params: RequestPermissionRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.session_request_permission(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::TerminalCreate => {
-            let params: CreateTerminalRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: CreateTerminalRequest = crate::runtime::decode_params(params)?;
             let running = handler.terminal_create(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::TerminalKill => {
-            let params: KillTerminalRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: KillTerminalRequest = crate::runtime::decode_params(params)?;
             let running = handler.terminal_kill(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::TerminalOutput => {
-            let params: TerminalOutputRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: TerminalOutputRequest = crate::runtime::decode_params(params)?;
             let running = handler.terminal_output(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::TerminalRelease => {
-            let params: ReleaseTerminalRequest = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: ReleaseTerminalRequest = crate::runtime::decode_params(params)?;
             let running = handler.terminal_release(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
         Method::TerminalWaitForExit => {
-            let params: WaitForTerminalExitRequest = crate::protocol::runtime::decode_params(
+            let params: WaitForTerminalExitRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.terminal_wait_for_exit(params);
-            Ok(
-                Box::pin(async move {
-                    crate::protocol::runtime::encode_result(&running.await?)
-                }),
-            )
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
-        _ => Err(crate::protocol::runtime::RpcError::method_not_found(method.wire())),
+        _ => Err(crate::runtime::RpcError::method_not_found(method.wire())),
     }
 }
 /// Decodes a notification for `Client` and starts its handler.
@@ -9075,13 +8783,10 @@ pub fn dispatch_client_notification<H: Client + ?Sized>(
     handler: &H,
     method: Method,
     params: Option<&::serde_json::value::RawValue>,
-) -> Result<
-    crate::protocol::runtime::NotificationFuture,
-    crate::protocol::runtime::RpcError,
-> {
+) -> Result<crate::runtime::NotificationFuture, crate::runtime::RpcError> {
     match method {
         Method::HeronSessionMcpStatusUpdate => {
-            let params: HeronSessionMcpStatusUpdateNotification = crate::protocol::runtime::decode_params(
+            let params: HeronSessionMcpStatusUpdateNotification = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_session_mcp_status_update(params);
@@ -9097,7 +8802,7 @@ pub fn dispatch_client_notification<H: Client + ?Sized>(
             )
         }
         Method::HeronSessionStatusUpdate => {
-            let params: HeronSessionStatusUpdateNotification = crate::protocol::runtime::decode_params(
+            let params: HeronSessionStatusUpdateNotification = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_session_status_update(params);
@@ -9113,7 +8818,7 @@ pub fn dispatch_client_notification<H: Client + ?Sized>(
             )
         }
         Method::ElicitationComplete => {
-            let params: CompleteElicitationNotification = crate::protocol::runtime::decode_params(
+            let params: CompleteElicitationNotification = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.elicitation_complete(params);
@@ -9129,9 +8834,7 @@ pub fn dispatch_client_notification<H: Client + ?Sized>(
             )
         }
         Method::SessionUpdate => {
-            let params: SessionNotification = crate::protocol::runtime::decode_params(
-                params,
-            )?;
+            let params: SessionNotification = crate::runtime::decode_params(params)?;
             let running = handler.session_update(params);
             Ok(
                 Box::pin(async move {
@@ -9144,137 +8847,114 @@ pub fn dispatch_client_notification<H: Client + ?Sized>(
                 }),
             )
         }
-        _ => Err(crate::protocol::runtime::RpcError::method_not_found(method.wire())),
+        _ => Err(crate::runtime::RpcError::method_not_found(method.wire())),
     }
 }
 /// Calls the remote `Agent` over a connection.
-impl<O: crate::protocol::runtime::Outgoing> Agent
-for crate::protocol::runtime::AgentPeer<O> {
+impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     fn heron_inbox_delete(
         &self,
         params: HeronInboxDeleteRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxDeleteResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxDeleteResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "_heron/inbox/delete", params)
+        crate::runtime::Outgoing::call(&self.0, "_heron/inbox/delete", params)
     }
     fn heron_inbox_enqueue(
         &self,
         params: HeronInboxEnqueueRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxEnqueueResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxEnqueueResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "_heron/inbox/enqueue", params)
+        crate::runtime::Outgoing::call(&self.0, "_heron/inbox/enqueue", params)
     }
     fn heron_inbox_get(
         &self,
         params: HeronInboxGetRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxGetResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxGetResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "_heron/inbox/get", params)
+        crate::runtime::Outgoing::call(&self.0, "_heron/inbox/get", params)
     }
     fn heron_inbox_list(
         &self,
         params: HeronInboxListRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxListResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxListResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "_heron/inbox/list", params)
+        crate::runtime::Outgoing::call(&self.0, "_heron/inbox/list", params)
     }
     fn heron_inbox_move(
         &self,
         params: HeronInboxMoveRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxMoveResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxMoveResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "_heron/inbox/move", params)
+        crate::runtime::Outgoing::call(&self.0, "_heron/inbox/move", params)
     }
     fn heron_inbox_refresh(
         &self,
         params: HeronInboxRefreshRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxRefreshResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxRefreshResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "_heron/inbox/refresh", params)
+        crate::runtime::Outgoing::call(&self.0, "_heron/inbox/refresh", params)
     }
     fn heron_inbox_retry(
         &self,
         params: HeronInboxRetryRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxRetryResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxRetryResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "_heron/inbox/retry", params)
+        crate::runtime::Outgoing::call(&self.0, "_heron/inbox/retry", params)
     }
     fn heron_inbox_set_paused(
         &self,
         params: HeronInboxSetPausedRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxSetPausedResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxSetPausedResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(
-            &self.0,
-            "_heron/inbox/setPaused",
-            params,
-        )
+        crate::runtime::Outgoing::call(&self.0, "_heron/inbox/setPaused", params)
     }
     fn heron_inbox_update(
         &self,
         params: HeronInboxUpdateRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxUpdateResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronInboxUpdateResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "_heron/inbox/update", params)
+        crate::runtime::Outgoing::call(&self.0, "_heron/inbox/update", params)
     }
     fn heron_session_goal_pause(
         &self,
         params: HeronGoalPauseRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronGoalPauseResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronGoalPauseResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(
-            &self.0,
-            "_heron/session/goal/pause",
-            params,
-        )
+        crate::runtime::Outgoing::call(&self.0, "_heron/session/goal/pause", params)
     }
     fn heron_session_goal_resume(
         &self,
         params: HeronGoalResumeRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronGoalResumeResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronGoalResumeResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(
-            &self.0,
-            "_heron/session/goal/resume",
-            params,
-        )
+        crate::runtime::Outgoing::call(&self.0, "_heron/session/goal/resume", params)
     }
     fn heron_session_mcp_status(
         &self,
         params: HeronSessionMcpStatusRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<
-            HeronSessionMcpStatusResponse,
-            crate::protocol::runtime::RpcError,
-        >,
+        Output = Result<HeronSessionMcpStatusResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(
-            &self.0,
-            "_heron/session/mcpStatus",
-            params,
-        )
+        crate::runtime::Outgoing::call(&self.0, "_heron/session/mcpStatus", params)
     }
     fn heron_session_reload_extensions(
         &self,
         params: HeronReloadExtensionsRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<
-            HeronReloadExtensionsResponse,
-            crate::protocol::runtime::RpcError,
-        >,
+        Output = Result<HeronReloadExtensionsResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(
+        crate::runtime::Outgoing::call(
             &self.0,
             "_heron/session/reloadExtensions",
             params,
@@ -9284,160 +8964,148 @@ for crate::protocol::runtime::AgentPeer<O> {
         &self,
         params: HeronSessionStatusRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronSessionStatusResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronSessionStatusResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(
-            &self.0,
-            "_heron/session/status",
-            params,
-        )
+        crate::runtime::Outgoing::call(&self.0, "_heron/session/status", params)
     }
     fn heron_session_steer(
         &self,
         params: HeronSessionSteerRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronSessionSteerResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<HeronSessionSteerResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "_heron/session/steer", params)
+        crate::runtime::Outgoing::call(&self.0, "_heron/session/steer", params)
     }
     fn authenticate(
         &self,
         params: AuthenticateRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<AuthenticateResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<AuthenticateResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "authenticate", params)
+        crate::runtime::Outgoing::call(&self.0, "authenticate", params)
     }
     fn initialize(
         &self,
         params: InitializeRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<InitializeResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<InitializeResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "initialize", params)
+        crate::runtime::Outgoing::call(&self.0, "initialize", params)
     }
     fn logout(
         &self,
         params: LogoutRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<LogoutResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<LogoutResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "logout", params)
+        crate::runtime::Outgoing::call(&self.0, "logout", params)
     }
     fn session_cancel(
         &self,
         params: CancelNotification,
     ) -> impl ::std::future::Future<
-        Output = Result<(), crate::protocol::runtime::RpcError>,
+        Output = Result<(), crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::notify(&self.0, "session/cancel", params)
+        crate::runtime::Outgoing::notify(&self.0, "session/cancel", params)
     }
     fn session_close(
         &self,
         params: CloseSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CloseSessionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<CloseSessionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "session/close", params)
+        crate::runtime::Outgoing::call(&self.0, "session/close", params)
     }
     fn session_delete(
         &self,
         params: DeleteSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<DeleteSessionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<DeleteSessionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "session/delete", params)
+        crate::runtime::Outgoing::call(&self.0, "session/delete", params)
     }
     fn session_fork(
         &self,
         params: ForkSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ForkSessionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<ForkSessionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "session/fork", params)
+        crate::runtime::Outgoing::call(&self.0, "session/fork", params)
     }
     fn session_list(
         &self,
         params: ListSessionsRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ListSessionsResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<ListSessionsResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "session/list", params)
+        crate::runtime::Outgoing::call(&self.0, "session/list", params)
     }
     fn session_load(
         &self,
         params: LoadSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<LoadSessionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<LoadSessionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "session/load", params)
+        crate::runtime::Outgoing::call(&self.0, "session/load", params)
     }
     fn session_new(
         &self,
         params: NewSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<NewSessionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<NewSessionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "session/new", params)
+        crate::runtime::Outgoing::call(&self.0, "session/new", params)
     }
     fn session_prompt(
         &self,
         params: PromptRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<PromptResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<PromptResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "session/prompt", params)
+        crate::runtime::Outgoing::call(&self.0, "session/prompt", params)
     }
     fn session_resume(
         &self,
         params: ResumeSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ResumeSessionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<ResumeSessionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "session/resume", params)
+        crate::runtime::Outgoing::call(&self.0, "session/resume", params)
     }
     fn session_set_config_option(
         &self,
         params: SetSessionConfigOptionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<
-            SetSessionConfigOptionResponse,
-            crate::protocol::runtime::RpcError,
-        >,
+        Output = Result<SetSessionConfigOptionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(
-            &self.0,
-            "session/set_config_option",
-            params,
-        )
+        crate::runtime::Outgoing::call(&self.0, "session/set_config_option", params)
     }
     fn session_set_mode(
         &self,
         params: SetSessionModeRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<SetSessionModeResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<SetSessionModeResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "session/set_mode", params)
+        crate::runtime::Outgoing::call(&self.0, "session/set_mode", params)
     }
     fn session_set_model(
         &self,
         params: SetSessionModelRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<SetSessionModelResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<SetSessionModelResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "session/set_model", params)
+        crate::runtime::Outgoing::call(&self.0, "session/set_model", params)
     }
 }
 /// Calls the remote `Client` over a connection.
-impl<O: crate::protocol::runtime::Outgoing> Client
-for crate::protocol::runtime::ClientPeer<O> {
+impl<O: crate::runtime::Outgoing> Client for crate::runtime::ClientPeer<O> {
     fn heron_session_mcp_status_update(
         &self,
         params: HeronSessionMcpStatusUpdateNotification,
     ) -> impl ::std::future::Future<
-        Output = Result<(), crate::protocol::runtime::RpcError>,
+        Output = Result<(), crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::notify(
+        crate::runtime::Outgoing::notify(
             &self.0,
             "_heron/session/mcpStatus_update",
             params,
@@ -9447,113 +9115,97 @@ for crate::protocol::runtime::ClientPeer<O> {
         &self,
         params: HeronSessionStatusUpdateNotification,
     ) -> impl ::std::future::Future<
-        Output = Result<(), crate::protocol::runtime::RpcError>,
+        Output = Result<(), crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::notify(
-            &self.0,
-            "_heron/session/status_update",
-            params,
-        )
+        crate::runtime::Outgoing::notify(&self.0, "_heron/session/status_update", params)
     }
     fn elicitation_complete(
         &self,
         params: CompleteElicitationNotification,
     ) -> impl ::std::future::Future<
-        Output = Result<(), crate::protocol::runtime::RpcError>,
+        Output = Result<(), crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::notify(
-            &self.0,
-            "elicitation/complete",
-            params,
-        )
+        crate::runtime::Outgoing::notify(&self.0, "elicitation/complete", params)
     }
     fn elicitation_create(
         &self,
         params: CreateElicitationRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CreateElicitationResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<CreateElicitationResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "elicitation/create", params)
+        crate::runtime::Outgoing::call(&self.0, "elicitation/create", params)
     }
     fn fs_read_text_file(
         &self,
         params: ReadTextFileRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ReadTextFileResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<ReadTextFileResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "fs/read_text_file", params)
+        crate::runtime::Outgoing::call(&self.0, "fs/read_text_file", params)
     }
     fn fs_write_text_file(
         &self,
         params: WriteTextFileRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<WriteTextFileResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<WriteTextFileResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "fs/write_text_file", params)
+        crate::runtime::Outgoing::call(&self.0, "fs/write_text_file", params)
     }
     fn session_request_permission(
         &self,
         params: RequestPermissionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<RequestPermissionResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<RequestPermissionResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(
-            &self.0,
-            "session/request_permission",
-            params,
-        )
+        crate::runtime::Outgoing::call(&self.0, "session/request_permission", params)
     }
     fn session_update(
         &self,
         params: SessionNotification,
     ) -> impl ::std::future::Future<
-        Output = Result<(), crate::protocol::runtime::RpcError>,
+        Output = Result<(), crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::notify(&self.0, "session/update", params)
+        crate::runtime::Outgoing::notify(&self.0, "session/update", params)
     }
     fn terminal_create(
         &self,
         params: CreateTerminalRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CreateTerminalResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<CreateTerminalResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "terminal/create", params)
+        crate::runtime::Outgoing::call(&self.0, "terminal/create", params)
     }
     fn terminal_kill(
         &self,
         params: KillTerminalRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<KillTerminalResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<KillTerminalResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "terminal/kill", params)
+        crate::runtime::Outgoing::call(&self.0, "terminal/kill", params)
     }
     fn terminal_output(
         &self,
         params: TerminalOutputRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<TerminalOutputResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<TerminalOutputResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "terminal/output", params)
+        crate::runtime::Outgoing::call(&self.0, "terminal/output", params)
     }
     fn terminal_release(
         &self,
         params: ReleaseTerminalRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ReleaseTerminalResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<ReleaseTerminalResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(&self.0, "terminal/release", params)
+        crate::runtime::Outgoing::call(&self.0, "terminal/release", params)
     }
     fn terminal_wait_for_exit(
         &self,
         params: WaitForTerminalExitRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<WaitForTerminalExitResponse, crate::protocol::runtime::RpcError>,
+        Output = Result<WaitForTerminalExitResponse, crate::runtime::RpcError>,
     > + Send + 'static {
-        crate::protocol::runtime::Outgoing::call(
-            &self.0,
-            "terminal/wait_for_exit",
-            params,
-        )
+        crate::runtime::Outgoing::call(&self.0, "terminal/wait_for_exit", params)
     }
 }
 /// Decodes `raw` as the definition called `name` and encodes it again; `None` when
@@ -9561,1686 +9213,1464 @@ for crate::protocol::runtime::ClientPeer<O> {
 pub fn canonical_def(
     name: &str,
     raw: &::serde_json::value::RawValue,
-) -> Option<Result<::serde_json::Value, crate::protocol::runtime::RpcError>> {
+) -> Option<Result<::serde_json::Value, crate::runtime::RpcError>> {
     match name {
         "AgentAuthCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    AgentAuthCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AgentAuthCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "AgentCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<AgentCapabilities>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AgentCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "Annotations" => {
             Some(
-                crate::protocol::runtime::decode_params::<Annotations>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<Annotations>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "AudioContent" => {
             Some(
-                crate::protocol::runtime::decode_params::<AudioContent>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AudioContent>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "AuthCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<AuthCapabilities>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AuthCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "AuthMethod" => {
             Some(
-                crate::protocol::runtime::decode_params::<AuthMethod>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AuthMethod>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "AuthMethodAgent" => {
             Some(
-                crate::protocol::runtime::decode_params::<AuthMethodAgent>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AuthMethodAgent>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "AuthMethodId" => {
             Some(
-                crate::protocol::runtime::decode_params::<AuthMethodId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AuthMethodId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "AuthMethodTerminal" => {
             Some(
-                crate::protocol::runtime::decode_params::<AuthMethodTerminal>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AuthMethodTerminal>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "AuthenticateRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<AuthenticateRequest>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AuthenticateRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "AuthenticateResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    AuthenticateResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AuthenticateResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "AvailableCommand" => {
             Some(
-                crate::protocol::runtime::decode_params::<AvailableCommand>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AvailableCommand>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "AvailableCommandInput" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    AvailableCommandInput,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AvailableCommandInput>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "AvailableCommandsUpdate" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    AvailableCommandsUpdate,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<AvailableCommandsUpdate>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "BlobResourceContents" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    BlobResourceContents,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<BlobResourceContents>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "BooleanConfigOptionCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     BooleanConfigOptionCapabilities,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "BooleanPropertySchema" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    BooleanPropertySchema,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<BooleanPropertySchema>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CancelNotification" => {
             Some(
-                crate::protocol::runtime::decode_params::<CancelNotification>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CancelNotification>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CancelRequestNotification" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    CancelRequestNotification,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CancelRequestNotification>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ClientCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<ClientCapabilities>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ClientCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ClientSessionCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ClientSessionCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ClientSessionCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CloseSessionRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<CloseSessionRequest>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CloseSessionRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CloseSessionResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    CloseSessionResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CloseSessionResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CompactionCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    CompactionCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CompactionCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CompactionId" => {
             Some(
-                crate::protocol::runtime::decode_params::<CompactionId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CompactionId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CompactionStatus" => {
             Some(
-                crate::protocol::runtime::decode_params::<CompactionStatus>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CompactionStatus>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CompactionSummaryChunk" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    CompactionSummaryChunk,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CompactionSummaryChunk>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CompactionUpdate" => {
             Some(
-                crate::protocol::runtime::decode_params::<CompactionUpdate>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CompactionUpdate>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CompleteElicitationNotification" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     CompleteElicitationNotification,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ConfigOptionUpdate" => {
             Some(
-                crate::protocol::runtime::decode_params::<ConfigOptionUpdate>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ConfigOptionUpdate>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "Content" => {
             Some(
-                crate::protocol::runtime::decode_params::<Content>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<Content>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ContentBlock" => {
             Some(
-                crate::protocol::runtime::decode_params::<ContentBlock>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ContentBlock>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ContentChunk" => {
             Some(
-                crate::protocol::runtime::decode_params::<ContentChunk>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ContentChunk>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "Cost" => {
             Some(
-                crate::protocol::runtime::decode_params::<Cost>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<Cost>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CreateElicitationRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    CreateElicitationRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CreateElicitationRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CreateElicitationRequestForm" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    CreateElicitationRequestForm,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CreateElicitationRequestForm>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CreateElicitationRequestUrl" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    CreateElicitationRequestUrl,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CreateElicitationRequestUrl>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CreateElicitationResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    CreateElicitationResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CreateElicitationResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CreateElicitationResponseAccept" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     CreateElicitationResponseAccept,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CreateElicitationResponseCancel" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     CreateElicitationResponseCancel,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CreateElicitationResponseDecline" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     CreateElicitationResponseDecline,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CreateTerminalRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    CreateTerminalRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CreateTerminalRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CreateTerminalResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    CreateTerminalResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CreateTerminalResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "CurrentModeUpdate" => {
             Some(
-                crate::protocol::runtime::decode_params::<CurrentModeUpdate>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<CurrentModeUpdate>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "DeleteSessionRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    DeleteSessionRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<DeleteSessionRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "DeleteSessionResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    DeleteSessionResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<DeleteSessionResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "Diff" => {
             Some(
-                crate::protocol::runtime::decode_params::<Diff>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<Diff>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationAcceptAction" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ElicitationAcceptAction,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationAcceptAction>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ElicitationCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationContentValue" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ElicitationContentValue,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationContentValue>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationFormCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ElicitationFormCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationFormCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationFormMode" => {
             Some(
-                crate::protocol::runtime::decode_params::<ElicitationFormMode>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationFormMode>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationId" => {
             Some(
-                crate::protocol::runtime::decode_params::<ElicitationId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationPropertySchema" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ElicitationPropertySchema,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationPropertySchema>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationRequestScope" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ElicitationRequestScope,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationRequestScope>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationSchema" => {
             Some(
-                crate::protocol::runtime::decode_params::<ElicitationSchema>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationSchema>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationSchemaType" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ElicitationSchemaType,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationSchemaType>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationSessionScope" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ElicitationSessionScope,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationSessionScope>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationUrlCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ElicitationUrlCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationUrlCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ElicitationUrlMode" => {
             Some(
-                crate::protocol::runtime::decode_params::<ElicitationUrlMode>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ElicitationUrlMode>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "EmbeddedResource" => {
             Some(
-                crate::protocol::runtime::decode_params::<EmbeddedResource>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<EmbeddedResource>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "EmbeddedResourceResource" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    EmbeddedResourceResource,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<EmbeddedResourceResource>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "EnumOption" => {
             Some(
-                crate::protocol::runtime::decode_params::<EnumOption>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<EnumOption>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "EnvVariable" => {
             Some(
-                crate::protocol::runtime::decode_params::<EnvVariable>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<EnvVariable>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "Error" => {
             Some(
-                crate::protocol::runtime::decode_params::<Error>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<Error>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ErrorCode" => {
             Some(
-                crate::protocol::runtime::decode_params::<ErrorCode>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ErrorCode>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "FileSystemCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    FileSystemCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<FileSystemCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ForkSessionRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<ForkSessionRequest>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ForkSessionRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ForkSessionResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<ForkSessionResponse>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ForkSessionResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronApprovalPosture" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronApprovalPosture,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronApprovalPosture>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronContextUsage" => {
             Some(
-                crate::protocol::runtime::decode_params::<HeronContextUsage>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronContextUsage>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronGoal" => {
             Some(
-                crate::protocol::runtime::decode_params::<HeronGoal>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronGoal>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronGoalPauseRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronGoalPauseRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronGoalPauseRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronGoalPauseResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronGoalPauseResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronGoalPauseResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronGoalResumeRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronGoalResumeRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronGoalResumeRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronGoalResumeResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronGoalResumeResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronGoalResumeResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronGoalStatus" => {
             Some(
-                crate::protocol::runtime::decode_params::<HeronGoalStatus>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronGoalStatus>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxCounts" => {
             Some(
-                crate::protocol::runtime::decode_params::<HeronInboxCounts>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxCounts>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxDeleteRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxDeleteRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxDeleteRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxDeleteResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxDeleteResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxDeleteResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxEnqueueRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxEnqueueRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxEnqueueRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxEnqueueResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxEnqueueResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxEnqueueResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxGetRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxGetRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxGetRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxGetResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxGetResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxGetResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxItem" => {
             Some(
-                crate::protocol::runtime::decode_params::<HeronInboxItem>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxItem>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxItemId" => {
             Some(
-                crate::protocol::runtime::decode_params::<HeronInboxItemId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxItemId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxItemStatus" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxItemStatus,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxItemStatus>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxListRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxListRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxListRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxListResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxListResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxListResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxMoveRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxMoveRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxMoveRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxMoveResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxMoveResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxMoveResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxRefreshRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxRefreshRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxRefreshRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxRefreshResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxRefreshResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxRefreshResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxRetryRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxRetryRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxRetryRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxRetryResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxRetryResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxRetryResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxSetPausedRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxSetPausedRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxSetPausedRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxSetPausedResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxSetPausedResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxSetPausedResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxUpdateRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxUpdateRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxUpdateRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronInboxUpdateResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronInboxUpdateResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronInboxUpdateResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronMcpServerState" => {
             Some(
-                crate::protocol::runtime::decode_params::<HeronMcpServerState>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronMcpServerState>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronMcpServerStatus" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronMcpServerStatus,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronMcpServerStatus>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronMcpTransport" => {
             Some(
-                crate::protocol::runtime::decode_params::<HeronMcpTransport>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronMcpTransport>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronModelId" => {
             Some(
-                crate::protocol::runtime::decode_params::<HeronModelId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronModelId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronReloadExtensionsRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronReloadExtensionsRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronReloadExtensionsRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronReloadExtensionsResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronReloadExtensionsResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronReloadExtensionsResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronSessionMcpStatusRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronSessionMcpStatusRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronSessionMcpStatusRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronSessionMcpStatusResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronSessionMcpStatusResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronSessionMcpStatusResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronSessionMcpStatusUpdateNotification" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     HeronSessionMcpStatusUpdateNotification,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronSessionState" => {
             Some(
-                crate::protocol::runtime::decode_params::<HeronSessionState>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronSessionState>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronSessionStatus" => {
             Some(
-                crate::protocol::runtime::decode_params::<HeronSessionStatus>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronSessionStatus>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronSessionStatusRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronSessionStatusRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronSessionStatusRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronSessionStatusResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronSessionStatusResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronSessionStatusResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronSessionStatusUpdateNotification" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     HeronSessionStatusUpdateNotification,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronSessionSteerRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronSessionSteerRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronSessionSteerRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronSessionSteerResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    HeronSessionSteerResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronSessionSteerResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HeronSteerOutcome" => {
             Some(
-                crate::protocol::runtime::decode_params::<HeronSteerOutcome>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HeronSteerOutcome>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "HttpHeader" => {
             Some(
-                crate::protocol::runtime::decode_params::<HttpHeader>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<HttpHeader>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ImageContent" => {
             Some(
-                crate::protocol::runtime::decode_params::<ImageContent>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ImageContent>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "Implementation" => {
             Some(
-                crate::protocol::runtime::decode_params::<Implementation>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<Implementation>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "InitializeRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<InitializeRequest>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<InitializeRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "InitializeResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<InitializeResponse>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<InitializeResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "IntegerPropertySchema" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    IntegerPropertySchema,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<IntegerPropertySchema>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "KillTerminalRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<KillTerminalRequest>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<KillTerminalRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "KillTerminalResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    KillTerminalResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<KillTerminalResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ListSessionsRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<ListSessionsRequest>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ListSessionsRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ListSessionsResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ListSessionsResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ListSessionsResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "LoadSessionRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<LoadSessionRequest>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<LoadSessionRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "LoadSessionResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<LoadSessionResponse>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<LoadSessionResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "LogoutCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<LogoutCapabilities>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<LogoutCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "LogoutRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<LogoutRequest>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<LogoutRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "LogoutResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<LogoutResponse>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<LogoutResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "McpCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<McpCapabilities>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<McpCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "McpServer" => {
             Some(
-                crate::protocol::runtime::decode_params::<McpServer>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<McpServer>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "McpServerHttp" => {
             Some(
-                crate::protocol::runtime::decode_params::<McpServerHttp>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<McpServerHttp>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "McpServerSse" => {
             Some(
-                crate::protocol::runtime::decode_params::<McpServerSse>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<McpServerSse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "McpServerStdio" => {
             Some(
-                crate::protocol::runtime::decode_params::<McpServerStdio>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<McpServerStdio>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "MessageId" => {
             Some(
-                crate::protocol::runtime::decode_params::<MessageId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<MessageId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "MultiSelectItems" => {
             Some(
-                crate::protocol::runtime::decode_params::<MultiSelectItems>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<MultiSelectItems>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "MultiSelectPropertySchema" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    MultiSelectPropertySchema,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<MultiSelectPropertySchema>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "NewSessionRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<NewSessionRequest>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<NewSessionRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "NewSessionResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<NewSessionResponse>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<NewSessionResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "Notice" => {
             Some(
-                crate::protocol::runtime::decode_params::<Notice>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<Notice>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "NoticeCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<NoticeCapabilities>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<NoticeCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "NoticeSeverity" => {
             Some(
-                crate::protocol::runtime::decode_params::<NoticeSeverity>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<NoticeSeverity>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "NumberPropertySchema" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    NumberPropertySchema,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<NumberPropertySchema>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "PermissionOption" => {
             Some(
-                crate::protocol::runtime::decode_params::<PermissionOption>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<PermissionOption>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "PermissionOptionId" => {
             Some(
-                crate::protocol::runtime::decode_params::<PermissionOptionId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<PermissionOptionId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "PermissionOptionKind" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    PermissionOptionKind,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<PermissionOptionKind>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "Plan" => {
             Some(
-                crate::protocol::runtime::decode_params::<Plan>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<Plan>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "PlanEntry" => {
             Some(
-                crate::protocol::runtime::decode_params::<PlanEntry>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<PlanEntry>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "PlanEntryPriority" => {
             Some(
-                crate::protocol::runtime::decode_params::<PlanEntryPriority>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<PlanEntryPriority>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "PlanEntryStatus" => {
             Some(
-                crate::protocol::runtime::decode_params::<PlanEntryStatus>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<PlanEntryStatus>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "PromptCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<PromptCapabilities>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<PromptCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "PromptRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<PromptRequest>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<PromptRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "PromptResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<PromptResponse>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<PromptResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ProtocolVersion" => {
             Some(
-                crate::protocol::runtime::decode_params::<ProtocolVersion>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ProtocolVersion>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ReadTextFileRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<ReadTextFileRequest>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ReadTextFileRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ReadTextFileResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ReadTextFileResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ReadTextFileResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ReleaseTerminalRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ReleaseTerminalRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ReleaseTerminalRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ReleaseTerminalResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ReleaseTerminalResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ReleaseTerminalResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "RequestId" => {
             Some(
-                crate::protocol::runtime::decode_params::<RequestId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<RequestId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "RequestPermissionOutcome" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    RequestPermissionOutcome,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<RequestPermissionOutcome>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "RequestPermissionRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    RequestPermissionRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<RequestPermissionRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "RequestPermissionResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    RequestPermissionResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<RequestPermissionResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ResourceLink" => {
             Some(
-                crate::protocol::runtime::decode_params::<ResourceLink>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ResourceLink>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ResumeSessionRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ResumeSessionRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ResumeSessionRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ResumeSessionResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    ResumeSessionResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ResumeSessionResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "Role" => {
             Some(
-                crate::protocol::runtime::decode_params::<Role>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<Role>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SelectedPermissionOutcome" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SelectedPermissionOutcome,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SelectedPermissionOutcome>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionAdditionalDirectoriesCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     SessionAdditionalDirectoriesCapabilities,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionArchiveCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionArchiveCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionArchiveCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<SessionCapabilities>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionCloseCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionCloseCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionCloseCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigBoolean" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionConfigBoolean,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionConfigBoolean>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigGroupId" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionConfigGroupId,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionConfigGroupId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigId" => {
             Some(
-                crate::protocol::runtime::decode_params::<SessionConfigId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionConfigId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigOption" => {
             Some(
-                crate::protocol::runtime::decode_params::<SessionConfigOption>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionConfigOption>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigOptionBoolean" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionConfigOptionBoolean,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionConfigOptionBoolean>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigOptionCategory" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionConfigOptionCategory,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionConfigOptionCategory>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigOptionSelect" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionConfigOptionSelect,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionConfigOptionSelect>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigOptionsCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     SessionConfigOptionsCapabilities,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigSelect" => {
             Some(
-                crate::protocol::runtime::decode_params::<SessionConfigSelect>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionConfigSelect>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigSelectGroup" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionConfigSelectGroup,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionConfigSelectGroup>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigSelectOption" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionConfigSelectOption,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionConfigSelectOption>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigSelectOptions" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionConfigSelectOptions,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionConfigSelectOptions>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionConfigValueId" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionConfigValueId,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionConfigValueId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionDeleteCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionDeleteCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionDeleteCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionForkCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionForkCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionForkCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionId" => {
             Some(
-                crate::protocol::runtime::decode_params::<SessionId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionInfo" => {
             Some(
-                crate::protocol::runtime::decode_params::<SessionInfo>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionInfo>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionInfoUpdate" => {
             Some(
-                crate::protocol::runtime::decode_params::<SessionInfoUpdate>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionInfoUpdate>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionListCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionListCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionListCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionMode" => {
             Some(
-                crate::protocol::runtime::decode_params::<SessionMode>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionMode>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionModeId" => {
             Some(
-                crate::protocol::runtime::decode_params::<SessionModeId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionModeId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionModeState" => {
             Some(
-                crate::protocol::runtime::decode_params::<SessionModeState>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionModeState>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionNotification" => {
             Some(
-                crate::protocol::runtime::decode_params::<SessionNotification>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionNotification>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionResumeCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionResumeCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionResumeCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionStatusCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionStatusCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionStatusCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionSystemPromptCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     SessionSystemPromptCapabilities,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionSystemPromptModeCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     SessionSystemPromptModeCapabilities,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionSystemPromptOverrideCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     SessionSystemPromptOverrideCapabilities,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionTitleCapabilities" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SessionTitleCapabilities,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionTitleCapabilities>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SessionUpdate" => {
             Some(
-                crate::protocol::runtime::decode_params::<SessionUpdate>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SessionUpdate>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SetSessionConfigOptionRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SetSessionConfigOptionRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SetSessionConfigOptionRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SetSessionConfigOptionRequestBoolean" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     SetSessionConfigOptionRequestBoolean,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SetSessionConfigOptionRequestValueId" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     SetSessionConfigOptionRequestValueId,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SetSessionConfigOptionResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
+                crate::runtime::decode_params::<
                     SetSessionConfigOptionResponse,
                 >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SetSessionModeRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SetSessionModeRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SetSessionModeRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SetSessionModeResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SetSessionModeResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SetSessionModeResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SetSessionModelRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SetSessionModelRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SetSessionModelRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SetSessionModelResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    SetSessionModelResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SetSessionModelResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "StopReason" => {
             Some(
-                crate::protocol::runtime::decode_params::<StopReason>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<StopReason>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "StringFormat" => {
             Some(
-                crate::protocol::runtime::decode_params::<StringFormat>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<StringFormat>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "StringMultiSelectItems" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    StringMultiSelectItems,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<StringMultiSelectItems>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "StringPropertySchema" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    StringPropertySchema,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<StringPropertySchema>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SystemPrompt" => {
             Some(
-                crate::protocol::runtime::decode_params::<SystemPrompt>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SystemPrompt>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "SystemPromptMode" => {
             Some(
-                crate::protocol::runtime::decode_params::<SystemPromptMode>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<SystemPromptMode>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "Terminal" => {
             Some(
-                crate::protocol::runtime::decode_params::<Terminal>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<Terminal>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "TerminalExitStatus" => {
             Some(
-                crate::protocol::runtime::decode_params::<TerminalExitStatus>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<TerminalExitStatus>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "TerminalId" => {
             Some(
-                crate::protocol::runtime::decode_params::<TerminalId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<TerminalId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "TerminalOutputRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    TerminalOutputRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<TerminalOutputRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "TerminalOutputResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    TerminalOutputResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<TerminalOutputResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "TextContent" => {
             Some(
-                crate::protocol::runtime::decode_params::<TextContent>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<TextContent>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "TextResourceContents" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    TextResourceContents,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<TextResourceContents>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "TitledMultiSelectItems" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    TitledMultiSelectItems,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<TitledMultiSelectItems>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ToolCall" => {
             Some(
-                crate::protocol::runtime::decode_params::<ToolCall>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ToolCall>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ToolCallContent" => {
             Some(
-                crate::protocol::runtime::decode_params::<ToolCallContent>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ToolCallContent>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ToolCallId" => {
             Some(
-                crate::protocol::runtime::decode_params::<ToolCallId>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ToolCallId>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ToolCallLocation" => {
             Some(
-                crate::protocol::runtime::decode_params::<ToolCallLocation>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ToolCallLocation>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ToolCallStatus" => {
             Some(
-                crate::protocol::runtime::decode_params::<ToolCallStatus>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ToolCallStatus>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ToolCallUpdate" => {
             Some(
-                crate::protocol::runtime::decode_params::<ToolCallUpdate>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ToolCallUpdate>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "ToolKind" => {
             Some(
-                crate::protocol::runtime::decode_params::<ToolKind>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<ToolKind>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "UnstructuredCommandInput" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    UnstructuredCommandInput,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<UnstructuredCommandInput>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "UsageUpdate" => {
             Some(
-                crate::protocol::runtime::decode_params::<UsageUpdate>(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<UsageUpdate>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "WaitForTerminalExitRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    WaitForTerminalExitRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<WaitForTerminalExitRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "WaitForTerminalExitResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    WaitForTerminalExitResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<WaitForTerminalExitResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "WriteTextFileRequest" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    WriteTextFileRequest,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<WriteTextFileRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         "WriteTextFileResponse" => {
             Some(
-                crate::protocol::runtime::decode_params::<
-                    WriteTextFileResponse,
-                >(Some(raw))
-                    .and_then(|v| crate::protocol::runtime::to_value(&v)),
+                crate::runtime::decode_params::<WriteTextFileResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
         _ => None,
@@ -11251,306 +10681,238 @@ pub fn canonical_def(
 pub fn canonical_params(
     method: Method,
     raw: &::serde_json::value::RawValue,
-) -> Result<::serde_json::Value, crate::protocol::runtime::RpcError> {
+) -> Result<::serde_json::Value, crate::runtime::RpcError> {
     match method {
         Method::HeronInboxDelete => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxDeleteRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxDeleteRequest>(Some(raw))?,
             )
         }
         Method::HeronInboxEnqueue => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxEnqueueRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxEnqueueRequest>(Some(raw))?,
             )
         }
         Method::HeronInboxGet => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxGetRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxGetRequest>(Some(raw))?,
             )
         }
         Method::HeronInboxList => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxListRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxListRequest>(Some(raw))?,
             )
         }
         Method::HeronInboxMove => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxMoveRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxMoveRequest>(Some(raw))?,
             )
         }
         Method::HeronInboxRefresh => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxRefreshRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxRefreshRequest>(Some(raw))?,
             )
         }
         Method::HeronInboxRetry => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxRetryRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxRetryRequest>(Some(raw))?,
             )
         }
         Method::HeronInboxSetPaused => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxSetPausedRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxSetPausedRequest>(Some(raw))?,
             )
         }
         Method::HeronInboxUpdate => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxUpdateRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxUpdateRequest>(Some(raw))?,
             )
         }
         Method::HeronSessionGoalPause => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronGoalPauseRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronGoalPauseRequest>(Some(raw))?,
             )
         }
         Method::HeronSessionGoalResume => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronGoalResumeRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronGoalResumeRequest>(Some(raw))?,
             )
         }
         Method::HeronSessionMcpStatus => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<
                     HeronSessionMcpStatusRequest,
                 >(Some(raw))?,
             )
         }
         Method::HeronSessionReloadExtensions => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<
                     HeronReloadExtensionsRequest,
                 >(Some(raw))?,
             )
         }
         Method::HeronSessionStatus => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronSessionStatusRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronSessionStatusRequest>(Some(raw))?,
             )
         }
         Method::HeronSessionSteer => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronSessionSteerRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronSessionSteerRequest>(Some(raw))?,
             )
         }
         Method::Authenticate => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    AuthenticateRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<AuthenticateRequest>(Some(raw))?,
             )
         }
         Method::Initialize => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<InitializeRequest>(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<InitializeRequest>(Some(raw))?,
             )
         }
         Method::Logout => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<LogoutRequest>(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<LogoutRequest>(Some(raw))?,
             )
         }
         Method::SessionCancel => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    CancelNotification,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<CancelNotification>(Some(raw))?,
             )
         }
         Method::SessionClose => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    CloseSessionRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<CloseSessionRequest>(Some(raw))?,
             )
         }
         Method::SessionDelete => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    DeleteSessionRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<DeleteSessionRequest>(Some(raw))?,
             )
         }
         Method::SessionFork => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    ForkSessionRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<ForkSessionRequest>(Some(raw))?,
             )
         }
         Method::SessionList => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    ListSessionsRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<ListSessionsRequest>(Some(raw))?,
             )
         }
         Method::SessionLoad => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    LoadSessionRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<LoadSessionRequest>(Some(raw))?,
             )
         }
         Method::SessionNew => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<NewSessionRequest>(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<NewSessionRequest>(Some(raw))?,
             )
         }
         Method::SessionPrompt => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<PromptRequest>(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<PromptRequest>(Some(raw))?,
             )
         }
         Method::SessionResume => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    ResumeSessionRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<ResumeSessionRequest>(Some(raw))?,
             )
         }
         Method::SessionSetConfigOption => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<
                     SetSessionConfigOptionRequest,
                 >(Some(raw))?,
             )
         }
         Method::SessionSetMode => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    SetSessionModeRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<SetSessionModeRequest>(Some(raw))?,
             )
         }
         Method::SessionSetModel => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    SetSessionModelRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<SetSessionModelRequest>(Some(raw))?,
             )
         }
         Method::HeronSessionMcpStatusUpdate => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<
                     HeronSessionMcpStatusUpdateNotification,
                 >(Some(raw))?,
             )
         }
         Method::HeronSessionStatusUpdate => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<
                     HeronSessionStatusUpdateNotification,
                 >(Some(raw))?,
             )
         }
         Method::ElicitationComplete => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<
                     CompleteElicitationNotification,
                 >(Some(raw))?,
             )
         }
         Method::ElicitationCreate => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    CreateElicitationRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<CreateElicitationRequest>(Some(raw))?,
             )
         }
         Method::FsReadTextFile => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    ReadTextFileRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<ReadTextFileRequest>(Some(raw))?,
             )
         }
         Method::FsWriteTextFile => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    WriteTextFileRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<WriteTextFileRequest>(Some(raw))?,
             )
         }
         Method::SessionRequestPermission => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    RequestPermissionRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<RequestPermissionRequest>(Some(raw))?,
             )
         }
         Method::SessionUpdate => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    SessionNotification,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<SessionNotification>(Some(raw))?,
             )
         }
         Method::TerminalCreate => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    CreateTerminalRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<CreateTerminalRequest>(Some(raw))?,
             )
         }
         Method::TerminalKill => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    KillTerminalRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<KillTerminalRequest>(Some(raw))?,
             )
         }
         Method::TerminalOutput => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    TerminalOutputRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<TerminalOutputRequest>(Some(raw))?,
             )
         }
         Method::TerminalRelease => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    ReleaseTerminalRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<ReleaseTerminalRequest>(Some(raw))?,
             )
         }
         Method::TerminalWaitForExit => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    WaitForTerminalExitRequest,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<WaitForTerminalExitRequest>(Some(raw))?,
             )
         }
         Method::CancelRequest => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    CancelRequestNotification,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<CancelRequestNotification>(Some(raw))?,
             )
         }
     }
@@ -11560,271 +10922,205 @@ pub fn canonical_params(
 pub fn canonical_result(
     method: Method,
     raw: &::serde_json::value::RawValue,
-) -> Result<::serde_json::Value, crate::protocol::runtime::RpcError> {
+) -> Result<::serde_json::Value, crate::runtime::RpcError> {
     #[allow(unreachable_patterns)]
     match method {
         Method::HeronInboxDelete => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxDeleteResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxDeleteResponse>(Some(raw))?,
             )
         }
         Method::HeronInboxEnqueue => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxEnqueueResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxEnqueueResponse>(Some(raw))?,
             )
         }
         Method::HeronInboxGet => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxGetResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxGetResponse>(Some(raw))?,
             )
         }
         Method::HeronInboxList => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxListResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxListResponse>(Some(raw))?,
             )
         }
         Method::HeronInboxMove => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxMoveResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxMoveResponse>(Some(raw))?,
             )
         }
         Method::HeronInboxRefresh => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxRefreshResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxRefreshResponse>(Some(raw))?,
             )
         }
         Method::HeronInboxRetry => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxRetryResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxRetryResponse>(Some(raw))?,
             )
         }
         Method::HeronInboxSetPaused => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxSetPausedResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxSetPausedResponse>(Some(raw))?,
             )
         }
         Method::HeronInboxUpdate => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronInboxUpdateResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronInboxUpdateResponse>(Some(raw))?,
             )
         }
         Method::HeronSessionGoalPause => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronGoalPauseResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronGoalPauseResponse>(Some(raw))?,
             )
         }
         Method::HeronSessionGoalResume => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronGoalResumeResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronGoalResumeResponse>(Some(raw))?,
             )
         }
         Method::HeronSessionMcpStatus => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<
                     HeronSessionMcpStatusResponse,
                 >(Some(raw))?,
             )
         }
         Method::HeronSessionReloadExtensions => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<
                     HeronReloadExtensionsResponse,
                 >(Some(raw))?,
             )
         }
         Method::HeronSessionStatus => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronSessionStatusResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronSessionStatusResponse>(Some(raw))?,
             )
         }
         Method::HeronSessionSteer => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    HeronSessionSteerResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronSessionSteerResponse>(Some(raw))?,
             )
         }
         Method::Authenticate => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    AuthenticateResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<AuthenticateResponse>(Some(raw))?,
             )
         }
         Method::Initialize => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    InitializeResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<InitializeResponse>(Some(raw))?,
             )
         }
         Method::Logout => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<LogoutResponse>(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<LogoutResponse>(Some(raw))?,
             )
         }
         Method::SessionClose => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    CloseSessionResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<CloseSessionResponse>(Some(raw))?,
             )
         }
         Method::SessionDelete => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    DeleteSessionResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<DeleteSessionResponse>(Some(raw))?,
             )
         }
         Method::SessionFork => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    ForkSessionResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<ForkSessionResponse>(Some(raw))?,
             )
         }
         Method::SessionList => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    ListSessionsResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<ListSessionsResponse>(Some(raw))?,
             )
         }
         Method::SessionLoad => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    LoadSessionResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<LoadSessionResponse>(Some(raw))?,
             )
         }
         Method::SessionNew => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    NewSessionResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<NewSessionResponse>(Some(raw))?,
             )
         }
         Method::SessionPrompt => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<PromptResponse>(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<PromptResponse>(Some(raw))?,
             )
         }
         Method::SessionResume => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    ResumeSessionResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<ResumeSessionResponse>(Some(raw))?,
             )
         }
         Method::SessionSetConfigOption => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<
                     SetSessionConfigOptionResponse,
                 >(Some(raw))?,
             )
         }
         Method::SessionSetMode => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    SetSessionModeResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<SetSessionModeResponse>(Some(raw))?,
             )
         }
         Method::SessionSetModel => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    SetSessionModelResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<SetSessionModelResponse>(Some(raw))?,
             )
         }
         Method::ElicitationCreate => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    CreateElicitationResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<CreateElicitationResponse>(Some(raw))?,
             )
         }
         Method::FsReadTextFile => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    ReadTextFileResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<ReadTextFileResponse>(Some(raw))?,
             )
         }
         Method::FsWriteTextFile => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    WriteTextFileResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<WriteTextFileResponse>(Some(raw))?,
             )
         }
         Method::SessionRequestPermission => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    RequestPermissionResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<RequestPermissionResponse>(Some(raw))?,
             )
         }
         Method::TerminalCreate => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    CreateTerminalResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<CreateTerminalResponse>(Some(raw))?,
             )
         }
         Method::TerminalKill => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    KillTerminalResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<KillTerminalResponse>(Some(raw))?,
             )
         }
         Method::TerminalOutput => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    TerminalOutputResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<TerminalOutputResponse>(Some(raw))?,
             )
         }
         Method::TerminalRelease => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    ReleaseTerminalResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<ReleaseTerminalResponse>(Some(raw))?,
             )
         }
         Method::TerminalWaitForExit => {
-            crate::protocol::runtime::to_value(
-                &crate::protocol::runtime::decode_params::<
-                    WaitForTerminalExitResponse,
-                >(Some(raw))?,
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<WaitForTerminalExitResponse>(Some(raw))?,
             )
         }
-        _ => Err(crate::protocol::runtime::RpcError::method_not_found(method.wire())),
+        _ => Err(crate::runtime::RpcError::method_not_found(method.wire())),
     }
 }

@@ -68,7 +68,7 @@ fn acp_or_setup(cli: Cli) -> ExitCode {
 }
 
 fn setup(args: heron::cli::setup::SetupArgs) -> Result<(), String> {
-    let home = heron::config::Home::from_env().map_err(|e| e.to_string())?;
+    let home = heron_core::config::Home::from_env().map_err(|e| e.to_string())?;
     let stdin = std::io::stdin();
     heron::cli::setup::run(&home, args, &mut stdin.lock()).map_err(|e| e.to_string())
 }

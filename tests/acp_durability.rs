@@ -1,8 +1,7 @@
 //! What the editor saw finish survives `kill -9` of the agent mid-turn, and a resume with
 //! other workspace roots while the session is open is refused.
 
-mod support;
-
+use crate::support;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 

@@ -1,8 +1,7 @@
 //! `heron acp` end to end over in-memory pipes, validation on: the handshake, routing
 //! through the method table, and the error contract.
 
-mod support;
-
+use crate::support;
 use serde_json::json;
 
 #[tokio::test]

@@ -2,13 +2,12 @@
 //! continuation cap, `_heron/session/goal/pause` mid-goal and `resume`, their errors, and
 //! the goal kept across a restart.
 
-mod support;
-
+use crate::support;
 use std::sync::Arc;
 
+use crate::support::{Dirs, Editor, update_kind};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
-use support::{Dirs, Editor, update_kind};
 
 /// Two steps, then `finish_goal`, then a closing word.
 const FINISHES: &str = r#"{"steps": [{"text": "Step one."}]}

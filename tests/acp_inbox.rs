@@ -2,13 +2,12 @@
 //! stream to the editor; prompts go first; pause and resume; the rules and errors of
 //! update, move, delete and retry; paging; status counts; and the inbox across restarts.
 
-mod support;
-
+use crate::support;
 use std::sync::Arc;
 
+use crate::support::{Dirs, Editor, update_kind};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
-use support::{Dirs, Editor, update_kind};
 
 fn dirs(script: &str) -> Arc<Dirs> {
     support::dirs_with(&[("config.toml", &support::scripted_provider("s", "s.jsonl")), ("s.jsonl", script)])

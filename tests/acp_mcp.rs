@@ -3,14 +3,13 @@
 //! invalid params naming it, and closing the session or ending the connection stops the
 //! server.
 
-mod support;
-
+use crate::support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::{Editor, update_kind};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
-use support::{Editor, update_kind};
 
 const ECHO_THEN_ANSWER: &str = r#"{"steps": [{"tool_call": {"name": "mcp__fake__echo", "arguments": {"text": "ping"}}}]}
 {"steps": [{"text": "Done."}]}

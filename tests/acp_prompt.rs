@@ -2,13 +2,12 @@
 //! content is refused, queued prompts, cancellation (`session/cancel` and
 //! `$/cancel_request`) and a turn whose provider fails.
 
-mod support;
-
+use crate::support;
 use std::time::{Duration, Instant};
 
+use crate::support::{Dirs, Editor, update_kind};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
-use support::{Dirs, Editor, update_kind};
 
 /// A scripted model `script/m` whose turn 0 streams a word, then waits five seconds.
 const SLOW: &str = r#"{"steps": [{"text": "Working"}, {"delay_ms": 5000}, {"text": "done."}]}

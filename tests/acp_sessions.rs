@@ -1,13 +1,12 @@
 //! Session setup over ACP, end to end with the demo model: `session/new`, `load` and
 //! `resume` (across a restart), `list` with its filter and pages, `close`, `delete`, `fork`.
 
-mod support;
-
+use crate::support;
 use std::collections::BTreeSet;
 
+use crate::support::{Editor, update_kind};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
-use support::{Editor, update_kind};
 
 async fn initialize(editor: &mut Editor) {
     let answer = editor.ask(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;

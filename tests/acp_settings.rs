@@ -2,13 +2,12 @@
 //! `session/set_mode` and `session/set_model`, the `--permission-mode` ceiling, and
 //! settings kept across a restart.
 
-mod support;
-
+use crate::support;
 use std::sync::Arc;
 
+use crate::support::{Dirs, Editor, update_kind};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
-use support::{Dirs, Editor, update_kind};
 
 /// Two scripted models: `a/m` answers "one"; `b/m` plays "forgot" as a first answer and
 /// "remembered" as a second, so it shows whether the conversation so far came along.

@@ -2,13 +2,12 @@
 //! fields, updates only for a client that asked and only on a real change, the states a
 //! turn goes through (running, awaiting permission or input, idle), and usage after a reload.
 
-mod support;
-
+use crate::support;
 use std::time::Duration;
 
+use crate::support::{Editor, update_kind};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
-use support::{Editor, update_kind};
 
 const STATUS_UPDATE: &str = "_heron/session/status_update";
 

@@ -2,11 +2,10 @@
 //! user message, seen by the model's next request), input queued while no turn runs (it
 //! opens the next prompt), input a cancelled turn never showed, and validation.
 
-mod support;
-
+use crate::support;
+use crate::support::{Editor, update_kind};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
-use support::{Editor, update_kind};
 
 /// A first step that takes a while, then a tool call; then an answer.
 const STEP_THEN_ANSWER: &str = r#"{"steps": [{"text": "Working"}, {"delay_ms": 800}, {"tool_call": {"name": "todo_write", "arguments": {"todos": [{"content": "Do it", "status": "in_progress"}]}}}]}

@@ -2,13 +2,12 @@
 //! editor doing file I/O when it offers to, and cancellation while a permission question
 //! is open.
 
-mod support;
-
+use crate::support;
 use std::time::Duration;
 
+use crate::support::{Editor, dirs_with, scripted_provider, update_kind};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
-use support::{Editor, dirs_with, scripted_provider, update_kind};
 
 /// A script whose first turn writes `note.txt`, then ends.
 const WRITE_SCRIPT: &str = r#"{"steps":[{"text":"Writing."},{"tool_call":{"name":"write_file","arguments":{"path":"note.txt","content":"hello\n"}}}]}

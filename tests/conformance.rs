@@ -13,13 +13,14 @@ use std::time::Duration;
 use heron::conformance::matcher::Paths;
 use heron::conformance::runner::{AgentCommand, Received, Transport};
 use heron::conformance::{Scenario, replay, run_file, transcript_files};
-use heron::protocol::runtime::{ClientPeer, Kind, Policy, Side};
-use heron::protocol::serve::AgentService;
-use heron::protocol::{
+use heron_protocol::runtime::{ClientPeer, Kind, Side};
+use heron_protocol::serve::AgentService;
+use heron_protocol::{
     Agent, CancelNotification, Client, InitializeRequest, InitializeResponse, Method, NewSessionRequest,
     NewSessionResponse, PromptRequest, PromptResponse, RpcError,
 };
-use heron::rpc::{Connection, ConnectionOptions, Peer};
+use heron_rpc::Policy;
+use heron_rpc::{Connection, ConnectionOptions, Peer};
 use serde_json::json;
 
 fn conformance_dir() -> PathBuf {
@@ -136,7 +137,7 @@ fn every_implemented_method_has_a_scenario() {
     }
     let mut missing = Vec::new();
     println!("{:<36} {:<12} {:<8} scenario", "method", "side", "heron");
-    for info in heron::protocol::METHODS.iter() {
+    for info in heron_protocol::METHODS.iter() {
         let covered = used.contains(info.wire) || info.aliases.iter().any(|a| used.contains(*a));
         let side = match info.side {
             Side::Agent => "agent",

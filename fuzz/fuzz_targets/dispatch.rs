@@ -13,15 +13,15 @@ use std::sync::OnceLock;
 use std::task::{Context, Waker};
 
 use heron::acp::policy::agent_policy;
-use heron::protocol::runtime::{Dispatcher, Kind, Side};
-use heron::protocol::serve::AgentService;
-use heron::protocol::validate::SchemaValidator;
-use heron::protocol::{
+use heron_protocol::runtime::{Dispatcher, Kind, Side};
+use heron_protocol::serve::AgentService;
+use heron_protocol::validate::SchemaValidator;
+use heron_protocol::{
     Agent, CancelNotification, InitializeRequest, InitializeResponse, Method, NewSessionRequest,
     NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion, RpcError, canonical_params,
     canonical_result,
 };
-use heron::rpc::Validate;
+use heron_rpc::Validate;
 use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
 

@@ -4,8 +4,8 @@
 
 #![no_main]
 
-use heron::protocol::RpcError;
-use heron::protocol::envelope::{
+use heron_rpc::RpcError;
+use heron_rpc::envelope::{
     Id, Message, Rejected, encode_notification, encode_request, encode_response, parse,
 };
 use libfuzzer_sys::fuzz_target;

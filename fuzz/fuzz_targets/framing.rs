@@ -13,7 +13,7 @@ use std::io;
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 
-use heron::rpc::{Frame, LineReader};
+use heron_rpc::{Frame, LineReader};
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncRead, ReadBuf};
 

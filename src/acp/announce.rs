@@ -3,15 +3,15 @@
 //! wants it.
 
 use super::{Inner, convert};
-use crate::protocol::runtime::Outgoing;
-use crate::protocol::{RpcError, SessionUpdate};
-use crate::session::Session;
-use crate::session::settings::Settings;
+use heron_core::session::Session;
+use heron_core::session::settings::Settings;
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::{RpcError, SessionUpdate};
 
 /// The `current_mode_update` for `settings`.
 pub(super) fn mode_update(settings: &Settings) -> SessionUpdate {
-    SessionUpdate::CurrentModeUpdate(crate::protocol::CurrentModeUpdate {
-        current_mode_id: crate::protocol::SessionModeId(settings.mode.id().to_owned()),
+    SessionUpdate::CurrentModeUpdate(heron_protocol::CurrentModeUpdate {
+        current_mode_id: heron_protocol::SessionModeId(settings.mode.id().to_owned()),
         meta: None,
     })
 }
@@ -27,7 +27,7 @@ pub(super) async fn announce_settings<O: Outgoing>(
     inner
         .send(
             session.id(),
-            SessionUpdate::ConfigOptionUpdate(crate::protocol::ConfigOptionUpdate {
+            SessionUpdate::ConfigOptionUpdate(heron_protocol::ConfigOptionUpdate {
                 config_options,
                 meta: None,
             }),
@@ -41,15 +41,15 @@ pub(super) async fn announce_settings<O: Outgoing>(
 pub(super) async fn run_command<O: Outgoing>(
     inner: &Inner<O>,
     session: &Session,
-    invocation: &crate::session::commands::Invocation,
+    invocation: &heron_core::session::commands::Invocation,
 ) -> Result<(), RpcError> {
     let mut outcome = None;
     let result = session
         .configure(|settings, choices| {
-            outcome = Some(crate::session::commands::run(invocation, settings, choices));
+            outcome = Some(heron_core::session::commands::run(invocation, settings, choices));
             // A refused command changes nothing: report it as a setting error to roll back.
             match &outcome {
-                Some(Err(reason)) => Err(crate::session::settings::SettingError::UnknownValue {
+                Some(Err(reason)) => Err(heron_core::session::settings::SettingError::UnknownValue {
                     option: invocation.name.clone(),
                     value: reason.clone(),
                 }),

@@ -4,7 +4,13 @@
 use base64::Engine as _;
 use serde_json::json;
 
-use crate::protocol::{
+use heron_core::session::PromptInput;
+use heron_core::session::event::{
+    Event, Location, PlanItem, StopReason, ToolKind, ToolOutput, ToolStatus, TurnUpdate, UsageReport,
+    UserContent,
+};
+use heron_core::session::settings::{Mode, OptionSpec, Settings};
+use heron_protocol::{
     self as p, BlobResourceContents, ContentBlock, ContentChunk, EmbeddedResource, EmbeddedResourceResource,
     ImageContent, MessageId, PlanEntry, PlanEntryPriority, PlanEntryStatus, ResourceLink, RpcError,
     SessionConfigId, SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionSelect,
@@ -12,12 +18,6 @@ use crate::protocol::{
     SessionModeState, SessionUpdate, TextContent, TextResourceContents, ToolCallContent, ToolCallId,
     ToolCallLocation,
 };
-use crate::session::PromptInput;
-use crate::session::event::{
-    Event, Location, PlanItem, StopReason, ToolKind, ToolOutput, ToolStatus, TurnUpdate, UsageReport,
-    UserContent,
-};
-use crate::session::settings::{Mode, OptionSpec, Settings};
 
 /// Image types Heron accepts in prompts.
 const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
@@ -403,7 +403,7 @@ pub fn config_options(options: Vec<OptionSpec>) -> Vec<SessionConfigOption> {
 /// The slash commands, as advertised.
 pub fn available_commands() -> SessionUpdate {
     SessionUpdate::AvailableCommandsUpdate(p::AvailableCommandsUpdate {
-        available_commands: crate::session::commands::COMMANDS
+        available_commands: heron_core::session::commands::COMMANDS
             .iter()
             .map(|c| p::AvailableCommand {
                 description: c.description.to_owned(),

@@ -6,8 +6,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::protocol::runtime::{BoxFuture, ClientPeer, Outgoing};
-use crate::protocol::{
+use heron_core::BoxFuture;
+use heron_core::tools::editor::{
+    EditorError, EditorIo, ExitStatus, PermissionAnswer, QuestionAnswer, TerminalCommand, TerminalOutput,
+};
+use heron_protocol::runtime::{ClientPeer, Outgoing};
+use heron_protocol::{
     Client, ClientCapabilities, CreateElicitationRequest, CreateElicitationRequestForm,
     CreateElicitationResponse, CreateTerminalRequest, ElicitationContentValue, ElicitationPropertySchema,
     ElicitationSchema, EnumOption, KillTerminalRequest, PermissionOption, PermissionOptionId,
@@ -15,9 +19,6 @@ use crate::protocol::{
     RequestPermissionRequest, RequestPermissionResponse, RpcError, SessionId, StringPropertySchema,
     TerminalId, TerminalOutputRequest, ToolCallId, ToolCallUpdate, WaitForTerminalExitRequest,
     WriteTextFileRequest,
-};
-use crate::tools::editor::{
-    EditorError, EditorIo, ExitStatus, PermissionAnswer, QuestionAnswer, TerminalCommand, TerminalOutput,
 };
 
 /// One session's view of the editor.
@@ -160,7 +161,7 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
             terminal_id: TerminalId(id.into()),
         };
         // The command may run as long as the tool allows: the tool bounds the wait.
-        let call = self.client.0.call_with_timeout::<_, crate::protocol::WaitForTerminalExitResponse>(
+        let call = self.client.0.call_with_timeout::<_, heron_protocol::WaitForTerminalExitResponse>(
             "terminal/wait_for_exit",
             request,
             None,
@@ -251,7 +252,7 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
                 )]),
                 required: Some(vec!["answer".to_owned()]),
                 title: None,
-                type_: Some(crate::protocol::ElicitationSchemaType::Object),
+                type_: Some(heron_protocol::ElicitationSchemaType::Object),
             },
             session_id: Some(self.sid()),
             tool_call_id: None,

@@ -3,14 +3,14 @@
 
 use serde_json::json;
 
-use crate::config::Keys;
-use crate::llm::registry::ModelError;
-use crate::protocol::RpcError;
-use crate::protocol::error::{INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND};
-use crate::secret::{clip, redact};
-use crate::session::goal::GoalError;
-use crate::session::settings::SettingError;
-use crate::session::{Manager, PromptError, SessionError};
+use heron_core::config::Keys;
+use heron_core::llm::registry::ModelError;
+use heron_core::secret::{clip, redact};
+use heron_core::session::goal::GoalError;
+use heron_core::session::settings::SettingError;
+use heron_core::session::{Manager, PromptError, SessionError};
+use heron_protocol::RpcError;
+use heron_protocol::error::{INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND};
 
 /// The longest turn-failure message sent, in bytes.
 pub const MAX_FAILURE_MESSAGE: usize = 2048;
@@ -41,11 +41,10 @@ impl WithField for RpcError {
 fn model_error(err: &ModelError, manager: &Manager) -> RpcError {
     let message = redact(&err.to_string(), manager.providers().keys().all());
     match err {
-        ModelError::NoModel | ModelError::MissingKey { .. } => RpcError::auth_required(message)
+        ModelError::NoModel | ModelError::MissingKey { .. } => heron_protocol::error::auth_required(message)
             .with_data(json!({ "reason": "auth_required", "message": err.to_string() })),
-        ModelError::UnknownModel(model) => {
-            RpcError::auth_required(message).with_data(json!({ "reason": "unknown_model", "model": model }))
-        }
+        ModelError::UnknownModel(model) => heron_protocol::error::auth_required(message)
+            .with_data(json!({ "reason": "unknown_model", "model": model })),
         ModelError::Broken { .. } => RpcError::new(INTERNAL_ERROR, message.clone())
             .with_data(json!({ "code": "provider_unavailable" })),
     }
@@ -56,7 +55,7 @@ fn err_text(err: &SessionError) -> String {
 }
 
 /// The wire error for a bad additional directory.
-pub fn root_error(err: &crate::tools::roots::RootError) -> RpcError {
+pub fn root_error(err: &heron_core::tools::roots::RootError) -> RpcError {
     RpcError::new(INVALID_PARAMS, format!("additionalDirectories[{}]: {}", err.index, err.reason)).with_data(
         json!({
             "code": err.code,
@@ -116,7 +115,7 @@ pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
     match err {
         PromptError::Model(model) => {
             let message = redact(&model.to_string(), keys.all());
-            RpcError::auth_required(message)
+            heron_protocol::error::auth_required(message)
         }
         PromptError::Closed => RpcError::new(INTERNAL_ERROR, "The session was closed before the prompt ran")
             .with_data(json!({ "code": "session_closed" })),

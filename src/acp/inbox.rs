@@ -11,9 +11,12 @@ use tokio::sync::mpsc;
 
 use super::errors::unknown_session;
 use super::{HeronAgent, Inner, Reply, convert};
-use crate::protocol::error::INVALID_PARAMS;
-use crate::protocol::runtime::Outgoing;
-use crate::protocol::{
+use heron_core::session::event::TurnUpdate;
+use heron_core::session::inbox::InboxError;
+use heron_core::session::{PromptInput, Session};
+use heron_protocol::error::INVALID_PARAMS;
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::{
     ContentBlock, HeronInboxDeleteRequest, HeronInboxDeleteResponse, HeronInboxEnqueueRequest,
     HeronInboxEnqueueResponse, HeronInboxGetRequest, HeronInboxGetResponse, HeronInboxItem, HeronInboxItemId,
     HeronInboxItemStatus, HeronInboxListRequest, HeronInboxListResponse, HeronInboxMoveRequest,
@@ -21,10 +24,7 @@ use crate::protocol::{
     HeronInboxRetryResponse, HeronInboxSetPausedRequest, HeronInboxSetPausedResponse,
     HeronInboxUpdateRequest, HeronInboxUpdateResponse, RpcError, SessionId, TextContent,
 };
-use crate::session::event::TurnUpdate;
-use crate::session::inbox::InboxError;
-use crate::session::{PromptInput, Session};
-use crate::store::InboxItem;
+use heron_store::InboxItem;
 
 /// Lets the session's queued items run once the answer that opened it is out (the editor
 /// drops updates for a session it does not know yet), streaming their turns like prompts'.
@@ -38,7 +38,7 @@ pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
         }
     });
     let inbox = session.inbox().clone();
-    crate::rpc::after_response(async move { inbox.serve(updates, Arc::new(read_prompt)) });
+    heron_rpc::after_response(async move { inbox.serve(updates, Arc::new(read_prompt)) });
 }
 
 /// Sends one update of a turn to the editor: status to the status feed, the rest as
@@ -103,12 +103,6 @@ fn wire_items(items: Vec<InboxItem>) -> Vec<HeronInboxItem> {
 }
 
 /// The wire error for a refused inbox operation.
-impl From<InboxError> for RpcError {
-    fn from(err: InboxError) -> Self {
-        inbox_error(err)
-    }
-}
-
 fn inbox_error(err: InboxError) -> RpcError {
     let reason = err.to_string();
     match err {
@@ -150,7 +144,7 @@ where
         inner.status.sync(&inner.client, &session).await;
         // The next change, or the actor's claim of an item, waits until this answer is out.
         let inbox = session.inbox().clone();
-        crate::rpc::after_response(async move {
+        heron_rpc::after_response(async move {
             inbox.wake();
             drop(ticket);
         });
@@ -166,7 +160,7 @@ pub(super) fn enqueue<O: Outgoing>(
     let prompt = checked_prompt(&params.prompt);
     ordered(agent, &params.session_id, move |session| async move {
         let prompt = prompt?;
-        let item = session.inbox().enqueue(prompt, params.position).await?;
+        let item = session.inbox().enqueue(prompt, params.position).await.map_err(inbox_error)?;
         Ok(HeronInboxEnqueueResponse { item: wire_item(item), meta: None })
     })
 }
@@ -177,7 +171,7 @@ pub(super) fn list<O: Outgoing>(
     params: HeronInboxListRequest,
 ) -> Reply<HeronInboxListResponse> {
     ordered(agent, &params.session_id, move |session| async move {
-        let page = session.inbox().page(params.cursor.as_deref()).await?;
+        let page = session.inbox().page(params.cursor.as_deref()).await.map_err(inbox_error)?;
         Ok(HeronInboxListResponse {
             items: wire_items(page.items),
             meta: None,
@@ -193,7 +187,7 @@ pub(super) fn get<O: Outgoing>(
     params: HeronInboxGetRequest,
 ) -> Reply<HeronInboxGetResponse> {
     ordered(agent, &params.session_id, move |session| async move {
-        let item = session.inbox().get(&params.item_id.0).await?;
+        let item = session.inbox().get(&params.item_id.0).await.map_err(inbox_error)?;
         Ok(HeronInboxGetResponse { item: wire_item(item), meta: None })
     })
 }
@@ -206,7 +200,7 @@ pub(super) fn update<O: Outgoing>(
     let prompt = checked_prompt(&params.prompt);
     ordered(agent, &params.session_id, move |session| async move {
         let prompt = prompt?;
-        let item = session.inbox().update(&params.item_id.0, prompt).await?;
+        let item = session.inbox().update(&params.item_id.0, prompt).await.map_err(inbox_error)?;
         Ok(HeronInboxUpdateResponse { item: wire_item(item), meta: None })
     })
 }
@@ -217,7 +211,7 @@ pub(super) fn delete<O: Outgoing>(
     params: HeronInboxDeleteRequest,
 ) -> Reply<HeronInboxDeleteResponse> {
     ordered(agent, &params.session_id, move |session| async move {
-        session.inbox().delete(&params.item_id.0).await?;
+        session.inbox().delete(&params.item_id.0).await.map_err(inbox_error)?;
         Ok(HeronInboxDeleteResponse { meta: None })
     })
 }
@@ -228,7 +222,7 @@ pub(super) fn move_item<O: Outgoing>(
     params: HeronInboxMoveRequest,
 ) -> Reply<HeronInboxMoveResponse> {
     ordered(agent, &params.session_id, move |session| async move {
-        let items = session.inbox().move_to(&params.item_id.0, params.position).await?;
+        let items = session.inbox().move_to(&params.item_id.0, params.position).await.map_err(inbox_error)?;
         Ok(HeronInboxMoveResponse { items: wire_items(items), meta: None })
     })
 }
@@ -239,7 +233,7 @@ pub(super) fn set_paused<O: Outgoing>(
     params: HeronInboxSetPausedRequest,
 ) -> Reply<HeronInboxSetPausedResponse> {
     ordered(agent, &params.session_id, move |session| async move {
-        let paused = session.inbox().set_paused(params.paused).await?;
+        let paused = session.inbox().set_paused(params.paused).await.map_err(inbox_error)?;
         Ok(HeronInboxSetPausedResponse { meta: None, paused })
     })
 }
@@ -250,7 +244,7 @@ pub(super) fn retry<O: Outgoing>(
     params: HeronInboxRetryRequest,
 ) -> Reply<HeronInboxRetryResponse> {
     ordered(agent, &params.session_id, move |session| async move {
-        let item = session.inbox().retry(&params.item_id.0).await?;
+        let item = session.inbox().retry(&params.item_id.0).await.map_err(inbox_error)?;
         Ok(HeronInboxRetryResponse { item: wire_item(item), meta: None })
     })
 }
@@ -261,7 +255,7 @@ pub(super) fn refresh<O: Outgoing>(
     params: HeronInboxRefreshRequest,
 ) -> Reply<HeronInboxRefreshResponse> {
     ordered(agent, &params.session_id, move |session| async move {
-        let state = session.inbox().all().await?;
+        let state = session.inbox().all().await.map_err(inbox_error)?;
         Ok(HeronInboxRefreshResponse { items: wire_items(state.items), meta: None, paused: state.paused })
     })
 }

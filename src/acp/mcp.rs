@@ -5,13 +5,13 @@
 use std::sync::Arc;
 
 use super::{HeronAgent, Inner, Reply};
-use crate::protocol::runtime::Outgoing;
-use crate::protocol::{
+use heron_core::session::Session;
+use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::{
     Client, HeronMcpServerState, HeronMcpServerStatus, HeronMcpTransport, HeronSessionMcpStatusRequest,
     HeronSessionMcpStatusResponse, HeronSessionMcpStatusUpdateNotification, McpServer, RpcError, SessionId,
 };
-use crate::session::Session;
-use crate::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
 
 /// The servers as Heron starts them. An http or sse server (which Heron does not
 /// advertise) is kept and reported failed rather than refusing the session.

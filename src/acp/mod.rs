@@ -23,8 +23,11 @@ use tokio::sync::mpsc;
 use self::announce::{announce_settings, mode_update, run_command};
 use self::editor::AcpEditor;
 use self::errors::{WithField, prompt_error, session_error, unknown_session};
-use crate::protocol::runtime::{ClientPeer, Outgoing};
-use crate::protocol::{
+use heron_core::session::settings::Settings;
+use heron_core::session::{OpenOptions, Session};
+use heron_core::tools::editor::{EditorIo, NoEditor};
+use heron_protocol::runtime::{ClientPeer, Outgoing};
+use heron_protocol::{
     Agent, AgentCapabilities, AuthMethod, AuthMethodTerminal, AuthenticateRequest, AuthenticateResponse,
     CancelNotification, Client, ClientCapabilities, CloseSessionRequest, CloseSessionResponse,
     DeleteSessionRequest, DeleteSessionResponse, ForkSessionRequest, ForkSessionResponse,
@@ -43,9 +46,6 @@ use crate::protocol::{
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse, SetSessionModelRequest, SetSessionModelResponse,
 };
-use crate::session::settings::Settings;
-use crate::session::{OpenOptions, Session};
-use crate::tools::editor::{EditorIo, NoEditor};
 
 pub use self::slot::{Built, ManagerSlot};
 
@@ -87,14 +87,14 @@ fn open_options(
     home_root: &std::path::Path,
     cwd: &str,
     additional: &[String],
-    mcp_servers: &[crate::protocol::McpServer],
+    mcp_servers: &[heron_protocol::McpServer],
     editor: Arc<dyn EditorIo>,
 ) -> Result<OpenOptions, RpcError> {
     let cwd = absolute(cwd, "cwd")?;
     // One bad entry refuses the whole request; nothing is silently dropped.
     let protected = [home_root.to_path_buf()];
     let additional_directories =
-        crate::tools::roots::validate_additional_directories(additional, &cwd, &protected)
+        heron_core::tools::roots::validate_additional_directories(additional, &cwd, &protected)
             .map_err(|e| errors::root_error(&e))?;
     let mcp_servers = mcp::specs(mcp_servers)?;
     Ok(OpenOptions { cwd, additional_directories, editor, mcp_servers })
@@ -136,7 +136,7 @@ impl<O: Outgoing> Inner<O> {
         self.client.session_update(note).await
     }
 
-    fn options_of(&self, session: &Session) -> (Settings, Vec<crate::protocol::SessionConfigOption>) {
+    fn options_of(&self, session: &Session) -> (Settings, Vec<heron_protocol::SessionConfigOption>) {
         let settings = session.state().settings;
         let options = convert::config_options(settings.options(session.choices()));
         (settings, options)
@@ -153,11 +153,11 @@ fn advertise_commands<O: Outgoing>(inner: &Arc<Inner<O>>, session_id: &str) {
 fn advertise<O: Outgoing>(
     inner: &Arc<Inner<O>>,
     session_id: &str,
-    usage: Option<crate::session::event::UsageReport>,
+    usage: Option<heron_core::session::event::UsageReport>,
 ) {
     let inner = inner.clone();
     let id = session_id.to_owned();
-    crate::rpc::after_response(async move {
+    heron_rpc::after_response(async move {
         if let Err(err) = inner.send(&id, convert::available_commands()).await {
             tracing::debug!(%err, "could not advertise commands");
         }
@@ -218,7 +218,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
                 args: vec!["--setup".to_owned()],
                 description: Some("Choose a model provider and store its key".to_owned()),
                 env: Default::default(),
-                id: crate::protocol::AuthMethodId(SETUP_METHOD.to_owned()),
+                id: heron_protocol::AuthMethodId(SETUP_METHOD.to_owned()),
                 meta: None,
                 name: "Set up Heron".to_owned(),
             })]
@@ -519,15 +519,15 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         params: PromptRequest,
     ) -> impl Future<Output = Result<PromptResponse, RpcError>> + Send + 'static {
         // A prompt that is one of Heron's slash commands runs here, without the model.
-        if let [crate::protocol::ContentBlock::Text(text)] = params.prompt.as_slice()
-            && let Some(invocation) = crate::session::commands::parse(&text.text)
+        if let [heron_protocol::ContentBlock::Text(text)] = params.prompt.as_slice()
+            && let Some(invocation) = heron_core::session::commands::parse(&text.text)
         {
             let session = self.session(&params.session_id);
             let inner = self.inner.clone();
             let reply: Reply<PromptResponse> = Box::pin(async move {
                 let session = session?;
                 run_command(&inner, &session, &invocation).await?;
-                Ok(PromptResponse { meta: None, stop_reason: crate::protocol::StopReason::EndTurn })
+                Ok(PromptResponse { meta: None, stop_reason: heron_protocol::StopReason::EndTurn })
             });
             return reply;
         }
@@ -679,7 +679,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
 
 /// `_meta.heron.goal` of a listed session that has a goal.
 fn listed_goal(stored: Option<&serde_json::Value>) -> Option<serde_json::Map<String, serde_json::Value>> {
-    let goal = serde_json::from_value::<crate::session::goal::Goal>(stored?.clone()).ok()?;
+    let goal = serde_json::from_value::<heron_core::session::goal::Goal>(stored?.clone()).ok()?;
     json!({ "heron": { "goal": status::goal(&goal) } }).as_object().cloned()
 }
 

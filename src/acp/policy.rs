@@ -6,8 +6,8 @@
 //! editor never holds up cancels, replies or other sessions. There is no `_` arm: a method
 //! added to the schema does not compile until it is placed here.
 
-use crate::protocol::Method;
-use crate::protocol::runtime::Policy;
+use heron_protocol::Method;
+use heron_rpc::Policy;
 
 /// The policy of `method` when Heron is the agent.
 pub fn agent_policy(method: Method) -> Policy {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::protocol::RpcError;
-use crate::session::Manager;
+use heron_core::session::Manager;
+use heron_protocol::RpcError;
 
 /// The session manager, built in the background so that `initialize` is answered at once.
 /// Until it is ready no session can exist, so lookups simply find none.
@@ -45,7 +45,7 @@ impl ManagerSlot {
             .map_err(|_| RpcError::internal(&"the session manager was never built"))?;
         match &*built {
             Some(Ok(manager)) => Ok(manager.clone()),
-            Some(Err(reason)) => Err(RpcError::new(crate::protocol::error::INTERNAL_ERROR, reason.clone())
+            Some(Err(reason)) => Err(RpcError::new(heron_protocol::error::INTERNAL_ERROR, reason.clone())
                 .with_data(json!({ "code": "heron_home_unusable" }))),
             None => Err(RpcError::internal(&"the session manager was never built")),
         }

@@ -6,16 +6,16 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::protocol::runtime::{ClientPeer, Outgoing};
-use crate::protocol::{
+use heron_core::session::Session;
+use heron_core::session::goal::{Goal, GoalStatus};
+use heron_core::session::settings::Posture;
+use heron_core::session::status::{SessionState, Snapshot};
+use heron_protocol::runtime::{ClientPeer, Outgoing};
+use heron_protocol::{
     Client, ClientCapabilities, HeronApprovalPosture, HeronContextUsage, HeronGoal, HeronGoalStatus,
     HeronInboxCounts, HeronModelId, HeronSessionState, HeronSessionStatus,
     HeronSessionStatusUpdateNotification, SessionId, SessionModeId,
 };
-use crate::session::Session;
-use crate::session::goal::{Goal, GoalStatus};
-use crate::session::settings::Posture;
-use crate::session::status::{SessionState, Snapshot};
 
 /// Whether the client asked for status updates.
 pub fn wants_updates(capabilities: &ClientCapabilities) -> bool {

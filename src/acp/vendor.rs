@@ -5,18 +5,18 @@ use serde_json::{Map, Value, json};
 
 use super::errors::session_error;
 use super::{HeronAgent, Reply, convert, status};
-use crate::protocol::runtime::{Kind, Outgoing, Side, Stability};
-use crate::protocol::{
+use heron_core::session::steer::SteerOutcome;
+use heron_protocol::runtime::{Kind, Outgoing, Side, Stability};
+use heron_protocol::{
     HeronGoal, HeronSessionStatusRequest, HeronSessionStatusResponse, HeronSessionSteerRequest,
     HeronSessionSteerResponse, HeronSteerOutcome, RpcError, SessionId,
 };
-use crate::session::steer::SteerOutcome;
 
 /// `agentCapabilities._meta`: the vendor methods Heron serves and the notifications it
 /// sends, read from the generated method table so the list cannot drift from the code.
 pub fn capabilities_meta() -> Map<String, Value> {
     let vendor = |side: Side, kind: Kind| -> Vec<&str> {
-        crate::protocol::METHODS
+        heron_protocol::METHODS
             .iter()
             .filter(|m| m.stability == Stability::Vendor && m.implemented && m.side == side && m.kind == kind)
             .map(|m| m.wire)

@@ -6,16 +6,16 @@ use clap::Args;
 
 use crate::acp::policy::agent_policy;
 use crate::acp::{HeronAgent, ManagerSlot};
-use crate::config::{Config, Home, Keys};
 use crate::conformance::record::{Recorder, Sender, Setup, TeeReader, TeeWriter};
-use crate::llm::registry::Providers;
-use crate::protocol::runtime::Side;
-use crate::protocol::serve::AgentService;
-use crate::protocol::validate::SchemaValidator;
-use crate::rpc::{Connection, ConnectionOptions, DEFAULT_MAX_LINE, Validate};
-use crate::session::settings::{Posture, Preset};
-use crate::session::{Manager, ManagerOptions};
-use crate::store::Store;
+use heron_core::config::{Config, Home, Keys};
+use heron_core::llm::registry::Providers;
+use heron_core::session::settings::{Posture, Preset};
+use heron_core::session::{Manager, ManagerOptions};
+use heron_protocol::runtime::Side;
+use heron_protocol::serve::AgentService;
+use heron_protocol::validate::SchemaValidator;
+use heron_rpc::{Connection, ConnectionOptions, DEFAULT_MAX_LINE, Validate};
+use heron_store::Store;
 
 /// Options of `heron acp`.
 #[derive(Debug, Clone, Args)]
@@ -124,7 +124,7 @@ pub async fn manager(
         permission_timeout: None,
         // Safe mode starts sessions read-only; the user can raise it (up to any ceiling).
         start_posture: args.safe_mode.then_some(Posture::ReadOnly),
-        witness: recorder.clone().map(|r| r as Arc<dyn crate::tools::FileWitness>),
+        witness: recorder.clone().map(|r| r as Arc<dyn heron_core::tools::FileWitness>),
     };
     let mut providers = Providers::new(home.clone(), config, keys);
     if let Some(recorder) = recorder {
@@ -134,7 +134,7 @@ pub async fn manager(
     Ok(Manager::new(
         store,
         providers,
-        Arc::new(crate::tools::builtin()),
+        Arc::new(heron_core::tools::builtin()),
         options,
         home.root().join("transcripts"),
     ))
@@ -148,13 +148,13 @@ pub enum AcpError {
     Usage(String),
     /// `HERON_HOME` could not be read.
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] heron_core::config::ConfigError),
     /// The session store could not be opened.
     #[error("cannot open the session store: {0}")]
     Store(String),
     /// The schema validator could not be built.
     #[error(transparent)]
-    Schema(#[from] crate::protocol::validate::SchemaError),
+    Schema(#[from] heron_protocol::validate::SchemaError),
     /// stdin or stdout failed.
     #[error("stdio failed: {0}")]
     Io(#[from] std::io::Error),

@@ -11,15 +11,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use crate::protocol::runtime::{AgentPeer, Policy};
-use crate::protocol::serve::ClientService;
-use crate::protocol::{
+use heron_protocol::runtime::AgentPeer;
+use heron_protocol::serve::ClientService;
+use heron_protocol::{
     Agent, Client, ClientCapabilities, ContentBlock, InitializeRequest, Method, NewSessionRequest,
     PermissionOptionKind, PromptRequest, ProtocolVersion, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, RpcError, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
     StopReason, TextContent, ToolCallContent,
 };
-use crate::rpc::{Connection, ConnectionOptions, Peer};
+use heron_rpc::Policy;
+use heron_rpc::{Connection, ConnectionOptions, Peer};
 
 /// How permission questions are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -203,7 +204,7 @@ impl Client for Terminal {
             let outcome = match chosen {
                 Some(option_id) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome {
                     meta: None,
-                    option_id: crate::protocol::PermissionOptionId(option_id),
+                    option_id: heron_protocol::PermissionOptionId(option_id),
                 }),
                 None => RequestPermissionOutcome::Cancelled,
             };
@@ -249,7 +250,7 @@ async fn drive(peer: Peer, args: &RunArgs, cwd: PathBuf) -> Result<StopReason, R
     agent
         .initialize(InitializeRequest {
             client_capabilities: Some(ClientCapabilities::default()),
-            client_info: Some(crate::protocol::Implementation {
+            client_info: Some(heron_protocol::Implementation {
                 meta: None,
                 name: "heron-run".into(),
                 title: None,
@@ -333,13 +334,14 @@ pub async fn run(args: RunArgs) -> Result<StopReason, RunError> {
             outcome
         }
         None => {
-            let home = crate::config::Home::from_env().map_err(|e| RunError::Agent(e.to_string()))?;
-            let config = crate::config::Config::load(&home).map_err(|e| RunError::Agent(e.to_string()))?;
+            let home = heron_core::config::Home::from_env().map_err(|e| RunError::Agent(e.to_string()))?;
+            let config =
+                heron_core::config::Config::load(&home).map_err(|e| RunError::Agent(e.to_string()))?;
             let model = args
                 .model
                 .clone()
                 .or(config.default_model.clone())
-                .unwrap_or_else(|| crate::config::DEMO_MODEL.to_owned());
+                .unwrap_or_else(|| heron_core::config::DEMO_MODEL.to_owned());
             let agent_args = super::acp::AcpArgs { model: Some(model), ..super::acp::AcpArgs::default() };
             let (client_side, agent_side) = tokio::io::duplex(1 << 20);
             let (agent_read, agent_write) = tokio::io::split(agent_side);

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use clap::Args;
 
-use crate::config::{Config, Home};
+use heron_core::config::{Config, Home};
 
 /// Options of `heron setup`; anything left out is asked for.
 #[derive(Debug, Clone, Default, Args)]
@@ -40,7 +40,7 @@ pub enum SetupError {
     Io(#[from] std::io::Error),
     /// The home could not be found or its config is broken.
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] heron_core::config::ConfigError),
 }
 
 fn ask(input: &mut impl BufRead, question: &str, default: &str) -> Result<String, SetupError> {
@@ -98,7 +98,7 @@ pub fn run(home: &Home, args: SetupArgs, input: &mut impl BufRead) -> Result<(),
         Some(p) => p,
         None => ask(input, "Provider name", "openai")?,
     };
-    if provider.is_empty() || provider.contains('/') || provider == crate::config::DEMO_PROVIDER {
+    if provider.is_empty() || provider.contains('/') || provider == heron_core::config::DEMO_PROVIDER {
         return Err(SetupError::Invalid(format!("`{provider}` cannot be a provider name")));
     }
     let base_url = match args.base_url {
@@ -186,8 +186,8 @@ mod tests {
         let config = Config::load(&home).expect("config loads");
         assert_eq!(config.default_model.as_deref(), Some("local/fast"));
         assert!(config.resolve("local/smart").is_some());
-        let keys = crate::config::Keys::load(&home).expect("keys");
-        assert_eq!(keys.get("LOCAL_API_KEY").map(crate::secret::Secret::expose), Some("sk-test-42"));
+        let keys = heron_core::config::Keys::load(&home).expect("keys");
+        assert_eq!(keys.get("LOCAL_API_KEY").map(heron_core::secret::Secret::expose), Some("sk-test-42"));
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

@@ -1,14 +1,12 @@
 //! Drives `heron acp` over in-memory pipes: send lines, read answers with a deadline.
 
-#![allow(dead_code, reason = "each test binary uses a different part")]
-
 use std::time::Duration;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use heron::cli::acp::{AcpArgs, serve};
-use heron::config::Home;
+use heron_core::config::Home;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::task::JoinHandle;

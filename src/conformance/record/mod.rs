@@ -19,11 +19,11 @@ use serde_json::Value;
 pub use self::tee::{TeeReader, TeeWriter};
 pub use self::transcript::turn_of;
 use super::format::ScriptedAs;
-use crate::config::Config;
-use crate::llm::ModelEvent;
-use crate::llm::tap::{ModelTap, TapEnd};
-use crate::secret::Secret;
-use crate::tools::FileWitness;
+use heron_core::config::Config;
+use heron_core::llm::ModelEvent;
+use heron_core::llm::tap::{ModelTap, TapEnd};
+use heron_core::secret::Secret;
+use heron_core::tools::FileWitness;
 
 /// A workspace file larger than this is left out of the recording.
 const MAX_FILE: u64 = 256 * 1024;
@@ -181,7 +181,7 @@ impl Recorder {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let text = crate::secret::redact(&String::from_utf8_lossy(line), &self.setup.secrets);
+        let text = heron_core::secret::redact(&String::from_utf8_lossy(line), &self.setup.secrets);
         if from == Sender::Client && seen.workspace.is_none() {
             seen.workspace = session_cwd(&text).map(|cwd| {
                 let resolved = std::fs::canonicalize(&cwd).unwrap_or_else(|_| cwd.clone());
@@ -292,7 +292,7 @@ impl FileWitness for Recorder {
                 }
             },
         };
-        let kept = kept.map(|text| crate::secret::redact(&text, &self.setup.secrets));
+        let kept = kept.map(|text| heron_core::secret::redact(&text, &self.setup.secrets));
         seen.files_bytes += kept.as_ref().map_or(0, String::len);
         seen.files.insert(relative, kept);
         self.dirty.store(true, Ordering::Relaxed);

@@ -8,9 +8,9 @@ use serde_json::{Value, json};
 use super::{Seen, Sender, Setup};
 use crate::conformance::format::Header;
 use crate::conformance::matcher::{Bindings, Paths, generalize, generalize_sent};
-use crate::llm::scripted::{Deltas, ScriptedCall, Step, Turn, word_deltas};
-use crate::llm::tap::TapEnd;
-use crate::llm::{ModelEvent, ToolCallRequest};
+use heron_core::llm::scripted::{Deltas, ScriptedCall, Step, Turn, word_deltas};
+use heron_core::llm::tap::TapEnd;
+use heron_core::llm::{ModelEvent, ToolCallRequest};
 
 /// How long a replayed turn that was cancelled waits, so the cancel arrives mid-turn again.
 const CANCELLED_WAIT_MS: u64 = 60_000;
@@ -174,7 +174,7 @@ pub(super) fn write(setup: &Setup, seen: &Seen) -> String {
         out.push('\n');
     }
     // A key the model repeated sits in the script and the files too, not only in traffic.
-    crate::secret::redact(&out, &setup.secrets)
+    heron_core::secret::redact(&out, &setup.secrets)
 }
 
 /// A string as it appears inside a JSON string literal.
@@ -202,7 +202,7 @@ fn note_unknown_session(message: &Value, bindings: &Bindings, notes: &mut Vec<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{FinishReason, Usage};
+    use heron_core::llm::{FinishReason, Usage};
 
     fn text(t: &str) -> ModelEvent {
         ModelEvent::TextDelta { text: t.into() }

@@ -1,0 +1,5 @@
+//! Tests of the generator library: one test binary, one module per stage.
+
+mod emit_shapes;
+mod merge_and_table;
+mod normalize_rules;

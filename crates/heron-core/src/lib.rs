@@ -1,0 +1,20 @@
+//! Heron's agent, in its own terms: sessions (manager, actors, the turn loop, settings, goal,
+//! inbox), tools with their confinement, model providers, MCP clients, and Heron's home
+//! (config and keys). Persistence is `heron-store`'s.
+//!
+//! It knows no protocol: no ACP type, no JSON-RPC. The `heron` binary's adapter is the only
+//! place that converts between the protocol and the types here.
+
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod llm;
+pub mod secret;
+pub mod session;
+pub mod tools;
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed, sendable, `'static` future: what trait objects of the core return.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;

@@ -1,0 +1,502 @@
+//! A session's durable inbox: prompts kept in the store that run, in order, as ordinary turns
+//! whenever the session is idle (no prompt running or waiting) and the inbox is not paused.
+//! Invariant: each item is taken by one turn at most, and once a session is reopened no item
+//! is left `running` without a turn running it.
+//!
+//! The rules, as the adapter and the actor rely on them:
+//! - Prompts come first: the actor takes an item only when no prompt waits in its queue.
+//! - Nothing starts until the adapter serves the inbox ([`Inbox::serve`]): it gives the
+//!   stream that inbox turns report to, and how to read a prompt it stored.
+//! - An item's turn ending `end_turn` makes it `done`. Any other ending is `failed`, with
+//!   the reason in `error`: the turn failed, ended `max_tokens`, `max_turn_requests` or
+//!   `refusal`, or was interrupted (the session closed, or the process stopped, which is
+//!   found when the session is next opened). `session/cancel` during its turn makes it
+//!   `cancelled` and pauses the inbox, so a stop is not followed by the next item.
+//! - Deleting a running item removes it and cancels its turn, and is answered once that
+//!   turn has ended and its last updates are out; the inbox goes on.
+//! - Changes from the adapter happen one at a time in the order they were asked for
+//!   ([`Inbox::in_order`]), whatever order their store writes would finish in. The actor
+//!   takes its place in the same line to claim an item, so a claim never lands between a
+//!   change and the answer that reports it.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::event::{StopReason, TurnUpdate};
+use super::status::{Board, InboxCounts};
+use super::{PromptError, PromptInput};
+use crate::llm::registry::Providers;
+use heron_store::{CANCELLED, DONE, FAILED, InboxItem, InboxState, QUEUED, RUNNING, Store, StoreError};
+
+/// The most items one page of [`Inbox::page`] holds.
+pub const PAGE_SIZE: usize = 50;
+
+/// The error of an item found running when its session is opened.
+pub const INTERRUPTED: &str = "interrupted: Heron stopped while this item ran";
+
+/// The error of an item whose session was closed while it ran.
+pub const CLOSED: &str = "interrupted: the session was closed while this item ran";
+
+/// The longest failure message kept with an item, in bytes.
+const MAX_ERROR: usize = 2048;
+
+/// Tags cursors, so one from another list is recognised as foreign.
+const CURSOR_TAG: &str = "inbox.v1";
+
+/// Reads a prompt the adapter stored back into prompt input.
+pub type PromptReader = Arc<dyn Fn(&Value) -> Result<Vec<PromptInput>, String> + Send + Sync>;
+
+/// Why an inbox operation was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum InboxError {
+    /// The session has no such item.
+    #[error("the session's inbox has no item {0}")]
+    NotFound(String),
+    /// The item is not in the status the operation needs.
+    #[error("inbox item {id} is {status}; only a {needed} item can be {action}")]
+    WrongStatus {
+        /// The item.
+        id: String,
+        /// Its status.
+        status: String,
+        /// The status the operation needs.
+        needed: &'static str,
+        /// What the operation does, as a past participle (`updated`, `moved`, `retried`).
+        action: &'static str,
+    },
+    /// The list cursor is not one this inbox issued.
+    #[error("the cursor is not one this agent issued for this inbox")]
+    BadCursor,
+    /// The session itself is gone from the store.
+    #[error("session {0} not found")]
+    SessionGone(String),
+    /// The store failed.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for InboxError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound { entity: "session", id } => InboxError::SessionGone(id),
+            StoreError::NotFound { id, .. } => InboxError::NotFound(id),
+            other => InboxError::Internal(other.to_string()),
+        }
+    }
+}
+
+/// One page of an inbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxPage {
+    /// The items of this page, in queue order.
+    pub items: Vec<InboxItem>,
+    /// Where the next page starts; `None` on the last page.
+    pub next_cursor: Option<String>,
+    /// Whether the inbox is paused.
+    pub paused: bool,
+}
+
+/// Where a page starts: after the item it names, or at its old place if it is gone.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Cursor {
+    tag: String,
+    session: String,
+    after: String,
+    position: u32,
+}
+
+/// Where inbox turns report, and how their prompts are read.
+struct Route {
+    updates: mpsc::UnboundedSender<TurnUpdate>,
+    reader: PromptReader,
+}
+
+/// The item whose turn runs, what cancels it, and what tells that the turn has ended.
+struct Running {
+    id: String,
+    cancel: CancellationToken,
+    ended: CancellationToken,
+}
+
+/// An item the actor took: what it runs and where its turn reports.
+pub(super) struct Claimed {
+    pub id: String,
+    /// The prompt, or why it cannot be read.
+    pub input: Result<Vec<PromptInput>, String>,
+    pub updates: mpsc::UnboundedSender<TurnUpdate>,
+    pub cancel: CancellationToken,
+}
+
+/// Hands out places in line, each after the one handed out before it.
+#[derive(Debug, Default)]
+struct Line(Mutex<Option<oneshot::Receiver<()>>>);
+
+impl Line {
+    fn ticket(&self) -> Ticket {
+        let (done, after) = oneshot::channel();
+        let before = self.0.lock().unwrap_or_else(PoisonError::into_inner).replace(after);
+        Ticket { before, _done: done }
+    }
+}
+
+/// A place in line for one change; the change may go ahead once [`Ticket::wait`] returns,
+/// and the next one when the ticket is dropped.
+#[derive(Debug)]
+pub struct Ticket {
+    before: Option<oneshot::Receiver<()>>,
+    _done: oneshot::Sender<()>,
+}
+
+impl Ticket {
+    /// Waits until every change asked for earlier is done (or was abandoned). Safe to
+    /// cancel and call again.
+    pub async fn wait(&mut self) {
+        if let Some(before) = self.before.as_mut() {
+            // A dropped sender means the change before gave up: the line moves on.
+            let _ = before.await;
+            self.before = None;
+        }
+    }
+}
+
+/// One open session's inbox.
+pub struct Inbox {
+    session_id: String,
+    store: Store,
+    board: Arc<Board>,
+    wake: Notify,
+    route: Mutex<Option<Route>>,
+    /// Held while an item is claimed or deleted, so a delete never misses the turn it must
+    /// cancel.
+    running: tokio::sync::Mutex<Option<Running>>,
+    line: Line,
+}
+
+impl std::fmt::Debug for Inbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbox").field("session_id", &self.session_id).finish_non_exhaustive()
+    }
+}
+
+/// Prepares a stored session's inbox for opening: items left `running` by a process that
+/// stopped become `failed` ([`INTERRUPTED`]). Returns the counts the session opens with.
+pub async fn reopen(store: &Store, session_id: &str) -> Result<InboxCounts, StoreError> {
+    let interrupted = store.inbox_fail_running(session_id, INTERRUPTED).await?;
+    if interrupted > 0 {
+        tracing::info!(session = session_id, interrupted, "inbox items interrupted by a stop are failed");
+    }
+    let state = store.inbox_state(session_id).await?;
+    Ok(InboxCounts::of(&state.items, state.paused))
+}
+
+/// The text kept as a failed item's `error`: redacted of keys and clipped.
+pub(super) fn failure(err: &PromptError, providers: &Providers) -> String {
+    crate::secret::clip(&crate::secret::redact(&err.to_string(), providers.keys().all()), MAX_ERROR)
+}
+
+impl Inbox {
+    pub(super) fn new(session_id: String, store: Store, board: Arc<Board>) -> Self {
+        Self {
+            session_id,
+            store,
+            board,
+            wake: Notify::new(),
+            route: Mutex::new(None),
+            running: tokio::sync::Mutex::new(None),
+            line: Line::default(),
+        }
+    }
+
+    /// A place in line for a change, taken in the order changes are asked for. Hold it
+    /// until the change is reported.
+    pub fn in_order(&self) -> Ticket {
+        self.line.ticket()
+    }
+
+    /// Lets queued items run, reporting their turns to `updates`; replaces an earlier route.
+    pub fn serve(&self, updates: mpsc::UnboundedSender<TurnUpdate>, reader: PromptReader) {
+        *self.route.lock().unwrap_or_else(PoisonError::into_inner) = Some(Route { updates, reader });
+        self.wake();
+    }
+
+    /// Tells an idle session to look for a queued item.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    pub(super) async fn woken(&self) {
+        self.wake.notified().await;
+    }
+
+    /// Adds a prompt (opaque to the session) at `position`, or at the end.
+    pub async fn enqueue(&self, prompt: Value, position: Option<u32>) -> Result<InboxItem, InboxError> {
+        let item = self.store.inbox_enqueue(&self.session_id, prompt, position).await?;
+        self.recount().await;
+        Ok(item)
+    }
+
+    /// Every item and the paused flag, re-read from the store (another process sharing it
+    /// may have changed them); the status counts follow.
+    pub async fn all(&self) -> Result<InboxState, InboxError> {
+        let state = self.store.inbox_state(&self.session_id).await?;
+        self.board.change(|s| s.inbox = InboxCounts::of(&state.items, state.paused));
+        Ok(state)
+    }
+
+    /// One page of items, from the start or from a cursor this inbox issued. Items added,
+    /// moved or deleted while a client pages may be missed or shown twice.
+    pub async fn page(&self, cursor: Option<&str>) -> Result<InboxPage, InboxError> {
+        let after = cursor.map(|text| self.decode(text)).transpose()?;
+        let state = self.store.inbox_state(&self.session_id).await?;
+        let start = match &after {
+            None => 0,
+            Some(cursor) => match state.items.iter().position(|item| item.id == cursor.after) {
+                Some(at) => at + 1,
+                // The item is gone and its gap closed: the next one took its place.
+                None => usize::try_from(cursor.position).unwrap_or(usize::MAX).min(state.items.len()),
+            },
+        };
+        let mut items: Vec<InboxItem> = state.items.into_iter().skip(start).take(PAGE_SIZE + 1).collect();
+        let more = items.len() > PAGE_SIZE;
+        items.truncate(PAGE_SIZE);
+        let next_cursor = match items.last() {
+            Some(last) if more => Some(self.encode(last)?),
+            _ => None,
+        };
+        Ok(InboxPage { items, next_cursor, paused: state.paused })
+    }
+
+    /// One item of this session.
+    pub async fn get(&self, id: &str) -> Result<InboxItem, InboxError> {
+        match self.store.inbox_get(id).await? {
+            Some(item) if item.session_id == self.session_id => Ok(item),
+            _ => Err(InboxError::NotFound(id.to_owned())),
+        }
+    }
+
+    /// Replaces the prompt of a queued item.
+    pub async fn update(&self, id: &str, prompt: Value) -> Result<InboxItem, InboxError> {
+        self.get(id).await?;
+        let item = self
+            .store
+            .inbox_update_prompt(id, prompt, Some(QUEUED))
+            .await
+            .map_err(|e| wrong_status(e, QUEUED, "updated"))?;
+        Ok(item)
+    }
+
+    /// Moves a queued item to `position` (past the end: last); returns the whole inbox.
+    pub async fn move_to(&self, id: &str, position: u32) -> Result<Vec<InboxItem>, InboxError> {
+        self.get(id).await?;
+        let items = self
+            .store
+            .inbox_move(id, position, Some(QUEUED))
+            .await
+            .map_err(|e| wrong_status(e, QUEUED, "moved"))?;
+        Ok(items)
+    }
+
+    /// Queues a failed item again, in its place, without its error.
+    pub async fn retry(&self, id: &str) -> Result<InboxItem, InboxError> {
+        self.get(id).await?;
+        let item = self
+            .store
+            .inbox_set_status(id, QUEUED, None, Some(FAILED))
+            .await
+            .map_err(|e| wrong_status(e, FAILED, "retried"))?;
+        self.recount().await;
+        Ok(item)
+    }
+
+    /// Removes an item; if its turn is running, cancels it and waits until the turn has
+    /// ended and its updates are out.
+    pub async fn delete(&self, id: &str) -> Result<(), InboxError> {
+        self.get(id).await?;
+        let ended = {
+            let running = self.running.lock().await;
+            // The row goes first: the ending turn then finds nothing to mark cancelled.
+            self.store.inbox_delete(id).await?;
+            running.as_ref().filter(|run| run.id == id).map(|run| {
+                run.cancel.cancel();
+                run.ended.clone()
+            })
+        };
+        match ended {
+            Some(ended) => {
+                ended.cancelled().await;
+                self.flushed().await;
+            }
+            None => self.recount().await,
+        }
+        Ok(())
+    }
+
+    /// Waits until everything inbox turns sent has reached the adapter's stream.
+    async fn flushed(&self) {
+        let route =
+            self.route.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|r| r.updates.clone());
+        if let Some(route) = route {
+            let (done, flushed) = oneshot::channel();
+            if route.send(TurnUpdate::Flushed(done)).is_ok() {
+                let _ = flushed.await;
+            }
+        }
+    }
+
+    /// Pauses or resumes the inbox; a running item is not interrupted.
+    pub async fn set_paused(&self, paused: bool) -> Result<bool, InboxError> {
+        self.store.inbox_set_paused(&self.session_id, paused).await?;
+        self.recount().await;
+        Ok(paused)
+    }
+
+    /// Takes the next queued item, if the inbox is served, not paused and has one.
+    pub(super) async fn claim(&self) -> Option<Claimed> {
+        let (updates, reader) = {
+            let route = self.route.lock().unwrap_or_else(PoisonError::into_inner);
+            let route = route.as_ref()?;
+            (route.updates.clone(), route.reader.clone())
+        };
+        let mut ticket = self.in_order();
+        ticket.wait().await;
+        let (item, cancel) = {
+            let mut running = self.running.lock().await;
+            let item = match self.store.inbox_claim_next(&self.session_id).await {
+                Ok(item) => item?,
+                Err(err) => {
+                    tracing::warn!(session = %self.session_id, %err, "cannot take the next inbox item");
+                    return None;
+                }
+            };
+            let cancel = CancellationToken::new();
+            let ended = CancellationToken::new();
+            *running = Some(Running { id: item.id.clone(), cancel: cancel.clone(), ended });
+            (item, cancel)
+        };
+        drop(ticket);
+        // Counted now, shown with the turn's first status.
+        self.recount().await;
+        Some(Claimed { input: reader(&item.prompt), id: item.id, updates, cancel })
+    }
+
+    /// Records how an item's turn ended (`outcome`: its stop reason, or why it failed;
+    /// `closed`: the session closed meanwhile) and ends the turn on the status board, with
+    /// the new counts.
+    pub(super) async fn finish(&self, id: &str, outcome: Result<StopReason, String>, closed: bool) {
+        let run = self.running.lock().await.take();
+        let (status, error) = match outcome {
+            Ok(StopReason::EndTurn) => (DONE, None),
+            Ok(StopReason::Cancelled) if closed => (FAILED, Some(CLOSED.to_owned())),
+            Ok(StopReason::Cancelled) => (CANCELLED, None),
+            Ok(other) => {
+                (FAILED, Some(format!("the turn ended with `{}`, not `end_turn`", stop_name(other))))
+            }
+            Err(reason) => (FAILED, Some(reason)),
+        };
+        match self.store.inbox_set_status(id, status, error.as_deref(), Some(RUNNING)).await {
+            // A stop is not followed by the next item.
+            Ok(_) if status == CANCELLED => {
+                if let Err(err) = self.store.inbox_set_paused(&self.session_id, true).await {
+                    tracing::warn!(session = %self.session_id, %err, "cannot pause the inbox");
+                }
+            }
+            Ok(_) => {}
+            // Deleted during its turn: nothing is left to mark.
+            Err(StoreError::NotFound { .. }) => {}
+            Err(err) => {
+                tracing::warn!(session = %self.session_id, item = id, %err, "cannot record an inbox item")
+            }
+        }
+        self.board.end_turn_with(self.counts().await);
+        if let Some(run) = run {
+            run.ended.cancel();
+        }
+    }
+
+    async fn counts(&self) -> Option<InboxCounts> {
+        match self.store.inbox_state(&self.session_id).await {
+            Ok(state) => Some(InboxCounts::of(&state.items, state.paused)),
+            Err(err) => {
+                tracing::warn!(session = %self.session_id, %err, "cannot count the inbox");
+                None
+            }
+        }
+    }
+
+    /// Brings the status counts up to date with the store.
+    async fn recount(&self) {
+        if let Some(counts) = self.counts().await {
+            self.board.change(|s| s.inbox = counts);
+        }
+    }
+
+    fn encode(&self, last: &InboxItem) -> Result<String, InboxError> {
+        let cursor = Cursor {
+            tag: CURSOR_TAG.to_owned(),
+            session: self.session_id.clone(),
+            after: last.id.clone(),
+            position: last.position,
+        };
+        let json = serde_json::to_vec(&cursor).map_err(|e| InboxError::Internal(e.to_string()))?;
+        Ok(URL_SAFE_NO_PAD.encode(json))
+    }
+
+    fn decode(&self, text: &str) -> Result<Cursor, InboxError> {
+        let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| InboxError::BadCursor)?;
+        let cursor: Cursor = serde_json::from_slice(&bytes).map_err(|_| InboxError::BadCursor)?;
+        if cursor.tag == CURSOR_TAG && cursor.session == self.session_id {
+            Ok(cursor)
+        } else {
+            Err(InboxError::BadCursor)
+        }
+    }
+}
+
+/// Names a store refusal by the status the operation needed.
+fn wrong_status(err: StoreError, needed: &'static str, action: &'static str) -> InboxError {
+    match err {
+        StoreError::WrongStatus { id, status } => InboxError::WrongStatus { id, status, needed, action },
+        other => other.into(),
+    }
+}
+
+fn stop_name(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::EndTurn => "end_turn",
+        StopReason::MaxTokens => "max_tokens",
+        StopReason::MaxTurnRequests => "max_turn_requests",
+        StopReason::Refusal => "refusal",
+        StopReason::Cancelled => "cancelled",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    async fn ready(ticket: &mut Ticket) -> bool {
+        tokio::time::timeout(Duration::from_millis(50), ticket.wait()).await.is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_ticket_waits_for_every_earlier_one_and_a_dropped_one_frees_the_line() {
+        let line = Line::default();
+        let mut first = line.ticket();
+        let mut second = line.ticket();
+        let mut third = line.ticket();
+        assert!(ready(&mut first).await, "the first goes at once");
+        assert!(!ready(&mut third).await, "the third waits for the second");
+        drop(first);
+        assert!(!ready(&mut third).await, "a wait cut short still waits when called again");
+        assert!(ready(&mut second).await);
+        drop(second);
+        assert!(ready(&mut third).await);
+    }
+}

@@ -1,0 +1,414 @@
+//! The session manager: creates, opens (load and resume), lists, forks, closes and deletes
+//! sessions, and keeps the open ones. Unknown ids are errors, never new sessions.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::event::{Event, UsageReport};
+use super::goal::{Goal, GoalError};
+use super::settings::{Choices, Mode, Posture, Preset, SettingError, Settings};
+use super::status::{Board, InboxCounts};
+use super::{ActorContext, Session, State};
+use crate::llm::registry::{ModelError, Providers};
+use crate::tools::Registry;
+use crate::tools::editor::EditorIo;
+use crate::tools::mcp::{McpHub, ServerSpec};
+use heron_store::{ListQuery, NewSession, Page, SessionPatch, SessionRecord, Store, StoreError};
+
+/// Why a session operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// No session has that id.
+    #[error("session {0} not found")]
+    NotFound(String),
+    /// The session's model cannot be used (no provider, no key).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// A setting change was refused.
+    #[error(transparent)]
+    Setting(SettingError),
+    /// The goal cannot change that way.
+    #[error(transparent)]
+    Goal(GoalError),
+    /// The session is open with other workspace roots; it must be closed first.
+    #[error("the session is already open with other additional directories; close it first")]
+    OpenWithOtherRoots,
+    /// A list cursor was not one Heron issued.
+    #[error("the cursor is not one this agent issued")]
+    BadCursor,
+    /// A path was not usable.
+    #[error("{0}")]
+    BadPath(String),
+    /// The store failed.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for SessionError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound { id, .. } => SessionError::NotFound(id),
+            StoreError::BadCursor => SessionError::BadCursor,
+            other => SessionError::Internal(other.to_string()),
+        }
+    }
+}
+
+/// Defaults and limits from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct ManagerOptions {
+    /// `--model`: the model new sessions use (else `default_model` from the config).
+    pub model: Option<String>,
+    /// `--preset`.
+    pub preset: Option<Preset>,
+    /// `--permission-mode`: the starting posture and the ceiling.
+    pub ceiling: Option<Posture>,
+    /// `--title`: the title of new sessions.
+    pub title: Option<String>,
+    /// How long to wait for a permission answer (`permission_timeout_s`, default 120 s).
+    pub permission_timeout: Option<std::time::Duration>,
+    /// The posture new sessions start in (else the ceiling, else `ask`).
+    pub start_posture: Option<Posture>,
+    /// Sees the files tools use (`heron acp --record`).
+    pub witness: Option<Arc<dyn crate::tools::FileWitness>>,
+}
+
+/// Where a session is opened.
+#[derive(Clone)]
+pub struct OpenOptions {
+    /// The working directory (absolute).
+    pub cwd: PathBuf,
+    /// Extra workspace roots (absolute, validated).
+    pub additional_directories: Vec<PathBuf>,
+    /// What the editor of this connection does for tools.
+    pub editor: Arc<dyn EditorIo>,
+    /// The MCP servers the editor gives the session (started when it opens here).
+    pub mcp_servers: Vec<ServerSpec>,
+}
+
+impl std::fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("cwd", &self.cwd)
+            .field("additional_directories", &self.additional_directories)
+            .field("mcp_servers", &self.mcp_servers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The sessions of one agent process.
+pub struct Manager {
+    store: Store,
+    providers: Arc<Providers>,
+    tools: Arc<Registry>,
+    options: ManagerOptions,
+    transcripts: PathBuf,
+    open: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager").field("options", &self.options).finish_non_exhaustive()
+    }
+}
+
+fn require_absolute(path: &Path, what: &str) -> Result<(), SessionError> {
+    if path.is_absolute() {
+        Ok(())
+    } else {
+        Err(SessionError::BadPath(format!("{what} must be an absolute path")))
+    }
+}
+
+impl Manager {
+    /// A manager over `store`, writing transcripts under `transcripts`.
+    pub fn new(
+        store: Store,
+        providers: Arc<Providers>,
+        tools: Arc<Registry>,
+        options: ManagerOptions,
+        transcripts: PathBuf,
+    ) -> Self {
+        Self { store, providers, tools, options, transcripts, open: Mutex::new(HashMap::new()) }
+    }
+
+    /// The providers (and so the config and keys).
+    pub fn providers(&self) -> &Providers {
+        &self.providers
+    }
+
+    /// Where a session's transcript is written.
+    pub fn transcript_path(&self, id: &str) -> PathBuf {
+        super::transcript_path(&self.transcripts, id)
+    }
+
+    /// What settings may be changed to.
+    pub fn choices(&self) -> Choices {
+        let config = self.providers.config();
+        Choices {
+            models: config
+                .model_ids()
+                .into_iter()
+                .map(|id| {
+                    let efforts = config.resolve(&id).map(|r| r.config.efforts.clone()).unwrap_or_default();
+                    (id, efforts)
+                })
+                .collect(),
+            ceiling: self.options.ceiling,
+        }
+    }
+
+    /// The model new sessions use, checked to be usable.
+    fn default_model(&self) -> Result<String, ModelError> {
+        let model = self
+            .options
+            .model
+            .clone()
+            .or_else(|| self.providers.config().default_model.clone())
+            .ok_or(ModelError::NoModel)?;
+        self.providers.check(&model)?;
+        Ok(model)
+    }
+
+    fn default_settings(&self, model: String) -> Settings {
+        Settings {
+            mode: Mode::Normal,
+            model,
+            effort: "auto".to_owned(),
+            preset: self.options.preset.unwrap_or(Preset::Balanced),
+            posture: self
+                .options
+                .start_posture
+                .map(|p| self.choices().cap(p))
+                .unwrap_or_else(|| self.options.ceiling.unwrap_or(Posture::Ask)),
+        }
+    }
+
+    fn spawn(
+        &self,
+        record: &SessionRecord,
+        settings: Settings,
+        history: Vec<Event>,
+        options: OpenOptions,
+        inbox: InboxCounts,
+    ) -> Arc<Session> {
+        // A goal or usage this build cannot read is dropped, not fatal: the session still opens.
+        let goal = record.goal.clone().and_then(|v| serde_json::from_value::<Goal>(v).ok());
+        let usage = record.usage.clone().and_then(|v| serde_json::from_value::<UsageReport>(v).ok());
+        let status = Board::new(&settings, goal, usage, inbox);
+        let state = State {
+            settings,
+            cwd: PathBuf::from(&record.cwd),
+            additional_directories: record.additional_directories.iter().map(PathBuf::from).collect(),
+            title: record.title.clone(),
+        };
+        let context = ActorContext {
+            store: self.store.clone(),
+            providers: self.providers.clone(),
+            tools: self.tools.clone(),
+            transcripts: self.transcripts.clone(),
+            permission_timeout: self.options.permission_timeout.unwrap_or_else(|| {
+                std::time::Duration::from_secs(self.providers.config().permission_timeout_s.unwrap_or(120))
+            }),
+            witness: self.options.witness.clone(),
+            max_goal_continuations: self.providers.config().goal_continuations(),
+            mcp: if options.mcp_servers.is_empty() {
+                McpHub::empty()
+            } else {
+                McpHub::start(options.mcp_servers, state.cwd.clone())
+            },
+        };
+        let session = Session::spawn(
+            record.id.clone(),
+            state,
+            history,
+            context,
+            self.choices(),
+            options.editor,
+            status,
+        );
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(record.id.clone(), session.clone());
+        session
+    }
+
+    /// Creates a session.
+    pub async fn create(&self, options: OpenOptions) -> Result<Arc<Session>, SessionError> {
+        require_absolute(&options.cwd, "cwd")?;
+        let model = self.default_model()?;
+        let settings = self.default_settings(model);
+        let record = self
+            .store
+            .create_session(NewSession {
+                id: None,
+                cwd: options.cwd.display().to_string(),
+                additional_directories: options
+                    .additional_directories
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect(),
+                title: self.options.title.clone(),
+                settings: serde_json::to_value(&settings)
+                    .map_err(|e| SessionError::Internal(e.to_string()))?,
+            })
+            .await?;
+        Ok(self.spawn(&record, settings, Vec::new(), options, InboxCounts::default()))
+    }
+
+    /// The open session `id`, if it is open in this process.
+    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+    }
+
+    /// Every stored event of `id`, in order (for replay).
+    pub async fn history(&self, id: &str) -> Result<Vec<Event>, SessionError> {
+        let mut events = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.store.events(id, after, heron_store::MAX_EVENTS_LIMIT).await?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            for record in page {
+                match serde_json::from_value::<Event>(record.payload) {
+                    Ok(event) => events.push(event),
+                    // An event this build cannot read is skipped, not fatal: the rest replays.
+                    Err(err) => {
+                        tracing::warn!(session = id, seq = record.seq, %err, "skipping an unreadable event")
+                    }
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    /// Opens a stored session (for load or resume) in `options.cwd`, or returns it if it is
+    /// already open here. Also returns its history.
+    pub async fn open(
+        &self,
+        id: &str,
+        options: OpenOptions,
+    ) -> Result<(Arc<Session>, Vec<Event>), SessionError> {
+        require_absolute(&options.cwd, "cwd")?;
+        let record = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
+        let history = self.history(id).await?;
+        if let Some(session) = self.get(id) {
+            if session.state().additional_directories != options.additional_directories {
+                return Err(SessionError::OpenWithOtherRoots);
+            }
+            session.attach(options.editor);
+            return Ok((session, history));
+        }
+        let choices = self.choices();
+        let mut settings = serde_json::from_value::<Settings>(record.settings.clone())
+            .unwrap_or_else(|_| self.default_settings(self.default_model().unwrap_or_default()));
+        // A saved posture above today's ceiling opens at the ceiling.
+        settings.posture = choices.cap(settings.posture);
+        let dirs: Vec<String> =
+            options.additional_directories.iter().map(|d| d.display().to_string()).collect();
+        let cwd = options.cwd.display().to_string();
+        let record = if record.cwd != cwd || record.additional_directories != dirs {
+            let patch =
+                SessionPatch { cwd: Some(cwd), additional_directories: Some(dirs), ..Default::default() };
+            self.store.update_session(id, patch).await?
+        } else {
+            record
+        };
+        let inbox = super::inbox::reopen(&self.store, id).await?;
+        Ok((self.spawn(&record, settings, history.clone(), options, inbox), history))
+    }
+
+    /// One page of stored sessions, most recent first.
+    pub async fn list(&self, cwd: Option<String>, cursor: Option<String>) -> Result<Page, SessionError> {
+        Ok(self.store.list_sessions(ListQuery { cwd, cursor, limit: 50 }).await?)
+    }
+
+    /// Closes an open session: cancels its work, frees it, keeps its history.
+    pub async fn close(&self, id: &str) -> Result<(), SessionError> {
+        let session = self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        match session {
+            Some(session) => {
+                session.close();
+                Ok(())
+            }
+            None if self.store.session(id).await?.is_some() => Ok(()),
+            None => Err(SessionError::NotFound(id.to_owned())),
+        }
+    }
+
+    /// Deletes a session and its history; an unknown id succeeds.
+    pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
+        if let Some(session) = self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(id) {
+            session.close();
+        }
+        self.store.delete_session(id).await?;
+        let _ = std::fs::remove_file(self.transcript_path(id));
+        Ok(())
+    }
+
+    /// Forks `id` into a new session in `options.cwd` with a copy of its history.
+    pub async fn fork(&self, id: &str, options: OpenOptions) -> Result<Arc<Session>, SessionError> {
+        require_absolute(&options.cwd, "cwd")?;
+        let source = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
+        let mut settings = match self.get(id) {
+            Some(open) => open.state().settings,
+            None => serde_json::from_value::<Settings>(source.settings.clone())
+                .map_err(|e| SessionError::Internal(e.to_string()))?,
+        };
+        // A fork opens at most at today's ceiling, like a reopened session.
+        settings.posture = self.choices().cap(settings.posture);
+        let stored = serde_json::to_value(&settings).map_err(|e| SessionError::Internal(e.to_string()))?;
+        let record = self
+            .store
+            .fork_session(
+                id,
+                NewSession {
+                    id: None,
+                    cwd: options.cwd.display().to_string(),
+                    additional_directories: options
+                        .additional_directories
+                        .iter()
+                        .map(|d| d.display().to_string())
+                        .collect(),
+                    title: source.title.clone(),
+                    settings: stored,
+                },
+            )
+            .await?;
+        // The fork goes on from the same point: same goal, same context use.
+        let (goal, usage) = match self.get(id) {
+            Some(open) => {
+                let (_, now) = open.status();
+                (serde_json::to_value(now.goal).ok(), serde_json::to_value(now.usage).ok())
+            }
+            None => (source.goal.clone(), source.usage.clone()),
+        };
+        let patch = SessionPatch {
+            goal: Some(goal.filter(|g| !g.is_null())),
+            usage: Some(usage.filter(|u| !u.is_null())),
+            ..Default::default()
+        };
+        let record = self.store.update_session(&record.id, patch).await?;
+        let history = self.history(&record.id).await?;
+        Ok(self.spawn(&record, settings, history, options, InboxCounts::default()))
+    }
+
+    /// Closes every open session (the connection ended).
+    pub fn close_all(&self) {
+        let sessions: Vec<Arc<Session>> =
+            self.open.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            session.close();
+        }
+    }
+
+    /// Closes every open session and waits (at most two seconds) for their MCP servers to
+    /// stop, so none outlives the agent.
+    pub async fn stop_all(&self) {
+        let sessions: Vec<Arc<Session>> =
+            self.open.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, s)| s).collect();
+        let all = futures_util::future::join_all(sessions.iter().filter_map(|session| session.close()));
+        if tokio::time::timeout(std::time::Duration::from_secs(2), all).await.is_err() {
+            tracing::warn!("some MCP servers did not stop in time; their process groups are killed on exit");
+        }
+    }
+}

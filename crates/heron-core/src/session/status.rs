@@ -1,0 +1,319 @@
+//! A session's status, for status bars: what it is doing, its settings, goal, context use
+//! and inbox, as one snapshot. Its sequence number moves only when something other than the
+//! timestamp changed, so whoever forwards snapshots sends each change once and never spams.
+//!
+//! While a turn runs, every new snapshot also goes into that turn's update stream, so the
+//! editor sees it in order with the turn's own updates and before the prompt's answer.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::event::{TurnUpdate, UsageReport};
+use super::goal::{Goal, GoalStatus, now};
+use super::settings::{Mode, Posture, Settings};
+use heron_store::{SessionPatch, Store, StoreError};
+
+/// What the session's actor is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    /// No turn is running.
+    Idle,
+    /// A turn is running.
+    Running,
+    /// The turn waits for a permission answer.
+    AwaitingPermission,
+    /// The turn waits for the user's answer to a question.
+    AwaitingInput,
+}
+
+/// The state a status bar shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// No turn is running.
+    Idle,
+    /// A turn is running.
+    Running,
+    /// The turn waits for a permission answer.
+    AwaitingPermission,
+    /// The turn waits for other user input.
+    AwaitingInput,
+    /// No turn is running and the goal is paused.
+    Paused,
+}
+
+/// Counts of the session's stored inbox.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InboxCounts {
+    /// Waiting to run.
+    pub queued: u32,
+    /// Running.
+    pub running: u32,
+    /// Failed.
+    pub failed: u32,
+    /// Whether queued items are held back.
+    pub paused: bool,
+}
+
+impl InboxCounts {
+    /// Counts the items of a stored inbox by their status.
+    pub fn of(items: &[heron_store::InboxItem], paused: bool) -> Self {
+        let count = |status: &str| {
+            u32::try_from(items.iter().filter(|i| i.status == status).count()).unwrap_or(u32::MAX)
+        };
+        Self {
+            queued: count(heron_store::QUEUED),
+            running: count(heron_store::RUNNING),
+            failed: count(heron_store::FAILED),
+            paused,
+        }
+    }
+}
+
+/// A session's status at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// What the actor is doing.
+    pub activity: Activity,
+    /// The mode.
+    pub mode: Mode,
+    /// `provider/model`.
+    pub model: String,
+    /// The approval posture.
+    pub posture: Posture,
+    /// The goal, if one was ever set.
+    pub goal: Option<Goal>,
+    /// The last usage report, if any.
+    pub usage: Option<UsageReport>,
+    /// The stored inbox.
+    pub inbox: InboxCounts,
+    /// When the running turn started.
+    pub turn_started_at: Option<String>,
+    /// When anything above last changed.
+    pub updated_at: String,
+}
+
+impl Snapshot {
+    /// The state shown: an idle session whose goal is paused is `Paused`.
+    pub fn state(&self) -> SessionState {
+        match self.activity {
+            Activity::Idle if self.goal.as_ref().is_some_and(|g| g.status == GoalStatus::Paused) => {
+                SessionState::Paused
+            }
+            Activity::Idle => SessionState::Idle,
+            Activity::Running => SessionState::Running,
+            Activity::AwaitingPermission => SessionState::AwaitingPermission,
+            Activity::AwaitingInput => SessionState::AwaitingInput,
+        }
+    }
+}
+
+/// Sequence numbers are process-wide, so a session closed and opened again never reuses
+/// one a client has already seen.
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+struct Current {
+    snapshot: Snapshot,
+    seq: u64,
+    /// The running turn's update stream.
+    route: Option<UnboundedSender<TurnUpdate>>,
+}
+
+/// The live status of one session, shared by its actor, its turn and the adapter.
+pub struct Board {
+    current: Mutex<Current>,
+    /// Serialises store writes, so the last write always carries the latest goal and usage.
+    saving: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for Board {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Board").field("current", &self.current().1).finish_non_exhaustive()
+    }
+}
+
+impl Board {
+    /// The status of an idle session.
+    pub fn new(
+        settings: &Settings,
+        goal: Option<Goal>,
+        usage: Option<UsageReport>,
+        inbox: InboxCounts,
+    ) -> Self {
+        let snapshot = Snapshot {
+            activity: Activity::Idle,
+            mode: settings.mode,
+            model: settings.model.clone(),
+            posture: settings.posture,
+            goal,
+            usage,
+            inbox,
+            turn_started_at: None,
+            updated_at: now(),
+        };
+        Self {
+            current: Mutex::new(Current { snapshot, seq: 0, route: None }),
+            saving: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The snapshot and its sequence number.
+    pub fn current(&self) -> (u64, Snapshot) {
+        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        (current.seq, current.snapshot.clone())
+    }
+
+    /// Applies `change`; a real change gets a new sequence number and timestamp and goes to
+    /// the running turn's stream.
+    pub fn change<R>(&self, change: impl FnOnce(&mut Snapshot) -> R) -> R {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = current.snapshot.clone();
+        let result = change(&mut current.snapshot);
+        current.snapshot.updated_at.clone_from(&before.updated_at);
+        if current.snapshot != before {
+            current.seq = SEQUENCE.fetch_add(1, Ordering::SeqCst) + 1;
+            current.snapshot.updated_at = now();
+            if let Some(route) = &current.route {
+                let _ = route.send(TurnUpdate::Status(current.seq, Box::new(current.snapshot.clone())));
+            }
+        }
+        result
+    }
+
+    /// Mirrors the settings.
+    pub fn set_settings(&self, settings: &Settings) {
+        self.change(|s| {
+            s.mode = settings.mode;
+            s.model.clone_from(&settings.model);
+            s.posture = settings.posture;
+        });
+    }
+
+    /// A turn starts; its updates go to `route` until it ends.
+    pub fn begin_turn(&self, route: UnboundedSender<TurnUpdate>) {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner).route = Some(route);
+        self.change(|s| {
+            s.activity = Activity::Running;
+            s.turn_started_at = Some(now());
+        });
+    }
+
+    /// The turn ended: the idle status is the last thing its stream carries.
+    pub fn end_turn(&self) {
+        self.end_turn_with(None);
+    }
+
+    /// The turn ended, changing the inbox counts (an inbox item's turn): one idle status
+    /// carries both, last on its stream.
+    pub fn end_turn_with(&self, inbox: Option<InboxCounts>) {
+        self.change(|s| {
+            s.activity = Activity::Idle;
+            s.turn_started_at = None;
+            if let Some(inbox) = inbox {
+                s.inbox = inbox;
+            }
+        });
+        self.current.lock().unwrap_or_else(PoisonError::into_inner).route = None;
+    }
+
+    /// What the running turn is doing.
+    pub fn set_activity(&self, activity: Activity) {
+        self.change(|s| {
+            // Only a running turn waits; an idle session stays idle.
+            if s.activity != Activity::Idle {
+                s.activity = activity;
+            }
+        });
+    }
+
+    /// Waits until everything the running turn's stream carries has reached the editor's
+    /// connection (nothing to wait for without a turn).
+    pub async fn flushed(&self) {
+        let route = self.current.lock().unwrap_or_else(PoisonError::into_inner).route.clone();
+        if let Some(route) = route {
+            let (done, flushed) = tokio::sync::oneshot::channel();
+            if route.send(TurnUpdate::Flushed(done)).is_ok() {
+                let _ = flushed.await;
+            }
+        }
+    }
+
+    /// The goal.
+    pub fn goal(&self) -> Option<Goal> {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner).snapshot.goal.clone()
+    }
+
+    /// Stores the current goal and usage with the session.
+    pub async fn save(&self, store: &Store, session_id: &str) -> Result<(), StoreError> {
+        let _one_at_a_time = self.saving.lock().await;
+        let (_, snapshot) = self.current();
+        let encode = |value: serde_json::Value| Some(value).filter(|v| !v.is_null());
+        let patch = SessionPatch {
+            goal: Some(encode(serde_json::to_value(&snapshot.goal).unwrap_or_default())),
+            usage: Some(encode(serde_json::to_value(&snapshot.usage).unwrap_or_default())),
+            ..Default::default()
+        };
+        store.update_session(session_id, patch).await.map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::settings::Preset;
+
+    fn board() -> Board {
+        let settings = Settings {
+            mode: Mode::Normal,
+            model: "demo/demo".into(),
+            effort: "auto".into(),
+            preset: Preset::Balanced,
+            posture: Posture::Ask,
+        };
+        Board::new(&settings, None, None, InboxCounts::default())
+    }
+
+    #[test]
+    fn only_a_real_change_moves_the_sequence() {
+        let board = board();
+        board.change(|s| s.posture = Posture::Ask);
+        assert_eq!(board.current().0, 0);
+        board.change(|s| s.posture = Posture::Auto);
+        let moved = board.current().0;
+        assert!(moved > 0);
+        board.change(|s| s.posture = Posture::Auto);
+        assert_eq!(board.current().0, moved);
+    }
+
+    #[test]
+    fn a_turn_streams_its_status_changes_and_ends_idle() {
+        let board = board();
+        let (route, mut stream) = tokio::sync::mpsc::unbounded_channel();
+        board.begin_turn(route);
+        board.set_activity(Activity::AwaitingPermission);
+        board.set_activity(Activity::AwaitingPermission);
+        board.end_turn();
+        let mut seen = Vec::new();
+        while let Ok(TurnUpdate::Status(seq, snapshot)) = stream.try_recv() {
+            seen.push((seq, snapshot.state()));
+        }
+        let states: Vec<SessionState> = seen.iter().map(|(_, state)| *state).collect();
+        assert_eq!(states, [SessionState::Running, SessionState::AwaitingPermission, SessionState::Idle]);
+        assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "sequence numbers increase: {seen:?}");
+        assert!(stream.try_recv().is_err(), "the stream closes with the turn");
+    }
+
+    #[test]
+    fn an_idle_session_with_a_paused_goal_shows_paused() {
+        let board = board();
+        board.change(|s| {
+            let mut goal = Some(Goal::new("x".into()));
+            let _ = crate::session::goal::pause(&mut goal);
+            s.goal = goal;
+        });
+        assert_eq!(board.current().1.state(), SessionState::Paused);
+        board.set_activity(Activity::Running);
+        assert_eq!(board.current().1.state(), SessionState::Paused, "set_activity does not start a turn");
+    }
+}

@@ -1,0 +1,451 @@
+//! One prompt turn: model requests, streamed text and thought, tool calls, until the model
+//! stops, the turn runs out of requests, or it is cancelled. In goal mode the turn goes on
+//! with continuations until the goal ends, is paused, or the continuations run out
+//! (`pursuit`). Steering input reaches the model before its next request.
+//!
+//! Every finished message, tool call and result is stored before the turn moves on, so a
+//! crash loses at most the message still streaming. A cancelled turn ends `Cancelled`,
+//! never as an error, after recording what it finished.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::event::{Event, StopReason, ToolStatus, TurnUpdate, UsageReport, UserContent};
+use super::history::chat_messages;
+use super::permission::{Approvals, Decision, decide};
+use super::settings::{Mode, Settings};
+use super::status::Board;
+use super::steer::Steers;
+use crate::llm::registry::ResolvedProvider;
+use crate::llm::{FinishReason, ModelEvent, ModelRequest, ProviderError, ToolCallRequest, Usage};
+use crate::tools::editor::PermissionAnswer;
+use crate::tools::{Outcome, Registry, ToolEnv, finish_goal};
+use heron_store::Store;
+
+/// Why a turn failed after it started.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    /// The model request failed for good.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// The store refused a write; nothing more can be recorded.
+    #[error("the session store failed: {0}")]
+    Store(String),
+}
+
+/// Everything a turn needs.
+pub struct Turn {
+    /// The session.
+    pub session_id: String,
+    /// Where events go.
+    pub store: Store,
+    /// The model.
+    pub provider: ResolvedProvider,
+    /// The tools.
+    pub tools: Arc<Registry>,
+    /// The settings when the turn started.
+    pub settings: Settings,
+    /// Where tools run.
+    pub env: ToolEnv,
+    /// What the user said "always" to in this session.
+    pub approvals: Arc<std::sync::Mutex<Approvals>>,
+    /// How long to wait for a permission answer.
+    pub permission_timeout: std::time::Duration,
+    /// Where live updates go (the editor).
+    pub updates: mpsc::UnboundedSender<TurnUpdate>,
+    /// The conversation so far; the turn appends to it.
+    pub history: Vec<Event>,
+    /// Cost so far in the session, carried across turns.
+    pub cost: f64,
+    /// The session's status (its goal and usage live there).
+    pub status: Arc<Board>,
+    /// Steering input for this turn.
+    pub steers: Arc<Steers>,
+    /// Continuations one goal-mode prompt may start.
+    pub max_goal_continuations: u32,
+}
+
+const SYSTEM_PROMPT: &str = "You are Heron, a coding agent working in the user's project through tools. \
+Be direct. Prefer reading before editing. Keep changes minimal and explain what you did.";
+
+const PLAN_PROMPT: &str = "\n\nYou are in plan mode: do not change anything. Investigate with read-only tools, then \
+answer with a concise step-by-step plan.";
+
+const GOAL_PROMPT: &str = "\n\nYou are in goal mode: the user gave you an objective to reach. Work toward it step by \
+step; when you stop, you will be asked to continue. Once the objective is fully met and checked, or you are sure it \
+cannot be met, call `finish_goal`.";
+
+/// How a turn asks the model, fixed when it starts.
+struct Asking {
+    system: String,
+    effort: Option<String>,
+    read_only: bool,
+    /// Whether the turn works toward the session's goal.
+    pursuing: bool,
+}
+
+impl Turn {
+    fn cancel(&self) -> &CancellationToken {
+        &self.env.cancel
+    }
+
+    pub(super) async fn record(&mut self, event: Event) -> Result<(), TurnError> {
+        let payload = serde_json::to_value(&event).map_err(|e| TurnError::Store(e.to_string()))?;
+        self.store
+            .append_event(&self.session_id, event.kind(), &payload)
+            .await
+            .map_err(|e| TurnError::Store(e.to_string()))?;
+        self.history.push(event.clone());
+        // The editor may be gone; the turn still finishes and records.
+        let _ = self.updates.send(TurnUpdate::Event(event));
+        Ok(())
+    }
+
+    fn live(&self, update: TurnUpdate) {
+        let _ = self.updates.send(update);
+    }
+
+    /// Runs the turn for `prompt` and says how it ended.
+    pub async fn run(mut self, prompt: Vec<UserContent>) -> (Result<StopReason, TurnError>, Vec<Event>, f64) {
+        let outcome = self.run_inner(prompt).await;
+        // Whatever steering the model never saw opens the next prompt.
+        self.steers.close_now();
+        let outcome = match outcome {
+            Err(TurnError::Provider(ProviderError::Cancelled)) => Ok(StopReason::Cancelled),
+            _ if self.cancel().is_cancelled() => Ok(StopReason::Cancelled),
+            other => other,
+        };
+        if let Ok(stop_reason) = outcome {
+            let _ = self.record(Event::TurnEnded { stop_reason }).await;
+        }
+        (outcome, self.history, self.cost)
+    }
+
+    async fn run_inner(&mut self, prompt: Vec<UserContent>) -> Result<StopReason, TurnError> {
+        // Steering sent while no turn ran opens this prompt.
+        for input in self.steers.open() {
+            self.record_steer(input).await?;
+        }
+        let pursuing = self.settings.mode == Mode::Goal;
+        if pursuing {
+            self.adopt_goal(&prompt).await?;
+        }
+        let message_id = uuid::Uuid::new_v4().to_string();
+        self.record(Event::UserMessage { message_id, content: prompt }).await?;
+        let read_only = self.settings.mode == Mode::Plan;
+        let mut system = SYSTEM_PROMPT.to_owned();
+        if read_only {
+            system.push_str(PLAN_PROMPT);
+        }
+        if pursuing {
+            system.push_str(GOAL_PROMPT);
+        }
+        let effort = Some(self.settings.effort.clone()).filter(|e| e != "auto");
+        let asking = Asking { system, effort, read_only, pursuing };
+
+        let mut continuations = 0;
+        loop {
+            let stop = self.steps(&asking).await?;
+            if stop != StopReason::EndTurn {
+                return Ok(stop);
+            }
+            if pursuing && self.goal_wants_more() {
+                if continuations >= self.max_goal_continuations {
+                    return Ok(StopReason::MaxTurnRequests);
+                }
+                continuations += 1;
+                self.continue_goal().await?;
+                continue;
+            }
+            // Steering that arrived as the model finished still gets an answer.
+            match self.steers.close() {
+                Ok(()) => return Ok(StopReason::EndTurn),
+                Err(late) => {
+                    for input in late {
+                        self.record_steer(input).await?;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Model requests and their tool calls until the model stops, the requests run out, or
+    /// the goal this turn pursues is paused (after the step that was running).
+    async fn steps(&mut self, asking: &Asking) -> Result<StopReason, TurnError> {
+        let max_requests = self.settings.preset.max_turn_requests();
+        for _ in 0..max_requests {
+            if self.cancel().is_cancelled() {
+                return Ok(StopReason::Cancelled);
+            }
+            for input in self.steers.take() {
+                self.record_steer(input).await?;
+            }
+            let mut tools = self.tools.specs(asking.read_only);
+            if !asking.pursuing {
+                tools.retain(|t| t.name != finish_goal::NAME);
+            }
+            let request = ModelRequest {
+                model: self.provider.model.clone(),
+                messages: chat_messages(&asking.system, &self.history),
+                tools,
+                effort: asking.effort.clone(),
+                max_tokens: None,
+            };
+            let response = self.stream_response(request).await?;
+            if let Some(stop) = response.stop {
+                return Ok(stop);
+            }
+            self.run_tools(response.tool_calls, asking).await?;
+            if asking.pursuing && self.goal_paused() {
+                return Ok(StopReason::EndTurn);
+            }
+        }
+        Ok(StopReason::MaxTurnRequests)
+    }
+
+    /// Records steering input as a user message; the model sees it at its next request.
+    async fn record_steer(&mut self, input: Vec<super::PromptInput>) -> Result<(), TurnError> {
+        let content = super::save_attachments(&self.env.cwd, input).unwrap_or_else(|reason| {
+            vec![UserContent::Text { text: format!("[an attachment could not be saved: {reason}]") }]
+        });
+        let message_id = uuid::Uuid::new_v4().to_string();
+        self.record(Event::UserMessage { message_id, content }).await
+    }
+
+    /// Streams one model response, recording its finished thought, message and tool calls.
+    async fn stream_response(&mut self, request: ModelRequest) -> Result<Response, TurnError> {
+        let mut stream = self.provider.provider.stream(request, self.cancel().child_token());
+        let mut message = Draft::new();
+        let mut thought = Draft::new();
+        let mut calls: Vec<ToolCallRequest> = Vec::new();
+        let mut finish = None;
+        let mut cancelled = false;
+        let mut usage_seen = false;
+        while let Some(item) = stream.next().await {
+            let event = match item {
+                Ok(event) => event,
+                // What streamed before a cancel was seen by the user: keep it.
+                Err(ProviderError::Cancelled) => {
+                    cancelled = true;
+                    break;
+                }
+                Err(other) => return Err(other.into()),
+            };
+            match event {
+                ModelEvent::Attempt { number } if number > 1 => {
+                    // A retry voids what the failed attempt streamed: new message ids.
+                    message = Draft::new();
+                    thought = Draft::new();
+                    calls.clear();
+                }
+                ModelEvent::Attempt { .. } => {}
+                ModelEvent::TextDelta { text } => {
+                    message.text.push_str(&text);
+                    self.live(TurnUpdate::MessageChunk { message_id: message.id.clone(), text });
+                }
+                ModelEvent::ThoughtDelta { text } => {
+                    thought.text.push_str(&text);
+                    self.live(TurnUpdate::ThoughtChunk { message_id: thought.id.clone(), text });
+                }
+                ModelEvent::ToolCall { call } => calls.push(call),
+                ModelEvent::Usage { usage } => {
+                    usage_seen = true;
+                    self.report_usage(usage);
+                }
+                ModelEvent::Finish { reason } => finish = Some(reason),
+            }
+        }
+        // Without a context window there is no report to keep.
+        if usage_seen && self.provider.context_window.is_some() {
+            self.status
+                .save(&self.store, &self.session_id)
+                .await
+                .map_err(|e| TurnError::Store(e.to_string()))?;
+        }
+        if !thought.text.is_empty() {
+            self.record(Event::AgentThought { message_id: thought.id, text: thought.text }).await?;
+        }
+        if !message.text.is_empty() {
+            self.record(Event::AgentMessage { message_id: message.id, text: message.text }).await?;
+        }
+        let stop = match finish.unwrap_or(FinishReason::Stop) {
+            _ if cancelled || self.cancel().is_cancelled() => Some(StopReason::Cancelled),
+            FinishReason::Length => Some(StopReason::MaxTokens),
+            FinishReason::Refusal => Some(StopReason::Refusal),
+            FinishReason::Stop | FinishReason::ToolCalls if calls.is_empty() => Some(StopReason::EndTurn),
+            FinishReason::Stop | FinishReason::ToolCalls => None,
+        };
+        Ok(Response { stop, tool_calls: calls })
+    }
+
+    /// Records every call first (the editor sees them pending), then runs them in order.
+    async fn run_tools(&mut self, calls: Vec<ToolCallRequest>, asking: &Asking) -> Result<(), TurnError> {
+        let read_only = asking.read_only;
+        let mut prepared = Vec::new();
+        for call in calls {
+            let tool = self.tools.get(&call.name).cloned();
+            let described = match &tool {
+                None => Err(format!("There is no tool called `{}`.", call.name)),
+                Some(tool)
+                    if read_only
+                        && !matches!(
+                            tool.kind(),
+                            super::event::ToolKind::Read
+                                | super::event::ToolKind::Search
+                                | super::event::ToolKind::Think
+                        ) =>
+                {
+                    Err(format!("`{}` changes things, and plan mode is read-only.", call.name))
+                }
+                Some(_) if call.name == finish_goal::NAME && !asking.pursuing => {
+                    Err("There is no goal to finish: `finish_goal` works only in goal mode.".to_owned())
+                }
+                Some(tool) => tool.prepare(&call.arguments, &self.env),
+            };
+            let (title, kind, locations, raw_input) = match &described {
+                Ok(p) => (p.title.clone(), p.kind, p.locations.clone(), p.raw_input.clone()),
+                Err(_) => (
+                    call.name.clone(),
+                    tool.as_ref().map_or(super::event::ToolKind::Other, |t| t.kind()),
+                    Vec::new(),
+                    serde_json::from_str(&call.arguments)
+                        .unwrap_or(serde_json::Value::String(call.arguments.clone())),
+                ),
+            };
+            self.record(Event::ToolCall {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                title,
+                tool_kind: kind,
+                arguments: call.arguments.clone(),
+                raw_input,
+                locations,
+            })
+            .await?;
+            prepared.push((call, tool, described));
+        }
+        for (call, tool, described) in prepared {
+            let outcome = match (tool, described) {
+                _ if self.cancel().is_cancelled() => {
+                    Outcome::failed("The turn was cancelled before this tool ran.")
+                }
+                (Some(tool), Ok(prepared)) => match self.gate(&call.id, &call.name, &prepared).await {
+                    Ok(()) => {
+                        self.live(TurnUpdate::ToolProgress {
+                            call_id: call.id.clone(),
+                            status: ToolStatus::InProgress,
+                            output: Vec::new(),
+                        });
+                        let progress = crate::tools::Progress::new(call.id.clone(), self.updates.clone());
+                        // The editor sees the call running before the tool asks it anything
+                        // (fs/*, terminal/*, elicitation/create).
+                        progress.flushed().await;
+                        let env = ToolEnv { progress, ..self.env.clone() };
+                        tokio::select! {
+                            outcome = tool.run(prepared, env) => outcome,
+                            () = self.env.cancel.cancelled() => {
+                                Outcome::failed("The turn was cancelled while this tool ran.")
+                            }
+                        }
+                    }
+                    Err(refused) => Outcome::failed(refused),
+                },
+                (_, Err(message)) => Outcome::failed(message),
+                (None, Ok(_)) => Outcome::failed(format!("There is no tool called `{}`.", call.name)),
+            };
+            if let Some(entries) = outcome.plan.clone() {
+                self.record(Event::Plan { entries }).await?;
+            }
+            if let Some(end) = finish_goal::verdict(&call.name, &outcome) {
+                self.end_goal(end).await?;
+            }
+            self.record(Event::ToolResult {
+                call_id: call.id,
+                status: outcome.status,
+                output: outcome.output,
+                raw_output: outcome.raw_output,
+                for_model: outcome.for_model,
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Asks the permission gate, and the user when it says so. `Err` is the refusal the
+    /// model reads.
+    async fn gate(&self, call_id: &str, tool: &str, prepared: &crate::tools::Prepared) -> Result<(), String> {
+        let decision = {
+            let approvals = self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            decide(
+                self.settings.posture,
+                self.settings.mode == Mode::Plan,
+                tool,
+                prepared.kind,
+                prepared.outside_roots,
+                &approvals,
+            )
+        };
+        match decision {
+            Decision::Allow => Ok(()),
+            Decision::Deny(reason) => Err(reason),
+            Decision::Ask => {
+                // The editor must have seen the tool call before it is asked about it.
+                crate::tools::Progress::new(call_id.to_owned(), self.updates.clone()).flushed().await;
+                let asked = self.env.editor.request_permission(call_id, self.permission_timeout);
+                let answer = tokio::select! {
+                    answer = asked => answer,
+                    // Dropping the request cancels it at the editor ($/cancel_request).
+                    () = self.env.cancel.cancelled() => PermissionAnswer::Cancelled,
+                };
+                self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remember(
+                    tool,
+                    prepared.kind,
+                    answer,
+                );
+                match answer {
+                    PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways => Ok(()),
+                    PermissionAnswer::RejectOnce | PermissionAnswer::RejectAlways => {
+                        Err(format!("The user did not allow `{tool}` to run."))
+                    }
+                    PermissionAnswer::Cancelled => {
+                        Err("The turn was cancelled while waiting for permission.".into())
+                    }
+                }
+            }
+        }
+    }
+
+    fn report_usage(&mut self, usage: Usage) {
+        if let Some((input_price, output_price, _)) = &self.provider.price {
+            self.cost += usage.input_tokens as f64 * input_price / 1e6
+                + usage.output_tokens as f64 * output_price / 1e6;
+        }
+        let Some(size) = self.provider.context_window else { return };
+        let report = UsageReport {
+            used: usage.input_tokens + usage.output_tokens,
+            size,
+            cost: self.provider.price.as_ref().map(|(_, _, currency)| (self.cost, currency.clone())),
+        };
+        self.live(TurnUpdate::Usage(report.clone()));
+        self.status.change(|s| s.usage = Some(report));
+    }
+}
+
+struct Draft {
+    id: String,
+    text: String,
+}
+
+impl Draft {
+    fn new() -> Self {
+        Self { id: uuid::Uuid::new_v4().to_string(), text: String::new() }
+    }
+}
+
+struct Response {
+    stop: Option<StopReason>,
+    tool_calls: Vec<ToolCallRequest>,
+}

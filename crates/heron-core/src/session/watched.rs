@@ -1,0 +1,97 @@
+//! The editor as a turn's tools see it, reporting on the session's status board while the
+//! turn waits for the user: `awaiting_permission` during a permission request,
+//! `awaiting_input` during a question. The editor sees the new status before the request.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::status::{Activity, Board};
+use crate::BoxFuture;
+use crate::tools::editor::{
+    EditorError, EditorIo, ExitStatus, PermissionAnswer, QuestionAnswer, TerminalCommand, TerminalOutput,
+};
+
+/// An editor whose waits on the user show on a status board.
+pub struct WatchedEditor {
+    inner: Arc<dyn EditorIo>,
+    board: Arc<Board>,
+}
+
+impl WatchedEditor {
+    /// `inner`, reporting to `board`.
+    pub fn new(inner: Arc<dyn EditorIo>, board: Arc<Board>) -> Self {
+        Self { inner, board }
+    }
+}
+
+/// Puts the turn back to running when the wait ends, however it ends (a cancelled turn
+/// drops the wait).
+struct Waiting(Arc<Board>);
+
+impl Waiting {
+    async fn start(board: Arc<Board>, activity: Activity) -> Self {
+        board.set_activity(activity);
+        board.flushed().await;
+        Self(board)
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.set_activity(Activity::Running);
+    }
+}
+
+impl EditorIo for WatchedEditor {
+    fn reads_files(&self) -> bool {
+        self.inner.reads_files()
+    }
+    fn writes_files(&self) -> bool {
+        self.inner.writes_files()
+    }
+    fn has_terminals(&self) -> bool {
+        self.inner.has_terminals()
+    }
+    fn asks_questions(&self) -> bool {
+        self.inner.asks_questions()
+    }
+    fn read_text_file(&self, path: &Path) -> BoxFuture<Result<String, EditorError>> {
+        self.inner.read_text_file(path)
+    }
+    fn write_text_file(&self, path: &Path, content: String) -> BoxFuture<Result<(), EditorError>> {
+        self.inner.write_text_file(path, content)
+    }
+    fn terminal_create(&self, command: TerminalCommand) -> BoxFuture<Result<String, EditorError>> {
+        self.inner.terminal_create(command)
+    }
+    fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
+        self.inner.terminal_output(id)
+    }
+    fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
+        self.inner.terminal_wait_for_exit(id)
+    }
+    fn terminal_kill(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+        self.inner.terminal_kill(id)
+    }
+    fn terminal_release(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+        self.inner.terminal_release(id)
+    }
+
+    fn request_permission(&self, call_id: &str, timeout: Duration) -> BoxFuture<PermissionAnswer> {
+        let (inner, board, call_id) = (self.inner.clone(), self.board.clone(), call_id.to_owned());
+        Box::pin(async move {
+            let _waiting = Waiting::start(board, Activity::AwaitingPermission).await;
+            inner.request_permission(&call_id, timeout).await
+        })
+    }
+
+    fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+        let (inner, board) = (self.inner.clone(), self.board.clone());
+        let (question, options) = (question.to_owned(), options.to_vec());
+        Box::pin(async move {
+            let _waiting = Waiting::start(board, Activity::AwaitingInput).await;
+            inner.ask(&question, &options).await
+        })
+    }
+}

@@ -1,0 +1,162 @@
+//! `edit_file`: replaces an exact string in a file inside the write roots. Invariant: only
+//! the matched text changes; every other byte (encoding, BOM, line endings) is kept.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Outcome, Prepared, Tool, ToolEnv, call, files};
+use crate::BoxFuture;
+use crate::llm::ToolSpec;
+use crate::session::event::{ToolKind, ToolOutput, ToolStatus};
+
+const NAME: &str = "edit_file";
+
+/// Arguments of `edit_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EditFileArgs {
+    /// The file, absolute or relative to the working directory.
+    pub path: String,
+    /// The exact text to replace, including indentation; it must appear exactly once unless
+    /// replace_all is set.
+    pub old_string: String,
+    /// The text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of exactly one (default false).
+    #[serde(default)]
+    pub replace_all: Option<bool>,
+}
+
+/// The `edit_file` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EditFile;
+
+impl Tool for EditFile {
+    fn spec(&self) -> ToolSpec {
+        call::spec::<EditFileArgs>(
+            NAME,
+            "Replace an exact string in a file. old_string must match the file exactly (read it first) and \
+             appear once, unless replace_all is true. Only files inside the workspace can be edited.",
+        )
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+
+    fn prepare(&self, arguments: &str, env: &ToolEnv) -> Result<Prepared, String> {
+        let (args, raw_input): (EditFileArgs, _) = call::parse(NAME, arguments)?;
+        if args.old_string.is_empty() {
+            return Err("old_string must not be empty; use write_file to create a file".to_owned());
+        }
+        if args.old_string == args.new_string {
+            return Err("old_string and new_string are the same; there is nothing to change".to_owned());
+        }
+        let path = call::resolve_for_write(env, &args.path)?;
+        Ok(Prepared {
+            title: call::scrub_text(env, &format!("Edit {}", call::shown(env, &path))),
+            kind: ToolKind::Edit,
+            locations: vec![call::location(&path, None)],
+            raw_input,
+            outside_roots: false,
+        })
+    }
+
+    fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
+        Box::pin(async move { call::guarded(&env, edit(&prepared, &env)).await })
+    }
+}
+
+async fn edit(prepared: &Prepared, env: &ToolEnv) -> Outcome {
+    let args: EditFileArgs = match call::reparse(NAME, &prepared.raw_input) {
+        Ok(args) => args,
+        Err(failed) => return failed,
+    };
+    let path = match call::resolve_for_write(env, &args.path) {
+        Ok(path) => path,
+        Err(message) => return Outcome::failed(message),
+    };
+    let loaded = match files::read_for_change(env, &path).await {
+        Ok(loaded) => loaded,
+        Err(message) => return Outcome::failed(message),
+    };
+    let Some(old_text) = &loaded.text else {
+        return Outcome::failed(format!("{} does not exist; use write_file to create it", path.display()));
+    };
+    let new_text =
+        match replace(old_text, &args.old_string, &args.new_string, args.replace_all.unwrap_or(false)) {
+            Ok((text, _)) => text,
+            Err(message) => return Outcome::failed(format!("{}: {message}", call::shown(env, &path))),
+        };
+    if let Err(message) = files::write(env, &path, &loaded, &new_text).await {
+        return Outcome::failed(message);
+    }
+    let line = first_changed_line(old_text, &new_text);
+    Outcome {
+        status: ToolStatus::Completed,
+        output: vec![ToolOutput::Diff {
+            path: path.display().to_string(),
+            old_text: Some(old_text.clone()),
+            new_text,
+        }],
+        raw_output: Some(serde_json::json!({ "line": line })),
+        for_model: format!("Edited {} (first change at line {line})", call::shown(env, &path)),
+        plan: None,
+    }
+}
+
+/// Replaces `old` with `new` in `text`: exactly one occurrence, or all of them with
+/// `all`. When `old` is not found as written and the text uses CRLF, `old` and `new` are
+/// tried again with their `\n` turned into `\r\n`. Returns the new text and the count.
+pub fn replace(text: &str, old: &str, new: &str, all: bool) -> Result<(String, usize), String> {
+    let mut count = text.matches(old).count();
+    let (mut old, mut new) = (old.to_owned(), new.to_owned());
+    if count == 0 && old.contains('\n') && text.contains("\r\n") {
+        let crlf_old = super::text::to_crlf(&old);
+        count = text.matches(crlf_old.as_str()).count();
+        if count > 0 {
+            old = crlf_old;
+            new = super::text::to_crlf(&new);
+        }
+    }
+    match count {
+        0 => Err("old_string was not found; read the file again and copy the text exactly, including \
+                  whitespace"
+            .to_owned()),
+        1 => Ok((text.replacen(&old, &new, 1), 1)),
+        n if all => Ok((text.replace(&old, &new), n)),
+        n => Err(format!(
+            "old_string appears {n} times; include more surrounding lines to make it unique, or set \
+             replace_all to replace every occurrence"
+        )),
+    }
+}
+
+/// The 1-based line of the first difference between two texts.
+fn first_changed_line(old: &str, new: &str) -> usize {
+    let common = old.bytes().zip(new.bytes()).take_while(|(a, b)| a == b).count();
+    old[..floor_char_boundary(old, common)].matches('\n').count() + 1
+}
+
+fn floor_char_boundary(text: &str, mut index: usize) -> usize {
+    while index > 0 && !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lf_old_string_matches_a_crlf_file_and_keeps_crlf() {
+        let (text, n) = replace("a\r\nb\r\nc\r\n", "a\nb\n", "x\ny\n", false).expect("replaced");
+        assert_eq!((text.as_str(), n), ("x\r\ny\r\nc\r\n", 1));
+    }
+
+    #[test]
+    fn first_changed_line_counts_from_one() {
+        assert_eq!(first_changed_line("a\nb\nc", "a\nB\nc"), 2);
+        assert_eq!(first_changed_line("abc", "xbc"), 1);
+    }
+}

@@ -1,0 +1,158 @@
+//! What the editor can do for a tool call, in core terms: read and write its buffers, run
+//! commands in its terminals, ask the user. The ACP adapter implements [`EditorIo`] per
+//! session; [`NoEditor`] is the headless stand-in that can do none of it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::BoxFuture;
+
+/// A failed editor call, as a message for the model and the log.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EditorError(pub String);
+
+/// How a command in an editor terminal ended.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExitStatus {
+    /// The exit code, if it exited.
+    pub code: Option<u32>,
+    /// The signal that ended it, if any (e.g. `SIGKILL`).
+    pub signal: Option<String>,
+}
+
+/// What an editor terminal has printed so far.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TerminalOutput {
+    /// The output (the editor keeps the tail when it truncates).
+    pub output: String,
+    /// Whether the front was cut.
+    pub truncated: bool,
+    /// Set once the command has exited.
+    pub exit: Option<ExitStatus>,
+}
+
+/// A command to run in an editor terminal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalCommand {
+    /// The program (run through `sh -c` by the caller when it is a shell line).
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Its working directory (absolute).
+    pub cwd: String,
+    /// How much output the editor keeps, in bytes.
+    pub output_byte_limit: u64,
+}
+
+/// What the user chose when asked for permission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    /// Run it this time.
+    AllowOnce,
+    /// Run it, and calls like it for the rest of the session.
+    AllowAlways,
+    /// Do not run it.
+    RejectOnce,
+    /// Do not run it, nor calls like it for the rest of the session.
+    RejectAlways,
+    /// The request was cancelled (the turn was).
+    Cancelled,
+}
+
+/// The answer to a question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuestionAnswer {
+    /// The user answered.
+    Answer(String),
+    /// The user declined to answer.
+    Declined,
+    /// The user dismissed the question.
+    Cancelled,
+}
+
+/// The editor side of a session.
+pub trait EditorIo: Send + Sync + 'static {
+    /// Whether reads go through the editor (`fs.readTextFile`).
+    fn reads_files(&self) -> bool;
+    /// Whether writes go through the editor (`fs.writeTextFile`).
+    fn writes_files(&self) -> bool;
+    /// Whether commands run in editor terminals (`terminal`).
+    fn has_terminals(&self) -> bool;
+    /// Whether questions can be asked (`elicitation.form`).
+    fn asks_questions(&self) -> bool;
+
+    /// Reads a text file, unsaved changes included.
+    fn read_text_file(&self, path: &Path) -> BoxFuture<Result<String, EditorError>>;
+    /// Writes a text file (the editor creates it when missing).
+    fn write_text_file(&self, path: &Path, content: String) -> BoxFuture<Result<(), EditorError>>;
+
+    /// Starts a command; returns the terminal id at once.
+    fn terminal_create(&self, command: TerminalCommand) -> BoxFuture<Result<String, EditorError>>;
+    /// What the terminal printed so far.
+    fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>>;
+    /// Waits until the command exits.
+    fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>>;
+    /// Kills the command; the terminal stays valid.
+    fn terminal_kill(&self, id: &str) -> BoxFuture<Result<(), EditorError>>;
+    /// Frees the terminal; the id is invalid afterwards.
+    fn terminal_release(&self, id: &str) -> BoxFuture<Result<(), EditorError>>;
+
+    /// Asks the user whether tool call `call_id` may run; `timeout` bounds the wait
+    /// (no answer in time is a rejection).
+    fn request_permission(&self, call_id: &str, timeout: Duration) -> BoxFuture<PermissionAnswer>;
+    /// Asks the user a question, optionally with fixed choices.
+    fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>>;
+}
+
+/// An editor that offers nothing: tools run locally, permission requests are rejected,
+/// questions fail.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoEditor;
+
+fn unavailable<T: Send + 'static>(what: &str) -> BoxFuture<Result<T, EditorError>> {
+    let message = format!("the editor does not offer {what}");
+    Box::pin(std::future::ready(Err(EditorError(message))))
+}
+
+impl EditorIo for NoEditor {
+    fn reads_files(&self) -> bool {
+        false
+    }
+    fn writes_files(&self) -> bool {
+        false
+    }
+    fn has_terminals(&self) -> bool {
+        false
+    }
+    fn asks_questions(&self) -> bool {
+        false
+    }
+    fn read_text_file(&self, _: &Path) -> BoxFuture<Result<String, EditorError>> {
+        unavailable("file reads")
+    }
+    fn write_text_file(&self, _: &Path, _: String) -> BoxFuture<Result<(), EditorError>> {
+        unavailable("file writes")
+    }
+    fn terminal_create(&self, _: TerminalCommand) -> BoxFuture<Result<String, EditorError>> {
+        unavailable("terminals")
+    }
+    fn terminal_output(&self, _: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
+        unavailable("terminals")
+    }
+    fn terminal_wait_for_exit(&self, _: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
+        unavailable("terminals")
+    }
+    fn terminal_kill(&self, _: &str) -> BoxFuture<Result<(), EditorError>> {
+        unavailable("terminals")
+    }
+    fn terminal_release(&self, _: &str) -> BoxFuture<Result<(), EditorError>> {
+        unavailable("terminals")
+    }
+    fn request_permission(&self, _: &str, _: Duration) -> BoxFuture<PermissionAnswer> {
+        Box::pin(std::future::ready(PermissionAnswer::RejectOnce))
+    }
+    fn ask(&self, _: &str, _: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+        unavailable("questions")
+    }
+}

@@ -1,0 +1,119 @@
+//! `list_files`: the files under a directory, as a developer sees them (ignored and hidden
+//! files left out), sorted. Invariant: never more than [`MAX_FILES`] entries, and a cut
+//! list says so.
+
+use std::ops::ControlFlow;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Outcome, Prepared, Tool, ToolEnv, call, walk};
+use crate::BoxFuture;
+use crate::llm::ToolSpec;
+use crate::session::event::ToolKind;
+
+const NAME: &str = "list_files";
+
+/// The most files listed at once.
+pub const MAX_FILES: usize = 1000;
+
+/// Arguments of `list_files`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListFilesArgs {
+    /// The directory to list, absolute or relative to the working directory (default: the
+    /// working directory).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// A glob the path (relative to the listed directory) must match, e.g. `*.rs` or
+    /// `src/**/mod.rs`.
+    #[serde(default)]
+    pub pattern: Option<String>,
+}
+
+/// The `list_files` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListFiles;
+
+impl Tool for ListFiles {
+    fn spec(&self) -> ToolSpec {
+        call::spec::<ListFilesArgs>(
+            NAME,
+            "List the files under a directory recursively, sorted, skipping hidden files and what \
+             .gitignore ignores. Filter with a glob pattern.",
+        )
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Search
+    }
+
+    fn prepare(&self, arguments: &str, env: &ToolEnv) -> Result<Prepared, String> {
+        let (args, raw_input): (ListFilesArgs, _) = call::parse(NAME, arguments)?;
+        if let Some(pattern) = &args.pattern {
+            walk::glob(pattern)?;
+        }
+        let path = call::resolve(env, args.path.as_deref().unwrap_or("."));
+        let mut title = format!("List {}", call::shown(env, &path));
+        if let Some(pattern) = &args.pattern {
+            title.push_str(&format!(" ({pattern})"));
+        }
+        Ok(Prepared {
+            title: call::scrub_text(env, &title),
+            kind: ToolKind::Search,
+            locations: vec![call::location(&path, None)],
+            raw_input,
+            outside_roots: !env.roots.is_inside(&path),
+        })
+    }
+
+    fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
+        Box::pin(async move {
+            let outcome = list(prepared, env.clone()).await;
+            call::scrub(&env, outcome)
+        })
+    }
+}
+
+async fn list(prepared: Prepared, env: ToolEnv) -> Outcome {
+    let args: ListFilesArgs = match call::reparse(NAME, &prepared.raw_input) {
+        Ok(args) => args,
+        Err(failed) => return failed,
+    };
+    let filter = match args.pattern.as_deref().map(walk::glob).transpose() {
+        Ok(filter) => filter,
+        Err(message) => return Outcome::failed(message),
+    };
+    let root = call::resolve(&env, args.path.as_deref().unwrap_or("."));
+    if !root.exists() {
+        return Outcome::failed(format!("{} does not exist", root.display()));
+    }
+    let (cancel, witness) = (env.cancel.clone(), env.witness.clone());
+    let cwd = call::resolve(&env, ".");
+    let walked = tokio::task::spawn_blocking(move || {
+        let mut found = Vec::new();
+        let mut more = false;
+        let finished = walk::files(&root, filter.as_ref(), &cancel, witness.as_deref(), |path| {
+            if found.len() == MAX_FILES {
+                more = true;
+                return ControlFlow::Break(());
+            }
+            found.push(call::shown_from(&cwd, path));
+            ControlFlow::Continue(())
+        });
+        (found, more, finished)
+    })
+    .await;
+    let Ok((found, more, finished)) = walked else {
+        return Outcome::failed("the file walk stopped unexpectedly");
+    };
+    if !finished {
+        return Outcome::failed("cancelled");
+    }
+    let mut text = if found.is_empty() { "[no files found]".to_owned() } else { found.join("\n") };
+    if more {
+        text.push_str(&format!(
+            "\n[truncated: showing the first {MAX_FILES} files; narrow the listing with path or pattern]"
+        ));
+    }
+    call::completed(text)
+}

@@ -1,0 +1,208 @@
+//! One tool of an MCP server, offered to the model as `mcp__<server>__<tool>`: its
+//! arguments are checked to be a JSON object, the call is gated like a command (kind
+//! `other`), runs with the turn's cancellation and a timeout, and its content becomes text
+//! for the model and the editor, scrubbed of secrets.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::Peer;
+use serde_json::{Map, Value};
+
+use crate::BoxFuture;
+use crate::llm::ToolSpec;
+use crate::session::event::{ToolKind, ToolStatus};
+use crate::tools::{Outcome, Prepared, Tool, ToolEnv, call};
+
+/// How long one call may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(600);
+/// The most text a call returns to the model.
+const MAX_OUTPUT: usize = 64 * 1024;
+/// Model APIs accept tool names of at most this many characters.
+const MAX_NAME: usize = 64;
+
+/// A tool of an MCP server.
+pub struct McpTool {
+    /// The name the model calls.
+    name: String,
+    /// The server's name.
+    server: String,
+    /// The tool's own name on the server.
+    remote: String,
+    title: String,
+    description: String,
+    parameters: Value,
+    peer: Peer<RoleClient>,
+}
+
+impl McpTool {
+    /// The tool `tool` of `server`, named so no other in `taken` has its name.
+    pub(super) fn new(
+        server: &str,
+        tool: rmcp::model::Tool,
+        peer: Peer<RoleClient>,
+        taken: &mut HashSet<String>,
+    ) -> Self {
+        let remote = tool.name.to_string();
+        let base = model_name(server, &remote);
+        let mut name = base.clone();
+        let mut n = 1;
+        while !taken.insert(name.clone()) {
+            n += 1;
+            let suffix = format!("_{n}");
+            name = format!("{}{suffix}", truncate(&base, MAX_NAME - suffix.len()));
+        }
+        let title = tool.title.clone().unwrap_or_else(|| remote.clone());
+        let description = match tool.description.as_deref() {
+            Some(text) if !text.trim().is_empty() => format!("{text} (MCP server `{server}`)"),
+            _ => format!("The `{remote}` tool of the MCP server `{server}`."),
+        };
+        let mut parameters = Value::Object((*tool.input_schema).clone());
+        // Models need an object schema with properties, even for a tool without arguments.
+        if let Some(schema) = parameters.as_object_mut() {
+            schema.entry("type").or_insert_with(|| Value::String("object".into()));
+            schema.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+        }
+        Self { name, server: server.to_owned(), remote, title, description, parameters, peer }
+    }
+
+    /// Whether the server's connection has closed.
+    pub(super) fn is_closed(&self) -> bool {
+        self.peer.is_transport_closed()
+    }
+}
+
+/// `mcp__<server>__<tool>` with what model APIs refuse replaced by `_`, at most 64 chars.
+fn model_name(server: &str, tool: &str) -> String {
+    let clean = |text: &str| -> String {
+        text.chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+            .collect()
+    };
+    truncate(&format!("mcp__{}__{}", clean(server), clean(tool)), MAX_NAME)
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+impl Tool for McpTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters: self.parameters.clone(),
+        }
+    }
+
+    fn kind(&self) -> ToolKind {
+        // What a server's tool does is unknown (its hints are not to be trusted): it is
+        // gated like a command.
+        ToolKind::Other
+    }
+
+    fn prepare(&self, arguments: &str, env: &ToolEnv) -> Result<Prepared, String> {
+        let text = if arguments.trim().is_empty() { "{}" } else { arguments };
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            format!("the arguments of {} are not valid JSON ({e}); send a JSON object", self.name)
+        })?;
+        if !value.is_object() {
+            return Err(format!("the arguments of {} must be a JSON object", self.name));
+        }
+        Ok(Prepared {
+            title: call::scrub_text(env, &format!("{}: {}", self.server, self.title)),
+            kind: ToolKind::Other,
+            locations: Vec::new(),
+            raw_input: value,
+            outside_roots: false,
+        })
+    }
+
+    fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
+        let mut params = CallToolRequestParams::new(Cow::Owned(self.remote.clone()));
+        params.arguments = prepared.raw_input.as_object().cloned();
+        let (peer, server) = (self.peer.clone(), self.server.clone());
+        Box::pin(async move {
+            let called = tokio::time::timeout(CALL_TIMEOUT, peer.call_tool(params));
+            let outcome = tokio::select! {
+                biased;
+                () = env.cancel.cancelled() => Outcome::failed("cancelled"),
+                result = called => match result {
+                    Err(_) => Outcome::failed(format!("the MCP server `{server}` did not answer within {} s", CALL_TIMEOUT.as_secs())),
+                    Ok(Err(error)) => Outcome::failed(format!("the MCP server `{server}` failed: {error}")),
+                    Ok(Ok(result)) => outcome_of(serde_json::to_value(&result).unwrap_or_default()),
+                },
+            };
+            call::scrub(&env, outcome)
+        })
+    }
+}
+
+/// A `tools/call` result as the model and the editor see it.
+fn outcome_of(result: Value) -> Outcome {
+    let mut parts = Vec::new();
+    for block in result.get("content").and_then(Value::as_array).into_iter().flatten() {
+        let kind = block.get("type").and_then(Value::as_str).unwrap_or_default();
+        let text = |key: &str| block.pointer(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        parts.push(match kind {
+            "text" => text("/text"),
+            "image" => format!("[image {}]", text("/mimeType")),
+            "audio" => format!("[audio {}]", text("/mimeType")),
+            "resource" => match block.pointer("/resource/text").and_then(Value::as_str) {
+                Some(body) => body.to_owned(),
+                None => format!("[resource {}]", text("/resource/uri")),
+            },
+            "resource_link" => format!("[resource {}]", text("/uri")),
+            other => format!("[{other} content]"),
+        });
+    }
+    if parts.is_empty()
+        && let Some(structured) = result.get("structuredContent")
+    {
+        parts.push(structured.to_string());
+    }
+    let mut text = parts.join("\n");
+    if text.len() > MAX_OUTPUT {
+        let cut = (0..=MAX_OUTPUT).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+        text.truncate(cut);
+        text.push_str("\n[output truncated]");
+    }
+    let failed = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
+    let mut outcome = call::completed(if text.is_empty() { "(no output)".into() } else { text });
+    if failed {
+        outcome.status = ToolStatus::Failed;
+    }
+    outcome.raw_output = Some(result);
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_what_model_apis_accept() {
+        assert_eq!(model_name("git hub", "search.issues"), "mcp__git_hub__search_issues");
+        let long = model_name("server", &"x".repeat(100));
+        assert_eq!(long.chars().count(), MAX_NAME);
+    }
+
+    #[test]
+    fn content_becomes_text_and_errors_fail() {
+        let result = serde_json::json!({"content": [
+            {"type": "text", "text": "one"},
+            {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "file:///a", "text": "body"}},
+            {"type": "resource_link", "uri": "file:///b", "name": "b"}
+        ], "isError": true});
+        let outcome = outcome_of(result);
+        assert_eq!(outcome.for_model, "one\n[image image/png]\nbody\n[resource file:///b]");
+        assert_eq!(outcome.status, ToolStatus::Failed);
+        let empty = outcome_of(serde_json::json!({"content": [], "structuredContent": {"n": 1}}));
+        assert_eq!(empty.for_model, "{\"n\":1}");
+        assert_eq!(empty.status, ToolStatus::Completed);
+    }
+}

@@ -1,0 +1,226 @@
+//! Tools the model can call: the [`Tool`] trait, the registry the turn loop looks them up
+//! in, and what a call reports. Knows nothing of ACP.
+
+mod call;
+pub mod edit_file;
+pub mod editor;
+mod files;
+pub mod finish_goal;
+pub mod grep;
+pub mod list_files;
+pub mod local_process;
+pub mod mcp;
+pub mod question;
+pub mod read_file;
+pub mod roots;
+pub mod run_command;
+pub mod text;
+pub mod todo;
+mod walk;
+pub mod write_file;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use self::editor::EditorIo;
+use self::roots::Roots;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::BoxFuture;
+use crate::llm::ToolSpec;
+use crate::session::event::{Location, ToolKind, ToolOutput, ToolStatus};
+
+/// Where a tool call runs.
+#[derive(Clone)]
+pub struct ToolEnv {
+    /// The session's working directory (absolute).
+    pub cwd: PathBuf,
+    /// The session's write roots: its cwd and additional directories.
+    pub roots: Arc<Roots>,
+    /// Cancelled when the turn is.
+    pub cancel: CancellationToken,
+    /// What the editor does for tools (file I/O, terminals, questions).
+    pub editor: Arc<dyn EditorIo>,
+    /// Secrets to scrub from anything a tool returns.
+    pub secrets: Arc<Vec<crate::secret::Secret>>,
+    /// Where a running call shows its progress.
+    pub progress: Progress,
+    /// Sees the files tools are about to use, when someone is watching (`--record`).
+    pub witness: Option<Arc<dyn FileWitness>>,
+}
+
+/// Sees each file a tool is about to read, search or change, before it does. Used by
+/// `heron acp --record` to keep the workspace a recorded session started from.
+pub trait FileWitness: Send + Sync + std::fmt::Debug + 'static {
+    /// `path` (absolute) is about to be used; it may not exist.
+    fn before_use(&self, path: &std::path::Path);
+}
+
+impl ToolEnv {
+    /// Tells the witness, if any, that `path` is about to be used.
+    pub fn witness(&self, path: &std::path::Path) {
+        if let Some(witness) = &self.witness {
+            witness.before_use(path);
+        }
+    }
+}
+
+/// A running call's line to the editor: output shown before the call ends, and a barrier
+/// that waits until what was shown has reached the editor's connection.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    target: Option<(String, tokio::sync::mpsc::UnboundedSender<crate::session::event::TurnUpdate>)>,
+}
+
+impl Progress {
+    /// Progress of call `call_id`, sent as turn updates.
+    pub fn new(
+        call_id: String,
+        updates: tokio::sync::mpsc::UnboundedSender<crate::session::event::TurnUpdate>,
+    ) -> Self {
+        Self { target: Some((call_id, updates)) }
+    }
+
+    /// Shows `output` in the call (replacing what it showed before); the call stays running.
+    pub fn show(&self, output: Vec<ToolOutput>) {
+        if let Some((call_id, updates)) = &self.target {
+            let _ = updates.send(crate::session::event::TurnUpdate::ToolProgress {
+                call_id: call_id.clone(),
+                status: ToolStatus::InProgress,
+                output,
+            });
+        }
+    }
+
+    /// Waits until everything shown so far has been handed to the editor's connection.
+    pub async fn flushed(&self) {
+        if let Some((_, updates)) = &self.target {
+            let (done, flushed) = tokio::sync::oneshot::channel();
+            if updates.send(crate::session::event::TurnUpdate::Flushed(done)).is_ok() {
+                let _ = flushed.await;
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for ToolEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolEnv").field("cwd", &self.cwd).field("roots", &self.roots).finish_non_exhaustive()
+    }
+}
+
+/// A call described before it runs: what the editor shows and the permission gate sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    /// A human title, e.g. "Read src/main.rs".
+    pub title: String,
+    /// What it does.
+    pub kind: ToolKind,
+    /// Files it touches (absolute paths).
+    pub locations: Vec<Location>,
+    /// The parsed arguments.
+    pub raw_input: Value,
+    /// Whether it reads something outside the session's roots (the gate asks first).
+    pub outside_roots: bool,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// `Completed` or `Failed`.
+    pub status: ToolStatus,
+    /// What the user sees.
+    pub output: Vec<ToolOutput>,
+    /// The raw result, for the editor.
+    pub raw_output: Option<Value>,
+    /// What the model is told.
+    pub for_model: String,
+    /// A new plan, replacing the session's (`todo_write`).
+    pub plan: Option<Vec<crate::session::event::PlanItem>>,
+}
+
+impl Outcome {
+    /// A failure the model reads as `message`.
+    pub fn failed(message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self {
+            status: ToolStatus::Failed,
+            output: vec![ToolOutput::Text { text: message.clone() }],
+            raw_output: None,
+            for_model: message,
+            plan: None,
+        }
+    }
+}
+
+/// A tool.
+pub trait Tool: Send + Sync + 'static {
+    /// The name, description and argument schema offered to the model.
+    fn spec(&self) -> ToolSpec;
+
+    /// What kind of action it is.
+    fn kind(&self) -> ToolKind;
+
+    /// Parses `arguments` (the model's JSON text) and describes the call. An `Err` is a
+    /// message for the model: the call fails without running.
+    fn prepare(&self, arguments: &str, env: &ToolEnv) -> Result<Prepared, String>;
+
+    /// Runs a prepared call.
+    fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome>;
+}
+
+/// The tools a session offers, by name.
+#[derive(Clone, Default)]
+pub struct Registry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.keys()).finish()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool under its spec's name.
+    pub fn add(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.spec().name, tool);
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// The specs offered to the model; `read_only` keeps only tools that change nothing.
+    pub fn specs(&self, read_only: bool) -> Vec<ToolSpec> {
+        self.tools
+            .values()
+            .filter(|t| !read_only || matches!(t.kind(), ToolKind::Read | ToolKind::Search | ToolKind::Think))
+            .map(|t| t.spec())
+            .collect()
+    }
+}
+
+/// The built-in tools: files, search, commands, the plan and questions.
+pub fn builtin() -> Registry {
+    let mut registry = Registry::new();
+    registry.add(Arc::new(read_file::ReadFile));
+    registry.add(Arc::new(write_file::WriteFile));
+    registry.add(Arc::new(edit_file::EditFile));
+    registry.add(Arc::new(list_files::ListFiles));
+    registry.add(Arc::new(grep::Grep));
+    registry.add(Arc::new(run_command::RunCommand));
+    registry.add(Arc::new(todo::TodoWrite));
+    registry.add(Arc::new(question::Question));
+    registry.add(Arc::new(finish_goal::FinishGoal));
+    registry
+}

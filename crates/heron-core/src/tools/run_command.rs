@@ -1,0 +1,241 @@
+//! `run_command`: runs a shell line in the workspace, in an editor terminal when the editor
+//! offers them, locally otherwise. Invariants: the command never outlives its timeout or a
+//! cancel, and an editor terminal is always released, last, even when the call's future is
+//! dropped.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::editor::{EditorIo, ExitStatus, TerminalCommand};
+use super::local_process::{self, Ending};
+use super::{Outcome, Prepared, Tool, ToolEnv, call};
+use crate::BoxFuture;
+use crate::llm::ToolSpec;
+use crate::session::event::{ToolKind, ToolOutput, ToolStatus};
+
+const NAME: &str = "run_command";
+
+/// The timeout when none is given.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The longest timeout allowed.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// The most output bytes kept.
+pub const OUTPUT_CAP: usize = 64 * 1024;
+
+/// Arguments of `run_command`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RunCommandArgs {
+    /// The shell command line, run with `sh -c`.
+    pub command: String,
+    /// The directory to run it in, inside the workspace (default: the working directory).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// How long it may run, in milliseconds (default 120000, at most 600000); it is killed
+    /// after that.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// The `run_command` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunCommand;
+
+/// A parsed, checked call.
+struct Checked {
+    command: String,
+    cwd: PathBuf,
+    timeout: Duration,
+}
+
+fn check(args: RunCommandArgs, env: &ToolEnv) -> Result<Checked, String> {
+    if args.command.trim().is_empty() {
+        return Err("command must not be empty".to_owned());
+    }
+    let timeout = match args.timeout_ms {
+        Some(0) => return Err("timeout_ms must be at least 1".to_owned()),
+        Some(ms) => Duration::from_millis(ms).min(MAX_TIMEOUT),
+        None => DEFAULT_TIMEOUT,
+    };
+    let cwd = call::resolve(env, args.cwd.as_deref().unwrap_or("."));
+    if !env.roots.is_inside(&cwd) {
+        return Err(format!(
+            "cwd {} is outside the workspace roots; commands run only inside them",
+            cwd.display()
+        ));
+    }
+    Ok(Checked { command: args.command, cwd, timeout })
+}
+
+impl Tool for RunCommand {
+    fn spec(&self) -> ToolSpec {
+        call::spec::<RunCommandArgs>(
+            NAME,
+            "Run a shell command (sh -c) in the workspace and return its exit code and output (stdout and \
+             stderr together). The command is killed, with everything it started, when it times out.",
+        )
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Execute
+    }
+
+    fn prepare(&self, arguments: &str, env: &ToolEnv) -> Result<Prepared, String> {
+        let (args, raw_input): (RunCommandArgs, _) = call::parse(NAME, arguments)?;
+        let checked = check(args, env)?;
+        Ok(Prepared {
+            title: call::scrub_text(env, &format!("Run `{}`", call::one_line(&checked.command, 80))),
+            kind: ToolKind::Execute,
+            locations: Vec::new(),
+            raw_input,
+            outside_roots: false,
+        })
+    }
+
+    fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
+        Box::pin(async move {
+            let checked = call::reparse(NAME, &prepared.raw_input)
+                .and_then(|args| check(args, &env).map_err(Outcome::failed));
+            let outcome = match checked {
+                Err(failed) => failed,
+                Ok(checked) if env.editor.has_terminals() => in_editor(&env, checked).await,
+                Ok(checked) => locally(&env, checked).await,
+            };
+            call::scrub(&env, outcome)
+        })
+    }
+}
+
+async fn locally(env: &ToolEnv, checked: Checked) -> Outcome {
+    let finished =
+        match local_process::run(&checked.command, &checked.cwd, checked.timeout, OUTPUT_CAP, &env.cancel)
+            .await
+        {
+            Ok(finished) => finished,
+            Err(message) => return Outcome::failed(message),
+        };
+    let mut outcome = report(&finished.ending, &finished.output, checked.timeout);
+    outcome.output = vec![ToolOutput::Text { text: outcome.for_model.clone() }];
+    outcome
+}
+
+/// Runs the command in an editor terminal. The terminal is driven by a task of its own, so
+/// that a dropped call still kills and releases it: dropping the guard cancels `stop`.
+async fn in_editor(env: &ToolEnv, checked: Checked) -> Outcome {
+    let stop = env.cancel.child_token();
+    let _guard = stop.clone().drop_guard();
+    let task = tokio::spawn(drive_terminal(Arc::clone(&env.editor), checked, stop, env.progress.clone()));
+    task.await.unwrap_or_else(|_| Outcome::failed("the terminal task stopped unexpectedly"))
+}
+
+/// How waiting for an editor terminal ended.
+enum Waited {
+    Exited(ExitStatus),
+    Failed(String),
+    TimedOut,
+    Cancelled,
+}
+
+async fn drive_terminal(
+    editor: Arc<dyn EditorIo>,
+    checked: Checked,
+    stop: CancellationToken,
+    progress: crate::tools::Progress,
+) -> Outcome {
+    let command = TerminalCommand {
+        command: "sh".to_owned(),
+        args: vec!["-c".to_owned(), checked.command.clone()],
+        cwd: checked.cwd.display().to_string(),
+        output_byte_limit: OUTPUT_CAP as u64,
+    };
+    let id = match editor.terminal_create(command).await {
+        Ok(id) => id,
+        Err(e) => return Outcome::failed(format!("the editor could not start the command: {e}")),
+    };
+    // The editor shows the live output in the tool call while the command runs.
+    progress.show(vec![ToolOutput::Terminal { terminal_id: id.clone() }]);
+    let waited = tokio::select! {
+        exit = editor.terminal_wait_for_exit(&id) => match exit {
+            Ok(status) => Waited::Exited(status),
+            Err(e) => Waited::Failed(e.to_string()),
+        },
+        () = tokio::time::sleep(checked.timeout) => Waited::TimedOut,
+        () = stop.cancelled() => Waited::Cancelled,
+    };
+    if !matches!(waited, Waited::Exited(_))
+        && let Err(e) = editor.terminal_kill(&id).await
+    {
+        tracing::debug!(terminal = %id, error = %e, "killing the editor terminal failed");
+    }
+    let (output, truncated) = match editor.terminal_output(&id).await {
+        Ok(out) => (out.output, out.truncated),
+        Err(e) => (format!("[the editor could not give the output: {e}]"), false),
+    };
+    let output =
+        if truncated { format!("[truncated: the start of the output was cut]\n{output}") } else { output };
+    let ending = match waited {
+        Waited::Exited(ExitStatus { code: Some(code), .. }) => {
+            Ending::Exited(i32::try_from(code).unwrap_or(-1))
+        }
+        Waited::Exited(ExitStatus { signal: Some(signal), .. }) => Ending::Signalled(signal),
+        Waited::Exited(_) => Ending::Exited(-1),
+        Waited::TimedOut => Ending::TimedOut,
+        Waited::Cancelled => Ending::Cancelled,
+        Waited::Failed(message) => {
+            progress.flushed().await;
+            release(editor.as_ref(), &id).await;
+            let mut outcome = Outcome::failed(format!("waiting for the command failed: {message}\n{output}"));
+            // The running update embedded the terminal; the final one leaves it as shown.
+            outcome.output = Vec::new();
+            return outcome;
+        }
+    };
+    // The running update embedded the terminal; the final update leaves that content as it
+    // is (it names no terminal), so nothing refers to the terminal after its release.
+    let outcome = report(&ending, &output, checked.timeout);
+    // Released last, after the update that embeds the terminal has reached the editor.
+    progress.flushed().await;
+    release(editor.as_ref(), &id).await;
+    outcome
+}
+
+async fn release(editor: &dyn EditorIo, id: &str) {
+    if let Err(e) = editor.terminal_release(id).await {
+        tracing::debug!(terminal = %id, error = %e, "releasing the editor terminal failed");
+    }
+}
+
+/// What the model and the editor are told about a finished command.
+fn report(ending: &Ending, output: &str, timeout: Duration) -> Outcome {
+    let (status_line, status, raw) = match ending {
+        Ending::Exited(code) => (
+            format!("Exit code: {code}"),
+            if *code == 0 { ToolStatus::Completed } else { ToolStatus::Failed },
+            json!({ "exit_code": code }),
+        ),
+        Ending::Signalled(signal) => {
+            (format!("Killed by {signal}"), ToolStatus::Failed, json!({ "signal": signal }))
+        }
+        Ending::TimedOut => (
+            format!("Timed out after {} ms; the command was killed", timeout.as_millis()),
+            ToolStatus::Failed,
+            json!({ "timed_out": true }),
+        ),
+        Ending::Cancelled => {
+            ("Cancelled; the command was killed".to_owned(), ToolStatus::Failed, json!({ "cancelled": true }))
+        }
+    };
+    let body = if output.trim().is_empty() { "(no output)" } else { output.trim_end() };
+    Outcome {
+        status,
+        output: Vec::new(),
+        raw_output: Some(raw),
+        for_model: format!("{status_line}\nOutput:\n{body}"),
+        plan: None,
+    }
+}

@@ -1,0 +1,109 @@
+//! `write_file`: creates or replaces a file inside the write roots. Invariant: an existing
+//! file keeps its BOM, line endings and (when the new text allows) its Latin-1 encoding.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::text::{self, Encoding};
+use super::{Outcome, Prepared, Tool, ToolEnv, call, files};
+use crate::BoxFuture;
+use crate::llm::ToolSpec;
+use crate::session::event::{ToolKind, ToolOutput, ToolStatus};
+
+const NAME: &str = "write_file";
+
+/// Arguments of `write_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WriteFileArgs {
+    /// The file, absolute or relative to the working directory; missing parent directories
+    /// are created.
+    pub path: String,
+    /// The whole new content of the file.
+    pub content: String,
+}
+
+/// The `write_file` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteFile;
+
+impl Tool for WriteFile {
+    fn spec(&self) -> ToolSpec {
+        call::spec::<WriteFileArgs>(
+            NAME,
+            "Create a file or replace its whole content. Only files inside the workspace can be written. \
+             Prefer edit_file for changing part of an existing file.",
+        )
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Edit
+    }
+
+    fn prepare(&self, arguments: &str, env: &ToolEnv) -> Result<Prepared, String> {
+        let (args, raw_input): (WriteFileArgs, _) = call::parse(NAME, arguments)?;
+        let path = call::resolve_for_write(env, &args.path)?;
+        let verb = if path.exists() { "Write" } else { "Create" };
+        Ok(Prepared {
+            title: call::scrub_text(env, &format!("{verb} {}", call::shown(env, &path))),
+            kind: ToolKind::Edit,
+            locations: vec![call::location(&path, None)],
+            raw_input,
+            outside_roots: false,
+        })
+    }
+
+    fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
+        Box::pin(async move { call::guarded(&env, write(&prepared, &env)).await })
+    }
+}
+
+async fn write(prepared: &Prepared, env: &ToolEnv) -> Outcome {
+    let args: WriteFileArgs = match call::reparse(NAME, &prepared.raw_input) {
+        Ok(args) => args,
+        Err(failed) => return failed,
+    };
+    // Checked again: the tree may have changed while the call waited for permission.
+    let path = match call::resolve_for_write(env, &args.path) {
+        Ok(path) => path,
+        Err(message) => return Outcome::failed(message),
+    };
+    let mut loaded = match files::read_for_change(env, &path).await {
+        Ok(loaded) => loaded,
+        Err(message) => return Outcome::failed(message),
+    };
+    let mut content = args.content.strip_prefix('\u{feff}').unwrap_or(&args.content).to_owned();
+    let mut notes = Vec::new();
+    if let Some(old) = &loaded.text
+        && text::uses_crlf(old)
+        && !text::uses_crlf(&content)
+    {
+        content = text::to_crlf(&content);
+        notes.push("kept the file's CRLF line endings");
+    }
+    if loaded.encoding == Encoding::Latin1 && text::encode(&content, Encoding::Latin1).is_err() {
+        loaded.encoding = Encoding::Utf8;
+        notes.push("the file was Latin-1 but the new content is not, so it is now UTF-8");
+    }
+    if let Err(message) = files::write(env, &path, &loaded, &content).await {
+        return Outcome::failed(message);
+    }
+    let shown = call::shown(env, &path);
+    let mut summary = match &loaded.text {
+        None => format!("Created {shown} ({} lines)", content.lines().count()),
+        Some(_) => format!("Wrote {shown} ({} lines)", content.lines().count()),
+    };
+    if !notes.is_empty() {
+        summary.push_str(&format!("; {}", notes.join("; ")));
+    }
+    Outcome {
+        status: ToolStatus::Completed,
+        output: vec![ToolOutput::Diff {
+            path: path.display().to_string(),
+            old_text: loaded.text,
+            new_text: content,
+        }],
+        raw_output: None,
+        for_model: summary,
+        plan: None,
+    }
+}

@@ -1,0 +1,13 @@
+//! Integration tests of the agent core, driven through its own API (no protocol, no pipes):
+//! one test binary, one module per concern, one shared support module.
+
+mod support;
+
+mod llm_openai;
+mod llm_scripted;
+mod tools_commands;
+mod tools_confinement;
+mod tools_files;
+mod tools_mcp;
+mod tools_plan_question;
+mod tools_search;

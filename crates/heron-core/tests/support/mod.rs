@@ -1,0 +1,253 @@
+//! A scriptable stand-in for the editor side of a session, for the tool tests: it records
+//! every call, serves an in-memory buffer map and fake terminals, and answers questions.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use heron_core::BoxFuture;
+use heron_core::tools::editor::{
+    EditorError, EditorIo, ExitStatus, NoEditor, PermissionAnswer, QuestionAnswer, TerminalCommand,
+    TerminalOutput,
+};
+use heron_core::tools::roots::Roots;
+use heron_core::tools::{Outcome, Tool, ToolEnv};
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// What the fake offers and how it behaves.
+#[derive(Debug, Clone)]
+pub struct Script {
+    pub reads: bool,
+    pub writes: bool,
+    pub terminals: bool,
+    pub questions: bool,
+    /// When a terminal command exits on its own; `None`: only when killed.
+    pub exit_after: Option<Duration>,
+    pub exit_code: u32,
+    /// The answer to questions; `None`: never answers.
+    pub answer: Option<QuestionAnswer>,
+}
+
+impl Script {
+    /// Everything offered; commands exit 0 at once; questions are answered "yes".
+    pub fn full() -> Self {
+        Self {
+            reads: true,
+            writes: true,
+            terminals: true,
+            questions: true,
+            exit_after: Some(Duration::ZERO),
+            exit_code: 0,
+            answer: Some(QuestionAnswer::Answer("yes".to_owned())),
+        }
+    }
+}
+
+struct State {
+    script: Script,
+    calls: Mutex<Vec<String>>,
+    buffers: Mutex<HashMap<PathBuf, String>>,
+    killed: watch::Sender<bool>,
+}
+
+/// The fake editor; clones share state.
+#[derive(Clone)]
+pub struct FakeEditor(Arc<State>);
+
+impl FakeEditor {
+    pub fn new(script: Script) -> Self {
+        let (killed, _) = watch::channel(false);
+        Self(Arc::new(State { script, calls: Mutex::default(), buffers: Mutex::default(), killed }))
+    }
+
+    /// The calls so far, as `method` or `method arg`.
+    pub fn calls(&self) -> Vec<String> {
+        self.0.calls.lock().expect("calls").clone()
+    }
+
+    /// Just the method names of the calls so far.
+    pub fn methods(&self) -> Vec<String> {
+        self.calls().iter().map(|c| c.split(' ').next().unwrap_or_default().to_owned()).collect()
+    }
+
+    /// Puts an unsaved buffer in the editor.
+    pub fn set_buffer(&self, path: &Path, text: &str) {
+        self.0.buffers.lock().expect("buffers").insert(path.to_path_buf(), text.to_owned());
+    }
+
+    /// The editor's buffer for `path`, if it has one.
+    pub fn buffer(&self, path: &Path) -> Option<String> {
+        self.0.buffers.lock().expect("buffers").get(path).cloned()
+    }
+
+    fn record(&self, call: String) {
+        self.0.calls.lock().expect("calls").push(call);
+    }
+}
+
+fn ready<T: Send + 'static>(value: T) -> BoxFuture<T> {
+    Box::pin(std::future::ready(value))
+}
+
+impl EditorIo for FakeEditor {
+    fn reads_files(&self) -> bool {
+        self.0.script.reads
+    }
+    fn writes_files(&self) -> bool {
+        self.0.script.writes
+    }
+    fn has_terminals(&self) -> bool {
+        self.0.script.terminals
+    }
+    fn asks_questions(&self) -> bool {
+        self.0.script.questions
+    }
+
+    fn read_text_file(&self, path: &Path) -> BoxFuture<Result<String, EditorError>> {
+        self.record(format!("read_text_file {}", path.display()));
+        if let Some(text) = self.buffer(path) {
+            return ready(Ok(text));
+        }
+        ready(std::fs::read_to_string(path).map_err(|e| EditorError(e.to_string())))
+    }
+
+    fn write_text_file(&self, path: &Path, content: String) -> BoxFuture<Result<(), EditorError>> {
+        self.record(format!("write_text_file {}", path.display()));
+        self.0.buffers.lock().expect("buffers").insert(path.to_path_buf(), content);
+        ready(Ok(()))
+    }
+
+    fn terminal_create(&self, command: TerminalCommand) -> BoxFuture<Result<String, EditorError>> {
+        self.record(format!(
+            "terminal_create {} {} in {}",
+            command.command,
+            command.args.join(" "),
+            command.cwd
+        ));
+        ready(Ok("term-1".to_owned()))
+    }
+
+    fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
+        self.record(format!("terminal_output {id}"));
+        ready(Ok(TerminalOutput { output: "fake output\n".to_owned(), truncated: false, exit: None }))
+    }
+
+    fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
+        self.record(format!("terminal_wait_for_exit {id}"));
+        let script = self.0.script.clone();
+        let mut killed = self.0.killed.subscribe();
+        Box::pin(async move {
+            match script.exit_after {
+                Some(after) => {
+                    tokio::time::sleep(after).await;
+                    Ok(ExitStatus { code: Some(script.exit_code), signal: None })
+                }
+                None => {
+                    let _ = killed.wait_for(|k| *k).await;
+                    Ok(ExitStatus { code: None, signal: Some("SIGKILL".to_owned()) })
+                }
+            }
+        })
+    }
+
+    fn terminal_kill(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+        self.record(format!("terminal_kill {id}"));
+        self.0.killed.send_replace(true);
+        ready(Ok(()))
+    }
+
+    fn terminal_release(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+        self.record(format!("terminal_release {id}"));
+        self.0.killed.send_replace(true);
+        ready(Ok(()))
+    }
+
+    fn request_permission(&self, call_id: &str, _: Duration) -> BoxFuture<PermissionAnswer> {
+        self.record(format!("request_permission {call_id}"));
+        ready(PermissionAnswer::AllowOnce)
+    }
+
+    fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+        self.record(format!("ask {question} [{}]", options.join("|")));
+        match self.0.script.answer.clone() {
+            Some(answer) => ready(Ok(answer)),
+            None => Box::pin(std::future::pending()),
+        }
+    }
+}
+
+/// A temporary directory with a workspace `ws` and a sibling `outside`.
+pub struct Dirs {
+    pub root: tempfile::TempDir,
+}
+
+impl Dirs {
+    pub fn new() -> Self {
+        let root = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(root.path().join("ws")).expect("ws");
+        std::fs::create_dir_all(root.path().join("outside")).expect("outside");
+        Self { root }
+    }
+
+    /// The workspace (canonical).
+    pub fn ws(&self) -> PathBuf {
+        std::fs::canonicalize(self.root.path().join("ws")).expect("canonical ws")
+    }
+
+    /// The sibling directory outside the workspace (canonical).
+    pub fn outside(&self) -> PathBuf {
+        std::fs::canonicalize(self.root.path().join("outside")).expect("canonical outside")
+    }
+
+    /// Writes bytes under the workspace, creating parents.
+    pub fn write(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.ws().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("parents");
+        }
+        std::fs::write(&path, bytes).expect("write fixture");
+        path
+    }
+
+    /// A local-only environment over the workspace.
+    pub fn env(&self) -> ToolEnv {
+        self.env_with(Arc::new(NoEditor))
+    }
+
+    /// An environment over the workspace with `editor`.
+    pub fn env_with(&self, editor: Arc<dyn EditorIo>) -> ToolEnv {
+        ToolEnv {
+            cwd: self.ws(),
+            roots: Arc::new(Roots::new(self.ws(), Vec::new())),
+            cancel: CancellationToken::new(),
+            editor,
+            secrets: Arc::new(Vec::new()),
+            progress: Default::default(),
+            witness: None,
+        }
+    }
+}
+
+/// Prepares and runs one call, panicking when preparation fails.
+pub async fn call(tool: &dyn Tool, env: &ToolEnv, args: Value) -> Outcome {
+    let prepared = match tool.prepare(&args.to_string(), env) {
+        Ok(prepared) => prepared,
+        Err(message) => panic!("prepare failed: {message}"),
+    };
+    tool.run(prepared, env.clone()).await
+}
+
+/// The text of an outcome's first text output.
+pub fn text_of(outcome: &Outcome) -> String {
+    outcome
+        .output
+        .iter()
+        .find_map(|o| match o {
+            heron_core::session::event::ToolOutput::Text { text } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,223 @@
+//! run_command locally (exit codes, output caps, timeouts and cancels that kill the whole
+//! process group) and through a fake editor's terminals (call order, kill on timeout,
+//! release always).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::support::{Dirs, FakeEditor, Script, call};
+use heron_core::session::event::{ToolKind, ToolStatus};
+use heron_core::tools::Tool;
+use heron_core::tools::run_command::RunCommand;
+use serde_json::json;
+
+/// Live (not zombie) processes whose process group is `group`, from /proc.
+fn live_members(group: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // After the `(comm)` field: state, ppid, pgrp.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
+        let fields: Vec<&str> = rest.split(' ').collect();
+        if fields.len() > 2 && fields[0] != "Z" && fields[2].parse() == Ok(group) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn wait_until_group_gone(group: i32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !live_members(group).is_empty() {
+        assert!(Instant::now() < deadline, "processes left in group {group}: {:?}", live_members(group));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+async fn group_of(dirs: &Dirs) -> i32 {
+    let file = dirs.ws().join("pgid");
+    for _ in 0..250 {
+        if let Ok(text) = std::fs::read_to_string(&file)
+            && let Ok(group) = text.trim().parse()
+        {
+            return group;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the command never wrote its group id");
+}
+
+#[tokio::test]
+async fn local_command_reports_exit_code_and_output() {
+    let dirs = Dirs::new();
+    let env = dirs.env();
+    let prepared =
+        RunCommand.prepare(r#"{"command":"echo out; echo err >&2; exit 3"}"#, &env).expect("prepared");
+    assert_eq!(prepared.title, "Run `echo out; echo err >&2; exit 3`");
+    assert_eq!(prepared.kind, ToolKind::Execute);
+    let outcome = RunCommand.run(prepared, env).await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert!(outcome.for_model.starts_with("Exit code: 3\n"), "{}", outcome.for_model);
+    assert!(outcome.for_model.contains("out") && outcome.for_model.contains("err"), "{}", outcome.for_model);
+    assert_eq!(outcome.raw_output, Some(json!({"exit_code": 3})));
+}
+
+#[tokio::test]
+async fn local_command_runs_in_the_given_cwd() {
+    let dirs = Dirs::new();
+    std::fs::create_dir_all(dirs.ws().join("sub")).expect("sub");
+    let outcome = call(&RunCommand, &dirs.env(), json!({"command": "pwd", "cwd": "sub"})).await;
+    assert_eq!(outcome.status, ToolStatus::Completed);
+    assert!(
+        outcome.for_model.contains(&dirs.ws().join("sub").display().to_string()),
+        "{}",
+        outcome.for_model
+    );
+}
+
+#[tokio::test]
+async fn local_output_is_capped_with_a_marker() {
+    let dirs = Dirs::new();
+    let outcome =
+        call(&RunCommand, &dirs.env(), json!({"command": "head -c 300000 /dev/zero | tr '\\0' x"})).await;
+    assert!(outcome.for_model.len() < 70 * 1024, "{}", outcome.for_model.len());
+    assert!(outcome.for_model.contains("bytes of output omitted"), "marker missing");
+}
+
+#[tokio::test]
+async fn local_timeout_kills_the_whole_group() {
+    let dirs = Dirs::new();
+    let started = Instant::now();
+    let args = json!({"command": "echo $$ > pgid; sleep 30 & sleep 30", "timeout_ms": 500});
+    let outcome = call(&RunCommand, &dirs.env(), args).await;
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert!(outcome.for_model.starts_with("Timed out after 500 ms"), "{}", outcome.for_model);
+    wait_until_group_gone(group_of(&dirs).await);
+}
+
+#[tokio::test]
+async fn local_cancel_kills_the_whole_group() {
+    let dirs = Dirs::new();
+    let env = dirs.env();
+    let cancel = env.cancel.clone();
+    let run = tokio::spawn(async move {
+        call(&RunCommand, &env, json!({"command": "echo $$ > pgid; sleep 30 & sleep 30"})).await
+    });
+    let group = group_of(&dirs).await;
+    assert!(!live_members(group).is_empty(), "the group should be running");
+    cancel.cancel();
+    let outcome =
+        tokio::time::timeout(Duration::from_secs(5), run).await.expect("ends on cancel").expect("task");
+    assert_eq!(outcome.raw_output, Some(json!({"cancelled": true})));
+    wait_until_group_gone(group);
+}
+
+#[tokio::test]
+async fn local_dropped_call_kills_the_whole_group() {
+    let dirs = Dirs::new();
+    let env = dirs.env();
+    let run = tokio::spawn(async move {
+        call(&RunCommand, &env, json!({"command": "echo $$ > pgid; sleep 30 & sleep 30"})).await
+    });
+    let group = group_of(&dirs).await;
+    assert!(!live_members(group).is_empty(), "the group should be running");
+    run.abort();
+    let _ = run.await;
+    wait_until_group_gone(group);
+}
+
+#[tokio::test]
+async fn local_background_jobs_do_not_outlive_a_finished_command() {
+    let dirs = Dirs::new();
+    let outcome =
+        call(&RunCommand, &dirs.env(), json!({"command": "echo $$ > pgid; sleep 30 & echo done"})).await;
+    assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model);
+    wait_until_group_gone(group_of(&dirs).await);
+}
+
+#[tokio::test]
+async fn bad_run_command_arguments_are_refused() {
+    let dirs = Dirs::new();
+    let env = dirs.env();
+    for bad in [
+        "{}",
+        r#"{"command":""}"#,
+        r#"{"command":"ls","timeout_ms":0}"#,
+        r#"{"command":"ls","timeout_ms":"5"}"#,
+    ] {
+        assert!(RunCommand.prepare(bad, &env).is_err(), "{bad}");
+    }
+}
+
+fn terminal_editor(exit_after: Option<Duration>) -> FakeEditor {
+    FakeEditor::new(Script { exit_after, exit_code: 0, ..Script::full() })
+}
+
+#[tokio::test]
+async fn editor_terminal_runs_create_wait_output_release_in_order() {
+    let dirs = Dirs::new();
+    let fake = terminal_editor(Some(Duration::ZERO));
+    let outcome =
+        call(&RunCommand, &dirs.env_with(Arc::new(fake.clone())), json!({"command": "cargo test"})).await;
+    assert_eq!(outcome.status, ToolStatus::Completed);
+    // The terminal is shown while the command runs; the final outcome leaves it as shown,
+    // so nothing names the terminal after its release.
+    assert!(outcome.output.is_empty(), "{:?}", outcome.output);
+    assert_eq!(outcome.for_model, "Exit code: 0\nOutput:\nfake output");
+    assert_eq!(
+        fake.methods(),
+        ["terminal_create", "terminal_wait_for_exit", "terminal_output", "terminal_release"]
+    );
+    assert_eq!(fake.calls()[0], format!("terminal_create sh -c cargo test in {}", dirs.ws().display()));
+}
+
+#[tokio::test]
+async fn editor_terminal_is_killed_then_released_on_timeout() {
+    let dirs = Dirs::new();
+    let fake = terminal_editor(None);
+    let args = json!({"command": "sleep 100", "timeout_ms": 100});
+    let outcome = call(&RunCommand, &dirs.env_with(Arc::new(fake.clone())), args).await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert!(outcome.for_model.starts_with("Timed out"), "{}", outcome.for_model);
+    assert_eq!(
+        fake.methods(),
+        ["terminal_create", "terminal_wait_for_exit", "terminal_kill", "terminal_output", "terminal_release"]
+    );
+}
+
+#[tokio::test]
+async fn editor_terminal_is_released_on_cancel() {
+    let dirs = Dirs::new();
+    let fake = terminal_editor(None);
+    let env = dirs.env_with(Arc::new(fake.clone()));
+    let cancel = env.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        cancel.cancel();
+    });
+    let outcome = call(&RunCommand, &env, json!({"command": "sleep 100"})).await;
+    assert_eq!(outcome.raw_output, Some(json!({"cancelled": true})));
+    assert_eq!(
+        fake.methods(),
+        ["terminal_create", "terminal_wait_for_exit", "terminal_kill", "terminal_output", "terminal_release"]
+    );
+}
+
+#[tokio::test]
+async fn editor_terminal_is_released_when_the_call_is_dropped() {
+    let dirs = Dirs::new();
+    let fake = terminal_editor(None);
+    let env = dirs.env_with(Arc::new(fake.clone()));
+    let run = tokio::spawn(async move { call(&RunCommand, &env, json!({"command": "sleep 100"})).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    run.abort();
+    let _ = run.await;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while fake.methods().last().map(String::as_str) != Some("terminal_release") {
+        assert!(Instant::now() < deadline, "never released: {:?}", fake.methods());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(fake.methods().contains(&"terminal_kill".to_owned()));
+}

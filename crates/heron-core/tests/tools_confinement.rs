@@ -1,0 +1,207 @@
+//! Confinement attacks on the write tools and the roots layer (`..`, sibling prefixes,
+//! symlinks out, dangling symlinks, hard links, absolute paths), and every refusal code of
+//! validate_additional_directories.
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+use crate::support::Dirs;
+use heron_core::tools::Tool;
+use heron_core::tools::edit_file::EditFile;
+use heron_core::tools::roots::{Roots, validate_additional_directories};
+use heron_core::tools::run_command::RunCommand;
+use heron_core::tools::write_file::WriteFile;
+use serde_json::json;
+
+fn refused(dirs: &Dirs, path: &str) -> String {
+    let args = json!({"path": path, "content": "pwned"}).to_string();
+    let err = WriteFile.prepare(&args, &dirs.env()).expect_err("the write must be refused");
+    let edit = json!({"path": path, "old_string": "a", "new_string": "b"}).to_string();
+    assert!(EditFile.prepare(&edit, &dirs.env()).is_err(), "edit_file must refuse {path} too");
+    err
+}
+
+fn outside_untouched(dirs: &Dirs) {
+    let names: Vec<_> =
+        std::fs::read_dir(dirs.outside()).expect("outside").flatten().map(|e| e.file_name()).collect();
+    for name in names {
+        let text = std::fs::read_to_string(dirs.outside().join(&name)).unwrap_or_default();
+        assert_ne!(text, "pwned", "{name:?} was written");
+    }
+}
+
+#[test]
+fn dotdot_escape_is_refused() {
+    let dirs = Dirs::new();
+    let err = refused(&dirs, "../outside/x.txt");
+    assert!(err.contains("outside the workspace"), "{err}");
+    assert!(refused(&dirs, "a/../../outside/x.txt").contains("outside"));
+}
+
+#[test]
+fn sibling_with_the_root_as_prefix_is_outside() {
+    let dirs = Dirs::new();
+    std::fs::create_dir_all(dirs.root.path().join("ws-evil")).expect("sibling");
+    refused(&dirs, "../ws-evil/x.txt");
+    let roots = Roots::new(dirs.ws(), Vec::new());
+    let sibling = PathBuf::from(format!("{}-evil/x", dirs.ws().display()));
+    assert!(!roots.is_inside(&sibling));
+}
+
+#[test]
+fn absolute_path_outside_is_refused() {
+    let dirs = Dirs::new();
+    let target = dirs.outside().join("x.txt");
+    refused(&dirs, &target.display().to_string());
+    refused(&dirs, "/etc/passwd");
+}
+
+#[test]
+fn symlinked_directory_pointing_out_is_judged_by_its_target() {
+    let dirs = Dirs::new();
+    symlink(dirs.outside(), dirs.ws().join("link")).expect("symlink");
+    let err = refused(&dirs, "link/x.txt");
+    assert!(err.contains(&dirs.outside().display().to_string()), "{err}");
+    let roots = Roots::new(dirs.ws(), Vec::new());
+    assert_eq!(roots.resolve("link/new/x.txt"), dirs.outside().join("new/x.txt"));
+}
+
+#[test]
+fn symlinked_file_pointing_out_is_refused() {
+    let dirs = Dirs::new();
+    std::fs::write(dirs.outside().join("target.txt"), "a").expect("fixture");
+    symlink(dirs.outside().join("target.txt"), dirs.ws().join("file-link")).expect("symlink");
+    refused(&dirs, "file-link");
+}
+
+#[test]
+fn dangling_symlink_as_the_target_is_refused() {
+    let dirs = Dirs::new();
+    symlink(dirs.outside().join("not-yet"), dirs.ws().join("dangling")).expect("symlink");
+    let err = refused(&dirs, "dangling");
+    assert!(err.contains("symlink"), "{err}");
+    // Even when it points inside: the link could be retargeted between check and write.
+    symlink(dirs.ws().join("nothing-here"), dirs.ws().join("dangling-in")).expect("symlink");
+    refused(&dirs, "dangling-in");
+    refused(&dirs, "dangling/below.txt");
+}
+
+#[test]
+fn hard_link_to_an_outside_file_is_refused() {
+    let dirs = Dirs::new();
+    std::fs::write(dirs.outside().join("victim.txt"), "a").expect("fixture");
+    std::fs::hard_link(dirs.outside().join("victim.txt"), dirs.ws().join("alias.txt")).expect("hard link");
+    let err = refused(&dirs, "alias.txt");
+    assert!(err.contains("hard links"), "{err}");
+}
+
+#[tokio::test]
+async fn refused_writes_leave_the_outside_untouched_even_when_run_directly() {
+    let dirs = Dirs::new();
+    symlink(dirs.outside(), dirs.ws().join("link")).expect("symlink");
+    let env = dirs.env();
+    // A call prepared while the path was harmless, run after the tree changed.
+    std::fs::create_dir_all(dirs.ws().join("later")).expect("dir");
+    let prepared = WriteFile
+        .prepare(&json!({"path": "later/x.txt", "content": "pwned"}).to_string(), &env)
+        .expect("prepared");
+    std::fs::remove_dir(dirs.ws().join("later")).expect("rmdir");
+    symlink(dirs.outside(), dirs.ws().join("later")).expect("swap in a symlink");
+    let outcome = WriteFile.run(prepared, env).await;
+    assert_eq!(outcome.status, heron_core::session::event::ToolStatus::Failed);
+    outside_untouched(&dirs);
+}
+
+#[test]
+fn write_inside_an_additional_root_is_allowed() {
+    let dirs = Dirs::new();
+    let roots = Roots::new(dirs.ws(), vec![dirs.outside()]);
+    let target = dirs.outside().join("ok.txt");
+    assert_eq!(roots.check_write(&target.display().to_string()), Ok(target));
+}
+
+#[test]
+fn run_command_cwd_outside_the_roots_is_refused() {
+    let dirs = Dirs::new();
+    let err =
+        RunCommand.prepare(r#"{"command":"true","cwd":"../outside"}"#, &dirs.env()).expect_err("outside");
+    assert!(err.contains("outside the workspace"), "{err}");
+}
+
+fn code_of(dirs: &[String], cwd: &Path, protected: &[PathBuf]) -> (usize, &'static str) {
+    let err = validate_additional_directories(dirs, cwd, protected).expect_err("must be refused");
+    (err.index, err.code)
+}
+
+#[test]
+fn additional_directories_that_are_fine_come_back_canonical() {
+    let dirs = Dirs::new();
+    let extra = dirs.root.path().join("outside/./").display().to_string();
+    let ok = validate_additional_directories(&[extra], &dirs.ws(), &[]).expect("accepted");
+    assert_eq!(ok, vec![dirs.outside()]);
+}
+
+#[test]
+fn additional_directory_must_be_absolute() {
+    let dirs = Dirs::new();
+    assert_eq!(code_of(&["outside".to_owned()], &dirs.ws(), &[]), (0, "workspace_roots.relative"));
+}
+
+#[test]
+fn additional_directory_must_exist_and_be_a_directory() {
+    let dirs = Dirs::new();
+    let missing = dirs.root.path().join("missing").display().to_string();
+    assert_eq!(code_of(&[missing], &dirs.ws(), &[]), (0, "workspace_roots.missing"));
+    let file = dirs.write("f.txt", "x").display().to_string();
+    let ok = dirs.outside().display().to_string();
+    assert_eq!(code_of(&[ok, file], &dirs.root.path().join("other"), &[]), (1, "workspace_roots.missing"));
+}
+
+#[test]
+fn additional_directory_owned_by_someone_else_is_refused() {
+    let dirs = Dirs::new();
+    // SAFETY: getuid has no preconditions.
+    let dir = if unsafe { libc::getuid() } == 0 {
+        std::os::unix::fs::chown(dirs.outside(), Some(65534), Some(65534)).expect("chown as root");
+        dirs.outside()
+    } else {
+        PathBuf::from("/usr")
+    };
+    assert_eq!(code_of(&[dir.display().to_string()], &dirs.ws(), &[]), (0, "workspace_roots.not_owned"));
+}
+
+#[test]
+fn protected_directory_is_refused_directly_inside_around_and_through_a_symlink() {
+    let dirs = Dirs::new();
+    let home = dirs.root.path().join("heron-home");
+    std::fs::create_dir_all(home.join("logs")).expect("home");
+    let protected = [home.clone()];
+    let cwd = dirs.ws();
+    for dir in [home.clone(), home.join("logs"), dirs.root.path().to_path_buf()] {
+        // The root contains the workspace too; protection is checked first.
+        assert_eq!(code_of(&[dir.display().to_string()], &cwd, &protected), (0, "workspace_roots.protected"));
+    }
+    symlink(&home, dirs.outside().join("sneaky")).expect("symlink");
+    let via_link = dirs.outside().join("sneaky").display().to_string();
+    assert_eq!(code_of(&[via_link], &cwd, &protected), (0, "workspace_roots.protected"));
+}
+
+#[test]
+fn additional_directory_overlapping_the_cwd_or_another_is_refused() {
+    let dirs = Dirs::new();
+    std::fs::create_dir_all(dirs.ws().join("sub")).expect("sub");
+    let sub = dirs.ws().join("sub").display().to_string();
+    assert_eq!(code_of(&[sub], &dirs.ws(), &[]), (0, "workspace_roots.overlap"));
+    let parent = dirs.root.path().display().to_string();
+    assert_eq!(code_of(&[parent], &dirs.ws(), &[]), (0, "workspace_roots.overlap"));
+    std::fs::create_dir_all(dirs.outside().join("inner")).expect("inner");
+    let twice = [dirs.outside().display().to_string(), dirs.outside().join("inner").display().to_string()];
+    assert_eq!(code_of(&twice, &dirs.ws(), &[]), (1, "workspace_roots.overlap"));
+}
+
+#[test]
+fn more_than_32_additional_directories_are_refused() {
+    let dirs = Dirs::new();
+    let many: Vec<String> = (0..33).map(|i| format!("/nowhere/{i}")).collect();
+    assert_eq!(code_of(&many, &dirs.ws(), &[]), (32, "workspace_roots.too_many"));
+}

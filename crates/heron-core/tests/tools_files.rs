@@ -1,0 +1,373 @@
+//! The file tools (read_file, write_file, edit_file) locally and through a fake editor:
+//! windows and truncation, encodings and line endings kept, argument errors, secrets.
+
+use std::sync::Arc;
+
+use crate::support::{Dirs, FakeEditor, Script, call, text_of};
+use heron_core::secret::Secret;
+use heron_core::session::event::{ToolKind, ToolOutput, ToolStatus};
+use heron_core::tools::edit_file::EditFile;
+use heron_core::tools::read_file::ReadFile;
+use heron_core::tools::write_file::WriteFile;
+use heron_core::tools::{Tool, ToolEnv};
+use serde_json::json;
+
+fn editor(reads: bool, writes: bool) -> FakeEditor {
+    FakeEditor::new(Script { reads, writes, ..Script::full() })
+}
+
+fn diff_of(outcome: &heron_core::tools::Outcome) -> (Option<String>, String) {
+    match outcome.output.first() {
+        Some(ToolOutput::Diff { old_text, new_text, .. }) => (old_text.clone(), new_text.clone()),
+        other => panic!("expected a diff, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn read_file_numbers_lines_and_describes_the_call() {
+    let dirs = Dirs::new();
+    let path = dirs.write("src/main.rs", "fn main() {}\n// end\n");
+    let env = dirs.env();
+    let prepared = ReadFile.prepare(r#"{"path":"src/main.rs"}"#, &env).expect("prepared");
+    assert_eq!(prepared.title, "Read src/main.rs");
+    assert_eq!(prepared.kind, ToolKind::Read);
+    assert_eq!(prepared.locations[0].path, path.display().to_string());
+    assert!(!prepared.outside_roots);
+    let outcome = ReadFile.run(prepared, env).await;
+    assert_eq!(outcome.status, ToolStatus::Completed);
+    assert_eq!(outcome.for_model, "     1\tfn main() {}\n     2\t// end\n");
+}
+
+#[tokio::test]
+async fn read_file_window_says_how_to_read_on() {
+    let dirs = Dirs::new();
+    let text: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+    dirs.write("ten.txt", text);
+    let outcome = call(&ReadFile, &dirs.env(), json!({"path": "ten.txt", "offset": 3, "limit": 2})).await;
+    assert!(outcome.for_model.starts_with("     3\tline 3\n     4\tline 4\n"), "{}", outcome.for_model);
+    assert!(outcome.for_model.contains("showing lines 3-4 of 10; call read_file with offset 5"));
+}
+
+#[tokio::test]
+async fn read_file_caps_long_files_at_2000_lines() {
+    let dirs = Dirs::new();
+    let text: String = (1..=2500).map(|i| format!("{i}\n")).collect();
+    dirs.write("long.txt", text);
+    let outcome = call(&ReadFile, &dirs.env(), json!({"path": "long.txt"})).await;
+    assert_eq!(outcome.for_model.lines().count(), 2001);
+    assert!(
+        outcome.for_model.ends_with(
+            "[truncated: showing lines 1-2000 of 2500; call read_file with offset 2001 to read on]"
+        )
+    );
+}
+
+#[tokio::test]
+async fn read_file_caps_output_bytes() {
+    let dirs = Dirs::new();
+    let line = "x".repeat(1000);
+    let text: String = (0..1000).map(|_| format!("{line}\n")).collect();
+    dirs.write("wide.txt", text);
+    let outcome = call(&ReadFile, &dirs.env(), json!({"path": "wide.txt"})).await;
+    assert!(outcome.for_model.len() <= 256 * 1024 + 200, "{}", outcome.for_model.len());
+    assert!(outcome.for_model.contains("[truncated: showing lines 1-"), "marker missing");
+}
+
+#[tokio::test]
+async fn read_file_refuses_binary_files() {
+    let dirs = Dirs::new();
+    dirs.write("blob.bin", b"\x7fELF\0\0\x01");
+    let outcome = call(&ReadFile, &dirs.env(), json!({"path": "blob.bin"})).await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert!(outcome.for_model.contains("binary"), "{}", outcome.for_model);
+}
+
+#[tokio::test]
+async fn read_file_shows_latin1_with_a_note() {
+    let dirs = Dirs::new();
+    dirs.write("old.txt", b"caf\xe9\n");
+    let outcome = call(&ReadFile, &dirs.env(), json!({"path": "old.txt"})).await;
+    assert!(outcome.for_model.contains("Latin-1"));
+    assert!(outcome.for_model.contains("café"), "{}", outcome.for_model);
+}
+
+#[tokio::test]
+async fn read_file_reports_a_missing_file() {
+    let dirs = Dirs::new();
+    let outcome = call(&ReadFile, &dirs.env(), json!({"path": "nope.txt"})).await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert!(outcome.for_model.contains("does not exist"));
+}
+
+#[tokio::test]
+async fn read_file_outside_the_roots_is_flagged_for_the_gate() {
+    let dirs = Dirs::new();
+    std::fs::write(dirs.outside().join("x.txt"), "x").expect("fixture");
+    let prepared = ReadFile.prepare(r#"{"path":"../outside/x.txt"}"#, &dirs.env()).expect("prepared");
+    assert!(prepared.outside_roots);
+    assert_eq!(prepared.locations[0].path, dirs.outside().join("x.txt").display().to_string());
+}
+
+#[tokio::test]
+async fn read_file_goes_through_the_editor_for_unsaved_buffers() {
+    let dirs = Dirs::new();
+    let path = dirs.write("a.txt", "on disk\n");
+    let fake = editor(true, false);
+    fake.set_buffer(&path, "unsaved\n");
+    let outcome = call(&ReadFile, &dirs.env_with(Arc::new(fake.clone())), json!({"path": "a.txt"})).await;
+    assert_eq!(outcome.for_model, "     1\tunsaved\n");
+    assert_eq!(fake.calls(), vec![format!("read_text_file {}", path.display())]);
+}
+
+#[tokio::test]
+async fn read_file_reads_latin1_locally_even_with_an_editor() {
+    let dirs = Dirs::new();
+    dirs.write("old.txt", b"caf\xe9\n");
+    let fake = editor(true, true);
+    let outcome = call(&ReadFile, &dirs.env_with(Arc::new(fake.clone())), json!({"path": "old.txt"})).await;
+    assert!(outcome.for_model.contains("café"));
+    assert!(fake.calls().is_empty(), "{:?}", fake.calls());
+}
+
+#[tokio::test]
+async fn bad_arguments_are_errors_for_the_model_not_panics() {
+    let dirs = Dirs::new();
+    let env = dirs.env();
+    let tools: [&dyn Tool; 3] = [&ReadFile, &WriteFile, &EditFile];
+    for tool in tools {
+        for bad in ["not json", "[1,2]", r#"{"path": 7}"#, "{}", r#"{"path":"a","offset":-1}"#] {
+            let err = tool.prepare(bad, &env).expect_err("bad arguments must be refused");
+            assert!(err.contains(&tool.spec().name) || err.contains("must"), "{bad}: {err}");
+        }
+    }
+    assert!(ReadFile.prepare(r#"{"path":"a","limit":0}"#, &env).is_err());
+}
+
+#[tokio::test]
+async fn specs_describe_the_arguments_the_parser_accepts() {
+    let spec = EditFile.spec();
+    assert_eq!(spec.name, "edit_file");
+    let properties = &spec.parameters["properties"];
+    for name in ["path", "old_string", "new_string", "replace_all"] {
+        assert!(properties.get(name).is_some(), "{name} missing from {}", spec.parameters);
+    }
+    let required: Vec<&str> =
+        spec.parameters["required"].as_array().expect("required").iter().filter_map(|v| v.as_str()).collect();
+    assert!(required.contains(&"old_string") && !required.contains(&"replace_all"), "{required:?}");
+}
+
+#[tokio::test]
+async fn write_file_creates_a_new_file_with_parents() {
+    let dirs = Dirs::new();
+    let env = dirs.env();
+    let prepared = WriteFile.prepare(r#"{"path":"new/dir/a.txt","content":"hi\n"}"#, &env).expect("prepared");
+    assert_eq!(prepared.title, "Create new/dir/a.txt");
+    let outcome = WriteFile.run(prepared, env).await;
+    assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model);
+    assert_eq!(std::fs::read_to_string(dirs.ws().join("new/dir/a.txt")).expect("written"), "hi\n");
+    assert_eq!(diff_of(&outcome), (None, "hi\n".to_owned()));
+}
+
+#[tokio::test]
+async fn write_file_diff_carries_the_old_text() {
+    let dirs = Dirs::new();
+    dirs.write("a.txt", "old\n");
+    let outcome = call(&WriteFile, &dirs.env(), json!({"path": "a.txt", "content": "new\n"})).await;
+    assert_eq!(diff_of(&outcome), (Some("old\n".to_owned()), "new\n".to_owned()));
+}
+
+#[tokio::test]
+async fn write_file_keeps_crlf_and_bom() {
+    let dirs = Dirs::new();
+    let path = dirs.write("win.txt", b"\xef\xbb\xbfone\r\ntwo\r\n");
+    call(&WriteFile, &dirs.env(), json!({"path": "win.txt", "content": "uno\ndos\n"})).await;
+    assert_eq!(std::fs::read(path).expect("read"), b"\xef\xbb\xbfuno\r\ndos\r\n");
+}
+
+#[tokio::test]
+async fn write_file_keeps_latin1_when_the_text_fits() {
+    let dirs = Dirs::new();
+    let path = dirs.write("old.txt", b"caf\xe9\n");
+    call(&WriteFile, &dirs.env(), json!({"path": "old.txt", "content": "th\u{e9}\n"})).await;
+    assert_eq!(std::fs::read(path).expect("read"), b"th\xe9\n");
+}
+
+#[tokio::test]
+async fn write_file_goes_through_the_editor_for_utf8_files() {
+    let dirs = Dirs::new();
+    let path = dirs.write("a.txt", "old\n");
+    let fake = editor(true, true);
+    let outcome = call(
+        &WriteFile,
+        &dirs.env_with(Arc::new(fake.clone())),
+        json!({"path": "a.txt", "content": "new\n"}),
+    )
+    .await;
+    assert_eq!(outcome.status, ToolStatus::Completed);
+    assert_eq!(fake.buffer(&path).as_deref(), Some("new\n"));
+    assert_eq!(std::fs::read_to_string(&path).expect("disk"), "old\n", "the editor owns the write");
+    assert_eq!(fake.methods(), vec!["read_text_file", "write_text_file"]);
+}
+
+#[tokio::test]
+async fn write_file_writes_latin1_files_locally_even_with_an_editor() {
+    let dirs = Dirs::new();
+    let path = dirs.write("old.txt", b"caf\xe9\n");
+    let fake = editor(true, true);
+    call(
+        &WriteFile,
+        &dirs.env_with(Arc::new(fake.clone())),
+        json!({"path": "old.txt", "content": "\u{e9}t\u{e9}\n"}),
+    )
+    .await;
+    assert_eq!(std::fs::read(&path).expect("read"), b"\xe9t\xe9\n");
+    assert!(fake.calls().is_empty(), "{:?}", fake.calls());
+}
+
+#[tokio::test]
+async fn emoji_in_paths_and_content_round_trip() {
+    let dirs = Dirs::new();
+    let env = dirs.env();
+    let outcome = call(&WriteFile, &env, json!({"path": "🦀/notes 📝.md", "content": "hello 🌍\n"})).await;
+    assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model);
+    let read = call(&ReadFile, &env, json!({"path": "🦀/notes 📝.md"})).await;
+    assert_eq!(read.for_model, "     1\thello 🌍\n");
+    let edited =
+        call(&EditFile, &env, json!({"path": "🦀/notes 📝.md", "old_string": "🌍", "new_string": "🪐"}))
+            .await;
+    assert_eq!(edited.status, ToolStatus::Completed, "{}", edited.for_model);
+    assert_eq!(std::fs::read_to_string(dirs.ws().join("🦀/notes 📝.md")).expect("read"), "hello 🪐\n");
+}
+
+#[tokio::test]
+async fn edit_file_replaces_one_occurrence_and_shows_a_diff() {
+    let dirs = Dirs::new();
+    let path = dirs.write("src/lib.rs", "fn a() {}\nfn b() {}\n");
+    let env = dirs.env();
+    let prepared = EditFile
+        .prepare(&json!({"path": "src/lib.rs", "old_string": "fn b", "new_string": "fn c"}).to_string(), &env)
+        .expect("prepared");
+    assert_eq!(prepared.title, "Edit src/lib.rs");
+    let outcome = EditFile.run(prepared, env).await;
+    assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model);
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), "fn a() {}\nfn c() {}\n");
+    assert_eq!(
+        diff_of(&outcome),
+        (Some("fn a() {}\nfn b() {}\n".to_owned()), "fn a() {}\nfn c() {}\n".to_owned())
+    );
+    assert!(outcome.for_model.contains("line 2"), "{}", outcome.for_model);
+}
+
+#[tokio::test]
+async fn edit_file_fails_clearly_when_old_string_is_missing() {
+    let dirs = Dirs::new();
+    dirs.write("a.txt", "abc\n");
+    let outcome =
+        call(&EditFile, &dirs.env(), json!({"path": "a.txt", "old_string": "zzz", "new_string": "y"})).await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert!(outcome.for_model.contains("not found"), "{}", outcome.for_model);
+}
+
+#[tokio::test]
+async fn edit_file_refuses_an_ambiguous_match_and_says_how_many() {
+    let dirs = Dirs::new();
+    let path = dirs.write("a.txt", "x x x\n");
+    let outcome =
+        call(&EditFile, &dirs.env(), json!({"path": "a.txt", "old_string": "x", "new_string": "y"})).await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert!(outcome.for_model.contains("3 times"), "{}", outcome.for_model);
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), "x x x\n");
+}
+
+#[tokio::test]
+async fn edit_file_replace_all_replaces_every_occurrence() {
+    let dirs = Dirs::new();
+    let path = dirs.write("a.txt", "x x x\n");
+    let args = json!({"path": "a.txt", "old_string": "x", "new_string": "y", "replace_all": true});
+    call(&EditFile, &dirs.env(), args).await;
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), "y y y\n");
+}
+
+#[tokio::test]
+async fn edit_file_matches_lf_text_against_a_crlf_file_and_keeps_crlf() {
+    let dirs = Dirs::new();
+    let path = dirs.write("win.txt", b"one\r\ntwo\r\nthree\r\n");
+    let args = json!({"path": "win.txt", "old_string": "one\ntwo\n", "new_string": "1\n2\n"});
+    let outcome = call(&EditFile, &dirs.env(), args).await;
+    assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model);
+    assert_eq!(std::fs::read(&path).expect("read"), b"1\r\n2\r\nthree\r\n");
+}
+
+#[tokio::test]
+async fn edit_file_keeps_the_utf8_bom() {
+    let dirs = Dirs::new();
+    let path = dirs.write("bom.txt", b"\xef\xbb\xbfhello\n");
+    call(&EditFile, &dirs.env(), json!({"path": "bom.txt", "old_string": "hello", "new_string": "bye"}))
+        .await;
+    assert_eq!(std::fs::read(&path).expect("read"), b"\xef\xbb\xbfbye\n");
+}
+
+#[tokio::test]
+async fn edit_file_keeps_latin1_bytes_exact() {
+    let dirs = Dirs::new();
+    let path = dirs.write("old.txt", b"na\xefve caf\xe9 \xff\n");
+    let args = json!({"path": "old.txt", "old_string": "caf\u{e9}", "new_string": "th\u{e9}"});
+    let outcome = call(&EditFile, &dirs.env(), args).await;
+    assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model);
+    assert_eq!(std::fs::read(&path).expect("read"), b"na\xefve th\xe9 \xff\n");
+}
+
+#[tokio::test]
+async fn edit_file_refuses_characters_latin1_cannot_hold() {
+    let dirs = Dirs::new();
+    let path = dirs.write("old.txt", b"caf\xe9\n");
+    let args = json!({"path": "old.txt", "old_string": "caf\u{e9}", "new_string": "🦀"});
+    let outcome = call(&EditFile, &dirs.env(), args).await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert!(outcome.for_model.contains("Latin-1"), "{}", outcome.for_model);
+    assert_eq!(std::fs::read(&path).expect("read"), b"caf\xe9\n");
+}
+
+#[tokio::test]
+async fn edit_file_edits_the_editor_buffer_when_the_editor_writes() {
+    let dirs = Dirs::new();
+    let path = dirs.write("a.txt", "on disk\n");
+    let fake = editor(true, true);
+    fake.set_buffer(&path, "unsaved text\n");
+    let args = json!({"path": "a.txt", "old_string": "unsaved", "new_string": "edited"});
+    let outcome = call(&EditFile, &dirs.env_with(Arc::new(fake.clone())), args).await;
+    assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model);
+    assert_eq!(fake.buffer(&path).as_deref(), Some("edited text\n"));
+    assert_eq!(std::fs::read_to_string(&path).expect("disk"), "on disk\n");
+}
+
+#[tokio::test]
+async fn edit_file_with_an_editor_keeps_crlf() {
+    let dirs = Dirs::new();
+    let path = dirs.write("win.txt", b"one\r\ntwo\r\n");
+    let fake = editor(true, true);
+    let args = json!({"path": "win.txt", "old_string": "one\ntwo", "new_string": "1\n2"});
+    call(&EditFile, &dirs.env_with(Arc::new(fake.clone())), args).await;
+    assert_eq!(fake.buffer(&path).as_deref(), Some("1\r\n2\r\n"));
+}
+
+#[tokio::test]
+async fn secrets_are_scrubbed_from_what_tools_return() {
+    let dirs = Dirs::new();
+    dirs.write(".env.local", "KEY=sk-live-123456\n");
+    let env = ToolEnv { secrets: Arc::new(vec![Secret::new("sk-live-123456")]), ..dirs.env() };
+    let outcome = call(&ReadFile, &env, json!({"path": ".env.local"})).await;
+    assert!(!outcome.for_model.contains("sk-live-123456"), "{}", outcome.for_model);
+    assert!(!text_of(&outcome).contains("sk-live-123456"));
+    assert!(outcome.for_model.contains("KEY=***"));
+}
+
+#[tokio::test]
+async fn cancelled_read_stops() {
+    let dirs = Dirs::new();
+    dirs.write("a.txt", "x\n");
+    let env = dirs.env();
+    env.cancel.cancel();
+    let outcome = call(&ReadFile, &env, json!({"path": "a.txt"})).await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+}

@@ -1,0 +1,143 @@
+//! list_files and grep: ignore rules, hidden files, globs, sorting, caps with markers,
+//! argument errors.
+
+use crate::support::{Dirs, call};
+use heron_core::session::event::{ToolKind, ToolStatus};
+use heron_core::tools::Tool;
+use heron_core::tools::grep::Grep;
+use heron_core::tools::list_files::ListFiles;
+use serde_json::json;
+
+fn project() -> Dirs {
+    let dirs = Dirs::new();
+    dirs.write(".gitignore", "target/\n*.log\n");
+    dirs.write("src/main.rs", "fn main() {\n    println!(\"hello\");\n}\n");
+    dirs.write("src/lib.rs", "pub fn hello() {}\n");
+    dirs.write("README.md", "say hello\n");
+    dirs.write("target/debug/out.rs", "hello from target\n");
+    dirs.write("build.log", "hello log\n");
+    dirs.write(".hidden/secret.rs", "hello hidden\n");
+    dirs.write(".git/config", "hello git\n");
+    dirs
+}
+
+#[tokio::test]
+async fn list_files_respects_gitignore_and_skips_hidden_sorted() {
+    let dirs = project();
+    let env = dirs.env();
+    let prepared = ListFiles.prepare("{}", &env).expect("empty arguments are fine");
+    assert_eq!(prepared.kind, ToolKind::Search);
+    let outcome = ListFiles.run(prepared, env).await;
+    assert_eq!(outcome.for_model, "README.md\nsrc/lib.rs\nsrc/main.rs");
+}
+
+#[tokio::test]
+async fn list_files_filters_with_a_glob_under_a_path() {
+    let dirs = project();
+    let outcome = call(&ListFiles, &dirs.env(), json!({"path": "src", "pattern": "*.rs"})).await;
+    assert_eq!(outcome.for_model, "src/lib.rs\nsrc/main.rs");
+    let outcome = call(&ListFiles, &dirs.env(), json!({"pattern": "**/main.rs"})).await;
+    assert_eq!(outcome.for_model, "src/main.rs");
+}
+
+#[tokio::test]
+async fn list_files_caps_with_a_marker() {
+    let dirs = Dirs::new();
+    for i in 0..1005 {
+        dirs.write(&format!("many/f{i:04}.txt"), "");
+    }
+    let outcome = call(&ListFiles, &dirs.env(), json!({})).await;
+    let lines: Vec<&str> = outcome.for_model.lines().collect();
+    assert_eq!(lines.len(), 1001);
+    assert_eq!(lines[0], "many/f0000.txt");
+    assert!(lines[1000].starts_with("[truncated: showing the first 1000 files"), "{}", lines[1000]);
+}
+
+#[tokio::test]
+async fn list_files_refuses_an_invalid_glob() {
+    let dirs = Dirs::new();
+    let err = ListFiles.prepare(r#"{"pattern":"src/[abc"}"#, &dirs.env()).expect_err("invalid glob");
+    assert!(err.contains("glob"), "{err}");
+}
+
+#[tokio::test]
+async fn list_files_outside_the_roots_is_flagged() {
+    let dirs = Dirs::new();
+    let prepared = ListFiles.prepare(r#"{"path":"../outside"}"#, &dirs.env()).expect("prepared");
+    assert!(prepared.outside_roots);
+}
+
+#[tokio::test]
+async fn grep_reports_path_line_text_respecting_ignores() {
+    let dirs = project();
+    let outcome = call(&Grep, &dirs.env(), json!({"pattern": "hel+o"})).await;
+    assert_eq!(outcome.status, ToolStatus::Completed);
+    assert_eq!(
+        outcome.for_model,
+        "README.md:1: say hello\nsrc/lib.rs:1: pub fn hello() {}\nsrc/main.rs:2:     println!(\"hello\");\n"
+    );
+}
+
+#[tokio::test]
+async fn grep_filters_by_glob_and_path() {
+    let dirs = project();
+    let outcome =
+        call(&Grep, &dirs.env(), json!({"pattern": "hello", "path": "src", "glob": "lib.rs"})).await;
+    assert_eq!(outcome.for_model, "src/lib.rs:1: pub fn hello() {}\n");
+}
+
+#[tokio::test]
+async fn grep_skips_binary_files_and_says_when_nothing_matched() {
+    let dirs = Dirs::new();
+    dirs.write("a.bin", b"needle\0\x01");
+    let outcome = call(&Grep, &dirs.env(), json!({"pattern": "needle"})).await;
+    assert_eq!(outcome.for_model, "[no matches]");
+}
+
+#[tokio::test]
+async fn grep_caps_matches_with_a_marker() {
+    let dirs = Dirs::new();
+    let text: String = (0..600).map(|i| format!("match {i}\n")).collect();
+    dirs.write("many.txt", text);
+    let outcome = call(&Grep, &dirs.env(), json!({"pattern": "match"})).await;
+    assert_eq!(outcome.for_model.lines().count(), 501);
+    assert!(outcome.for_model.contains("[truncated: showing the first 500 matches"), "marker missing");
+}
+
+#[tokio::test]
+async fn grep_invalid_regex_is_refused_at_prepare() {
+    let dirs = Dirs::new();
+    let err = Grep.prepare(r#"{"pattern":"fn ("}"#, &dirs.env()).expect_err("invalid regex");
+    assert!(err.contains("invalid regular expression"), "{err}");
+    assert!(Grep.prepare(r#"{"path":"src"}"#, &dirs.env()).is_err(), "pattern is required");
+}
+
+#[tokio::test]
+async fn grep_matches_latin1_lines() {
+    let dirs = Dirs::new();
+    dirs.write("old.txt", b"caf\xe9 ok\n");
+    let outcome = call(&Grep, &dirs.env(), json!({"pattern": "ok"})).await;
+    assert!(outcome.for_model.starts_with("old.txt:1: caf"), "{}", outcome.for_model);
+}
+
+#[tokio::test]
+async fn cancelled_walk_stops() {
+    let dirs = project();
+    let env = dirs.env();
+    env.cancel.cancel();
+    let outcome = call(&Grep, &env, json!({"pattern": "hello"})).await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert_eq!(outcome.for_model, "cancelled");
+}
+
+#[tokio::test]
+async fn search_tools_walk_the_disk_even_with_an_editor() {
+    let dirs = project();
+    let fake = crate::support::FakeEditor::new(crate::support::Script::full());
+    let env = dirs.env_with(std::sync::Arc::new(fake.clone()));
+    let listed = call(&ListFiles, &env, json!({"pattern": "*.md"})).await;
+    assert_eq!(listed.for_model, "README.md");
+    let found = call(&Grep, &env, json!({"pattern": "say"})).await;
+    assert_eq!(found.for_model, "README.md:1: say hello\n");
+    assert!(fake.calls().is_empty(), "{:?}", fake.calls());
+}

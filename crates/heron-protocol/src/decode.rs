@@ -1,0 +1,65 @@
+//! Typed params and results over raw JSON: decoding with the offending field's path in the
+//! error, encoding for the wire. A failed decode is repeated with serde's own derive for
+//! the tagged unions ([`crate::tagged`]), so its error is exactly serde's.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use crate::tagged::with_buffered_unions;
+use heron_rpc::RpcError;
+
+/// Decodes the params of `method`. Absent or `null` params decode as `{}`, as the
+/// reference SDKs do, so methods whose fields are all optional work without params.
+///
+/// On failure the error's `data` names the JSON path of the offending field.
+pub fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, RpcError> {
+    let text = match params.map(RawValue::get) {
+        None | Some("null") => "{}",
+        Some(text) => text,
+    };
+    // Almost every message decodes, so tracking the path is paid for only when there is an
+    // error to report: the second pass reads the same bytes the way serde's derive does.
+    if let Ok(value) = serde_json::from_str(text) {
+        return Ok(value);
+    }
+    with_buffered_unions(|| {
+        let mut de = serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(&mut de).map_err(|err| {
+            let path = err.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            RpcError::invalid_params(path, err.into_inner().to_string())
+        })
+    })
+}
+
+/// Decodes a result from a peer. `null` decodes as `{}`, since some clients answer empty
+/// results that way.
+pub fn decode_result<T: DeserializeOwned>(result: &RawValue) -> Result<T, RpcError> {
+    let text = match result.get() {
+        "null" => "{}",
+        text => text,
+    };
+    if let Ok(value) = serde_json::from_str(text) {
+        return Ok(value);
+    }
+    with_buffered_unions(|| {
+        let mut de = serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(&mut de).map_err(|err| {
+            let path = err.path().to_string();
+            tracing::warn!(%path, error = %err.inner(), "peer sent a result that does not decode");
+            RpcError::new(heron_rpc::error::INTERNAL_ERROR, "Peer sent an invalid result")
+                .with_data(serde_json::json!({ "path": path, "reason": err.into_inner().to_string() }))
+        })
+    })
+}
+
+/// Encodes a handler's result for the wire.
+pub fn encode_result<T: Serialize>(result: &T) -> Result<Box<RawValue>, RpcError> {
+    serde_json::value::to_raw_value(result).map_err(|err| RpcError::internal(&err))
+}
+
+/// Encodes a decoded message as a JSON value (for canonical round trips).
+pub fn to_value<T: Serialize>(value: &T) -> Result<serde_json::Value, RpcError> {
+    serde_json::to_value(value).map_err(|err| RpcError::internal(&err))
+}

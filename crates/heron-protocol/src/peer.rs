@@ -1,0 +1,110 @@
+//! The typed calling side of a connection: [`Outgoing`], what the generated `Agent` and
+//! `Client` peer handles send through, implemented for the raw [`heron_rpc::Peer`].
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use crate::decode::decode_result;
+use heron_rpc::RpcError;
+
+/// The calling side of a connection: what the generated peer handles send through.
+pub trait Outgoing: Clone + Send + Sync + 'static {
+    /// Sends a request and resolves to its decoded result (or the peer's error, a timeout
+    /// as -32800, or a closed connection as -32603).
+    fn call<P, R>(
+        &self,
+        method: &'static str,
+        params: P,
+    ) -> impl Future<Output = Result<R, RpcError>> + Send + 'static
+    where
+        P: Serialize + Send + 'static,
+        R: DeserializeOwned + Send + 'static;
+
+    /// Sends a request that may wait longer (or shorter) than the connection's default
+    /// timeout; `None` waits until the reply or the connection closes.
+    fn call_with_timeout<P, R>(
+        &self,
+        method: &'static str,
+        params: P,
+        timeout: Option<std::time::Duration>,
+    ) -> impl Future<Output = Result<R, RpcError>> + Send + 'static
+    where
+        P: Serialize + Send + 'static,
+        R: DeserializeOwned + Send + 'static;
+
+    /// Sends a notification. Fails only when the connection is closed.
+    fn notify<P>(
+        &self,
+        method: &'static str,
+        params: P,
+    ) -> impl Future<Output = Result<(), RpcError>> + Send + 'static
+    where
+        P: Serialize + Send + 'static;
+}
+
+/// Serializes params; `null` (as from `()`) means "no params" and is omitted.
+fn encode_params<P: Serialize>(params: &P) -> Result<Option<Box<RawValue>>, RpcError> {
+    let raw = serde_json::value::to_raw_value(params).map_err(|err| RpcError::internal(&err))?;
+    Ok((raw.get() != "null").then_some(raw))
+}
+
+impl Outgoing for heron_rpc::Peer {
+    fn call<P, R>(
+        &self,
+        method: &'static str,
+        params: P,
+    ) -> impl Future<Output = Result<R, RpcError>> + Send + 'static
+    where
+        P: Serialize + Send + 'static,
+        R: DeserializeOwned + Send + 'static,
+    {
+        let params = encode_params(&params);
+        let peer = self.clone();
+        async move {
+            let raw = peer.call_raw(method, params?).await?;
+            decode_result(&raw)
+        }
+    }
+
+    fn call_with_timeout<P, R>(
+        &self,
+        method: &'static str,
+        params: P,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<R, RpcError>> + Send + 'static
+    where
+        P: Serialize + Send + 'static,
+        R: DeserializeOwned + Send + 'static,
+    {
+        let params = encode_params(&params);
+        let peer = self.clone();
+        async move {
+            let raw = peer.call_raw_with_timeout(method, params?, timeout).await?;
+            decode_result(&raw)
+        }
+    }
+
+    fn notify<P>(
+        &self,
+        method: &'static str,
+        params: P,
+    ) -> impl Future<Output = Result<(), RpcError>> + Send + 'static
+    where
+        P: Serialize + Send + 'static,
+    {
+        let params = encode_params(&params);
+        let peer = self.clone();
+        async move { peer.notify_raw(method, params?).await }
+    }
+}
+
+/// A connection's remote agent: implements the generated `Agent` trait by sending.
+#[derive(Debug, Clone)]
+pub struct AgentPeer<O>(pub O);
+
+/// A connection's remote editor: implements the generated `Client` trait by sending.
+#[derive(Debug, Clone)]
+pub struct ClientPeer<O>(pub O);

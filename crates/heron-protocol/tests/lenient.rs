@@ -1,0 +1,141 @@
+//! The generated types read what the schema marks open or lenient without rejecting the
+//! whole message, and stay strict where the schema is strict.
+
+use heron_protocol::runtime::decode_params;
+use heron_protocol::{
+    CreateElicitationResponse, McpServer, PromptRequest, SessionConfigOptionCategory, SessionNotification,
+    SessionUpdate, ToolCallContent,
+};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+fn decode<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, heron_protocol::RpcError> {
+    let raw = RawValue::from_string(value.to_string()).expect("raw");
+    decode_params(Some(&raw))
+}
+
+fn tool_call_update(update: Value) -> SessionUpdate {
+    let note: SessionNotification = decode(json!({ "sessionId": "s", "update": update })).expect("decodes");
+    note.update
+}
+
+#[test]
+fn unknown_tool_kind_reads_as_absent_and_keeps_the_rest() {
+    let update = tool_call_update(json!({
+        "sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Teleport", "kind": "teleport",
+        "status": "in_progress"
+    }));
+    let SessionUpdate::ToolCall(call) = update else { panic!("not a tool call: {update:?}") };
+    assert_eq!(call.kind, None);
+    assert_eq!(call.title, "Teleport");
+    assert!(call.status.is_some());
+}
+
+#[test]
+fn malformed_list_items_are_dropped_and_valid_ones_kept() {
+    let update = tool_call_update(json!({
+        "sessionUpdate": "tool_call_update", "toolCallId": "t1",
+        "content": [
+            { "type": "hologram", "data": 1 },
+            { "type": "content", "content": { "type": "text", "text": "kept" } }
+        ],
+        "locations": "not a list"
+    }));
+    let SessionUpdate::ToolCallUpdate(call) = update else { panic!("not an update: {update:?}") };
+    let content = call.content.expect("content");
+    assert_eq!(content.len(), 1);
+    assert!(matches!(&content[0], ToolCallContent::Content(_)));
+    assert_eq!(call.locations, None);
+}
+
+#[test]
+fn malformed_meta_reads_as_absent() {
+    let prompt: PromptRequest =
+        decode(json!({ "sessionId": "s", "prompt": [], "_meta": 5 })).expect("decodes despite _meta");
+    assert_eq!(prompt.meta, None);
+}
+
+#[test]
+fn a_malformed_prompt_block_rejects_the_request_naming_the_field() {
+    let err = decode::<PromptRequest>(json!({ "sessionId": "s", "prompt": [{ "type": "text" }] }))
+        .expect_err("a text block without text is invalid");
+    assert_eq!(err.code, -32602);
+    let data = err.data.expect("data");
+    assert_eq!(data["path"], "prompt[0]", "{data}");
+    assert!(data["reason"].as_str().is_some_and(|r| r.contains("text")), "{data}");
+}
+
+#[test]
+fn a_wrong_type_names_the_nested_field_path() {
+    let err = decode::<PromptRequest>(json!({ "sessionId": 7, "prompt": [] })).expect_err("bad id");
+    assert_eq!(err.data.expect("data")["path"], "sessionId");
+}
+
+#[test]
+fn null_lists_on_stdio_servers_read_as_empty() {
+    let server: McpServer =
+        decode(json!({ "name": "fs", "command": "/bin/mcp", "args": null, "env": null })).expect("stdio");
+    let McpServer::Stdio(stdio) = server else { panic!("not stdio: {server:?}") };
+    assert!(stdio.args.is_empty() && stdio.env.is_empty());
+}
+
+#[test]
+fn http_servers_are_told_from_stdio_by_their_tag() {
+    let server: McpServer =
+        decode(json!({ "type": "http", "name": "web", "url": "http://127.0.0.1:1", "headers": [] }))
+            .expect("http");
+    assert!(matches!(server, McpServer::Http(_)));
+}
+
+#[test]
+fn unknown_tags_of_open_unions_are_kept_as_sent() {
+    let response: CreateElicitationResponse =
+        decode(json!({ "action": "snooze", "until": 3 })).expect("open");
+    let CreateElicitationResponse::Other(map) = &response else { panic!("not kept: {response:?}") };
+    assert_eq!(map["until"], 3);
+    assert_eq!(serde_json::to_value(&response).expect("encodes"), json!({ "action": "snooze", "until": 3 }));
+}
+
+#[test]
+fn open_string_enums_keep_unknown_values() {
+    let known: SessionConfigOptionCategory = serde_json::from_value(json!("model")).expect("known");
+    assert_eq!(known, SessionConfigOptionCategory::Model);
+    let custom: SessionConfigOptionCategory = serde_json::from_value(json!("_heron_budget")).expect("custom");
+    assert_eq!(custom.as_str(), "_heron_budget");
+    assert_eq!(serde_json::to_value(&custom).expect("encodes"), json!("_heron_budget"));
+}
+
+#[test]
+fn unknown_fields_are_tolerated() {
+    let prompt: PromptRequest =
+        decode(json!({ "sessionId": "s", "prompt": [], "fromTheFuture": { "x": 1 } })).expect("tolerated");
+    assert!(prompt.prompt.is_empty());
+}
+
+#[test]
+fn absent_and_null_params_read_as_an_empty_object() {
+    let none: Result<heron_protocol::ListSessionsRequest, _> = decode_params(None);
+    assert!(none.is_ok());
+    let raw = RawValue::from_string("null".into()).expect("raw");
+    let null: Result<heron_protocol::ListSessionsRequest, _> = decode_params(Some(&raw));
+    assert!(null.is_ok());
+}
+
+/// The same leniency when the tag comes first (as peers write it), read from the text
+/// without buffering the union, as when it comes later (above: `json!` sorts keys).
+#[test]
+fn leniency_holds_whichever_member_comes_first() {
+    let raw = RawValue::from_string(
+        r#"{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t1","kind":"teleport",
+        "content":[{"type":"hologram"},{"type":"content","content":{"type":"text","text":"kept"}}],
+        "locations":{"not":"a list"},"_meta":7}}"#
+            .to_owned(),
+    )
+    .expect("raw");
+    let note: SessionNotification = decode_params(Some(&raw)).expect("decodes");
+    let SessionUpdate::ToolCallUpdate(call) = note.update else { panic!("not an update") };
+    assert_eq!(call.kind, None);
+    assert_eq!(call.content.map(|c| c.len()), Some(1));
+    assert_eq!(call.locations, None);
+    assert_eq!(call.meta, None);
+}

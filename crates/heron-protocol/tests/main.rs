@@ -1,0 +1,6 @@
+//! Integration tests of the generated protocol layer: one test binary, one module per concern.
+
+mod doc_examples;
+mod generated_drift;
+mod lenient;
+mod tagged;

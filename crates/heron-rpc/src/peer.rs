@@ -1,0 +1,309 @@
+//! The connection handle ([`Peer`]) and the state it shares with the reader: the pending
+//! replies to our own calls, the in-flight table, and the queue into the writer.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use serde_json::json;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::inflight::{FollowUps, InFlight};
+use super::{OutgoingKind, Validate};
+use crate::envelope::{self, Id};
+use crate::error::{INTERNAL_ERROR, RpcError};
+
+/// The reply a pending call is waiting for.
+pub(super) type Reply = Result<Box<RawValue>, RpcError>;
+
+/// The error every call fails with once the connection is closed.
+pub fn connection_closed() -> RpcError {
+    RpcError::new(INTERNAL_ERROR, "Connection closed")
+}
+
+/// State shared by the reader, the handler tasks and every [`Peer`].
+pub(super) struct Shared {
+    /// Encoded lines for the writer.
+    pub(super) out: mpsc::Sender<String>,
+    /// Fired once the connection stops: input ended, output failed or `Peer::close`.
+    pub(super) closed: CancellationToken,
+    /// Incoming requests still running.
+    pub(super) inflight: InFlight,
+    /// Answers whose follow-ups are being queued.
+    pub(super) follow_ups: FollowUps,
+    pub(super) validator: Option<Arc<dyn Validate>>,
+    call_timeout: Option<Duration>,
+    pending: Mutex<PendingReplies>,
+    next_id: AtomicI64,
+}
+
+/// Our calls waiting for a reply. `closed` lives under the same lock as the map, so a call
+/// cannot register after shutdown has failed the others.
+#[derive(Default)]
+struct PendingReplies {
+    closed: bool,
+    calls: HashMap<i64, PendingCall>,
+}
+
+struct PendingCall {
+    method: String,
+    reply: oneshot::Sender<Reply>,
+}
+
+impl Shared {
+    pub(super) fn new(
+        out: mpsc::Sender<String>,
+        call_timeout: Option<Duration>,
+        validator: Option<Arc<dyn Validate>>,
+    ) -> Self {
+        Self {
+            out,
+            closed: CancellationToken::new(),
+            inflight: InFlight::default(),
+            follow_ups: FollowUps::default(),
+            validator,
+            call_timeout,
+            pending: Mutex::default(),
+            next_id: AtomicI64::new(0),
+        }
+    }
+
+    fn pending(&self) -> MutexGuard<'_, PendingReplies> {
+        // No code panics while holding the lock, so a poisoned map is still consistent.
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues a line for the writer; `false` once the writer is gone.
+    pub(super) async fn send(&self, line: String) -> bool {
+        self.out.send(line).await.is_ok()
+    }
+
+    /// Queues the response to an incoming request.
+    pub(super) async fn answer(&self, id: &Id, result: &Reply) {
+        if !self.send(envelope::encode_response(id, result)).await {
+            tracing::debug!(%id, "output closed; response dropped");
+        }
+    }
+
+    /// Routes a response from the peer to the call waiting on it.
+    pub(super) fn resolve(&self, id: &Id, reply: Reply) {
+        match self.take_call(id) {
+            Some(call) => {
+                // The caller may have gone in the meantime; its guard saw no entry.
+                let _ = call.reply.send(reply);
+            }
+            None => match reply {
+                Err(error) if *id == Id::Null => {
+                    tracing::warn!(%error, "peer reported an error about a message we sent");
+                }
+                _ => tracing::warn!(%id, "ignoring a response to an id we are not waiting on"),
+            },
+        }
+    }
+
+    /// Fails the call a malformed response names, if we are waiting on it.
+    pub(super) fn fail_call(&self, id: Option<&Id>, error: RpcError) {
+        match id.and_then(|id| self.take_call(id)) {
+            Some(call) => {
+                tracing::warn!(method = %call.method, %error, "peer sent a malformed response");
+                let _ = call.reply.send(Err(error));
+            }
+            None => tracing::warn!(%error, "dropping a malformed response"),
+        }
+    }
+
+    fn take_call(&self, id: &Id) -> Option<PendingCall> {
+        let Id::Int(id) = id else { return None };
+        self.pending().calls.remove(id)
+    }
+
+    /// Fails every pending call and refuses new ones.
+    pub(super) fn close_calls(&self) {
+        let calls = {
+            let mut pending = self.pending();
+            pending.closed = true;
+            std::mem::take(&mut pending.calls)
+        };
+        for (_, call) in calls {
+            let _ = call.reply.send(Err(connection_closed()));
+        }
+    }
+
+    /// Registers a call and returns its id, or `None` when the connection is closed.
+    fn register(&self, method: &str, reply: oneshot::Sender<Reply>) -> Option<i64> {
+        let mut pending = self.pending();
+        if pending.closed {
+            return None;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        pending.calls.insert(id, PendingCall { method: method.to_owned(), reply });
+        Some(id)
+    }
+
+    /// Queues `$/cancel_request` for one of our calls without waiting (usable in `Drop`).
+    fn cancel_now(&self, id: i64) {
+        match self.out.try_send(cancel_request_line(id)) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(line)) => {
+                // The queue is full; send from a task rather than lose the cancel.
+                let out = self.out.clone();
+                match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => {
+                        runtime.spawn(async move { out.send(line).await });
+                    }
+                    Err(_) => tracing::debug!(id, "no runtime to send $/cancel_request"),
+                }
+            }
+        }
+    }
+}
+
+fn cancel_request_line(id: i64) -> String {
+    let params = serde_json::value::to_raw_value(&json!({ "requestId": id })).ok();
+    envelope::encode_notification("$/cancel_request", params.as_deref())
+}
+
+/// The handle for talking to the peer: sends calls and notifications, and can close the
+/// connection. Cheap to clone; usable before `serve` starts (messages wait in the queue).
+#[derive(Clone)]
+pub struct Peer {
+    pub(super) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer").field("closed", &self.is_closed()).finish_non_exhaustive()
+    }
+}
+
+impl Peer {
+    /// Calls `method` with raw params under the connection's default timeout and returns
+    /// the raw result (`null` for an empty one).
+    pub fn call_raw(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+    ) -> impl Future<Output = Result<Box<RawValue>, RpcError>> + Send + 'static {
+        call_raw(self.shared.clone(), method.to_owned(), params, self.shared.call_timeout)
+    }
+
+    /// Calls `method` with a chosen timeout (`None`: wait until the reply or close).
+    pub fn call_raw_with_timeout(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<Box<RawValue>, RpcError>> + Send + 'static {
+        call_raw(self.shared.clone(), method.to_owned(), params, timeout)
+    }
+
+    /// Sends a notification with raw params.
+    pub fn notify_raw(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+    ) -> impl Future<Output = Result<(), RpcError>> + Send + 'static {
+        notify_raw(self.shared.clone(), method.to_owned(), params)
+    }
+
+    /// True once the connection has closed.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.is_cancelled()
+    }
+
+    /// Resolves when the connection closes.
+    pub fn closed(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.shared.closed.clone().cancelled_owned()
+    }
+
+    /// Closes the connection as if the input had ended: pending calls fail, in-flight
+    /// requests are answered -32800, queued output is flushed and `serve` returns.
+    pub fn close(&self) {
+        self.shared.closed.cancel();
+    }
+}
+
+/// Removes a call that was given up on and tells the peer, unless the reply already came.
+struct CallGuard {
+    shared: Arc<Shared>,
+    id: i64,
+    /// The request reached the queue, so the peer may be working on it.
+    sent: bool,
+    settled: bool,
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let taken = self.shared.take_call(&Id::Int(self.id)).is_some();
+        if taken && self.sent {
+            tracing::debug!(id = self.id, "call dropped before its reply; cancelling it");
+            self.shared.cancel_now(self.id);
+        }
+    }
+}
+
+async fn call_raw(
+    shared: Arc<Shared>,
+    method: String,
+    params: Option<Box<RawValue>>,
+    timeout: Option<Duration>,
+) -> Result<Box<RawValue>, RpcError> {
+    let (reply_tx, mut reply_rx) = oneshot::channel();
+    let id = shared.register(&method, reply_tx).ok_or_else(connection_closed)?;
+    let mut guard = CallGuard { shared: shared.clone(), id, sent: false, settled: false };
+    if let (Some(validator), Some(params)) = (&shared.validator, &params) {
+        validator.outgoing(OutgoingKind::Request, &method, params);
+    }
+    let line = envelope::encode_request(&Id::Int(id), &method, params.as_deref());
+    if !shared.send(line).await {
+        return Err(connection_closed());
+    }
+    guard.sent = true;
+    let reply = match timeout {
+        None => (&mut reply_rx).await,
+        Some(limit) => match tokio::time::timeout(limit, &mut reply_rx).await {
+            Ok(reply) => reply,
+            Err(_) => {
+                guard.settled = true;
+                if shared.take_call(&Id::Int(id)).is_some() {
+                    tracing::warn!(%method, id, ?limit, "call timed out; cancelling it");
+                    let _ = shared.send(cancel_request_line(id)).await;
+                    return Err(RpcError::request_cancelled().with_data(json!({
+                        "reason": "timeout",
+                        "method": method,
+                        "timeoutMs": u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                    })));
+                }
+                // The reply won the race and is already in the channel.
+                reply_rx.await
+            }
+        },
+    };
+    guard.settled = true;
+    // A sender dropped without a reply means the connection went away.
+    reply.unwrap_or_else(|_| Err(connection_closed()))
+}
+
+async fn notify_raw(
+    shared: Arc<Shared>,
+    method: String,
+    params: Option<Box<RawValue>>,
+) -> Result<(), RpcError> {
+    if shared.closed.is_cancelled() {
+        return Err(connection_closed());
+    }
+    if let (Some(validator), Some(params)) = (&shared.validator, &params) {
+        validator.outgoing(OutgoingKind::Notification, &method, params);
+    }
+    if shared.send(envelope::encode_notification(&method, params.as_deref())).await {
+        Ok(())
+    } else {
+        Err(connection_closed())
+    }
+}

@@ -1,0 +1,225 @@
+//! The session store: SQLite-backed sessions, their append-only event logs and prompt inboxes.
+//!
+//! The store knows nothing of ACP. Event payloads, session settings and inbox prompts are opaque
+//! JSON that the session module defines; the store keeps them intact and in order.
+//!
+//! # Concurrency and durability
+//!
+//! A [`Store`] owns one SQLite connection behind a mutex and is cheap to clone. Every call runs
+//! on tokio's blocking pool, so waiting on a lock held by another process never stalls the
+//! runtime. Several processes may share one file: the database runs in WAL mode, every write is
+//! a `BEGIN IMMEDIATE` transaction (writers queue on the file lock, up to [`BUSY_TIMEOUT`]), and
+//! per-session sequence numbers are allocated inside that transaction.
+//!
+//! A write is committed when its method returns. With `synchronous=NORMAL` in WAL mode a
+//! committed write survives the process being killed at any point; a power loss may drop the
+//! last few commits but never corrupts the file.
+//!
+//! # Timestamps
+//!
+//! `created_at`, `updated_at` and event `at` are RFC 3339 UTC strings with millisecond
+//! precision (`2025-01-31T12:00:00.123Z`). They have a fixed width, so text order is time order.
+
+#![deny(missing_docs)]
+
+mod events;
+mod inbox;
+mod schema;
+mod sessions;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use rusqlite::{Connection, OpenFlags};
+
+pub use events::{EventRecord, MAX_EVENTS_LIMIT};
+pub use inbox::{CANCELLED, DONE, FAILED, InboxItem, InboxState, QUEUED, RUNNING};
+pub use schema::SCHEMA_VERSION;
+pub use sessions::{ListQuery, MAX_LIST_LIMIT, NewSession, Page, SessionPatch, SessionRecord};
+
+/// How long a write waits for another connection (or process) to release the file lock.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A failure of the store. Messages name ids and versions but never payload contents.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The session or inbox item does not exist.
+    #[error("{entity} {id:?} not found")]
+    NotFound {
+        /// What was looked up: `"session"` or `"inbox item"`.
+        entity: &'static str,
+        /// The id that was looked up.
+        id: String,
+    },
+    /// A session with this id already exists.
+    #[error("session {0:?} already exists")]
+    AlreadyExists(String),
+    /// The inbox item is not in the status the change needs; nothing was changed.
+    #[error("inbox item {id:?} is {status}")]
+    WrongStatus {
+        /// The item.
+        id: String,
+        /// Its status.
+        status: String,
+    },
+    /// A list cursor was malformed or was issued for a different query.
+    #[error("the list cursor is malformed or belongs to a different query")]
+    BadCursor,
+    /// The database was written by a newer Heron; it is left untouched.
+    #[error(
+        "the store has schema version {found}, newer than the {supported} this build supports; \
+         upgrade Heron or point it at another store file"
+    )]
+    TooNew {
+        /// The `user_version` found in the file.
+        found: i64,
+        /// The newest schema version this build knows.
+        supported: i64,
+    },
+    /// A stored value could not be decoded.
+    #[error("corrupt store data: {0}")]
+    Corrupt(String),
+    /// SQLite reported an error (including a lock that stayed busy past the timeout).
+    #[error("sqlite: {0}")]
+    Sqlite(String),
+    /// Creating the store's directory or file failed.
+    #[error("store i/o: {0}")]
+    Io(String),
+    /// The blocking task running the query panicked or was cancelled.
+    #[error("store task failed: {0}")]
+    Task(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(err: rusqlite::Error) -> Self {
+        // rusqlite's messages carry SQL text and constraint names, never bound values.
+        StoreError::Sqlite(err.to_string())
+    }
+}
+
+/// A handle on the store file. Clones share one connection.
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Connection>>,
+    path: Arc<PathBuf>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `path` and brings its schema up to date.
+    ///
+    /// A database from a newer Heron is refused with [`StoreError::TooNew`] before anything
+    /// in it is changed.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        tokio::task::spawn_blocking(move || Store::open_blocking(&path))
+            .await
+            .map_err(|err| StoreError::Task(err.to_string()))?
+    }
+
+    /// [`Store::open`] for callers outside an async runtime (it blocks the thread).
+    pub fn open_blocking(path: &Path) -> Result<Store, StoreError> {
+        create_private_file(path)?;
+        let mut conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Refuse a newer schema before any pragma below writes to the file header.
+        schema::refuse_newer(&conn)?;
+        let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(%mode, "the store could not switch to WAL; concurrent access will be slower");
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", true)?;
+        schema::migrate(&mut conn)?;
+        Ok(Store { conn: Arc::new(Mutex::new(conn)), path: Arc::new(path.to_path_buf()) })
+    }
+
+    /// The file this store was opened on.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs SQLite's `integrity_check`; any finding is reported as [`StoreError::Corrupt`].
+    pub async fn check_integrity(&self) -> Result<(), StoreError> {
+        self.run(|conn| {
+            let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+            let findings =
+                stmt.query_map([], |row| row.get::<_, String>(0))?.collect::<Result<Vec<_>, _>>()?;
+            match findings.as_slice() {
+                [only] if only == "ok" => Ok(()),
+                _ => Err(StoreError::Corrupt(findings.join("; "))),
+            }
+        })
+        .await
+    }
+
+    /// Runs `work` on the blocking pool with the connection locked.
+    async fn run<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || {
+            // A panic mid-call dropped its transaction, which rolled back: the connection is
+            // still consistent, so a poisoned lock is safe to reuse.
+            let mut guard = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            work(&mut guard)
+        })
+        .await
+        .map_err(|err| StoreError::Task(err.to_string()))?
+    }
+}
+
+/// Creates the parent directories and, if missing, the database file readable only by its owner.
+fn create_private_file(path: &Path) -> Result<(), StoreError> {
+    let io = |what: &str, err: std::io::Error| StoreError::Io(format!("{what} {}: {err}", path.display()));
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|err| io("creating the directory of", err))?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // SQLite gives its -wal and -shm files the same mode as the database file.
+        options.mode(0o600);
+    }
+    options.open(path).map(drop).map_err(|err| io("creating", err))
+}
+
+/// The current time as an RFC 3339 UTC string with millisecond precision.
+fn now() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+/// Decodes a stored JSON column, describing a failure by its location only.
+fn decode_json<T: serde::de::DeserializeOwned>(
+    text: &str,
+    what: impl FnOnce() -> String,
+) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|err| {
+        StoreError::Corrupt(format!(
+            "{} is not valid JSON (line {}, column {})",
+            what(),
+            err.line(),
+            err.column()
+        ))
+    })
+}
+
+/// Encodes a JSON value for storage (a `Value` or a list of strings always encodes).
+fn encode_json(value: &impl serde::Serialize) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|err| StoreError::Corrupt(format!("unencodable value: {err}")))
+}

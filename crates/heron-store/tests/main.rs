@@ -1,0 +1,8 @@
+//! Integration tests of the session store: one test binary, one module per concern.
+
+mod durability;
+mod events;
+mod inbox;
+mod open;
+mod session_state;
+mod sessions;

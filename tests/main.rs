@@ -1,0 +1,20 @@
+//! Integration tests of the `heron` binary's crate: the ACP adapter over in-memory pipes,
+//! the real binary over stdio, the conformance suite and recording. One test binary, one
+//! module per concern, one shared support module.
+
+mod support;
+
+mod acp_durability;
+mod acp_engine;
+mod acp_goal;
+mod acp_inbox;
+mod acp_mcp;
+mod acp_prompt;
+mod acp_sessions;
+mod acp_settings;
+mod acp_status;
+mod acp_steer;
+mod acp_tools;
+mod conformance;
+mod hostile_input;
+mod record;
