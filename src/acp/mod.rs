@@ -539,17 +539,19 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             // If this request is dropped ($/cancel_request), even before its future first
             // runs, this prompt alone is cancelled.
             let guard = CancelOnDrop(Some(queued.cancel));
-            Ok((session, stream, queued.result, guard))
+            Ok((session, stream, queued.result, guard, queued.delivered))
         });
         let inner = self.inner.clone();
         let reply: Reply<PromptResponse> = Box::pin(async move {
             let manager = inner.manager.ready().await?;
-            let (session, mut stream, result, guard) = started?;
+            let (session, mut stream, result, guard, delivered) = started?;
             while let Some(update) = stream.recv().await {
                 inbox::forward(&inner, session.id(), update).await;
             }
             let outcome = result.await.map_err(|_| RpcError::internal(&"the session stopped"))?;
             guard.disarm();
+            // The session's next turn starts once this answer is queued, never before.
+            heron_rpc::after_response(async move { delivered.done() });
             let stop = outcome.map_err(|e| prompt_error(e, manager.providers().keys()))?;
             let transcript = manager.transcript_path(session.id());
             Ok(PromptResponse {

@@ -1,7 +1,7 @@
 //! The generated types read what the schema marks open or lenient without rejecting the
 //! whole message, and stay strict where the schema is strict.
 
-use heron_protocol::runtime::decode_params;
+use heron_protocol::runtime::{decode_params, decode_result};
 use heron_protocol::{
     CreateElicitationResponse, McpServer, PromptRequest, SessionConfigOptionCategory, SessionNotification,
     SessionUpdate, ToolCallContent,
@@ -119,6 +119,17 @@ fn absent_and_null_params_read_as_an_empty_object() {
     let raw = RawValue::from_string("null".into()).expect("raw");
     let null: Result<heron_protocol::ListSessionsRequest, _> = decode_params(Some(&raw));
     assert!(null.is_ok());
+}
+
+#[test]
+fn a_null_result_from_a_peer_reads_as_an_empty_object() {
+    let raw = RawValue::from_string("null".into()).expect("raw");
+    let killed: Result<heron_protocol::KillTerminalResponse, _> = decode_result(&raw);
+    assert!(killed.is_ok(), "{killed:?}");
+    let broken = RawValue::from_string(r#"{"content":7}"#.into()).expect("raw");
+    let read: Result<heron_protocol::ReadTextFileResponse, _> = decode_result(&broken);
+    let err = read.expect_err("a number is not text");
+    assert_eq!((err.code, err.data.expect("data")["path"].clone()), (-32603, json!("content")));
 }
 
 /// The same leniency when the tag comes first (as peers write it), read from the text

@@ -375,7 +375,6 @@ async fn bad_params_pass_through_as_invalid_params() {
     editor.send(r#"{"jsonrpc":"2.0","id":2,"method":"typed","params":{"name":7}}"#).await;
     let answer = editor.recv().await;
     assert_eq!((answer["id"].clone(), answer["error"]["code"].clone()), (json!(2), json!(-32602)));
-    assert_eq!(answer["error"]["data"]["path"], json!("name"));
 }
 
 #[tokio::test]
@@ -621,10 +620,10 @@ async fn outgoing_ids_count_up_from_zero_and_results_decode() {
     );
     let second = tokio::spawn(call_default(&peer, "terminal/kill", Value::Null));
     assert_eq!(editor.recv_line().await, r#"{"jsonrpc":"2.0","id":1,"method":"terminal/kill"}"#);
-    // Answered out of order; `null` reads as `{}`.
+    // Answered out of order; a raw `null` result stays `null` (the typed layer reads it as `{}`).
     editor.send(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).await;
     editor.send(r#"{"jsonrpc":"2.0","id":0,"result":{"content":"hi"}}"#).await;
-    assert_eq!(second.await.expect("task"), Ok(json!({})));
+    assert_eq!(second.await.expect("task"), Ok(Value::Null));
     assert_eq!(first.await.expect("task"), Ok(json!({ "content": "hi" })));
 }
 

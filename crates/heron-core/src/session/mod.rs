@@ -88,18 +88,35 @@ struct Job {
     input: Vec<PromptInput>,
     updates: mpsc::UnboundedSender<TurnUpdate>,
     reply: oneshot::Sender<PromptResult>,
+    /// Resolves once the caller has passed the result on (or gave up on it).
+    delivered: oneshot::Receiver<()>,
     generation: u64,
     /// Cancels this prompt alone, queued or running.
     cancel: CancellationToken,
 }
 
-/// A queued prompt: its result, and the token that cancels it alone.
+/// A queued prompt: its result, the token that cancels it alone, and the handshake that
+/// holds the session's next turn until this prompt's outcome has reached the client.
 #[derive(Debug)]
 pub struct Queued {
     /// Resolves to how the prompt ended.
     pub result: oneshot::Receiver<PromptResult>,
     /// Cancels this prompt only (a `$/cancel_request` for it).
     pub cancel: CancellationToken,
+    /// Signal it (or drop it) once the result is on its way to the client.
+    pub delivered: Delivered,
+}
+
+/// Lets the session start its next turn. Without it a client could see the next turn's
+/// first updates before this prompt's answer, and take them for this prompt's.
+#[derive(Debug)]
+pub struct Delivered(oneshot::Sender<()>);
+
+impl Delivered {
+    /// The result has been handed on: the next turn may start.
+    pub fn done(self) {
+        let _ = self.0.send(());
+    }
 }
 
 /// Mutable session state shared with the adapter.
@@ -216,18 +233,20 @@ impl Session {
     /// (closed when the turn ends, before the result is sent).
     pub fn prompt(&self, input: Vec<PromptInput>, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
         let (reply, result) = oneshot::channel();
+        let (delivered, handed_on) = oneshot::channel();
         let cancel = CancellationToken::new();
         let job = Job {
             input,
             updates,
             reply,
+            delivered: handed_on,
             generation: self.generation.load(Ordering::SeqCst),
             cancel: cancel.clone(),
         };
         if let Err(mpsc::error::SendError(job)) = self.jobs.send(job) {
             let _ = job.reply.send(Err(PromptError::Closed));
         }
-        Queued { result, cancel }
+        Queued { result, cancel, delivered: Delivered(delivered) }
     }
 
     /// Cancels the running turn and every queued prompt.
@@ -361,6 +380,26 @@ async fn actor(
     }
 }
 
+/// Answers a prompt, then waits until its caller has handed the answer on (or the session
+/// closed), so the next turn's updates cannot overtake it. The prompt's update stream is
+/// closed first: its caller forwards updates until then.
+async fn answer(
+    reply: oneshot::Sender<PromptResult>,
+    delivered: oneshot::Receiver<()>,
+    updates: Option<mpsc::UnboundedSender<TurnUpdate>>,
+    result: PromptResult,
+    closed: &CancellationToken,
+) {
+    drop(updates);
+    if reply.send(result).is_err() {
+        return;
+    }
+    tokio::select! {
+        _ = delivered => {}
+        () = closed.cancelled() => {}
+    }
+}
+
 async fn run_prompt(
     session: &Session,
     context: &ActorContext,
@@ -374,7 +413,7 @@ async fn run_prompt(
         || job.cancel.is_cancelled()
         || job.reply.is_closed()
     {
-        let _ = job.reply.send(Ok(StopReason::Cancelled));
+        answer(job.reply, job.delivered, Some(job.updates), Ok(StopReason::Cancelled), &session.closed).await;
         return;
     }
     // The job's own token runs the turn, so cancelling this prompt alone ends it too.
@@ -390,7 +429,7 @@ async fn run_prompt(
     export_transcript(&context.transcripts, session.id(), history);
     // The idle status goes out on the prompt's stream, before its answer.
     session.status.end_turn();
-    let _ = job.reply.send(result);
+    answer(job.reply, job.delivered, None, result, &session.closed).await;
 }
 
 /// Runs an inbox item's turn like a prompt's, reporting to the inbox's stream, and records
