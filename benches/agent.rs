@@ -13,10 +13,11 @@ use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_grou
 use heron::acp::convert::replay_updates;
 use heron::cli::acp::{AcpArgs, serve};
 use heron_core::config::Home;
-use heron_core::session::event::{
-    Event, Location, PlanItem, StopReason, ToolKind, ToolOutput, ToolStatus, UserContent,
-};
+use heron_core::session::event::Event;
 use heron_core::session::settings::{Mode, Posture, Preset, Settings};
+use heron_core::types::{
+    Location, PlanItem, PlanPriority, PlanStatus, StopReason, ToolKind, ToolOutput, ToolStatus, UserContent,
+};
 use heron_store::{NewSession, Store};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
@@ -379,8 +380,8 @@ fn turn_events(n: usize, ws: &str) -> Vec<Event> {
             .enumerate()
             .map(|(k, content)| PlanItem {
                 content: (*content).to_owned(),
-                priority: "medium".to_owned(),
-                status: if k == 0 { "completed" } else { "pending" }.to_owned(),
+                priority: PlanPriority::Medium,
+                status: if k == 0 { PlanStatus::Completed } else { PlanStatus::Pending },
             })
             .collect::<Vec<_>>();
         let todos: Vec<Value> =

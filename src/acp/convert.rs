@@ -4,12 +4,13 @@
 use base64::Engine as _;
 use serde_json::json;
 
-use heron_core::session::PromptInput;
-use heron_core::session::event::{
-    Event, Location, PlanItem, StopReason, ToolKind, ToolOutput, ToolStatus, TurnUpdate, UsageReport,
-    UserContent,
-};
+use heron_core::session::event::Event;
 use heron_core::session::settings::{Mode, OptionSpec, Settings};
+use heron_core::session::update::TurnUpdate;
+use heron_core::types::{
+    Location, PlanItem, PlanPriority, PlanStatus, PromptInput, StopReason, ToolKind, ToolOutput, ToolStatus,
+    UsageReport, UserContent,
+};
 use heron_protocol::{
     self as p, BlobResourceContents, ContentBlock, ContentChunk, EmbeddedResource, EmbeddedResourceResource,
     ImageContent, MessageId, PlanEntry, PlanEntryPriority, PlanEntryStatus, ResourceLink, RpcError,
@@ -201,15 +202,15 @@ fn plan_entry(item: &PlanItem) -> PlanEntry {
     PlanEntry {
         content: item.content.clone(),
         meta: None,
-        priority: match item.priority.as_str() {
-            "high" => PlanEntryPriority::High,
-            "low" => PlanEntryPriority::Low,
-            _ => PlanEntryPriority::Medium,
+        priority: match item.priority {
+            PlanPriority::High => PlanEntryPriority::High,
+            PlanPriority::Medium => PlanEntryPriority::Medium,
+            PlanPriority::Low => PlanEntryPriority::Low,
         },
-        status: match item.status.as_str() {
-            "in_progress" => PlanEntryStatus::InProgress,
-            "completed" => PlanEntryStatus::Completed,
-            _ => PlanEntryStatus::Pending,
+        status: match item.status {
+            PlanStatus::Pending => PlanEntryStatus::Pending,
+            PlanStatus::InProgress => PlanEntryStatus::InProgress,
+            PlanStatus::Completed => PlanEntryStatus::Completed,
         },
     }
 }

@@ -11,9 +11,10 @@ use tokio::sync::mpsc;
 
 use super::errors::unknown_session;
 use super::{HeronAgent, Inner, Reply, convert};
-use heron_core::session::event::TurnUpdate;
+use heron_core::session::Session;
 use heron_core::session::inbox::InboxError;
-use heron_core::session::{PromptInput, Session};
+use heron_core::session::update::TurnUpdate;
+use heron_core::types::PromptInput;
 use heron_protocol::error::INVALID_PARAMS;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{

@@ -153,7 +153,7 @@ fn advertise_commands<O: Outgoing>(inner: &Arc<Inner<O>>, session_id: &str) {
 fn advertise<O: Outgoing>(
     inner: &Arc<Inner<O>>,
     session_id: &str,
-    usage: Option<heron_core::session::event::UsageReport>,
+    usage: Option<heron_core::types::UsageReport>,
 ) {
     let inner = inner.clone();
     let id = session_id.to_owned();

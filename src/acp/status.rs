@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use heron_core::session::Session;
 use heron_core::session::goal::{Goal, GoalStatus};
 use heron_core::session::settings::Posture;
-use heron_core::session::status::{SessionState, Snapshot};
+use heron_core::session::snapshot::{SessionState, Snapshot};
 use heron_protocol::runtime::{ClientPeer, Outgoing};
 use heron_protocol::{
     Client, ClientCapabilities, HeronApprovalPosture, HeronContextUsage, HeronGoal, HeronGoalStatus,

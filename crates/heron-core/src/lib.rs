@@ -12,6 +12,7 @@ pub mod llm;
 pub mod secret;
 pub mod session;
 pub mod tools;
+pub mod types;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::{Dirs, FakeEditor, Script, call};
-use heron_core::session::event::{ToolKind, ToolStatus};
 use heron_core::tools::Tool;
 use heron_core::tools::run_command::RunCommand;
+use heron_core::types::{ToolKind, ToolStatus};
 use serde_json::json;
 
 /// Live (not zombie) processes whose process group is `group`, from /proc.

@@ -108,7 +108,7 @@ async fn refused_writes_leave_the_outside_untouched_even_when_run_directly() {
     std::fs::remove_dir(dirs.ws().join("later")).expect("rmdir");
     symlink(dirs.outside(), dirs.ws().join("later")).expect("swap in a symlink");
     let outcome = WriteFile.run(prepared, env).await;
-    assert_eq!(outcome.status, heron_core::session::event::ToolStatus::Failed);
+    assert_eq!(outcome.status, heron_core::types::ToolStatus::Failed);
     outside_untouched(&dirs);
 }
 

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use crate::support::{Dirs, FakeEditor, Script, call, text_of};
 use heron_core::secret::Secret;
-use heron_core::session::event::{ToolKind, ToolOutput, ToolStatus};
 use heron_core::tools::edit_file::EditFile;
 use heron_core::tools::read_file::ReadFile;
 use heron_core::tools::write_file::WriteFile;
 use heron_core::tools::{Tool, ToolEnv};
+use heron_core::types::{ToolKind, ToolOutput, ToolStatus};
 use serde_json::json;
 
 fn editor(reads: bool, writes: bool) -> FakeEditor {

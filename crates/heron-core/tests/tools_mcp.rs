@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use crate::support::{Dirs, text_of};
 use heron_core::secret::Secret;
-use heron_core::session::event::{ToolKind, ToolStatus};
 use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
 use heron_core::tools::{Tool, ToolEnv};
+use heron_core::types::{ToolKind, ToolStatus};
 use serde_json::{Value, json};
 
 fn fixture() -> PathBuf {

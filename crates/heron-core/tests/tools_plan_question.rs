@@ -4,15 +4,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::{Dirs, FakeEditor, Script, call};
-use heron_core::session::event::{PlanItem, ToolKind, ToolStatus};
 use heron_core::tools::Tool;
 use heron_core::tools::editor::QuestionAnswer;
 use heron_core::tools::question::Question;
 use heron_core::tools::todo::TodoWrite;
+use heron_core::types::{PlanItem, PlanPriority, PlanStatus, ToolKind, ToolStatus};
 use serde_json::json;
 
-fn item(content: &str, priority: &str, status: &str) -> PlanItem {
-    PlanItem { content: content.to_owned(), priority: priority.to_owned(), status: status.to_owned() }
+fn item(content: &str, priority: PlanPriority, status: PlanStatus) -> PlanItem {
+    PlanItem { content: content.to_owned(), priority, status }
 }
 
 #[tokio::test]
@@ -30,9 +30,9 @@ async fn todo_write_produces_the_full_plan() {
     assert_eq!(
         outcome.plan,
         Some(vec![
-            item("Read the code", "high", "completed"),
-            item("Write the fix", "medium", "in_progress"),
-            item("Run the tests", "low", "pending"),
+            item("Read the code", PlanPriority::High, PlanStatus::Completed),
+            item("Write the fix", PlanPriority::Medium, PlanStatus::InProgress),
+            item("Run the tests", PlanPriority::Low, PlanStatus::Pending),
         ])
     );
     assert!(outcome.for_model.starts_with("Plan updated: 3 items (1 completed, 1 in progress, 1 pending)"));

@@ -2,10 +2,10 @@
 //! argument errors.
 
 use crate::support::{Dirs, call};
-use heron_core::session::event::{ToolKind, ToolStatus};
 use heron_core::tools::Tool;
 use heron_core::tools::grep::Grep;
 use heron_core::tools::list_files::ListFiles;
+use heron_core::types::{ToolKind, ToolStatus};
 use serde_json::json;
 
 fn project() -> Dirs {

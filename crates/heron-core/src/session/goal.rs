@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::event::UserContent;
+use crate::types::UserContent;
 
 /// Where a goal stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,8 +7,9 @@
 
 use base64::Engine as _;
 
-use super::event::{Event, UserContent};
+use super::event::Event;
 use crate::llm::{ChatMessage, ToolCallRequest, UserPart};
+use crate::types::UserContent;
 
 /// What the model is told about an interrupted call.
 pub const INTERRUPTED: &str = "The tool call was interrupted before it finished; it may not have run.";
@@ -107,7 +108,7 @@ pub fn chat_messages(system: &str, events: &[Event]) -> Vec<ChatMessage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::event::{ToolKind, ToolStatus};
+    use crate::types::{ToolKind, ToolStatus};
 
     fn call(id: &str) -> Event {
         Event::ToolCall {
@@ -155,7 +156,7 @@ mod tests {
     fn an_unanswered_call_gets_a_synthetic_result_before_the_next_user_message() {
         let events = vec![
             call("1"),
-            Event::TurnEnded { stop_reason: crate::session::event::StopReason::Cancelled },
+            Event::TurnEnded { stop_reason: crate::types::StopReason::Cancelled },
             Event::UserMessage { message_id: "u".into(), content: vec![] },
         ];
         let messages = chat_messages("sys", &events);

@@ -27,10 +27,12 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::event::{StopReason, TurnUpdate};
-use super::status::{Board, InboxCounts};
+use super::snapshot::InboxCounts;
+use super::status::Board;
+use super::update::TurnUpdate;
 use super::{PromptError, PromptInput};
 use crate::llm::registry::Providers;
+use crate::types::StopReason;
 use heron_store::{CANCELLED, DONE, FAILED, InboxItem, InboxState, QUEUED, RUNNING, Store, StoreError};
 
 /// The most items one page of [`Inbox::page`] holds.
@@ -341,10 +343,7 @@ impl Inbox {
         let route =
             self.route.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|r| r.updates.clone());
         if let Some(route) = route {
-            let (done, flushed) = oneshot::channel();
-            if route.send(TurnUpdate::Flushed(done)).is_ok() {
-                let _ = flushed.await;
-            }
+            super::update::flushed(&route).await;
         }
     }
 

@@ -5,15 +5,17 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::event::{Event, UsageReport};
+use super::event::Event;
 use super::goal::{Goal, GoalError};
 use super::settings::{Choices, Mode, Posture, Preset, SettingError, Settings};
-use super::status::{Board, InboxCounts};
+use super::snapshot::InboxCounts;
+use super::status::Board;
 use super::{ActorContext, Session, State};
 use crate::llm::registry::{ModelError, Providers};
 use crate::tools::Registry;
 use crate::tools::editor::EditorIo;
 use crate::tools::mcp::{McpHub, ServerSpec};
+use crate::types::UsageReport;
 use heron_store::{ListQuery, NewSession, Page, SessionPatch, SessionRecord, Store, StoreError};
 
 /// Why a session operation failed.

@@ -17,9 +17,11 @@ pub mod manager;
 pub mod permission;
 mod pursuit;
 pub mod settings;
+pub mod snapshot;
 pub mod status;
 pub mod steer;
 pub mod turn;
+pub mod update;
 mod watched;
 
 use std::path::PathBuf;
@@ -29,19 +31,22 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use self::event::{Event, StopReason, TurnUpdate, UserContent};
+use self::event::Event;
 use self::goal::Goal;
 use self::inbox::Inbox;
 use self::permission::Approvals;
 use self::settings::{Choices, SettingError, Settings};
-use self::status::{Board, Snapshot};
+use self::snapshot::Snapshot;
+use self::status::Board;
 use self::steer::{SteerOutcome, Steers};
 use self::turn::{Turn, TurnError};
+use self::update::TurnUpdate;
 use crate::llm::registry::{ModelError, Providers};
 use crate::tools::editor::EditorIo;
 use crate::tools::mcp::McpHub;
 use crate::tools::roots::Roots;
 use crate::tools::{Registry, ToolEnv};
+use crate::types::{PromptInput, StopReason, UserContent};
 use heron_store::Store;
 
 pub use manager::{Manager, ManagerOptions, OpenOptions, SessionError};
@@ -64,24 +69,6 @@ pub enum PromptError {
     /// The session was closed before the prompt ran.
     #[error("the session was closed")]
     Closed,
-}
-
-/// A prompt as received, before attachments are saved.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PromptInput {
-    /// Content kept as it is.
-    Content(UserContent),
-    /// Binary data to save under `<cwd>/.heron/attachments/` first.
-    Attachment {
-        /// Image or blob.
-        image: bool,
-        /// The MIME type.
-        mime_type: String,
-        /// The decoded bytes.
-        data: Vec<u8>,
-        /// The URI the client gave, if any.
-        uri: Option<String>,
-    },
 }
 
 struct Job {

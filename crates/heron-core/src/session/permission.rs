@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use super::event::ToolKind;
 use super::settings::Posture;
 use crate::tools::editor::PermissionAnswer;
+use crate::types::ToolKind;
 
 /// What the gate decided.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,11 +2,12 @@
 //! asks whether to go on each time the model stops, counts continuations and applies the
 //! model's `finish_goal`. Every goal change is stored before the turn moves on.
 
-use super::event::{Event, UserContent};
+use super::event::Event;
 use super::goal::{Goal, GoalStatus, continuation_text, objective_of};
 use super::settings::Mode;
 use super::turn::{Turn, TurnError};
 use crate::tools::finish_goal::GoalEnd;
+use crate::types::UserContent;
 
 impl Turn {
     /// Called when a goal-mode prompt starts: an active goal takes the prompt as more

@@ -1,6 +1,6 @@
-//! A session's status, for status bars: what it is doing, its settings, goal, context use
-//! and inbox, as one snapshot. Its sequence number moves only when something other than the
-//! timestamp changed, so whoever forwards snapshots sends each change once and never spams.
+//! A session's status board: the live [`Snapshot`] shared by its actor, its turn and the
+//! adapter. Its sequence number moves only when something other than the timestamp
+//! changed, so whoever forwards snapshots sends each change once and never spams.
 //!
 //! While a turn runs, every new snapshot also goes into that turn's update stream, so the
 //! editor sees it in order with the turn's own updates and before the prompt's answer.
@@ -10,104 +10,12 @@ use std::sync::{Mutex, PoisonError};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::event::{TurnUpdate, UsageReport};
-use super::goal::{Goal, GoalStatus, now};
-use super::settings::{Mode, Posture, Settings};
+use super::goal::{Goal, now};
+use super::settings::Settings;
+use super::snapshot::{Activity, InboxCounts, Snapshot};
+use super::update::TurnUpdate;
+use crate::types::UsageReport;
 use heron_store::{SessionPatch, Store, StoreError};
-
-/// What the session's actor is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Activity {
-    /// No turn is running.
-    Idle,
-    /// A turn is running.
-    Running,
-    /// The turn waits for a permission answer.
-    AwaitingPermission,
-    /// The turn waits for the user's answer to a question.
-    AwaitingInput,
-}
-
-/// The state a status bar shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionState {
-    /// No turn is running.
-    Idle,
-    /// A turn is running.
-    Running,
-    /// The turn waits for a permission answer.
-    AwaitingPermission,
-    /// The turn waits for other user input.
-    AwaitingInput,
-    /// No turn is running and the goal is paused.
-    Paused,
-}
-
-/// Counts of the session's stored inbox.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct InboxCounts {
-    /// Waiting to run.
-    pub queued: u32,
-    /// Running.
-    pub running: u32,
-    /// Failed.
-    pub failed: u32,
-    /// Whether queued items are held back.
-    pub paused: bool,
-}
-
-impl InboxCounts {
-    /// Counts the items of a stored inbox by their status.
-    pub fn of(items: &[heron_store::InboxItem], paused: bool) -> Self {
-        let count = |status: &str| {
-            u32::try_from(items.iter().filter(|i| i.status == status).count()).unwrap_or(u32::MAX)
-        };
-        Self {
-            queued: count(heron_store::QUEUED),
-            running: count(heron_store::RUNNING),
-            failed: count(heron_store::FAILED),
-            paused,
-        }
-    }
-}
-
-/// A session's status at one moment.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Snapshot {
-    /// What the actor is doing.
-    pub activity: Activity,
-    /// The mode.
-    pub mode: Mode,
-    /// `provider/model`.
-    pub model: String,
-    /// The approval posture.
-    pub posture: Posture,
-    /// The goal, if one was ever set.
-    pub goal: Option<Goal>,
-    /// The last usage report, if any.
-    pub usage: Option<UsageReport>,
-    /// The stored inbox.
-    pub inbox: InboxCounts,
-    /// When the running turn started.
-    pub turn_started_at: Option<String>,
-    /// When anything above last changed.
-    pub updated_at: String,
-}
-
-impl Snapshot {
-    /// The state shown: an idle session whose goal is paused is `Paused`.
-    pub fn state(&self) -> SessionState {
-        match self.activity {
-            Activity::Idle if self.goal.as_ref().is_some_and(|g| g.status == GoalStatus::Paused) => {
-                SessionState::Paused
-            }
-            Activity::Idle => SessionState::Idle,
-            Activity::Running => SessionState::Running,
-            Activity::AwaitingPermission => SessionState::AwaitingPermission,
-            Activity::AwaitingInput => SessionState::AwaitingInput,
-        }
-    }
-}
 
 /// Sequence numbers are process-wide, so a session closed and opened again never reuses
 /// one a client has already seen.
@@ -232,10 +140,7 @@ impl Board {
     pub async fn flushed(&self) {
         let route = self.current.lock().unwrap_or_else(PoisonError::into_inner).route.clone();
         if let Some(route) = route {
-            let (done, flushed) = tokio::sync::oneshot::channel();
-            if route.send(TurnUpdate::Flushed(done)).is_ok() {
-                let _ = flushed.await;
-            }
+            super::update::flushed(&route).await;
         }
     }
 
@@ -261,7 +166,8 @@ impl Board {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::settings::Preset;
+    use crate::session::settings::{Mode, Posture, Preset};
+    use crate::session::snapshot::SessionState;
 
     fn board() -> Board {
         let settings = Settings {

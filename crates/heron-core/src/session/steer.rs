@@ -84,7 +84,7 @@ impl Steers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::event::UserContent;
+    use crate::types::UserContent;
 
     fn text(t: &str) -> Vec<PromptInput> {
         vec![PromptInput::Content(UserContent::Text { text: t.into() })]

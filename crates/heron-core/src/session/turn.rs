@@ -13,16 +13,18 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::event::{Event, StopReason, ToolStatus, TurnUpdate, UsageReport, UserContent};
+use super::event::Event;
 use super::history::chat_messages;
 use super::permission::{Approvals, Decision, decide};
 use super::settings::{Mode, Settings};
 use super::status::Board;
 use super::steer::Steers;
+use super::update::TurnUpdate;
 use crate::llm::registry::ResolvedProvider;
 use crate::llm::{FinishReason, ModelEvent, ModelRequest, ProviderError, ToolCallRequest, Usage};
 use crate::tools::editor::PermissionAnswer;
 use crate::tools::{Outcome, Registry, ToolEnv, finish_goal};
+use crate::types::{StopReason, ToolStatus, UsageReport, UserContent};
 use heron_store::Store;
 
 /// Why a turn failed after it started.
@@ -293,9 +295,9 @@ impl Turn {
                     if read_only
                         && !matches!(
                             tool.kind(),
-                            super::event::ToolKind::Read
-                                | super::event::ToolKind::Search
-                                | super::event::ToolKind::Think
+                            crate::types::ToolKind::Read
+                                | crate::types::ToolKind::Search
+                                | crate::types::ToolKind::Think
                         ) =>
                 {
                     Err(format!("`{}` changes things, and plan mode is read-only.", call.name))
@@ -309,7 +311,7 @@ impl Turn {
                 Ok(p) => (p.title.clone(), p.kind, p.locations.clone(), p.raw_input.clone()),
                 Err(_) => (
                     call.name.clone(),
-                    tool.as_ref().map_or(super::event::ToolKind::Other, |t| t.kind()),
+                    tool.as_ref().map_or(crate::types::ToolKind::Other, |t| t.kind()),
                     Vec::new(),
                     serde_json::from_str(&call.arguments)
                         .unwrap_or(serde_json::Value::String(call.arguments.clone())),
@@ -339,7 +341,7 @@ impl Turn {
                             status: ToolStatus::InProgress,
                             output: Vec::new(),
                         });
-                        let progress = crate::tools::Progress::new(call.id.clone(), self.updates.clone());
+                        let progress = super::update::call_progress(&call.id, &self.updates);
                         // The editor sees the call running before the tool asks it anything
                         // (fs/*, terminal/*, elicitation/create).
                         progress.flushed().await;
@@ -393,7 +395,7 @@ impl Turn {
             Decision::Deny(reason) => Err(reason),
             Decision::Ask => {
                 // The editor must have seen the tool call before it is asked about it.
-                crate::tools::Progress::new(call_id.to_owned(), self.updates.clone()).flushed().await;
+                super::update::flushed(&self.updates).await;
                 let asked = self.env.editor.request_permission(call_id, self.permission_timeout);
                 let answer = tokio::select! {
                     answer = asked => answer,

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::status::{Activity, Board};
+use super::snapshot::Activity;
+use super::status::Board;
 use crate::BoxFuture;
 use crate::tools::editor::{
     EditorError, EditorIo, ExitStatus, PermissionAnswer, QuestionAnswer, TerminalCommand, TerminalOutput,

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::roots::resolve_against;
 use super::{Outcome, ToolEnv};
 use crate::llm::ToolSpec;
-use crate::session::event::{Location, ToolOutput, ToolStatus};
+use crate::types::{Location, ToolOutput, ToolStatus};
 
 /// The spec of a tool whose arguments are `A`.
 pub(crate) fn spec<A: JsonSchema>(name: &str, description: &str) -> ToolSpec {

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::{Outcome, Prepared, Tool, ToolEnv, call, files};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::session::event::{ToolKind, ToolOutput, ToolStatus};
+use crate::types::{ToolKind, ToolOutput, ToolStatus};
 
 const NAME: &str = "edit_file";
 

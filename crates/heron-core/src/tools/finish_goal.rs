@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::{Outcome, Prepared, Tool, ToolEnv, call};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::session::event::{ToolKind, ToolStatus};
+use crate::types::{ToolKind, ToolStatus};
 
 /// The tool's name.
 pub const NAME: &str = "finish_goal";

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::{Outcome, Prepared, Tool, ToolEnv, call, files, walk};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::session::event::ToolKind;
+use crate::types::ToolKind;
 
 const NAME: &str = "grep";
 

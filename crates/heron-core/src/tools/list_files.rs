@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::{Outcome, Prepared, Tool, ToolEnv, call, walk};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::session::event::ToolKind;
+use crate::types::ToolKind;
 
 const NAME: &str = "list_files";
 

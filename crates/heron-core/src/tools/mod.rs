@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::session::event::{Location, ToolKind, ToolOutput, ToolStatus};
+use crate::types::{Location, ToolKind, ToolOutput, ToolStatus};
 
 /// Where a tool call runs.
 #[derive(Clone)]
@@ -68,40 +68,44 @@ impl ToolEnv {
     }
 }
 
+/// Where a running call shows what it is doing. The turn gives each call its own sink;
+/// tools never see the session's channels.
+pub trait ProgressSink: Send + Sync + 'static {
+    /// Shows `output` in the call (replacing what it showed before); the call stays running.
+    fn show(&self, output: Vec<ToolOutput>);
+    /// Resolves once everything shown so far has been handed to the editor's connection.
+    fn flushed(&self) -> BoxFuture<()>;
+}
+
 /// A running call's line to the editor: output shown before the call ends, and a barrier
-/// that waits until what was shown has reached the editor's connection.
-#[derive(Debug, Clone, Default)]
-pub struct Progress {
-    target: Option<(String, tokio::sync::mpsc::UnboundedSender<crate::session::event::TurnUpdate>)>,
+/// that waits until what was shown has reached the editor's connection. The default shows
+/// nothing (a call nobody watches).
+#[derive(Clone, Default)]
+pub struct Progress(Option<Arc<dyn ProgressSink>>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Progress").field(&self.0.is_some()).finish()
+    }
 }
 
 impl Progress {
-    /// Progress of call `call_id`, sent as turn updates.
-    pub fn new(
-        call_id: String,
-        updates: tokio::sync::mpsc::UnboundedSender<crate::session::event::TurnUpdate>,
-    ) -> Self {
-        Self { target: Some((call_id, updates)) }
+    /// Progress reported to `sink`.
+    pub fn to(sink: Arc<dyn ProgressSink>) -> Self {
+        Self(Some(sink))
     }
 
     /// Shows `output` in the call (replacing what it showed before); the call stays running.
     pub fn show(&self, output: Vec<ToolOutput>) {
-        if let Some((call_id, updates)) = &self.target {
-            let _ = updates.send(crate::session::event::TurnUpdate::ToolProgress {
-                call_id: call_id.clone(),
-                status: ToolStatus::InProgress,
-                output,
-            });
+        if let Some(sink) = &self.0 {
+            sink.show(output);
         }
     }
 
     /// Waits until everything shown so far has been handed to the editor's connection.
     pub async fn flushed(&self) {
-        if let Some((_, updates)) = &self.target {
-            let (done, flushed) = tokio::sync::oneshot::channel();
-            if updates.send(crate::session::event::TurnUpdate::Flushed(done)).is_ok() {
-                let _ = flushed.await;
-            }
+        if let Some(sink) = &self.0 {
+            sink.flushed().await;
         }
     }
 }
@@ -139,7 +143,7 @@ pub struct Outcome {
     /// What the model is told.
     pub for_model: String,
     /// A new plan, replacing the session's (`todo_write`).
-    pub plan: Option<Vec<crate::session::event::PlanItem>>,
+    pub plan: Option<Vec<crate::types::PlanItem>>,
 }
 
 impl Outcome {

@@ -8,7 +8,7 @@ use super::editor::QuestionAnswer;
 use super::{Outcome, Prepared, Tool, ToolEnv, call};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::session::event::ToolKind;
+use crate::types::ToolKind;
 
 const NAME: &str = "question";
 

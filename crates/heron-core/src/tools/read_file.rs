@@ -9,7 +9,7 @@ use super::text::Encoding;
 use super::{Outcome, Prepared, Tool, ToolEnv, files};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::session::event::ToolKind;
+use crate::types::ToolKind;
 
 const NAME: &str = "read_file";
 

@@ -17,7 +17,7 @@ use super::local_process::{self, Ending};
 use super::{Outcome, Prepared, Tool, ToolEnv, call};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::session::event::{ToolKind, ToolOutput, ToolStatus};
+use crate::types::{ToolKind, ToolOutput, ToolStatus};
 
 const NAME: &str = "run_command";
 

@@ -7,33 +7,9 @@ use serde::Deserialize;
 use super::{Outcome, Prepared, Tool, ToolEnv, call};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::session::event::{PlanItem, ToolKind};
+use crate::types::{PlanItem, PlanPriority, PlanStatus, ToolKind};
 
 const NAME: &str = "todo_write";
-
-/// The state of a plan entry: `pending` (not started), `in_progress` (being worked on;
-/// keep one at a time) or `completed`. The variants carry no doc comments of their own so
-/// that the schema lists them as a plain `enum`, which models follow best.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(missing_docs, reason = "variant docs would turn the schema's plain enum into a oneOf")]
-pub enum TodoStatus {
-    Pending,
-    InProgress,
-    Completed,
-}
-
-/// How much a plan entry matters: `high`, `medium` (the default) or `low`. No variant doc
-/// comments, for the same reason as [`TodoStatus`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(missing_docs, reason = "variant docs would turn the schema's plain enum into a oneOf")]
-pub enum TodoPriority {
-    High,
-    #[default]
-    Medium,
-    Low,
-}
 
 /// One entry of the plan.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -41,10 +17,10 @@ pub struct Todo {
     /// What to do, as a short imperative sentence.
     pub content: String,
     /// Its state.
-    pub status: TodoStatus,
+    pub status: PlanStatus,
     /// How much it matters (default medium).
     #[serde(default)]
-    pub priority: Option<TodoPriority>,
+    pub priority: Option<PlanPriority>,
 }
 
 /// Arguments of `todo_write`.
@@ -99,33 +75,23 @@ fn plan(todos: Vec<Todo>) -> Outcome {
         .into_iter()
         .map(|todo| PlanItem {
             content: todo.content,
-            priority: match todo.priority.unwrap_or_default() {
-                TodoPriority::High => "high",
-                TodoPriority::Medium => "medium",
-                TodoPriority::Low => "low",
-            }
-            .to_owned(),
-            status: match todo.status {
-                TodoStatus::Pending => "pending",
-                TodoStatus::InProgress => "in_progress",
-                TodoStatus::Completed => "completed",
-            }
-            .to_owned(),
+            priority: todo.priority.unwrap_or_default(),
+            status: todo.status,
         })
         .collect();
-    let count = |status: &str| items.iter().filter(|i| i.status == status).count();
+    let count = |status: PlanStatus| items.iter().filter(|i| i.status == status).count();
     let mut text = format!(
         "Plan updated: {} items ({} completed, {} in progress, {} pending)",
         items.len(),
-        count("completed"),
-        count("in_progress"),
-        count("pending")
+        count(PlanStatus::Completed),
+        count(PlanStatus::InProgress),
+        count(PlanStatus::Pending)
     );
     for item in &items {
-        let mark = match item.status.as_str() {
-            "completed" => "[x]",
-            "in_progress" => "[~]",
-            _ => "[ ]",
+        let mark = match item.status {
+            PlanStatus::Completed => "[x]",
+            PlanStatus::InProgress => "[~]",
+            PlanStatus::Pending => "[ ]",
         };
         text.push_str(&format!("\n{mark} {}", item.content));
     }

@@ -8,7 +8,7 @@ use super::text::{self, Encoding};
 use super::{Outcome, Prepared, Tool, ToolEnv, call, files};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::session::event::{ToolKind, ToolOutput, ToolStatus};
+use crate::types::{ToolKind, ToolOutput, ToolStatus};
 
 const NAME: &str = "write_file";
 

@@ -246,7 +246,7 @@ pub fn text_of(outcome: &Outcome) -> String {
         .output
         .iter()
         .find_map(|o| match o {
-            heron_core::session::event::ToolOutput::Text { text } => Some(text.clone()),
+            heron_core::types::ToolOutput::Text { text } => Some(text.clone()),
             _ => None,
         })
         .unwrap_or_default()

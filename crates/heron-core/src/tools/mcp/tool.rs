@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::session::event::{ToolKind, ToolStatus};
 use crate::tools::{Outcome, Prepared, Tool, ToolEnv, call};
+use crate::types::{ToolKind, ToolStatus};
 
 /// How long one call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(600);

@@ -1,0 +1,100 @@
+//! A session's status at one moment, as status bars show it: what it is doing, its
+//! settings, goal, context use and inbox.
+
+use super::goal::{Goal, GoalStatus};
+use super::settings::{Mode, Posture};
+use crate::types::UsageReport;
+
+/// What the session's actor is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    /// No turn is running.
+    Idle,
+    /// A turn is running.
+    Running,
+    /// The turn waits for a permission answer.
+    AwaitingPermission,
+    /// The turn waits for the user's answer to a question.
+    AwaitingInput,
+}
+
+/// The state a status bar shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionState {
+    /// No turn is running.
+    Idle,
+    /// A turn is running.
+    Running,
+    /// The turn waits for a permission answer.
+    AwaitingPermission,
+    /// The turn waits for other user input.
+    AwaitingInput,
+    /// No turn is running and the goal is paused.
+    Paused,
+}
+
+/// Counts of the session's stored inbox.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InboxCounts {
+    /// Waiting to run.
+    pub queued: u32,
+    /// Running.
+    pub running: u32,
+    /// Failed.
+    pub failed: u32,
+    /// Whether queued items are held back.
+    pub paused: bool,
+}
+
+impl InboxCounts {
+    /// Counts the items of a stored inbox by their status.
+    pub fn of(items: &[heron_store::InboxItem], paused: bool) -> Self {
+        let count = |status: &str| {
+            u32::try_from(items.iter().filter(|i| i.status == status).count()).unwrap_or(u32::MAX)
+        };
+        Self {
+            queued: count(heron_store::QUEUED),
+            running: count(heron_store::RUNNING),
+            failed: count(heron_store::FAILED),
+            paused,
+        }
+    }
+}
+
+/// A session's status at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// What the actor is doing.
+    pub activity: Activity,
+    /// The mode.
+    pub mode: Mode,
+    /// `provider/model`.
+    pub model: String,
+    /// The approval posture.
+    pub posture: Posture,
+    /// The goal, if one was ever set.
+    pub goal: Option<Goal>,
+    /// The last usage report, if any.
+    pub usage: Option<UsageReport>,
+    /// The stored inbox.
+    pub inbox: InboxCounts,
+    /// When the running turn started.
+    pub turn_started_at: Option<String>,
+    /// When anything above last changed.
+    pub updated_at: String,
+}
+
+impl Snapshot {
+    /// The state shown: an idle session whose goal is paused is `Paused`.
+    pub fn state(&self) -> SessionState {
+        match self.activity {
+            Activity::Idle if self.goal.as_ref().is_some_and(|g| g.status == GoalStatus::Paused) => {
+                SessionState::Paused
+            }
+            Activity::Idle => SessionState::Idle,
+            Activity::Running => SessionState::Running,
+            Activity::AwaitingPermission => SessionState::AwaitingPermission,
+            Activity::AwaitingInput => SessionState::AwaitingInput,
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The core's own vocabulary, below both the session and the tools: what the user sent,
+//! what a tool call is and shows, plan entries, why a turn ended and what it cost. The
+//! adapter maps these to the protocol's shapes; nothing here knows that protocol.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Content the user sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum UserContent {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image saved under `<cwd>/.heron/attachments/`.
+    Image {
+        /// Its MIME type.
+        mime_type: String,
+        /// The absolute path of the saved file.
+        path: String,
+        /// The URI the client gave, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uri: Option<String>,
+    },
+    /// An embedded text resource.
+    Resource {
+        /// Its URI.
+        uri: String,
+        /// Its MIME type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Its text.
+        text: String,
+    },
+    /// An embedded binary resource, saved under `<cwd>/.heron/attachments/`.
+    Blob {
+        /// Its URI.
+        uri: String,
+        /// Its MIME type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// The absolute path of the saved file.
+        path: String,
+    },
+    /// A link to a resource the agent may read.
+    Link {
+        /// Its URI.
+        uri: String,
+        /// Its name.
+        name: String,
+        /// Its MIME type.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// A title.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// A description.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// Its size in bytes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        size: Option<i64>,
+    },
+}
+
+/// A prompt as received, before attachments are saved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptInput {
+    /// Content kept as it is.
+    Content(UserContent),
+    /// Binary data to save under `<cwd>/.heron/attachments/` first.
+    Attachment {
+        /// Image or blob.
+        image: bool,
+        /// The MIME type.
+        mime_type: String,
+        /// The decoded bytes.
+        data: Vec<u8>,
+        /// The URI the client gave, if any.
+        uri: Option<String>,
+    },
+}
+
+/// What a tool call does, for the editor's icons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    /// Reads files or data.
+    Read,
+    /// Changes files.
+    Edit,
+    /// Deletes files.
+    Delete,
+    /// Moves files.
+    Move,
+    /// Searches.
+    Search,
+    /// Runs a command.
+    Execute,
+    /// Thinks or plans.
+    Think,
+    /// Fetches from the network.
+    Fetch,
+    /// Anything else.
+    Other,
+}
+
+/// The state of a tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// Waiting for input or approval.
+    Pending,
+    /// Running.
+    InProgress,
+    /// Finished.
+    Completed,
+    /// Failed, refused or cancelled.
+    Failed,
+}
+
+/// A file a tool call touches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Location {
+    /// Absolute path.
+    pub path: String,
+    /// 1-based line, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+/// What a tool call shows the user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolOutput {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A file change.
+    Diff {
+        /// Absolute path.
+        path: String,
+        /// The old text; `None` for a new file.
+        old_text: Option<String>,
+        /// The new text.
+        new_text: String,
+    },
+    /// Live output of an editor terminal.
+    Terminal {
+        /// The editor's terminal id.
+        terminal_id: String,
+    },
+}
+
+/// One plan entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanItem {
+    /// What to do.
+    pub content: String,
+    /// How much it matters.
+    pub priority: PlanPriority,
+    /// Where it stands.
+    pub status: PlanStatus,
+}
+
+/// The state of a plan entry: `pending` (not started), `in_progress` (being worked on;
+/// keep one at a time) or `completed`. The variants carry no doc comments of their own so
+/// that the schema the model sees lists them as a plain `enum`, which models follow best.
+#[allow(missing_docs, reason = "variant docs would turn the schema's plain enum into a oneOf")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// How much a plan entry matters: `high`, `medium` (the default) or `low`. No variant doc
+/// comments, for the same reason as [`PlanStatus`].
+#[allow(missing_docs, reason = "variant docs would turn the schema's plain enum into a oneOf")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanPriority {
+    High,
+    #[default]
+    Medium,
+    Low,
+}
+
+/// Why a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model finished.
+    EndTurn,
+    /// The model hit its token limit.
+    MaxTokens,
+    /// The turn used up its model requests.
+    MaxTurnRequests,
+    /// The model refused.
+    Refusal,
+    /// The user cancelled.
+    Cancelled,
+}
+
+/// Context window use and cost, for the editor's meter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageReport {
+    /// Tokens in the context now.
+    pub used: u64,
+    /// The context window.
+    pub size: u64,
+    /// Cost so far, with its currency, when the model has a price.
+    pub cost: Option<(f64, String)>,
+}
