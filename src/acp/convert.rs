@@ -94,6 +94,37 @@ pub fn prompt_input(blocks: Vec<ContentBlock>) -> Result<Vec<PromptInput>, RpcEr
         .collect()
 }
 
+/// The content blocks a prompt shows as (an inbox item's, before it runs).
+pub fn prompt_blocks(input: &[PromptInput]) -> Vec<ContentBlock> {
+    input
+        .iter()
+        .map(|item| match item {
+            PromptInput::Content(content) => user_block(content),
+            PromptInput::Attachment { image: true, mime_type, data, uri } => {
+                ContentBlock::Image(ImageContent {
+                    annotations: None,
+                    data: base64::engine::general_purpose::STANDARD.encode(data),
+                    meta: None,
+                    mime_type: mime_type.clone(),
+                    uri: uri.clone(),
+                })
+            }
+            PromptInput::Attachment { image: false, mime_type, data, uri } => {
+                ContentBlock::Resource(EmbeddedResource {
+                    annotations: None,
+                    meta: None,
+                    resource: EmbeddedResourceResource::BlobResourceContents(BlobResourceContents {
+                        blob: base64::engine::general_purpose::STANDARD.encode(data),
+                        meta: None,
+                        mime_type: Some(mime_type.clone()),
+                        uri: uri.clone().unwrap_or_default(),
+                    }),
+                })
+            }
+        })
+        .collect()
+}
+
 /// The content block a stored user message replays as.
 fn user_block(content: &UserContent) -> ContentBlock {
     match content {

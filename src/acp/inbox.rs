@@ -6,13 +6,13 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::errors::unknown_session;
 use super::{HeronAgent, Inner, Reply, convert};
 use heron_core::session::Session;
-use heron_core::session::inbox::InboxError;
+use heron_core::session::inbox::{InboxError, InboxStatus, Item};
 use heron_core::session::update::TurnUpdate;
 use heron_core::types::PromptInput;
 use heron_protocol::error::INVALID_PARAMS;
@@ -25,7 +25,6 @@ use heron_protocol::{
     HeronInboxRetryResponse, HeronInboxSetPausedRequest, HeronInboxSetPausedResponse,
     HeronInboxUpdateRequest, HeronInboxUpdateResponse, RpcError, SessionId, TextContent,
 };
-use heron_store::InboxItem;
 
 /// Lets the session's queued items run once the answer that opened it is out (the editor
 /// drops updates for a session it does not know yet), streaming their turns like prompts'.
@@ -39,7 +38,7 @@ pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
         }
     });
     let inbox = session.inbox().clone();
-    heron_rpc::after_response(async move { inbox.serve(updates, Arc::new(read_prompt)) });
+    heron_rpc::after_response(async move { inbox.serve(updates) });
 }
 
 /// Sends one update of a turn to the editor: status to the status feed, the rest as
@@ -55,37 +54,24 @@ pub(super) async fn forward<O: Outgoing>(inner: &Inner<O>, session_id: &str, upd
     }
 }
 
-/// A prompt this module stored, read back for its turn.
-fn read_prompt(stored: &Value) -> Result<Vec<PromptInput>, String> {
-    let blocks: Vec<ContentBlock> = serde_json::from_value(stored.clone()).map_err(|e| e.to_string())?;
-    convert::prompt_input(blocks).map_err(|err| {
-        err.data
-            .as_ref()
-            .and_then(|d| d.get("reason"))
-            .and_then(Value::as_str)
-            .unwrap_or(&err.message)
-            .to_owned()
-    })
-}
-
-/// Checks a prompt as `session/prompt` does, and that it is not empty; returns it as stored.
-fn checked_prompt(prompt: &[ContentBlock]) -> Result<Value, RpcError> {
+/// Checks a prompt as `session/prompt` does, and that it is not empty.
+fn checked_prompt(prompt: Vec<ContentBlock>) -> Result<Vec<PromptInput>, RpcError> {
     if prompt.is_empty() {
         return Err(RpcError::invalid_params("prompt", "an inbox prompt must not be empty"));
     }
-    convert::prompt_input(prompt.to_vec())?;
-    serde_json::to_value(prompt).map_err(|e| RpcError::internal(&e))
+    convert::prompt_input(prompt)
 }
 
 /// An item as the wire shows it.
-fn wire_item(item: InboxItem) -> HeronInboxItem {
-    let prompt = serde_json::from_value(item.prompt).unwrap_or_else(|_| {
-        vec![ContentBlock::Text(TextContent {
+fn wire_item(item: Item) -> HeronInboxItem {
+    let prompt = match &item.prompt {
+        Ok(input) => convert::prompt_blocks(input),
+        Err(_) => vec![ContentBlock::Text(TextContent {
             annotations: None,
             meta: None,
             text: "[this prompt can no longer be read]".to_owned(),
-        })]
-    });
+        })],
+    };
     HeronInboxItem {
         created_at: item.created_at,
         error: item.error,
@@ -93,13 +79,22 @@ fn wire_item(item: InboxItem) -> HeronInboxItem {
         meta: None,
         position: item.position,
         prompt,
-        // The store holds only statuses this module wrote.
-        status: item.status.parse().unwrap_or(HeronInboxItemStatus::Failed),
+        status: wire_status(item.status),
         updated_at: item.updated_at,
     }
 }
 
-fn wire_items(items: Vec<InboxItem>) -> Vec<HeronInboxItem> {
+fn wire_status(status: InboxStatus) -> HeronInboxItemStatus {
+    match status {
+        InboxStatus::Queued => HeronInboxItemStatus::Queued,
+        InboxStatus::Running => HeronInboxItemStatus::Running,
+        InboxStatus::Done => HeronInboxItemStatus::Done,
+        InboxStatus::Failed => HeronInboxItemStatus::Failed,
+        InboxStatus::Cancelled => HeronInboxItemStatus::Cancelled,
+    }
+}
+
+fn wire_items(items: Vec<Item>) -> Vec<HeronInboxItem> {
     items.into_iter().map(wire_item).collect()
 }
 
@@ -117,7 +112,7 @@ fn inbox_error(err: InboxError) -> RpcError {
             .with_data(json!({
                 "code": format!("item_not_{needed}"),
                 "path": "itemId",
-                "status": status,
+                "status": status.as_str(),
                 "reason": reason,
             })),
         InboxError::BadCursor => RpcError::invalid_params("cursor", reason),
@@ -158,10 +153,10 @@ pub(super) fn enqueue<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxEnqueueRequest,
 ) -> Reply<HeronInboxEnqueueResponse> {
-    let prompt = checked_prompt(&params.prompt);
+    let prompt = checked_prompt(params.prompt);
     ordered(agent, &params.session_id, move |session| async move {
         let prompt = prompt?;
-        let item = session.inbox().enqueue(prompt, params.position).await.map_err(inbox_error)?;
+        let item = session.inbox().enqueue(&prompt, params.position).await.map_err(inbox_error)?;
         Ok(HeronInboxEnqueueResponse { item: wire_item(item), meta: None })
     })
 }
@@ -198,10 +193,10 @@ pub(super) fn update<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxUpdateRequest,
 ) -> Reply<HeronInboxUpdateResponse> {
-    let prompt = checked_prompt(&params.prompt);
+    let prompt = checked_prompt(params.prompt);
     ordered(agent, &params.session_id, move |session| async move {
         let prompt = prompt?;
-        let item = session.inbox().update(&params.item_id.0, prompt).await.map_err(inbox_error)?;
+        let item = session.inbox().update(&params.item_id.0, &prompt).await.map_err(inbox_error)?;
         Ok(HeronInboxUpdateResponse { item: wire_item(item), meta: None })
     })
 }

@@ -207,6 +207,19 @@ pub enum StopReason {
     Cancelled,
 }
 
+impl StopReason {
+    /// The name it is stored and shown under (`end_turn`, `max_tokens`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::MaxTurnRequests => "max_turn_requests",
+            StopReason::Refusal => "refusal",
+            StopReason::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// Context window use and cost, for the editor's meter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageReport {

@@ -3,8 +3,8 @@
 //! Positions within a session are dense, `0..n`, after every operation: inserting at a
 //! position shifts later items down, deleting or moving closes the gap. Each operation runs in
 //! one `BEGIN IMMEDIATE` transaction, so concurrent writers never leave holes or duplicates.
-//! The status is a string; the store itself only moves items between [`QUEUED`],
-//! [`RUNNING`] and [`FAILED`] (claiming the next item, failing interrupted ones). A change
+//! The store itself only moves items between [`InboxStatus::Queued`], `Running` and
+//! `Failed` (claiming the next item, failing interrupted ones); the caller sets the rest. A change
 //! that must only apply in one status (`only_if`) is checked in the same transaction, so an
 //! item claimed by a turn can no longer be edited as if it were still waiting.
 //!
@@ -16,16 +16,54 @@ use serde_json::Value;
 
 use super::{Store, StoreError, decode_json, encode_json, now, sessions};
 
-/// Waiting to run: what [`Store::inbox_enqueue`] gives a new item.
-pub const QUEUED: &str = "queued";
-/// Its prompt is the session's current turn.
-pub const RUNNING: &str = "running";
-/// Its turn ended normally.
-pub const DONE: &str = "done";
-/// Its turn failed or was interrupted; it may be retried.
-pub const FAILED: &str = "failed";
-/// Its turn was cancelled.
-pub const CANCELLED: &str = "cancelled";
+/// Where an inbox item stands; stored as its snake_case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InboxStatus {
+    /// Waiting to run: what [`Store::inbox_enqueue`] gives a new item.
+    Queued,
+    /// Its prompt is the session's current turn.
+    Running,
+    /// Its turn ended normally.
+    Done,
+    /// Its turn failed or was interrupted; it may be retried.
+    Failed,
+    /// Its turn was cancelled.
+    Cancelled,
+}
+
+impl InboxStatus {
+    /// Every status.
+    pub const ALL: [InboxStatus; 5] = [
+        InboxStatus::Queued,
+        InboxStatus::Running,
+        InboxStatus::Done,
+        InboxStatus::Failed,
+        InboxStatus::Cancelled,
+    ];
+
+    /// The stored (and shown) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InboxStatus::Queued => "queued",
+            InboxStatus::Running => "running",
+            InboxStatus::Done => "done",
+            InboxStatus::Failed => "failed",
+            InboxStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// The status a stored name names.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for InboxStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A session's whole inbox, read at one moment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,8 +85,8 @@ pub struct InboxItem {
     pub position: u32,
     /// The opaque prompt.
     pub prompt: Value,
-    /// Caller-chosen status.
-    pub status: String,
+    /// Where it stands.
+    pub status: InboxStatus,
     /// Why it failed, when it did.
     pub error: Option<String>,
     /// When it was enqueued (RFC 3339 UTC, milliseconds).
@@ -63,12 +101,15 @@ fn item_from_row(row: &Row<'_>) -> Result<InboxItem, StoreError> {
     let id: String = row.get(0)?;
     let position: i64 = row.get(2)?;
     let prompt: String = row.get(3)?;
+    let status: String = row.get(4)?;
+    let status = InboxStatus::from_name(&status)
+        .ok_or_else(|| StoreError::Corrupt(format!("inbox item {id:?} has status {status:?}")))?;
     Ok(InboxItem {
         position: u32::try_from(position)
             .map_err(|_| StoreError::Corrupt(format!("inbox item {id:?} has position {position}")))?,
         prompt: decode_json(&prompt, || format!("prompt of inbox item {id:?}"))?,
         session_id: row.get(1)?,
-        status: row.get(4)?,
+        status,
         error: row.get(5)?,
         created_at: row.get(6)?,
         updated_at: row.get(7)?,
@@ -91,7 +132,7 @@ fn require(conn: &Connection, id: &str) -> Result<InboxItem, StoreError> {
 }
 
 /// Reads an item that must be in status `only_if` (when given).
-fn require_in(conn: &Connection, id: &str, only_if: Option<&str>) -> Result<InboxItem, StoreError> {
+fn require_in(conn: &Connection, id: &str, only_if: Option<InboxStatus>) -> Result<InboxItem, StoreError> {
     let item = require(conn, id)?;
     match only_if {
         Some(wanted) if item.status != wanted => {
@@ -136,7 +177,7 @@ fn shift(conn: &Connection, session_id: &str, from: i64, delta: i64) -> Result<(
 }
 
 impl Store {
-    /// Adds a prompt to a session's queue with status [`QUEUED`], at `position` (clamped to
+    /// Adds a prompt to a session's queue with status [`InboxStatus::Queued`], at `position` (clamped to
     /// the end) or, for `None`, at the end. An unknown session is [`StoreError::NotFound`].
     pub async fn inbox_enqueue(
         &self,
@@ -158,7 +199,7 @@ impl Store {
             tx.execute(
                 "INSERT INTO inbox_items (id, session_id, position, prompt, status, error, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?6)",
-                params![id, session_id, position, prompt, QUEUED, now()],
+                params![id, session_id, position, prompt, InboxStatus::Queued.as_str(), now()],
             )?;
             let item = require(&tx, &id)?;
             tx.commit()?;
@@ -185,13 +226,13 @@ impl Store {
         &self,
         id: &str,
         prompt: Value,
-        only_if: Option<&str>,
+        only_if: Option<InboxStatus>,
     ) -> Result<InboxItem, StoreError> {
-        let (id, only_if) = (id.to_owned(), only_if.map(str::to_owned));
+        let id = id.to_owned();
         let prompt = encode_json(&prompt)?;
         self.run(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            require_in(&tx, &id, only_if.as_deref())?;
+            require_in(&tx, &id, only_if)?;
             tx.execute(
                 "UPDATE inbox_items SET prompt = ?2, updated_at = ?3 WHERE id = ?1",
                 params![id, prompt, now()],
@@ -209,18 +250,17 @@ impl Store {
     pub async fn inbox_set_status(
         &self,
         id: &str,
-        status: &str,
+        status: InboxStatus,
         error: Option<&str>,
-        only_if: Option<&str>,
+        only_if: Option<InboxStatus>,
     ) -> Result<InboxItem, StoreError> {
-        let (id, status, error) = (id.to_owned(), status.to_owned(), error.map(str::to_owned));
-        let only_if = only_if.map(str::to_owned);
+        let (id, error) = (id.to_owned(), error.map(str::to_owned));
         self.run(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            require_in(&tx, &id, only_if.as_deref())?;
+            require_in(&tx, &id, only_if)?;
             tx.execute(
                 "UPDATE inbox_items SET status = ?2, error = ?3, updated_at = ?4 WHERE id = ?1",
-                params![id, status, error, now()],
+                params![id, status.as_str(), error, now()],
             )?;
             let item = require(&tx, &id)?;
             tx.commit()?;
@@ -252,12 +292,12 @@ impl Store {
         &self,
         id: &str,
         to_position: u32,
-        only_if: Option<&str>,
+        only_if: Option<InboxStatus>,
     ) -> Result<Vec<InboxItem>, StoreError> {
-        let (id, only_if) = (id.to_owned(), only_if.map(str::to_owned));
+        let id = id.to_owned();
         self.run(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let item = require_in(&tx, &id, only_if.as_deref())?;
+            let item = require_in(&tx, &id, only_if)?;
             let mut order: Vec<String> = list(&tx, &item.session_id)?
                 .into_iter()
                 .map(|it| it.id)
@@ -283,19 +323,19 @@ impl Store {
         .await
     }
 
-    /// The first item in queue order whose status is [`QUEUED`], if any.
+    /// The first item in queue order whose status is [`InboxStatus::Queued`], if any.
     pub async fn inbox_next_queued(&self, session_id: &str) -> Result<Option<InboxItem>, StoreError> {
         let session_id = session_id.to_owned();
         self.run(move |conn| {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM inbox_items WHERE session_id = ?1 AND status = ?2 ORDER BY position LIMIT 1"
             ))?;
-            let mut rows = stmt.query(params![session_id, QUEUED])?;
+            let mut rows = stmt.query(params![session_id, InboxStatus::Queued.as_str()])?;
             rows.next()?.map(item_from_row).transpose()
         })
         .await
     }
-    /// Takes the first queued item in queue order and marks it [`RUNNING`], in one
+    /// Takes the first queued item in queue order and marks it [`InboxStatus::Running`], in one
     /// transaction, so two runners never take the same item. Yields nothing while the
     /// inbox is paused. An unknown session is [`StoreError::NotFound`].
     pub async fn inbox_claim_next(&self, session_id: &str) -> Result<Option<InboxItem>, StoreError> {
@@ -311,14 +351,14 @@ impl Store {
                 .query_row(
                     "SELECT id FROM inbox_items WHERE session_id = ?1 AND status = ?2
                      ORDER BY position LIMIT 1",
-                    params![session_id, QUEUED],
+                    params![session_id, InboxStatus::Queued.as_str()],
                     |row| row.get(0),
                 )
                 .optional()?;
             let Some(id) = next else { return Ok(None) };
             tx.execute(
                 "UPDATE inbox_items SET status = ?2, updated_at = ?3 WHERE id = ?1",
-                params![id, RUNNING, now()],
+                params![id, InboxStatus::Running.as_str(), now()],
             )?;
             let item = require(&tx, &id)?;
             tx.commit()?;
@@ -327,7 +367,7 @@ impl Store {
         .await
     }
 
-    /// Marks every [`RUNNING`] item of a session [`FAILED`] with `error`: no turn of this
+    /// Marks every running item of a session failed with `error`: no turn of this
     /// process runs them, so whatever ran them stopped. Returns how many there were.
     pub async fn inbox_fail_running(&self, session_id: &str, error: &str) -> Result<usize, StoreError> {
         let (session_id, error) = (session_id.to_owned(), error.to_owned());
@@ -336,7 +376,13 @@ impl Store {
             let failed = tx.execute(
                 "UPDATE inbox_items SET status = ?3, error = ?4, updated_at = ?5
                  WHERE session_id = ?1 AND status = ?2",
-                params![session_id, RUNNING, FAILED, error, now()],
+                params![
+                    session_id,
+                    InboxStatus::Running.as_str(),
+                    InboxStatus::Failed.as_str(),
+                    error,
+                    now()
+                ],
             )?;
             tx.commit()?;
             Ok(failed)

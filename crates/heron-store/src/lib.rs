@@ -34,7 +34,7 @@ use std::time::{Duration, SystemTime};
 use rusqlite::{Connection, OpenFlags};
 
 pub use events::{EventRecord, MAX_EVENTS_LIMIT};
-pub use inbox::{CANCELLED, DONE, FAILED, InboxItem, InboxState, QUEUED, RUNNING};
+pub use inbox::{InboxItem, InboxState, InboxStatus};
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{ListQuery, MAX_LIST_LIMIT, NewSession, Page, SessionPatch, SessionRecord};
 
@@ -61,7 +61,7 @@ pub enum StoreError {
         /// The item.
         id: String,
         /// Its status.
-        status: String,
+        status: InboxStatus,
     },
     /// A list cursor was malformed or was issued for a different query.
     #[error("the list cursor is malformed or belongs to a different query")]

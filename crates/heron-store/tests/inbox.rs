@@ -1,6 +1,6 @@
 //! The store's per-session inbox: a durable, densely numbered prompt queue.
 
-use heron_store::{DONE, FAILED, InboxItem, NewSession, QUEUED, RUNNING, Store, StoreError};
+use heron_store::{InboxItem, InboxStatus, NewSession, Store, StoreError};
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -33,7 +33,7 @@ async fn enqueued_item_reads_back_queued() {
     let item = store.inbox_enqueue(&session, json!({"text": "a"}), None).await.expect("enqueue");
     assert_eq!(item.session_id, session);
     assert_eq!(item.position, 0);
-    assert_eq!(item.status, "queued");
+    assert_eq!(item.status, InboxStatus::Queued);
     assert_eq!(item.error, None);
     assert_eq!(store.inbox_get(&item.id).await.expect("get"), Some(item));
 }
@@ -78,18 +78,20 @@ async fn update_prompt_replaces_the_prompt() {
 async fn set_status_records_status_and_error() {
     let (_dir, store, session) = open_with_session().await;
     let item = store.inbox_enqueue(&session, json!({"text": "a"}), None).await.expect("enqueue");
-    let failed =
-        store.inbox_set_status(&item.id, "failed", Some("provider timed out"), None).await.expect("set");
-    assert_eq!(failed.status, "failed");
+    let failed = store
+        .inbox_set_status(&item.id, InboxStatus::Failed, Some("provider timed out"), None)
+        .await
+        .expect("set");
+    assert_eq!(failed.status, InboxStatus::Failed);
     assert_eq!(failed.error.as_deref(), Some("provider timed out"));
-    let retried = store.inbox_set_status(&item.id, "queued", None, None).await.expect("set");
+    let retried = store.inbox_set_status(&item.id, InboxStatus::Queued, None, None).await.expect("set");
     assert_eq!(retried.error, None);
 }
 
 #[tokio::test]
 async fn changing_an_unknown_item_is_not_found() {
     let (_dir, store, _session) = open_with_session().await;
-    let status = store.inbox_set_status("ghost", "done", None, None).await.expect_err("status");
+    let status = store.inbox_set_status("ghost", InboxStatus::Done, None, None).await.expect_err("status");
     let prompt = store.inbox_update_prompt("ghost", json!({}), None).await.expect_err("prompt");
     let moved = store.inbox_move("ghost", 0, None).await.expect_err("move");
     for err in [status, prompt, moved] {
@@ -125,7 +127,7 @@ async fn move_reorders_and_renumbers_densely() {
 async fn next_queued_skips_items_in_other_states() {
     let (_dir, store, session) = open_with_session().await;
     let items = enqueue_texts(&store, &session, &["a", "b", "c"]).await;
-    store.inbox_set_status(&items[0].id, "running", None, None).await.expect("running");
+    store.inbox_set_status(&items[0].id, InboxStatus::Running, None, None).await.expect("running");
     let next = store.inbox_next_queued(&session).await.expect("next").expect("one is queued");
     assert_eq!(next.id, items[1].id);
 }
@@ -135,7 +137,7 @@ async fn next_queued_is_none_when_nothing_waits() {
     let (_dir, store, session) = open_with_session().await;
     assert_eq!(store.inbox_next_queued(&session).await.expect("empty"), None);
     let item = store.inbox_enqueue(&session, json!({"text": "a"}), None).await.expect("enqueue");
-    store.inbox_set_status(&item.id, "done", None, None).await.expect("done");
+    store.inbox_set_status(&item.id, InboxStatus::Done, None, None).await.expect("done");
     assert_eq!(store.inbox_next_queued(&session).await.expect("all done"), None);
 }
 
@@ -153,21 +155,23 @@ async fn queues_of_different_sessions_are_separate() {
 async fn a_guarded_change_leaves_an_item_in_another_status_alone() {
     let (_dir, store, session) = open_with_session().await;
     let items = enqueue_texts(&store, &session, &["a", "b"]).await;
-    store.inbox_set_status(&items[0].id, RUNNING, None, None).await.expect("running");
-    let wrong =
-        |err: StoreError| matches!(err, StoreError::WrongStatus { ref status, .. } if status == RUNNING);
-    let prompt = store.inbox_update_prompt(&items[0].id, json!({"text": "z"}), Some(QUEUED)).await;
+    store.inbox_set_status(&items[0].id, InboxStatus::Running, None, None).await.expect("running");
+    let wrong = |err: StoreError| matches!(err, StoreError::WrongStatus { ref status, .. } if *status == InboxStatus::Running);
+    let prompt =
+        store.inbox_update_prompt(&items[0].id, json!({"text": "z"}), Some(InboxStatus::Queued)).await;
     assert!(prompt.is_err_and(wrong));
-    let moved = store.inbox_move(&items[0].id, 1, Some(QUEUED)).await;
+    let moved = store.inbox_move(&items[0].id, 1, Some(InboxStatus::Queued)).await;
     assert!(moved.is_err_and(wrong));
-    let retried = store.inbox_set_status(&items[0].id, QUEUED, None, Some(FAILED)).await;
+    let retried =
+        store.inbox_set_status(&items[0].id, InboxStatus::Queued, None, Some(InboxStatus::Failed)).await;
     assert!(retried.is_err_and(wrong));
     let unchanged = store.inbox_get(&items[0].id).await.expect("get").expect("still there");
     assert_eq!(
-        (unchanged.status.as_str(), unchanged.position, &unchanged.prompt),
-        (RUNNING, 0, &json!({"text": "a"}))
+        (unchanged.status, unchanged.position, &unchanged.prompt),
+        (InboxStatus::Running, 0, &json!({"text": "a"}))
     );
-    let updated = store.inbox_update_prompt(&items[1].id, json!({"text": "y"}), Some(QUEUED)).await;
+    let updated =
+        store.inbox_update_prompt(&items[1].id, json!({"text": "y"}), Some(InboxStatus::Queued)).await;
     assert_eq!(updated.expect("b is queued").prompt, json!({"text": "y"}));
 }
 
@@ -175,9 +179,9 @@ async fn a_guarded_change_leaves_an_item_in_another_status_alone() {
 async fn claim_takes_the_first_queued_item_and_marks_it_running() {
     let (_dir, store, session) = open_with_session().await;
     let items = enqueue_texts(&store, &session, &["a", "b"]).await;
-    store.inbox_set_status(&items[0].id, DONE, None, None).await.expect("done");
+    store.inbox_set_status(&items[0].id, InboxStatus::Done, None, None).await.expect("done");
     let claimed = store.inbox_claim_next(&session).await.expect("claim").expect("b waits");
-    assert_eq!((claimed.id.as_str(), claimed.status.as_str()), (items[1].id.as_str(), RUNNING));
+    assert_eq!((claimed.id.as_str(), claimed.status), (items[1].id.as_str(), InboxStatus::Running));
     assert_eq!(store.inbox_claim_next(&session).await.expect("claim again"), None, "nothing else waits");
 }
 
@@ -203,9 +207,9 @@ async fn failing_running_items_marks_only_those_failed_with_the_reason() {
     store.inbox_claim_next(&session).await.expect("claim");
     assert_eq!(store.inbox_fail_running(&session, "interrupted").await.expect("fail"), 1);
     let state = store.inbox_state(&session).await.expect("state");
-    let statuses: Vec<(&str, Option<&str>)> =
-        state.items.iter().map(|i| (i.status.as_str(), i.error.as_deref())).collect();
-    assert_eq!(statuses, [(FAILED, Some("interrupted")), (QUEUED, None)]);
+    let statuses: Vec<(InboxStatus, Option<&str>)> =
+        state.items.iter().map(|i| (i.status, i.error.as_deref())).collect();
+    assert_eq!(statuses, [(InboxStatus::Failed, Some("interrupted")), (InboxStatus::Queued, None)]);
     assert_eq!(state.items[0].id, items[0].id);
 }
 

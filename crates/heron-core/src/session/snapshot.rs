@@ -4,6 +4,7 @@
 use super::goal::{Goal, GoalStatus};
 use super::settings::{Mode, Posture};
 use crate::types::UsageReport;
+use heron_store::InboxStatus;
 
 /// What the session's actor is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,16 +49,18 @@ pub struct InboxCounts {
 
 impl InboxCounts {
     /// Counts the items of a stored inbox by their status.
-    pub fn of(items: &[heron_store::InboxItem], paused: bool) -> Self {
-        let count = |status: &str| {
-            u32::try_from(items.iter().filter(|i| i.status == status).count()).unwrap_or(u32::MAX)
-        };
-        Self {
-            queued: count(heron_store::QUEUED),
-            running: count(heron_store::RUNNING),
-            failed: count(heron_store::FAILED),
-            paused,
+    pub fn of(statuses: impl Iterator<Item = InboxStatus>, paused: bool) -> Self {
+        let mut counts = Self { paused, ..Self::default() };
+        for status in statuses {
+            let count = match status {
+                InboxStatus::Queued => &mut counts.queued,
+                InboxStatus::Running => &mut counts.running,
+                InboxStatus::Failed => &mut counts.failed,
+                InboxStatus::Done | InboxStatus::Cancelled => continue,
+            };
+            *count = count.saturating_add(1);
         }
+        counts
     }
 }
 

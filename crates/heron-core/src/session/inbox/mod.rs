@@ -6,7 +6,7 @@
 //! The rules, as the adapter and the actor rely on them:
 //! - Prompts come first: the actor takes an item only when no prompt waits in its queue.
 //! - Nothing starts until the adapter serves the inbox ([`Inbox::serve`]): it gives the
-//!   stream that inbox turns report to, and how to read a prompt it stored.
+//!   stream that inbox turns report to.
 //! - An item's turn ending `end_turn` makes it `done`. Any other ending is `failed`, with
 //!   the reason in `error`: the turn failed, ended `max_tokens`, `max_turn_requests` or
 //!   `refusal`, or was interrupted (the session closed, or the process stopped, which is
@@ -19,13 +19,18 @@
 //!   takes its place in the same line to claim an item, so a claim never lands between a
 //!   change and the answer that reports it.
 
+mod line;
+mod stored;
+
 use std::sync::{Arc, Mutex, PoisonError};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use serde_json::Value;
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
+
+use self::line::Line;
+pub use self::line::Ticket;
 
 use super::snapshot::InboxCounts;
 use super::status::Board;
@@ -33,7 +38,8 @@ use super::update::TurnUpdate;
 use super::{PromptError, PromptInput};
 use crate::llm::registry::Providers;
 use crate::types::StopReason;
-use heron_store::{CANCELLED, DONE, FAILED, InboxItem, InboxState, QUEUED, RUNNING, Store, StoreError};
+pub use heron_store::InboxStatus;
+use heron_store::{InboxItem, Store, StoreError};
 
 /// The most items one page of [`Inbox::page`] holds.
 pub const PAGE_SIZE: usize = 50;
@@ -50,9 +56,6 @@ const MAX_ERROR: usize = 2048;
 /// Tags cursors, so one from another list is recognised as foreign.
 const CURSOR_TAG: &str = "inbox.v1";
 
-/// Reads a prompt the adapter stored back into prompt input.
-pub type PromptReader = Arc<dyn Fn(&Value) -> Result<Vec<PromptInput>, String> + Send + Sync>;
-
 /// Why an inbox operation was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum InboxError {
@@ -65,9 +68,9 @@ pub enum InboxError {
         /// The item.
         id: String,
         /// Its status.
-        status: String,
+        status: InboxStatus,
         /// The status the operation needs.
-        needed: &'static str,
+        needed: InboxStatus,
         /// What the operation does, as a past participle (`updated`, `moved`, `retried`).
         action: &'static str,
     },
@@ -92,11 +95,57 @@ impl From<StoreError> for InboxError {
     }
 }
 
+/// One item of a session's inbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// Its id.
+    pub id: String,
+    /// Its place in the queue, from 0.
+    pub position: u32,
+    /// Where it stands.
+    pub status: InboxStatus,
+    /// The prompt, or why the stored one can no longer be read.
+    pub prompt: Result<Vec<PromptInput>, String>,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+    /// When it was enqueued (RFC 3339 UTC).
+    pub created_at: String,
+    /// When it last changed (RFC 3339 UTC).
+    pub updated_at: String,
+}
+
+impl From<InboxItem> for Item {
+    fn from(item: InboxItem) -> Self {
+        Self {
+            prompt: stored::decode(&item.prompt),
+            id: item.id,
+            position: item.position,
+            status: item.status,
+            error: item.error,
+            created_at: item.created_at,
+            updated_at: item.updated_at,
+        }
+    }
+}
+
+fn items(stored: Vec<InboxItem>) -> Vec<Item> {
+    stored.into_iter().map(Item::from).collect()
+}
+
+/// A whole inbox at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboxState {
+    /// Every item, in queue order.
+    pub items: Vec<Item>,
+    /// Whether queued items are held back.
+    pub paused: bool,
+}
+
 /// One page of an inbox.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct InboxPage {
     /// The items of this page, in queue order.
-    pub items: Vec<InboxItem>,
+    pub items: Vec<Item>,
     /// Where the next page starts; `None` on the last page.
     pub next_cursor: Option<String>,
     /// Whether the inbox is paused.
@@ -112,10 +161,9 @@ struct Cursor {
     position: u32,
 }
 
-/// Where inbox turns report, and how their prompts are read.
+/// Where inbox turns report.
 struct Route {
     updates: mpsc::UnboundedSender<TurnUpdate>,
-    reader: PromptReader,
 }
 
 /// The item whose turn runs, what cancels it, and what tells that the turn has ended.
@@ -132,38 +180,6 @@ pub(super) struct Claimed {
     pub input: Result<Vec<PromptInput>, String>,
     pub updates: mpsc::UnboundedSender<TurnUpdate>,
     pub cancel: CancellationToken,
-}
-
-/// Hands out places in line, each after the one handed out before it.
-#[derive(Debug, Default)]
-struct Line(Mutex<Option<oneshot::Receiver<()>>>);
-
-impl Line {
-    fn ticket(&self) -> Ticket {
-        let (done, after) = oneshot::channel();
-        let before = self.0.lock().unwrap_or_else(PoisonError::into_inner).replace(after);
-        Ticket { before, _done: done }
-    }
-}
-
-/// A place in line for one change; the change may go ahead once [`Ticket::wait`] returns,
-/// and the next one when the ticket is dropped.
-#[derive(Debug)]
-pub struct Ticket {
-    before: Option<oneshot::Receiver<()>>,
-    _done: oneshot::Sender<()>,
-}
-
-impl Ticket {
-    /// Waits until every change asked for earlier is done (or was abandoned). Safe to
-    /// cancel and call again.
-    pub async fn wait(&mut self) {
-        if let Some(before) = self.before.as_mut() {
-            // A dropped sender means the change before gave up: the line moves on.
-            let _ = before.await;
-            self.before = None;
-        }
-    }
 }
 
 /// One open session's inbox.
@@ -193,7 +209,7 @@ pub async fn reopen(store: &Store, session_id: &str) -> Result<InboxCounts, Stor
         tracing::info!(session = session_id, interrupted, "inbox items interrupted by a stop are failed");
     }
     let state = store.inbox_state(session_id).await?;
-    Ok(InboxCounts::of(&state.items, state.paused))
+    Ok(InboxCounts::of(state.items.iter().map(|i| i.status), state.paused))
 }
 
 /// The text kept as a failed item's `error`: redacted of keys and clipped.
@@ -221,8 +237,8 @@ impl Inbox {
     }
 
     /// Lets queued items run, reporting their turns to `updates`; replaces an earlier route.
-    pub fn serve(&self, updates: mpsc::UnboundedSender<TurnUpdate>, reader: PromptReader) {
-        *self.route.lock().unwrap_or_else(PoisonError::into_inner) = Some(Route { updates, reader });
+    pub fn serve(&self, updates: mpsc::UnboundedSender<TurnUpdate>) {
+        *self.route.lock().unwrap_or_else(PoisonError::into_inner) = Some(Route { updates });
         self.wake();
     }
 
@@ -235,19 +251,19 @@ impl Inbox {
         self.wake.notified().await;
     }
 
-    /// Adds a prompt (opaque to the session) at `position`, or at the end.
-    pub async fn enqueue(&self, prompt: Value, position: Option<u32>) -> Result<InboxItem, InboxError> {
-        let item = self.store.inbox_enqueue(&self.session_id, prompt, position).await?;
+    /// Adds a prompt at `position`, or at the end.
+    pub async fn enqueue(&self, prompt: &[PromptInput], position: Option<u32>) -> Result<Item, InboxError> {
+        let item = self.store.inbox_enqueue(&self.session_id, stored::encode(prompt), position).await?;
         self.recount().await;
-        Ok(item)
+        Ok(item.into())
     }
 
     /// Every item and the paused flag, re-read from the store (another process sharing it
     /// may have changed them); the status counts follow.
     pub async fn all(&self) -> Result<InboxState, InboxError> {
         let state = self.store.inbox_state(&self.session_id).await?;
-        self.board.change(|s| s.inbox = InboxCounts::of(&state.items, state.paused));
-        Ok(state)
+        self.board.change(|s| s.inbox = InboxCounts::of(state.items.iter().map(|i| i.status), state.paused));
+        Ok(InboxState { items: items(state.items), paused: state.paused })
     }
 
     /// One page of items, from the start or from a cursor this inbox issued. Items added,
@@ -263,18 +279,22 @@ impl Inbox {
                 None => usize::try_from(cursor.position).unwrap_or(usize::MAX).min(state.items.len()),
             },
         };
-        let mut items: Vec<InboxItem> = state.items.into_iter().skip(start).take(PAGE_SIZE + 1).collect();
-        let more = items.len() > PAGE_SIZE;
-        items.truncate(PAGE_SIZE);
-        let next_cursor = match items.last() {
-            Some(last) if more => Some(self.encode(last)?),
+        let mut page: Vec<InboxItem> = state.items.into_iter().skip(start).take(PAGE_SIZE + 1).collect();
+        let more = page.len() > PAGE_SIZE;
+        page.truncate(PAGE_SIZE);
+        let next_cursor = match page.last() {
+            Some(last) if more => Some(self.encode(&last.id, last.position)?),
             _ => None,
         };
-        Ok(InboxPage { items, next_cursor, paused: state.paused })
+        Ok(InboxPage { items: items(page), next_cursor, paused: state.paused })
     }
 
     /// One item of this session.
-    pub async fn get(&self, id: &str) -> Result<InboxItem, InboxError> {
+    pub async fn get(&self, id: &str) -> Result<Item, InboxError> {
+        self.stored(id).await.map(Item::from)
+    }
+
+    async fn stored(&self, id: &str) -> Result<InboxItem, InboxError> {
         match self.store.inbox_get(id).await? {
             Some(item) if item.session_id == self.session_id => Ok(item),
             _ => Err(InboxError::NotFound(id.to_owned())),
@@ -282,43 +302,44 @@ impl Inbox {
     }
 
     /// Replaces the prompt of a queued item.
-    pub async fn update(&self, id: &str, prompt: Value) -> Result<InboxItem, InboxError> {
-        self.get(id).await?;
+    pub async fn update(&self, id: &str, prompt: &[PromptInput]) -> Result<Item, InboxError> {
+        self.stored(id).await?;
+        let queued = Some(InboxStatus::Queued);
         let item = self
             .store
-            .inbox_update_prompt(id, prompt, Some(QUEUED))
+            .inbox_update_prompt(id, stored::encode(prompt), queued)
             .await
-            .map_err(|e| wrong_status(e, QUEUED, "updated"))?;
-        Ok(item)
+            .map_err(|e| wrong_status(e, InboxStatus::Queued, "updated"))?;
+        Ok(item.into())
     }
 
     /// Moves a queued item to `position` (past the end: last); returns the whole inbox.
-    pub async fn move_to(&self, id: &str, position: u32) -> Result<Vec<InboxItem>, InboxError> {
-        self.get(id).await?;
-        let items = self
+    pub async fn move_to(&self, id: &str, position: u32) -> Result<Vec<Item>, InboxError> {
+        self.stored(id).await?;
+        let moved = self
             .store
-            .inbox_move(id, position, Some(QUEUED))
+            .inbox_move(id, position, Some(InboxStatus::Queued))
             .await
-            .map_err(|e| wrong_status(e, QUEUED, "moved"))?;
-        Ok(items)
+            .map_err(|e| wrong_status(e, InboxStatus::Queued, "moved"))?;
+        Ok(items(moved))
     }
 
     /// Queues a failed item again, in its place, without its error.
-    pub async fn retry(&self, id: &str) -> Result<InboxItem, InboxError> {
-        self.get(id).await?;
+    pub async fn retry(&self, id: &str) -> Result<Item, InboxError> {
+        self.stored(id).await?;
         let item = self
             .store
-            .inbox_set_status(id, QUEUED, None, Some(FAILED))
+            .inbox_set_status(id, InboxStatus::Queued, None, Some(InboxStatus::Failed))
             .await
-            .map_err(|e| wrong_status(e, FAILED, "retried"))?;
+            .map_err(|e| wrong_status(e, InboxStatus::Failed, "retried"))?;
         self.recount().await;
-        Ok(item)
+        Ok(item.into())
     }
 
     /// Removes an item; if its turn is running, cancels it and waits until the turn has
     /// ended and its updates are out.
     pub async fn delete(&self, id: &str) -> Result<(), InboxError> {
-        self.get(id).await?;
+        self.stored(id).await?;
         let ended = {
             let running = self.running.lock().await;
             // The row goes first: the ending turn then finds nothing to mark cancelled.
@@ -356,10 +377,9 @@ impl Inbox {
 
     /// Takes the next queued item, if the inbox is served, not paused and has one.
     pub(super) async fn claim(&self) -> Option<Claimed> {
-        let (updates, reader) = {
+        let updates = {
             let route = self.route.lock().unwrap_or_else(PoisonError::into_inner);
-            let route = route.as_ref()?;
-            (route.updates.clone(), route.reader.clone())
+            route.as_ref()?.updates.clone()
         };
         let mut ticket = self.in_order();
         ticket.wait().await;
@@ -380,7 +400,7 @@ impl Inbox {
         drop(ticket);
         // Counted now, shown with the turn's first status.
         self.recount().await;
-        Some(Claimed { input: reader(&item.prompt), id: item.id, updates, cancel })
+        Some(Claimed { input: stored::decode(&item.prompt), id: item.id, updates, cancel })
     }
 
     /// Records how an item's turn ended (`outcome`: its stop reason, or why it failed;
@@ -389,17 +409,18 @@ impl Inbox {
     pub(super) async fn finish(&self, id: &str, outcome: Result<StopReason, String>, closed: bool) {
         let run = self.running.lock().await.take();
         let (status, error) = match outcome {
-            Ok(StopReason::EndTurn) => (DONE, None),
-            Ok(StopReason::Cancelled) if closed => (FAILED, Some(CLOSED.to_owned())),
-            Ok(StopReason::Cancelled) => (CANCELLED, None),
+            Ok(StopReason::EndTurn) => (InboxStatus::Done, None),
+            Ok(StopReason::Cancelled) if closed => (InboxStatus::Failed, Some(CLOSED.to_owned())),
+            Ok(StopReason::Cancelled) => (InboxStatus::Cancelled, None),
             Ok(other) => {
-                (FAILED, Some(format!("the turn ended with `{}`, not `end_turn`", stop_name(other))))
+                let ended = format!("the turn ended with `{}`, not `end_turn`", other.as_str());
+                (InboxStatus::Failed, Some(ended))
             }
-            Err(reason) => (FAILED, Some(reason)),
+            Err(reason) => (InboxStatus::Failed, Some(reason)),
         };
-        match self.store.inbox_set_status(id, status, error.as_deref(), Some(RUNNING)).await {
+        match self.store.inbox_set_status(id, status, error.as_deref(), Some(InboxStatus::Running)).await {
             // A stop is not followed by the next item.
-            Ok(_) if status == CANCELLED => {
+            Ok(_) if status == InboxStatus::Cancelled => {
                 if let Err(err) = self.store.inbox_set_paused(&self.session_id, true).await {
                     tracing::warn!(session = %self.session_id, %err, "cannot pause the inbox");
                 }
@@ -419,7 +440,7 @@ impl Inbox {
 
     async fn counts(&self) -> Option<InboxCounts> {
         match self.store.inbox_state(&self.session_id).await {
-            Ok(state) => Some(InboxCounts::of(&state.items, state.paused)),
+            Ok(state) => Some(InboxCounts::of(state.items.iter().map(|i| i.status), state.paused)),
             Err(err) => {
                 tracing::warn!(session = %self.session_id, %err, "cannot count the inbox");
                 None
@@ -434,12 +455,12 @@ impl Inbox {
         }
     }
 
-    fn encode(&self, last: &InboxItem) -> Result<String, InboxError> {
+    fn encode(&self, after: &str, position: u32) -> Result<String, InboxError> {
         let cursor = Cursor {
             tag: CURSOR_TAG.to_owned(),
             session: self.session_id.clone(),
-            after: last.id.clone(),
-            position: last.position,
+            after: after.to_owned(),
+            position,
         };
         let json = serde_json::to_vec(&cursor).map_err(|e| InboxError::Internal(e.to_string()))?;
         Ok(URL_SAFE_NO_PAD.encode(json))
@@ -457,45 +478,9 @@ impl Inbox {
 }
 
 /// Names a store refusal by the status the operation needed.
-fn wrong_status(err: StoreError, needed: &'static str, action: &'static str) -> InboxError {
+fn wrong_status(err: StoreError, needed: InboxStatus, action: &'static str) -> InboxError {
     match err {
         StoreError::WrongStatus { id, status } => InboxError::WrongStatus { id, status, needed, action },
         other => other.into(),
-    }
-}
-
-fn stop_name(reason: StopReason) -> &'static str {
-    match reason {
-        StopReason::EndTurn => "end_turn",
-        StopReason::MaxTokens => "max_tokens",
-        StopReason::MaxTurnRequests => "max_turn_requests",
-        StopReason::Refusal => "refusal",
-        StopReason::Cancelled => "cancelled",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    async fn ready(ticket: &mut Ticket) -> bool {
-        tokio::time::timeout(Duration::from_millis(50), ticket.wait()).await.is_ok()
-    }
-
-    #[tokio::test]
-    async fn a_ticket_waits_for_every_earlier_one_and_a_dropped_one_frees_the_line() {
-        let line = Line::default();
-        let mut first = line.ticket();
-        let mut second = line.ticket();
-        let mut third = line.ticket();
-        assert!(ready(&mut first).await, "the first goes at once");
-        assert!(!ready(&mut third).await, "the third waits for the second");
-        drop(first);
-        assert!(!ready(&mut third).await, "a wait cut short still waits when called again");
-        assert!(ready(&mut second).await);
-        drop(second);
-        assert!(ready(&mut third).await);
     }
 }
