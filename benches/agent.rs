@@ -14,7 +14,7 @@ use heron::acp::convert::replay_updates;
 use heron::cli::acp::{AcpArgs, serve};
 use heron_core::config::Home;
 use heron_core::session::event::Event;
-use heron_core::session::settings::{Mode, Posture, Preset, Settings};
+use heron_core::session::settings::{Effort, Mode, Posture, Preset, Settings};
 use heron_core::types::{
     Location, PlanItem, PlanPriority, PlanStatus, StopReason, ToolKind, ToolOutput, ToolStatus, UserContent,
 };
@@ -441,7 +441,7 @@ impl LoadFixture {
         let settings = Settings {
             mode: Mode::Normal,
             model: "demo/demo".to_owned(),
-            effort: "auto".to_owned(),
+            effort: Effort::Auto,
             preset: Preset::Balanced,
             posture: Posture::Ask,
         };

@@ -49,10 +49,9 @@ pub(super) async fn run_command<O: Outgoing>(
             outcome = Some(heron_core::session::commands::run(invocation, settings, choices));
             // A refused command changes nothing: report it as a setting error to roll back.
             match &outcome {
-                Some(Err(reason)) => Err(heron_core::session::settings::SettingError::UnknownValue {
-                    option: invocation.name.clone(),
-                    value: reason.clone(),
-                }),
+                Some(Err(reason)) => {
+                    Err(heron_core::session::settings::SettingError::Refused(reason.clone()))
+                }
                 _ => Ok(()),
             }
         })

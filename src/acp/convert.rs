@@ -14,10 +14,9 @@ use heron_core::types::{
 use heron_protocol::{
     self as p, BlobResourceContents, ContentBlock, ContentChunk, EmbeddedResource, EmbeddedResourceResource,
     ImageContent, MessageId, PlanEntry, PlanEntryPriority, PlanEntryStatus, ResourceLink, RpcError,
-    SessionConfigId, SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionSelect,
-    SessionConfigSelectOption, SessionConfigSelectOptions, SessionConfigValueId, SessionMode, SessionModeId,
-    SessionModeState, SessionUpdate, TextContent, TextResourceContents, ToolCallContent, ToolCallId,
-    ToolCallLocation,
+    SessionConfigId, SessionConfigOption, SessionConfigOptionSelect, SessionConfigSelectOption,
+    SessionConfigSelectOptions, SessionConfigValueId, SessionMode, SessionModeId, SessionModeState,
+    SessionUpdate, TextContent, TextResourceContents, ToolCallContent, ToolCallId, ToolCallLocation,
 };
 
 /// Image types Heron accepts in prompts.
@@ -407,13 +406,11 @@ pub fn config_options(options: Vec<OptionSpec>) -> Vec<SessionConfigOption> {
     options
         .into_iter()
         .map(|o| {
-            let category = serde_json::from_value::<SessionConfigOptionCategory>(json!(o.category))
-                .unwrap_or(SessionConfigOptionCategory::Other(o.category.to_owned()));
             SessionConfigOption::Select(SessionConfigOptionSelect {
-                category: Some(category),
+                category: Some(super::settings::category(o.id)),
                 current_value: SessionConfigValueId(o.current),
                 description: Some(o.description.to_owned()),
-                id: SessionConfigId(o.id.to_owned()),
+                id: SessionConfigId(o.id.id().to_owned()),
                 meta: None,
                 name: o.name.to_owned(),
                 options: SessionConfigSelectOptions::Ungrouped(

@@ -97,15 +97,15 @@ fn goal_error(err: &GoalError) -> RpcError {
 
 fn setting_error(err: &SettingError) -> RpcError {
     match err {
-        SettingError::UnknownOption(id) => RpcError::invalid_params("configId", err.to_string())
-            .with_data(json!({ "path": "configId", "configId": id, "reason": err.to_string() })),
-        SettingError::UnknownValue { .. } => RpcError::invalid_params("value", err.to_string()),
+        SettingError::UnknownValue { .. } | SettingError::Refused(_) => {
+            RpcError::invalid_params("value", err.to_string())
+        }
         SettingError::AboveCeiling { asked, ceiling } => RpcError::new(INVALID_PARAMS, err.to_string())
             .with_data(json!({
                 "code": "acp.tool_approval.above_ceiling",
                 "path": "value",
-                "value": asked,
-                "ceiling": ceiling,
+                "value": asked.id(),
+                "ceiling": ceiling.id(),
             })),
     }
 }

@@ -9,6 +9,7 @@ pub mod errors;
 mod inbox;
 pub mod mcp;
 pub mod policy;
+mod settings;
 mod slot;
 pub mod status;
 pub mod vendor;
@@ -23,7 +24,7 @@ use tokio::sync::mpsc;
 use self::announce::{announce_settings, mode_update, run_command};
 use self::editor::AcpEditor;
 use self::errors::{WithField, prompt_error, session_error, unknown_session};
-use heron_core::session::settings::Settings;
+use heron_core::session::settings::{ConfigId, Settings};
 use heron_core::session::{OpenOptions, Session};
 use heron_core::tools::editor::{EditorIo, NoEditor};
 use heron_protocol::runtime::{ClientPeer, Outgoing};
@@ -47,6 +48,7 @@ use heron_protocol::{
     SetSessionModeResponse, SetSessionModelRequest, SetSessionModelResponse,
 };
 
+pub use self::settings::preset;
 pub use self::slot::{Built, ManagerSlot};
 
 /// The only protocol version Heron speaks.
@@ -452,7 +454,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             let session = session?;
             let mode = params.mode_id.0;
             session
-                .configure(|s, c| s.set_mode(&mode, c))
+                .configure(|s, c| settings::apply_all(s, settings::mode_changes(&mode)?, c))
                 .await
                 .map_err(|e| session_error(e, &manager).at_field("modeId"))?;
             announce_settings(&inner, &session).await?;
@@ -467,7 +469,9 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     ) -> impl Future<Output = Result<SetSessionConfigOptionResponse, RpcError>> + Send + 'static {
         let inner = self.inner.clone();
         let request = match params {
-            SetSessionConfigOptionRequest::ValueId(v) => Ok((v.session_id, v.config_id.0, v.value.0)),
+            SetSessionConfigOptionRequest::ValueId(v) => {
+                settings::config_id(&v.config_id.0).map(|option| (v.session_id, option, v.value.0))
+            }
             SetSessionConfigOptionRequest::Boolean(b) => Err(RpcError::invalid_params(
                 "value",
                 format!("`{}` takes a value id, not a boolean", b.config_id.0),
@@ -480,7 +484,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             let session = session?;
             let before = session.state().settings;
             session
-                .configure(|s, c| s.apply(&option, &value, c))
+                .configure(|s, c| settings::apply_all(s, settings::option_changes(option, &value)?, c))
                 .await
                 .map_err(|e| session_error(e, &manager))?;
             if session.state().settings.mode != before.mode {
@@ -505,7 +509,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
             let session = session?;
             let model = params.model_id.0;
             session
-                .configure(|s, c| s.apply("model", &model, c))
+                .configure(|s, c| s.apply(ConfigId::Model, &model, c))
                 .await
                 .map_err(|e| session_error(e, &manager).at_field("modelId"))?;
             announce_settings(&inner, &session).await?;

@@ -85,11 +85,24 @@ impl Default for AcpArgs {
     }
 }
 
+/// The posture `--permission-mode` names; `plan` is a mode, not a posture, and is refused.
+/// The names are the ones other agents' command lines use.
+fn permission_mode(flag: &str) -> Option<Posture> {
+    match flag {
+        "read-only" | "readOnly" => Some(Posture::ReadOnly),
+        "dontAsk" | "dont-ask" => Some(Posture::DontAsk),
+        "manual" | "ask" | "default" => Some(Posture::Ask),
+        "auto" | "acceptEdits" => Some(Posture::Auto),
+        "bypassPermissions" | "yolo" => Some(Posture::Yolo),
+        _ => None,
+    }
+}
+
 /// Checks the flags that need no I/O.
 fn flags(args: &AcpArgs) -> Result<(Option<Posture>, Option<Preset>), AcpError> {
     let ceiling = match &args.permission_mode {
         None => None,
-        Some(flag) => Some(Posture::from_permission_mode(flag).ok_or_else(|| {
+        Some(flag) => Some(permission_mode(flag).ok_or_else(|| {
             AcpError::Usage(format!(
                 "--permission-mode {flag} is not one of read-only, dontAsk, manual, ask, auto, acceptEdits, \
                  bypassPermissions"
@@ -98,7 +111,7 @@ fn flags(args: &AcpArgs) -> Result<(Option<Posture>, Option<Preset>), AcpError> 
     };
     let preset = match args.preset.as_deref().or(args.profile.as_deref()) {
         None => None,
-        Some(name) => Some(Preset::from_id(name).ok_or_else(|| {
+        Some(name) => Some(crate::acp::preset(name).ok_or_else(|| {
             AcpError::Usage(format!("--preset {name} is not one of light, balanced, delivery"))
         })?),
     };

@@ -1,7 +1,7 @@
 //! Heron's slash commands: typed as a prompt (`/mode plan`), run by the agent itself
 //! without a model request, and advertised to the editor.
 
-use super::settings::{Choices, Settings};
+use super::settings::{Choices, ConfigId, Settings};
 
 /// A slash command as advertised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,15 +90,15 @@ pub fn run(invocation: &Invocation, settings: &mut Settings, choices: &Choices) 
             settings_changed: false,
         }),
         "mode" if !arg.is_empty() => {
-            settings.set_mode(arg, choices).map_err(|e| e.to_string())?;
+            settings.apply(ConfigId::Mode, arg, choices).map_err(|e| e.to_string())?;
             changed(format!("Mode is now {}.", settings.mode.id()))
         }
         "model" if !arg.is_empty() => {
-            settings.apply("model", arg, choices).map_err(|e| e.to_string())?;
+            settings.apply(ConfigId::Model, arg, choices).map_err(|e| e.to_string())?;
             changed(format!("Model is now {}.", settings.model))
         }
         "approval" if !arg.is_empty() => {
-            settings.apply("tool_approval", arg, choices).map_err(|e| e.to_string())?;
+            settings.apply(ConfigId::ToolApproval, arg, choices).map_err(|e| e.to_string())?;
             changed(format!("Tool approval is now {}.", settings.posture.id()))
         }
         name => Err(format!("/{name} needs an argument: try /help")),
@@ -108,13 +108,13 @@ pub fn run(invocation: &Invocation, settings: &mut Settings, choices: &Choices) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::settings::{Mode, Posture, Preset};
+    use crate::session::settings::{Effort, Mode, Posture, Preset};
 
     fn settings() -> Settings {
         Settings {
             mode: Mode::Normal,
             model: "demo/demo".into(),
-            effort: "auto".into(),
+            effort: Effort::Auto,
             preset: Preset::Balanced,
             posture: Posture::Ask,
         }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::event::Event;
 use super::goal::{Goal, GoalError};
-use super::settings::{Choices, Mode, Posture, Preset, SettingError, Settings};
+use super::settings::{Choices, Effort, Mode, Posture, Preset, SettingError, Settings};
 use super::snapshot::InboxCounts;
 use super::status::Board;
 use super::{ActorContext, Session, State};
@@ -177,7 +177,7 @@ impl Manager {
         Settings {
             mode: Mode::Normal,
             model,
-            effort: "auto".to_owned(),
+            effort: Effort::Auto,
             preset: self.options.preset.unwrap_or(Preset::Balanced),
             posture: self
                 .options

@@ -1,5 +1,6 @@
 //! A session's settings (mode, model, effort, preset, approval posture), the config options
-//! that expose them, and the rules for changing them: legacy names, the posture ceiling.
+//! that expose them, and the rules for changing them: known values only, the posture
+//! ceiling. Ids here are Heron's own; older clients' names are the adapter's to translate.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,13 +20,18 @@ impl Mode {
     /// Every mode, in the order offered.
     pub const ALL: [Mode; 3] = [Mode::Normal, Mode::Plan, Mode::Goal];
 
-    /// The wire id.
+    /// Its id.
     pub fn id(self) -> &'static str {
         match self {
             Mode::Normal => "normal",
             Mode::Plan => "plan",
             Mode::Goal => "goal",
         }
+    }
+
+    /// The mode an id names.
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.id() == id)
     }
 
     /// A human name.
@@ -103,21 +109,15 @@ impl Posture {
         }
     }
 
-    /// Parses a config value id.
+    /// The posture an id names.
     pub fn from_id(id: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|p| p.id() == id)
     }
+}
 
-    /// Parses `heron acp --permission-mode`; `plan` is a mode, not a posture, and is refused.
-    pub fn from_permission_mode(flag: &str) -> Option<Self> {
-        match flag {
-            "read-only" | "readOnly" => Some(Posture::ReadOnly),
-            "dontAsk" | "dont-ask" => Some(Posture::DontAsk),
-            "manual" | "ask" | "default" => Some(Posture::Ask),
-            "auto" | "acceptEdits" => Some(Posture::Auto),
-            "bypassPermissions" | "yolo" => Some(Posture::Yolo),
-            _ => None,
-        }
+impl std::fmt::Display for Posture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
     }
 }
 
@@ -146,14 +146,9 @@ impl Preset {
         }
     }
 
-    /// Parses a value id, legacy names included.
+    /// The preset an id names.
     pub fn from_id(id: &str) -> Option<Self> {
-        match id {
-            "light" | "economy" => Some(Preset::Light),
-            "balanced" => Some(Preset::Balanced),
-            "delivery" => Some(Preset::Delivery),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|p| p.id() == id)
     }
 
     /// Model requests one turn may make.
@@ -166,6 +161,115 @@ impl Preset {
     }
 }
 
+/// How hard the model thinks: the provider's own default, or a level it accepts. Stored
+/// and offered as its id (`auto`, `low`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum Effort {
+    /// No effort is sent; the provider decides.
+    #[default]
+    Auto,
+    /// A level the provider understands, sent as is.
+    Level(String),
+}
+
+impl Effort {
+    /// The id of `Effort::Auto`.
+    pub const AUTO: &'static str = "auto";
+
+    /// Its id.
+    pub fn id(&self) -> &str {
+        match self {
+            Effort::Auto => Self::AUTO,
+            Effort::Level(level) => level,
+        }
+    }
+
+    /// The level to send, if any.
+    pub fn level(&self) -> Option<&str> {
+        match self {
+            Effort::Auto => None,
+            Effort::Level(level) => Some(level),
+        }
+    }
+}
+
+impl From<String> for Effort {
+    fn from(id: String) -> Self {
+        if id == Self::AUTO { Effort::Auto } else { Effort::Level(id) }
+    }
+}
+
+impl From<Effort> for String {
+    fn from(effort: Effort) -> Self {
+        effort.id().to_owned()
+    }
+}
+
+impl std::fmt::Display for Effort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// The config options a session offers, in the order offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConfigId {
+    /// [`Mode`].
+    Mode,
+    /// The model, as `provider/model`.
+    Model,
+    /// [`Effort`].
+    Effort,
+    /// [`Preset`].
+    AgentPreset,
+    /// [`Posture`].
+    ToolApproval,
+}
+
+impl ConfigId {
+    /// Every option, in the order offered.
+    pub const ALL: [ConfigId; 5] =
+        [ConfigId::Mode, ConfigId::Model, ConfigId::Effort, ConfigId::AgentPreset, ConfigId::ToolApproval];
+
+    /// Its id.
+    pub fn id(self) -> &'static str {
+        match self {
+            ConfigId::Mode => "mode",
+            ConfigId::Model => "model",
+            ConfigId::Effort => "effort",
+            ConfigId::AgentPreset => "agent_preset",
+            ConfigId::ToolApproval => "tool_approval",
+        }
+    }
+
+    /// The option an id names.
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.id() == id)
+    }
+}
+
+impl std::fmt::Display for ConfigId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// One change of one setting, already read from its value id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A new mode.
+    Mode(Mode),
+    /// A new model (`provider/model`); it must be configured.
+    Model(String),
+    /// A new effort; it must be one the model offers.
+    Effort(Effort),
+    /// A new preset.
+    Preset(Preset),
+    /// A new posture; it must not pass the ceiling.
+    Posture(Posture),
+}
+
 /// A session's settings. Each changes independently of the others.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Settings {
@@ -173,25 +277,23 @@ pub struct Settings {
     pub mode: Mode,
     /// `provider/model`.
     pub model: String,
-    /// Reasoning effort: `auto` or a level the provider accepts.
-    pub effort: String,
+    /// Reasoning effort.
+    pub effort: Effort,
     /// The agent preset.
     pub preset: Preset,
     /// The approval posture.
     pub posture: Posture,
 }
 
-/// One config option in core terms; the ACP adapter turns it into a `select`.
+/// One config option in core terms; the adapter turns it into the protocol's shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionSpec {
-    /// The option id.
-    pub id: &'static str,
+    /// Which option.
+    pub id: ConfigId,
     /// A human name.
     pub name: &'static str,
     /// What it changes.
     pub description: &'static str,
-    /// The ACP category hint (`mode`, `model`, `thought_level`), or a custom `_heron_...` one.
-    pub category: &'static str,
     /// The current value id.
     pub current: String,
     /// The values: (id, name, description).
@@ -201,24 +303,24 @@ pub struct OptionSpec {
 /// Why a setting could not be changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SettingError {
-    /// No option has that id.
-    #[error("unknown config option `{0}`")]
-    UnknownOption(String),
     /// The option has no such value.
     #[error("`{value}` is not a value of `{option}`")]
     UnknownValue {
-        /// The option id.
-        option: String,
+        /// The option.
+        option: ConfigId,
         /// The value asked for.
         value: String,
     },
+    /// A slash command refused to run; nothing changed.
+    #[error("{0}")]
+    Refused(String),
     /// The posture asked for is above the ceiling `heron acp --permission-mode` set.
     #[error("tool approval `{asked}` is above the ceiling `{ceiling}` set when Heron was started")]
     AboveCeiling {
         /// The posture asked for.
-        asked: &'static str,
+        asked: Posture,
         /// The ceiling.
-        ceiling: &'static str,
+        ceiling: Posture,
     },
 }
 
@@ -233,10 +335,10 @@ pub struct Choices {
 }
 
 impl Choices {
-    fn efforts(&self, model: &str) -> Vec<String> {
-        let mut out = vec!["auto".to_owned()];
+    fn efforts(&self, model: &str) -> Vec<Effort> {
+        let mut out = vec![Effort::Auto];
         if let Some((_, levels)) = self.models.iter().find(|(m, _)| m == model) {
-            out.extend(levels.iter().cloned());
+            out.extend(levels.iter().cloned().map(Effort::Level));
         }
         out
     }
@@ -257,10 +359,9 @@ impl Settings {
             .collect();
         vec![
             OptionSpec {
-                id: "mode",
+                id: ConfigId::Mode,
                 name: "Mode",
                 description: "What the agent does with your requests",
-                category: "mode",
                 current: self.mode.id().to_owned(),
                 values: Mode::ALL
                     .into_iter()
@@ -268,26 +369,27 @@ impl Settings {
                     .collect(),
             },
             OptionSpec {
-                id: "model",
+                id: ConfigId::Model,
                 name: "Model",
                 description: "The model that answers",
-                category: "model",
                 current: self.model.clone(),
                 values: choices.models.iter().map(|(m, _)| (m.clone(), m.clone(), None)).collect(),
             },
             OptionSpec {
-                id: "effort",
+                id: ConfigId::Effort,
                 name: "Effort",
                 description: "How hard the model thinks",
-                category: "thought_level",
-                current: self.effort.clone(),
-                values: choices.efforts(&self.model).into_iter().map(|e| (e.clone(), e, None)).collect(),
+                current: self.effort.id().to_owned(),
+                values: choices
+                    .efforts(&self.model)
+                    .into_iter()
+                    .map(|e| (e.id().to_owned(), e.id().to_owned(), None))
+                    .collect(),
             },
             OptionSpec {
-                id: "agent_preset",
+                id: ConfigId::AgentPreset,
                 name: "Preset",
                 description: "How much the agent does per request",
-                category: "_heron_preset",
                 current: self.preset.id().to_owned(),
                 values: Preset::ALL
                     .into_iter()
@@ -295,71 +397,66 @@ impl Settings {
                     .collect(),
             },
             OptionSpec {
-                id: "tool_approval",
+                id: ConfigId::ToolApproval,
                 name: "Tool approval",
                 description: "Which tool calls run without asking",
-                category: "_heron_approval",
                 current: self.posture.id().to_owned(),
                 values: postures,
             },
         ]
     }
 
-    /// Applies one option change; legacy ids and values are accepted.
-    pub fn apply(&mut self, option: &str, value: &str, choices: &Choices) -> Result<(), SettingError> {
-        let unknown = || SettingError::UnknownValue { option: option.to_owned(), value: value.to_owned() };
-        match option {
-            "mode" => {
-                self.set_mode(value, choices)?;
-            }
-            "model" => {
-                if !choices.models.iter().any(|(m, _)| m == value) {
-                    return Err(unknown());
-                }
-                self.model = value.to_owned();
-                // An effort the new model does not know falls back to `auto`.
-                if !choices.efforts(value).contains(&self.effort) {
-                    self.effort = "auto".to_owned();
-                }
-            }
-            "effort" => {
-                if !choices.efforts(&self.model).iter().any(|e| e == value) {
-                    return Err(unknown());
-                }
-                self.effort = value.to_owned();
-            }
-            "agent_preset" | "work_mode" => self.preset = Preset::from_id(value).ok_or_else(unknown)?,
-            "tool_approval" => self.set_posture(Posture::from_id(value).ok_or_else(unknown)?, choices)?,
-            other => return Err(SettingError::UnknownOption(other.to_owned())),
-        }
-        Ok(())
+    /// Reads a value id of `option` into a change.
+    pub fn read(option: ConfigId, value: &str) -> Result<Change, SettingError> {
+        let unknown = || SettingError::UnknownValue { option, value: value.to_owned() };
+        Ok(match option {
+            ConfigId::Mode => Change::Mode(Mode::from_id(value).ok_or_else(unknown)?),
+            ConfigId::Model => Change::Model(value.to_owned()),
+            ConfigId::Effort => Change::Effort(Effort::from(value.to_owned())),
+            ConfigId::AgentPreset => Change::Preset(Preset::from_id(value).ok_or_else(unknown)?),
+            ConfigId::ToolApproval => Change::Posture(Posture::from_id(value).ok_or_else(unknown)?),
+        })
     }
 
-    /// Sets the mode by id; the legacy ids `default` and `auto` also set the posture.
-    pub fn set_mode(&mut self, id: &str, choices: &Choices) -> Result<(), SettingError> {
-        match id {
-            "default" => {
-                self.mode = Mode::Normal;
-                self.set_posture(Posture::Ask, choices)
+    /// Reads and applies one value id of `option`.
+    pub fn apply(&mut self, option: ConfigId, value: &str, choices: &Choices) -> Result<(), SettingError> {
+        self.change(Self::read(option, value)?, choices)
+    }
+
+    /// Applies one change; a refused change changes nothing.
+    pub fn change(&mut self, change: Change, choices: &Choices) -> Result<(), SettingError> {
+        match change {
+            Change::Mode(mode) => self.mode = mode,
+            Change::Model(model) => {
+                if !choices.models.iter().any(|(m, _)| *m == model) {
+                    return Err(SettingError::UnknownValue { option: ConfigId::Model, value: model });
+                }
+                // An effort the new model does not know falls back to `auto`.
+                if !choices.efforts(&model).contains(&self.effort) {
+                    self.effort = Effort::Auto;
+                }
+                self.model = model;
             }
-            "auto" => {
-                self.mode = Mode::Normal;
-                self.set_posture(Posture::Yolo, choices)
+            Change::Effort(effort) => {
+                if !choices.efforts(&self.model).contains(&effort) {
+                    return Err(SettingError::UnknownValue {
+                        option: ConfigId::Effort,
+                        value: effort.id().to_owned(),
+                    });
+                }
+                self.effort = effort;
             }
-            _ => {
-                self.mode = Mode::ALL.into_iter().find(|m| m.id() == id).ok_or_else(|| {
-                    SettingError::UnknownValue { option: "mode".to_owned(), value: id.to_owned() }
-                })?;
-                Ok(())
-            }
+            Change::Preset(preset) => self.preset = preset,
+            Change::Posture(posture) => self.set_posture(posture, choices)?,
         }
+        Ok(())
     }
 
     fn set_posture(&mut self, posture: Posture, choices: &Choices) -> Result<(), SettingError> {
         if let Some(ceiling) = choices.ceiling
             && posture > ceiling
         {
-            return Err(SettingError::AboveCeiling { asked: posture.id(), ceiling: ceiling.id() });
+            return Err(SettingError::AboveCeiling { asked: posture, ceiling });
         }
         self.posture = posture;
         Ok(())
@@ -384,7 +481,7 @@ mod tests {
         Settings {
             mode: Mode::Normal,
             model: "local/smart".into(),
-            effort: "high".into(),
+            effort: Effort::Level("high".into()),
             preset: Preset::Balanced,
             posture: Posture::Ask,
         }
@@ -393,49 +490,47 @@ mod tests {
     #[test]
     fn changing_the_model_keeps_the_other_settings_and_resets_an_unknown_effort() {
         let mut s = settings();
-        s.apply("model", "demo/demo", &choices(None)).expect("applies");
-        assert_eq!((s.model.as_str(), s.effort.as_str(), s.posture), ("demo/demo", "auto", Posture::Ask));
+        s.apply(ConfigId::Model, "demo/demo", &choices(None)).expect("applies");
+        assert_eq!((s.model.as_str(), &s.effort, s.posture), ("demo/demo", &Effort::Auto, Posture::Ask));
     }
 
     #[test]
-    fn legacy_mode_ids_map_to_normal_with_a_posture() {
-        let mut s = settings();
-        s.set_mode("auto", &choices(None)).expect("applies");
-        assert_eq!((s.mode, s.posture), (Mode::Normal, Posture::Yolo));
-        s.set_mode("default", &choices(None)).expect("applies");
-        assert_eq!((s.mode, s.posture), (Mode::Normal, Posture::Ask));
-    }
-
-    #[test]
-    fn legacy_work_mode_economy_is_the_light_preset() {
-        let mut s = settings();
-        s.apply("work_mode", "economy", &choices(None)).expect("applies");
-        assert_eq!(s.preset, Preset::Light);
+    fn effort_is_stored_as_its_id() {
+        let stored = serde_json::to_value(settings()).expect("encodes");
+        assert_eq!(stored["effort"], "high");
+        let mut auto = stored.clone();
+        auto["effort"] = "auto".into();
+        let read: Settings = serde_json::from_value(auto).expect("decodes");
+        assert_eq!(read.effort, Effort::Auto);
     }
 
     #[test]
     fn a_posture_above_the_ceiling_is_refused_and_nothing_changes() {
         let mut s = settings();
-        let err = s.apply("tool_approval", "yolo", &choices(Some(Posture::Auto))).expect_err("refused");
-        assert_eq!(err, SettingError::AboveCeiling { asked: "yolo", ceiling: "auto" });
+        let err =
+            s.apply(ConfigId::ToolApproval, "yolo", &choices(Some(Posture::Auto))).expect_err("refused");
+        assert_eq!(err, SettingError::AboveCeiling { asked: Posture::Yolo, ceiling: Posture::Auto });
         assert_eq!(s.posture, Posture::Ask);
     }
 
     #[test]
     fn options_above_the_ceiling_are_not_offered() {
         let options = settings().options(&choices(Some(Posture::Ask)));
-        let approval = options.iter().find(|o| o.id == "tool_approval").expect("offered");
+        let approval = options.iter().find(|o| o.id == ConfigId::ToolApproval).expect("offered");
         let ids: Vec<&str> = approval.values.iter().map(|(id, _, _)| id.as_str()).collect();
         assert_eq!(ids, ["readOnly", "dontAsk", "ask"]);
     }
 
     #[test]
-    fn unknown_options_and_values_are_errors() {
+    fn unknown_values_are_errors_and_change_nothing() {
         let mut s = settings();
-        assert_eq!(
-            s.apply("colour", "blue", &choices(None)),
-            Err(SettingError::UnknownOption("colour".into()))
-        );
-        assert!(matches!(s.apply("effort", "max", &choices(None)), Err(SettingError::UnknownValue { .. })));
+        let before = s.clone();
+        assert!(matches!(
+            s.apply(ConfigId::Effort, "max", &choices(None)),
+            Err(SettingError::UnknownValue { option: ConfigId::Effort, .. })
+        ));
+        assert!(s.apply(ConfigId::Mode, "auto", &choices(None)).is_err(), "legacy ids are the adapter's");
+        assert!(s.apply(ConfigId::Model, "nowhere/x", &choices(None)).is_err());
+        assert_eq!(s, before);
     }
 }

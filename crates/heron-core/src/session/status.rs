@@ -166,14 +166,14 @@ impl Board {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::settings::{Mode, Posture, Preset};
+    use crate::session::settings::{Effort, Mode, Posture, Preset};
     use crate::session::snapshot::SessionState;
 
     fn board() -> Board {
         let settings = Settings {
             mode: Mode::Normal,
             model: "demo/demo".into(),
-            effort: "auto".into(),
+            effort: Effort::Auto,
             preset: Preset::Balanced,
             posture: Posture::Ask,
         };

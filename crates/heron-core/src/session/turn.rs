@@ -145,7 +145,7 @@ impl Turn {
         if pursuing {
             system.push_str(GOAL_PROMPT);
         }
-        let effort = Some(self.settings.effort.clone()).filter(|e| e != "auto");
+        let effort = self.settings.effort.level().map(str::to_owned);
         let asking = Asking { system, effort, read_only, pursuing };
 
         let mut continuations = 0;
