@@ -179,7 +179,7 @@ async fn pause_and_resume_without_a_goal_are_invalid_params() {
     for method in ["_heron/session/goal/pause", "_heron/session/goal/resume"] {
         let answer = editor.ask(json!(method), method, json!({ "sessionId": session })).await;
         assert_eq!(answer["error"]["code"], -32602, "{answer}");
-        assert_eq!(answer["error"]["data"]["code"], "no_goal", "{answer}");
+        assert_eq!(answer["error"]["data"]["code"], "goal.none", "{answer}");
     }
     editor.close().await;
 }
@@ -190,7 +190,7 @@ async fn a_finished_goal_cannot_be_paused_or_resumed() {
     editor.prompt(json!("p"), &session, "Do both steps").await;
     let answer = editor.ask(json!(1), "_heron/session/goal/resume", json!({ "sessionId": session })).await;
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
-    assert_eq!(answer["error"]["data"]["code"], "goal_ended", "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "goal.ended", "{answer}");
     assert_eq!(answer["error"]["data"]["status"], "completed", "{answer}");
     editor.close().await;
 }

@@ -272,10 +272,10 @@ async fn an_item_that_ran_can_no_longer_be_updated_or_moved() {
     read_until(&mut editor, drained).await;
     let refused =
         inbox(&mut editor, "update", &session, json!({ "itemId": item, "prompt": text("Twice") })).await;
-    invalid_item(&refused, "item_not_queued");
+    invalid_item(&refused, "inbox.item_not_queued");
     assert_eq!(refused["error"]["data"]["status"], "done", "{refused}");
     let refused = inbox(&mut editor, "move", &session, json!({ "itemId": item, "position": 0 })).await;
-    invalid_item(&refused, "item_not_queued");
+    invalid_item(&refused, "inbox.item_not_queued");
     let got = inbox(&mut editor, "get", &session, json!({ "itemId": item })).await;
     assert_eq!(got["result"]["item"]["prompt"], text("Once"), "unchanged: {got}");
     editor.close().await;
@@ -302,7 +302,7 @@ async fn a_failed_item_can_be_retried_and_nothing_else_can() {
     let seen = read_until(&mut editor, drained).await;
     assert_eq!(agent_text(&seen), "Recovered.");
     let refused = inbox(&mut editor, "retry", &session, json!({ "itemId": item })).await;
-    invalid_item(&refused, "item_not_failed");
+    invalid_item(&refused, "inbox.item_not_failed");
     assert_eq!(refused["error"]["data"]["status"], "done", "{refused}");
     editor.close().await;
 }
@@ -321,7 +321,7 @@ async fn deleting_a_running_item_cancels_its_turn_and_the_inbox_goes_on() {
     assert_eq!(user_texts(&seen), ["Next"], "the next item ran");
     assert_eq!(items(&mut editor, &session).await, pairs(&[("Next", "done")]));
     let gone = inbox(&mut editor, "get", &session, json!({ "itemId": slow })).await;
-    invalid_item(&gone, "item_not_found");
+    invalid_item(&gone, "inbox.item_not_found");
     editor.close().await;
 }
 
@@ -405,7 +405,7 @@ async fn unknown_sessions_items_and_bad_prompts_are_refused() {
     }
     for method in ["get", "update", "delete", "move", "retry"] {
         let answer = inbox(&mut editor, method, &session, ghost.clone()).await;
-        invalid_item(&answer, "item_not_found");
+        invalid_item(&answer, "inbox.item_not_found");
     }
     let audio = json!([{ "type": "audio", "mimeType": "audio/wav", "data": "AAAA" }]);
     let answer = inbox(&mut editor, "enqueue", &session, json!({ "prompt": audio })).await;

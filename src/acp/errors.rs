@@ -1,7 +1,8 @@
 //! How core failures become JSON-RPC errors: one place, with the field at fault in `data`,
 //! secrets redacted, and internal causes logged rather than sent.
 
-use serde_json::json;
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use heron_core::config::Keys;
 use heron_core::llm::registry::ModelError;
@@ -9,8 +10,111 @@ use heron_core::secret::{clip, redact};
 use heron_core::session::goal::GoalError;
 use heron_core::session::settings::SettingError;
 use heron_core::session::{Manager, PromptError, SessionError};
+use heron_core::tools::roots::RootProblem;
 use heron_protocol::RpcError;
 use heron_protocol::error::{INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND};
+
+/// Every `data.code` Heron sends, in one naming scheme: a dotted path of snake_case
+/// segments whose first names the area (`turn.failed`, `inbox.item_not_found`).
+/// `workspace_roots.*` and `acp.*` are the seeds' wire contract and keep their spelling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum ErrorCode {
+    /// A workspace root is not an absolute path.
+    #[serde(rename = "workspace_roots.relative")]
+    RootRelative,
+    /// A workspace root is not an existing directory.
+    #[serde(rename = "workspace_roots.missing")]
+    RootMissing,
+    /// A workspace root belongs to another user.
+    #[serde(rename = "workspace_roots.not_owned")]
+    RootNotOwned,
+    /// A workspace root is, contains or is inside a protected path.
+    #[serde(rename = "workspace_roots.protected")]
+    RootProtected,
+    /// A workspace root overlaps another.
+    #[serde(rename = "workspace_roots.overlap")]
+    RootOverlap,
+    /// More workspace roots than allowed.
+    #[serde(rename = "workspace_roots.too_many")]
+    RootTooMany,
+    /// The session is open here with other additional directories.
+    #[serde(rename = "acp.additional_directories.session_open")]
+    OpenWithOtherRoots,
+    /// A tool approval above the `--permission-mode` ceiling.
+    #[serde(rename = "acp.tool_approval.above_ceiling")]
+    AboveCeiling,
+    /// A turn failed after it started.
+    #[serde(rename = "turn.failed")]
+    TurnFailed,
+    /// The session closed before the prompt ran.
+    #[serde(rename = "session.closed")]
+    SessionClosed,
+    /// The session has no goal.
+    #[serde(rename = "goal.none")]
+    NoGoal,
+    /// The session's goal has already ended.
+    #[serde(rename = "goal.ended")]
+    GoalEnded,
+    /// No inbox item has that id.
+    #[serde(rename = "inbox.item_not_found")]
+    ItemNotFound,
+    /// The inbox item is not queued.
+    #[serde(rename = "inbox.item_not_queued")]
+    ItemNotQueued,
+    /// The inbox item has not failed.
+    #[serde(rename = "inbox.item_not_failed")]
+    ItemNotFailed,
+    /// A provider cannot start (a bad script, a bad URL).
+    #[serde(rename = "provider.unavailable")]
+    ProviderUnavailable,
+    /// HERON_HOME cannot be used (a broken config, an unreadable store).
+    #[serde(rename = "home.unusable")]
+    HomeUnusable,
+}
+
+impl ErrorCode {
+    /// Every code, for the naming-scheme test and the docs.
+    pub const ALL: [ErrorCode; 17] = [
+        ErrorCode::RootRelative,
+        ErrorCode::RootMissing,
+        ErrorCode::RootNotOwned,
+        ErrorCode::RootProtected,
+        ErrorCode::RootOverlap,
+        ErrorCode::RootTooMany,
+        ErrorCode::OpenWithOtherRoots,
+        ErrorCode::AboveCeiling,
+        ErrorCode::TurnFailed,
+        ErrorCode::SessionClosed,
+        ErrorCode::NoGoal,
+        ErrorCode::GoalEnded,
+        ErrorCode::ItemNotFound,
+        ErrorCode::ItemNotQueued,
+        ErrorCode::ItemNotFailed,
+        ErrorCode::ProviderUnavailable,
+        ErrorCode::HomeUnusable,
+    ];
+
+    /// The code of a workspace-root problem.
+    pub fn of_root(problem: RootProblem) -> Self {
+        match problem {
+            RootProblem::Relative => ErrorCode::RootRelative,
+            RootProblem::Missing => ErrorCode::RootMissing,
+            RootProblem::NotOwned => ErrorCode::RootNotOwned,
+            RootProblem::Protected => ErrorCode::RootProtected,
+            RootProblem::Overlap => ErrorCode::RootOverlap,
+            RootProblem::TooMany => ErrorCode::RootTooMany,
+        }
+    }
+}
+
+/// An error whose `data` carries `code` and the members of `rest` (an object).
+pub fn coded(code: i32, message: impl Into<String>, data_code: ErrorCode, rest: Value) -> RpcError {
+    let mut data = json!({ "code": data_code });
+    if let (Some(data), Value::Object(rest)) = (data.as_object_mut(), rest) {
+        data.extend(rest);
+    }
+    RpcError::new(code, message).with_data(data)
+}
 
 /// The longest turn-failure message sent, in bytes.
 pub const MAX_FAILURE_MESSAGE: usize = 2048;
@@ -45,23 +149,19 @@ fn model_error(err: &ModelError, manager: &Manager) -> RpcError {
             .with_data(json!({ "reason": "auth_required", "message": err.to_string() })),
         ModelError::UnknownModel(model) => heron_protocol::error::auth_required(message)
             .with_data(json!({ "reason": "unknown_model", "model": model })),
-        ModelError::Broken { .. } => RpcError::new(INTERNAL_ERROR, message.clone())
-            .with_data(json!({ "code": "provider_unavailable" })),
+        ModelError::Broken { .. } => {
+            coded(INTERNAL_ERROR, message, ErrorCode::ProviderUnavailable, json!({}))
+        }
     }
-}
-
-fn err_text(err: &SessionError) -> String {
-    err.to_string()
 }
 
 /// The wire error for a bad additional directory.
 pub fn root_error(err: &heron_core::tools::roots::RootError) -> RpcError {
-    RpcError::new(INVALID_PARAMS, format!("additionalDirectories[{}]: {}", err.index, err.reason)).with_data(
-        json!({
-            "code": err.code,
-            "path": format!("additionalDirectories[{}]", err.index),
-            "reason": err.reason,
-        }),
+    coded(
+        INVALID_PARAMS,
+        format!("additionalDirectories[{}]: {}", err.index, err.reason),
+        ErrorCode::of_root(err.problem),
+        json!({ "path": format!("additionalDirectories[{}]", err.index), "reason": err.reason }),
     )
 }
 
@@ -73,12 +173,12 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
         SessionError::Setting(setting) => setting_error(&setting),
         SessionError::Goal(goal) => goal_error(&goal),
         SessionError::BadCursor => RpcError::invalid_params("cursor", "not a cursor this agent issued"),
-        SessionError::OpenWithOtherRoots => {
-            RpcError::new(INVALID_PARAMS, err_text(&SessionError::OpenWithOtherRoots)).with_data(json!({
-                "code": "acp.additional_directories.session_open",
-                "path": "additionalDirectories",
-            }))
-        }
+        SessionError::OpenWithOtherRoots => coded(
+            INVALID_PARAMS,
+            SessionError::OpenWithOtherRoots.to_string(),
+            ErrorCode::OpenWithOtherRoots,
+            json!({ "path": "additionalDirectories" }),
+        ),
         SessionError::BadPath(reason) => RpcError::invalid_params("cwd", reason),
         SessionError::Internal(cause) => RpcError::internal(&cause),
     }
@@ -86,13 +186,13 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
 
 /// -32602 for a goal that cannot be paused or resumed, with the reason in `data`.
 fn goal_error(err: &GoalError) -> RpcError {
-    let data = match err {
-        GoalError::NoGoal => json!({ "code": "no_goal", "reason": err.to_string() }),
+    let (code, rest) = match err {
+        GoalError::NoGoal => (ErrorCode::NoGoal, json!({ "reason": err.to_string() })),
         GoalError::Ended { status } => {
-            json!({ "code": "goal_ended", "status": status, "reason": err.to_string() })
+            (ErrorCode::GoalEnded, json!({ "status": status, "reason": err.to_string() }))
         }
     };
-    RpcError::new(INVALID_PARAMS, err.to_string()).with_data(data)
+    coded(INVALID_PARAMS, err.to_string(), code, rest)
 }
 
 fn setting_error(err: &SettingError) -> RpcError {
@@ -100,13 +200,12 @@ fn setting_error(err: &SettingError) -> RpcError {
         SettingError::UnknownValue { .. } | SettingError::Refused(_) => {
             RpcError::invalid_params("value", err.to_string())
         }
-        SettingError::AboveCeiling { asked, ceiling } => RpcError::new(INVALID_PARAMS, err.to_string())
-            .with_data(json!({
-                "code": "acp.tool_approval.above_ceiling",
-                "path": "value",
-                "value": asked.id(),
-                "ceiling": ceiling.id(),
-            })),
+        SettingError::AboveCeiling { asked, ceiling } => coded(
+            INVALID_PARAMS,
+            err.to_string(),
+            ErrorCode::AboveCeiling,
+            json!({ "path": "value", "value": asked.id(), "ceiling": ceiling.id() }),
+        ),
     }
 }
 
@@ -117,13 +216,50 @@ pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
             let message = redact(&model.to_string(), keys.all());
             heron_protocol::error::auth_required(message)
         }
-        PromptError::Closed => RpcError::new(INTERNAL_ERROR, "The session was closed before the prompt ran")
-            .with_data(json!({ "code": "session_closed" })),
+        PromptError::Closed => coded(
+            INTERNAL_ERROR,
+            "The session was closed before the prompt ran",
+            ErrorCode::SessionClosed,
+            json!({}),
+        ),
         other => {
             let cause = clip(&redact(&other.to_string(), keys.all()), MAX_FAILURE_MESSAGE);
             tracing::warn!(%cause, "turn failed");
-            RpcError::new(INTERNAL_ERROR, format!("Turn failed: {cause}"))
-                .with_data(json!({ "code": "turn_failed", "cause": cause }))
+            coded(
+                INTERNAL_ERROR,
+                format!("Turn failed: {cause}"),
+                ErrorCode::TurnFailed,
+                json!({ "cause": cause }),
+            )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_a_dotted_path_of_snake_case_segments() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            let name = serde_json::to_value(code).expect("encodes");
+            let name = name.as_str().expect("a string");
+            let segments: Vec<&str> = name.split('.').collect();
+            assert!(segments.len() >= 2, "{name} names no area");
+            assert!(
+                segments.iter().all(|s| !s.is_empty()
+                    && s.starts_with(|c: char| c.is_ascii_lowercase())
+                    && s.chars().all(|c| c.is_ascii_lowercase() || c == '_')),
+                "{name} is not snake_case segments"
+            );
+            assert!(seen.insert(name.to_owned()), "{name} is used twice");
+        }
+    }
+
+    #[test]
+    fn coded_errors_carry_the_code_first_and_the_rest_beside_it() {
+        let err = coded(-32602, "bad", ErrorCode::TurnFailed, json!({ "cause": "x" }));
+        assert_eq!(err.data, Some(json!({ "code": "turn.failed", "cause": "x" })));
     }
 }

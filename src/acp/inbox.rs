@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::errors::unknown_session;
+use super::errors::{ErrorCode, coded, unknown_session};
 use super::{HeronAgent, Inner, Reply, convert};
 use heron_core::session::Session;
 use heron_core::session::inbox::{InboxError, InboxStatus, Item};
@@ -102,19 +102,24 @@ fn wire_items(items: Vec<Item>) -> Vec<HeronInboxItem> {
 fn inbox_error(err: InboxError) -> RpcError {
     let reason = err.to_string();
     match err {
-        InboxError::NotFound(id) => RpcError::new(INVALID_PARAMS, reason.clone()).with_data(json!({
-            "code": "item_not_found",
-            "path": "itemId",
-            "itemId": id,
-            "reason": reason,
-        })),
-        InboxError::WrongStatus { status, needed, .. } => RpcError::new(INVALID_PARAMS, reason.clone())
-            .with_data(json!({
-                "code": format!("item_not_{needed}"),
-                "path": "itemId",
-                "status": status.as_str(),
-                "reason": reason,
-            })),
+        InboxError::NotFound(id) => coded(
+            INVALID_PARAMS,
+            reason.clone(),
+            ErrorCode::ItemNotFound,
+            json!({ "path": "itemId", "itemId": id, "reason": reason }),
+        ),
+        InboxError::WrongStatus { status, needed, .. } => {
+            let code = match needed {
+                InboxStatus::Failed => ErrorCode::ItemNotFailed,
+                _ => ErrorCode::ItemNotQueued,
+            };
+            coded(
+                INVALID_PARAMS,
+                reason.clone(),
+                code,
+                json!({ "path": "itemId", "status": status.as_str(), "reason": reason }),
+            )
+        }
         InboxError::BadCursor => RpcError::invalid_params("cursor", reason),
         InboxError::SessionGone(id) => unknown_session(&id),
         InboxError::Internal(cause) => RpcError::internal(&cause),

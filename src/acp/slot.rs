@@ -45,8 +45,12 @@ impl ManagerSlot {
             .map_err(|_| RpcError::internal(&"the session manager was never built"))?;
         match &*built {
             Some(Ok(manager)) => Ok(manager.clone()),
-            Some(Err(reason)) => Err(RpcError::new(heron_protocol::error::INTERNAL_ERROR, reason.clone())
-                .with_data(json!({ "code": "heron_home_unusable" }))),
+            Some(Err(reason)) => Err(super::errors::coded(
+                heron_protocol::error::INTERNAL_ERROR,
+                reason.clone(),
+                super::errors::ErrorCode::HomeUnusable,
+                json!({}),
+            )),
             None => Err(RpcError::internal(&"the session manager was never built")),
         }
     }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::support::Dirs;
 use heron_core::tools::Tool;
 use heron_core::tools::edit_file::EditFile;
-use heron_core::tools::roots::{Roots, validate_additional_directories};
+use heron_core::tools::roots::{RootProblem, Roots, validate_additional_directories};
 use heron_core::tools::run_command::RunCommand;
 use heron_core::tools::write_file::WriteFile;
 use serde_json::json;
@@ -128,9 +128,9 @@ fn run_command_cwd_outside_the_roots_is_refused() {
     assert!(err.contains("outside the workspace"), "{err}");
 }
 
-fn code_of(dirs: &[String], cwd: &Path, protected: &[PathBuf]) -> (usize, &'static str) {
+fn code_of(dirs: &[String], cwd: &Path, protected: &[PathBuf]) -> (usize, RootProblem) {
     let err = validate_additional_directories(dirs, cwd, protected).expect_err("must be refused");
-    (err.index, err.code)
+    (err.index, err.problem)
 }
 
 #[test]
@@ -144,17 +144,17 @@ fn additional_directories_that_are_fine_come_back_canonical() {
 #[test]
 fn additional_directory_must_be_absolute() {
     let dirs = Dirs::new();
-    assert_eq!(code_of(&["outside".to_owned()], &dirs.ws(), &[]), (0, "workspace_roots.relative"));
+    assert_eq!(code_of(&["outside".to_owned()], &dirs.ws(), &[]), (0, RootProblem::Relative));
 }
 
 #[test]
 fn additional_directory_must_exist_and_be_a_directory() {
     let dirs = Dirs::new();
     let missing = dirs.root.path().join("missing").display().to_string();
-    assert_eq!(code_of(&[missing], &dirs.ws(), &[]), (0, "workspace_roots.missing"));
+    assert_eq!(code_of(&[missing], &dirs.ws(), &[]), (0, RootProblem::Missing));
     let file = dirs.write("f.txt", "x").display().to_string();
     let ok = dirs.outside().display().to_string();
-    assert_eq!(code_of(&[ok, file], &dirs.root.path().join("other"), &[]), (1, "workspace_roots.missing"));
+    assert_eq!(code_of(&[ok, file], &dirs.root.path().join("other"), &[]), (1, RootProblem::Missing));
 }
 
 #[test]
@@ -167,7 +167,7 @@ fn additional_directory_owned_by_someone_else_is_refused() {
     } else {
         PathBuf::from("/usr")
     };
-    assert_eq!(code_of(&[dir.display().to_string()], &dirs.ws(), &[]), (0, "workspace_roots.not_owned"));
+    assert_eq!(code_of(&[dir.display().to_string()], &dirs.ws(), &[]), (0, RootProblem::NotOwned));
 }
 
 #[test]
@@ -179,11 +179,11 @@ fn protected_directory_is_refused_directly_inside_around_and_through_a_symlink()
     let cwd = dirs.ws();
     for dir in [home.clone(), home.join("logs"), dirs.root.path().to_path_buf()] {
         // The root contains the workspace too; protection is checked first.
-        assert_eq!(code_of(&[dir.display().to_string()], &cwd, &protected), (0, "workspace_roots.protected"));
+        assert_eq!(code_of(&[dir.display().to_string()], &cwd, &protected), (0, RootProblem::Protected));
     }
     symlink(&home, dirs.outside().join("sneaky")).expect("symlink");
     let via_link = dirs.outside().join("sneaky").display().to_string();
-    assert_eq!(code_of(&[via_link], &cwd, &protected), (0, "workspace_roots.protected"));
+    assert_eq!(code_of(&[via_link], &cwd, &protected), (0, RootProblem::Protected));
 }
 
 #[test]
@@ -191,17 +191,17 @@ fn additional_directory_overlapping_the_cwd_or_another_is_refused() {
     let dirs = Dirs::new();
     std::fs::create_dir_all(dirs.ws().join("sub")).expect("sub");
     let sub = dirs.ws().join("sub").display().to_string();
-    assert_eq!(code_of(&[sub], &dirs.ws(), &[]), (0, "workspace_roots.overlap"));
+    assert_eq!(code_of(&[sub], &dirs.ws(), &[]), (0, RootProblem::Overlap));
     let parent = dirs.root.path().display().to_string();
-    assert_eq!(code_of(&[parent], &dirs.ws(), &[]), (0, "workspace_roots.overlap"));
+    assert_eq!(code_of(&[parent], &dirs.ws(), &[]), (0, RootProblem::Overlap));
     std::fs::create_dir_all(dirs.outside().join("inner")).expect("inner");
     let twice = [dirs.outside().display().to_string(), dirs.outside().join("inner").display().to_string()];
-    assert_eq!(code_of(&twice, &dirs.ws(), &[]), (1, "workspace_roots.overlap"));
+    assert_eq!(code_of(&twice, &dirs.ws(), &[]), (1, RootProblem::Overlap));
 }
 
 #[test]
 fn more_than_32_additional_directories_are_refused() {
     let dirs = Dirs::new();
     let many: Vec<String> = (0..33).map(|i| format!("/nowhere/{i}")).collect();
-    assert_eq!(code_of(&many, &dirs.ws(), &[]), (32, "workspace_roots.too_many"));
+    assert_eq!(code_of(&many, &dirs.ws(), &[]), (32, RootProblem::TooMany));
 }

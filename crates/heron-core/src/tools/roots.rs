@@ -174,22 +174,38 @@ fn hard_links(_: &std::fs::Metadata) -> u64 {
     1
 }
 
+/// What is wrong with a workspace root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RootProblem {
+    /// Not an absolute path.
+    Relative,
+    /// Not an existing directory.
+    Missing,
+    /// Owned by another user.
+    NotOwned,
+    /// Is, contains or is inside a protected path (Heron's home, credential folders).
+    Protected,
+    /// Overlaps the cwd or another root.
+    Overlap,
+    /// More roots than allowed.
+    TooMany,
+}
+
 /// Why an additional directory was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("additional directory {index}: {reason}")]
 pub struct RootError {
     /// The index of the refused entry.
     pub index: usize,
-    /// A stable code: `workspace_roots.relative`, `.missing`, `.not_owned`, `.protected`,
-    /// `.overlap` or `.too_many`.
-    pub code: &'static str,
+    /// What is wrong with it.
+    pub problem: RootProblem,
     /// A human explanation.
     pub reason: String,
 }
 
 impl RootError {
-    fn new(index: usize, code: &'static str, reason: String) -> Self {
-        Self { index, code, reason }
+    fn new(index: usize, problem: RootProblem, reason: String) -> Self {
+        Self { index, problem, reason }
     }
 }
 
@@ -204,7 +220,7 @@ pub fn validate_additional_directories(
     if dirs.len() > MAX_ADDITIONAL_DIRECTORIES {
         return Err(RootError::new(
             MAX_ADDITIONAL_DIRECTORIES,
-            "workspace_roots.too_many",
+            RootProblem::TooMany,
             format!("{} directories given; at most {MAX_ADDITIONAL_DIRECTORIES} are allowed", dirs.len()),
         ));
     }
@@ -215,48 +231,44 @@ pub fn validate_additional_directories(
         if !Path::new(dir).is_absolute() {
             return Err(RootError::new(
                 index,
-                "workspace_roots.relative",
+                RootProblem::Relative,
                 format!("{dir} is not an absolute path"),
             ));
         }
         let canonical = match std::fs::canonicalize(dir) {
             Ok(path) if path.is_dir() => path,
             Ok(_) => {
-                return Err(RootError::new(
-                    index,
-                    "workspace_roots.missing",
-                    format!("{dir} is not a directory"),
-                ));
+                return Err(RootError::new(index, RootProblem::Missing, format!("{dir} is not a directory")));
             }
             Err(e) => {
                 return Err(RootError::new(
                     index,
-                    "workspace_roots.missing",
+                    RootProblem::Missing,
                     format!("{dir} cannot be used: {e}"),
                 ));
             }
         };
         if let Some(reason) = not_owned(&canonical) {
-            return Err(RootError::new(index, "workspace_roots.not_owned", format!("{dir} {reason}")));
+            return Err(RootError::new(index, RootProblem::NotOwned, format!("{dir} {reason}")));
         }
         if let Some(p) = protected.iter().find(|p| overlaps(&canonical, p)) {
             return Err(RootError::new(
                 index,
-                "workspace_roots.protected",
+                RootProblem::Protected,
                 format!("{dir} is, contains or is inside the protected path {}", p.display()),
             ));
         }
         if overlaps(&canonical, &cwd) {
             return Err(RootError::new(
                 index,
-                "workspace_roots.overlap",
+                RootProblem::Overlap,
                 format!("{dir} overlaps the session's cwd {}", cwd.display()),
             ));
         }
         if let Some(other) = accepted.iter().position(|a| overlaps(&canonical, a)) {
             return Err(RootError::new(
                 index,
-                "workspace_roots.overlap",
+                RootProblem::Overlap,
                 format!("{dir} overlaps additional directory {other}"),
             ));
         }
