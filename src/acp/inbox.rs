@@ -13,7 +13,6 @@ use super::errors::{ErrorCode, coded, unknown_session};
 use super::{HeronAgent, Inner, Reply, convert};
 use heron_core::session::Session;
 use heron_core::session::inbox::{InboxError, InboxStatus, Item};
-use heron_core::session::update::TurnUpdate;
 use heron_core::types::PromptInput;
 use heron_protocol::error::INVALID_PARAMS;
 use heron_protocol::runtime::Outgoing;
@@ -34,24 +33,11 @@ pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
     // Ends when the session, which holds the sending end, is closed.
     tokio::spawn(async move {
         while let Some(update) = stream.recv().await {
-            forward(&forwarding, &id, update).await;
+            super::updates::forward(&forwarding, &id, update).await;
         }
     });
     let inbox = session.inbox().clone();
     heron_rpc::after_response(async move { inbox.serve(updates) });
-}
-
-/// Sends one update of a turn to the editor: status to the status feed, the rest as
-/// `session/update`.
-pub(super) async fn forward<O: Outgoing>(inner: &Inner<O>, session_id: &str, update: TurnUpdate) {
-    if let TurnUpdate::Status(seq, snapshot) = &update {
-        inner.status.offer(&inner.client, session_id, *seq, snapshot).await;
-        return;
-    }
-    for update in convert::turn_updates(update) {
-        // A client that stopped reading does not stop the turn.
-        let _ = inner.send(session_id, update).await;
-    }
 }
 
 /// Checks a prompt as `session/prompt` does, and that it is not empty.

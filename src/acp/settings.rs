@@ -1,12 +1,119 @@
-//! Settings on the wire: the config option ids and value ids clients send, older clients'
-//! names included, read into the core's changes; and the protocol category of each option.
+//! Settings on the wire: `session/set_mode`, `set_config_option` and `set_model`; the
+//! config option ids and value ids clients send, older clients' names included, read into
+//! the core's changes; the protocol category of each option; and telling the editor that
+//! settings changed.
 
-use heron_core::session::settings::{Change, ConfigId, Mode, Posture, Preset, SettingError, Settings};
-use heron_protocol::{RpcError, SessionConfigOptionCategory};
+use heron_core::session::Session;
+use heron_core::session::settings::{
+    Change, Choices, ConfigId, Mode, Posture, Preset, SettingError, Settings,
+};
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::{
+    ConfigOptionUpdate, CurrentModeUpdate, RpcError, SessionConfigOptionCategory, SessionModeId,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse, SetSessionModelRequest, SetSessionModelResponse,
+};
 use serde_json::json;
 
+use super::errors::{WithField, session_error};
+use super::{HeronAgent, Inner, Reply};
+
+/// `session/set_mode`.
+pub(super) fn set_mode<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: SetSessionModeRequest,
+) -> Reply<SetSessionModeResponse> {
+    let session = agent.session(&params.session_id);
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let manager = inner.manager.ready().await?;
+        let session = session?;
+        let mode = params.mode_id.0;
+        session
+            .configure(|s, c| apply_all(s, mode_changes(&mode)?, c))
+            .await
+            .map_err(|e| session_error(e, &manager).at_field("modeId"))?;
+        announce(&inner, &session).await?;
+        Ok(SetSessionModeResponse { meta: None })
+    })
+}
+
+/// `session/set_config_option`: value ids only (Heron offers no boolean options).
+pub(super) fn set_config_option<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: SetSessionConfigOptionRequest,
+) -> Reply<SetSessionConfigOptionResponse> {
+    let request = match params {
+        SetSessionConfigOptionRequest::ValueId(v) => {
+            config_id(&v.config_id.0).map(|option| (v.session_id, option, v.value.0))
+        }
+        SetSessionConfigOptionRequest::Boolean(b) => Err(RpcError::invalid_params(
+            "value",
+            format!("`{}` takes a value id, not a boolean", b.config_id.0),
+        )),
+    };
+    let session = request.as_ref().map_err(Clone::clone).and_then(|(id, _, _)| agent.session(id));
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let manager = inner.manager.ready().await?;
+        let (_, option, value) = request?;
+        let session = session?;
+        let before = session.state().settings;
+        session
+            .configure(|s, c| apply_all(s, option_changes(option, &value)?, c))
+            .await
+            .map_err(|e| session_error(e, &manager))?;
+        if session.state().settings.mode != before.mode {
+            let (settings, _) = inner.options_of(&session);
+            inner.send(session.id(), mode_update(&settings)).await?;
+        }
+        inner.status.sync(&inner.client, &session).await;
+        let (_, config_options) = inner.options_of(&session);
+        Ok(SetSessionConfigOptionResponse { config_options, meta: None })
+    })
+}
+
+/// `session/set_model` (unstable in ACP; the `model` option does the same).
+pub(super) fn set_model<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: SetSessionModelRequest,
+) -> Reply<SetSessionModelResponse> {
+    let session = agent.session(&params.session_id);
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let manager = inner.manager.ready().await?;
+        let session = session?;
+        let model = params.model_id.0;
+        session
+            .configure(|s, c| s.apply(ConfigId::Model, &model, c))
+            .await
+            .map_err(|e| session_error(e, &manager).at_field("modelId"))?;
+        announce(&inner, &session).await?;
+        Ok(SetSessionModelResponse { meta: None })
+    })
+}
+
+/// The `current_mode_update` for `settings`.
+fn mode_update(settings: &Settings) -> SessionUpdate {
+    SessionUpdate::CurrentModeUpdate(CurrentModeUpdate {
+        current_mode_id: SessionModeId(settings.mode.id().to_owned()),
+        meta: None,
+    })
+}
+
+/// Tells the editor the settings changed: the mode, the full config options, and the
+/// status for a client that wants it.
+pub(super) async fn announce<O: Outgoing>(inner: &Inner<O>, session: &Session) -> Result<(), RpcError> {
+    let (settings, config_options) = inner.options_of(session);
+    inner.send(session.id(), mode_update(&settings)).await?;
+    let options = SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate { config_options, meta: None });
+    inner.send(session.id(), options).await?;
+    inner.status.sync(&inner.client, session).await;
+    Ok(())
+}
+
 /// The config option an id names; `work_mode` is the older name of `agent_preset`.
-pub fn config_id(id: &str) -> Result<ConfigId, RpcError> {
+fn config_id(id: &str) -> Result<ConfigId, RpcError> {
     match id {
         "work_mode" => Ok(ConfigId::AgentPreset),
         _ => ConfigId::from_id(id).ok_or_else(|| {
@@ -27,7 +134,7 @@ pub fn preset(name: &str) -> Option<Preset> {
 
 /// What a mode id asks for. The mode ids of older clients also set the posture:
 /// `default` is normal work that asks first, `auto` is normal work without asking.
-pub fn mode_changes(id: &str) -> Result<Vec<Change>, SettingError> {
+fn mode_changes(id: &str) -> Result<Vec<Change>, SettingError> {
     match id {
         "default" => Ok(vec![Change::Mode(Mode::Normal), Change::Posture(Posture::Ask)]),
         "auto" => Ok(vec![Change::Mode(Mode::Normal), Change::Posture(Posture::Yolo)]),
@@ -36,7 +143,7 @@ pub fn mode_changes(id: &str) -> Result<Vec<Change>, SettingError> {
 }
 
 /// What setting `option` to value id `value` asks for, older names included.
-pub fn option_changes(option: ConfigId, value: &str) -> Result<Vec<Change>, SettingError> {
+fn option_changes(option: ConfigId, value: &str) -> Result<Vec<Change>, SettingError> {
     match option {
         ConfigId::Mode => mode_changes(value),
         ConfigId::AgentPreset => preset(value)
@@ -47,16 +154,12 @@ pub fn option_changes(option: ConfigId, value: &str) -> Result<Vec<Change>, Sett
 }
 
 /// Applies `changes` in order; the caller's `configure` keeps none of them if one fails.
-pub fn apply_all(
-    settings: &mut Settings,
-    changes: Vec<Change>,
-    choices: &heron_core::session::settings::Choices,
-) -> Result<(), SettingError> {
+fn apply_all(settings: &mut Settings, changes: Vec<Change>, choices: &Choices) -> Result<(), SettingError> {
     changes.into_iter().try_for_each(|change| settings.change(change, choices))
 }
 
 /// The protocol's category of an option: ACP's own where one fits, Heron's otherwise.
-pub fn category(id: ConfigId) -> SessionConfigOptionCategory {
+pub(super) fn category(id: ConfigId) -> SessionConfigOptionCategory {
     match id {
         ConfigId::Mode => SessionConfigOptionCategory::Mode,
         ConfigId::Model => SessionConfigOptionCategory::Model,

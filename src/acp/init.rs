@@ -1,0 +1,97 @@
+//! The connection's start: `initialize` (version, what Heron serves, the client's
+//! capabilities) and `authenticate` (Heron's one auth method runs in a terminal).
+
+use std::sync::PoisonError;
+
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::{
+    AgentCapabilities, AuthMethod, AuthMethodId, AuthMethodTerminal, AuthenticateRequest, Implementation,
+    InitializeRequest, InitializeResponse, McpCapabilities, PromptCapabilities, ProtocolVersion, RpcError,
+    SessionCapabilities,
+};
+
+use super::{HeronAgent, status, vendor};
+
+/// The only protocol version Heron speaks.
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// The id of the terminal auth method (it runs `heron acp --setup`).
+pub const SETUP_METHOD: &str = "heron-setup";
+
+/// What Heron advertises: only what it serves.
+fn capabilities() -> AgentCapabilities {
+    AgentCapabilities {
+        auth: None,
+        load_session: Some(true),
+        mcp_capabilities: Some(McpCapabilities { http: Some(false), meta: None, sse: Some(false) }),
+        meta: Some(vendor::capabilities_meta()),
+        prompt_capabilities: Some(PromptCapabilities {
+            audio: Some(false),
+            embedded_context: Some(true),
+            image: Some(true),
+            meta: None,
+        }),
+        session_capabilities: Some(SessionCapabilities {
+            additional_directories: Some(Default::default()),
+            archive: None,
+            close: Some(Default::default()),
+            delete: Some(Default::default()),
+            fork: Some(Default::default()),
+            list: Some(Default::default()),
+            meta: None,
+            resume: Some(Default::default()),
+            status: None,
+            system_prompt: None,
+            title: None,
+        }),
+    }
+}
+
+/// `initialize`: any version asked for is answered with the one Heron speaks (the client
+/// decides whether to go on); the client's capabilities are kept for this connection.
+pub(super) fn initialize<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: InitializeRequest,
+) -> Result<InitializeResponse, RpcError> {
+    if params.protocol_version.0 != PROTOCOL_VERSION {
+        tracing::info!(asked = params.protocol_version.0, "protocol version negotiated to 1");
+    }
+    let client = params.client_capabilities.unwrap_or_default();
+    let terminal_auth = client.auth.as_ref().and_then(|a| a.terminal).unwrap_or(false);
+    agent.inner.status.want(status::wants_updates(&client));
+    *agent.inner.client_capabilities.lock().unwrap_or_else(PoisonError::into_inner) = client;
+    // The terminal method is only offered to clients that can run it.
+    let auth_methods = if terminal_auth {
+        vec![AuthMethod::Terminal(AuthMethodTerminal {
+            args: vec!["--setup".to_owned()],
+            description: Some("Choose a model provider and store its key".to_owned()),
+            env: Default::default(),
+            id: AuthMethodId(SETUP_METHOD.to_owned()),
+            meta: None,
+            name: "Set up Heron".to_owned(),
+        })]
+    } else {
+        Vec::new()
+    };
+    Ok(InitializeResponse {
+        protocol_version: ProtocolVersion(PROTOCOL_VERSION),
+        agent_capabilities: Some(capabilities()),
+        agent_info: Some(Implementation {
+            name: "heron".to_owned(),
+            title: Some("Heron".to_owned()),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            meta: None,
+        }),
+        auth_methods,
+        meta: None,
+    })
+}
+
+/// `authenticate`: Heron's method runs in a terminal, never over the connection.
+pub(super) fn authenticate(params: &AuthenticateRequest) -> RpcError {
+    if params.method_id.0 == SETUP_METHOD {
+        RpcError::invalid_params("methodId", "this method runs in a terminal: launch `heron acp --setup`")
+    } else {
+        RpcError::invalid_params("methodId", format!("unknown auth method `{}`", params.method_id.0))
+    }
+}

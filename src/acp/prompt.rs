@@ -1,0 +1,125 @@
+//! A prompt's path on the wire, in one line: `session/prompt` -> the core's session (or
+//! a slash command, run here without the model) -> the turn's updates forwarded as they
+//! come -> the answer. `session/cancel` ends the running and queued turns.
+
+use heron_core::session::Session;
+use heron_core::session::commands::{self, Invocation};
+use heron_core::session::settings::SettingError;
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::{CancelNotification, ContentBlock, PromptRequest, PromptResponse, RpcError, StopReason};
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::errors::prompt_error;
+use super::{HeronAgent, Inner, Reply, convert, settings, updates};
+
+/// `session/prompt`. Runs on the reader up to queueing, so prompts keep their order.
+pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) -> Reply<PromptResponse> {
+    if let [ContentBlock::Text(text)] = params.prompt.as_slice()
+        && let Some(invocation) = commands::parse(&text.text)
+    {
+        return command(agent, &params, invocation);
+    }
+    // Queue the prompt now, in arrival order; stream its updates in the future.
+    let started = agent.session(&params.session_id).and_then(|session| {
+        let input = convert::prompt_input(params.prompt)?;
+        let (updates, stream) = mpsc::unbounded_channel();
+        let queued = session.prompt(input, updates);
+        // If this request is dropped ($/cancel_request), even before its future first
+        // runs, this prompt alone is cancelled.
+        let guard = CancelOnDrop(Some(queued.cancel));
+        Ok((session, stream, queued.result, guard, queued.delivered))
+    });
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let manager = inner.manager.ready().await?;
+        let (session, mut stream, result, guard, delivered) = started?;
+        while let Some(update) = stream.recv().await {
+            updates::forward(&inner, session.id(), update).await;
+        }
+        let outcome = result.await.map_err(|_| RpcError::internal(&"the session stopped"))?;
+        guard.disarm();
+        // The session's next turn starts once this answer is queued, never before.
+        heron_rpc::after_response(async move { delivered.done() });
+        let stop = outcome.map_err(|e| prompt_error(e, manager.providers().keys()))?;
+        let transcript = manager.transcript_path(session.id());
+        Ok(PromptResponse {
+            meta: json!({ "heron": { "transcriptPath": transcript.display().to_string() } })
+                .as_object()
+                .cloned(),
+            stop_reason: convert::stop_reason(stop),
+        })
+    })
+}
+
+/// A prompt that is one of Heron's slash commands: runs here, without the model.
+fn command<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: &PromptRequest,
+    invocation: Invocation,
+) -> Reply<PromptResponse> {
+    let session = agent.session(&params.session_id);
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let session = session?;
+        run_command(&inner, &session, &invocation).await?;
+        Ok(PromptResponse { meta: None, stop_reason: StopReason::EndTurn })
+    })
+}
+
+/// Runs a slash command and answers with its reply as an agent message.
+async fn run_command<O: Outgoing>(
+    inner: &Inner<O>,
+    session: &Session,
+    invocation: &Invocation,
+) -> Result<(), RpcError> {
+    let mut outcome = None;
+    let result = session
+        .configure(|settings, choices| {
+            outcome = Some(commands::run(invocation, settings, choices));
+            // A refused command changes nothing: failing the change rolls it back.
+            match &outcome {
+                Some(Err(reason)) => Err(SettingError::Refused(reason.clone())),
+                _ => Ok(()),
+            }
+        })
+        .await;
+    let (reply, changed) = match (outcome, result) {
+        (Some(Ok(ran)), Ok(_)) => (ran.reply, ran.settings_changed),
+        (Some(Err(reason)), _) => (reason, false),
+        (_, Err(err)) => (err.to_string(), false),
+        (None, Ok(_)) => (String::new(), false),
+    };
+    let message_id = uuid::Uuid::new_v4().to_string();
+    inner.send(session.id(), convert::agent_message(&message_id, reply)).await?;
+    if changed {
+        settings::announce(inner, session).await?;
+    }
+    Ok(())
+}
+
+/// `session/cancel`: ends the running turn and every queued one. A cancel for an unknown or
+/// idle session is a silent no-op.
+pub(super) fn cancel<O: Outgoing>(agent: &HeronAgent<O>, params: &CancelNotification) {
+    if let Some(session) = agent.inner.manager.now().and_then(|m| m.get(&params.session_id.0)) {
+        session.cancel();
+    }
+}
+
+/// Cancels one prompt when its request is dropped before it was answered.
+struct CancelOnDrop(Option<CancellationToken>);
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(cancel) = self.0.take() {
+            cancel.cancel();
+        }
+    }
+}

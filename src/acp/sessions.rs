@@ -1,0 +1,256 @@
+//! Sessions on the wire: `session/new`, `load`, `resume` and `fork` through one
+//! [`open_session`] path, and `list`, `close` and `delete`.
+//!
+//! Opening a session, however it is asked for, is one sequence: check the roots and MCP
+//! servers on the reader (so a bad request fails before anything happens), open it in the
+//! manager, bind this connection's editor to it, watch its MCP servers, replay its history
+//! (load only), then, once the answer is out, advertise its commands and start its inbox.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use heron_core::session::goal::Goal;
+use heron_core::session::{OpenOptions, Session};
+use heron_core::tools::editor::NoEditor;
+use heron_core::tools::roots::validate_additional_directories;
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::{
+    CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
+    ForkSessionRequest, ForkSessionResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, ResumeSessionRequest,
+    ResumeSessionResponse, RpcError, SessionConfigOption, SessionId, SessionInfo, SessionModeState,
+};
+use serde_json::{Map, Value, json};
+
+use super::errors::{root_error, session_error};
+use super::{HeronAgent, Reply, convert, inbox, mcp, status, updates};
+
+/// How a session is opened.
+enum Opening {
+    /// A new one.
+    New,
+    /// A stored one, its history replayed first.
+    Load(String),
+    /// A stored one, without replay.
+    Resume(String),
+    /// A copy of a stored one.
+    Fork(String),
+}
+
+/// A session opened on this connection, as its answer shows it.
+struct Opened {
+    session: Arc<Session>,
+    config_options: Vec<SessionConfigOption>,
+    modes: SessionModeState,
+}
+
+fn absolute(path: &str, field: &str) -> Result<PathBuf, RpcError> {
+    let path = PathBuf::from(path);
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(RpcError::invalid_params(field, "must be an absolute path"))
+    }
+}
+
+/// Where the session opens: checked now, on the reader, so one bad entry refuses the whole
+/// request and nothing is silently dropped.
+fn open_options(
+    home_root: &Path,
+    cwd: &str,
+    additional: &[String],
+    mcp_servers: &[McpServer],
+) -> Result<OpenOptions, RpcError> {
+    let cwd = absolute(cwd, "cwd")?;
+    let protected = [home_root.to_path_buf()];
+    let additional_directories =
+        validate_additional_directories(additional, &cwd, &protected).map_err(|e| root_error(&e))?;
+    let mcp_servers = mcp::specs(mcp_servers)?;
+    Ok(OpenOptions { cwd, additional_directories, editor: Arc::new(NoEditor), mcp_servers })
+}
+
+/// The one path every way of opening a session takes (see the module docs).
+fn open_session<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    opening: Opening,
+    options: Result<OpenOptions, RpcError>,
+) -> Reply<Opened> {
+    let agent = agent.clone();
+    Box::pin(async move {
+        let inner = agent.inner.clone();
+        let manager = inner.manager.ready().await?;
+        let options = options?;
+        let failed = |e| session_error(e, &manager);
+        let (session, history) = match &opening {
+            Opening::New => (manager.create(options).await.map_err(failed)?, Vec::new()),
+            Opening::Load(id) | Opening::Resume(id) => manager.open(id, options).await.map_err(failed)?,
+            Opening::Fork(from) => (manager.fork(from, options).await.map_err(failed)?, Vec::new()),
+        };
+        session.attach(agent.editor_for(session.id()));
+        mcp::watch(&inner, &session);
+        let usage = session.status().1.usage;
+        match opening {
+            Opening::Load(_) => {
+                // The whole history goes out before the answer, and the context meter ends
+                // it, so the editor has both when load answers.
+                for event in &history {
+                    for update in convert::replay_updates(event) {
+                        inner.send(session.id(), update).await?;
+                    }
+                }
+                if let Some(report) = usage {
+                    inner.send(session.id(), convert::usage_update(&report)).await?;
+                }
+                updates::advertise(&inner, session.id(), None);
+            }
+            // A resumed session's meter follows the commands, after the answer.
+            Opening::Resume(_) => updates::advertise(&inner, session.id(), usage),
+            Opening::New | Opening::Fork(_) => updates::advertise(&inner, session.id(), None),
+        }
+        inbox::serve(&inner, &session);
+        let (settings, config_options) = inner.options_of(&session);
+        Ok(Opened { modes: convert::modes(&settings), config_options, session })
+    })
+}
+
+fn options_of<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    cwd: &str,
+    additional: &[String],
+    mcp_servers: &[McpServer],
+) -> Result<OpenOptions, RpcError> {
+    open_options(&agent.inner.home_root, cwd, additional, mcp_servers)
+}
+
+/// `session/new`.
+pub(super) fn new<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: NewSessionRequest,
+) -> Reply<NewSessionResponse> {
+    let options = options_of(agent, &params.cwd, &params.additional_directories, &params.mcp_servers);
+    let opened = open_session(agent, Opening::New, options);
+    Box::pin(async move {
+        let opened = opened.await?;
+        Ok(NewSessionResponse {
+            config_options: Some(opened.config_options),
+            meta: None,
+            modes: Some(opened.modes),
+            session_id: SessionId(opened.session.id().to_owned()),
+        })
+    })
+}
+
+/// `session/load`: the history replays before the answer.
+pub(super) fn load<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: LoadSessionRequest,
+) -> Reply<LoadSessionResponse> {
+    let options = options_of(agent, &params.cwd, &params.additional_directories, &params.mcp_servers);
+    let opened = open_session(agent, Opening::Load(params.session_id.0), options);
+    Box::pin(async move {
+        let opened = opened.await?;
+        Ok(LoadSessionResponse {
+            config_options: Some(opened.config_options),
+            meta: None,
+            modes: Some(opened.modes),
+        })
+    })
+}
+
+/// `session/resume`.
+pub(super) fn resume<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: ResumeSessionRequest,
+) -> Reply<ResumeSessionResponse> {
+    let options = options_of(agent, &params.cwd, &params.additional_directories, &params.mcp_servers);
+    let opened = open_session(agent, Opening::Resume(params.session_id.0), options);
+    Box::pin(async move {
+        let opened = opened.await?;
+        Ok(ResumeSessionResponse {
+            config_options: Some(opened.config_options),
+            meta: None,
+            modes: Some(opened.modes),
+        })
+    })
+}
+
+/// `session/fork`.
+pub(super) fn fork<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: ForkSessionRequest,
+) -> Reply<ForkSessionResponse> {
+    let options = options_of(agent, &params.cwd, &params.additional_directories, &params.mcp_servers);
+    let opened = open_session(agent, Opening::Fork(params.session_id.0), options);
+    Box::pin(async move {
+        let opened = opened.await?;
+        Ok(ForkSessionResponse {
+            config_options: Some(opened.config_options),
+            meta: None,
+            modes: Some(opened.modes),
+            session_id: SessionId(opened.session.id().to_owned()),
+        })
+    })
+}
+
+/// `session/list`: one page, most recent first.
+pub(super) fn list<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: ListSessionsRequest,
+) -> Reply<ListSessionsResponse> {
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let manager = inner.manager.ready().await?;
+        if let Some(cwd) = &params.cwd {
+            absolute(cwd, "cwd")?;
+        }
+        let page = manager.list(params.cwd, params.cursor).await.map_err(|e| session_error(e, &manager))?;
+        Ok(ListSessionsResponse {
+            meta: None,
+            next_cursor: page.next_cursor,
+            sessions: page
+                .sessions
+                .into_iter()
+                .map(|s| SessionInfo {
+                    meta: listed_goal(s.goal.as_ref()),
+                    additional_directories: s.additional_directories,
+                    cwd: s.cwd,
+                    session_id: SessionId(s.id),
+                    title: s.title,
+                    updated_at: Some(s.updated_at),
+                })
+                .collect(),
+        })
+    })
+}
+
+/// `session/close`.
+pub(super) fn close<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: CloseSessionRequest,
+) -> Reply<CloseSessionResponse> {
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let manager = inner.manager.ready().await?;
+        manager.close(&params.session_id.0).await.map_err(|e| session_error(e, &manager))?;
+        Ok(CloseSessionResponse { meta: None })
+    })
+}
+
+/// `session/delete`: an unknown id succeeds.
+pub(super) fn delete<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: DeleteSessionRequest,
+) -> Reply<DeleteSessionResponse> {
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let manager = inner.manager.ready().await?;
+        manager.delete(&params.session_id.0).await.map_err(|e| session_error(e, &manager))?;
+        Ok(DeleteSessionResponse { meta: None })
+    })
+}
+
+/// `_meta.heron.goal` of a listed session that has a goal.
+fn listed_goal(stored: Option<&Value>) -> Option<Map<String, Value>> {
+    let goal = serde_json::from_value::<Goal>(stored?.clone()).ok()?;
+    json!({ "heron": { "goal": status::goal(&goal) } }).as_object().cloned()
+}

@@ -1,0 +1,41 @@
+//! What goes to the editor about a session outside answers: a turn's updates as
+//! `session/update` (status to the status feed), and what follows an answer that made a
+//! session known (its slash commands, then its context use).
+
+use std::sync::Arc;
+
+use heron_core::session::update::TurnUpdate;
+use heron_core::types::UsageReport;
+use heron_protocol::runtime::Outgoing;
+
+use super::{Inner, convert};
+
+/// Sends one update of a turn to the editor: status to the status feed, the rest as
+/// `session/update`.
+pub(super) async fn forward<O: Outgoing>(inner: &Inner<O>, session_id: &str, update: TurnUpdate) {
+    if let TurnUpdate::Status(seq, snapshot) = &update {
+        inner.status.offer(&inner.client, session_id, *seq, snapshot).await;
+        return;
+    }
+    for update in convert::turn_updates(update) {
+        // A client that stopped reading does not stop the turn.
+        let _ = inner.send(session_id, update).await;
+    }
+}
+
+/// Advertises the slash commands once the answer that made the session known is out (a
+/// client drops updates for a session it does not know yet), then `usage`, if given.
+pub(super) fn advertise<O: Outgoing>(inner: &Arc<Inner<O>>, session_id: &str, usage: Option<UsageReport>) {
+    let inner = inner.clone();
+    let id = session_id.to_owned();
+    heron_rpc::after_response(async move {
+        if let Err(err) = inner.send(&id, convert::available_commands()).await {
+            tracing::debug!(%err, "could not advertise commands");
+        }
+        if let Some(report) = usage
+            && let Err(err) = inner.send(&id, convert::usage_update(&report)).await
+        {
+            tracing::debug!(%err, "could not send the usage");
+        }
+    });
+}
