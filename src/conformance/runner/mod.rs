@@ -1,0 +1,130 @@
+//! Runs a transcript against an agent: prepares its sandbox (`sandbox`), starts the agent
+//! (`transport`), replays the exchange (`replay`) and, in refresh mode, rewrites the
+//! expectations that no longer hold (`refresh`), then replays once more to prove them.
+
+mod refresh;
+mod replay;
+mod sandbox;
+mod transport;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::format::{FormatError, Scenario};
+use super::matcher;
+
+pub use replay::replay;
+pub use sandbox::Sandbox;
+pub use transport::{ProcessTransport, Received, Transport};
+
+/// How long to wait for each expected message unless the header says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a run of repeated messages may pause before it counts as finished, when no
+/// expectation follows it.
+pub(super) const GRACE: Duration = Duration::from_millis(300);
+/// How long the agent may take to end its output once its input is closed.
+pub(super) const EOF_WAIT: Duration = Duration::from_secs(3);
+
+/// Why a replay failed: the transcript line, a one-line summary and the details.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// The 1-based transcript line (0 when it is not about one line).
+    pub line: usize,
+    /// What went wrong, in a sentence.
+    pub summary: String,
+    /// Expected and actual side by side, or other context.
+    pub detail: String,
+    /// The end of the agent's stderr.
+    pub stderr: String,
+}
+
+impl Failure {
+    pub(super) fn new(line: usize, summary: impl Into<String>, detail: impl Into<String>) -> Failure {
+        Failure { line, summary: summary.into(), detail: detail.into(), stderr: String::new() }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "line {}: {}", self.line, self.summary)?;
+        if !self.detail.is_empty() {
+            writeln!(f, "{}", self.detail.trim_end())?;
+        }
+        if !self.stderr.is_empty() {
+            writeln!(f, "--- the agent's stderr (last lines) ---\n{}", self.stderr.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+impl From<FormatError> for Failure {
+    fn from(err: FormatError) -> Failure {
+        Failure::new(err.line, format!("the transcript does not parse: {}", err.reason), "")
+    }
+}
+
+/// Which agent a replay runs against.
+#[derive(Debug, Clone)]
+pub enum AgentCommand {
+    /// `EXE acp --validate ARGS...`, with the scenario's arguments.
+    Heron(PathBuf),
+    /// A shell command line (`sh -c`), run as it is.
+    Shell(String),
+}
+
+/// The result of one scenario.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The scenario's name.
+    pub name: String,
+    /// How long it took.
+    pub elapsed: Duration,
+    /// Pass, or why not.
+    pub result: Result<(), Failure>,
+    /// Whether refresh rewrote the file.
+    pub rewritten: bool,
+}
+
+fn start(agent: &AgentCommand, scenario: &Scenario, sandbox: &Sandbox) -> Result<ProcessTransport, Failure> {
+    let home = sandbox.paths.home.clone();
+    let env = [("HERON_HOME", home.as_str())];
+    let spawned = match agent {
+        AgentCommand::Heron(exe) => {
+            let mut args = vec!["acp".to_owned(), "--validate".to_owned()];
+            args.extend(scenario.header.args.iter().map(|a| matcher::expand_paths(a, &sandbox.paths)));
+            ProcessTransport::spawn(exe, &args, &sandbox.ws(), &env)
+        }
+        AgentCommand::Shell(line) => {
+            ProcessTransport::spawn(Path::new("sh"), &["-c".to_owned(), line.clone()], &sandbox.ws(), &env)
+        }
+    };
+    spawned.map_err(|e| Failure::new(0, format!("cannot start the agent: {e}"), ""))
+}
+
+fn run_once(scenario: &Scenario, agent: &AgentCommand, refresh: bool) -> Result<Option<String>, Failure> {
+    let sandbox = Sandbox::create(&scenario.header)
+        .map_err(|e| Failure::new(0, format!("cannot prepare the sandbox: {e}"), ""))?;
+    let mut transport = start(agent, scenario, &sandbox)?;
+    replay(scenario, &mut transport, &sandbox.paths, refresh)
+}
+
+/// Replays the transcript at `path` against `agent`. With `refresh`, a transcript whose
+/// expectations no longer hold is rewritten from the agent's messages, then replayed again
+/// to prove the new text passes.
+pub fn run_file(path: &Path, agent: &AgentCommand, refresh: bool) -> Outcome {
+    let started = Instant::now();
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut rewritten = false;
+    let result = (|| {
+        let scenario = Scenario::load(path)?;
+        if let Some(text) = run_once(&scenario, agent, refresh)? {
+            std::fs::write(path, &text)
+                .map_err(|e| Failure::new(0, format!("cannot rewrite {}: {e}", path.display()), ""))?;
+            rewritten = true;
+            let scenario = Scenario::parse(&scenario.name, &text)?;
+            run_once(&scenario, agent, false)?;
+        }
+        Ok(())
+    })();
+    Outcome { name, elapsed: started.elapsed(), result, rewritten }
+}

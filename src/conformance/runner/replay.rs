@@ -1,0 +1,308 @@
+//! Replaying a transcript: send the client's lines in order, match what the agent sends
+//! against each expected segment, and fail on anything unexpected, including what arrives
+//! after the last expectation. In refresh mode a differing segment is rewritten instead.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::refresh::rewrite_segment;
+use super::transport::{Received, Transport};
+use super::{DEFAULT_TIMEOUT, EOF_WAIT, Failure, GRACE};
+use crate::conformance::format::{Expectation, Item, Scenario};
+use crate::conformance::matcher::{self, Bindings, Paths, fill, matches, merge, side_by_side, signature};
+
+/// One replay in progress: the bindings so far and the messages read.
+struct Replay<'a> {
+    transport: &'a mut dyn Transport,
+    paths: &'a Paths,
+    bindings: Bindings,
+    timeout: Duration,
+    /// A message read ahead (after a repeated run) and not yet matched.
+    pushed: Option<Value>,
+    /// Every message read in the current segment, in order (for refresh).
+    seen: Vec<Value>,
+}
+
+impl Replay<'_> {
+    /// The next message, or `None` when nothing came within `wait`.
+    fn next(&mut self, wait: Duration, line: usize) -> Result<Option<Value>, Failure> {
+        if let Some(message) = self.pushed.take() {
+            self.seen.push(message.clone());
+            return Ok(Some(message));
+        }
+        match self.transport.recv(wait) {
+            Received::Line(text) => match serde_json::from_str::<Value>(&text) {
+                Ok(message) => {
+                    self.seen.push(message.clone());
+                    Ok(Some(message))
+                }
+                Err(err) => Err(Failure::new(
+                    line,
+                    "the agent wrote a line that is not JSON",
+                    format!("{err}: {}", text.chars().take(200).collect::<String>()),
+                )),
+            },
+            Received::Timeout => Ok(None),
+            Received::Closed => Err(Failure::new(line, "the agent closed its output", "")),
+        }
+    }
+
+    /// Expected beside actual, the actual shown through the pattern where it matches, so
+    /// only real differences are marked.
+    fn compare(&self, pattern: &Value, message: &Value) -> String {
+        let shown = merge(pattern, message, self.paths, &mut self.bindings.clone());
+        side_by_side(pattern, &shown)
+    }
+
+    fn push_back(&mut self, message: Value) {
+        self.seen.pop();
+        self.pushed = Some(message);
+    }
+
+    fn required(&mut self, pattern: &Value, line: usize) -> Result<Value, Failure> {
+        match self.next(self.timeout, line)? {
+            Some(message) => Ok(message),
+            None => Err(Failure::new(
+                line,
+                format!("nothing arrived within {:?}; expected:", self.timeout),
+                serde_json::to_string_pretty(pattern).unwrap_or_default(),
+            )),
+        }
+    }
+
+    /// After a repeated run: consumes further messages matching `patterns`.
+    fn absorb(&mut self, patterns: &[&Value], followed: bool, line: usize) -> Result<(), Failure> {
+        let wait = if followed { self.timeout } else { GRACE };
+        while let Some(message) = self.next(wait, line)? {
+            if !patterns.iter().any(|p| matches(p, &message, self.paths, &mut self.bindings).is_ok()) {
+                self.push_back(message);
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn expect(&mut self, e: &Expectation, followed: bool) -> Result<(), Failure> {
+        let message = self.required(&e.pattern, e.line)?;
+        if let Err(mismatch) = matches(&e.pattern, &message, self.paths, &mut self.bindings) {
+            return Err(Failure::new(
+                e.line,
+                format!("the agent's message does not match ({mismatch})"),
+                self.compare(&e.pattern, &message),
+            ));
+        }
+        if e.repeat { self.absorb(&[&e.pattern], followed, e.line) } else { Ok(()) }
+    }
+
+    fn unordered(&mut self, entries: &[Expectation], begin: usize, followed: bool) -> Result<(), Failure> {
+        let mut used = vec![0usize; entries.len()];
+        let done =
+            |used: &[usize]| used.iter().zip(entries).all(|(n, e)| if e.repeat { *n >= 1 } else { *n == 1 });
+        while !done(&used) {
+            let open = entries.iter().zip(&used).find(|(e, n)| **n == 0 || e.repeat).map(|(e, _)| e);
+            let pattern = open.map(|e| e.pattern.clone()).unwrap_or(Value::Null);
+            let message = self.required(&pattern, begin)?;
+            // A message goes to the first open entry it matches; specific entries before runs.
+            let fits = |index: &usize| {
+                matches(&entries[*index].pattern, &message, self.paths, &mut self.bindings.clone()).is_ok()
+            };
+            let single = (0..entries.len()).filter(|i| !entries[*i].repeat && used[*i] == 0).find(fits);
+            let run = (0..entries.len()).filter(|i| entries[*i].repeat).find(fits);
+            match single.or(run) {
+                Some(index) => {
+                    let _ = matches(&entries[index].pattern, &message, self.paths, &mut self.bindings);
+                    used[index] += 1;
+                }
+                None => {
+                    let unmatched: Vec<&Expectation> = entries
+                        .iter()
+                        .zip(&used)
+                        .filter(|(e, n)| **n == 0 || e.repeat)
+                        .map(|(e, _)| e)
+                        .collect();
+                    let closest = unmatched
+                        .iter()
+                        .find(|e| signature(&e.pattern) == signature(&message))
+                        .or(unmatched.first())
+                        .copied();
+                    let (line, detail) = match closest {
+                        Some(e) => (e.line, self.compare(&e.pattern, &message)),
+                        None => (begin, serde_json::to_string_pretty(&message).unwrap_or_default()),
+                    };
+                    return Err(Failure::new(
+                        line,
+                        format!(
+                            "the agent's message matches none of the {} open entries of the unordered block at line {begin}; the closest:",
+                            unmatched.len()
+                        ),
+                        detail,
+                    ));
+                }
+            }
+        }
+        let runs: Vec<&Value> = entries.iter().filter(|e| e.repeat).map(|e| &e.pattern).collect();
+        if runs.is_empty() { Ok(()) } else { self.absorb(&runs, followed, begin) }
+    }
+
+    fn send(&mut self, item: &Item) -> Result<(), Failure> {
+        let (text, line) = match item {
+            Item::Send { message, line } => {
+                let filled = fill(message, self.paths, &self.bindings)
+                    .map_err(|e| Failure::new(*line, e.to_string(), ""))?;
+                (filled.to_string(), *line)
+            }
+            Item::SendRaw { text, line } => (matcher::expand_paths(text, self.paths), *line),
+            Item::CloseInput { .. } => {
+                self.transport.close_input();
+                return Ok(());
+            }
+            _ => return Ok(()),
+        };
+        self.transport.send(&text).map_err(|e| Failure::new(line, e, ""))
+    }
+
+    /// Matches one segment (the expectations between two sends).
+    fn segment(&mut self, items: &[&Item], followed_by_expectation_at_end: bool) -> Result<(), Failure> {
+        for (index, item) in items.iter().enumerate() {
+            let followed = index + 1 < items.len() || followed_by_expectation_at_end;
+            match item {
+                Item::Expect(e) => self.expect(e, followed)?,
+                Item::Unordered { entries, begin, .. } => self.unordered(entries, *begin, followed)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads whatever else arrives until the agent is quiet for `quiet`.
+    fn drain(&mut self, quiet: Duration, line: usize) -> Result<(), Failure> {
+        while self.next(quiet, line)?.is_some() {}
+        Ok(())
+    }
+}
+
+fn item_lines(item: &Item) -> (usize, usize) {
+    match item {
+        Item::Send { line, .. } | Item::SendRaw { line, .. } | Item::CloseInput { line } => (*line, *line),
+        Item::Expect(e) => (e.line, e.line),
+        Item::Unordered { begin, end, .. } => (*begin, *end),
+    }
+}
+
+/// Replays `scenario` over `transport`. Without `refresh`, any difference is a failure.
+/// With it, differing segments are rewritten and the new file text is returned (`None`
+/// when nothing changed).
+pub fn replay(
+    scenario: &Scenario,
+    transport: &mut dyn Transport,
+    paths: &Paths,
+    refresh: bool,
+) -> Result<Option<String>, Failure> {
+    let timeout = scenario.header.timeout_ms.map(Duration::from_millis).unwrap_or(DEFAULT_TIMEOUT);
+    let mut replay =
+        Replay { transport, paths, bindings: Bindings::default(), timeout, pushed: None, seen: Vec::new() };
+    let outcome = replay_items(scenario, &mut replay, refresh);
+    outcome.map_err(|mut failure| {
+        failure.stderr = replay.transport.stderr_tail();
+        failure
+    })
+}
+
+fn replay_items(
+    scenario: &Scenario,
+    replay: &mut Replay<'_>,
+    refresh: bool,
+) -> Result<Option<String>, Failure> {
+    let mut replacements: Vec<(usize, usize, Vec<String>)> = Vec::new();
+    let items = &scenario.items;
+    let mut index = 0;
+    let last_line = scenario.lines.len();
+    while index < items.len() {
+        if !items[index].is_expectation() {
+            replay.send(&items[index])?;
+            index += 1;
+            continue;
+        }
+        let start = index;
+        while index < items.len() && items[index].is_expectation() {
+            index += 1;
+        }
+        let segment: Vec<&Item> = items[start..index].iter().collect();
+        let first_line = item_lines(segment[0]).0;
+        let end_line = segment.last().map(|i| item_lines(i).1).unwrap_or(first_line);
+        replay.seen.clear();
+        if !refresh {
+            replay.segment(&segment, false)?;
+            continue;
+        }
+        let changed = match replay.segment(&segment, false) {
+            Ok(()) => {
+                let before = replay.seen.len();
+                replay.drain(GRACE, end_line)?;
+                replay.seen.len() > before
+            }
+            Err(_) => {
+                replay.drain(Duration::from_millis(700), end_line)?;
+                true
+            }
+        };
+        if changed {
+            let lines = rewrite_segment(&segment, &replay.seen, replay.paths, &mut replay.bindings);
+            replacements.push((first_line, end_line, lines));
+        }
+    }
+    // Nothing may follow the last expectation: end the input and read to the end.
+    if let Some(message) = replay.pushed.take() {
+        if !refresh {
+            return Err(unexpected(last_line, &message));
+        }
+        replay.seen = vec![message];
+    } else {
+        replay.seen.clear();
+    }
+    replay.transport.close_input();
+    let deadline = Instant::now() + EOF_WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match replay.transport.recv(left) {
+            Received::Line(text) => {
+                let message = serde_json::from_str(&text).unwrap_or(Value::String(text));
+                if !refresh {
+                    return Err(unexpected(last_line, &message));
+                }
+                replay.seen.push(message);
+            }
+            Received::Timeout | Received::Closed => break,
+        }
+    }
+    if refresh && !replay.seen.is_empty() {
+        let lines = rewrite_segment(&[], &replay.seen, replay.paths, &mut replay.bindings);
+        replacements.push((last_line + 1, last_line, lines));
+    }
+    if replacements.is_empty() {
+        return Ok(None);
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut next = 1;
+    for (first, last, lines) in replacements {
+        out.extend((next..first).filter_map(|line| scenario.lines.get(line - 1).cloned()));
+        out.extend(lines);
+        next = last + 1;
+    }
+    out.extend(scenario.lines.iter().skip(next - 1).cloned());
+    let mut text = out.join("\n");
+    text.push('\n');
+    Ok(Some(text))
+}
+
+fn unexpected(line: usize, message: &Value) -> Failure {
+    Failure::new(
+        line,
+        "the agent sent a message the transcript does not expect",
+        side_by_side(&Value::String("(nothing)".into()), message),
+    )
+}

@@ -1,0 +1,89 @@
+//! A scenario's private HERON_HOME and workspace: created from the transcript's header
+//! (script, config, workspace files) and removed afterwards.
+
+use std::path::{Path, PathBuf};
+
+use crate::conformance::format::Header;
+use crate::conformance::matcher::Paths;
+
+/// A scenario's private HERON_HOME and workspace under the system temp directory, removed
+/// when dropped.
+#[derive(Debug)]
+pub struct Sandbox {
+    root: PathBuf,
+    /// The workspace and home paths, as the matcher sees them.
+    pub paths: Paths,
+}
+
+impl Sandbox {
+    /// Creates the directories and writes the header's script, config and workspace files.
+    pub fn create(header: &Header) -> std::io::Result<Sandbox> {
+        let root = std::env::temp_dir().join(format!("heron-conformance-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(root.join("home"))?;
+        std::fs::create_dir_all(root.join("ws"))?;
+        // Canonical, so the paths the agent reports (after resolving symlinks) are `$WS`.
+        let root = std::fs::canonicalize(&root)?;
+        let sandbox = Sandbox {
+            paths: Paths {
+                ws: root.join("ws").display().to_string(),
+                home: root.join("home").display().to_string(),
+            },
+            root,
+        };
+        let mut config = String::new();
+        // Top-level keys go before the first table, or TOML reads them into that table.
+        if let Some(extra) = &header.config {
+            config.push_str(extra);
+            config.push('\n');
+        }
+        if !header.script.is_empty() || !header.providers.is_empty() {
+            let mut script = String::new();
+            for turn in &header.script {
+                script.push_str(&turn.to_string());
+                script.push('\n');
+            }
+            std::fs::write(sandbox.home().join("script.jsonl"), script)?;
+        }
+        if header.providers.is_empty() && !header.script.is_empty() {
+            config.push_str(
+                "[providers.script]\nkind = \"scripted\"\nmodels = [\"m\"]\nscript = \"script.jsonl\"\n",
+            );
+        }
+        for (name, provider) in &header.providers {
+            config.push_str(&provider.toml(name));
+        }
+        if !config.is_empty() {
+            std::fs::write(sandbox.home().join("config.toml"), config)?;
+        }
+        for (name, text) in &header.files {
+            let relative = Path::new(name);
+            if relative.is_absolute() || relative.components().any(|c| c == std::path::Component::ParentDir) {
+                return Err(std::io::Error::other(format!(
+                    "workspace file `{name}` is outside the workspace"
+                )));
+            }
+            let path = sandbox.ws().join(relative);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(path, text)?;
+        }
+        Ok(sandbox)
+    }
+
+    /// HERON_HOME.
+    pub fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
+    /// The workspace, the agent's working directory.
+    pub fn ws(&self) -> PathBuf {
+        self.root.join("ws")
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
