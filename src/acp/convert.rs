@@ -309,6 +309,16 @@ pub fn event_updates(event: &Event) -> Vec<SessionUpdate> {
     }
 }
 
+/// Whether replaying `event` reads files (the images and blobs a prompt attached).
+pub fn reads_files(event: &Event) -> bool {
+    match event {
+        Event::UserMessage { content, .. } => {
+            content.iter().any(|c| matches!(c, UserContent::Image { .. } | UserContent::Blob { .. }))
+        }
+        _ => false,
+    }
+}
+
 /// The updates a replayed event shows as: like live, plus finished messages whole.
 pub fn replay_updates(event: &Event) -> Vec<SessionUpdate> {
     match event {

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use heron_core::session::event::Event;
 use heron_core::session::goal::Goal;
 use heron_core::session::{OpenOptions, Session};
 use heron_core::tools::editor::NoEditor;
@@ -19,6 +20,7 @@ use heron_protocol::{
     ForkSessionRequest, ForkSessionResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, ResumeSessionRequest,
     ResumeSessionResponse, RpcError, SessionConfigOption, SessionId, SessionInfo, SessionModeState,
+    SessionUpdate,
 };
 use serde_json::{Map, Value, json};
 
@@ -93,8 +95,8 @@ fn open_session<O: Outgoing>(
             Opening::Load(_) => {
                 // The whole history goes out before the answer, and the context meter ends
                 // it, so the editor has both when load answers.
-                for event in &history {
-                    for update in convert::replay_updates(event) {
+                for event in history {
+                    for update in replay(event).await? {
                         inner.send(session.id(), update).await?;
                     }
                 }
@@ -111,6 +113,17 @@ fn open_session<O: Outgoing>(
         let (settings, config_options) = inner.options_of(&session);
         Ok(Opened { modes: convert::modes(&settings), config_options, session })
     })
+}
+
+/// The updates a stored event replays as; one whose content lives in files (images,
+/// blobs) is read off the async threads.
+async fn replay(event: Event) -> Result<Vec<SessionUpdate>, RpcError> {
+    if !convert::reads_files(&event) {
+        return Ok(convert::replay_updates(&event));
+    }
+    tokio::task::spawn_blocking(move || convert::replay_updates(&event))
+        .await
+        .map_err(|e| RpcError::internal(&e))
 }
 
 fn options_of<O: Outgoing>(

@@ -282,13 +282,7 @@ async fn drive(peer: Peer, args: &RunArgs, cwd: PathBuf) -> Result<StopReason, R
     if args.json {
         println!("{}", json!({ "stopReason": response.stop_reason }));
     } else {
-        println!(
-            "\n[{}]",
-            serde_json::to_value(response.stop_reason)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        );
+        println!("\n[{}]", response.stop_reason);
     }
     Ok(response.stop_reason)
 }

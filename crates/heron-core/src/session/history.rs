@@ -4,6 +4,11 @@
 //! tool results; tool calls that follow a message (with no result between) belong to it.
 //! A call whose result never came (a crash, a cancel) gets a synthetic result, since
 //! providers reject a tool call left unanswered.
+//!
+//! Images live on disk (`.heron/attachments`); [`Images`] reads each once, off the async
+//! threads, and keeps it for the session's later requests.
+
+use std::collections::HashMap;
 
 use base64::Engine as _;
 
@@ -11,20 +16,81 @@ use super::event::Event;
 use crate::llm::{ChatMessage, ToolCallRequest, UserPart};
 use crate::types::UserContent;
 
+/// The largest image sent to a model, in bytes (providers refuse far smaller ones).
+const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
+
+/// The images a session's history refers to, base64-encoded, read once each. An image that
+/// could not be read is remembered as missing, with why.
+#[derive(Debug, Default)]
+pub struct Images(HashMap<String, Result<String, String>>);
+
+impl Images {
+    /// Reads every image of `events` not read yet.
+    pub async fn load(&mut self, events: &[Event]) {
+        let missing: Vec<String> = events
+            .iter()
+            .flat_map(|event| match event {
+                Event::UserMessage { content, .. } => content.as_slice(),
+                _ => &[],
+            })
+            .filter_map(|content| match content {
+                UserContent::Image { path, .. } if !self.0.contains_key(path) => Some(path.clone()),
+                _ => None,
+            })
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        let read = tokio::task::spawn_blocking(move || {
+            missing
+                .into_iter()
+                .map(|path| {
+                    let data = read_image(&path);
+                    (path, data)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        match read {
+            Ok(read) => self.0.extend(read),
+            Err(err) => tracing::warn!(%err, "reading images stopped"),
+        }
+    }
+
+    fn get(&self, path: &str) -> Result<&str, String> {
+        match self.0.get(path) {
+            Some(Ok(data)) => Ok(data),
+            Some(Err(reason)) => Err(reason.clone()),
+            None => Err("it was not read".to_owned()),
+        }
+    }
+}
+
+fn read_image(path: &str) -> Result<String, String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    // Read one byte past the cap, so a file that grew is caught without reading it all.
+    file.take(MAX_IMAGE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+        return Err(format!("it is larger than {MAX_IMAGE_BYTES} bytes"));
+    }
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
 /// What the model is told about an interrupted call.
 pub const INTERRUPTED: &str = "The tool call was interrupted before it finished; it may not have run.";
 
-fn user_parts(content: &[UserContent]) -> Vec<UserPart> {
+fn user_parts(content: &[UserContent], images: &Images) -> Vec<UserPart> {
     content
         .iter()
         .map(|block| match block {
             UserContent::Text { text } => UserPart::Text { text: text.clone() },
-            UserContent::Image { mime_type, path, .. } => match std::fs::read(path) {
-                Ok(bytes) => UserPart::Image {
-                    mime_type: mime_type.clone(),
-                    data: base64::engine::general_purpose::STANDARD.encode(bytes),
-                },
-                Err(_) => UserPart::Text { text: format!("[an image that is no longer at {path}]") },
+            UserContent::Image { mime_type, path, .. } => match images.get(path) {
+                Ok(data) => UserPart::Image { mime_type: mime_type.clone(), data: data.to_owned() },
+                Err(reason) => {
+                    UserPart::Text { text: format!("[an image at {path} cannot be sent: {reason}]") }
+                }
             },
             UserContent::Resource { uri, text, .. } => {
                 UserPart::Text { text: format!("<resource uri=\"{uri}\">\n{text}\n</resource>") }
@@ -42,8 +108,8 @@ fn user_parts(content: &[UserContent]) -> Vec<UserPart> {
         .collect()
 }
 
-/// The chat messages for `events`, after `system`.
-pub fn chat_messages(system: &str, events: &[Event]) -> Vec<ChatMessage> {
+/// The chat messages for `events`, after `system`, with their images from `images`.
+pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<ChatMessage> {
     let mut out = vec![ChatMessage::System { text: system.to_owned() }];
     // Calls of the open assistant message still waiting for a result.
     let mut open_calls: Vec<String> = Vec::new();
@@ -60,7 +126,7 @@ pub fn chat_messages(system: &str, events: &[Event]) -> Vec<ChatMessage> {
             Event::UserMessage { content, .. } => {
                 close(&mut out, &mut open_calls);
                 assistant_open = false;
-                out.push(ChatMessage::User { parts: user_parts(content) });
+                out.push(ChatMessage::User { parts: user_parts(content, images) });
             }
             Event::GoalContinuation { text, .. } => {
                 close(&mut out, &mut open_calls);
@@ -108,6 +174,38 @@ pub fn chat_messages(system: &str, events: &[Event]) -> Vec<ChatMessage> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn image_message(path: &str) -> Event {
+        Event::UserMessage {
+            message_id: "m".into(),
+            content: vec![UserContent::Image { mime_type: "image/png".into(), path: path.into(), uri: None }],
+        }
+    }
+
+    #[tokio::test]
+    async fn an_image_is_read_once_and_kept_for_later_requests() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.png");
+        std::fs::write(&path, [0x89, b'P', b'N', b'G']).expect("image");
+        let events = vec![image_message(&path.display().to_string())];
+        let mut images = Images::default();
+        images.load(&events).await;
+        std::fs::remove_file(&path).expect("removed");
+        images.load(&events).await;
+        let messages = chat_messages("sys", &events, &images);
+        let ChatMessage::User { parts } = &messages[1] else { panic!("{messages:?}") };
+        assert!(matches!(&parts[0], UserPart::Image { data, .. } if data == "iVBORw=="), "{parts:?}");
+    }
+
+    #[tokio::test]
+    async fn a_missing_image_is_told_to_the_model_as_text() {
+        let events = vec![image_message("/nowhere/a.png")];
+        let mut images = Images::default();
+        images.load(&events).await;
+        let messages = chat_messages("sys", &events, &images);
+        let ChatMessage::User { parts } = &messages[1] else { panic!("{messages:?}") };
+        assert!(matches!(&parts[0], UserPart::Text { text } if text.contains("/nowhere/a.png")), "{parts:?}");
+    }
     use crate::types::{ToolKind, ToolStatus};
 
     fn call(id: &str) -> Event {
@@ -145,7 +243,7 @@ mod tests {
             result("1"),
             result("2"),
         ];
-        let messages = chat_messages("sys", &events);
+        let messages = chat_messages("sys", &events, &Images::default());
         assert_eq!(messages.len(), 5);
         let ChatMessage::Assistant { tool_calls, .. } = &messages[2] else { panic!("{messages:?}") };
         assert_eq!(tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["1", "2"]);
@@ -159,7 +257,7 @@ mod tests {
             Event::TurnEnded { stop_reason: crate::types::StopReason::Cancelled },
             Event::UserMessage { message_id: "u".into(), content: vec![] },
         ];
-        let messages = chat_messages("sys", &events);
+        let messages = chat_messages("sys", &events, &Images::default());
         assert_eq!(messages[2], ChatMessage::Tool { call_id: "1".into(), content: INTERRUPTED.into() });
         assert!(matches!(messages[3], ChatMessage::User { .. }));
     }

@@ -5,12 +5,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::actor::ActorContext;
 use super::event::Event;
 use super::goal::{Goal, GoalError};
 use super::settings::{Choices, Effort, Mode, Posture, Preset, SettingError, Settings};
 use super::snapshot::InboxCounts;
 use super::status::Board;
-use super::{ActorContext, Session, State};
+use super::{Session, State};
 use crate::llm::registry::{ModelError, Providers};
 use crate::tools::Registry;
 use crate::tools::editor::EditorIo;
@@ -343,7 +344,7 @@ impl Manager {
             session.close();
         }
         self.store.delete_session(id).await?;
-        let _ = std::fs::remove_file(self.transcript_path(id));
+        let _ = tokio::fs::remove_file(self.transcript_path(id)).await;
         Ok(())
     }
 

@@ -8,6 +8,8 @@
 //! status board are shared with the running turn; changes to them also happen at once.
 //! When no prompt runs or waits, the actor runs the session's durable inbox (`inbox`).
 
+mod actor;
+mod attachments;
 pub mod commands;
 pub mod event;
 pub mod goal;
@@ -20,6 +22,7 @@ pub mod settings;
 pub mod snapshot;
 pub mod status;
 pub mod steer;
+mod transcript;
 pub mod turn;
 pub mod update;
 mod watched;
@@ -39,17 +42,16 @@ use self::settings::{Choices, SettingError, Settings};
 use self::snapshot::Snapshot;
 use self::status::Board;
 use self::steer::{SteerOutcome, Steers};
-use self::turn::{Turn, TurnError};
+use self::turn::TurnError;
 use self::update::TurnUpdate;
-use crate::llm::registry::{ModelError, Providers};
+use crate::llm::registry::ModelError;
 use crate::tools::editor::EditorIo;
 use crate::tools::mcp::McpHub;
-use crate::tools::roots::Roots;
-use crate::tools::{Registry, ToolEnv};
-use crate::types::{PromptInput, StopReason, UserContent};
+use crate::types::{PromptInput, StopReason};
 use heron_store::Store;
 
 pub use manager::{Manager, ManagerOptions, OpenOptions, SessionError};
+pub use transcript::transcript_path;
 
 /// How a prompt ended.
 pub type PromptResult = Result<StopReason, PromptError>;
@@ -143,24 +145,12 @@ impl std::fmt::Debug for Session {
     }
 }
 
-/// What the actor needs beyond the session itself.
-struct ActorContext {
-    store: Store,
-    providers: Arc<Providers>,
-    tools: Arc<Registry>,
-    transcripts: PathBuf,
-    permission_timeout: std::time::Duration,
-    witness: Option<Arc<dyn crate::tools::FileWitness>>,
-    max_goal_continuations: u32,
-    mcp: Arc<McpHub>,
-}
-
 impl Session {
     fn spawn(
         id: String,
         state: State,
         history: Vec<Event>,
-        context: ActorContext,
+        context: actor::ActorContext,
         choices: Choices,
         editor: Arc<dyn EditorIo>,
         status: Board,
@@ -187,7 +177,17 @@ impl Session {
             inbox: inbox.clone(),
         });
         let closed = session.closed.clone();
-        tokio::spawn(actor(Arc::downgrade(&session), closed, queue, history, context, cost, inbox));
+        let transcript = transcript::Transcript::new(&context.transcripts, session.id());
+        let carried = turn::Carried { history, cost, images: Default::default() };
+        tokio::spawn(actor::run(
+            Arc::downgrade(&session),
+            closed,
+            queue,
+            carried,
+            context,
+            inbox,
+            transcript,
+        ));
         session
     }
 
@@ -315,243 +315,4 @@ impl Session {
     pub fn steer(&self, input: Vec<PromptInput>) -> SteerOutcome {
         self.steers.steer(input)
     }
-}
-
-/// What the actor runs next.
-enum Next {
-    Prompt(Job),
-    Item(inbox::Claimed),
-}
-
-async fn actor(
-    session: std::sync::Weak<Session>,
-    closed: CancellationToken,
-    mut queue: mpsc::UnboundedReceiver<Job>,
-    mut history: Vec<Event>,
-    context: ActorContext,
-    mut cost: f64,
-    inbox: Arc<Inbox>,
-) {
-    while !closed.is_cancelled() {
-        // Prompts come first: the inbox runs only when none waits.
-        let next = match queue.try_recv() {
-            Ok(job) => Next::Prompt(job),
-            Err(mpsc::error::TryRecvError::Disconnected) => break,
-            Err(mpsc::error::TryRecvError::Empty) => match inbox.claim().await {
-                Some(item) => Next::Item(item),
-                None => tokio::select! {
-                    job = queue.recv() => match job {
-                        Some(job) => Next::Prompt(job),
-                        None => break,
-                    },
-                    () = inbox.woken() => continue,
-                    () = closed.cancelled() => break,
-                },
-            },
-        };
-        let Some(session) = session.upgrade() else {
-            if let Next::Item(item) = next {
-                inbox.finish(&item.id, Ok(StopReason::Cancelled), true).await;
-            }
-            break;
-        };
-        match next {
-            Next::Prompt(job) => run_prompt(&session, &context, job, &mut history, &mut cost).await,
-            Next::Item(item) => run_item(&session, &context, item, &mut history, &mut cost).await,
-        }
-    }
-    // Whatever is still queued is answered, never dropped silently.
-    queue.close();
-    while let Some(job) = queue.recv().await {
-        let _ = job.reply.send(Ok(StopReason::Cancelled));
-    }
-}
-
-/// Answers a prompt, then waits until its caller has handed the answer on (or the session
-/// closed), so the next turn's updates cannot overtake it. The prompt's update stream is
-/// closed first: its caller forwards updates until then.
-async fn answer(
-    reply: oneshot::Sender<PromptResult>,
-    delivered: oneshot::Receiver<()>,
-    updates: Option<mpsc::UnboundedSender<TurnUpdate>>,
-    result: PromptResult,
-    closed: &CancellationToken,
-) {
-    drop(updates);
-    if reply.send(result).is_err() {
-        return;
-    }
-    tokio::select! {
-        _ = delivered => {}
-        () = closed.cancelled() => {}
-    }
-}
-
-async fn run_prompt(
-    session: &Session,
-    context: &ActorContext,
-    job: Job,
-    history: &mut Vec<Event>,
-    cost: &mut f64,
-) {
-    // Prompts queued before a cancel, or cancelled alone, are answered without running.
-    if job.generation < session.generation.load(Ordering::SeqCst)
-        || session.closed.is_cancelled()
-        || job.cancel.is_cancelled()
-        || job.reply.is_closed()
-    {
-        answer(job.reply, job.delivered, Some(job.updates), Ok(StopReason::Cancelled), &session.closed).await;
-        return;
-    }
-    // The job's own token runs the turn, so cancelling this prompt alone ends it too.
-    let token = job.cancel.clone();
-    *session.current.lock().unwrap_or_else(PoisonError::into_inner) = token.clone();
-    // A cancel that raced the swap above still applies.
-    if job.generation < session.generation.load(Ordering::SeqCst) {
-        token.cancel();
-    }
-    let state = session.state();
-    session.status.begin_turn(job.updates.clone());
-    let result = run_job(session, context, state, job.input, job.updates, token, history, cost).await;
-    export_transcript(&context.transcripts, session.id(), history);
-    // The idle status goes out on the prompt's stream, before its answer.
-    session.status.end_turn();
-    answer(job.reply, job.delivered, None, result, &session.closed).await;
-}
-
-/// Runs an inbox item's turn like a prompt's, reporting to the inbox's stream, and records
-/// how it ended.
-async fn run_item(
-    session: &Session,
-    context: &ActorContext,
-    item: inbox::Claimed,
-    history: &mut Vec<Event>,
-    cost: &mut f64,
-) {
-    // `session/cancel` reaches the item's turn through `current`; a delete through its token.
-    *session.current.lock().unwrap_or_else(PoisonError::into_inner) = item.cancel.clone();
-    session.status.begin_turn(item.updates.clone());
-    let outcome = match item.input {
-        Ok(input) => {
-            let state = session.state();
-            run_job(session, context, state, input, item.updates, item.cancel, history, cost)
-                .await
-                .map_err(|err| inbox::failure(&err, &context.providers))
-        }
-        Err(reason) => Err(format!("the stored prompt cannot be read: {reason}")),
-    };
-    export_transcript(&context.transcripts, session.id(), history);
-    // The idle status, with the new counts, is the last thing the turn's stream carries.
-    session.inbox.finish(&item.id, outcome, session.closed.is_cancelled()).await;
-}
-
-#[allow(clippy::too_many_arguments, reason = "the actor's loop state, passed once per turn")]
-async fn run_job(
-    session: &Session,
-    context: &ActorContext,
-    state: State,
-    input: Vec<PromptInput>,
-    updates: mpsc::UnboundedSender<TurnUpdate>,
-    cancel: CancellationToken,
-    history: &mut Vec<Event>,
-    cost: &mut f64,
-) -> PromptResult {
-    let provider = context.providers.resolve(&state.settings.model)?;
-    let prompt = save_attachments(&state.cwd, input).map_err(PromptError::Attachment)?;
-    let roots = Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()));
-    let secrets = Arc::new(context.providers.keys().all().cloned().collect::<Vec<_>>());
-    let tools = with_mcp_tools(&context.tools, &session.mcp, &cancel).await;
-    let turn = Turn {
-        session_id: session.id.clone(),
-        store: context.store.clone(),
-        provider,
-        tools,
-        settings: state.settings,
-        env: ToolEnv {
-            cwd: state.cwd,
-            roots,
-            cancel,
-            editor: Arc::new(watched::WatchedEditor::new(session.editor(), session.status.clone())),
-            secrets,
-            progress: crate::tools::Progress::default(),
-            witness: context.witness.clone(),
-        },
-        approvals: session.approvals.clone(),
-        permission_timeout: context.permission_timeout,
-        updates,
-        history: std::mem::take(history),
-        cost: *cost,
-        status: session.status.clone(),
-        steers: session.steers.clone(),
-        max_goal_continuations: context.max_goal_continuations,
-    };
-    let (outcome, new_history, new_cost) = turn.run(prompt).await;
-    *history = new_history;
-    *cost = new_cost;
-    Ok(outcome?)
-}
-
-/// Saves binary prompt content under `<cwd>/.heron/attachments/` and refers to it by path.
-fn save_attachments(cwd: &std::path::Path, input: Vec<PromptInput>) -> Result<Vec<UserContent>, String> {
-    let dir = cwd.join(".heron").join("attachments");
-    input
-        .into_iter()
-        .map(|item| match item {
-            PromptInput::Content(content) => Ok(content),
-            PromptInput::Attachment { image, mime_type, data, uri } => {
-                std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-                let extension = mime_type.rsplit('/').next().filter(|e| e.chars().all(char::is_alphanumeric));
-                let name = format!("{}.{}", uuid::Uuid::new_v4(), extension.unwrap_or("bin"));
-                let path = dir.join(name);
-                std::fs::write(&path, &data).map_err(|e| e.to_string())?;
-                let path = path.display().to_string();
-                Ok(if image {
-                    UserContent::Image { mime_type, path, uri }
-                } else {
-                    UserContent::Blob { uri: uri.unwrap_or_default(), mime_type: Some(mime_type), path }
-                })
-            }
-        })
-        .collect()
-}
-
-/// Writes the session's transcript (one JSON event per line) for people and tools to read.
-fn export_transcript(dir: &std::path::Path, id: &str, history: &[Event]) {
-    let mut text = String::new();
-    for event in history {
-        if let Ok(line) = serde_json::to_string(event) {
-            text.push_str(&line);
-            text.push('\n');
-        }
-    }
-    let path = transcript_path(dir, id);
-    let written = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, text));
-    if let Err(err) = written {
-        tracing::warn!(%err, path = %path.display(), "cannot write the transcript");
-    }
-}
-
-/// Where a session's transcript is written.
-pub fn transcript_path(dir: &std::path::Path, id: &str) -> PathBuf {
-    // Session ids are Heron's own UUIDs, but never trust a name to stay inside the directory.
-    let safe: String =
-        id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
-    dir.join(format!("{safe}.jsonl"))
-}
-
-/// The built-in tools plus those of the session's ready MCP servers; a turn first waits
-/// for servers still starting (each gives up after its startup timeout), unless cancelled.
-async fn with_mcp_tools(builtin: &Arc<Registry>, hub: &McpHub, cancel: &CancellationToken) -> Arc<Registry> {
-    if hub.is_empty() {
-        return builtin.clone();
-    }
-    tokio::select! {
-        () = hub.started() => {}
-        () = cancel.cancelled() => {}
-    }
-    let mut tools = (**builtin).clone();
-    for tool in hub.tools() {
-        tools.add(tool);
-    }
-    Arc::new(tools)
 }

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::event::Event;
-use super::history::chat_messages;
+use super::history::{Images, chat_messages};
 use super::permission::{Approvals, Decision, decide};
 use super::settings::{Mode, Settings};
 use super::status::Board;
@@ -38,6 +38,18 @@ pub enum TurnError {
     Store(String),
 }
 
+/// What a session's turns carry from one to the next: the conversation so far, what it
+/// has cost, and the images it refers to (read once).
+#[derive(Debug, Default)]
+pub struct Carried {
+    /// Every stored event, in order.
+    pub history: Vec<Event>,
+    /// Cost so far in the session.
+    pub cost: f64,
+    /// The history's images, as read so far.
+    pub images: Images,
+}
+
 /// Everything a turn needs.
 pub struct Turn {
     /// The session.
@@ -58,10 +70,8 @@ pub struct Turn {
     pub permission_timeout: std::time::Duration,
     /// Where live updates go (the editor).
     pub updates: mpsc::UnboundedSender<TurnUpdate>,
-    /// The conversation so far; the turn appends to it.
-    pub history: Vec<Event>,
-    /// Cost so far in the session, carried across turns.
-    pub cost: f64,
+    /// The conversation, its cost and its images; the turn appends to them.
+    pub carried: Carried,
     /// The session's status (its goal and usage live there).
     pub status: Arc<Board>,
     /// Steering input for this turn.
@@ -100,7 +110,7 @@ impl Turn {
             .append_event(&self.session_id, event.kind(), &payload)
             .await
             .map_err(|e| TurnError::Store(e.to_string()))?;
-        self.history.push(event.clone());
+        self.carried.history.push(event.clone());
         // The editor may be gone; the turn still finishes and records.
         let _ = self.updates.send(TurnUpdate::Event(event));
         Ok(())
@@ -111,7 +121,7 @@ impl Turn {
     }
 
     /// Runs the turn for `prompt` and says how it ended.
-    pub async fn run(mut self, prompt: Vec<UserContent>) -> (Result<StopReason, TurnError>, Vec<Event>, f64) {
+    pub async fn run(mut self, prompt: Vec<UserContent>) -> (Result<StopReason, TurnError>, Carried) {
         let outcome = self.run_inner(prompt).await;
         // Whatever steering the model never saw opens the next prompt.
         self.steers.close_now();
@@ -123,7 +133,7 @@ impl Turn {
         if let Ok(stop_reason) = outcome {
             let _ = self.record(Event::TurnEnded { stop_reason }).await;
         }
-        (outcome, self.history, self.cost)
+        (outcome, self.carried)
     }
 
     async fn run_inner(&mut self, prompt: Vec<UserContent>) -> Result<StopReason, TurnError> {
@@ -191,7 +201,11 @@ impl Turn {
             }
             let request = ModelRequest {
                 model: self.provider.model.clone(),
-                messages: chat_messages(&asking.system, &self.history),
+                messages: {
+                    let carried = &mut self.carried;
+                    carried.images.load(&carried.history).await;
+                    chat_messages(&asking.system, &carried.history, &carried.images)
+                },
                 tools,
                 effort: asking.effort.clone(),
                 max_tokens: None,
@@ -210,7 +224,7 @@ impl Turn {
 
     /// Records steering input as a user message; the model sees it at its next request.
     async fn record_steer(&mut self, input: Vec<super::PromptInput>) -> Result<(), TurnError> {
-        let content = super::save_attachments(&self.env.cwd, input).unwrap_or_else(|reason| {
+        let content = super::attachments::save(&self.env.cwd, input).await.unwrap_or_else(|reason| {
             vec![UserContent::Text { text: format!("[an attachment could not be saved: {reason}]") }]
         });
         let message_id = uuid::Uuid::new_v4().to_string();
@@ -422,14 +436,14 @@ impl Turn {
 
     fn report_usage(&mut self, usage: Usage) {
         if let Some((input_price, output_price, _)) = &self.provider.price {
-            self.cost += usage.input_tokens as f64 * input_price / 1e6
+            self.carried.cost += usage.input_tokens as f64 * input_price / 1e6
                 + usage.output_tokens as f64 * output_price / 1e6;
         }
         let Some(size) = self.provider.context_window else { return };
         let report = UsageReport {
             used: usage.input_tokens + usage.output_tokens,
             size,
-            cost: self.provider.price.as_ref().map(|(_, _, currency)| (self.cost, currency.clone())),
+            cost: self.provider.price.as_ref().map(|(_, _, currency)| (self.carried.cost, currency.clone())),
         };
         self.live(TurnUpdate::Usage(report.clone()));
         self.status.change(|s| s.usage = Some(report));

@@ -1,0 +1,221 @@
+//! A session's actor: the one task that runs its turns, in order. Prompts come first; when
+//! none runs or waits it takes the next inbox item. Every prompt is answered exactly once,
+//! and the next turn starts only after that answer has been handed on.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::inbox::{self, Inbox};
+use super::transcript::Transcript;
+use super::turn::{Carried, Turn};
+use super::update::TurnUpdate;
+use super::{Job, PromptError, PromptResult, Session, State, attachments, watched};
+use crate::llm::registry::Providers;
+use crate::tools::mcp::McpHub;
+use crate::tools::roots::Roots;
+use crate::tools::{Registry, ToolEnv};
+use crate::types::{PromptInput, StopReason};
+use heron_store::Store;
+
+/// What the actor needs beyond the session itself.
+pub(super) struct ActorContext {
+    pub(super) store: Store,
+    pub(super) providers: Arc<Providers>,
+    pub(super) tools: Arc<Registry>,
+    pub(super) transcripts: PathBuf,
+    pub(super) permission_timeout: std::time::Duration,
+    pub(super) witness: Option<Arc<dyn crate::tools::FileWitness>>,
+    pub(super) max_goal_continuations: u32,
+    pub(super) mcp: Arc<McpHub>,
+}
+
+/// What the actor runs next.
+enum Next {
+    Prompt(Job),
+    Item(inbox::Claimed),
+}
+
+pub(super) async fn run(
+    session: std::sync::Weak<Session>,
+    closed: CancellationToken,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+    mut carried: Carried,
+    context: ActorContext,
+    inbox: Arc<Inbox>,
+    mut transcript: Transcript,
+) {
+    while !closed.is_cancelled() {
+        // Prompts come first: the inbox runs only when none waits.
+        let next = match queue.try_recv() {
+            Ok(job) => Next::Prompt(job),
+            Err(mpsc::error::TryRecvError::Disconnected) => break,
+            Err(mpsc::error::TryRecvError::Empty) => match inbox.claim().await {
+                Some(item) => Next::Item(item),
+                None => tokio::select! {
+                    job = queue.recv() => match job {
+                        Some(job) => Next::Prompt(job),
+                        None => break,
+                    },
+                    () = inbox.woken() => continue,
+                    () = closed.cancelled() => break,
+                },
+            },
+        };
+        let Some(session) = session.upgrade() else {
+            if let Next::Item(item) = next {
+                inbox.finish(&item.id, Ok(StopReason::Cancelled), true).await;
+            }
+            break;
+        };
+        match next {
+            Next::Prompt(job) => run_prompt(&session, &context, job, &mut carried, &mut transcript).await,
+            Next::Item(item) => run_item(&session, &context, item, &mut carried, &mut transcript).await,
+        }
+    }
+    // Whatever is still queued is answered, never dropped silently.
+    queue.close();
+    while let Some(job) = queue.recv().await {
+        let _ = job.reply.send(Ok(StopReason::Cancelled));
+    }
+}
+
+/// Answers a prompt, then waits until its caller has handed the answer on (or the session
+/// closed), so the next turn's updates cannot overtake it. The prompt's update stream is
+/// closed first: its caller forwards updates until then.
+async fn answer(
+    reply: oneshot::Sender<PromptResult>,
+    delivered: oneshot::Receiver<()>,
+    updates: Option<mpsc::UnboundedSender<TurnUpdate>>,
+    result: PromptResult,
+    closed: &CancellationToken,
+) {
+    drop(updates);
+    if reply.send(result).is_err() {
+        return;
+    }
+    tokio::select! {
+        _ = delivered => {}
+        () = closed.cancelled() => {}
+    }
+}
+
+async fn run_prompt(
+    session: &Session,
+    context: &ActorContext,
+    job: Job,
+    carried: &mut Carried,
+    transcript: &mut Transcript,
+) {
+    // Prompts queued before a cancel, or cancelled alone, are answered without running.
+    if job.generation < session.generation.load(Ordering::SeqCst)
+        || session.closed.is_cancelled()
+        || job.cancel.is_cancelled()
+        || job.reply.is_closed()
+    {
+        answer(job.reply, job.delivered, Some(job.updates), Ok(StopReason::Cancelled), &session.closed).await;
+        return;
+    }
+    // The job's own token runs the turn, so cancelling this prompt alone ends it too.
+    let token = job.cancel.clone();
+    *session.current.lock().unwrap_or_else(PoisonError::into_inner) = token.clone();
+    // A cancel that raced the swap above still applies.
+    if job.generation < session.generation.load(Ordering::SeqCst) {
+        token.cancel();
+    }
+    let state = session.state();
+    session.status.begin_turn(job.updates.clone());
+    let result = run_job(session, context, state, job.input, job.updates, token, carried).await;
+    transcript.sync(&carried.history).await;
+    // The idle status goes out on the prompt's stream, before its answer.
+    session.status.end_turn();
+    answer(job.reply, job.delivered, None, result, &session.closed).await;
+}
+
+/// Runs an inbox item's turn like a prompt's, reporting to the inbox's stream, and records
+/// how it ended.
+async fn run_item(
+    session: &Session,
+    context: &ActorContext,
+    item: inbox::Claimed,
+    carried: &mut Carried,
+    transcript: &mut Transcript,
+) {
+    // `session/cancel` reaches the item's turn through `current`; a delete through its token.
+    *session.current.lock().unwrap_or_else(PoisonError::into_inner) = item.cancel.clone();
+    session.status.begin_turn(item.updates.clone());
+    let outcome = match item.input {
+        Ok(input) => {
+            let state = session.state();
+            run_job(session, context, state, input, item.updates, item.cancel, carried)
+                .await
+                .map_err(|err| inbox::failure(&err, &context.providers))
+        }
+        Err(reason) => Err(format!("the stored prompt cannot be read: {reason}")),
+    };
+    transcript.sync(&carried.history).await;
+    // The idle status, with the new counts, is the last thing the turn's stream carries.
+    session.inbox.finish(&item.id, outcome, session.closed.is_cancelled()).await;
+}
+
+async fn run_job(
+    session: &Session,
+    context: &ActorContext,
+    state: State,
+    input: Vec<PromptInput>,
+    updates: mpsc::UnboundedSender<TurnUpdate>,
+    cancel: CancellationToken,
+    carried: &mut Carried,
+) -> PromptResult {
+    let provider = context.providers.resolve(&state.settings.model)?;
+    let prompt = attachments::save(&state.cwd, input).await.map_err(PromptError::Attachment)?;
+    let roots = Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()));
+    let secrets = Arc::new(context.providers.keys().all().cloned().collect::<Vec<_>>());
+    let tools = with_mcp_tools(&context.tools, &session.mcp, &cancel).await;
+    let turn = Turn {
+        session_id: session.id.clone(),
+        store: context.store.clone(),
+        provider,
+        tools,
+        settings: state.settings,
+        env: ToolEnv {
+            cwd: state.cwd,
+            roots,
+            cancel,
+            editor: Arc::new(watched::WatchedEditor::new(session.editor(), session.status.clone())),
+            secrets,
+            progress: crate::tools::Progress::default(),
+            witness: context.witness.clone(),
+        },
+        approvals: session.approvals.clone(),
+        permission_timeout: context.permission_timeout,
+        updates,
+        carried: std::mem::take(carried),
+        status: session.status.clone(),
+        steers: session.steers.clone(),
+        max_goal_continuations: context.max_goal_continuations,
+    };
+    let (outcome, after) = turn.run(prompt).await;
+    *carried = after;
+    Ok(outcome?)
+}
+
+/// The built-in tools plus those of the session's ready MCP servers; a turn first waits
+/// for servers still starting (each gives up after its startup timeout), unless cancelled.
+async fn with_mcp_tools(builtin: &Arc<Registry>, hub: &McpHub, cancel: &CancellationToken) -> Arc<Registry> {
+    if hub.is_empty() {
+        return builtin.clone();
+    }
+    tokio::select! {
+        () = hub.started() => {}
+        () = cancel.cancelled() => {}
+    }
+    let mut tools = (**builtin).clone();
+    for tool in hub.tools() {
+        tools.add(tool);
+    }
+    Arc::new(tools)
+}
