@@ -1,0 +1,184 @@
+//! The session API driven directly, without a protocol or pipes: what a turn streams and
+//! stores, the order of queued prompts and their answers, cancellation, and a tool call
+//! refused at the permission gate.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use heron_core::config::{Config, Home, Keys};
+use heron_core::llm::registry::Providers;
+use heron_core::session::event::Event;
+use heron_core::session::update::TurnUpdate;
+use heron_core::session::{Manager, ManagerOptions, OpenOptions, Session};
+use heron_core::tools::editor::NoEditor;
+use heron_core::types::{PromptInput, StopReason, ToolStatus, UserContent};
+use heron_store::Store;
+use tokio::sync::mpsc;
+
+/// A manager over a fresh home whose model `script/m` plays `script`.
+struct Harness {
+    dir: tempfile::TempDir,
+    manager: Manager,
+}
+
+impl Harness {
+    async fn new(script: &str) -> Harness {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path().join("home"));
+        std::fs::create_dir_all(home.root()).expect("home");
+        std::fs::create_dir_all(dir.path().join("ws")).expect("workspace");
+        std::fs::write(home.root().join("script.jsonl"), script).expect("script");
+        let config = "default_model = \"script/m\"\n[providers.script]\nkind = \"scripted\"\nmodels = [\"m\"]\nscript = \"script.jsonl\"\n";
+        std::fs::write(home.config_path(), config).expect("config");
+        let providers = Providers::new(
+            home.clone(),
+            Arc::new(Config::load(&home).expect("config parses")),
+            Arc::new(Keys::load(&home).expect("keys")),
+        );
+        let store = Store::open(home.db_path()).await.expect("store");
+        let manager = Manager::new(
+            store,
+            Arc::new(providers),
+            Arc::new(heron_core::tools::builtin()),
+            ManagerOptions::default(),
+            home.root().join("transcripts"),
+        );
+        Harness { dir, manager }
+    }
+
+    async fn session(&self) -> Arc<Session> {
+        let options = OpenOptions {
+            cwd: self.dir.path().join("ws"),
+            additional_directories: Vec::new(),
+            editor: Arc::new(NoEditor),
+            mcp_servers: Vec::new(),
+        };
+        self.manager.create(options).await.expect("a session")
+    }
+}
+
+fn text(text: &str) -> Vec<PromptInput> {
+    vec![PromptInput::Content(UserContent::Text { text: text.to_owned() })]
+}
+
+/// Everything a prompt streams until its stream closes.
+async fn drain(mut stream: mpsc::UnboundedReceiver<TurnUpdate>) -> Vec<TurnUpdate> {
+    let mut seen = Vec::new();
+    while let Some(update) =
+        tokio::time::timeout(Duration::from_secs(5), stream.recv()).await.expect("the turn streams")
+    {
+        if let TurnUpdate::Flushed(done) = update {
+            let _ = done.send(());
+            continue;
+        }
+        seen.push(update);
+    }
+    seen
+}
+
+fn streamed_text(updates: &[TurnUpdate]) -> String {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            TurnUpdate::MessageChunk { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_text_turn_streams_its_answer_and_stores_the_conversation() {
+    let harness = Harness::new(r#"{"steps": [{"text": "Hello there, friend."}]}"#).await;
+    let session = harness.session().await;
+    let (updates, stream) = mpsc::unbounded_channel();
+    let queued = session.prompt(text("hi"), updates);
+    let seen = drain(stream).await;
+    assert_eq!(queued.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
+    queued.delivered.done();
+    assert_eq!(streamed_text(&seen), "Hello there, friend.");
+    let history = harness.manager.history(session.id()).await.expect("history");
+    let kinds: Vec<&str> = history.iter().map(Event::kind).collect();
+    assert_eq!(kinds, ["user_message", "agent_message", "turn_ended"]);
+}
+
+#[tokio::test]
+async fn the_next_prompt_waits_until_the_previous_answer_was_handed_on() {
+    let script = "{\"steps\": [{\"text\": \"one\"}]}\n{\"steps\": [{\"text\": \"two\"}]}\n";
+    let harness = Harness::new(script).await;
+    let session = harness.session().await;
+    let (first_updates, first_stream) = mpsc::unbounded_channel();
+    let (second_updates, mut second_stream) = mpsc::unbounded_channel();
+    let first = session.prompt(text("first"), first_updates);
+    let second = session.prompt(text("second"), second_updates);
+    drain(first_stream).await;
+    assert_eq!(first.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
+    // The first answer has not been handed on: the second turn must not stream yet.
+    let early = tokio::time::timeout(Duration::from_millis(200), second_stream.recv()).await;
+    assert!(early.is_err(), "the second turn started before the first answer was delivered: {early:?}");
+    first.delivered.done();
+    let mut seen = Vec::new();
+    while let Some(update) = second_stream.recv().await {
+        if let TurnUpdate::Flushed(done) = update {
+            let _ = done.send(());
+        } else {
+            seen.push(update);
+        }
+    }
+    assert_eq!(streamed_text(&seen), "two");
+    assert_eq!(second.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
+}
+
+#[tokio::test]
+async fn cancel_ends_the_running_turn_and_the_queued_one() {
+    let script = "{\"steps\": [{\"text\": \"Working\"}, {\"delay_ms\": 5000}, {\"text\": \"done\"}]}\n";
+    let harness = Harness::new(script).await;
+    let session = harness.session().await;
+    let (running_updates, mut running_stream) = mpsc::unbounded_channel();
+    let (queued_updates, queued_stream) = mpsc::unbounded_channel();
+    let running = session.prompt(text("slow"), running_updates);
+    let queued = session.prompt(text("next"), queued_updates);
+    // Wait until the slow turn has streamed its first words, then cancel.
+    loop {
+        match running_stream.recv().await.expect("the turn streams") {
+            TurnUpdate::MessageChunk { .. } => break,
+            TurnUpdate::Flushed(done) => {
+                let _ = done.send(());
+            }
+            _ => {}
+        }
+    }
+    session.cancel();
+    drain(running_stream).await;
+    assert_eq!(running.result.await.expect("answered").expect("ok"), StopReason::Cancelled);
+    running.delivered.done();
+    assert!(drain(queued_stream).await.is_empty(), "a cancelled queued prompt streams nothing");
+    assert_eq!(queued.result.await.expect("answered").expect("ok"), StopReason::Cancelled);
+    let history = harness.manager.history(session.id()).await.expect("history");
+    assert!(
+        history.iter().any(|e| matches!(e, Event::AgentMessage { text, .. } if text == "Working")),
+        "what streamed before the cancel is kept: {history:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_write_the_gate_cannot_ask_about_fails_and_the_turn_goes_on() {
+    let script = concat!(
+        "{\"steps\": [{\"tool_call\": {\"name\": \"write_file\", \"arguments\": {\"path\": \"a.txt\", \"content\": \"x\"}}}]}\n",
+        "{\"steps\": [{\"text\": \"It was not allowed.\"}]}\n",
+    );
+    let harness = Harness::new(script).await;
+    let session = harness.session().await;
+    let (updates, stream) = mpsc::unbounded_channel();
+    let queued = session.prompt(text("write it"), updates);
+    let seen = drain(stream).await;
+    assert_eq!(queued.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
+    let result = seen.iter().find_map(|u| match u {
+        TurnUpdate::Event(Event::ToolResult { status, for_model, .. }) => Some((*status, for_model.clone())),
+        _ => None,
+    });
+    let (status, told) = result.expect("the call has a result");
+    assert_eq!(status, ToolStatus::Failed);
+    assert!(told.contains("did not allow"), "{told}");
+    assert!(!harness.dir.path().join("ws/a.txt").exists(), "a refused write writes nothing");
+    assert_eq!(streamed_text(&seen), "It was not allowed.");
+}
