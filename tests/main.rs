@@ -17,4 +17,5 @@ mod acp_steer;
 mod acp_tools;
 mod conformance;
 mod hostile_input;
+mod layers;
 mod record;
