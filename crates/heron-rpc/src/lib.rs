@@ -44,14 +44,14 @@
 
 #![deny(missing_docs)]
 
-pub mod connection;
+mod connection;
 mod dispatch;
 pub mod envelope;
 pub mod error;
-pub mod framing;
+mod framing;
 mod inflight;
 mod peer;
-pub mod writer;
+mod writer;
 
 use serde_json::value::RawValue;
 
