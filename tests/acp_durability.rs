@@ -3,7 +3,6 @@
 
 use crate::support;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
@@ -13,15 +12,7 @@ const SCRIPT: &str = r#"{"steps":[{"text":"Planning."},{"tool_call":{"name":"tod
 "#;
 
 fn spawn(home: &std::path::Path) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_heron"))
-        .args(["acp", "--model", "t/m"])
-        .env("HERON_HOME", home)
-        .env("HERON_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn heron")
+    support::spawn_heron(home, &["--model", "t/m"])
 }
 
 fn send(child: &mut std::process::Child, message: Value) {
@@ -32,10 +23,7 @@ fn send(child: &mut std::process::Child, message: Value) {
 
 #[test]
 fn a_finished_tool_call_survives_kill_9_mid_turn() {
-    let dirs = support::dirs_with(&[
-        ("config.toml", &support::scripted_provider("t", "t.jsonl")),
-        ("t.jsonl", SCRIPT),
-    ]);
+    let dirs = support::scripted_home("t", "", SCRIPT);
     let mut child = spawn(&dirs.home());
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let mut next =

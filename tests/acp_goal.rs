@@ -33,13 +33,11 @@ const SLOW_STEP: &str = r#"{"steps": [{"text": "Working"}, {"delay_ms": 800}, {"
 "#;
 
 fn dirs(script: &str, config: &str) -> Arc<Dirs> {
-    // Top-level keys must come before the first table.
-    let config = format!("{config}{}", support::scripted_provider("g", "g.jsonl"));
-    support::dirs_with(&[("config.toml", &config), ("g.jsonl", script)])
+    support::scripted_home("g", config, script)
 }
 
 fn args() -> AcpArgs {
-    AcpArgs { model: Some("g/m".into()), ..support::demo_args() }
+    support::scripted_args("g")
 }
 
 /// A session in goal mode, on a fresh agent playing `script`.

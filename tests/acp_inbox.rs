@@ -10,11 +10,11 @@ use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
 
 fn dirs(script: &str) -> Arc<Dirs> {
-    support::dirs_with(&[("config.toml", &support::scripted_provider("s", "s.jsonl")), ("s.jsonl", script)])
+    support::scripted_home("s", "", script)
 }
 
 fn args() -> AcpArgs {
-    AcpArgs { model: Some("s/m".into()), ..support::demo_args() }
+    support::scripted_args("s")
 }
 
 /// A fresh agent playing `script`, and a session on it whose client asked for status updates.
@@ -35,10 +35,7 @@ async fn start_sequential(script: &str) -> (Editor, String) {
 }
 
 async fn open(editor: &mut Editor) -> String {
-    initialize(editor).await;
-    let cwd = editor.dirs.ws();
-    let answer = editor.open_session(json!("new"), &cwd).await;
-    answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_owned()
+    editor.new_session_with(support::wanting_status(json!({}))).await
 }
 
 async fn initialize(editor: &mut Editor) {
@@ -475,15 +472,7 @@ async fn on_reopening_an_interrupted_item_is_failed_and_the_queue_runs_on() {
 
 /// Spawns `heron acp` on `home`, the way an editor does.
 fn spawn(home: &std::path::Path) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_heron"))
-        .args(["acp", "--model", "s/m"])
-        .env("HERON_HOME", home)
-        .env("HERON_LOG", "warn")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn heron")
+    support::spawn_heron(home, &["--model", "s/m"])
 }
 
 /// One line-oriented editor on a spawned agent, killed when dropped.

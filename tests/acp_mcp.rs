@@ -8,7 +8,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::support::{Editor, update_kind};
-use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
 
 const ECHO_THEN_ANSWER: &str = r#"{"steps": [{"tool_call": {"name": "mcp__fake__echo", "arguments": {"text": "ping"}}}]}
@@ -29,11 +28,7 @@ fn marked(name: &str, marker: &str) -> Value {
 }
 
 fn start() -> Editor {
-    let dirs = support::dirs_with(&[
-        ("config.toml", &support::scripted_provider("s", "s.jsonl")),
-        ("s.jsonl", ECHO_THEN_ANSWER),
-    ]);
-    support::start_in(AcpArgs { model: Some("s/m".into()), ..support::demo_args() }, dirs)
+    support::start_scripted("s", ECHO_THEN_ANSWER)
 }
 
 async fn session_with(editor: &mut Editor, servers: Value) -> String {

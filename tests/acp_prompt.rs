@@ -25,14 +25,11 @@ const TWO_ANSWERS: &str = r#"{"steps": [{"text": "one"}]}
 "#;
 
 fn scripted(script: &str) -> std::sync::Arc<Dirs> {
-    support::dirs_with(&[
-        ("config.toml", &support::scripted_provider("script", "script.jsonl")),
-        ("script.jsonl", script),
-    ])
+    support::scripted_home("script", "", script)
 }
 
 fn script_args() -> AcpArgs {
-    AcpArgs { model: Some("script/m".into()), ..support::demo_args() }
+    support::scripted_args("script")
 }
 
 fn text_prompt(session: &str, text: &str) -> Value {

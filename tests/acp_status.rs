@@ -11,35 +11,15 @@ use serde_json::{Value, json};
 
 const STATUS_UPDATE: &str = "_heron/session/status_update";
 
-/// `clientCapabilities` asking for status updates, plus `extra`.
-fn wanting_updates(extra: Value) -> Value {
-    let mut capabilities = json!({ "_meta": { "heron": { "statusUpdates": true } } });
-    if let (Some(all), Some(more)) = (capabilities.as_object_mut(), extra.as_object()) {
-        all.extend(more.clone());
-    }
-    capabilities
-}
+use crate::support::wanting_status as wanting_updates;
 
 async fn open(editor: &mut Editor, capabilities: Value) -> String {
-    editor
-        .ask(json!("init"), "initialize", json!({ "protocolVersion": 1, "clientCapabilities": capabilities }))
-        .await;
-    let cwd = editor.dirs.ws();
-    let answer = editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": [] })).await;
-    answer["result"]["sessionId"].as_str().expect("session id").to_owned()
+    editor.new_session_with(capabilities).await
 }
 
 fn scripted(script: &str, permission_mode: Option<&str>) -> Editor {
-    let dirs = support::dirs_with(&[
-        ("config.toml", &support::scripted_provider("s", "s.jsonl")),
-        ("s.jsonl", script),
-    ]);
-    let args = AcpArgs {
-        model: Some("s/m".into()),
-        permission_mode: permission_mode.map(str::to_owned),
-        ..support::demo_args()
-    };
-    support::start_in(args, dirs)
+    let args = AcpArgs { permission_mode: permission_mode.map(str::to_owned), ..support::scripted_args("s") };
+    support::start_in(args, support::scripted_home("s", "", script))
 }
 
 fn states(messages: &[Value]) -> Vec<String> {

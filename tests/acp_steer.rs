@@ -4,7 +4,6 @@
 
 use crate::support;
 use crate::support::{Editor, update_kind};
-use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
 
 /// A first step that takes a while, then a tool call; then an answer.
@@ -20,11 +19,7 @@ const SLOW_ANSWER: &str = r#"{"steps": [{"text": "Working"}, {"delay_ms": 800}, 
 "#;
 
 fn start(script: &str) -> Editor {
-    let dirs = support::dirs_with(&[
-        ("config.toml", &support::scripted_provider("s", "s.jsonl")),
-        ("s.jsonl", script),
-    ]);
-    support::start_in(AcpArgs { model: Some("s/m".into()), ..support::demo_args() }, dirs)
+    support::start_scripted("s", script)
 }
 
 fn text(session: &str, text: &str) -> Value {

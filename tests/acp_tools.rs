@@ -5,7 +5,7 @@
 use crate::support;
 use std::time::Duration;
 
-use crate::support::{Editor, dirs_with, scripted_provider, update_kind};
+use crate::support::{Editor, update_kind};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
 
@@ -20,19 +20,14 @@ const TWO_WRITES: &str = r#"{"steps":[{"tool_call":{"name":"write_file","argumen
 "#;
 
 fn start(script: &str, extra_config: &str, args: AcpArgs) -> Editor {
-    // Top-level keys must come before the first table.
-    let config = format!("{extra_config}{}", scripted_provider("t", "t.jsonl"));
-    let dirs = dirs_with(&[("config.toml", &config), ("t.jsonl", script)]);
-    support::start_in(AcpArgs { model: Some("t/m".into()), ..args }, dirs)
+    support::start_in(
+        AcpArgs { model: Some("t/m".into()), ..args },
+        support::scripted_home("t", extra_config, script),
+    )
 }
 
 async fn new_session(editor: &mut Editor, capabilities: Value) -> String {
-    editor
-        .ask(json!("init"), "initialize", json!({ "protocolVersion": 1, "clientCapabilities": capabilities }))
-        .await;
-    let cwd = editor.dirs.ws();
-    let answer = editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": [] })).await;
-    answer["result"]["sessionId"].as_str().expect("session id").to_owned()
+    editor.new_session_with(capabilities).await
 }
 
 /// Sends a prompt and answers every request the agent makes with `respond` (which sees the

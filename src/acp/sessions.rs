@@ -126,13 +126,16 @@ async fn replay(event: Event) -> Result<Vec<SessionUpdate>, RpcError> {
         .map_err(|e| RpcError::internal(&e))
 }
 
-fn options_of<O: Outgoing>(
+/// Opens a session the way `opening` says and answers with `respond`'s shape of it.
+fn answer<O: Outgoing, R: Send + 'static>(
     agent: &HeronAgent<O>,
-    cwd: &str,
-    additional: &[String],
-    mcp_servers: &[McpServer],
-) -> Result<OpenOptions, RpcError> {
-    open_options(&agent.inner.home_root, cwd, additional, mcp_servers)
+    opening: Opening,
+    (cwd, additional, mcp_servers): (&str, &[String], &[McpServer]),
+    respond: impl FnOnce(Opened) -> R + Send + 'static,
+) -> Reply<R> {
+    let options = open_options(&agent.inner.home_root, cwd, additional, mcp_servers);
+    let opened = open_session(agent, opening, options);
+    Box::pin(async move { Ok(respond(opened.await?)) })
 }
 
 /// `session/new`.
@@ -140,16 +143,13 @@ pub(super) fn new<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: NewSessionRequest,
 ) -> Reply<NewSessionResponse> {
-    let options = options_of(agent, &params.cwd, &params.additional_directories, &params.mcp_servers);
-    let opened = open_session(agent, Opening::New, options);
-    Box::pin(async move {
-        let opened = opened.await?;
-        Ok(NewSessionResponse {
-            config_options: Some(opened.config_options),
-            meta: None,
-            modes: Some(opened.modes),
-            session_id: SessionId(opened.session.id().to_owned()),
-        })
+    let place =
+        (params.cwd.as_str(), params.additional_directories.as_slice(), params.mcp_servers.as_slice());
+    answer(agent, Opening::New, place, |opened| NewSessionResponse {
+        config_options: Some(opened.config_options),
+        meta: None,
+        modes: Some(opened.modes),
+        session_id: SessionId(opened.session.id().to_owned()),
     })
 }
 
@@ -158,15 +158,12 @@ pub(super) fn load<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: LoadSessionRequest,
 ) -> Reply<LoadSessionResponse> {
-    let options = options_of(agent, &params.cwd, &params.additional_directories, &params.mcp_servers);
-    let opened = open_session(agent, Opening::Load(params.session_id.0), options);
-    Box::pin(async move {
-        let opened = opened.await?;
-        Ok(LoadSessionResponse {
-            config_options: Some(opened.config_options),
-            meta: None,
-            modes: Some(opened.modes),
-        })
+    let place =
+        (params.cwd.as_str(), params.additional_directories.as_slice(), params.mcp_servers.as_slice());
+    answer(agent, Opening::Load(params.session_id.0.clone()), place, |opened| LoadSessionResponse {
+        config_options: Some(opened.config_options),
+        meta: None,
+        modes: Some(opened.modes),
     })
 }
 
@@ -175,15 +172,12 @@ pub(super) fn resume<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: ResumeSessionRequest,
 ) -> Reply<ResumeSessionResponse> {
-    let options = options_of(agent, &params.cwd, &params.additional_directories, &params.mcp_servers);
-    let opened = open_session(agent, Opening::Resume(params.session_id.0), options);
-    Box::pin(async move {
-        let opened = opened.await?;
-        Ok(ResumeSessionResponse {
-            config_options: Some(opened.config_options),
-            meta: None,
-            modes: Some(opened.modes),
-        })
+    let place =
+        (params.cwd.as_str(), params.additional_directories.as_slice(), params.mcp_servers.as_slice());
+    answer(agent, Opening::Resume(params.session_id.0.clone()), place, |opened| ResumeSessionResponse {
+        config_options: Some(opened.config_options),
+        meta: None,
+        modes: Some(opened.modes),
     })
 }
 
@@ -192,16 +186,13 @@ pub(super) fn fork<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: ForkSessionRequest,
 ) -> Reply<ForkSessionResponse> {
-    let options = options_of(agent, &params.cwd, &params.additional_directories, &params.mcp_servers);
-    let opened = open_session(agent, Opening::Fork(params.session_id.0), options);
-    Box::pin(async move {
-        let opened = opened.await?;
-        Ok(ForkSessionResponse {
-            config_options: Some(opened.config_options),
-            meta: None,
-            modes: Some(opened.modes),
-            session_id: SessionId(opened.session.id().to_owned()),
-        })
+    let place =
+        (params.cwd.as_str(), params.additional_directories.as_slice(), params.mcp_servers.as_slice());
+    answer(agent, Opening::Fork(params.session_id.0.clone()), place, |opened| ForkSessionResponse {
+        config_options: Some(opened.config_options),
+        meta: None,
+        modes: Some(opened.modes),
+        session_id: SessionId(opened.session.id().to_owned()),
     })
 }
 

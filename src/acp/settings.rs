@@ -9,7 +9,7 @@ use heron_core::session::settings::{
 };
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
-    ConfigOptionUpdate, CurrentModeUpdate, RpcError, SessionConfigOptionCategory, SessionModeId,
+    ConfigOptionUpdate, CurrentModeUpdate, RpcError, SessionConfigOptionCategory, SessionId, SessionModeId,
     SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse, SetSessionModelRequest, SetSessionModelResponse,
 };
@@ -18,22 +18,36 @@ use serde_json::json;
 use super::errors::{WithField, session_error};
 use super::{HeronAgent, Inner, Reply};
 
+/// Applies what `changes` reads from the settings, then tells the editor; a refusal names
+/// `field` (the method's own name for the value).
+fn change_and_announce<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    session_id: &SessionId,
+    field: &'static str,
+    changes: impl FnOnce() -> Result<Vec<Change>, SettingError> + Send + 'static,
+) -> Reply<()> {
+    let session = agent.session(session_id);
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let manager = inner.manager.ready().await?;
+        let session = session?;
+        session
+            .configure(|s, c| apply_all(s, changes()?, c))
+            .await
+            .map_err(|e| session_error(e, &manager).at_field(field))?;
+        announce(&inner, &session).await
+    })
+}
+
 /// `session/set_mode`.
 pub(super) fn set_mode<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: SetSessionModeRequest,
 ) -> Reply<SetSessionModeResponse> {
-    let session = agent.session(&params.session_id);
-    let inner = agent.inner.clone();
+    let mode = params.mode_id.0;
+    let changed = change_and_announce(agent, &params.session_id, "modeId", move || mode_changes(&mode));
     Box::pin(async move {
-        let manager = inner.manager.ready().await?;
-        let session = session?;
-        let mode = params.mode_id.0;
-        session
-            .configure(|s, c| apply_all(s, mode_changes(&mode)?, c))
-            .await
-            .map_err(|e| session_error(e, &manager).at_field("modeId"))?;
-        announce(&inner, &session).await?;
+        changed.await?;
         Ok(SetSessionModeResponse { meta: None })
     })
 }
@@ -78,17 +92,12 @@ pub(super) fn set_model<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: SetSessionModelRequest,
 ) -> Reply<SetSessionModelResponse> {
-    let session = agent.session(&params.session_id);
-    let inner = agent.inner.clone();
+    let model = params.model_id.0;
+    let changed = change_and_announce(agent, &params.session_id, "modelId", move || {
+        Settings::read(ConfigId::Model, &model).map(|change| vec![change])
+    });
     Box::pin(async move {
-        let manager = inner.manager.ready().await?;
-        let session = session?;
-        let model = params.model_id.0;
-        session
-            .configure(|s, c| s.apply(ConfigId::Model, &model, c))
-            .await
-            .map_err(|e| session_error(e, &manager).at_field("modelId"))?;
-        announce(&inner, &session).await?;
+        changed.await?;
         Ok(SetSessionModelResponse { meta: None })
     })
 }

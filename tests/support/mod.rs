@@ -72,6 +72,47 @@ pub fn scripted_provider(name: &str, script: &str) -> String {
     format!("[providers.{name}]\nkind = \"scripted\"\nmodels = [\"m\"]\nscript = \"{script}\"\n")
 }
 
+/// Fresh directories whose model `name/m` plays `script`; `config` (top-level keys, which
+/// must come before the first table) goes first in `config.toml`.
+pub fn scripted_home(name: &str, config: &str, script: &str) -> Arc<Dirs> {
+    let file = format!("{name}.jsonl");
+    let config = format!("{config}{}", scripted_provider(name, &file));
+    dirs_with(&[("config.toml", &config), (&file, script)])
+}
+
+/// `heron acp --validate --model name/m`.
+pub fn scripted_args(name: &str) -> AcpArgs {
+    AcpArgs { model: Some(format!("{name}/m")), ..demo_args() }
+}
+
+/// A fresh agent whose model `name/m` plays `script`.
+pub fn start_scripted(name: &str, script: &str) -> Editor {
+    start_in(scripted_args(name), scripted_home(name, "", script))
+}
+
+/// `clientCapabilities` asking for status updates, plus the members of `extra`.
+pub fn wanting_status(extra: Value) -> Value {
+    let mut capabilities = serde_json::json!({ "_meta": { "heron": { "statusUpdates": true } } });
+    if let (Some(all), Some(more)) = (capabilities.as_object_mut(), extra.as_object()) {
+        all.extend(more.clone());
+    }
+    capabilities
+}
+
+/// Spawns the real `heron acp` binary on `home` with `args`, the way an editor does.
+pub fn spawn_heron(home: &std::path::Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_heron"))
+        .arg("acp")
+        .args(args)
+        .env("HERON_HOME", home)
+        .env("HERON_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn heron")
+}
+
 /// The `sessionUpdate` kind of a `session/update` notification; `None` for anything else.
 pub fn update_kind(message: &Value) -> Option<&str> {
     if message["method"] != "session/update" {
@@ -234,6 +275,16 @@ impl Editor {
             serde_json::json!({ "sessionId": session, "prompt": [{ "type": "text", "text": text }] });
         self.send_request(id.clone(), "session/prompt", params).await;
         self.until_answer(&id).await
+    }
+
+    /// `initialize` with `capabilities`, then `session/new` in the workspace; returns the
+    /// session id.
+    pub async fn new_session_with(&mut self, capabilities: Value) -> String {
+        let params = serde_json::json!({ "protocolVersion": 1, "clientCapabilities": capabilities });
+        self.ask(serde_json::json!("init"), "initialize", params).await;
+        let cwd = self.dirs.ws();
+        let answer = self.open_session(serde_json::json!("new"), &cwd).await;
+        answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_owned()
     }
 
     /// `session/new` in `cwd` (after `initialize` was sent); returns the whole answer.

@@ -61,12 +61,7 @@ impl Outgoing for heron_rpc::Peer {
         P: Serialize + Send + 'static,
         R: DeserializeOwned + Send + 'static,
     {
-        let params = encode_params(&params);
-        let peer = self.clone();
-        async move {
-            let raw = peer.call_raw(method, params?).await?;
-            decode_result(&raw)
-        }
+        Outgoing::call_with_timeout(self, method, params, self.call_timeout())
     }
 
     fn call_with_timeout<P, R>(

@@ -209,6 +209,11 @@ impl Peer {
         notify_raw(self.shared.clone(), method.to_owned(), params)
     }
 
+    /// The timeout calls get unless they choose one.
+    pub fn call_timeout(&self) -> Option<Duration> {
+        self.shared.call_timeout
+    }
+
     /// True once the connection has closed.
     pub fn is_closed(&self) -> bool {
         self.shared.closed.is_cancelled()
