@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use std::task::{Context, Waker};
 
 use heron::acp::policy::agent_policy;
-use heron_protocol::runtime::{Dispatcher, Kind, Side};
+use heron_protocol::runtime::{Kind, Side};
 use heron_protocol::serve::AgentService;
 use heron_protocol::validate::SchemaValidator;
 use heron_protocol::{
@@ -21,6 +21,7 @@ use heron_protocol::{
     NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion, RpcError, canonical_params,
     canonical_result,
 };
+use heron_rpc::Dispatcher;
 use heron_rpc::Validate;
 use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
