@@ -31,29 +31,3 @@ pub fn upgrade(method: Method, params: Option<&RawValue>) -> Option<Cow<'_, RawV
         None => Some(Cow::Borrowed(params)),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn raw(text: &str) -> Box<RawValue> {
-        RawValue::from_string(text.to_owned()).expect("raw")
-    }
-
-    #[test]
-    fn content_becomes_prompt_for_session_prompt() {
-        let params = raw(r#"{"sessionId":"s","content":[{"type":"text","text":"hi"}]}"#);
-        let upgraded = upgrade(Method::SessionPrompt, Some(&params)).expect("params");
-        let value: Value = serde_json::from_str(upgraded.get()).expect("json");
-        assert_eq!(value["prompt"][0]["text"], "hi");
-        assert!(value.get("content").is_none());
-    }
-
-    #[test]
-    fn current_params_and_other_methods_pass_through_untouched() {
-        let params = raw(r#"{"sessionId":"s","prompt":[],"content":1}"#);
-        assert!(matches!(upgrade(Method::SessionPrompt, Some(&params)), Some(Cow::Borrowed(_))));
-        let other = raw(r#"{"content":1}"#);
-        assert!(matches!(upgrade(Method::SessionNew, Some(&other)), Some(Cow::Borrowed(_))));
-    }
-}

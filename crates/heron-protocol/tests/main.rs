@@ -2,5 +2,6 @@
 
 mod doc_examples;
 mod generated_drift;
+mod legacy;
 mod lenient;
 mod tagged;
