@@ -15,6 +15,7 @@ mod acp_settings;
 mod acp_status;
 mod acp_steer;
 mod acp_tools;
+mod acp_trust;
 mod conformance;
 mod hostile_input;
 mod layers;

@@ -166,6 +166,16 @@ pub fn root_error(err: &heron_core::tools::roots::RootError) -> RpcError {
     )
 }
 
+/// The wire error for a working directory that cannot be a workspace.
+pub fn cwd_error(problem: RootProblem, reason: String) -> RpcError {
+    coded(
+        INVALID_PARAMS,
+        format!("cwd: {reason}"),
+        ErrorCode::of_root(problem),
+        json!({ "path": "cwd", "reason": reason }),
+    )
+}
+
 /// The wire error for a session operation.
 pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
     match err {

@@ -23,20 +23,31 @@ pub struct Editor {
 /// A temporary HERON_HOME and workspace.
 pub struct Dirs {
     root: tempfile::TempDir,
+    /// HERON_HOME, relative to `root`.
+    home: &'static str,
 }
 
 impl Dirs {
-    /// Fresh, empty directories.
+    /// Fresh, empty directories: `home` and `ws` side by side.
     pub fn new() -> Arc<Dirs> {
+        Self::with_home_at("home")
+    }
+
+    /// Fresh directories whose HERON_HOME is `ws/.heron`, as when an editor opens `~`.
+    pub fn home_in_workspace() -> Arc<Dirs> {
+        Self::with_home_at("ws/.heron")
+    }
+
+    fn with_home_at(home: &'static str) -> Arc<Dirs> {
         let root = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(root.path().join("home")).expect("home");
         std::fs::create_dir_all(root.path().join("ws")).expect("workspace");
-        Arc::new(Dirs { root })
+        std::fs::create_dir_all(root.path().join(home)).expect("home");
+        Arc::new(Dirs { root, home })
     }
 
     /// HERON_HOME.
     pub fn home(&self) -> PathBuf {
-        self.root.path().join("home")
+        self.root.path().join(self.home)
     }
 
     /// The workspace, as the string a client sends for `cwd`.

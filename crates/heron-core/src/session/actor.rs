@@ -16,6 +16,7 @@ use super::update::TurnUpdate;
 use super::{Job, PromptError, PromptResult, Session, State, attachments, watched};
 use crate::llm::registry::Providers;
 use crate::tools::mcp::McpHub;
+use crate::tools::protected::Protected;
 use crate::tools::roots::Roots;
 use crate::tools::{Registry, ToolEnv};
 use crate::types::{PromptInput, StopReason};
@@ -172,7 +173,9 @@ async fn run_job(
 ) -> PromptResult {
     let provider = context.providers.resolve(&state.settings.model)?;
     let prompt = attachments::save(&state.cwd, input).await.map_err(PromptError::Attachment)?;
-    let roots = Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()));
+    let protected = Protected::for_home(context.providers.home().root());
+    let roots =
+        Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()).protecting(protected));
     let secrets = Arc::new(context.providers.keys().all().cloned().collect::<Vec<_>>());
     let tools = with_mcp_tools(&context.tools, &session.mcp, &cancel).await;
     let turn = Turn {

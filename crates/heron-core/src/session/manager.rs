@@ -34,8 +34,9 @@ pub enum SessionError {
     /// The goal cannot change that way.
     #[error(transparent)]
     Goal(GoalError),
-    /// The session is open with other workspace roots; it must be closed first.
-    #[error("the session is already open with other additional directories; close it first")]
+    /// The session is open with another cwd or other additional directories; it must be
+    /// closed first.
+    #[error("the session is already open with another cwd or other additional directories; close it first")]
     OpenWithOtherRoots,
     /// A list cursor was not one Heron issued.
     #[error("the cursor is not one this agent issued")]
@@ -295,7 +296,11 @@ impl Manager {
         let record = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
         let history = self.history(id).await?;
         if let Some(session) = self.get(id) {
-            if session.state().additional_directories != options.additional_directories {
+            let state = session.state();
+            let same_cwd = tokio::fs::canonicalize(&state.cwd).await.unwrap_or(state.cwd) == options.cwd;
+            // Kept silently on the old roots, the editor would work in one folder while the
+            // tools act in another.
+            if !same_cwd || state.additional_directories != options.additional_directories {
                 return Err(SessionError::OpenWithOtherRoots);
             }
             session.attach(options.editor);

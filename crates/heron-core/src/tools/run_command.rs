@@ -63,6 +63,9 @@ fn check(args: RunCommandArgs, env: &ToolEnv) -> Result<Checked, String> {
         None => DEFAULT_TIMEOUT,
     };
     let cwd = call::resolve(env, args.cwd.as_deref().unwrap_or("."));
+    if let Some(refusal) = env.roots.protected().refusal(&cwd, args.cwd.as_deref().unwrap_or(".")) {
+        return Err(refusal);
+    }
     if !env.roots.is_inside(&cwd) {
         return Err(format!(
             "cwd {} is outside the workspace roots; commands run only inside them",

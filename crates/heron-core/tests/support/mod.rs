@@ -217,6 +217,24 @@ impl Dirs {
         self.env_with(Arc::new(NoEditor))
     }
 
+    /// Heron's home inside the workspace (`ws/.heron`, as when an editor opens `~`), with a
+    /// key in its `.env` and a config.
+    pub fn home_inside(&self) -> PathBuf {
+        let home = self.ws().join(".heron");
+        std::fs::create_dir_all(&home).expect("home");
+        std::fs::write(home.join(".env"), "OPENAI_API_KEY=sk-live-0123456789abcdef\n").expect("env");
+        std::fs::write(home.join("config.toml"), "default_model = \"demo/demo\"\n").expect("config");
+        home
+    }
+
+    /// A local-only environment whose tools keep out of Heron's home at `home`.
+    pub fn env_protecting(&self, home: &std::path::Path) -> ToolEnv {
+        let mut env = self.env();
+        let protected = heron_core::tools::protected::Protected::new(home, None);
+        env.roots = Arc::new(Roots::new(self.ws(), Vec::new()).protecting(protected));
+        env
+    }
+
     /// An environment over the workspace with `editor`.
     pub fn env_with(&self, editor: Arc<dyn EditorIo>) -> ToolEnv {
         ToolEnv {
