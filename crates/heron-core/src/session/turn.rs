@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::event::Event;
 use super::history::{Images, chat_messages};
-use super::permission::{Approvals, Decision, decide};
+use super::permission::{Approvals, Decision, Scope, decide};
 use super::settings::{Mode, Settings};
 use super::status::Board;
 use super::steer::Steers;
@@ -395,14 +395,7 @@ impl Turn {
     async fn gate(&self, call_id: &str, tool: &str, prepared: &crate::tools::Prepared) -> Result<(), String> {
         let decision = {
             let approvals = self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            decide(
-                self.settings.posture,
-                self.settings.mode == Mode::Plan,
-                tool,
-                prepared.kind,
-                prepared.outside_roots,
-                &approvals,
-            )
+            decide(self.settings.posture, self.settings.mode == Mode::Plan, tool, prepared, &approvals)
         };
         match decision {
             Decision::Allow => Ok(()),
@@ -418,7 +411,7 @@ impl Turn {
                 };
                 self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remember(
                     tool,
-                    prepared.kind,
+                    Scope::of(prepared),
                     answer,
                 );
                 match answer {
