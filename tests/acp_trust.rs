@@ -112,3 +112,34 @@ async fn loading_an_open_session_in_another_cwd_is_refused() {
         .await;
     assert_eq!(answer["error"]["data"]["code"], "acp.additional_directories.session_open", "{answer}");
 }
+
+#[tokio::test]
+async fn a_key_the_model_echoes_in_pieces_never_reaches_the_client_or_the_store() {
+    let dirs = Dirs::new();
+    dirs.write_home("config.toml", &support::scripted_provider("s", "s.jsonl"));
+    dirs.write_home(".env", &format!("SOME_KEY={KEY}\n"));
+    let pieces =
+        json!({ "steps": [{ "text": ["Your key is sk-li", "ve-0123456789ab", "cdefXYZ, enjoy."] }] });
+    dirs.write_home("s.jsonl", &format!("{pieces}\n"));
+    let mut editor = support::start_in(support::scripted_args("s"), dirs.clone());
+    let session = editor.new_session().await;
+    let (messages, answer) = editor.prompt(json!("p"), &session, "what is my key").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let text: String = messages
+        .iter()
+        .filter(|m| update_kind(m) == Some("agent_message_chunk"))
+        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "Your key is ***, enjoy.");
+    let (replayed, _) = editor
+        .exchange(
+            json!("load"),
+            "session/load",
+            json!({ "sessionId": session, "cwd": dirs.ws(), "mcpServers": [] }),
+        )
+        .await;
+    assert!(
+        !serde_json::to_string(&replayed).expect("json").contains("0123456789ab"),
+        "the store kept the key"
+    );
+}

@@ -9,6 +9,7 @@ mod acp_engine;
 mod acp_goal;
 mod acp_inbox;
 mod acp_mcp;
+mod acp_memory;
 mod acp_prompt;
 mod acp_sessions;
 mod acp_settings;

@@ -1,5 +1,7 @@
 //! Drives `heron acp` over in-memory pipes: send lines, read answers with a deadline.
 
+pub mod endpoint;
+
 use std::time::Duration;
 
 use std::path::PathBuf;

@@ -161,7 +161,14 @@ pub struct Config {
     /// Continuations one goal-mode prompt may start on its own before it stops with
     /// `max_turn_requests` (default [`DEFAULT_GOAL_CONTINUATIONS`]).
     pub max_goal_continuations: Option<u32>,
+    /// The most bytes of text one model reply may stream before the turn ends with
+    /// `max_tokens` (default [`DEFAULT_MAX_REPLY_BYTES`]).
+    pub max_reply_bytes: Option<u64>,
 }
+
+/// The reply cap when `config.toml` does not say: far beyond real answers, far below what
+/// would hurt.
+pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Continuations a goal-mode prompt may start when `config.toml` does not say.
 pub const DEFAULT_GOAL_CONTINUATIONS: u32 = 10;
@@ -217,6 +224,11 @@ impl Config {
             timeout_s: None,
             max_retries: None,
         });
+    }
+
+    /// The reply cap, in bytes.
+    pub fn reply_cap(&self) -> usize {
+        usize::try_from(self.max_reply_bytes.unwrap_or(DEFAULT_MAX_REPLY_BYTES)).unwrap_or(usize::MAX)
     }
 
     /// Continuations one goal-mode prompt may start.

@@ -182,3 +182,33 @@ async fn a_write_the_gate_cannot_ask_about_fails_and_the_turn_goes_on() {
     assert!(!harness.dir.path().join("ws/a.txt").exists(), "a refused write writes nothing");
     assert_eq!(streamed_text(&seen), "It was not allowed.");
 }
+
+#[tokio::test]
+async fn a_turn_waits_for_a_slow_editor_instead_of_queueing_its_stream() {
+    // 4 MiB of text in 1 KiB deltas; the editor reads nothing for a while.
+    let piece = "y".repeat(1024);
+    let deltas: Vec<&str> = std::iter::repeat_n(piece.as_str(), 4096).collect();
+    let script = serde_json::json!({ "steps": [{ "text": deltas }] }).to_string();
+    let harness = Harness::new(&script).await;
+    let session = harness.session().await;
+    let (updates, mut stream) = mpsc::unbounded_channel();
+    let queued = session.prompt(text("stream"), updates);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let waiting = stream.len();
+    assert!(
+        waiting <= heron_core::session::update::ChunkBudget::BYTES / 1024 + 64,
+        "{waiting} updates queued for an editor that reads nothing"
+    );
+    let mut text_len = 0;
+    while let Some(update) = stream.recv().await {
+        match update {
+            TurnUpdate::MessageChunk { text, .. } => text_len += text.len(),
+            TurnUpdate::Flushed(done) => {
+                let _ = done.send(());
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(text_len, 4096 * 1024, "everything arrives once the editor reads");
+    assert_eq!(queued.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
+}

@@ -11,6 +11,7 @@ use super::goal::{Goal, GoalError};
 use super::settings::{Choices, Effort, Mode, Posture, Preset, SettingError, Settings};
 use super::snapshot::InboxCounts;
 use super::status::Board;
+use super::turn::Limits;
 use super::{Session, State};
 use crate::llm::registry::{ModelError, Providers};
 use crate::tools::Registry;
@@ -217,6 +218,7 @@ impl Manager {
             }),
             witness: self.options.witness.clone(),
             max_goal_continuations: self.providers.config().goal_continuations(),
+            limits: Limits { max_reply_bytes: self.providers.config().reply_cap(), ..Limits::default() },
             mcp: if options.mcp_servers.is_empty() {
                 McpHub::empty()
             } else {

@@ -18,6 +18,7 @@ pub mod inbox;
 mod manager;
 mod permission;
 mod pursuit;
+mod response;
 pub mod settings;
 pub mod snapshot;
 mod status;
@@ -178,16 +179,8 @@ impl Session {
         });
         let closed = session.closed.clone();
         let transcript = transcript::Transcript::new(&context.transcripts, session.id());
-        let carried = turn::Carried { history, cost, images: Default::default() };
-        tokio::spawn(actor::run(
-            Arc::downgrade(&session),
-            closed,
-            queue,
-            carried,
-            context,
-            inbox,
-            transcript,
-        ));
+        let carried = turn::Carried { history, cost, images: Default::default(), transcript };
+        tokio::spawn(actor::run(Arc::downgrade(&session), closed, queue, carried, context, inbox));
         session
     }
 
