@@ -15,6 +15,7 @@ use super::turn::{Carried, Turn};
 use super::update::TurnUpdate;
 use super::{Job, PromptError, PromptResult, Session, State, attachments, watched};
 use crate::llm::registry::Providers;
+use crate::sandbox::Policy;
 use crate::tools::mcp::McpHub;
 use crate::tools::roots::Roots;
 use crate::tools::{Registry, ToolEnv};
@@ -174,6 +175,13 @@ async fn run_job(
     let prompt = attachments::save(&state.cwd, input).await.map_err(PromptError::Attachment)?;
     let roots = Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()));
     let secrets = Arc::new(context.providers.keys().all().cloned().collect::<Vec<_>>());
+    let providers = &context.providers;
+    let sandbox = Arc::new(Policy::from_config(
+        providers.config(),
+        providers.home(),
+        providers.keys(),
+        roots.all().to_vec(),
+    ));
     let tools = with_mcp_tools(&context.tools, &session.mcp, &cancel).await;
     let turn = Turn {
         session_id: session.id.clone(),
@@ -187,6 +195,7 @@ async fn run_job(
             cancel,
             editor: Arc::new(watched::WatchedEditor::new(session.editor(), session.status.clone())),
             secrets,
+            sandbox,
             progress: crate::tools::Progress::default(),
             witness: context.witness.clone(),
         },
