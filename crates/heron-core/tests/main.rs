@@ -11,4 +11,5 @@ mod tools_confinement;
 mod tools_files;
 mod tools_mcp;
 mod tools_plan_question;
+mod tools_sandbox;
 mod tools_search;
