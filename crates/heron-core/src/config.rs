@@ -224,9 +224,12 @@ impl Config {
         Ok(config)
     }
 
-    /// Parses `config.toml` text.
+    /// Parses `config.toml` text; an error names its line (an unknown key, a bad value).
     pub fn parse(text: &str) -> Result<Self, String> {
-        let config: Config = toml::from_str(text).map_err(|e| e.message().to_owned())?;
+        let config: Config = toml::from_str(text).map_err(|e| match e.span() {
+            Some(span) => format!("line {}: {}", line_at(text, span.start), e.message()),
+            None => e.message().to_owned(),
+        })?;
         for path in config.sandbox_writable.iter().flatten() {
             if !(path == "~" || path.starts_with("~/") || Path::new(path).is_absolute()) {
                 return Err(format!("sandbox_writable: `{path}` must be absolute or start with `~/`"));
@@ -315,6 +318,11 @@ impl Config {
         let model = config.models.iter().find(|m| *m == model)?;
         Some(ResolvedModel { provider: name, config, model })
     }
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_at(text: &str, offset: usize) -> usize {
+    text.as_bytes().iter().take(offset).filter(|&&b| b == b'\n').count() + 1
 }
 
 /// `~` or `~/rest` against the user's home; other paths as they are. `None` when `~` is
@@ -439,8 +447,8 @@ script = "demo.jsonl"
 
     #[test]
     fn unknown_keys_are_refused_with_their_name() {
-        let err = Config::parse("defualt_model = \"x/y\"\n").expect_err("refused");
-        assert!(err.contains("defualt_model"), "{err}");
+        let err = Config::parse("max_turn_requests = 3\ndefualt_model = \"x/y\"\n").expect_err("refused");
+        assert!(err.starts_with("line 2: ") && err.contains("defualt_model"), "{err}");
     }
 
     #[test]
@@ -448,9 +456,9 @@ script = "demo.jsonl"
         assert_eq!(Config::parse("").expect("parses").sandbox, SandboxSetting::On);
         assert_eq!(Config::parse("sandbox = \"off\"\n").expect("parses").sandbox, SandboxSetting::Off);
         let err = Config::parse("sandbox = \"ask\"\n").expect_err("refused");
-        assert!(err.contains("on") && err.contains("off"), "{err}");
+        assert!(err.starts_with("line 1: ") && err.contains("`on` or `off`"), "{err}");
         let err = Config::parse("sandbox_writeable = [\"/x\"]\n").expect_err("refused");
-        assert!(err.contains("sandbox_writeable"), "{err}");
+        assert!(err.starts_with("line 1: ") && err.contains("sandbox_writeable"), "{err}");
     }
 
     #[test]
