@@ -25,8 +25,11 @@
 //! in the child while it runs and closes in the parent when the command is dropped after
 //! spawning; the kernel opens it close-on-exec, so the program never inherits it.
 //!
-//! What it does not do: it does not restrict the network, signals or other processes'
-//! sockets; postures (tool approval) decide what is asked, the sandbox is the boundary.
+//! What it does not do: it does not restrict the network or signals, nor reading other
+//! processes' start-up environment in `/proc/PID/environ` (Landlock refuses their memory,
+//! descriptors and links, but not that file, on the kernels tested). Postures (tool
+//! approval) decide what is asked; the sandbox is the boundary, and only `sandbox = "off"`
+//! in `config.toml` turns it off.
 
 mod env;
 mod policy;

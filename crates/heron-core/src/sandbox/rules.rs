@@ -177,20 +177,25 @@ impl Rules {
                 }
                 continue;
             }
+            self.within_budget()?;
             if let Err(e) = self.add(OwnedFd::from(file), meta.is_dir(), rights) {
-                if self.count >= MAX_RULES {
-                    return Err(e);
-                }
                 tracing::debug!(path = %path.display(), error = %e, "an entry could not be ruled; it stays out");
             }
         }
         Ok(())
     }
 
-    fn add(&mut self, fd: OwnedFd, is_dir: bool, rights: BitFlags<AccessFs>) -> Result<(), SandboxError> {
+    fn within_budget(&self) -> Result<(), SandboxError> {
         if self.count >= MAX_RULES {
-            return Err(prepare(format!("more than {MAX_RULES} entries on the way to a hidden path")));
+            return Err(prepare(format!(
+                "more than {MAX_RULES} rules: too many entries on the way to a hidden path"
+            )));
         }
+        Ok(())
+    }
+
+    fn add(&mut self, fd: OwnedFd, is_dir: bool, rights: BitFlags<AccessFs>) -> Result<(), SandboxError> {
+        self.within_budget()?;
         // Directory rights on a file are invalid; Landlock would refuse the rule.
         let rights = if is_dir { rights } else { rights & AccessFs::from_file(HANDLED) };
         (&mut self.ruleset).add_rule(PathBeneath::new(fd, rights)).map_err(prepare)?;
