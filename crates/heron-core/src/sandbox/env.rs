@@ -28,7 +28,7 @@ impl Withheld {
     }
 
     /// These names and values.
-    pub fn new(names: impl IntoIterator<Item = String>, values: impl IntoIterator<Item = Secret>) -> Self {
+    fn new(names: impl IntoIterator<Item = String>, values: impl IntoIterator<Item = Secret>) -> Self {
         Self {
             names: names.into_iter().collect(),
             values: values.into_iter().filter(|v| !v.is_empty()).collect(),
