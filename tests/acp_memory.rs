@@ -173,8 +173,10 @@ fn streaming_to_an_editor_that_reads_slowly_holds_the_model_back() {
         growth as f64 / MIB as f64,
         shown as f64 / MIB as f64
     );
-    // The reply itself is kept (it is stored when it ends); the budgets allow 5 MiB more.
-    assert!(growth < shown + 12 * MIB, "grew {growth} bytes for {shown} streamed");
+    // The reply itself is kept (it is stored when it ends), and its buffer grows by
+    // doubling, so twice its size can be live for an instant; the budgets allow 5 MiB more.
+    // Queueing what the editor has not read would add the whole stream again, and more.
+    assert!(growth < 2 * shown + 8 * MIB, "grew {growth} bytes for {shown} streamed");
 }
 
 #[test]

@@ -12,4 +12,5 @@ mod tools_files;
 mod tools_mcp;
 mod tools_plan_question;
 mod tools_protected;
+mod tools_sandbox;
 mod tools_search;

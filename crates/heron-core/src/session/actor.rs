@@ -15,6 +15,7 @@ use super::update::ChunkBudget;
 use super::update::TurnUpdate;
 use super::{Job, PromptError, PromptResult, Session, State, attachments, watched};
 use crate::llm::registry::Providers;
+use crate::sandbox::Policy;
 use crate::tools::mcp::McpHub;
 use crate::tools::protected::Protected;
 use crate::tools::roots::Roots;
@@ -165,6 +166,13 @@ async fn run_job(
     let roots =
         Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()).protecting(protected));
     let secrets = Arc::new(context.providers.keys().all().cloned().collect::<Vec<_>>());
+    let providers = &context.providers;
+    let sandbox = Arc::new(Policy::from_config(
+        providers.config(),
+        providers.home(),
+        providers.keys(),
+        roots.all().to_vec(),
+    ));
     let tools = with_mcp_tools(&context.tools, &session.mcp, &cancel).await;
     let turn = Turn {
         session_id: session.id.clone(),
@@ -178,6 +186,7 @@ async fn run_job(
             cancel,
             editor: Arc::new(watched::WatchedEditor::new(session.editor(), session.status.clone())),
             secrets,
+            sandbox,
             progress: crate::tools::Progress::default(),
             witness: context.witness.clone(),
         },

@@ -14,6 +14,7 @@ use super::status::Board;
 use super::turn::Limits;
 use super::{Session, State};
 use crate::llm::registry::{ModelError, Providers};
+use crate::sandbox::Policy;
 use crate::tools::Registry;
 use crate::tools::editor::EditorIo;
 use crate::tools::mcp::{McpHub, ServerSpec};
@@ -222,7 +223,12 @@ impl Manager {
             mcp: if options.mcp_servers.is_empty() {
                 McpHub::empty()
             } else {
-                McpHub::start(options.mcp_servers, state.cwd.clone())
+                let roots =
+                    std::iter::once(&state.cwd).chain(&state.additional_directories).cloned().collect();
+                let providers = &self.providers;
+                let sandbox =
+                    Policy::from_config(providers.config(), providers.home(), providers.keys(), roots);
+                McpHub::start(options.mcp_servers, state.cwd.clone(), Arc::new(sandbox))
             },
         };
         let session = Session::spawn(

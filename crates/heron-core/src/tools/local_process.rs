@@ -1,6 +1,6 @@
-//! Running a shell command on this machine for `run_command`, in its own process group.
-//! Invariant: when the run ends (exit, timeout, cancel, or the future being dropped) the
-//! whole group is killed, so no grandchild outlives the call.
+//! Running a shell command on this machine for `run_command`, in its own process group and
+//! the session's sandbox. Invariant: when the run ends (exit, timeout, cancel, or the future
+//! being dropped) the whole group is killed, so no grandchild outlives the call.
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
+
+use crate::sandbox::{self, Policy};
 
 /// How long the output of processes that outlive the shell is still collected.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -36,16 +38,19 @@ pub struct Finished {
     pub output: String,
 }
 
-/// Runs `sh -c command` in `cwd` in a new process group, collecting output up to `cap`
-/// bytes (the head and tail are kept), until it exits, `timeout` passes or `cancel` fires.
+/// Runs `sh -c command` in `cwd` in a new process group, confined by `sandbox`, collecting
+/// output up to `cap` bytes (the head and tail are kept), until it exits, `timeout` passes
+/// or `cancel` fires.
 pub async fn run(
     command: &str,
     cwd: &Path,
     timeout: Duration,
     cap: usize,
     cancel: &CancellationToken,
+    sandbox: &Arc<Policy>,
 ) -> Result<Finished, String> {
-    let mut child = tokio::process::Command::new("sh")
+    let mut shell = tokio::process::Command::new("sh");
+    shell
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -53,9 +58,12 @@ pub async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot start `sh` in {}: {e}", cwd.display()))?;
+        .process_group(0);
+    sandbox::confine(&mut shell, sandbox).await.map_err(|e| format!("the command was not run: {e}"))?;
+    let spawned = shell.spawn();
+    // The command holds the sandbox's ruleset descriptor: closed here, once the child has it.
+    drop(shell);
+    let mut child = spawned.map_err(|e| format!("cannot start `sh` in {}: {e}", cwd.display()))?;
     // The shell leads its own group, so its pid is the group id.
     let mut group = ProcessGroup(child.id().and_then(|pid| i32::try_from(pid).ok()));
     let output = Arc::new(Mutex::new(CappedOutput::new(cap)));

@@ -48,6 +48,8 @@ pub struct ToolEnv {
     pub editor: Arc<dyn EditorIo>,
     /// Secrets to scrub from anything a tool returns.
     pub secrets: Arc<Vec<crate::secret::Secret>>,
+    /// The OS sandbox of the commands tools start on this machine.
+    pub sandbox: Arc<crate::sandbox::Policy>,
     /// Where a running call shows its progress.
     pub progress: Progress,
     /// Sees the files tools are about to use, when someone is watching (`--record`).

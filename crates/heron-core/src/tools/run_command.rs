@@ -115,13 +115,19 @@ impl Tool for RunCommand {
 }
 
 async fn locally(env: &ToolEnv, checked: Checked) -> Outcome {
-    let finished =
-        match local_process::run(&checked.command, &checked.cwd, checked.timeout, OUTPUT_CAP, &env.cancel)
-            .await
-        {
-            Ok(finished) => finished,
-            Err(message) => return Outcome::failed(message),
-        };
+    let finished = match local_process::run(
+        &checked.command,
+        &checked.cwd,
+        checked.timeout,
+        OUTPUT_CAP,
+        &env.cancel,
+        &env.sandbox,
+    )
+    .await
+    {
+        Ok(finished) => finished,
+        Err(message) => return Outcome::failed(message),
+    };
     let mut outcome = report(&finished.ending, &finished.output, checked.timeout);
     outcome.output = vec![ToolOutput::Text { text: outcome.for_model.clone() }];
     outcome

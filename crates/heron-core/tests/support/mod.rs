@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use heron_core::BoxFuture;
+use heron_core::sandbox::{Policy, Withheld};
 use heron_core::tools::editor::{
     EditorError, EditorIo, ExitStatus, NoEditor, PermissionAnswer, QuestionAnswer, TerminalCommand,
     TerminalOutput,
@@ -179,17 +180,39 @@ impl EditorIo for FakeEditor {
     }
 }
 
-/// A temporary directory with a workspace `ws` and a sibling `outside`.
+/// A temporary directory with a workspace `ws`, a sibling `outside` and a Heron home `home`
+/// (hidden from commands by the sandbox).
 pub struct Dirs {
     pub root: tempfile::TempDir,
 }
 
 impl Dirs {
     pub fn new() -> Self {
-        let root = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(root.path().join("ws")).expect("ws");
-        std::fs::create_dir_all(root.path().join("outside")).expect("outside");
+        Self::in_dir(tempfile::tempdir().expect("tempdir"))
+    }
+
+    /// The same layout in `root`.
+    pub fn in_dir(root: tempfile::TempDir) -> Self {
+        for dir in ["ws", "outside", "home"] {
+            std::fs::create_dir_all(root.path().join(dir)).expect("dirs");
+        }
         Self { root }
+    }
+
+    /// Heron's home (canonical).
+    pub fn home(&self) -> PathBuf {
+        std::fs::canonicalize(self.root.path().join("home")).expect("canonical home")
+    }
+
+    /// The sandbox of a session over the workspace, on, with no extra writable paths.
+    pub fn policy(&self) -> Arc<Policy> {
+        Arc::new(Policy {
+            enabled: true,
+            home: self.home(),
+            roots: vec![self.ws()],
+            writable: Vec::new(),
+            withheld: Withheld::default(),
+        })
     }
 
     /// The workspace (canonical).
@@ -243,6 +266,7 @@ impl Dirs {
             cancel: CancellationToken::new(),
             editor,
             secrets: Arc::new(Vec::new()),
+            sandbox: self.policy(),
             progress: Default::default(),
             witness: None,
         }

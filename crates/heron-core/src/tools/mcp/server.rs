@@ -13,6 +13,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::tool::McpTool;
 use super::{STARTUP_TIMEOUT, ServerSpec, ServerState, ServerStatus, TransportSpec};
+use crate::sandbox::{self, Policy};
 use crate::tools::Tool;
 use crate::tools::local_process::ProcessGroup;
 
@@ -78,8 +79,9 @@ impl Server {
         lock(&self.now).state = ServerState::Failed(reason);
     }
 
-    /// Starts the server and lists its tools, or records why it could not.
-    pub(super) async fn connect(&self, cwd: &Path) {
+    /// Starts the server, confined by `sandbox`, and lists its tools, or records why it
+    /// could not.
+    pub(super) async fn connect(&self, cwd: &Path, sandbox: &Arc<Policy>) {
         let TransportSpec::Stdio { command, args, env } = &self.spec.transport else {
             let kind = self.spec.transport.kind();
             self.fail(format!(
@@ -89,6 +91,10 @@ impl Server {
         };
         let mut process = tokio::process::Command::new(command);
         process.args(args).envs(env.iter().map(|(k, v)| (k, v))).current_dir(cwd);
+        if let Err(error) = sandbox::confine(&mut process, sandbox).await {
+            return self.fail(format!("it was not started: {error}"));
+        }
+        // The command (and with it the sandbox's ruleset descriptor) is dropped by the spawn.
         let mut wrapped = process_wrap::tokio::CommandWrap::from(process);
         // Its own group, so stopping it also stops what it spawned (npx, uvx ...).
         #[cfg(unix)]
