@@ -16,6 +16,7 @@ mod acp_status;
 mod acp_steer;
 mod acp_tools;
 mod conformance;
+mod conformance_untrusted;
 mod hostile_input;
 mod layers;
 mod record;
