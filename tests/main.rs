@@ -14,6 +14,7 @@ mod acp_sessions;
 mod acp_settings;
 mod acp_status;
 mod acp_steer;
+mod acp_store;
 mod acp_tools;
 mod conformance;
 mod conformance_untrusted;

@@ -53,7 +53,7 @@ use self::errors::unknown_session;
 
 pub use self::init::{PROTOCOL_VERSION, SETUP_METHOD};
 pub use self::settings::preset;
-pub use self::slot::{Built, ManagerSlot};
+pub use self::slot::{Built, ManagerSlot, Unusable};
 
 /// Heron as an ACP agent on one connection.
 #[derive(Debug, Clone)]

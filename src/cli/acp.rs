@@ -5,7 +5,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use crate::acp::policy::agent_policy;
-use crate::acp::{HeronAgent, ManagerSlot};
+use crate::acp::{HeronAgent, ManagerSlot, Unusable};
 use crate::conformance::record::{Recorder, Sender, Setup, TeeReader, TeeWriter};
 use heron_core::config::{Config, Home, Keys};
 use heron_core::llm::registry::Providers;
@@ -127,7 +127,7 @@ pub async fn manager(
 ) -> Result<Manager, AcpError> {
     let config = Arc::new(Config::load(home)?);
     let keys = Arc::new(Keys::load(home)?);
-    let store = Store::open(home.db_path()).await.map_err(|e| AcpError::Store(e.to_string()))?;
+    let store = Store::open(home.db_path()).await.map_err(AcpError::Store)?;
     let (ceiling, preset) = flags(args)?;
     let options = ManagerOptions {
         model: args.model.clone(),
@@ -164,7 +164,7 @@ pub enum AcpError {
     Config(#[from] heron_core::config::ConfigError),
     /// The session store could not be opened.
     #[error("cannot open the session store: {0}")]
-    Store(String),
+    Store(heron_store::StoreError),
     /// The schema validator could not be built.
     #[error(transparent)]
     Schema(#[from] heron_protocol::validate::SchemaError),
@@ -256,9 +256,15 @@ where
     let building = {
         let (args, home) = (args.clone(), home.clone());
         tokio::spawn(async move {
-            let built = manager(&args, &home, recorder).await.map(Arc::new).map_err(|e| e.to_string());
-            if let Err(reason) = &built {
-                tracing::error!(%reason, "heron cannot use HERON_HOME");
+            let built = manager(&args, &home, recorder).await.map(Arc::new).map_err(|e| Unusable {
+                reason: e.to_string(),
+                store: match &e {
+                    AcpError::Store(store) => Some(store.kind()),
+                    _ => None,
+                },
+            });
+            if let Err(unusable) = &built {
+                tracing::error!(reason = %unusable.reason, "heron cannot use HERON_HOME");
             }
             let _ = fill.send(Some(built));
         })

@@ -17,7 +17,9 @@ use crate::tools::Registry;
 use crate::tools::editor::EditorIo;
 use crate::tools::mcp::{McpHub, ServerSpec};
 use crate::types::UsageReport;
-use heron_store::{ListQuery, NewSession, Page, SessionPatch, SessionRecord, Store, StoreError};
+use heron_store::{
+    ListQuery, NewSession, Page, SessionPatch, SessionRecord, Store, StoreError, StoreErrorKind,
+};
 
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +45,15 @@ pub enum SessionError {
     /// A path was not usable.
     #[error("{0}")]
     BadPath(String),
-    /// The store failed.
+    /// The store failed: damaged, unavailable, or otherwise.
+    #[error("the session store failed: {reason}")]
+    Store {
+        /// Which kind of failure.
+        kind: StoreErrorKind,
+        /// What the store said.
+        reason: String,
+    },
+    /// Something else failed.
     #[error("{0}")]
     Internal(String),
 }
@@ -53,7 +63,7 @@ impl From<StoreError> for SessionError {
         match err {
             StoreError::NotFound { id, .. } => SessionError::NotFound(id),
             StoreError::BadCursor => SessionError::BadCursor,
-            other => SessionError::Internal(other.to_string()),
+            other => SessionError::Store { kind: other.kind(), reason: other.to_string() },
         }
     }
 }
