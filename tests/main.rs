@@ -10,6 +10,7 @@ mod acp_goal;
 mod acp_inbox;
 mod acp_mcp;
 mod acp_prompt;
+mod acp_session_lock;
 mod acp_sessions;
 mod acp_settings;
 mod acp_status;

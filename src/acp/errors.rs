@@ -50,6 +50,9 @@ pub enum ErrorCode {
     /// The session closed before the prompt ran.
     #[serde(rename = "session.closed")]
     SessionClosed,
+    /// The session is open in another Heron process.
+    #[serde(rename = "session.open_elsewhere")]
+    OpenElsewhere,
     /// The session has no goal.
     #[serde(rename = "goal.none")]
     NoGoal,
@@ -85,7 +88,7 @@ pub enum ErrorCode {
 impl ErrorCode {
     /// Every code, for the naming-scheme test.
     #[cfg(test)]
-    const ALL: [ErrorCode; 20] = [
+    const ALL: [ErrorCode; 21] = [
         ErrorCode::RootRelative,
         ErrorCode::RootMissing,
         ErrorCode::RootNotOwned,
@@ -96,6 +99,7 @@ impl ErrorCode {
         ErrorCode::AboveCeiling,
         ErrorCode::TurnFailed,
         ErrorCode::SessionClosed,
+        ErrorCode::OpenElsewhere,
         ErrorCode::NoGoal,
         ErrorCode::GoalEnded,
         ErrorCode::ItemNotFound,
@@ -146,6 +150,17 @@ pub const MAX_FAILURE_MESSAGE: usize = 2048;
 pub fn unknown_session(id: &str) -> RpcError {
     RpcError::new(RESOURCE_NOT_FOUND, format!("Session not found: {id}"))
         .with_data(json!({ "sessionId": id }))
+}
+
+/// -32002 for a session another Heron process has open, with `data.sessionId`: it can be
+/// opened here once it is closed there.
+pub fn open_elsewhere(id: &str) -> RpcError {
+    coded(
+        RESOURCE_NOT_FOUND,
+        format!("Session {id} is open in another Heron process; close it there first"),
+        ErrorCode::OpenElsewhere,
+        json!({ "sessionId": id }),
+    )
 }
 
 /// The longest store failure reason sent, in bytes.
@@ -219,6 +234,7 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
             json!({ "path": "additionalDirectories" }),
         ),
         SessionError::BadPath(reason) => RpcError::invalid_params("cwd", reason),
+        SessionError::OpenElsewhere(id) => open_elsewhere(&id),
         SessionError::Store { kind, reason } => store_error(kind, &reason, manager.providers().keys()),
         SessionError::Internal(cause) => RpcError::internal(&cause),
     }

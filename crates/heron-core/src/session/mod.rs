@@ -15,6 +15,7 @@ pub mod event;
 pub mod goal;
 mod history;
 pub mod inbox;
+mod lock;
 mod manager;
 mod permission;
 mod pursuit;
