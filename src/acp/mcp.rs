@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::errors::{ErrorCode, coded};
 use super::{HeronAgent, Inner, Reply};
+use heron_core::secret::clip;
 use heron_core::session::Session;
 use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
 use heron_core::tools::protected::Protected;
@@ -90,6 +91,10 @@ pub fn specs(servers: &[McpServer], cwd: &Path, protected: &Protected) -> Result
         .collect()
 }
 
+/// The longest `error` a server status carries, in bytes: a server's own words (its stderr,
+/// its errors) are not the client's to store whole.
+const MAX_STATUS_ERROR: usize = 2048;
+
 /// Every server of `hub` as the wire shows it.
 pub fn statuses(hub: &McpHub) -> Vec<HeronMcpServerStatus> {
     hub.statuses()
@@ -98,7 +103,9 @@ pub fn statuses(hub: &McpHub) -> Vec<HeronMcpServerStatus> {
             let (state, error) = match status.state {
                 ServerState::Starting => (HeronMcpServerState::Starting, None),
                 ServerState::Ready => (HeronMcpServerState::Ready, None),
-                ServerState::Failed(reason) => (HeronMcpServerState::Failed, Some(reason)),
+                ServerState::Failed(reason) => {
+                    (HeronMcpServerState::Failed, Some(clip(&reason, MAX_STATUS_ERROR)))
+                }
             };
             HeronMcpServerStatus {
                 error,

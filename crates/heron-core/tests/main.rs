@@ -10,6 +10,7 @@ mod tools_commands;
 mod tools_confinement;
 mod tools_files;
 mod tools_mcp;
+mod tools_mcp_stderr;
 mod tools_plan_question;
 mod tools_protected;
 mod tools_sandbox;
