@@ -146,37 +146,34 @@ fn a_reply_far_past_the_cap_ends_max_tokens_and_memory_stays_small() {
 }
 
 #[test]
-fn streaming_to_an_editor_that_reads_slowly_holds_the_model_back() {
-    // Close to the reply cap in 16 KiB deltas, to a reader that pauses: the model waits
-    // for the editor instead of Heron queueing what the editor has not read.
-    let url = endpoint(vec![text_stream(481, 16 * 1024)]);
-    let dirs = home(&url, "");
+fn streaming_to_an_editor_that_stops_reading_holds_the_model_back() {
+    // 32 MiB in 16 KiB deltas (the reply cap raised to allow it), to an editor that stops
+    // reading for a while after the first MiB: the model waits for it instead of Heron
+    // reading on and queueing what the editor has not taken.
+    const TOTAL: usize = 32 * MIB;
+    let url = endpoint(vec![text_stream(TOTAL / (16 * 1024) + 1, 16 * 1024)]);
+    let dirs = home(&url, "max_reply_bytes = 67108864\n");
     let mut agent = Agent::start(&dirs);
     let session = agent.session(&dirs.ws());
     let before = agent.rss();
     agent.prompt(&session);
-    let (mut shown, mut lines, mut most) = (0, 0, 0);
+    let (mut shown, mut paused) = (0, None);
     let pid = agent.child.id();
     let answer = agent.until_answer(3, |m| {
         streamed_text(m, &mut shown);
-        lines += 1;
-        if lines % 16 == 0 {
-            std::thread::sleep(Duration::from_millis(25));
-            most = most.max(rss_of(pid));
+        if paused.is_none() && shown >= MIB {
+            // Long enough for the model to stream all of it, were nothing holding it back.
+            std::thread::sleep(Duration::from_millis(2500));
+            paused = Some(rss_of(pid).saturating_sub(before));
         }
     });
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    assert_eq!(shown, 480 * 16 * 1024);
-    let growth = most.saturating_sub(before);
-    eprintln!(
-        "RSS grew {:.1} MiB while {:.1} MiB streamed to a slow reader",
-        growth as f64 / MIB as f64,
-        shown as f64 / MIB as f64
-    );
-    // The reply itself is kept (it is stored when it ends), and its buffer grows by
-    // doubling, so twice its size can be live for an instant; the budgets allow 5 MiB more.
-    // Queueing what the editor has not read would add the whole stream again, and more.
-    assert!(growth < 2 * shown + 8 * MIB, "grew {growth} bytes for {shown} streamed");
+    assert_eq!(shown, TOTAL, "the editor got all of it once it read on");
+    let growth = paused.expect("the reader paused");
+    eprintln!("RSS grew {:.1} MiB while the editor did not read", growth as f64 / MIB as f64);
+    // Held: what was read (1 MiB), and what Heron is ahead by (the budgets, 5 MiB) twice,
+    // in the reply and in the queue, and buffers. Reading on would hold all 32 MiB twice.
+    assert!(growth < 28 * MIB, "grew {growth} bytes while the editor did not read");
 }
 
 #[test]

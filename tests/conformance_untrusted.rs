@@ -135,3 +135,29 @@ fn what_a_command_keeps_under_home_or_tmpdir_stays_in_the_sandbox() {
     assert!(escaped.is_empty(), "the command wrote outside the sandbox: {escaped:?}");
     outcome.result.unwrap_or_else(|failure| panic!("the command ran and succeeded:\n{failure}"));
 }
+
+#[test]
+fn the_agent_under_test_runs_sandboxed_and_cannot_write_outside_the_scenario() {
+    if let heron_core::sandbox::Support::Unavailable { reason } = heron_core::sandbox::support() {
+        eprintln!("SKIPPED: Landlock is not available here, so the agent runs unconfined: {reason}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outside = dir.path().join("pwned.txt");
+    // The "agent" reads the first request, tries the write, then says on stderr whether it was refused and whether
+    // it could write its own workspace, and leaves without answering.
+    let agent = format!(
+        r#"read -r _; if echo x > "{out}" 2>/dev/null; then echo escaped >&2; else echo refused >&2; fi; echo x > ./mine && echo inside >&2; exit 3"#,
+        out = outside.display()
+    );
+    let path = transcript(
+        dir.path(),
+        &format!("{}\n{HANDSHAKE}", serde_json::json!({"scenario": "A hostile agent."})),
+    );
+
+    let failure = run_file(&path, &AgentCommand::Shell(agent), false).result.expect_err("it never answers");
+
+    assert!(!outside.exists(), "the agent wrote outside its sandbox: {failure}");
+    assert!(failure.stderr.contains("refused"), "{failure}");
+    assert!(failure.stderr.contains("inside"), "it could still write its workspace: {failure}");
+}

@@ -2,9 +2,13 @@
 //! are untrusted input: the header's arguments come from an allow-list, every session
 //! directory a client message names lies in the scenario's sandbox, both checked before
 //! anything is created or started, and the agent starts with its working directory, HOME,
-//! TMPDIR and HERON_HOME in the sandbox and little else of the caller's environment.
+//! TMPDIR and HERON_HOME in the sandbox and little else of the caller's environment,
+//! confined by the OS sandbox to writing there.
 
 use std::path::Path;
+
+use heron_core::config::Home;
+use heron_core::sandbox::{Policy, Withheld, confine_blocking};
 use std::process::Command;
 
 use serde_json::Value;
@@ -177,13 +181,12 @@ fn inside_sandbox(value: &str) -> Result<(), String> {
 /// The one place the agent's process is set up: everything a transcript can make the agent
 /// do, its tools' commands and its MCP servers included, runs below this command.
 ///
-/// The OS sandbox applies here. Another branch is building one (Landlock, in heron-core);
-/// once it lands, this function restricts the child's writes to the sandbox's directories. Until
-/// then the agent is confined by where it is pointed, not by the kernel: its working
+/// The agent runs in the OS sandbox (`heron_core::sandbox`, Landlock where the kernel has
+/// it): it writes only inside the scenario's folder (not the temp folders), and the caller's
+/// own Heron home is hidden from it. It is also pointed at the sandbox: its working
 /// directory is the workspace, HOME, TMPDIR and HERON_HOME are the sandbox's, and it sees
-/// only [`PASSED_THROUGH`] of the caller's environment. A command that writes to an
-/// absolute path elsewhere still can.
-pub(super) fn agent_command(program: &Path, args: &[String], sandbox: &Sandbox) -> Command {
+/// only [`PASSED_THROUGH`] of the caller's environment.
+pub(super) fn agent_command(program: &Path, args: &[String], sandbox: &Sandbox) -> Result<Command, String> {
     let mut command = Command::new(program);
     command.args(args).current_dir(sandbox.ws()).env_clear();
     for key in PASSED_THROUGH {
@@ -192,7 +195,18 @@ pub(super) fn agent_command(program: &Path, args: &[String], sandbox: &Sandbox) 
         }
     }
     command.env("HOME", sandbox.user_home()).env("TMPDIR", sandbox.tmp()).env("HERON_HOME", sandbox.home());
-    command
+    let callers_home = Home::from_env().map(|h| h.root().to_path_buf()).unwrap_or_default();
+    let policy = Policy {
+        enabled: true,
+        home: callers_home,
+        roots: vec![sandbox.root().to_path_buf()],
+        writable: Vec::new(),
+        withheld: Withheld::default(),
+        // The agent may sandbox its own tools (Heron does), which needs to list `/`.
+        list_carved: true,
+    };
+    confine_blocking(&mut command, &policy).map_err(|e| e.to_string())?;
+    Ok(command)
 }
 
 #[cfg(test)]

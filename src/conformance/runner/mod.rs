@@ -98,6 +98,7 @@ fn start(agent: &AgentCommand, args: &CheckedArgs, sandbox: &Sandbox) -> Result<
             confine::agent_command(Path::new("sh"), &["-c".to_owned(), line.clone()], sandbox)
         }
     };
+    let command = command.map_err(|e| Failure::new(0, format!("cannot confine the agent: {e}"), ""))?;
     ProcessTransport::spawn(command).map_err(|e| Failure::new(0, format!("cannot start the agent: {e}"), ""))
 }
 

@@ -74,6 +74,11 @@ impl Sandbox {
         Ok(sandbox)
     }
 
+    /// The folder holding everything of the scenario; the agent may write only here.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// HERON_HOME.
     pub fn home(&self) -> PathBuf {
         self.root.join("home")

@@ -34,7 +34,8 @@ impl Steps {
 
     /// Makes `command`'s child run these steps before `exec`. The steps move into the
     /// command, so the ruleset's descriptor is open during every spawn of it.
-    pub(super) fn install(self, command: &mut tokio::process::Command) {
+    pub(super) fn install(self, command: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
         // SAFETY: `in_child` only makes raw system calls on memory owned by `self`, which
         // the closure owns; it allocates nothing and takes no lock (see its doc).
         unsafe {

@@ -46,9 +46,8 @@ impl Withheld {
 
     /// Removes from `command` every inherited variable withheld; variables the command
     /// sets itself stay.
-    pub(super) fn scrub(&self, command: &mut tokio::process::Command) {
+    pub(super) fn scrub(&self, command: &mut std::process::Command) {
         let own: BTreeSet<std::ffi::OsString> = command
-            .as_std()
             .get_envs()
             .filter(|(_, value)| value.is_some())
             .map(|(name, _)| name.to_os_string())
@@ -94,7 +93,7 @@ mod tests {
         let w = Withheld::new(["PATH".to_owned(), "HERON_TEST_OWN".to_owned()], []);
         let mut command = tokio::process::Command::new("env");
         command.env("HERON_TEST_OWN", "mine");
-        w.scrub(&mut command);
+        w.scrub(command.as_std_mut());
         let envs: Vec<_> = command.as_std().get_envs().collect();
         assert!(envs.contains(&(OsStr::new("HERON_TEST_OWN"), Some(OsStr::new("mine")))), "{envs:?}");
         if std::env::var_os("PATH").is_some() {

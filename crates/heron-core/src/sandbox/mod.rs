@@ -69,6 +69,29 @@ pub async fn confine(
     confine_with(command, policy, support()).await
 }
 
+/// [`confine`] for a `std` command, from a thread that may block (it reads directories):
+/// for callers outside the async runtime, such as the conformance runner starting the
+/// agent it tests.
+pub fn confine_blocking(command: &mut std::process::Command, policy: &Policy) -> Result<(), SandboxError> {
+    policy.withheld.scrub(command);
+    if !policy.enabled {
+        return Ok(());
+    }
+    match support() {
+        Support::Unavailable { reason } => {
+            support::warn_unconfined(reason);
+            Ok(())
+        }
+        #[cfg(target_os = "linux")]
+        Support::Available { hides_home, .. } => {
+            child::Steps::prepare(policy, *hides_home)?.install(command);
+            Ok(())
+        }
+        #[cfg(not(target_os = "linux"))]
+        Support::Available { .. } => Ok(()),
+    }
+}
+
 /// [`confine`] with the support given, so that the branch taken where Landlock is missing
 /// can be tested on a machine that has it.
 async fn confine_with(
@@ -76,6 +99,7 @@ async fn confine_with(
     policy: &Arc<Policy>,
     support: &Support,
 ) -> Result<(), SandboxError> {
+    let command = command.as_std_mut();
     policy.withheld.scrub(command);
     if !policy.enabled {
         return Ok(());
@@ -110,6 +134,7 @@ mod tests {
             roots: vec![ws.to_path_buf()],
             writable: Vec::new(),
             withheld: Withheld::default(),
+            list_carved: false,
         })
     }
 

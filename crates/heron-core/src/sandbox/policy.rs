@@ -16,11 +16,17 @@ pub struct Policy {
     pub home: PathBuf,
     /// The session's write roots: its cwd and additional directories.
     pub roots: Vec<PathBuf>,
-    /// More writable paths (`sandbox_writable`, expanded). The temp folder and the device
-    /// files programs need are always writable and are not listed here.
+    /// More writable paths: the temp folders (`TMPDIR` and `/tmp`), then `sandbox_writable`
+    /// expanded. The device files programs need are always writable and not listed here.
     pub writable: Vec<PathBuf>,
     /// The key names and values no child inherits.
     pub withheld: Withheld,
+    /// Whether the directories on the way to the home may be listed. Landlock grants
+    /// listing for a whole hierarchy, so this lets the home's file names (never their
+    /// contents) be listed too. Off for the model's commands; on where the confined
+    /// program must confine its own children (the agent a conformance run tests), since
+    /// building a carve needs to list what it carves.
+    pub list_carved: bool,
 }
 
 impl Policy {
@@ -30,10 +36,21 @@ impl Policy {
             enabled: config.sandbox == SandboxSetting::On,
             home: home.root().to_path_buf(),
             roots,
-            writable: config.writable_paths(),
+            writable: temp_folders().into_iter().chain(config.writable_paths()).collect(),
             withheld: Withheld::from_keys(keys),
+            list_carved: false,
         }
     }
+}
+
+/// Where programs keep their temporary files: `TMPDIR` (or the platform's default) and
+/// `/tmp`, which many programs use whatever `TMPDIR` says.
+fn temp_folders() -> Vec<PathBuf> {
+    let mut folders = vec![std::env::temp_dir()];
+    if !folders.contains(&PathBuf::from("/tmp")) {
+        folders.push(PathBuf::from("/tmp"));
+    }
+    folders
 }
 
 #[cfg(test)]
@@ -47,7 +64,8 @@ mod tests {
         let on = Config::parse("sandbox_writable = [\"/opt/cache\"]\n").expect("parses");
         let policy = Policy::from_config(&on, &home, &keys, vec![PathBuf::from("/ws")]);
         assert!(policy.enabled);
-        assert_eq!(policy.writable, [PathBuf::from("/opt/cache")]);
+        assert_eq!(policy.writable.last(), Some(&PathBuf::from("/opt/cache")));
+        assert!(policy.writable.contains(&PathBuf::from("/tmp")), "{:?}", policy.writable);
         assert_eq!(
             (policy.home.as_path(), policy.roots.as_slice()),
             (home.root(), &[PathBuf::from("/ws")][..])

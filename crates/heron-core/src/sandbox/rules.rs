@@ -90,7 +90,7 @@ pub(super) fn build(policy: &Policy, home: &Path) -> Result<OwnedFd, SandboxErro
     hidden.extend(raw_devices());
     let ruleset =
         Ruleset::default().handle_access(write_rights()).and_then(Ruleset::create).map_err(prepare)?;
-    let mut rules = Rules { ruleset, hidden, count: 0 };
+    let mut rules = Rules { ruleset, hidden, list_carved: policy.list_carved, count: 0 };
 
     let (root_fd, root) =
         open_following(Path::new("/")).map_err(|e| prepare(format!("cannot open /: {e}")))?;
@@ -103,9 +103,8 @@ pub(super) fn build(policy: &Policy, home: &Path) -> Result<OwnedFd, SandboxErro
         }
         rules.grant(fd, &real, write_rights())?;
     }
-    let temp = [std::env::temp_dir(), PathBuf::from("/tmp")];
     let devices = DEVICES.iter().map(PathBuf::from);
-    for path in temp.iter().cloned().chain(policy.writable.iter().cloned()).chain(devices) {
+    for path in policy.writable.iter().cloned().chain(devices) {
         // A cache or device that does not exist here is simply not granted.
         if let Ok((fd, real)) = open_following(&path) {
             rules.grant(fd, &real, write_rights())?;
@@ -123,6 +122,8 @@ fn prepare(reason: impl std::fmt::Display) -> SandboxError {
 struct Rules {
     ruleset: RulesetCreated,
     hidden: Vec<PathBuf>,
+    /// [`Policy::list_carved`].
+    list_carved: bool,
     count: usize,
 }
 
@@ -153,6 +154,10 @@ impl Rules {
     /// Grants `rights` on every entry of `dir` but the way to a hidden path, recursing
     /// down that way. An entry that cannot be opened or ruled stays out (denied).
     fn carve(&mut self, dir: &Path, rights: BitFlags<AccessFs>) -> Result<(), SandboxError> {
+        if self.list_carved {
+            let fd = open_path(dir, false).map_err(|e| prepare(format!("{}: {e}", dir.display())))?;
+            self.add(fd, true, AccessFs::ReadDir.into())?;
+        }
         let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,
             Err(e) => {
@@ -253,7 +258,12 @@ mod tests {
     fn rules_hiding(hidden: &[&Path]) -> Rules {
         let ruleset =
             Ruleset::default().handle_access(write_rights()).and_then(Ruleset::create).expect("ruleset");
-        Rules { ruleset, hidden: hidden.iter().map(|p| p.to_path_buf()).collect(), count: 0 }
+        Rules {
+            ruleset,
+            hidden: hidden.iter().map(|p| p.to_path_buf()).collect(),
+            list_carved: false,
+            count: 0,
+        }
     }
 
     #[test]

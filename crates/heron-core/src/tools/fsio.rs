@@ -3,7 +3,8 @@
 //!
 //! - A path is opened one component at a time from `/`, every component with `O_NOFOLLOW`,
 //!   so a directory swapped for a symlink after the path was resolved and checked is
-//!   refused at open, not followed. (`resolve_against` already followed every symlink, so a
+//!   refused at open, not followed. Directories on the way are opened `O_PATH`: a lookup,
+//!   not a read, so it works in a sandbox that may not list `/`. (`resolve_against` already followed every symlink, so a
 //!   resolved path has none left; one found now appeared in between.)
 //! - Only regular files are read or replaced. Files are opened `O_NONBLOCK`, so opening a
 //!   FIFO never waits for a writer; a FIFO, socket or device is refused after `fstat`.
@@ -107,7 +108,7 @@ fn open_at(
 /// component that is a symlink.
 fn open_dir(dir: &Path) -> Result<OwnedFd, FileError> {
     let root = CString::new("/").map_err(|_| FileError::Missing("/".into()))?;
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
     // SAFETY: a NUL-terminated literal path; the descriptor is owned by nobody else.
     let fd = unsafe { libc::open(root.as_ptr(), flags | libc::O_CLOEXEC) };
     if fd < 0 {
@@ -256,8 +257,11 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<Replaced, FileEr
         unlink_at(&dir, &temp);
         return Err(io_error(path, &err));
     }
-    // The rename is durable once the directory is.
-    File::from(dir).sync_all().map_err(|e| io_error(path, &e))?;
+    // The rename is durable once the directory is. Syncing needs the directory opened for
+    // reading, which a sandbox may refuse; the rename itself is done either way.
+    if let Ok(listing) = open_at(&dir, &c".".into(), libc::O_RDONLY | libc::O_DIRECTORY, 0) {
+        File::from(listing).sync_all().map_err(|e| io_error(path, &e))?;
+    }
     Ok(Replaced { other_links: existing.map_or(0, |m| m.nlink().saturating_sub(1)) })
 }
 

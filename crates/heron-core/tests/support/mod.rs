@@ -212,6 +212,7 @@ impl Dirs {
             roots: vec![self.ws()],
             writable: Vec::new(),
             withheld: Withheld::default(),
+            list_carved: false,
         })
     }
 
