@@ -375,4 +375,51 @@ mod tests {
         assert_eq!(std::fs::read_to_string(root.join("outside")).expect("read"), "old");
         assert_eq!(std::fs::read_to_string(root.join("inside")).expect("read"), "new");
     }
+
+    /// The child half of `a_write_that_fails_midway_leaves_the_old_file_whole`: does
+    /// nothing unless that test started this binary to run it.
+    #[test]
+    fn write_in_a_child_under_a_file_size_limit() {
+        let Some(path) = std::env::var_os("HERON_FSIO_CHILD_WRITE") else { return };
+        match write_atomic(Path::new(&path), &vec![b'n'; 4 << 20]) {
+            Ok(_) => println!("CHILD wrote"),
+            Err(err) => println!("CHILD failed: {err}"),
+        }
+    }
+
+    /// A write that fails part way (here at a 1 MiB file size limit, as a full disk would)
+    /// reports the failure and leaves the old file whole, with no temp file behind.
+    #[test]
+    fn a_write_that_fails_midway_leaves_the_old_file_whole() {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = canonical(&dir);
+        let file = root.join("notes.txt");
+        let old = "line\n".repeat(6000);
+        std::fs::write(&file, &old).expect("write");
+        let exe = std::env::current_exe().expect("this test binary");
+        let mut child = std::process::Command::new(exe);
+        child
+            .args(["--exact", "tools::fsio::tests::write_in_a_child_under_a_file_size_limit", "--nocapture"])
+            .env("HERON_FSIO_CHILD_WRITE", &file);
+        // SAFETY: only async-signal-safe calls on a stack value, between fork and exec. An
+        // ignored SIGXFSZ stays ignored across exec, so the write fails with EFBIG instead
+        // of killing the child.
+        unsafe {
+            child.pre_exec(|| {
+                let limit = libc::rlimit { rlim_cur: 1 << 20, rlim_max: 1 << 20 };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+        let output = child.output().expect("the child runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains("CHILD failed:") && stdout.contains("too large"), "{stdout}");
+        assert_eq!(std::fs::read_to_string(&file).expect("read"), old, "the old file is whole");
+        let left: Vec<_> = std::fs::read_dir(&root).expect("dir").flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left, [std::ffi::OsString::from("notes.txt")], "no temp file is left behind");
+    }
 }
