@@ -122,7 +122,28 @@ impl StreamRedactor {
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|window| window == needle)
+    memchr::memmem::find(haystack, needle)
+}
+
+/// Drops the start of `text` whose beginning was cut off (an editor terminal keeps only the
+/// end of long output), as far as it could be the last part of a secret: that part alone
+/// is not a whole secret, so redaction would miss it.
+pub fn drop_cut_start<'t, 'a>(text: &'t str, secrets: impl IntoIterator<Item = &'a Secret>) -> &'t str {
+    let bytes = text.as_bytes();
+    let mut cut = secrets
+        .into_iter()
+        .filter(|secret| secret.0.len() >= 4)
+        .map(|secret| {
+            let secret = secret.0.as_bytes();
+            let longest = (secret.len() - 1).min(bytes.len());
+            (1..=longest).rev().find(|&n| bytes[..n] == secret[secret.len() - n..]).unwrap_or(0)
+        })
+        .max()
+        .unwrap_or(0);
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    &text[cut..]
 }
 
 /// Clips `text` to at most `max` bytes on a character boundary, marking the cut.
@@ -175,5 +196,14 @@ mod tests {
         let clipped = clip("ééééé", 6);
         assert!(clipped.len() <= 6 && clipped.ends_with('…'), "{clipped}");
         assert_eq!(clip("short", 10), "short");
+    }
+
+    #[test]
+    fn the_end_of_a_secret_at_a_cut_start_is_dropped() {
+        let key = Secret::new("sk-live-123456");
+        assert_eq!(drop_cut_start("123456\nrest", [&key]), "\nrest");
+        assert_eq!(drop_cut_start("live-123456 rest", [&key]), " rest");
+        assert_eq!(drop_cut_start("plain output", [&key]), "plain output");
+        assert_eq!(drop_cut_start("6 is a digit", [&key]), " is a digit", "any end of the key goes");
     }
 }

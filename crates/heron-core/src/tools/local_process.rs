@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::sandbox::{self, Policy};
+use crate::secret::{Secret, StreamRedactor};
 
 /// How long the output of processes that outlive the shell is still collected.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -38,17 +39,28 @@ pub struct Finished {
     pub output: String,
 }
 
-/// Runs `sh -c command` in `cwd` in a new process group, confined by `sandbox`, collecting
-/// output up to `cap` bytes (the head and tail are kept), until it exits, `timeout` passes
-/// or `cancel` fires.
+/// Where and how long a local command runs, and what its output may hold.
+pub struct Limits<'a> {
+    /// Its working directory.
+    pub cwd: &'a Path,
+    /// How long it may run before it is killed.
+    pub timeout: Duration,
+    /// The output bytes kept (its head and tail).
+    pub cap: usize,
+    /// Redacted from the output as it arrives, before anything is clipped, so that a cut
+    /// never leaves two halves of a key that redaction of the result could not see.
+    pub secrets: &'a [Secret],
+}
+
+/// Runs `sh -c command` in a new process group, confined by `sandbox`, collecting its
+/// output (redacted, then capped) until it exits, times out or `cancel` fires.
 pub async fn run(
     command: &str,
-    cwd: &Path,
-    timeout: Duration,
-    cap: usize,
+    limits: Limits<'_>,
     cancel: &CancellationToken,
     sandbox: &Arc<Policy>,
 ) -> Result<Finished, String> {
+    let Limits { cwd, timeout, cap, secrets } = limits;
     let mut shell = tokio::process::Command::new("sh");
     shell
         .arg("-c")
@@ -73,7 +85,7 @@ pub async fn run(
     ]
     .into_iter()
     .flatten()
-    .map(|stream| tokio::spawn(collect(stream, Arc::clone(&output))))
+    .map(|stream| tokio::spawn(collect(stream, StreamRedactor::new(secrets), Arc::clone(&output))))
     .collect();
 
     let ending = tokio::select! {
@@ -125,14 +137,24 @@ fn signal_name(signal: i32) -> String {
     name.to_owned()
 }
 
-async fn collect(mut stream: Box<dyn AsyncRead + Send + Unpin>, output: Arc<Mutex<CappedOutput>>) {
+/// Reads one stream into `output`, redacted as it comes. Each stream has its own redactor,
+/// so a key the command prints whole on one of them is caught however the reads of stdout
+/// and stderr interleave.
+async fn collect(
+    mut stream: Box<dyn AsyncRead + Send + Unpin>,
+    mut redactor: StreamRedactor,
+    output: Arc<Mutex<CappedOutput>>,
+) {
     let mut buffer = vec![0u8; 16 * 1024];
     while let Ok(n) = stream.read(&mut buffer).await {
         if n == 0 {
             break;
         }
-        output.lock().unwrap_or_else(PoisonError::into_inner).push(&buffer[..n]);
+        let shown = redactor.push_bytes(&buffer[..n]);
+        output.lock().unwrap_or_else(PoisonError::into_inner).push(&shown);
     }
+    let rest = redactor.finish();
+    output.lock().unwrap_or_else(PoisonError::into_inner).push(rest.as_bytes());
 }
 
 /// A process group killed when dropped (and when asked).

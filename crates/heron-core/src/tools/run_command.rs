@@ -115,16 +115,13 @@ impl Tool for RunCommand {
 }
 
 async fn locally(env: &ToolEnv, checked: Checked) -> Outcome {
-    let finished = match local_process::run(
-        &checked.command,
-        &checked.cwd,
-        checked.timeout,
-        OUTPUT_CAP,
-        &env.cancel,
-        &env.sandbox,
-    )
-    .await
-    {
+    let limits = local_process::Limits {
+        cwd: &checked.cwd,
+        timeout: checked.timeout,
+        cap: OUTPUT_CAP,
+        secrets: &env.secrets,
+    };
+    let finished = match local_process::run(&checked.command, limits, &env.cancel, &env.sandbox).await {
         Ok(finished) => finished,
         Err(message) => return Outcome::failed(message),
     };
@@ -138,7 +135,13 @@ async fn locally(env: &ToolEnv, checked: Checked) -> Outcome {
 async fn in_editor(env: &ToolEnv, checked: Checked) -> Outcome {
     let stop = env.cancel.child_token();
     let _guard = stop.clone().drop_guard();
-    let task = tokio::spawn(drive_terminal(Arc::clone(&env.editor), checked, stop, env.progress.clone()));
+    let task = tokio::spawn(drive_terminal(
+        Arc::clone(&env.editor),
+        checked,
+        stop,
+        env.progress.clone(),
+        Arc::clone(&env.secrets),
+    ));
     task.await.unwrap_or_else(|_| Outcome::failed("the terminal task stopped unexpectedly"))
 }
 
@@ -155,6 +158,7 @@ async fn drive_terminal(
     checked: Checked,
     stop: CancellationToken,
     progress: crate::tools::Progress,
+    secrets: Arc<Vec<crate::secret::Secret>>,
 ) -> Outcome {
     let command = TerminalCommand {
         command: "sh".to_owned(),
@@ -185,8 +189,13 @@ async fn drive_terminal(
         Ok(out) => (out.output, out.truncated),
         Err(e) => (format!("[the editor could not give the output: {e}]"), false),
     };
-    let output =
-        if truncated { format!("[truncated: the start of the output was cut]\n{output}") } else { output };
+    // The editor kept the end; where it cut, the end of a key may start the text.
+    let output = if truncated {
+        let kept = crate::secret::drop_cut_start(&output, secrets.iter());
+        format!("[truncated: the start of the output was cut]\n{kept}")
+    } else {
+        output
+    };
     let ending = match waited {
         Waited::Exited(ExitStatus { code: Some(code), .. }) => {
             Ending::Exited(i32::try_from(code).unwrap_or(-1))

@@ -30,6 +30,8 @@ pub struct Script {
     pub exit_code: u32,
     /// The answer to questions; `None`: never answers.
     pub answer: Option<QuestionAnswer>,
+    /// What a terminal's output is, and whether the editor cut its start.
+    pub output: (String, bool),
 }
 
 impl Script {
@@ -43,6 +45,7 @@ impl Script {
             exit_after: Some(Duration::ZERO),
             exit_code: 0,
             answer: Some(QuestionAnswer::Answer("yes".to_owned())),
+            output: ("fake output\n".to_owned(), false),
         }
     }
 }
@@ -133,7 +136,8 @@ impl EditorIo for FakeEditor {
 
     fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
         self.record(format!("terminal_output {id}"));
-        ready(Ok(TerminalOutput { output: "fake output\n".to_owned(), truncated: false, exit: None }))
+        let (output, truncated) = self.0.script.output.clone();
+        ready(Ok(TerminalOutput { output, truncated, exit: None }))
     }
 
     fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
