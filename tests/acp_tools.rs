@@ -360,3 +360,31 @@ async fn commands_run_in_an_editor_terminal_released_after_the_update_that_embed
     assert_eq!(seen[created]["params"]["command"], "sh");
     editor.close().await;
 }
+
+#[tokio::test]
+async fn an_editor_that_never_answers_a_read_fails_the_call_at_its_deadline() {
+    let script = r#"{"steps":[{"tool_call":{"name":"read_file","arguments":{"path":"README.md"}}}]}
+{"steps":[{"text":"Done."}]}
+"#;
+    let mut editor = start(script, "tool_timeout_s = 1\n", support::demo_args());
+    let sid = new_session(&mut editor, json!({ "fs": { "readTextFile": true } })).await;
+    let mut asked = None;
+    let (seen, answer) = prompt_answering(&mut editor, &sid, |request| {
+        if request["method"] == "fs/read_text_file" {
+            asked = Some(request["id"].clone());
+            return None;
+        }
+        Some(select("allow_once"))
+    })
+    .await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "the turn went on: {answer}");
+    assert_eq!(final_status(&seen).as_deref(), Some("failed"));
+    let said = serde_json::to_string(&seen).expect("json");
+    assert!(said.contains("did not finish within 1 s"), "{said}");
+    let asked = asked.expect("the editor was asked to read");
+    assert!(
+        seen.iter().any(|m| m["method"] == "$/cancel_request" && m["params"]["requestId"] == asked),
+        "the unanswered read was cancelled: {said}"
+    );
+    editor.close().await;
+}

@@ -171,6 +171,12 @@ pub struct Config {
     /// The most bytes of text one model reply may stream before the turn ends with
     /// `max_tokens` (default [`DEFAULT_MAX_REPLY_BYTES`]).
     pub max_reply_bytes: Option<u64>,
+    /// Seconds a built-in file or session tool may take before it fails (default 30).
+    pub tool_timeout_s: Option<u64>,
+    /// The most seconds a command may run, whatever timeout the model asks for (default 600).
+    pub command_timeout_s: Option<u64>,
+    /// Seconds an MCP tool call may take before it fails (default 300).
+    pub mcp_timeout_s: Option<u64>,
 }
 
 /// The reply cap when `config.toml` does not say: far beyond real answers, far below what
@@ -268,6 +274,19 @@ impl Config {
             timeout_s: None,
             max_retries: None,
         });
+    }
+
+    /// How long tool calls may take; a setting of 0 counts as 1 s.
+    pub fn deadlines(&self) -> crate::tools::deadline::Deadlines {
+        let defaults = crate::tools::deadline::Deadlines::default();
+        let secs = |set: Option<u64>, default: std::time::Duration| {
+            set.map_or(default, |s| std::time::Duration::from_secs(s.max(1)))
+        };
+        crate::tools::deadline::Deadlines {
+            quick: secs(self.tool_timeout_s, defaults.quick),
+            command: secs(self.command_timeout_s, defaults.command),
+            external: secs(self.mcp_timeout_s, defaults.external),
+        }
     }
 
     /// The reply cap, in bytes.

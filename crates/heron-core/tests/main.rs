@@ -8,6 +8,7 @@ mod llm_scripted;
 mod session_turns;
 mod tools_commands;
 mod tools_confinement;
+mod tools_deadlines;
 mod tools_files;
 mod tools_mcp;
 mod tools_mcp_stderr;

@@ -189,6 +189,7 @@ async fn run_job(
             sandbox,
             progress: crate::tools::Progress::default(),
             witness: context.witness.clone(),
+            deadlines: providers.config().deadlines(),
         },
         approvals: session.approvals.clone(),
         permission_timeout: context.permission_timeout,

@@ -333,12 +333,7 @@ impl Turn {
                         // (fs/*, terminal/*, elicitation/create).
                         progress.flushed().await;
                         let env = ToolEnv { progress, ..self.env.clone() };
-                        tokio::select! {
-                            outcome = tool.run(prepared, env) => outcome,
-                            () = self.env.cancel.cancelled() => {
-                                Outcome::failed("The turn was cancelled while this tool ran.")
-                            }
-                        }
+                        crate::tools::deadline::run_within(tool.as_ref(), prepared, env).await
                     }
                     Err(refused) => Outcome::failed(refused),
                 },

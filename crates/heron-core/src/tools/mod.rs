@@ -2,6 +2,7 @@
 //! in, and what a call reports. Knows nothing of ACP.
 
 mod call;
+pub mod deadline;
 pub mod edit_file;
 pub mod editor;
 mod files;
@@ -54,6 +55,8 @@ pub struct ToolEnv {
     pub progress: Progress,
     /// Sees the files tools are about to use, when someone is watching (`--record`).
     pub witness: Option<Arc<dyn FileWitness>>,
+    /// How long calls may take.
+    pub deadlines: deadline::Deadlines,
 }
 
 /// Sees each file a tool is about to read, search or change, before it does. Used by
@@ -171,6 +174,11 @@ pub trait Tool: Send + Sync + 'static {
 
     /// What kind of action it is.
     fn kind(&self) -> ToolKind;
+
+    /// What it waits on, which decides its deadline ([`deadline::run_within`]).
+    fn pace(&self) -> deadline::Pace {
+        deadline::Pace::Quick
+    }
 
     /// Parses `arguments` (the model's JSON text) and describes the call. An `Err` is a
     /// message for the model: the call fails without running.

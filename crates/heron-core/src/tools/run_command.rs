@@ -23,8 +23,6 @@ const NAME: &str = "run_command";
 
 /// The timeout when none is given.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-/// The longest timeout allowed.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 /// The most output bytes kept.
 pub const OUTPUT_CAP: usize = 64 * 1024;
 
@@ -36,8 +34,8 @@ pub struct RunCommandArgs {
     /// The directory to run it in, inside the workspace (default: the working directory).
     #[serde(default)]
     pub cwd: Option<String>,
-    /// How long it may run, in milliseconds (default 120000, at most 600000); it is killed
-    /// after that.
+    /// How long it may run, in milliseconds (default 120000; at most the user's limit,
+    /// 600000 unless configured); it is killed after that.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
 }
@@ -57,10 +55,11 @@ fn check(args: RunCommandArgs, env: &ToolEnv) -> Result<Checked, String> {
     if args.command.trim().is_empty() {
         return Err("command must not be empty".to_owned());
     }
+    let longest = env.deadlines.command;
     let timeout = match args.timeout_ms {
         Some(0) => return Err("timeout_ms must be at least 1".to_owned()),
-        Some(ms) => Duration::from_millis(ms).min(MAX_TIMEOUT),
-        None => DEFAULT_TIMEOUT,
+        Some(ms) => Duration::from_millis(ms).min(longest),
+        None => DEFAULT_TIMEOUT.min(longest),
     };
     let cwd = call::resolve(env, args.cwd.as_deref().unwrap_or("."));
     if let Some(refusal) = env.roots.protected().refusal(&cwd, args.cwd.as_deref().unwrap_or(".")) {
@@ -82,6 +81,10 @@ impl Tool for RunCommand {
             "Run a shell command (sh -c) in the workspace and return its exit code and output (stdout and \
              stderr together). The command is killed, with everything it started, when it times out.",
         )
+    }
+
+    fn pace(&self) -> crate::tools::deadline::Pace {
+        crate::tools::deadline::Pace::Command
     }
 
     fn kind(&self) -> ToolKind {

@@ -274,6 +274,7 @@ impl Dirs {
             sandbox: self.policy(),
             progress: Default::default(),
             witness: None,
+            deadlines: Default::default(),
         }
     }
 }
