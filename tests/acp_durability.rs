@@ -147,6 +147,76 @@ async fn an_image_prompt_is_saved_under_attachments_and_replayed() {
     editor.close().await;
 }
 
+/// A 1x1 PNG, base64.
+const PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+fn image_prompt(sid: &str) -> Value {
+    json!({ "sessionId": sid, "prompt": [
+        { "type": "text", "text": "what is this?" },
+        { "type": "image", "mimeType": "image/png", "data": PNG }
+    ] })
+}
+
+#[tokio::test]
+async fn a_heron_symlink_in_the_repository_does_not_take_attachments_outside() {
+    let mut editor = support::start();
+    let ws = std::path::PathBuf::from(editor.dirs.ws());
+    let outside = tempfile::tempdir().expect("outside");
+    std::os::unix::fs::symlink(outside.path(), ws.join(".heron")).expect("link .heron out");
+    let sid = editor.new_session().await;
+    let (_, answer) = editor.exchange(json!("img"), "session/prompt", image_prompt(&sid)).await;
+    assert_eq!(answer["error"]["data"]["code"], "turn.failed", "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("outside the session folder"), "{answer}");
+    let landed: Vec<_> = walk(outside.path());
+    assert!(landed.is_empty(), "nothing is written through the link: {landed:?}");
+    // The connection and the session keep serving.
+    let (_, answer) = editor.prompt(json!("hello"), &sid, "hello").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn an_attachment_swapped_for_a_link_or_a_fifo_is_not_read_back() {
+    let mut editor = support::start();
+    let sid = editor.new_session().await;
+    let (_, answer) = editor.exchange(json!("img"), "session/prompt", image_prompt(&sid)).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let dir = std::path::Path::new(&editor.dirs.ws()).join(".heron").join("attachments");
+    let saved = std::fs::read_dir(&dir).expect("attachments").next().expect("one").expect("entry").path();
+    let secret = tempfile::NamedTempFile::new().expect("secret");
+    std::fs::write(secret.path(), "top-secret-bytes").expect("write secret");
+    for swap in ["link", "fifo"] {
+        std::fs::remove_file(&saved).expect("remove");
+        if swap == "link" {
+            std::os::unix::fs::symlink(secret.path(), &saved).expect("symlink");
+        } else {
+            let made = std::process::Command::new("mkfifo").arg(&saved).status().expect("mkfifo runs");
+            assert!(made.success(), "mkfifo");
+        }
+        let load = json!({ "sessionId": sid, "cwd": editor.dirs.ws(), "mcpServers": [] });
+        let (replay, loaded) = editor.exchange(json!(format!("load-{swap}")), "session/load", load).await;
+        assert!(loaded["result"].is_object(), "{swap}: {loaded}");
+        let shown = serde_json::to_string(&replay).expect("json");
+        assert!(!shown.contains(&base64_of("top-secret-bytes")), "{swap}: the linked file is not replayed");
+        assert!(shown.contains("no longer available"), "{swap}: {shown}");
+        // The next model request reads the history's images again: it must not hang or send the file.
+        let (_, answer) = editor.prompt(json!(format!("next-{swap}")), &sid, "and now?").await;
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{swap}: {answer}");
+    }
+    editor.close().await;
+}
+
+fn base64_of(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).collect()
+}
+
 /// `kill -9` while `write_file` replaces a 3 MiB file, at a spread of moments: every time
 /// the file is either the old one or the new one, never a mix or a truncation.
 #[test]

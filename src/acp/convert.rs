@@ -4,6 +4,7 @@
 use base64::Engine as _;
 use serde_json::json;
 
+use heron_core::session::attachments;
 use heron_core::session::event::Event;
 use heron_core::session::settings::{Mode, OptionSpec, Settings};
 use heron_core::session::update::TurnUpdate;
@@ -128,7 +129,7 @@ pub fn prompt_blocks(input: &[PromptInput]) -> Vec<ContentBlock> {
 fn user_block(content: &UserContent) -> ContentBlock {
     match content {
         UserContent::Text { text } => text_block(text.clone()),
-        UserContent::Image { mime_type, path, uri } => match std::fs::read(path) {
+        UserContent::Image { mime_type, path, uri } => match attachments::read(path) {
             Ok(bytes) => ContentBlock::Image(ImageContent {
                 annotations: None,
                 data: base64::engine::general_purpose::STANDARD.encode(bytes),
@@ -148,7 +149,7 @@ fn user_block(content: &UserContent) -> ContentBlock {
                 uri: uri.clone(),
             }),
         }),
-        UserContent::Blob { uri, mime_type, path } => match std::fs::read(path) {
+        UserContent::Blob { uri, mime_type, path } => match attachments::read(path) {
             Ok(bytes) => ContentBlock::Resource(EmbeddedResource {
                 annotations: None,
                 meta: None,

@@ -16,9 +16,6 @@ use super::event::Event;
 use crate::llm::{ChatMessage, ToolCallRequest, UserPart};
 use crate::types::UserContent;
 
-/// The largest image sent to a model, in bytes (providers refuse far smaller ones).
-const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
-
 /// The images a session's history refers to, base64-encoded, read once each. An image that
 /// could not be read is remembered as missing, with why.
 #[derive(Debug, Default)]
@@ -67,15 +64,7 @@ impl Images {
 }
 
 fn read_image(path: &str) -> Result<String, String> {
-    use std::io::Read as _;
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    let mut bytes = Vec::new();
-    // Read one byte past the cap, so a file that grew is caught without reading it all.
-    file.take(MAX_IMAGE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > MAX_IMAGE_BYTES {
-        return Err(format!("it is larger than {MAX_IMAGE_BYTES} bytes"));
-    }
-    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+    super::attachments::read(path).map(|bytes| base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
 /// What the model is told about an interrupted call.

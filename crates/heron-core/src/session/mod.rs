@@ -9,7 +9,7 @@
 //! When no prompt runs or waits, the actor runs the session's durable inbox (`inbox`).
 
 mod actor;
-mod attachments;
+pub mod attachments;
 pub mod commands;
 pub mod event;
 pub mod goal;
