@@ -170,7 +170,11 @@ fn streaming_to_an_editor_that_stops_reading_holds_the_model_back() {
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert_eq!(shown, TOTAL, "the editor got all of it once it read on");
     let growth = paused.expect("the reader paused");
-    eprintln!("RSS grew {:.1} MiB while the editor did not read", growth as f64 / MIB as f64);
+    eprintln!(
+        "RSS grew {:.1} MiB while the editor did not read; peak {:.1} MiB",
+        growth as f64 / MIB as f64,
+        agent.peak_rss() as f64 / MIB as f64
+    );
     // Held: what was read (1 MiB), and what Heron is ahead by (the budgets, 5 MiB) twice,
     // in the reply and in the queue, and buffers. Reading on would hold all 32 MiB twice.
     assert!(growth < 28 * MIB, "grew {growth} bytes while the editor did not read");

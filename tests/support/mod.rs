@@ -13,6 +13,12 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::task::JoinHandle;
 
+/// The binary under test: `HERON_TEST_BIN` when set (a release build, for figures that
+/// mean something), else the one cargo built for these tests.
+pub fn heron_bin() -> std::path::PathBuf {
+    std::env::var_os("HERON_TEST_BIN").map_or_else(|| env!("CARGO_BIN_EXE_heron").into(), Into::into)
+}
+
 /// An editor's end of a connection to an in-process `heron acp`.
 pub struct Editor {
     input: DuplexStream,
@@ -114,7 +120,7 @@ pub fn wanting_status(extra: Value) -> Value {
 
 /// Spawns the real `heron acp` binary on `home` with `args`, the way an editor does.
 pub fn spawn_heron(home: &std::path::Path, args: &[&str]) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_heron"))
+    std::process::Command::new(heron_bin())
         .arg("acp")
         .args(args)
         .env("HERON_HOME", home)
