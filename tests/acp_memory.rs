@@ -150,7 +150,7 @@ fn streaming_to_an_editor_that_stops_reading_holds_the_model_back() {
     // 32 MiB in 16 KiB deltas (the reply cap raised to allow it), to an editor that stops
     // reading for a while after the first MiB: the model waits for it instead of Heron
     // reading on and queueing what the editor has not taken.
-    const TOTAL: usize = 32 * MIB;
+    const TOTAL: usize = 20 * MIB;
     let url = endpoint(vec![text_stream(TOTAL / (16 * 1024) + 1, 16 * 1024)]);
     let dirs = home(&url, "max_reply_bytes = 67108864\n");
     let mut agent = Agent::start(&dirs);

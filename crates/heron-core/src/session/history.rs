@@ -103,6 +103,8 @@ pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<Cha
     // Calls of the open assistant message still waiting for a result.
     let mut open_calls: Vec<String> = Vec::new();
     let mut assistant_open = false;
+    // The id of the message the last event was a piece of: a long message is stored in pieces.
+    let mut last_piece: Option<&str> = None;
 
     let close = |out: &mut Vec<ChatMessage>, open_calls: &mut Vec<String>| {
         for call_id in open_calls.drain(..) {
@@ -111,6 +113,7 @@ pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<Cha
     };
 
     for event in events {
+        let piece_of = last_piece.take();
         match event {
             Event::UserMessage { content, .. } => {
                 close(&mut out, &mut open_calls);
@@ -122,7 +125,14 @@ pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<Cha
                 assistant_open = false;
                 out.push(ChatMessage::User { parts: vec![UserPart::Text { text: text.clone() }] });
             }
-            Event::AgentMessage { text, .. } => {
+            Event::AgentMessage { message_id, text } => {
+                last_piece = Some(message_id);
+                if piece_of == Some(message_id.as_str())
+                    && let Some(ChatMessage::Assistant { text: joined, .. }) = out.last_mut()
+                {
+                    joined.push_str(text);
+                    continue;
+                }
                 close(&mut out, &mut open_calls);
                 out.push(ChatMessage::Assistant { text: text.clone(), tool_calls: Vec::new() });
                 assistant_open = true;
@@ -163,6 +173,21 @@ pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<Cha
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pieces_of_one_long_message_are_one_assistant_message() {
+        let piece = |id: &str, text: &str| Event::AgentMessage { message_id: id.into(), text: text.into() };
+        let events = [piece("a", "one "), piece("a", "two"), piece("b", "three")];
+        let messages = chat_messages("system", &events, &Images::default());
+        let texts: Vec<_> = messages
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::Assistant { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, ["one two", "three"]);
+    }
 
     fn image_message(path: &str) -> Event {
         Event::UserMessage {

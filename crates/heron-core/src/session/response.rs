@@ -2,6 +2,11 @@
 //! of the user's keys even when a key is split across deltas, within the reply's byte cap
 //! and the turn's chunk budget; the finished thought and message are recorded as the
 //! editor saw them, and the tool calls handed back to the turn.
+//!
+//! A long message is kept, and stored, as consecutive pieces of at most [`PIECE_BYTES`]
+//! under the same message id: encoding it for the store and SQLite's own copies then cost a
+//! piece, not the whole message again (a 20 MiB reply took five times its size at the end).
+//! History and replay join the pieces back.
 
 use futures_util::StreamExt;
 
@@ -12,10 +17,15 @@ use crate::llm::{FinishReason, ModelEvent, ModelRequest, ProviderError, ToolCall
 use crate::secret::StreamRedactor;
 use crate::types::StopReason;
 
+/// The most text one stored message event holds.
+pub(super) const PIECE_BYTES: usize = 1 << 20;
+
 /// A message or thought being streamed.
 struct Draft {
     id: String,
-    text: String,
+    /// The text so far, in pieces of at most [`PIECE_BYTES`].
+    pieces: Vec<String>,
+    len: usize,
     redactor: StreamRedactor,
 }
 
@@ -23,8 +33,34 @@ impl Draft {
     fn new(turn: &Turn) -> Self {
         Self {
             id: uuid::Uuid::new_v4().to_string(),
-            text: String::new(),
+            pieces: Vec::new(),
+            len: 0,
             redactor: StreamRedactor::new(turn.env.secrets.iter()),
+        }
+    }
+
+    fn push(&mut self, mut text: &str) {
+        self.len += text.len();
+        while !text.is_empty() {
+            let room = match self.pieces.last() {
+                Some(last) if last.len() < PIECE_BYTES => PIECE_BYTES - last.len(),
+                _ => {
+                    self.pieces.push(String::new());
+                    PIECE_BYTES
+                }
+            };
+            // A character longer than the room left starts the next piece.
+            let taken = match fit(text, room) {
+                "" if room < PIECE_BYTES => {
+                    self.pieces.push(String::new());
+                    fit(text, PIECE_BYTES)
+                }
+                taken => taken,
+            };
+            if let Some(last) = self.pieces.last_mut() {
+                last.push_str(taken);
+            }
+            text = &text[taken.len()..];
         }
     }
 }
@@ -52,12 +88,12 @@ impl Turn {
     /// Shows `text` as a chunk of `part`, within the reply cap. Returns `false` once the cap
     /// is reached (what fitted was shown).
     async fn show(&mut self, part: Part, message: &mut Draft, thought: &mut Draft, text: &str) -> bool {
-        let room = self.limits.max_reply_bytes.saturating_sub(message.text.len() + thought.text.len());
+        let room = self.limits.max_reply_bytes.saturating_sub(message.len + thought.len);
         let shown = fit(text, room);
         let whole = shown.len() == text.len();
         if !shown.is_empty() {
             let draft = if part == Part::Message { &mut *message } else { &mut *thought };
-            draft.text.push_str(shown);
+            draft.push(shown);
             // A turn whose editor is gone streams to nobody and waits for no one.
             let held = if self.updates.is_closed() {
                 Default::default()
@@ -141,11 +177,11 @@ impl Turn {
                 .await
                 .map_err(|e| TurnError::Store(e.to_string()))?;
         }
-        if !thought.text.is_empty() {
-            self.record(Event::AgentThought { message_id: thought.id, text: thought.text }).await?;
+        for text in thought.pieces {
+            self.record(Event::AgentThought { message_id: thought.id.clone(), text }).await?;
         }
-        if !message.text.is_empty() {
-            self.record(Event::AgentMessage { message_id: message.id, text: message.text }).await?;
+        for text in message.pieces {
+            self.record(Event::AgentMessage { message_id: message.id.clone(), text }).await?;
         }
         let stop = match finish.unwrap_or(FinishReason::Stop) {
             _ if cancelled || self.cancel().is_cancelled() => Some(StopReason::Cancelled),
@@ -157,5 +193,40 @@ impl Turn {
             FinishReason::Stop | FinishReason::ToolCalls => None,
         };
         Ok(Response { stop, tool_calls: calls })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draft() -> Draft {
+        Draft {
+            id: "m".into(),
+            pieces: Vec::new(),
+            len: 0,
+            redactor: StreamRedactor::new(std::iter::empty()),
+        }
+    }
+
+    #[test]
+    fn a_long_message_is_kept_in_pieces_that_join_back_exactly() {
+        let mut draft = draft();
+        let mut whole = String::new();
+        // Deltas of odd sizes with multi-byte characters, so pieces end mid-delta and a
+        // character straddles a piece boundary.
+        for i in 0..40_000 {
+            let delta = format!("{i}é漢🦀-{}", "x".repeat(i % 97));
+            draft.push(&delta);
+            whole.push_str(&delta);
+        }
+        assert!(draft.pieces.len() > 2, "{} pieces", draft.pieces.len());
+        assert!(draft.pieces.iter().all(|p| p.len() <= PIECE_BYTES && !p.is_empty()));
+        assert!(
+            draft.pieces[..draft.pieces.len() - 1].iter().all(|p| p.len() + 4 > PIECE_BYTES),
+            "pieces are full"
+        );
+        assert_eq!(draft.len, whole.len());
+        assert_eq!(draft.pieces.concat(), whole);
     }
 }
