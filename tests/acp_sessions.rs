@@ -67,7 +67,10 @@ fn as_replayed(live: &[Value]) -> Vec<(String, String)> {
     for update in live.iter().filter(|m| update_kind(m).is_some()) {
         let body = &update["params"]["update"];
         let (kind, what) = summary(update);
-        if kind == "usage_update" || (kind == "tool_call_update" && body["status"] == "in_progress") {
+        // Live only: progress, and the change a pending call shows before it is approved
+        // (the completed update carries it again).
+        let progress = body["status"] == "in_progress" || body["status"] == "pending";
+        if kind == "usage_update" || (kind == "tool_call_update" && progress) {
             continue;
         }
         let message_id = body.get("messageId").cloned();

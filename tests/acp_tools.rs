@@ -14,21 +14,21 @@ const WRITE_SCRIPT: &str = r#"{"steps":[{"text":"Writing."},{"tool_call":{"name"
 {"steps":[{"text":"Done."}]}
 "#;
 
-fn start(script: &str, extra_config: &str, args: AcpArgs) -> Editor {
+pub(crate) fn start(script: &str, extra_config: &str, args: AcpArgs) -> Editor {
     support::start_in(
         AcpArgs { model: Some("t/m".into()), ..args },
         support::scripted_home("t", extra_config, script),
     )
 }
 
-async fn new_session(editor: &mut Editor, capabilities: Value) -> String {
+pub(crate) async fn new_session(editor: &mut Editor, capabilities: Value) -> String {
     editor.new_session_with(capabilities).await
 }
 
 /// Sends a prompt and answers every request the agent makes with `respond` (which sees the
 /// request and returns the reply's `result`, or `None` to leave it unanswered). Returns
 /// (all messages before the answer, the answer).
-async fn prompt_answering(
+pub(crate) async fn prompt_answering(
     editor: &mut Editor,
     session: &str,
     mut respond: impl FnMut(&Value) -> Option<Value>,
@@ -57,15 +57,15 @@ async fn prompt_answering(
     }
 }
 
-fn select(option: &str) -> Value {
+pub(crate) fn select(option: &str) -> Value {
     json!({ "outcome": { "outcome": "selected", "optionId": option } })
 }
 
-fn requests<'a>(messages: &'a [Value], method: &str) -> Vec<&'a Value> {
+pub(crate) fn requests<'a>(messages: &'a [Value], method: &str) -> Vec<&'a Value> {
     messages.iter().filter(|m| m["method"] == method).collect()
 }
 
-fn final_status(messages: &[Value]) -> Option<String> {
+pub(crate) fn final_status(messages: &[Value]) -> Option<String> {
     messages
         .iter()
         .rev()
@@ -74,7 +74,7 @@ fn final_status(messages: &[Value]) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn written(editor: &Editor, name: &str) -> Option<String> {
+pub(crate) fn written(editor: &Editor, name: &str) -> Option<String> {
     std::fs::read_to_string(std::path::Path::new(&editor.dirs.ws()).join(name)).ok()
 }
 
@@ -367,6 +367,8 @@ async fn an_editor_that_never_answers_a_read_fails_the_call_at_its_deadline() {
 {"steps":[{"text":"Done."}]}
 "#;
     let mut editor = start(script, "tool_timeout_s = 1\n", support::demo_args());
+    // On disk, so the editor is asked for its copy (a missing file is not asked about).
+    std::fs::write(std::path::Path::new(&editor.dirs.ws()).join("README.md"), "# hi\n").expect("write");
     let sid = new_session(&mut editor, json!({ "fs": { "readTextFile": true } })).await;
     let mut asked = None;
     let (seen, answer) = prompt_answering(&mut editor, &sid, |request| {

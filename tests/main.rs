@@ -4,6 +4,7 @@
 
 mod support;
 
+mod acp_approvals;
 mod acp_durability;
 mod acp_engine;
 mod acp_goal;

@@ -8,6 +8,7 @@ use heron_core::session::attachments;
 use heron_core::session::event::Event;
 use heron_core::session::settings::{Mode, OptionSpec, Settings};
 use heron_core::session::update::TurnUpdate;
+use heron_core::tools::editor::PermissionAsk;
 use heron_core::types::{
     Location, PlanItem, PlanPriority, PlanStatus, PromptInput, StopReason, ToolKind, ToolOutput, ToolStatus,
     UsageReport, UserContent,
@@ -227,6 +228,22 @@ fn tool_content(output: &[ToolOutput]) -> Vec<ToolCallContent> {
             }),
         })
         .collect()
+}
+
+/// The tool call a permission request shows: all of it, so the user judges what will run.
+pub fn permission_call(ask: &PermissionAsk) -> p::ToolCallUpdate {
+    p::ToolCallUpdate {
+        content: (!ask.content.is_empty()).then(|| tool_content(&ask.content)),
+        kind: Some(tool_kind(ask.kind)),
+        locations: (!ask.locations.is_empty()).then(|| locations(&ask.locations)),
+        meta: None,
+        name: Some(ask.name.clone()),
+        raw_input: Some(ask.raw_input.clone()),
+        raw_output: None,
+        status: None,
+        title: Some(ask.title.clone()),
+        tool_call_id: ToolCallId(ask.call_id.clone()),
+    }
 }
 
 fn plan_entry(item: &PlanItem) -> PlanEntry {

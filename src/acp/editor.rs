@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use heron_core::BoxFuture;
 use heron_core::tools::editor::{
-    EditorError, EditorIo, ExitStatus, PermissionAnswer, QuestionAnswer, TerminalCommand, TerminalOutput,
+    EditorError, EditorIo, ExitStatus, PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand,
+    TerminalOutput,
 };
 use heron_protocol::runtime::{ClientPeer, Outgoing};
 use heron_protocol::{
@@ -17,8 +18,7 @@ use heron_protocol::{
     ElicitationSchema, EnumOption, KillTerminalRequest, PermissionOption, PermissionOptionId,
     PermissionOptionKind, ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome,
     RequestPermissionRequest, RequestPermissionResponse, RpcError, SessionId, StringPropertySchema,
-    TerminalId, TerminalOutputRequest, ToolCallId, ToolCallUpdate, WaitForTerminalExitRequest,
-    WriteTextFileRequest,
+    TerminalId, TerminalOutputRequest, WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 
 /// One session's view of the editor.
@@ -186,7 +186,7 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
         Box::pin(async move { call.await.map(|_| ()).map_err(failed) })
     }
 
-    fn request_permission(&self, call_id: &str, timeout: Duration) -> BoxFuture<PermissionAnswer> {
+    fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> BoxFuture<PermissionAnswer> {
         let request = RequestPermissionRequest {
             meta: None,
             options: OPTIONS
@@ -199,18 +199,7 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
                 })
                 .collect(),
             session_id: self.sid(),
-            tool_call: ToolCallUpdate {
-                content: None,
-                kind: None,
-                locations: None,
-                meta: None,
-                name: None,
-                raw_input: None,
-                raw_output: None,
-                status: None,
-                title: None,
-                tool_call_id: ToolCallId(call_id.to_owned()),
-            },
+            tool_call: super::convert::permission_call(ask),
         };
         let call = self.client.0.call_with_timeout("session/request_permission", request, Some(timeout));
         Box::pin(async move { answer_of(call.await) })

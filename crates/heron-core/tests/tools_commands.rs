@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::support::{Dirs, FakeEditor, Script, call};
 use heron_core::tools::Tool;
 use heron_core::tools::run_command::RunCommand;
-use heron_core::types::{ToolKind, ToolStatus};
+use heron_core::types::{ToolKind, ToolOutput, ToolStatus};
 use serde_json::json;
 
 /// Live (not zombie) processes whose process group is `group`, from /proc.
@@ -54,7 +54,13 @@ async fn local_command_reports_exit_code_and_output() {
     let env = dirs.env();
     let prepared =
         RunCommand.prepare(r#"{"command":"echo out; echo err >&2; exit 3"}"#, &env).expect("prepared");
-    assert_eq!(prepared.title, "Run `echo out; echo err >&2; exit 3`");
+    assert_eq!(prepared.title, "Run echo out; echo err >&2; exit 3");
+    let shown = format!("echo out; echo err >&2; exit 3\n(in {})", dirs.ws().display());
+    assert_eq!(
+        prepared.content,
+        [ToolOutput::Text { text: shown }],
+        "the request shows the line and its cwd"
+    );
     assert_eq!(prepared.kind, ToolKind::Execute);
     let outcome = RunCommand.run(prepared, env).await;
     assert_eq!(outcome.status, ToolStatus::Failed);

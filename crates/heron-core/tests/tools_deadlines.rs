@@ -43,6 +43,8 @@ impl Tool for Stuck {
             locations: Vec::new(),
             raw_input: json!({}),
             outside_roots: false,
+            content: Vec::new(),
+            planned: None,
         })
     }
     fn run(&self, _prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {

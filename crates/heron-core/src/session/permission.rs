@@ -164,6 +164,8 @@ mod tests {
             locations: path.map(|p| Location { path: p.into(), line: None }).into_iter().collect(),
             raw_input: serde_json::json!({}),
             outside_roots: outside,
+            content: Vec::new(),
+            planned: None,
         }
     }
 

@@ -22,7 +22,7 @@ use super::transcript::Transcript;
 use super::update::{ChunkBudget, TurnUpdate};
 use crate::llm::registry::ResolvedProvider;
 use crate::llm::{ModelRequest, ProviderError, ToolCallRequest, Usage};
-use crate::tools::editor::PermissionAnswer;
+use crate::tools::editor::{PermissionAnswer, PermissionAsk};
 use crate::tools::{Outcome, Registry, ToolEnv, finish_goal};
 use crate::types::{StopReason, ToolStatus, UsageReport, UserContent};
 use heron_store::Store;
@@ -321,8 +321,8 @@ impl Turn {
                 _ if self.cancel().is_cancelled() => {
                     Outcome::failed("The turn was cancelled before this tool ran.")
                 }
-                (Some(tool), Ok(prepared)) => match self.gate(&call.id, &call.name, &prepared).await {
-                    Ok(()) => {
+                (Some(tool), Ok(prepared)) => match self.gate(&call, tool.as_ref(), prepared).await {
+                    Ok(prepared) => {
                         self.live(TurnUpdate::ToolProgress {
                             call_id: call.id.clone(),
                             status: ToolStatus::InProgress,
@@ -358,40 +358,83 @@ impl Turn {
         Ok(())
     }
 
-    /// Asks the permission gate, and the user when it says so. `Err` is the refusal the
-    /// model reads.
-    async fn gate(&self, call_id: &str, tool: &str, prepared: &crate::tools::Prepared) -> Result<(), String> {
+    /// Asks the permission gate, and the user when it says so, showing them what the call
+    /// will do (worked out first, without changing anything). Returns the call to run, as
+    /// shown; `Err` is the refusal the model reads.
+    async fn gate(
+        &self,
+        call: &ToolCallRequest,
+        tool: &dyn crate::tools::Tool,
+        prepared: crate::tools::Prepared,
+    ) -> Result<crate::tools::Prepared, String> {
+        let name = call.name.as_str();
         let decision = {
             let approvals = self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            decide(self.settings.posture, self.settings.mode == Mode::Plan, tool, prepared, &approvals)
+            decide(self.settings.posture, self.settings.mode == Mode::Plan, name, &prepared, &approvals)
         };
         match decision {
-            Decision::Allow => Ok(()),
+            Decision::Allow => Ok(prepared),
             Decision::Deny(reason) => Err(reason),
             Decision::Ask => {
+                let prepared = self.preview(tool, prepared).await?;
+                if !prepared.content.is_empty() {
+                    // The card shows the change (or the command) before the question.
+                    self.live(TurnUpdate::ToolProgress {
+                        call_id: call.id.clone(),
+                        status: ToolStatus::Pending,
+                        output: prepared.content.clone(),
+                    });
+                }
                 // The editor must have seen the tool call before it is asked about it.
                 super::update::flushed(&self.updates).await;
-                let asked = self.env.editor.request_permission(call_id, self.permission_timeout);
+                let ask = PermissionAsk {
+                    call_id: call.id.clone(),
+                    name: name.to_owned(),
+                    title: prepared.title.clone(),
+                    kind: prepared.kind,
+                    locations: prepared.locations.clone(),
+                    raw_input: prepared.raw_input.clone(),
+                    content: prepared.content.clone(),
+                };
+                let asked = self.env.editor.request_permission(&ask, self.permission_timeout);
                 let answer = tokio::select! {
                     answer = asked => answer,
                     // Dropping the request cancels it at the editor ($/cancel_request).
                     () = self.env.cancel.cancelled() => PermissionAnswer::Cancelled,
                 };
                 self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remember(
-                    tool,
-                    Scope::of(prepared),
+                    name,
+                    Scope::of(&prepared),
                     answer,
                 );
                 match answer {
-                    PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways => Ok(()),
+                    PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways => Ok(prepared),
                     PermissionAnswer::RejectOnce | PermissionAnswer::RejectAlways => {
-                        Err(format!("The user did not allow `{tool}` to run."))
+                        Err(format!("The user did not allow `{name}` to run."))
                     }
                     PermissionAnswer::Cancelled => {
                         Err("The turn was cancelled while waiting for permission.".into())
                     }
                 }
             }
+        }
+    }
+
+    /// What the call will do, worked out within the tool's quick deadline: a preview that
+    /// waits on an editor that never answers fails the call rather than the turn.
+    async fn preview(
+        &self,
+        tool: &dyn crate::tools::Tool,
+        prepared: crate::tools::Prepared,
+    ) -> Result<crate::tools::Prepared, String> {
+        let limit = self.env.deadlines.quick;
+        let previewing = tool.preview(prepared, self.env.clone());
+        tokio::select! {
+            result = tokio::time::timeout(limit, previewing) => result.unwrap_or_else(|_| Err(format!(
+                "Working out the change took longer than {} s (tool_timeout_s); nothing was changed.",
+                limit.as_secs()
+            ))),
+            () = self.env.cancel.cancelled() => Err("The turn was cancelled before this tool ran.".into()),
         }
     }
 

@@ -10,7 +10,8 @@ use super::snapshot::Activity;
 use super::status::Board;
 use crate::BoxFuture;
 use crate::tools::editor::{
-    EditorError, EditorIo, ExitStatus, PermissionAnswer, QuestionAnswer, TerminalCommand, TerminalOutput,
+    EditorError, EditorIo, ExitStatus, PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand,
+    TerminalOutput,
 };
 
 /// An editor whose waits on the user show on a status board.
@@ -79,11 +80,11 @@ impl EditorIo for WatchedEditor {
         self.inner.terminal_release(id)
     }
 
-    fn request_permission(&self, call_id: &str, timeout: Duration) -> BoxFuture<PermissionAnswer> {
-        let (inner, board, call_id) = (self.inner.clone(), self.board.clone(), call_id.to_owned());
+    fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> BoxFuture<PermissionAnswer> {
+        let (inner, board, ask) = (self.inner.clone(), self.board.clone(), ask.clone());
         Box::pin(async move {
             let _waiting = Waiting::start(board, Activity::AwaitingPermission).await;
-            inner.request_permission(&call_id, timeout).await
+            inner.request_permission(&ask, timeout).await
         })
     }
 

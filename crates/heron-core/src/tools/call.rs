@@ -123,7 +123,22 @@ pub(crate) async fn guarded(env: &ToolEnv, body: impl std::future::Future<Output
 pub(crate) fn scrub(env: &ToolEnv, mut outcome: Outcome) -> Outcome {
     let clean = |text: &str| crate::secret::redact(text, env.secrets.iter());
     outcome.for_model = clean(&outcome.for_model);
-    for output in &mut outcome.output {
+    scrub_outputs(env, &mut outcome.output);
+    if let Some(raw) = &mut outcome.raw_output {
+        scrub_value(raw, &clean);
+    }
+    if let Some(plan) = &mut outcome.plan {
+        for item in plan {
+            item.content = clean(&item.content);
+        }
+    }
+    outcome
+}
+
+/// Scrubs every known secret from what a call shows the user.
+pub(crate) fn scrub_outputs(env: &ToolEnv, outputs: &mut [ToolOutput]) {
+    let clean = |text: &str| crate::secret::redact(text, env.secrets.iter());
+    for output in outputs {
         match output {
             ToolOutput::Text { text } => *text = clean(text),
             ToolOutput::Diff { old_text, new_text, .. } => {
@@ -135,15 +150,6 @@ pub(crate) fn scrub(env: &ToolEnv, mut outcome: Outcome) -> Outcome {
             ToolOutput::Terminal { .. } => {}
         }
     }
-    if let Some(raw) = &mut outcome.raw_output {
-        scrub_value(raw, &clean);
-    }
-    if let Some(plan) = &mut outcome.plan {
-        for item in plan {
-            item.content = clean(&item.content);
-        }
-    }
-    outcome
 }
 
 /// Scrubs a title or other short text.

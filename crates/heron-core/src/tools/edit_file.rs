@@ -4,7 +4,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Outcome, Prepared, Tool, ToolEnv, call, files};
+use super::files::{self, PlannedChange};
+use super::{Outcome, Prepared, Tool, ToolEnv, call};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
 use crate::types::{ToolKind, ToolOutput, ToolStatus};
@@ -58,41 +59,59 @@ impl Tool for EditFile {
             locations: vec![call::location(&path, None)],
             raw_input,
             outside_roots: false,
+            content: Vec::new(),
+            planned: None,
+        })
+    }
+
+    fn preview(&self, mut prepared: Prepared, env: ToolEnv) -> BoxFuture<Result<Prepared, String>> {
+        Box::pin(async move {
+            let planned = plan(&prepared, &env).await?;
+            prepared.content = vec![planned.diff()];
+            call::scrub_outputs(&env, &mut prepared.content);
+            prepared.planned = Some(planned);
+            Ok(prepared)
         })
     }
 
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
-        Box::pin(async move { call::guarded(&env, edit(&prepared, &env)).await })
+        Box::pin(async move { call::guarded(&env, edit(prepared, &env)).await })
     }
 }
 
-async fn edit(prepared: &Prepared, env: &ToolEnv) -> Outcome {
-    let args: EditFileArgs = match call::reparse(NAME, &prepared.raw_input) {
-        Ok(args) => args,
-        Err(failed) => return failed,
-    };
-    let path = match call::resolve_for_write(env, &args.path).and_then(|p| call::still_approved(prepared, &p))
-    {
-        Ok(path) => path,
-        Err(message) => return Outcome::failed(message),
-    };
-    let loaded = match files::read_for_change(env, &path).await {
-        Ok(loaded) => loaded,
-        Err(message) => return Outcome::failed(message),
-    };
+/// Works out the edited text from the file as it is now.
+async fn plan(prepared: &Prepared, env: &ToolEnv) -> Result<PlannedChange, String> {
+    let args: EditFileArgs = call::reparse(NAME, &prepared.raw_input).map_err(|failed| failed.for_model)?;
+    let path = call::resolve_for_write(env, &args.path).and_then(|p| call::still_approved(prepared, &p))?;
+    let loaded = files::read_for_change(env, &path).await?;
     let Some(old_text) = &loaded.text else {
-        return Outcome::failed(format!("{} does not exist; use write_file to create it", path.display()));
+        return Err(format!("{} does not exist; use write_file to create it", path.display()));
     };
-    let new_text =
-        match replace(old_text, &args.old_string, &args.new_string, args.replace_all.unwrap_or(false)) {
-            Ok((text, _)) => text,
-            Err(message) => return Outcome::failed(format!("{}: {message}", call::shown(env, &path))),
-        };
+    let (new_text, _) =
+        replace(old_text, &args.old_string, &args.new_string, args.replace_all.unwrap_or(false))
+            .map_err(|message| format!("{}: {message}", call::shown(env, &path)))?;
+    Ok(PlannedChange { path, loaded, new_text, notes: Vec::new() })
+}
+
+async fn edit(prepared: Prepared, env: &ToolEnv) -> Outcome {
+    // A previewed edit makes the change the user saw, if the file is still as it was then.
+    let planned = match prepared.planned {
+        Some(planned) => match planned.still_current(env).await {
+            Ok(()) => planned,
+            Err(message) => return Outcome::failed(message),
+        },
+        None => match plan(&prepared, env).await {
+            Ok(planned) => planned,
+            Err(message) => return Outcome::failed(message),
+        },
+    };
+    let PlannedChange { path, loaded, new_text, .. } = planned;
+    let old_text = loaded.text.clone().unwrap_or_default();
     let replaced = match files::write(env, &path, &loaded, &new_text).await {
         Ok(replaced) => replaced,
         Err(message) => return Outcome::failed(message),
     };
-    let line = first_changed_line(old_text, &new_text);
+    let line = first_changed_line(&old_text, &new_text);
     let mut for_model = format!("Edited {} (first change at line {line})", call::shown(env, &path));
     if replaced.other_links > 0 {
         for_model.push_str(&format!("; {}", super::write_file::HARD_LINKS));
@@ -101,10 +120,10 @@ async fn edit(prepared: &Prepared, env: &ToolEnv) -> Outcome {
         status: ToolStatus::Completed,
         output: vec![ToolOutput::Diff {
             path: path.display().to_string(),
-            old_text: Some(old_text.clone()),
+            old_text: Some(old_text),
             new_text,
         }],
-        raw_output: Some(serde_json::json!({ "line": line })),
+        raw_output: Some(serde_json::json!({ "path": path.display().to_string(), "firstChangedLine": line })),
         for_model,
         plan: None,
     }

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::BoxFuture;
+use crate::types::{Location, ToolKind, ToolOutput};
 
 /// A failed editor call, as a message for the model and the log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,6 +44,26 @@ pub struct TerminalCommand {
     pub cwd: String,
     /// How much output the editor keeps, in bytes.
     pub output_byte_limit: u64,
+}
+
+/// A permission request: the whole call as the user will see it, so that what they approve
+/// is what runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionAsk {
+    /// The call's id (the card the editor already shows).
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The call's human title.
+    pub title: String,
+    /// What kind of action it is.
+    pub kind: ToolKind,
+    /// The files it touches, resolved (symlinks followed).
+    pub locations: Vec<Location>,
+    /// Its arguments.
+    pub raw_input: serde_json::Value,
+    /// What it will do: the diff of a write, the command line of a command.
+    pub content: Vec<ToolOutput>,
 }
 
 /// What the user chose when asked for permission.
@@ -98,9 +119,9 @@ pub trait EditorIo: Send + Sync + 'static {
     /// Frees the terminal; the id is invalid afterwards.
     fn terminal_release(&self, id: &str) -> BoxFuture<Result<(), EditorError>>;
 
-    /// Asks the user whether tool call `call_id` may run; `timeout` bounds the wait
-    /// (no answer in time is a rejection).
-    fn request_permission(&self, call_id: &str, timeout: Duration) -> BoxFuture<PermissionAnswer>;
+    /// Asks the user whether the call `ask` shows may run; `timeout` bounds the wait (no
+    /// answer in time is a rejection).
+    fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> BoxFuture<PermissionAnswer>;
     /// Asks the user a question, optionally with fixed choices.
     fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>>;
 }
@@ -149,7 +170,7 @@ impl EditorIo for NoEditor {
     fn terminal_release(&self, _: &str) -> BoxFuture<Result<(), EditorError>> {
         unavailable("terminals")
     }
-    fn request_permission(&self, _: &str, _: Duration) -> BoxFuture<PermissionAnswer> {
+    fn request_permission(&self, _: &PermissionAsk, _: Duration) -> BoxFuture<PermissionAnswer> {
         Box::pin(std::future::ready(PermissionAnswer::RejectOnce))
     }
     fn ask(&self, _: &str, _: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {

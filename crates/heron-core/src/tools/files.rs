@@ -23,6 +23,44 @@ pub(crate) struct Loaded {
     pub via_editor: bool,
 }
 
+/// A change worked out before it is made: what the file holds now and what it will hold,
+/// so the user approves the exact text that will be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedChange {
+    /// The file (resolved).
+    pub(crate) path: std::path::PathBuf,
+    /// What it held when the change was worked out.
+    pub(crate) loaded: Loaded,
+    /// What it will hold.
+    pub(crate) new_text: String,
+    /// What the model is told about how the text was adapted (line endings, encoding).
+    pub(crate) notes: Vec<&'static str>,
+}
+
+impl PlannedChange {
+    /// The change as the user sees it.
+    pub(crate) fn diff(&self) -> crate::types::ToolOutput {
+        crate::types::ToolOutput::Diff {
+            path: self.path.display().to_string(),
+            old_text: self.loaded.text.clone(),
+            new_text: self.new_text.clone(),
+        }
+    }
+
+    /// Fails unless the file still holds what the user was shown the change against.
+    pub(crate) async fn still_current(&self, env: &ToolEnv) -> Result<(), String> {
+        let now = read_for_change(env, &self.path).await?;
+        if now.text == self.loaded.text {
+            return Ok(());
+        }
+        Err(format!(
+            "{} changed after the change was shown for approval; nothing was written. Read it again \
+             and make the change anew.",
+            self.path.display()
+        ))
+    }
+}
+
 /// What the local disk holds at a path.
 enum OnDisk {
     Missing,
@@ -61,8 +99,9 @@ async fn read_disk(env: &ToolEnv, path: &Path) -> Result<OnDisk, String> {
 pub(crate) async fn read_for_view(env: &ToolEnv, path: &Path) -> Result<Option<Decoded>, String> {
     env.witness(path);
     let disk = read_disk(env, path).await?;
+    // A file missing on disk is not asked of the editor: it would only answer "not found".
     let editor_may_read = match &disk {
-        OnDisk::Missing => true,
+        OnDisk::Missing => false,
         OnDisk::Text(decoded) => decoded.encoding != Encoding::Latin1,
     };
     if env.editor.reads_files() && editor_may_read {
@@ -76,10 +115,9 @@ pub(crate) async fn read_for_view(env: &ToolEnv, path: &Path) -> Result<Option<D
                 return Ok(Some(Decoded { text, encoding }));
             }
             // A file the editor cannot read but the disk has is still worth showing.
-            Err(e) if matches!(disk, OnDisk::Text(_)) => {
+            Err(e) => {
                 tracing::debug!(path = %path.display(), error = %e, "editor read failed; reading locally");
             }
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
         }
     }
     Ok(match disk {
@@ -98,14 +136,14 @@ pub(crate) async fn read_for_change(env: &ToolEnv, path: &Path) -> Result<Loaded
             OnDisk::Missing => true,
             OnDisk::Text(decoded) => decoded.encoding == Encoding::Utf8,
         };
-    if via_editor && env.editor.reads_files() {
+    // A new file is not read through the editor first: there is nothing to read, and
+    // editors report the miss as an error to the user.
+    if via_editor && env.editor.reads_files() && matches!(disk, OnDisk::Text(_)) {
         match env.editor.read_text_file(path).await {
             Ok(text) => return Ok(Loaded { text: Some(text), encoding: Encoding::Utf8, via_editor }),
-            Err(e) if matches!(disk, OnDisk::Text(_)) => {
+            Err(e) => {
                 tracing::debug!(path = %path.display(), error = %e, "editor read failed; using the disk copy");
             }
-            // The editor does not know the file and neither does the disk: it is new.
-            Err(_) => {}
         }
     }
     Ok(match disk {

@@ -63,6 +63,8 @@ impl Tool for FinishGoal {
             locations: Vec::new(),
             raw_input,
             outside_roots: false,
+            content: Vec::new(),
+            planned: None,
         })
     }
 

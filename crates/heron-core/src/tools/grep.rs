@@ -79,6 +79,8 @@ impl Tool for Grep {
             locations: vec![call::location(&path, None)],
             raw_input,
             outside_roots: access == ReadAccess::Ask,
+            content: Vec::new(),
+            planned: None,
         })
     }
 

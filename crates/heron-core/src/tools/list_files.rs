@@ -64,6 +64,8 @@ impl Tool for ListFiles {
             locations: vec![call::location(&path, None)],
             raw_input,
             outside_roots: access == ReadAccess::Ask,
+            content: Vec::new(),
+            planned: None,
         })
     }
 

@@ -5,7 +5,7 @@ mod call;
 pub mod deadline;
 pub mod edit_file;
 pub mod editor;
-mod files;
+pub mod files;
 pub(crate) mod finish_goal;
 pub(crate) mod fsio;
 pub mod grep;
@@ -136,6 +136,11 @@ pub struct Prepared {
     pub raw_input: Value,
     /// Whether it reads something outside the session's roots (the gate asks first).
     pub outside_roots: bool,
+    /// What it will do, shown before it runs and in a permission request: the command
+    /// line of a command; the diff of a write once [`Tool::preview`] worked it out.
+    pub content: Vec<ToolOutput>,
+    /// The exact change a write will make, once previewed: what runs is what was shown.
+    pub planned: Option<files::PlannedChange>,
 }
 
 /// How a call ended.
@@ -184,7 +189,14 @@ pub trait Tool: Send + Sync + 'static {
     /// message for the model: the call fails without running.
     fn prepare(&self, arguments: &str, env: &ToolEnv) -> Result<Prepared, String>;
 
-    /// Runs a prepared call.
+    /// Works out, changing nothing, what a call the user is about to be asked about will do,
+    /// so the request shows it (a write's diff, against the file as it is now). An `Err`
+    /// fails the call without asking (an edit that cannot apply). The default adds nothing.
+    fn preview(&self, prepared: Prepared, _env: ToolEnv) -> BoxFuture<Result<Prepared, String>> {
+        Box::pin(std::future::ready(Ok(prepared)))
+    }
+
+    /// Runs a prepared call (a previewed write makes exactly the change it showed).
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome>;
 }
 

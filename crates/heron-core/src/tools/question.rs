@@ -55,6 +55,8 @@ impl Tool for Question {
             locations: Vec::new(),
             raw_input,
             outside_roots: false,
+            content: Vec::new(),
+            planned: None,
         })
     }
 

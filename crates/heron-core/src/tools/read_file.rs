@@ -62,6 +62,8 @@ impl Tool for ReadFile {
             locations: vec![call::location(&path, line)],
             raw_input,
             outside_roots: access == ReadAccess::Ask,
+            content: Vec::new(),
+            planned: None,
         })
     }
 

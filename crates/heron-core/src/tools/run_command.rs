@@ -94,12 +94,16 @@ impl Tool for RunCommand {
     fn prepare(&self, arguments: &str, env: &ToolEnv) -> Result<Prepared, String> {
         let (args, raw_input): (RunCommandArgs, _) = call::parse(NAME, arguments)?;
         let checked = check(args, env)?;
+        // The whole command line and where it runs: what the user approves is what runs.
+        let shown = format!("{}\n(in {})", checked.command, checked.cwd.display());
         Ok(Prepared {
-            title: call::scrub_text(env, &format!("Run `{}`", call::one_line(&checked.command, 80))),
+            title: call::scrub_text(env, &format!("Run {}", call::one_line(&checked.command, 80))),
             kind: ToolKind::Execute,
-            locations: Vec::new(),
+            locations: vec![call::location(&checked.cwd, None)],
             raw_input,
             outside_roots: false,
+            content: vec![ToolOutput::Text { text: call::scrub_text(env, &shown) }],
+            planned: None,
         })
     }
 

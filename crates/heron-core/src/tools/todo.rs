@@ -56,6 +56,8 @@ impl Tool for TodoWrite {
             locations: Vec::new(),
             raw_input,
             outside_roots: false,
+            content: Vec::new(),
+            planned: None,
         })
     }
 

@@ -4,8 +4,9 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::files::{self, PlannedChange};
 use super::text::{self, Encoding};
-use super::{Outcome, Prepared, Tool, ToolEnv, call, files};
+use super::{Outcome, Prepared, Tool, ToolEnv, call};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
 use crate::types::{ToolKind, ToolOutput, ToolStatus};
@@ -53,29 +54,33 @@ impl Tool for WriteFile {
             locations: vec![call::location(&path, None)],
             raw_input,
             outside_roots: false,
+            content: Vec::new(),
+            planned: None,
+        })
+    }
+
+    fn preview(&self, mut prepared: Prepared, env: ToolEnv) -> BoxFuture<Result<Prepared, String>> {
+        Box::pin(async move {
+            let planned = plan(&prepared, &env).await?;
+            prepared.content = vec![planned.diff()];
+            call::scrub_outputs(&env, &mut prepared.content);
+            prepared.planned = Some(planned);
+            Ok(prepared)
         })
     }
 
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
-        Box::pin(async move { call::guarded(&env, write(&prepared, &env)).await })
+        Box::pin(async move { call::guarded(&env, write(prepared, &env)).await })
     }
 }
 
-async fn write(prepared: &Prepared, env: &ToolEnv) -> Outcome {
-    let args: WriteFileArgs = match call::reparse(NAME, &prepared.raw_input) {
-        Ok(args) => args,
-        Err(failed) => return failed,
-    };
-    // Checked again: the tree may have changed while the call waited for permission.
-    let path = match call::resolve_for_write(env, &args.path).and_then(|p| call::still_approved(prepared, &p))
-    {
-        Ok(path) => path,
-        Err(message) => return Outcome::failed(message),
-    };
-    let mut loaded = match files::read_for_change(env, &path).await {
-        Ok(loaded) => loaded,
-        Err(message) => return Outcome::failed(message),
-    };
+/// Works out what the file will hold: the model's content, kept in the file's line
+/// endings and (when it can hold it) its encoding.
+async fn plan(prepared: &Prepared, env: &ToolEnv) -> Result<PlannedChange, String> {
+    let args: WriteFileArgs = call::reparse(NAME, &prepared.raw_input).map_err(|failed| failed.for_model)?;
+    // Checked again: the tree may have changed while the call waited.
+    let path = call::resolve_for_write(env, &args.path).and_then(|p| call::still_approved(prepared, &p))?;
+    let mut loaded = files::read_for_change(env, &path).await?;
     let mut content = args.content.strip_prefix('\u{feff}').unwrap_or(&args.content).to_owned();
     let mut notes = Vec::new();
     if let Some(old) = &loaded.text
@@ -89,6 +94,22 @@ async fn write(prepared: &Prepared, env: &ToolEnv) -> Outcome {
         loaded.encoding = Encoding::Utf8;
         notes.push("the file was Latin-1 but the new content is not, so it is now UTF-8");
     }
+    Ok(PlannedChange { path, loaded, new_text: content, notes })
+}
+
+async fn write(prepared: Prepared, env: &ToolEnv) -> Outcome {
+    // A previewed write makes the change the user saw, if the file is still as it was then.
+    let planned = match prepared.planned {
+        Some(planned) => match planned.still_current(env).await {
+            Ok(()) => planned,
+            Err(message) => return Outcome::failed(message),
+        },
+        None => match plan(&prepared, env).await {
+            Ok(planned) => planned,
+            Err(message) => return Outcome::failed(message),
+        },
+    };
+    let PlannedChange { path, loaded, new_text: content, mut notes } = planned;
     match files::write(env, &path, &loaded, &content).await {
         Ok(replaced) if replaced.other_links > 0 => notes.push(HARD_LINKS),
         Ok(_) => {}

@@ -9,8 +9,8 @@ use std::time::Duration;
 use heron_core::BoxFuture;
 use heron_core::sandbox::{Policy, Withheld};
 use heron_core::tools::editor::{
-    EditorError, EditorIo, ExitStatus, NoEditor, PermissionAnswer, QuestionAnswer, TerminalCommand,
-    TerminalOutput,
+    EditorError, EditorIo, ExitStatus, NoEditor, PermissionAnswer, PermissionAsk, QuestionAnswer,
+    TerminalCommand, TerminalOutput,
 };
 use heron_core::tools::roots::Roots;
 use heron_core::tools::{Outcome, Tool, ToolEnv};
@@ -170,8 +170,8 @@ impl EditorIo for FakeEditor {
         ready(Ok(()))
     }
 
-    fn request_permission(&self, call_id: &str, _: Duration) -> BoxFuture<PermissionAnswer> {
-        self.record(format!("request_permission {call_id}"));
+    fn request_permission(&self, ask: &PermissionAsk, _: Duration) -> BoxFuture<PermissionAnswer> {
+        self.record(format!("request_permission {}", ask.call_id));
         ready(PermissionAnswer::AllowOnce)
     }
 

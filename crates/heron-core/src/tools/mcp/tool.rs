@@ -120,6 +120,8 @@ impl Tool for McpTool {
             locations: Vec::new(),
             raw_input: value,
             outside_roots: false,
+            content: Vec::new(),
+            planned: None,
         })
     }
 
