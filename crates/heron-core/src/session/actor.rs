@@ -124,7 +124,9 @@ async fn run_prompt(session: &Session, context: &ActorContext, job: Job, carried
     }
     let state = session.state();
     session.status.begin_turn(job.updates.clone());
-    let result = run_job(session, context, state, job.input, job.updates, token, carried).await;
+    // The editor shows what it sent itself: its own prompt is not echoed back.
+    let prompted = Prompted { input: job.input, updates: job.updates, cancel: token, echo: false };
+    let result = run_job(session, context, state, prompted, carried).await;
     carried.transcript.sync(&carried.history).await;
     // The idle status goes out on the prompt's stream, before its answer.
     session.status.end_turn();
@@ -140,7 +142,9 @@ async fn run_item(session: &Session, context: &ActorContext, item: inbox::Claime
     let outcome = match item.input {
         Ok(input) => {
             let state = session.state();
-            run_job(session, context, state, input, item.updates, item.cancel, carried)
+            // Nobody typed an inbox item in this editor: it is shown like a prompt.
+            let prompted = Prompted { input, updates: item.updates, cancel: item.cancel, echo: true };
+            run_job(session, context, state, prompted, carried)
                 .await
                 .map_err(|err| inbox::failure(&err, &context.providers))
         }
@@ -151,15 +155,23 @@ async fn run_item(session: &Session, context: &ActorContext, item: inbox::Claime
     session.inbox.finish(&item.id, outcome, session.closed.is_cancelled()).await;
 }
 
+/// A prompt about to run: what was asked, where its updates go, what cancels it.
+struct Prompted {
+    input: Vec<PromptInput>,
+    updates: mpsc::UnboundedSender<TurnUpdate>,
+    cancel: CancellationToken,
+    /// Whether the prompt is shown as a user message (see [`Turn::echo_prompt`]).
+    echo: bool,
+}
+
 async fn run_job(
     session: &Session,
     context: &ActorContext,
     state: State,
-    input: Vec<PromptInput>,
-    updates: mpsc::UnboundedSender<TurnUpdate>,
-    cancel: CancellationToken,
+    prompted: Prompted,
     carried: &mut Carried,
 ) -> PromptResult {
+    let Prompted { input, updates, cancel, echo: echo_prompt } = prompted;
     let provider = context.providers.resolve(&state.settings.model)?;
     let prompt = attachments::save(&state.cwd, input).await.map_err(PromptError::Attachment)?;
     let protected = Protected::for_home(context.providers.home().root());
@@ -200,6 +212,7 @@ async fn run_job(
         max_goal_continuations: context.max_goal_continuations,
         limits: context.limits,
         budget: ChunkBudget::new(),
+        echo_prompt,
     };
     let (outcome, after) = turn.run(prompt).await;
     *carried = after;

@@ -39,20 +39,27 @@ impl Draft {
         }
     }
 
+    /// A new piece: the first grows as needed (most replies are short); once a reply has
+    /// filled one, the next is allocated whole, so a long reply is never reallocated on
+    /// the way and leaves no trail of freed buffers behind.
+    fn next_piece(&self) -> String {
+        if self.pieces.is_empty() { String::new() } else { String::with_capacity(PIECE_BYTES) }
+    }
+
     fn push(&mut self, mut text: &str) {
         self.len += text.len();
         while !text.is_empty() {
             let room = match self.pieces.last() {
                 Some(last) if last.len() < PIECE_BYTES => PIECE_BYTES - last.len(),
                 _ => {
-                    self.pieces.push(String::new());
+                    self.pieces.push(self.next_piece());
                     PIECE_BYTES
                 }
             };
             // A character longer than the room left starts the next piece.
             let taken = match fit(text, room) {
                 "" if room < PIECE_BYTES => {
-                    self.pieces.push(String::new());
+                    self.pieces.push(self.next_piece());
                     fit(text, PIECE_BYTES)
                 }
                 taken => taken,

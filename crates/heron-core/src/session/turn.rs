@@ -84,6 +84,9 @@ pub struct Turn {
     pub limits: Limits,
     /// Streamed text in flight to the editor.
     pub budget: ChunkBudget,
+    /// Whether the prompt is shown as a user message: not when the editor sent it (it shows
+    /// it already), yes when it came from elsewhere (the inbox).
+    pub echo_prompt: bool,
 }
 
 /// Bounds on what one model response may send.
@@ -127,6 +130,11 @@ impl Turn {
     }
 
     pub(super) async fn record(&mut self, event: Event) -> Result<(), TurnError> {
+        self.record_shown(event, true).await
+    }
+
+    /// Records `event`; `shown` says whether the editor is sent it too.
+    async fn record_shown(&mut self, event: Event, shown: bool) -> Result<(), TurnError> {
         // Encoded straight to text, and copied for the editor only when it shows there: a
         // long message is held as few times as possible.
         let payload: Arc<str> =
@@ -137,7 +145,7 @@ impl Turn {
             .map_err(|e| TurnError::Store(e.to_string()))?;
         self.carried.transcript.append(&self.carried.history, payload).await;
         // Finished messages and thoughts already streamed as chunks; the rest shows as it is.
-        if !matches!(event, Event::AgentMessage { .. } | Event::AgentThought { .. }) {
+        if shown && !matches!(event, Event::AgentMessage { .. } | Event::AgentThought { .. }) {
             // The editor may be gone; the turn still finishes and records.
             let _ = self.updates.send(TurnUpdate::Event(event.clone()));
         }
@@ -175,7 +183,7 @@ impl Turn {
             self.adopt_goal(&prompt).await?;
         }
         let message_id = uuid::Uuid::new_v4().to_string();
-        self.record(Event::UserMessage { message_id, content: prompt }).await?;
+        self.record_shown(Event::UserMessage { message_id, content: prompt }, self.echo_prompt).await?;
         let read_only = self.settings.mode == Mode::Plan;
         let mut system = SYSTEM_PROMPT.to_owned();
         if read_only {
