@@ -22,6 +22,7 @@ mod acp_tools;
 mod acp_trust;
 mod conformance;
 mod conformance_untrusted;
+mod doctor;
 mod editors;
 mod hostile_input;
 mod layers;
