@@ -19,6 +19,9 @@ fn main() -> ExitCode {
     if let Command::Models(args) = cli.command {
         return heron::cli::models::run(args);
     }
+    if let Command::Manifest(args) = cli.command {
+        return heron::cli::manifest::run(args);
+    }
     acp_or_setup(cli)
 }
 
@@ -59,8 +62,8 @@ fn acp_or_setup(cli: Cli) -> ExitCode {
             Command::Setup(args) => setup(args),
             Command::Run(_) => Err("unreachable: run is handled before".to_owned()),
             Command::Conformance(_) => Err("unreachable: conformance is handled before".to_owned()),
-            Command::Doctor(_) | Command::Models(_) => {
-                Err("unreachable: doctor and models are handled before".to_owned())
+            Command::Doctor(_) | Command::Models(_) | Command::Manifest(_) => {
+                Err("unreachable: doctor, models and manifest are handled before".to_owned())
             }
         }
     });

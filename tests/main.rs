@@ -27,3 +27,4 @@ mod editors;
 mod hostile_input;
 mod layers;
 mod record;
+mod registry;

@@ -3,6 +3,7 @@
 pub mod acp;
 pub mod conformance;
 pub mod doctor;
+pub mod manifest;
 pub mod models;
 pub mod run;
 pub mod setup;
@@ -35,6 +36,9 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// List the configured models as provider/model, one per line.
     Models(models::ModelsArgs),
+    /// Print this build's ACP registry entry (agent.json); used when releasing.
+    #[command(hide = true)]
+    Manifest(manifest::ManifestArgs),
 }
 
 /// Sends logs to stderr, filtered by `HERON_LOG` (default `warn`). Stdout is the protocol's.
