@@ -91,15 +91,16 @@ pub fn run(args: DoctorArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (report, keys) = runtime.block_on(examine(Duration::from_secs(args.timeout)));
+    let (report, keys) = examine(&runtime, Duration::from_secs(args.timeout));
     print!("{}", report.render(&keys));
     println!("\nTo start Heron from Zed, add this to its settings.json (other editors: README, Editors):");
     print!("{ZED_SNIPPET}");
     if report.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
-/// Every check, in order; the keys come back for redacting the report.
-async fn examine(limit: Duration) -> (Report, Keys) {
+/// Every check, in order; the keys come back for redacting the report. The file checks run
+/// on this thread; only the providers' requests run on `runtime`.
+fn examine(runtime: &tokio::runtime::Runtime, limit: Duration) -> (Report, Keys) {
     let mut report = Report::default();
     let home = match Home::from_env() {
         Ok(home) => home,
@@ -112,7 +113,7 @@ async fn examine(limit: Duration) -> (Report, Keys) {
     let keys = check_env(&home, &mut report);
     if let Some(config) = check_config(&home, &mut report) {
         check_default_model(&config, &keys, &mut report);
-        providers::check(&config, &home, &keys, limit, &mut report).await;
+        runtime.block_on(providers::check(&config, &home, &keys, limit, &mut report));
         check_sandbox(Some(&config), &mut report);
     } else {
         check_sandbox(None, &mut report);

@@ -63,7 +63,14 @@ async fn check_one(
     limit: Duration,
 ) -> Vec<Found> {
     match provider.kind {
-        ProviderKind::Scripted => vec![check_script(name, provider, home)],
+        ProviderKind::Scripted => {
+            // Loading a script reads a file: not on the async thread.
+            let (owned, provider, home) = (name.to_owned(), provider.clone(), home.clone());
+            match tokio::task::spawn_blocking(move || check_script(&owned, &provider, &home)).await {
+                Ok(found) => vec![found],
+                Err(err) => vec![Found::Problem(format!("provider {name}: the check failed to run: {err}"))],
+            }
+        }
         ProviderKind::Openai => check_endpoint(name, provider, keys, limit).await,
     }
 }
