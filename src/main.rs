@@ -13,6 +13,15 @@ fn main() -> ExitCode {
     if let Command::Conformance(args) = cli.command {
         return heron::cli::conformance::run(args);
     }
+    if let Command::Doctor(args) = cli.command {
+        return heron::cli::doctor::run(args);
+    }
+    if let Command::Models(args) = cli.command {
+        return heron::cli::models::run(args);
+    }
+    if let Command::Manifest(args) = cli.command {
+        return heron::cli::manifest::run(args);
+    }
     acp_or_setup(cli)
 }
 
@@ -53,6 +62,9 @@ fn acp_or_setup(cli: Cli) -> ExitCode {
             Command::Setup(args) => setup(args),
             Command::Run(_) => Err("unreachable: run is handled before".to_owned()),
             Command::Conformance(_) => Err("unreachable: conformance is handled before".to_owned()),
+            Command::Doctor(_) | Command::Models(_) | Command::Manifest(_) => {
+                Err("unreachable: doctor, models and manifest are handled before".to_owned())
+            }
         }
     });
     // Handler tasks still running at EOF are not waited for: stdin is gone.

@@ -2,8 +2,13 @@
 
 pub mod acp;
 pub mod conformance;
+pub mod doctor;
+pub mod manifest;
+pub mod models;
 pub mod run;
 pub mod setup;
+
+use std::borrow::Cow;
 
 use clap::{Parser, Subcommand};
 
@@ -27,6 +32,13 @@ pub enum Command {
     Setup(setup::SetupArgs),
     /// Replay ACP conformance transcripts against Heron or another agent.
     Conformance(conformance::ConformanceArgs),
+    /// Check that Heron can serve: home, config, keys, providers, store, sandbox.
+    Doctor(doctor::DoctorArgs),
+    /// List the configured models as provider/model, one per line.
+    Models(models::ModelsArgs),
+    /// Print this build's ACP registry entry (agent.json); used when releasing.
+    #[command(hide = true)]
+    Manifest(manifest::ManifestArgs),
 }
 
 /// Sends logs to stderr, filtered by `HERON_LOG` (default `warn`). Stdout is the protocol's.
@@ -38,4 +50,15 @@ pub fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .try_init();
+}
+
+/// `text` with every control character (terminal escapes, carriage returns, newlines)
+/// replaced by `?`, for printing text that came from outside (a server's answer, a config
+/// value) on one line of a terminal.
+pub(crate) fn printable(text: &str) -> Cow<'_, str> {
+    if text.chars().any(char::is_control) {
+        Cow::Owned(text.chars().map(|c| if c.is_control() { '?' } else { c }).collect())
+    } else {
+        Cow::Borrowed(text)
+    }
 }

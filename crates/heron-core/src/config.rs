@@ -237,10 +237,14 @@ impl Config {
         Ok(config)
     }
 
-    /// Parses `config.toml` text; an error names its line (an unknown key, a bad value).
+    /// Parses `config.toml` text; an error names its line and column (an unknown key, a bad
+    /// value), never quoting the text itself.
     pub fn parse(text: &str) -> Result<Self, String> {
         let config: Config = toml::from_str(text).map_err(|e| match e.span() {
-            Some(span) => format!("line {}: {}", line_at(text, span.start), e.message()),
+            Some(span) => {
+                let (line, column) = line_column_at(text, span.start);
+                format!("line {line}, column {column}: {}", e.message())
+            }
             None => e.message().to_owned(),
         })?;
         for path in config.sandbox_writable.iter().flatten() {
@@ -351,9 +355,12 @@ impl Config {
     }
 }
 
-/// The 1-based line of byte `offset` in `text`.
-fn line_at(text: &str, offset: usize) -> usize {
-    text.as_bytes().iter().take(offset).filter(|&&b| b == b'\n').count() + 1
+/// The 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_column_at(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = before.matches('\n').count() + 1;
+    (line, before[line_start..].chars().count() + 1)
 }
 
 /// `~` or `~/rest` against the user's home; other paths as they are. `None` when `~` is
@@ -479,7 +486,7 @@ script = "demo.jsonl"
     #[test]
     fn unknown_keys_are_refused_with_their_name() {
         let err = Config::parse("max_turn_requests = 3\ndefualt_model = \"x/y\"\n").expect_err("refused");
-        assert!(err.starts_with("line 2: ") && err.contains("defualt_model"), "{err}");
+        assert!(err.starts_with("line 2, column 1: ") && err.contains("defualt_model"), "{err}");
     }
 
     #[test]
@@ -487,9 +494,9 @@ script = "demo.jsonl"
         assert_eq!(Config::parse("").expect("parses").sandbox, SandboxSetting::On);
         assert_eq!(Config::parse("sandbox = \"off\"\n").expect("parses").sandbox, SandboxSetting::Off);
         let err = Config::parse("sandbox = \"ask\"\n").expect_err("refused");
-        assert!(err.starts_with("line 1: ") && err.contains("`on` or `off`"), "{err}");
+        assert!(err.starts_with("line 1, column 11: ") && err.contains("`on` or `off`"), "{err}");
         let err = Config::parse("sandbox_writeable = [\"/x\"]\n").expect_err("refused");
-        assert!(err.starts_with("line 1: ") && err.contains("sandbox_writeable"), "{err}");
+        assert!(err.starts_with("line 1, column 1: ") && err.contains("sandbox_writeable"), "{err}");
     }
 
     #[test]

@@ -24,6 +24,7 @@
 
 mod events;
 mod inbox;
+mod inspect;
 mod schema;
 mod sessions;
 
@@ -35,6 +36,7 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use events::{EventRecord, MAX_EVENTS_LIMIT};
 pub use inbox::{InboxItem, InboxState, InboxStatus};
+pub use inspect::{StoreHealth, inspect};
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{ListQuery, MAX_LIST_LIMIT, NewSession, Page, SessionPatch, SessionRecord};
 

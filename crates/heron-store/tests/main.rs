@@ -3,6 +3,7 @@
 mod durability;
 mod events;
 mod inbox;
+mod inspect;
 mod open;
 mod session_state;
 mod sessions;

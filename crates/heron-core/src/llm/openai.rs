@@ -19,6 +19,7 @@
 //! - Every error message passes through `scrub`: the api key is redacted and the text
 //!   clipped, before it is logged or returned.
 
+mod models;
 mod sse;
 mod wire;
 
@@ -33,6 +34,7 @@ use reqwest::{Response, Url};
 use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
+pub use self::models::list_models;
 use self::sse::SseDecoder;
 use self::wire::{ChunkAssembler, Progress};
 use super::driven::{Emitter, drive};

@@ -1,0 +1,244 @@
+//! `heron doctor` and `heron models` over the real binary, each on its own temporary
+//! HERON_HOME, with model lists served by a small HTTP server on 127.0.0.1.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::support::heron_bin;
+
+/// The key the tests put in `.env`; no part of it may be printed.
+const KEY: &str = "sk-heron-test-7f3a9c1e5b2d";
+
+/// Runs `heron ARGS` with HERON_HOME at `home`.
+fn heron(home: &Path, args: &[&str]) -> Output {
+    Command::new(heron_bin())
+        .args(args)
+        .env("HERON_HOME", home)
+        .env("HERON_LOG", "warn")
+        .output()
+        .expect("heron runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A fresh home holding `files`, as (name, text) pairs; `.env` gets mode 0600.
+fn home_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write into the home");
+        if *name == ".env" {
+            set_mode(&path, 0o600);
+        }
+    }
+    dir
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// Serves every request with `answer(request head)` as (status, JSON body); returns the
+/// base URL (`http://127.0.0.1:PORT/v1`). The server lives until the test process ends.
+fn server(answer: fn(&str) -> (u16, String)) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(mut socket) = socket else { return };
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
+                    match socket.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => return,
+                    }
+                }
+                let (status, body) = answer(&String::from_utf8_lossy(&head));
+                let reply = format!(
+                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(reply.as_bytes());
+            });
+        }
+    });
+    url
+}
+
+fn lists_fast(_head: &str) -> (u16, String) {
+    (200, r#"{"object":"list","data":[{"id":"fast","object":"model"}]}"#.to_owned())
+}
+
+/// Refuses the key the way some providers do: quoting what it got, and part of the key.
+fn refuses_and_quotes_the_key(head: &str) -> (u16, String) {
+    let sent = head.lines().find(|line| line.to_ascii_lowercase().starts_with("authorization")).unwrap_or("");
+    let message = format!("Incorrect API key provided: {sent} (sk-heron-te***c1e5b2d)");
+    (401, serde_json::json!({ "error": { "message": message } }).to_string())
+}
+
+/// A base URL on 127.0.0.1 where nothing listens.
+fn closed_port_url() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    drop(listener);
+    url
+}
+
+fn openai_provider(name: &str, url: &str, key: Option<&str>, models: &str) -> String {
+    let key = key.map(|k| format!("api_key_env = \"{k}\"\n")).unwrap_or_default();
+    format!("[providers.{name}]\nkind = \"openai\"\nbase_url = \"{url}\"\n{key}models = [{models}]\n")
+}
+
+#[test]
+fn a_good_home_passes() {
+    let url = server(lists_fast);
+    let config = format!(
+        "default_model = \"local/fast\"\n{}",
+        openai_provider("local", &url, Some("LOCAL_API_KEY"), "\"fast\"")
+    );
+    let home = home_with(&[("config.toml", &config), (".env", &format!("LOCAL_API_KEY={KEY}\n"))]);
+    heron_store::Store::open_blocking(&home.path().join("heron.db")).expect("a store Heron wrote");
+    let output = heron(home.path(), &["doctor"]);
+    let text = stdout(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(!text.lines().any(|line| line.starts_with("fail")), "{text}");
+    assert!(text.contains("ok   default_model: local/fast"), "{text}");
+    assert!(text.contains("ok   provider local: ") && text.contains("lists 1 model"), "{text}");
+    assert!(text.contains("ok   store: "), "{text}");
+    assert!(text.contains("\"agent_servers\""), "the Zed snippet closes the report: {text}");
+}
+
+#[test]
+fn a_broken_config_fails_and_names_its_line_and_column() {
+    let home = home_with(&[(
+        "config.toml",
+        "default_model = \"demo/demo\"\n\n[providers.p]\nkind = \"openai\"\nbase_url = 5\n",
+    )]);
+    let output = heron(home.path(), &["doctor"]);
+    let text = stdout(&output);
+    assert!(!output.status.success(), "{text}");
+    let line =
+        text.lines().find(|line| line.starts_with("fail config.toml:")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("line 5, column 12"), "{line}");
+}
+
+#[test]
+fn an_env_file_others_can_read_is_a_warning() {
+    let home =
+        home_with(&[("config.toml", "default_model = \"demo/demo\"\n"), (".env", "UNUSED_KEY=abcd1234\n")]);
+    set_mode(&home.path().join(".env"), 0o644);
+    let output = heron(home.path(), &["doctor"]);
+    let text = stdout(&output);
+    assert!(text.contains("warn .env: readable by group or others (mode 0644)"), "{text}");
+    assert!(output.status.success(), "a readable .env is a warning, not a failure: {text}");
+}
+
+#[test]
+fn no_part_of_a_provider_key_is_printed_even_when_the_server_quotes_it() {
+    let url = server(refuses_and_quotes_the_key);
+    let config = openai_provider("local", &url, Some("LOCAL_API_KEY"), "\"fast\"");
+    let home = home_with(&[("config.toml", &config), (".env", &format!("LOCAL_API_KEY={KEY}\n"))]);
+    let output = heron(home.path(), &["doctor"]);
+    let all = format!("{}{}", stdout(&output), String::from_utf8_lossy(&output.stderr));
+    assert!(all.contains("provider local: ") && all.contains("refused the key (HTTP 401)"), "{all}");
+    for window in KEY.as_bytes().windows(6) {
+        let piece = std::str::from_utf8(window).expect("ascii");
+        assert!(!all.contains(piece), "`{piece}` of the key was printed:\n{all}");
+    }
+}
+
+#[test]
+fn an_unreachable_provider_is_reported_as_a_warning() {
+    let url = closed_port_url();
+    let home = home_with(&[(
+        "config.toml",
+        &format!("default_model = \"demo/demo\"\n{}", openai_provider("far", &url, None, "\"m\"")),
+    )]);
+    let output = heron(home.path(), &["doctor"]);
+    let text = stdout(&output);
+    assert!(text.contains(&format!("warn provider far: cannot reach {url}")), "{text}");
+    assert!(output.status.success(), "another provider can still serve: {text}");
+}
+
+#[test]
+fn an_unreachable_default_provider_fails() {
+    let url = closed_port_url();
+    let home = home_with(&[(
+        "config.toml",
+        &format!("default_model = \"far/m\"\n{}", openai_provider("far", &url, None, "\"m\"")),
+    )]);
+    let output = heron(home.path(), &["doctor"]);
+    let text = stdout(&output);
+    assert!(text.contains(&format!("fail provider far: cannot reach {url}")), "{text}");
+    assert!(!output.status.success(), "{text}");
+}
+
+#[test]
+fn a_corrupted_store_fails_naming_the_store() {
+    let garbage = "not a database at all\n".repeat(300);
+    let home = home_with(&[("config.toml", "default_model = \"demo/demo\"\n"), ("heron.db", &garbage)]);
+    let output = heron(home.path(), &["doctor"]);
+    let text = stdout(&output);
+    assert!(!output.status.success(), "{text}");
+    let line = text.lines().find(|line| line.starts_with("fail store:")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("heron.db"), "{line}");
+    let after = std::fs::read_to_string(home.path().join("heron.db")).expect("still there");
+    assert_eq!(after, garbage, "the doctor must not touch the store");
+}
+
+#[test]
+fn the_doctor_creates_nothing_in_a_missing_home() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("not-yet");
+    let output = heron(&home, &["doctor"]);
+    assert!(stdout(&output).contains("warn home: "), "{}", stdout(&output));
+    assert!(!home.exists(), "the doctor must not create the home");
+}
+
+#[test]
+fn models_lists_provider_slash_model_with_demo() {
+    let config = openai_provider("local", "http://127.0.0.1:1/v1", None, "\"fast\", \"smart\"");
+    let home = home_with(&[("config.toml", &config)]);
+    let output = heron(home.path(), &["models"]);
+    assert!(output.status.success());
+    assert_eq!(stdout(&output), "demo/demo\nlocal/fast\nlocal/smart\n");
+}
+
+#[test]
+fn models_json_names_each_model_and_marks_the_default() {
+    let config = format!(
+        "default_model = \"local/smart\"\n{}",
+        openai_provider("local", "http://127.0.0.1:1/v1", None, "\"fast\", \"smart\"")
+    );
+    let home = home_with(&[("config.toml", &config)]);
+    let output = heron(home.path(), &["models", "--json"]);
+    let models: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
+    let ids: Vec<&str> =
+        models.as_array().expect("an array").iter().filter_map(|m| m["id"].as_str()).collect();
+    assert_eq!(ids, ["demo/demo", "local/fast", "local/smart"]);
+    let defaults: Vec<&str> = models
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["default"] == true)
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert_eq!(defaults, ["local/smart"]);
+    assert_eq!(models[1]["provider"], "local");
+    assert_eq!(models[1]["kind"], "openai");
+}
+
+#[test]
+fn models_with_a_broken_config_fails_naming_the_line() {
+    let home = home_with(&[("config.toml", "default_model = \"demo/demo\"\nbogus = 1\n")]);
+    let output = heron(home.path(), &["models"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("line 2, column 1"), "{output:?}");
+}
