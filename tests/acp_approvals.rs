@@ -118,3 +118,47 @@ async fn a_command_asks_with_its_line_and_its_cwd() {
     assert!(text.contains("echo hi && echo there") && text.contains(&editor.dirs.ws()), "{call}");
     editor.close().await;
 }
+
+/// Each shape an editor's error comes in: a plain message, and the TypeScript SDK's answer to
+/// a thrown error ("Internal error" with the text in `data.details`).
+#[tokio::test]
+async fn an_error_the_editor_gives_reaches_the_model_with_its_message() {
+    for error in [
+        json!({ "code": -32603, "message": "disk full (client says)" }),
+        json!({ "code": -32603, "message": "Internal error", "data": { "details": "disk full (client says)" } }),
+    ] {
+        editor_write_fails_with(error).await;
+    }
+}
+
+async fn editor_write_fails_with(error: Value) {
+    let script = r#"{"steps":[{"tool_call":{"name":"write_file","arguments":{"path":"note.txt","content":"hello\n"}}}]}
+{"steps":[{"text":"Done."}]}
+"#;
+    let args = heron::cli::acp::AcpArgs {
+        permission_mode: Some("bypassPermissions".into()),
+        ..support::demo_args()
+    };
+    let mut editor = start(script, "", args);
+    let sid =
+        new_session(&mut editor, json!({ "fs": { "readTextFile": true, "writeTextFile": true } })).await;
+    let id = json!("p");
+    let prompt = json!({ "sessionId": sid, "prompt": [{ "type": "text", "text": "go" }] });
+    editor.send_request(id.clone(), "session/prompt", prompt).await;
+    let mut seen = Vec::new();
+    loop {
+        let message = editor.recv_within(std::time::Duration::from_secs(5)).await;
+        if message.get("id") == Some(&id) && message.get("method").is_none() {
+            break;
+        }
+        if message["method"] == "fs/write_text_file" {
+            let error = error.clone();
+            editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "error": error })).await;
+        }
+        seen.push(message);
+    }
+    assert_eq!(final_status(&seen).as_deref(), Some("failed"));
+    let said = serde_json::to_string(&seen).expect("json");
+    assert!(said.contains("disk full (client says)"), "{said}");
+    editor.close().await;
+}

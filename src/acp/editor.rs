@@ -52,8 +52,30 @@ impl<O: Outgoing> AcpEditor<O> {
     }
 }
 
+/// The most of an editor's error text passed on to the model.
+const MAX_EDITOR_ERROR: usize = 2000;
+
+/// An editor's error as the model reads it: its message, and the detail SDKs put in
+/// `data` (the TypeScript SDK answers a thrown error as "Internal error" with
+/// `data.details`), so "disk full" is not lost behind a generic message.
 fn failed(err: RpcError) -> EditorError {
-    EditorError(err.message)
+    let detail = match &err.data {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(text)) => Some(text.clone()),
+        Some(data) => ["details", "message", "reason", "error"]
+            .iter()
+            .find_map(|key| data.get(key).and_then(serde_json::Value::as_str).map(str::to_owned))
+            .or_else(|| Some(data.to_string())),
+    };
+    let text = match detail {
+        Some(detail) if !detail.is_empty() && !err.message.contains(&detail) => {
+            format!("{} ({detail}; code {})", err.message, err.code)
+        }
+        _ => format!("{} (code {})", err.message, err.code),
+    };
+    // The editor is a peer: its text is clipped and kept to one line of printable characters.
+    let clean: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    EditorError(heron_core::secret::clip(&clean, MAX_EDITOR_ERROR))
 }
 
 /// The option ids are the option kinds, so an answer maps back without a table.
