@@ -174,6 +174,35 @@ async fn an_unsupported_image_type_is_invalid_params() {
     assert_eq!(error["data"]["path"], "prompt[0].mimeType", "{error}");
 }
 
+/// Image data is checked by its magic bytes, not only its `mimeType`: an empty image, text
+/// sent as a PNG and a JPEG sent as a PNG are each refused naming the block, and nothing is
+/// saved for any of them.
+#[tokio::test]
+async fn an_image_whose_bytes_are_not_what_it_claims_is_invalid_params_and_not_saved() {
+    use base64::Engine as _;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let cases = [
+        ("image/png", String::new(), "prompt[1].data"),
+        ("image/png", b64(b"hello, not an image"), "prompt[1].data"),
+        ("image/png", b64(&[0xff, 0xd8, 0xff, 0xe0, 0, 0x10, b'J', b'F', b'I', b'F']), "prompt[1].mimeType"),
+    ];
+    let mut editor = support::start();
+    let session = editor.new_session().await;
+    for (i, (mime, data, path)) in cases.into_iter().enumerate() {
+        let prompt = json!({ "sessionId": session, "prompt": [
+            { "type": "text", "text": "look" },
+            { "type": "image", "mimeType": mime, "data": data }
+        ] });
+        let (notes, answer) = editor.exchange(json!(i), "session/prompt", prompt).await;
+        assert!(notes.is_empty(), "a refused prompt streams nothing: {notes:#?}");
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        assert_eq!(answer["error"]["data"]["path"], path, "{answer}");
+    }
+    let saved = std::path::Path::new(&editor.dirs.ws()).join(".heron").join("attachments");
+    assert!(!saved.exists(), "nothing was saved");
+    editor.close().await;
+}
+
 #[tokio::test]
 async fn audio_is_invalid_params() {
     let error = prompt_error(json!({ "type": "audio", "mimeType": "audio/wav", "data": "AAAA" })).await;

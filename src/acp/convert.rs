@@ -24,6 +24,40 @@ use heron_protocol::{
 /// Image types Heron accepts in prompts.
 const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
+/// The image type `bytes` start like (their magic number), if it is one Heron takes.
+fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// Checks that image data is a non-empty image of the type it claims: a model given bytes
+/// that are not what the prompt says fails the whole turn later, and far less clearly.
+fn checked_image(data: Vec<u8>, claimed: &str, at: usize) -> Result<Vec<u8>, RpcError> {
+    if data.is_empty() {
+        return Err(RpcError::invalid_params(format!("prompt[{at}].data"), "the image is empty"));
+    }
+    match sniff_image(&data) {
+        Some(actual) if actual == claimed => Ok(data),
+        Some(actual) => Err(RpcError::invalid_params(
+            format!("prompt[{at}].mimeType"),
+            format!("the image says `{claimed}` but its data is {actual}"),
+        )),
+        None => Err(RpcError::invalid_params(
+            format!("prompt[{at}].data"),
+            format!("the data is not a {claimed} image (its first bytes are no image Heron knows)"),
+        )),
+    }
+}
+
 fn text_block(text: String) -> ContentBlock {
     ContentBlock::Text(TextContent { annotations: None, meta: None, text })
 }
@@ -52,7 +86,7 @@ pub fn prompt_input(blocks: Vec<ContentBlock>) -> Result<Vec<PromptInput>, RpcEr
                         ),
                     ));
                 }
-                let data = decode(&image.data, at)?;
+                let data = checked_image(decode(&image.data, at)?, &image.mime_type, at)?;
                 Ok(PromptInput::Attachment { image: true, mime_type: image.mime_type, data, uri: image.uri })
             }
             ContentBlock::Audio(_) => Err(RpcError::invalid_params(
