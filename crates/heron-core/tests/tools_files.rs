@@ -36,6 +36,30 @@ async fn read_file_numbers_lines_and_describes_the_call() {
     let outcome = ReadFile.run(prepared, env).await;
     assert_eq!(outcome.status, ToolStatus::Completed);
     assert_eq!(outcome.for_model, "     1\tfn main() {}\n     2\t// end\n");
+    // The editor is shown the text itself; the numbers are for the model.
+    assert_eq!(outcome.output, [ToolOutput::Text { text: "fn main() {}\n// end\n".into() }]);
+    assert_eq!(
+        outcome.raw_output,
+        Some(
+            json!({ "path": path.display().to_string(), "firstLine": 1, "lastLine": 2, "totalLines": 2, "truncated": false })
+        )
+    );
+}
+
+#[tokio::test]
+async fn read_titles_name_the_lines_and_list_titles_the_folder() {
+    let dirs = Dirs::new();
+    dirs.write("src/main.rs", "a\n");
+    let env = dirs.env();
+    let title = |args: serde_json::Value| ReadFile.prepare(&args.to_string(), &env).expect("prepared").title;
+    assert_eq!(title(json!({ "path": "src/main.rs", "offset": 10, "limit": 31 })), "Read src/main.rs:10-40");
+    assert_eq!(title(json!({ "path": "src/main.rs", "offset": 10 })), "Read src/main.rs from line 10");
+    assert_eq!(title(json!({ "path": "src/main.rs", "limit": 5 })), "Read src/main.rs:1-5");
+    let list = |args: serde_json::Value| {
+        heron_core::tools::list_files::ListFiles.prepare(&args.to_string(), &env).expect("prepared").title
+    };
+    assert_eq!(list(json!({ "path": "src" })), "List src/");
+    assert_eq!(list(json!({})), "List the workspace");
 }
 
 #[tokio::test]

@@ -54,7 +54,10 @@ impl Tool for ListFiles {
             walk::glob(pattern)?;
         }
         let (path, access) = call::resolve_for_read(env, args.path.as_deref().unwrap_or("."))?;
-        let mut title = format!("List {}", call::shown(env, &path));
+        let mut title = match call::shown(env, &path).as_str() {
+            "." => "List the workspace".to_owned(),
+            shown => format!("List {}/", shown.trim_end_matches('/')),
+        };
         if let Some(pattern) = &args.pattern {
             title.push_str(&format!(" ({pattern})"));
         }

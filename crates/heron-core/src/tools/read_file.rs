@@ -4,13 +4,13 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::call::{self, completed};
+use super::call;
 use super::roots::ReadAccess;
 use super::text::Encoding;
 use super::{Outcome, Prepared, Tool, ToolEnv, files};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::types::ToolKind;
+use crate::types::{ToolKind, ToolOutput, ToolStatus};
 
 const NAME: &str = "read_file";
 
@@ -57,7 +57,7 @@ impl Tool for ReadFile {
         let (path, access) = call::resolve_for_read(env, &args.path)?;
         let line = args.offset.filter(|&o| o > 1).map(|o| u32::try_from(o).unwrap_or(u32::MAX));
         Ok(Prepared {
-            title: call::scrub_text(env, &format!("Read {}", call::shown(env, &path))),
+            title: call::scrub_text(env, &title(&call::shown(env, &path), args.offset, args.limit)),
             kind: ToolKind::Read,
             locations: vec![call::location(&path, line)],
             raw_input,
@@ -69,6 +69,16 @@ impl Tool for ReadFile {
 
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
         Box::pin(async move { call::guarded(&env, read(&prepared, &env)).await })
+    }
+}
+
+/// `Read src/main.rs`, `Read src/main.rs:10-40`, `Read src/main.rs from line 10`.
+fn title(shown: &str, offset: Option<u64>, limit: Option<u64>) -> String {
+    let first = offset.unwrap_or(1).max(1);
+    match limit {
+        Some(limit) => format!("Read {shown}:{first}-{}", first.saturating_add(limit.saturating_sub(1))),
+        None if first > 1 => format!("Read {shown} from line {first}"),
+        None => format!("Read {shown}"),
     }
 }
 
@@ -90,45 +100,92 @@ async fn read(prepared: &Prepared, env: &ToolEnv) -> Outcome {
     };
     let offset = usize::try_from(args.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
     let limit = usize::try_from(args.limit.unwrap_or(MAX_LINES as u64)).unwrap_or(MAX_LINES).min(MAX_LINES);
-    let mut text = window(&decoded.text, offset, limit);
+    let shown = window(&decoded.text, offset, limit);
+    let mut for_model = shown.numbered;
+    let mut for_user = shown.plain;
     if decoded.encoding == Encoding::Latin1 {
-        text.insert_str(0, "[note: this file is not UTF-8; it is shown decoded as Latin-1]\n");
+        let note = "[note: this file is not UTF-8; it is shown decoded as Latin-1]\n";
+        for_model.insert_str(0, note);
+        for_user.insert_str(0, note);
     }
-    completed(text)
+    Outcome {
+        status: ToolStatus::Completed,
+        // The editor shows the text as it is; the line numbers are for the model.
+        output: vec![ToolOutput::Text { text: for_user }],
+        raw_output: Some(serde_json::json!({
+            "path": path.display().to_string(),
+            "firstLine": shown.lines.map(|(first, _)| first),
+            "lastLine": shown.lines.map(|(_, last)| last),
+            "totalLines": shown.total,
+            "truncated": shown.truncated,
+        })),
+        for_model,
+        plan: None,
+    }
 }
 
-/// Numbers lines `offset..offset+limit` of `text`, capped at [`MAX_BYTES`], with a marker
-/// saying where to go on when anything was left out.
-pub fn window(text: &str, offset: usize, limit: usize) -> String {
+/// A window of a file's lines, as the model and the user see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    /// The lines numbered (`N\ttext`), with any marker: what the model reads.
+    pub numbered: String,
+    /// The same lines as they are in the file, with the same marker: what the user sees.
+    pub plain: String,
+    /// The first and last line shown (1-based), if any was.
+    pub lines: Option<(usize, usize)>,
+    /// How many lines the file has.
+    pub total: usize,
+    /// Whether lines after the window were left out.
+    pub truncated: bool,
+}
+
+/// Lines `offset..offset+limit` of `text`, capped at [`MAX_BYTES`] (numbered), with a
+/// marker saying where to go on when anything was left out.
+pub fn window(text: &str, offset: usize, limit: usize) -> Window {
     let total = text.lines().count();
+    let only = |marker: String| Window {
+        numbered: marker.clone(),
+        plain: marker,
+        lines: None,
+        total,
+        truncated: false,
+    };
     if total == 0 {
-        return "[the file is empty]".to_owned();
+        return only("[the file is empty]".to_owned());
     }
     if offset > total {
-        return format!("[the file has {total} lines; offset {offset} is past its end]");
+        return only(format!("[the file has {total} lines; offset {offset} is past its end]"));
     }
-    let mut out = String::new();
+    let (mut numbered, mut plain) = (String::new(), String::new());
     let mut shown = 0usize;
     for (index, line) in text.lines().enumerate().skip(offset - 1).take(limit) {
-        let numbered = format!("{:>6}\t{}\n", index + 1, line.strip_suffix('\r').unwrap_or(line));
-        if out.len() + numbered.len() > MAX_BYTES {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let with_number = format!("{:>6}\t{line}\n", index + 1);
+        if numbered.len() + with_number.len() > MAX_BYTES {
             if shown == 0 {
                 // A single line longer than the cap: show its start rather than nothing.
-                out.push_str(&crate::secret::clip(&numbered, MAX_BYTES));
-                out.push('\n');
+                numbered.push_str(&crate::secret::clip(&with_number, MAX_BYTES));
+                numbered.push('\n');
+                plain.push_str(&crate::secret::clip(line, MAX_BYTES));
+                plain.push('\n');
                 shown = 1;
             }
             break;
         }
-        out.push_str(&numbered);
+        numbered.push_str(&with_number);
+        plain.push_str(line);
+        plain.push('\n');
         shown += 1;
     }
     let last = offset + shown - 1;
-    if last < total {
-        out.push_str(&format!(
+    let truncated = last < total;
+    if truncated {
+        let marker = format!(
             "[truncated: showing lines {offset}-{last} of {total}; call read_file with offset {} to read on]",
             last + 1
-        ));
+        );
+        numbered.push_str(&marker);
+        plain.push_str(&marker);
     }
-    out
+    Window { numbered, plain, lines: Some((offset, last)), total, truncated }
 }
