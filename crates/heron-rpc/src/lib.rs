@@ -35,8 +35,9 @@
 //!    waits forever). A call that times out fails with -32800 and the peer is sent
 //!    `$/cancel_request` for it.
 //! 3. A caller that drops its call before the reply also sends `$/cancel_request`.
-//! 4. A reply for an id we are not waiting on (unknown, timed out, dropped) is logged
-//!    and ignored. A reply that races a timeout or a drop is used if it won the race.
+//! 4. A reply for an id we are not waiting on is ignored: quietly for a call we withdrew
+//!    (timed out or dropped; the peer is told to answer it anyway), with a warning for an
+//!    id we never sent. A reply that races a timeout or a drop is used if it won the race.
 //! 5. When the connection closes, every pending call fails at once with -32603
 //!    "Connection closed", and later calls fail the same way without being sent.
 //!

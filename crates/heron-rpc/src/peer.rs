@@ -47,7 +47,14 @@ pub(super) struct Shared {
 struct PendingReplies {
     closed: bool,
     calls: HashMap<i64, PendingCall>,
+    /// Calls we withdrew (`$/cancel_request`) whose answer may still come: the spec has the
+    /// peer answer them anyway (a permission request answers `cancelled`), which is no
+    /// fault of the peer's. The most recent [`WITHDRAWN_KEPT`].
+    withdrawn: std::collections::VecDeque<i64>,
 }
+
+/// How many withdrawn call ids are remembered.
+const WITHDRAWN_KEPT: usize = 256;
 
 struct PendingCall {
     method: String,
@@ -96,6 +103,9 @@ impl Shared {
                 // The caller may have gone in the meantime; its guard saw no entry.
                 let _ = call.reply.send(reply);
             }
+            None if self.was_withdrawn(id) => {
+                tracing::debug!(%id, "the answer to a withdrawn call came after all; dropped");
+            }
             None => match reply {
                 Err(error) if *id == Id::Null => {
                     tracing::warn!(%error, "peer reported an error about a message we sent");
@@ -114,6 +124,28 @@ impl Shared {
             }
             None => tracing::warn!(%error, "dropping a malformed response"),
         }
+    }
+
+    /// Whether `id` is a call we withdrew, forgetting it (one answer each).
+    fn was_withdrawn(&self, id: &Id) -> bool {
+        let Id::Int(id) = id else { return false };
+        let withdrawn = &mut self.pending().withdrawn;
+        match withdrawn.iter().position(|w| w == id) {
+            Some(at) => {
+                withdrawn.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Remembers that we withdrew call `id`.
+    fn withdrew(&self, id: i64) {
+        let withdrawn = &mut self.pending().withdrawn;
+        if withdrawn.len() == WITHDRAWN_KEPT {
+            withdrawn.pop_front();
+        }
+        withdrawn.push_back(id);
     }
 
     fn take_call(&self, id: &Id) -> Option<PendingCall> {
@@ -146,6 +178,7 @@ impl Shared {
 
     /// Queues `$/cancel_request` for one of our calls without waiting (usable in `Drop`).
     fn cancel_now(&self, id: i64) {
+        self.withdrew(id);
         match self.out.try_send(cancel_request_line(id)) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
             Err(mpsc::error::TrySendError::Full(line)) => {
@@ -279,6 +312,7 @@ async fn call_raw(
                 guard.settled = true;
                 if shared.take_call(&Id::Int(id)).is_some() {
                     tracing::warn!(%method, id, ?limit, "call timed out; cancelling it");
+                    shared.withdrew(id);
                     let _ = shared.send(cancel_request_line(id)).await;
                     return Err(RpcError::request_cancelled().with_data(json!({
                         "reason": "timeout",
@@ -311,5 +345,28 @@ async fn notify_raw(
         Ok(())
     } else {
         Err(connection_closed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_to_a_withdrawn_call_is_expected_once_and_the_memory_is_bounded() {
+        let (out, _queue) = crate::outbox::Outbox::new(16, 1 << 20);
+        let shared = Shared::new(out, None, None);
+        let (reply, _) = oneshot::channel();
+        let id = shared.register("session/request_permission", reply).expect("registered");
+        assert!(shared.take_call(&Id::Int(id)).is_some());
+        shared.cancel_now(id);
+        assert!(shared.was_withdrawn(&Id::Int(id)), "its late answer is expected");
+        assert!(!shared.was_withdrawn(&Id::Int(id)), "but only one");
+        assert!(!shared.was_withdrawn(&Id::Int(id + 1)), "an id never withdrawn is not");
+        for n in 0..(WITHDRAWN_KEPT as i64 + 10) {
+            shared.withdrew(1000 + n);
+        }
+        assert_eq!(shared.pending().withdrawn.len(), WITHDRAWN_KEPT);
+        assert!(!shared.was_withdrawn(&Id::Int(1000)), "the oldest was forgotten");
     }
 }
