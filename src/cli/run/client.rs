@@ -1,5 +1,5 @@
 //! The client side `heron run` serves to the agent: session updates to the view,
-//! permission questions to the asker.
+//! permission questions to the asker, `fs/*` and `terminal/*` to the confined workspace.
 //! Requests naming another session than the one opened are refused (-32002); before the
 //! session's id is known (while `session/new` runs) any id is taken, since only one
 //! session is being opened.
@@ -10,18 +10,25 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio_util::sync::CancellationToken;
 
 use heron_protocol::{
-    Client, Method, RequestPermissionRequest, RequestPermissionResponse, RpcError, SessionId,
-    SessionNotification,
+    Client, CreateTerminalRequest, CreateTerminalResponse, KillTerminalRequest, KillTerminalResponse, Method,
+    ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest, ReleaseTerminalResponse,
+    RequestPermissionRequest, RequestPermissionResponse, RpcError, SessionId, SessionNotification,
+    TerminalOutputRequest, TerminalOutputResponse, WaitForTerminalExitRequest, WaitForTerminalExitResponse,
+    WriteTextFileRequest, WriteTextFileResponse,
 };
 use heron_rpc::Policy;
 
 use super::ask::Asker;
+use super::files::{self, Workspace};
+use super::terminals::Terminals;
 use super::view::View;
 
 /// Everything the client's handlers share.
 pub struct Parts {
     pub view: View,
     pub asker: Asker,
+    pub workspace: Workspace,
+    pub terminals: Arc<Terminals>,
     /// Fired at the first Ctrl-C: open questions end `cancelled`.
     pub interrupted: CancellationToken,
     /// The session's id, once known.
@@ -63,8 +70,8 @@ impl RunClient {
     }
 }
 
-/// Updates render in arrival order; a question may wait on the user without holding up
-/// the reader.
+/// Updates render in arrival order; every request may wait (on the user, a command, the
+/// disk) without holding up the reader.
 pub fn policy(method: Method) -> Policy {
     if method == Method::SessionUpdate { Policy::Inline } else { Policy::Concurrent }
 }
@@ -89,6 +96,70 @@ impl Client for RunClient {
         self.checked(params.session_id.clone(), move |parts| async move {
             let outcome = parts.asker.decide(&parts.view, &params, &parts.interrupted).await;
             Ok(RequestPermissionResponse { meta: None, outcome })
+        })
+    }
+
+    fn fs_read_text_file(
+        &self,
+        params: ReadTextFileRequest,
+    ) -> impl Future<Output = Result<ReadTextFileResponse, RpcError>> + Send + 'static {
+        self.checked(params.session_id.clone(), move |parts| async move {
+            files::read(&parts.workspace, params).await
+        })
+    }
+
+    fn fs_write_text_file(
+        &self,
+        params: WriteTextFileRequest,
+    ) -> impl Future<Output = Result<WriteTextFileResponse, RpcError>> + Send + 'static {
+        self.checked(params.session_id.clone(), move |parts| async move {
+            files::write(&parts.workspace, params).await
+        })
+    }
+
+    fn terminal_create(
+        &self,
+        params: CreateTerminalRequest,
+    ) -> impl Future<Output = Result<CreateTerminalResponse, RpcError>> + Send + 'static {
+        self.checked(
+            params.session_id.clone(),
+            move |parts| async move { parts.terminals.create(params).await },
+        )
+    }
+
+    fn terminal_output(
+        &self,
+        params: TerminalOutputRequest,
+    ) -> impl Future<Output = Result<TerminalOutputResponse, RpcError>> + Send + 'static {
+        self.checked(params.session_id.clone(), move |parts| async move {
+            parts.terminals.output(&params.terminal_id)
+        })
+    }
+
+    fn terminal_wait_for_exit(
+        &self,
+        params: WaitForTerminalExitRequest,
+    ) -> impl Future<Output = Result<WaitForTerminalExitResponse, RpcError>> + Send + 'static {
+        self.checked(params.session_id.clone(), move |parts| async move {
+            parts.terminals.wait_for_exit(&params.terminal_id).await
+        })
+    }
+
+    fn terminal_kill(
+        &self,
+        params: KillTerminalRequest,
+    ) -> impl Future<Output = Result<KillTerminalResponse, RpcError>> + Send + 'static {
+        self.checked(params.session_id.clone(), move |parts| async move {
+            parts.terminals.kill(&params.terminal_id)
+        })
+    }
+
+    fn terminal_release(
+        &self,
+        params: ReleaseTerminalRequest,
+    ) -> impl Future<Output = Result<ReleaseTerminalResponse, RpcError>> + Send + 'static {
+        self.checked(params.session_id.clone(), move |parts| async move {
+            parts.terminals.release(&params.terminal_id)
         })
     }
 }

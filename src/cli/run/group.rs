@@ -60,6 +60,11 @@ impl Group {
         rc != 0 || unsafe { info.si_pid() } != 0
     }
 
+    /// Resolves when the leader has exited (not reaping it).
+    pub async fn exited(&self) {
+        while !self.exited_within(Duration::from_secs(3600)).await {}
+    }
+
     /// Waits up to `limit` for the leader to exit (not reaping it); whether it did.
     pub async fn exited_within(&self, limit: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;

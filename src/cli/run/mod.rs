@@ -1,25 +1,28 @@
 //! `heron run "prompt"`: a one-shot headless ACP client. It starts an agent (Heron's own
 //! `heron acp`, or any agent command) in a process group of its own, initializes, opens a
 //! session (or continues one with `--session`), sends one prompt, renders the turn on the
-//! terminal (or as JSON lines), asks permission questions there, and exits with a status
-//! that reflects the stop reason.
+//! terminal (or as JSON lines), asks permission questions there, answers the agent's file
+//! and terminal requests inside `--cwd`, and exits with a status that reflects the stop
+//! reason.
 //!
 //! Interrupts: the first Ctrl-C sends `session/cancel`, ends open questions `cancelled` and
 //! waits up to two seconds for the turn to end; then the agent's group is ended (SIGTERM,
 //! then SIGKILL) and the exit status is 130. A second Ctrl-C stops at once, killing the
 //! group; SIGTERM and SIGHUP stop at once too, giving the agent its SIGTERM first. No agent
-//! process outlives `heron run`, whatever the way out.
+//! process or terminal command outlives `heron run`, whatever the way out.
 //!
 //! Parts: `agent` (the child process), `client` (what the agent may ask of us), `view` and
-//! `screen` (what is shown), `ask` (permission questions), `group` and `lines` (process
-//! groups, bounded line splitting).
+//! `screen` (what is shown), `ask` (permission questions), `files` and `terminals` (the
+//! confined workspace), `group` and `lines` (process groups, bounded line splitting).
 
 mod agent;
 mod ask;
 mod client;
+mod files;
 mod group;
 mod lines;
 mod screen;
+mod terminals;
 mod view;
 
 use std::path::PathBuf;
@@ -30,15 +33,16 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use heron_core::config::{Config, DEMO_MODEL, Home};
+use heron_core::config::{Config, DEMO_MODEL, Home, Keys};
+use heron_core::sandbox::Policy;
 use heron_core::tools::protected::Protected;
 use heron_core::tools::roots::validate_cwd;
 use heron_protocol::runtime::AgentPeer;
 use heron_protocol::serve::ClientService;
 use heron_protocol::{
-    Agent, CancelNotification, ClientCapabilities, ContentBlock, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, NewSessionRequest, PromptRequest, ProtocolVersion, ResumeSessionRequest, RpcError,
-    SessionId, StopReason, TextContent,
+    Agent, CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest,
+    InitializeResponse, LoadSessionRequest, NewSessionRequest, PromptRequest, ProtocolVersion,
+    ResumeSessionRequest, RpcError, SessionId, StopReason, TextContent,
 };
 use heron_rpc::{Connection, ConnectionOptions, Peer};
 
@@ -65,7 +69,8 @@ pub struct RunArgs {
     /// An agent command to drive instead of Heron itself, e.g. "other-agent --acp".
     #[arg(long, value_name = "CMD")]
     pub agent: Option<String>,
-    /// The session's working directory (default: the current one).
+    /// The session's working directory (default: the current one); the agent's file and
+    /// terminal requests are confined to it.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Continue this stored session (`session/load`, else `session/resume`) instead of
@@ -199,6 +204,7 @@ pub async fn run(args: RunArgs) -> Result<StopReason, RunError> {
     let signals = Signals::install().map_err(|e| RunError::Usage(format!("cannot handle signals: {e}")))?;
     let home = Home::from_env().map_err(|e| RunError::Usage(e.to_string()))?;
     let config = Config::load(&home).map_err(|e| RunError::Usage(e.to_string()))?;
+    let keys = Keys::load(&home).map_err(|e| RunError::Usage(e.to_string()))?;
     let cwd = match &args.cwd {
         Some(dir) => std::path::absolute(dir).map_err(|e| RunError::Usage(format!("--cwd: {e}")))?,
         None => std::env::current_dir().map_err(|e| RunError::Usage(format!("no current directory: {e}")))?,
@@ -207,9 +213,15 @@ pub async fn run(args: RunArgs) -> Result<StopReason, RunError> {
         .map_err(|(_, reason)| RunError::Usage(format!("--cwd: {reason}")))?;
 
     let screen = Screen::for_process(!args.json);
+    let workspace = files::Workspace::new(cwd.clone(), home.root());
+    let sandbox = Arc::new(Policy::from_config(&config, &home, &keys, vec![cwd.clone()]));
+    let secrets = Arc::new(keys.all().cloned().collect::<Vec<_>>());
+    let terminals = Arc::new(terminals::Terminals::new(workspace.clone(), sandbox, secrets));
     let parts = Arc::new(Parts {
-        view: view::View::new(screen.clone(), args.json),
+        view: view::View::new(screen.clone(), args.json, Arc::clone(&terminals)),
         asker: ask::Asker::new(args.approve),
+        terminals,
+        workspace,
         interrupted: signals.interrupt.clone(),
         session: Mutex::new(args.session.clone()),
     });
@@ -250,6 +262,7 @@ pub async fn run(args: RunArgs) -> Result<StopReason, RunError> {
         Ok(Some(Ended::Interrupted)) => Ending::Promptly,
         Ok(None) => signals.ending(),
     };
+    parts.terminals.kill_all();
     peer.close();
     if ending == Ending::Gently {
         let _ = tokio::time::timeout(Duration::from_secs(2), served).await;
@@ -346,7 +359,15 @@ fn closed_or(peer: &Peer, err: RpcError) -> RunError {
 
 fn initialize_request() -> InitializeRequest {
     InitializeRequest {
-        client_capabilities: Some(ClientCapabilities::default()),
+        client_capabilities: Some(ClientCapabilities {
+            fs: Some(FileSystemCapabilities {
+                meta: None,
+                read_text_file: Some(true),
+                write_text_file: Some(true),
+            }),
+            terminal: Some(true),
+            ..ClientCapabilities::default()
+        }),
         client_info: Some(heron_protocol::Implementation {
             meta: None,
             name: "heron-run".into(),

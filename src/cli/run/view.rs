@@ -5,7 +5,7 @@
 //! question when there is one; `--json` prints exactly `{"update": ...}` per update.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -16,6 +16,7 @@ use heron_protocol::{
 };
 
 use super::screen::{Paint, Screen, Stream};
+use super::terminals::Terminals;
 
 /// Tool calls remembered; the oldest is forgotten first.
 const MAX_CALLS: usize = 256;
@@ -38,6 +39,8 @@ pub struct CallInfo {
     /// For `execute`: the command and the folder it runs in, from `rawInput`.
     pub command: Option<String>,
     pub command_cwd: Option<String>,
+    /// The terminal the call runs in, when it embeds one.
+    terminal: Option<String>,
     /// Diffs already shown, by fingerprint.
     shown: HashSet<u64>,
 }
@@ -55,6 +58,12 @@ impl CallInfo {
         }
         if let Some(content) = &update.content {
             self.take_diffs(content);
+            if let Some(id) = content.iter().find_map(|c| match c {
+                ToolCallContent::Terminal(t) => Some(t.terminal_id.0.clone()),
+                _ => None,
+            }) {
+                self.terminal = Some(id);
+            }
         }
         if let Some(raw) = &update.raw_input {
             self.take_command(raw);
@@ -200,12 +209,14 @@ pub struct View {
     screen: Screen,
     json: bool,
     calls: Mutex<Calls>,
+    /// The terminals the agent runs commands in, whose output a finished call shows.
+    terminals: Arc<Terminals>,
 }
 
 impl View {
     /// A view writing to `screen`, as JSON lines when `json`.
-    pub fn new(screen: Screen, json: bool) -> Self {
-        Self { screen, json, calls: Mutex::default() }
+    pub fn new(screen: Screen, json: bool, terminals: Arc<Terminals>) -> Self {
+        Self { screen, json, calls: Mutex::default(), terminals }
     }
 
     /// The screen it writes to.
@@ -258,7 +269,8 @@ impl View {
 
     fn tool_call_update(&self, update: &ToolCallUpdate) {
         let mut lines = Vec::new();
-        {
+        let ended = matches!(update.status, Some(ToolCallStatus::Completed | ToolCallStatus::Failed));
+        let terminal = {
             let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
             let info = calls.entry(&update.tool_call_id.0);
             info.merge(update);
@@ -266,6 +278,11 @@ impl View {
             if update.status.is_some_and(|s| s != ToolCallStatus::Pending) {
                 lines.extend(info.unshown_diffs());
             }
+            if ended { info.terminal.take() } else { None }
+        };
+        // A command run in one of our terminals: its output is ours to show.
+        if let Some(output) = terminal.and_then(|id| self.terminals.tail(&id)) {
+            lines.extend(output.lines().map(|l| (Paint::Plain, format!("  {l}"))));
         }
         for content in update.content.iter().flatten() {
             match content {
@@ -281,11 +298,8 @@ impl View {
                         }
                     }
                 }
-                ToolCallContent::Terminal(t) => {
-                    lines.push((Paint::Dim, format!("  (terminal {})", t.terminal_id.0)))
-                }
-                // Diffs are shown above.
-                ToolCallContent::Diff(_) => {}
+                // A terminal's output is shown when its call ends; diffs are shown above.
+                ToolCallContent::Terminal(_) | ToolCallContent::Diff(_) => {}
             }
         }
         match update.status {
