@@ -25,3 +25,6 @@ mod conformance_untrusted;
 mod hostile_input;
 mod layers;
 mod record;
+mod run_client;
+mod run_harness;
+mod run_lifecycle;
