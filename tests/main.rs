@@ -29,3 +29,6 @@ mod hostile_input;
 mod layers;
 mod record;
 mod registry;
+mod run_client;
+mod run_harness;
+mod run_lifecycle;

@@ -16,6 +16,10 @@
 //!   hard links is replaced, not written through: its other names keep the old content.
 //!
 //! Everything here blocks; callers run it on the blocking pool.
+//!
+//! Public for the other file layer that must keep these rules, `heron run`'s answers to an
+//! agent's `fs/*` requests: [`read_capped`], [`write_atomic`] and their error. Paths given
+//! here must already be resolved and checked (`roots`); this module only opens them safely.
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
@@ -189,7 +193,7 @@ pub(crate) fn open_regular(path: &Path) -> Result<Option<(File, std::fs::Metadat
 
 /// Reads the regular file at `path` whole, at most `cap` bytes, unless `refuse` (shown the
 /// opened file's metadata) says why not. `Ok(None)` when nothing is there.
-pub(crate) fn read_capped(
+pub fn read_capped(
     path: &Path,
     cap: u64,
     refuse: impl Fn(&std::fs::Metadata) -> Option<FileError>,
@@ -209,14 +213,14 @@ pub(crate) fn read_capped(
 
 /// What writing a file found there before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Replaced {
+pub struct Replaced {
     /// Other hard links the old file had (they keep the old content).
     pub other_links: u64,
 }
 
 /// Writes `bytes` to `path` (absolute, resolved) atomically, creating missing parent
 /// directories; an existing target must be a regular file, and keeps its permissions.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<Replaced, FileError> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<Replaced, FileError> {
     let (parent, name) = split(path)?;
     create_dirs(parent)?;
     let dir = open_dir(parent)?;

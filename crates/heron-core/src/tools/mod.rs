@@ -7,7 +7,7 @@ pub mod edit_file;
 pub mod editor;
 pub mod files;
 pub(crate) mod finish_goal;
-pub(crate) mod fsio;
+pub mod fsio;
 pub mod grep;
 pub mod list_files;
 mod local_process;

@@ -1,0 +1,416 @@
+//! `heron run` as a client over the real binary: what it advertises, how it answers an
+//! agent's `fs/*` and `terminal/*` requests (inside `--cwd` only, hostile paths refused
+//! with the field named), what a permission question shows and accepts, and what it prints.
+
+use serde_json::{Value, json};
+
+use crate::run_harness::{Setup, error_of, run, run_fake};
+
+fn call(method: &str, params: Value) -> Value {
+    json!(["call", method, params])
+}
+
+fn read(path: &str) -> Value {
+    call("fs/read_text_file", json!({"sessionId": "$SESSION", "path": path}))
+}
+
+fn write(path: &str, content: &str) -> Value {
+    call("fs/write_text_file", json!({"sessionId": "$SESSION", "path": path, "content": content}))
+}
+
+#[test]
+fn initialize_advertises_files_and_terminals() {
+    let setup = Setup::new();
+    let finished = run_fake(&setup, &json!({"steps": []}), "");
+    assert!(finished.status.success(), "{finished:?}");
+    let init = &setup.events("initialize")[0]["params"]["clientCapabilities"];
+    assert_eq!(init["fs"], json!({"readTextFile": true, "writeTextFile": true}), "{init}");
+    assert_eq!(init["terminal"], true, "{init}");
+}
+
+#[test]
+fn files_inside_the_cwd_are_written_atomically_and_read_by_lines() {
+    let setup = Setup::new();
+    let path = setup.at("notes/a.txt");
+    let plan = json!({"steps": [
+        write(&path, "one\ntwo\nthree\n"),
+        call("fs/read_text_file", json!({"sessionId": "$SESSION", "path": path, "line": 2, "limit": 1})),
+        read(&path),
+    ]});
+    let finished = run_fake(&setup, &plan, "");
+    assert!(finished.status.success(), "{finished:?}");
+    let replies = setup.replies();
+    assert_eq!(replies[0]["result"], json!({}), "{replies:?}");
+    assert_eq!(replies[1]["result"]["content"], "two\n", "{replies:?}");
+    assert_eq!(replies[2]["result"]["content"], "one\ntwo\nthree\n", "{replies:?}");
+    assert_eq!(
+        std::fs::read_to_string(setup.ws().join("notes/a.txt")).expect("written"),
+        "one\ntwo\nthree\n"
+    );
+    let left: Vec<_> = std::fs::read_dir(setup.ws().join("notes")).expect("dir").collect();
+    assert_eq!(left.len(), 1, "no temp file is left behind");
+}
+
+#[test]
+fn paths_outside_the_cwd_are_refused_naming_the_field() {
+    let setup = Setup::new();
+    let outside = setup.path("outside");
+    std::fs::create_dir_all(&outside).expect("outside");
+    std::fs::write(outside.join("secret.txt"), "top secret").expect("secret");
+    std::os::unix::fs::symlink(outside.join("secret.txt"), setup.ws().join("link.txt")).expect("file link");
+    std::os::unix::fs::symlink(&outside, setup.ws().join("dir")).expect("dir link");
+    let plan = json!({"steps": [
+        read(&outside.join("secret.txt").display().to_string()),
+        read(&setup.at("link.txt")),
+        write(&setup.at("dir/new.txt"), "x"),
+        read(&setup.at("../outside/secret.txt")),
+        read("link.txt"),
+    ]});
+    let finished = run_fake(&setup, &plan, "");
+    assert!(finished.status.success(), "{finished:?}");
+    let replies = setup.replies();
+    assert_eq!(replies.len(), 5, "{replies:?}");
+    for reply in &replies {
+        let error = error_of(reply);
+        assert_eq!(error["code"], -32602, "{reply}");
+        assert_eq!(error["data"]["path"], "path", "{reply}");
+        assert!(!reply.to_string().contains("top secret"), "{reply}");
+    }
+    assert!(!outside.join("new.txt").exists(), "the write went through the symlinked folder");
+}
+
+#[test]
+fn heron_home_is_refused_even_inside_the_cwd() {
+    let setup = Setup::new();
+    // A home inside the workspace, as when the workspace is `~`.
+    let home = setup.ws().join(".heron");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::write(home.join(".env"), "KEY=sk-test-123456\n").expect("env");
+    std::fs::hard_link(home.join(".env"), setup.ws().join("alias")).expect("hard link");
+    let plan = json!({"steps": [
+        read(&setup.at(".heron/.env")),
+        write(&setup.at(".heron/config.toml"), "x = 1\n"),
+        read(&setup.at("alias")),
+    ]});
+    let agent = setup.fake_agent(&plan);
+    let finished = crate::run_harness::command(&setup, &["--agent", &agent, "go"])
+        .env("HERON_HOME", &home)
+        .output()
+        .expect("heron run");
+    assert!(finished.status.success(), "{finished:?}");
+    for reply in setup.replies() {
+        assert_eq!(error_of(&reply)["code"], -32602, "{reply}");
+        assert!(!reply.to_string().contains("sk-test"), "{reply}");
+    }
+    assert!(!home.join("config.toml").exists());
+}
+
+#[test]
+fn a_fifo_is_refused_and_a_missing_file_is_not_found() {
+    let setup = Setup::new();
+    let fifo = setup.ws().join("pipe");
+    let c = std::ffi::CString::new(fifo.display().to_string()).expect("c path");
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    std::fs::create_dir_all(setup.ws().join("sub")).expect("sub");
+    let plan = json!({"steps": [
+        read(&setup.at("pipe")),
+        write(&setup.at("pipe"), "x"),
+        read(&setup.at("missing.txt")),
+        read(&setup.at("sub")),
+        call("fs/read_text_file", json!({"sessionId": "$SESSION", "path": setup.at("missing.txt"), "line": 0})),
+    ]});
+    let finished = run_fake(&setup, &plan, "");
+    assert!(finished.status.success(), "{finished:?}");
+    let replies = setup.replies();
+    assert_eq!(error_of(&replies[0])["code"], -32602, "{replies:?}");
+    assert!(
+        error_of(&replies[0])["data"]["reason"].as_str().is_some_and(|r| r.contains("FIFO")),
+        "{replies:?}"
+    );
+    assert_eq!(error_of(&replies[1])["code"], -32602, "{replies:?}");
+    assert_eq!(error_of(&replies[2])["code"], -32002, "{replies:?}");
+    assert_eq!(error_of(&replies[2])["data"]["path"], setup.at("missing.txt"), "{replies:?}");
+    assert_eq!(error_of(&replies[3])["code"], -32602, "a directory: {replies:?}");
+    assert_eq!(error_of(&replies[4])["data"]["path"], "line", "{replies:?}");
+}
+
+#[test]
+fn a_request_for_another_session_is_not_found() {
+    let setup = Setup::new();
+    std::fs::write(setup.ws().join("a.txt"), "a").expect("file");
+    let plan = json!({"steps": [
+        call("fs/read_text_file", json!({"sessionId": "someone-else", "path": setup.at("a.txt")})),
+        call("fs/read_text_file", json!({"sessionId": "$SESSION"})),
+    ]});
+    let finished = run_fake(&setup, &plan, "");
+    assert!(finished.status.success(), "{finished:?}");
+    let replies = setup.replies();
+    assert_eq!(error_of(&replies[0])["code"], -32002, "{replies:?}");
+    assert_eq!(error_of(&replies[1])["code"], -32602, "a missing field: {replies:?}");
+}
+
+fn terminal(params: Value) -> Value {
+    let mut params = params;
+    params["sessionId"] = json!("$SESSION");
+    call("terminal/create", params)
+}
+
+fn on_terminal(method: &str, id: &str) -> Value {
+    call(method, json!({"sessionId": "$SESSION", "terminalId": id}))
+}
+
+#[test]
+fn a_terminal_gives_its_output_and_exit_code_and_is_gone_after_release() {
+    let setup = Setup::new();
+    std::fs::create_dir_all(setup.ws().join("sub")).expect("sub");
+    let plan = json!({"steps": [
+        terminal(json!({"command": "sh", "args": ["-c", "printf \"$GREETING in $(pwd)\"; exit 3"],
+            "env": [{"name": "GREETING", "value": "hello"}], "cwd": setup.at("sub")})),
+        on_terminal("terminal/wait_for_exit", "term-1"),
+        on_terminal("terminal/output", "term-1"),
+        on_terminal("terminal/release", "term-1"),
+        on_terminal("terminal/output", "term-1"),
+    ]});
+    let finished = run_fake(&setup, &plan, "");
+    assert!(finished.status.success(), "{finished:?}");
+    let replies = setup.replies();
+    assert_eq!(replies[0]["result"]["terminalId"], "term-1", "{replies:?}");
+    assert_eq!(replies[1]["result"]["exitCode"], 3, "{replies:?}");
+    let output = &replies[2]["result"];
+    assert_eq!(output["output"], format!("hello in {}", setup.ws().join("sub").display()), "{replies:?}");
+    assert_eq!(output["truncated"], false, "{replies:?}");
+    assert_eq!(output["exitStatus"]["exitCode"], 3, "{replies:?}");
+    assert_eq!(replies[3]["result"], json!({}), "{replies:?}");
+    assert_eq!(error_of(&replies[4])["code"], -32002, "{replies:?}");
+}
+
+#[test]
+fn terminal_output_keeps_its_end_within_the_byte_limit() {
+    let setup = Setup::new();
+    let plan = json!({"steps": [
+        terminal(json!({"command": "sh", "args": ["-c", "printf 'aaaaaaaaaaé€end'"], "outputByteLimit": 8})),
+        on_terminal("terminal/wait_for_exit", "term-1"),
+        on_terminal("terminal/output", "term-1"),
+    ]});
+    let finished = run_fake(&setup, &plan, "");
+    assert!(finished.status.success(), "{finished:?}");
+    let output = &setup.replies()[2]["result"];
+    let text = output["output"].as_str().expect("output");
+    assert!(text.len() <= 8 && text.ends_with("€end"), "{output}");
+    assert_eq!(output["truncated"], true, "{output}");
+}
+
+#[test]
+fn a_terminal_outside_the_cwd_or_killed_is_answered_properly() {
+    let setup = Setup::new();
+    let plan = json!({"steps": [
+        terminal(json!({"command": "pwd", "cwd": setup.path("home").display().to_string()})),
+        terminal(json!({"command": "sleep", "args": ["600"]})),
+        on_terminal("terminal/kill", "term-1"),
+        on_terminal("terminal/wait_for_exit", "term-1"),
+        terminal(json!({"command": "/no/such/program"})),
+    ]});
+    let finished = run_fake(&setup, &plan, "");
+    assert!(finished.status.success(), "{finished:?}");
+    let replies = setup.replies();
+    assert_eq!(error_of(&replies[0])["code"], -32602, "{replies:?}");
+    assert_eq!(error_of(&replies[0])["data"]["path"], "cwd", "{replies:?}");
+    assert_eq!(replies[1]["result"]["terminalId"], "term-1", "{replies:?}");
+    assert_eq!(replies[3]["result"]["signal"], "SIGKILL", "{replies:?}");
+    assert_eq!(error_of(&replies[4])["data"]["path"], "command", "{replies:?}");
+}
+
+fn permission(options: Value) -> Value {
+    call(
+        "session/request_permission",
+        json!({"sessionId": "$SESSION", "toolCall": {"toolCallId": "c1"}, "options": options}),
+    )
+}
+
+fn offered(kinds: &[(&str, &str)]) -> Value {
+    kinds
+        .iter()
+        .map(|(id, kind)| json!({"optionId": id, "name": format!("Choose {id}"), "kind": kind}))
+        .collect()
+}
+
+fn chosen(setup: &Setup) -> Value {
+    setup.replies()[0]["result"]["outcome"].clone()
+}
+
+#[test]
+fn the_diff_is_shown_before_the_question() {
+    let setup = Setup::new();
+    let plan = json!({"steps": [
+        ["update", {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Edit a.txt", "kind": "edit",
+            "status": "pending", "content": [{"type": "diff", "path": setup.at("a.txt"),
+            "oldText": "old line\n", "newText": "new line\n"}]}],
+        permission(offered(&[("yes", "allow_once"), ("no", "reject_once")])),
+    ]});
+    let finished = run_fake(&setup, &plan, "y\n");
+    assert!(finished.status.success(), "{finished:?}");
+    assert_eq!(chosen(&setup), json!({"outcome": "selected", "optionId": "yes"}));
+    let err = &finished.stderr;
+    let diff = err.find("+new line").unwrap_or_else(|| panic!("no diff before the question:\n{err}"));
+    let removed = err.find("-old line").unwrap_or_else(|| panic!("no removed line:\n{err}"));
+    let question = err.find("[y] Choose yes").unwrap_or_else(|| panic!("no question:\n{err}"));
+    assert!(removed < question && diff < question, "{err}");
+    assert_eq!(
+        finished.stdout.matches("+new line").count(),
+        0,
+        "the diff is shown once:\n{}",
+        finished.stdout
+    );
+}
+
+#[test]
+fn an_execute_question_shows_the_command_and_its_folder() {
+    let setup = Setup::new();
+    let plan = json!({"steps": [
+        ["update", {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Run the build", "kind": "execute",
+            "status": "pending", "rawInput": {"command": "cargo build --release", "cwd": setup.at("")}}],
+        permission(offered(&[("yes", "allow_once"), ("no", "reject_once")])),
+    ]});
+    let finished = run_fake(&setup, &plan, "n\n");
+    assert!(finished.status.success(), "{finished:?}");
+    assert_eq!(chosen(&setup)["optionId"], "no");
+    assert!(finished.stderr.contains("$ cargo build --release"), "{}", finished.stderr);
+    assert!(finished.stderr.contains(&format!("in {}", setup.at(""))), "{}", finished.stderr);
+}
+
+#[test]
+fn an_answer_the_agent_did_not_offer_is_asked_again() {
+    let setup = Setup::new();
+    let plan = json!({"steps": [permission(offered(&[("ok", "allow_once"), ("nope", "reject_once")]))]});
+    let finished = run_fake(&setup, &plan, "a\nN\nn\n");
+    assert!(finished.status.success(), "{finished:?}");
+    assert_eq!(chosen(&setup), json!({"outcome": "selected", "optionId": "nope"}));
+    assert!(finished.stderr.contains("`a` is not one of the answers offered"), "{}", finished.stderr);
+    assert!(!finished.stderr.contains("Always"), "only offered answers are listed: {}", finished.stderr);
+}
+
+#[test]
+fn answers_that_never_match_reject_once_and_never_always() {
+    let setup = Setup::new();
+    let plan = json!({"steps": [permission(offered(&[("ok", "allow_once"), ("never", "reject_always")]))]});
+    let finished = run_fake(&setup, &plan, "x\nmaybe\n7\n");
+    assert!(finished.status.success(), "{finished:?}");
+    // No reject-once was offered, and an "always" is never picked for the user.
+    assert_eq!(chosen(&setup), json!({"outcome": "cancelled"}));
+}
+
+#[test]
+fn numbers_choose_any_offered_option_and_end_of_input_rejects() {
+    let setup = Setup::new();
+    let two =
+        permission(offered(&[("first", "allow_once"), ("second", "allow_once"), ("no", "reject_once")]));
+    let plan = json!({"steps": [two.clone(), two]});
+    let finished = run_fake(&setup, &plan, "2\n");
+    assert!(finished.status.success(), "{finished:?}");
+    let replies = setup.replies();
+    assert_eq!(replies[0]["result"]["outcome"]["optionId"], "second", "{replies:?}");
+    assert_eq!(replies[1]["result"]["outcome"]["optionId"], "no", "{replies:?}");
+}
+
+#[test]
+fn a_question_the_agent_withdraws_is_put_away_and_the_next_is_asked() {
+    let setup = Setup::new();
+    let options = offered(&[("ok", "allow_once"), ("no", "reject_once")]);
+    let question = json!({"sessionId": "$SESSION", "toolCall": {"toolCallId": "c1"}, "options": options});
+    let plan = json!({"steps": [
+        ["withdraw", "session/request_permission", question],
+        permission(options),
+    ]});
+    let agent = setup.fake_agent(&plan);
+    let mut run = crate::run_harness::Run::start(&setup, &["--agent", &agent, "go"], "");
+    // The answer is typed only once the first question is gone.
+    setup.wait_for("reply");
+    run.type_line("y");
+    let finished = run.finish();
+    assert!(finished.status.success(), "{finished:?}");
+    let replies = setup.replies();
+    assert_eq!(error_of(&replies[0])["code"], -32800, "{replies:?}");
+    assert_eq!(replies[1]["result"]["outcome"]["optionId"], "ok", "{replies:?}");
+    assert!(finished.stderr.contains("the agent withdrew the question"), "{}", finished.stderr);
+}
+
+#[test]
+fn output_carries_no_escape_codes_without_a_terminal_and_no_text_glued_to_stderr() {
+    let setup = Setup::new();
+    let plan = json!({"steps": [
+        ["update", {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "half a line"}}],
+        ["update", {"sessionUpdate": "usage_update", "used": 5, "size": 100}],
+        ["update", {"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "\u{1b}[31mred\u{1b}[0m and \u{1b}]0;title\u{7} done"}}],
+        ["update", {"sessionUpdate": "plan", "entries": [
+            {"content": "look", "priority": "high", "status": "completed"},
+            {"content": "write", "priority": "high", "status": "in_progress"},
+            {"content": "check", "priority": "low", "status": "pending"}]}],
+    ]});
+    let agent = setup.fake_agent(&plan);
+    let combined = setup.path("combined.txt");
+    let file = std::fs::File::create(&combined).expect("combined output");
+    let status = crate::run_harness::command(&setup, &["--agent", &agent, "go"])
+        .stdin(std::process::Stdio::null())
+        .stdout(file.try_clone().expect("clone"))
+        .stderr(file)
+        .status()
+        .expect("heron run");
+    assert!(status.success());
+    let out = std::fs::read_to_string(&combined).expect("read");
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+    assert!(out.contains("half a line\n[context 5 / 100 tokens]\n"), "{out:?}");
+    assert!(out.contains("[completed] look\n  [in progress] write\n  [pending] check\n"), "{out:?}");
+}
+
+#[test]
+fn the_demo_writes_its_note_after_a_piped_yes() {
+    let setup = Setup::new();
+    let finished = run(&setup, &["--model", "demo/demo", "Look around and leave a note"], "y\n");
+    assert!(finished.status.success(), "{finished:?}");
+    assert_eq!(
+        std::fs::read_to_string(setup.ws().join("NOTES.md")).expect("the note"),
+        "# Notes\n\nHeron was here.\n"
+    );
+    assert!(finished.stdout.contains("» Create NOTES.md"), "{}", finished.stdout);
+    assert!(finished.stdout.ends_with("[end_turn]\n"), "{}", finished.stdout);
+    assert!(finished.stderr.contains("[y] Allow once"), "{}", finished.stderr);
+    assert!(!finished.stdout.contains('\u{1b}') && !finished.stderr.contains('\u{1b}'));
+}
+
+#[test]
+fn json_output_is_an_update_per_line_then_the_stop_reason() {
+    let setup = Setup::new();
+    let finished = run(&setup, &["--model", "demo/demo", "--json", "--approve", "all", "Look around"], "");
+    assert!(finished.status.success(), "{finished:?}");
+    let lines: Vec<&str> = finished.stdout.lines().collect();
+    let (last, updates) = lines.split_last().expect("output");
+    assert_eq!(*last, r#"{"stopReason":"end_turn"}"#);
+    for line in updates {
+        let value: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(value["update"]["sessionUpdate"].is_string(), "{line}");
+        assert_eq!(value.as_object().map(|o| o.len()), Some(1), "{line}");
+    }
+    assert!(setup.ws().join("NOTES.md").exists());
+}
+
+#[test]
+fn heron_runs_its_commands_in_our_terminals_and_their_output_is_shown() {
+    let setup = Setup::new();
+    let script = concat!(
+        r#"{"steps": [{"tool_call": {"name": "run_command", "arguments": {"command": "echo made in $(pwd)"}}}]}"#,
+        "\n",
+        r#"{"steps": [{"text": "Ran it."}]}"#,
+        "\n"
+    );
+    std::fs::write(setup.home().join("config.toml"), crate::support::scripted_provider("s", "s.jsonl"))
+        .expect("config");
+    std::fs::write(setup.home().join("s.jsonl"), script).expect("script");
+    let finished = run(&setup, &["--model", "s/m", "--approve", "all", "run it"], "");
+    assert!(finished.status.success(), "{finished:?}");
+    assert!(
+        finished.stdout.contains(&format!("  made in {}\n  [completed]", setup.ws().display())),
+        "{finished:?}"
+    );
+}

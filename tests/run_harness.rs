@@ -1,0 +1,247 @@
+//! Drives the real `heron run` binary: against Heron itself on a scripted model, or
+//! against the scripted fake agent `tests/fixtures/acp_agent.py`, whose log says what the
+//! client sent it and what came back.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support;
+
+/// How long a run may take before the test gives up on it.
+pub const RUN_WAIT: Duration = Duration::from_secs(60);
+
+/// A temporary HERON_HOME and workspace for one run, with a plan for the fake agent.
+pub struct Setup {
+    pub root: tempfile::TempDir,
+}
+
+impl Setup {
+    /// Empty `home` and `ws` directories, side by side.
+    pub fn new() -> Setup {
+        let root = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(root.path().join("home")).expect("home");
+        std::fs::create_dir_all(root.path().join("ws")).expect("ws");
+        Setup { root }
+    }
+
+    /// The resolved root, so paths compare with what the client resolves.
+    pub fn path(&self, name: &str) -> PathBuf {
+        std::fs::canonicalize(self.root.path()).expect("canonical root").join(name)
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.path("home")
+    }
+
+    pub fn ws(&self) -> PathBuf {
+        self.path("ws")
+    }
+
+    /// `ws/rel` as the string an agent sends.
+    pub fn at(&self, rel: &str) -> String {
+        self.ws().join(rel).display().to_string()
+    }
+
+    /// The `--agent` command playing `plan`, logging to `log.jsonl` under the root.
+    pub fn fake_agent(&self, plan: &Value) -> String {
+        let plan_path = self.path("plan.json");
+        std::fs::write(&plan_path, plan.to_string()).expect("write plan");
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp_agent.py");
+        format!(
+            "exec python3 '{}' '{}' '{}'",
+            fixture.display(),
+            plan_path.display(),
+            self.log_path().display()
+        )
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.path("log.jsonl")
+    }
+
+    /// What the fake agent logged so far.
+    pub fn log(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    }
+
+    /// The logged entries of `event`.
+    pub fn events(&self, event: &str) -> Vec<Value> {
+        self.log().into_iter().filter(|e| e["event"] == event).collect()
+    }
+
+    /// The replies the fake agent got, in order.
+    pub fn replies(&self) -> Vec<Value> {
+        self.events("reply").into_iter().map(|e| e["reply"].clone()).collect()
+    }
+
+    /// Waits until the fake agent has logged `event`.
+    pub fn wait_for(&self, event: &str) {
+        let began = Instant::now();
+        while self.events(event).is_empty() {
+            assert!(began.elapsed() < RUN_WAIT, "the agent never logged {event}: {:?}", self.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A running `heron run`.
+pub struct Run {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+fn drain(mut from: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
+    let into = Arc::new(Mutex::new(Vec::new()));
+    let shared = Arc::clone(&into);
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = from.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            shared.lock().unwrap_or_else(PoisonError::into_inner).extend_from_slice(&buffer[..n]);
+        }
+    });
+    into
+}
+
+/// The `heron run` command on `setup`'s home and workspace; `NO_COLOR` is left unset, so
+/// that only the missing terminal keeps escape codes out.
+pub fn command(setup: &Setup, args: &[&str]) -> Command {
+    let mut command = Command::new(support::heron_bin());
+    command
+        .arg("run")
+        .arg("--cwd")
+        .arg(setup.ws())
+        .args(args)
+        .env("HERON_HOME", setup.home())
+        .env("HERON_LOG", "warn")
+        .env_remove("NO_COLOR");
+    command
+}
+
+impl Run {
+    /// Starts `heron run args...`, then writes `input` to its stdin (kept open).
+    pub fn start(setup: &Setup, args: &[&str], input: &str) -> Run {
+        let mut child = command(setup, args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn heron run");
+        let mut stdin = child.stdin.take();
+        if let Some(pipe) = stdin.as_mut() {
+            pipe.write_all(input.as_bytes()).expect("write stdin");
+        }
+        let stdout = drain(child.stdout.take().expect("stdout"));
+        let stderr = drain(child.stderr.take().expect("stderr"));
+        Run { child, stdin, stdout, stderr }
+    }
+
+    /// Writes one line to stdin.
+    pub fn type_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{line}").and_then(|()| stdin.flush()).expect("write stdin");
+    }
+
+    /// Closes stdin (end of input).
+    pub fn close_input(&mut self) {
+        self.stdin = None;
+    }
+
+    /// What stderr holds so far.
+    pub fn stderr_now(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
+    }
+
+    /// Sends `signal` to `heron run`.
+    pub fn signal(&self, signal: libc::c_int) {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("pid");
+        // SAFETY: kill takes plain integers.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "signal heron run");
+    }
+
+    /// Waits for the run to end (failing the test past [`RUN_WAIT`]).
+    pub fn finish(mut self) -> Finished {
+        self.close_input();
+        let began = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            if began.elapsed() > RUN_WAIT {
+                let _ = self.child.kill();
+                panic!("heron run did not end; stderr so far:\n{}", self.stderr_now());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // The readers end with the pipes; give them a moment to take the last bytes.
+        std::thread::sleep(Duration::from_millis(100));
+        let text = |buffer: &Arc<Mutex<Vec<u8>>>| {
+            String::from_utf8_lossy(&buffer.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
+        };
+        Finished { status, stdout: text(&self.stdout), stderr: text(&self.stderr) }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `heron run args...` to its end with `input` on stdin.
+pub fn run(setup: &Setup, args: &[&str], input: &str) -> Finished {
+    Run::start(setup, args, input).finish()
+}
+
+/// Runs the fake agent on `plan` with the prompt "go".
+pub fn run_fake(setup: &Setup, plan: &Value, input: &str) -> Finished {
+    let agent = setup.fake_agent(plan);
+    run(setup, &["--agent", &agent, "go"], input)
+}
+
+/// Whether process `pid` is gone: no entry in /proc, or only a zombie left for its parent.
+pub fn gone(pid: u64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits (generously) for `pid` to be gone; whether it is.
+pub fn becomes_gone(pid: u64) -> bool {
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_secs(10) {
+        if gone(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    gone(pid)
+}
+
+/// The error object of a reply, or `Null`.
+pub fn error_of(reply: &Value) -> &Value {
+    &reply["error"]
+}

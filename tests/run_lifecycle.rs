@@ -1,0 +1,165 @@
+//! How `heron run` ends, over the real binary: Ctrl-C cancels the turn and then ends the
+//! agent's whole process group (exit 130), a second Ctrl-C stops at once, an agent that
+//! ignores everything is killed, none outlives the run; and `--session` continues a
+//! stored session.
+
+use serde_json::json;
+
+use crate::run_harness::{Run, Setup, becomes_gone, run};
+use crate::support;
+
+/// The pids the fake agent logged: its own, and its child's when it started one.
+fn pids(setup: &Setup) -> Vec<u64> {
+    ["started", "child"]
+        .iter()
+        .flat_map(|event| setup.events(event))
+        .filter_map(|e| e["pid"].as_u64())
+        .collect()
+}
+
+#[test]
+fn ctrl_c_cancels_the_turn_then_ends_the_agent_group() {
+    let setup = Setup::new();
+    let plan = json!({"child": true, "steps": [["wait_cancel"]], "stop": "cancelled"});
+    let agent = setup.fake_agent(&plan);
+    let run = Run::start(&setup, &["--agent", &agent, "go"], "");
+    setup.wait_for("waiting");
+    run.signal(libc::SIGINT);
+    let finished = run.finish();
+    assert_eq!(finished.status.code(), Some(130), "{finished:?}");
+    let cancels = setup.events("cancel");
+    assert_eq!(cancels.len(), 1, "{:?}", setup.log());
+    assert_eq!(cancels[0]["params"]["sessionId"], "sess-fake-1");
+    assert!(finished.stdout.contains("[cancelled]"), "{finished:?}");
+    let pids = pids(&setup);
+    assert_eq!(pids.len(), 2, "{:?}", setup.log());
+    for pid in pids {
+        assert!(becomes_gone(pid), "process {pid} outlived heron run");
+    }
+}
+
+#[test]
+fn ctrl_c_during_a_question_answers_it_cancelled() {
+    let setup = Setup::new();
+    let permission = json!(["call", "session/request_permission", {"sessionId": "$SESSION",
+        "toolCall": {"toolCallId": "c1", "title": "Delete everything"},
+        "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"}]}]);
+    let plan = json!({"steps": [permission], "stop": "cancelled"});
+    let agent = setup.fake_agent(&plan);
+    // Stdin stays open and silent: the question waits for an answer that never comes.
+    let run = Run::start(&setup, &["--agent", &agent, "go"], "");
+    setup.wait_for("call");
+    run.signal(libc::SIGINT);
+    let finished = run.finish();
+    assert_eq!(finished.status.code(), Some(130), "{finished:?}");
+    let replies = setup.replies();
+    assert_eq!(replies[0]["result"]["outcome"], json!({"outcome": "cancelled"}), "{replies:?}");
+}
+
+#[test]
+fn an_agent_ignoring_cancel_and_sigterm_is_killed_with_its_group() {
+    let setup = Setup::new();
+    let plan = json!({"child": true, "ignore_term": true, "steps": [["hang"]]});
+    let agent = setup.fake_agent(&plan);
+    let run = Run::start(&setup, &["--agent", &agent, "go"], "");
+    setup.wait_for("waiting");
+    run.signal(libc::SIGINT);
+    let finished = run.finish();
+    assert_eq!(finished.status.code(), Some(130), "{finished:?}");
+    assert!(finished.stderr.contains("did not end in time"), "{}", finished.stderr);
+    for pid in pids(&setup) {
+        assert!(becomes_gone(pid), "process {pid} outlived heron run");
+    }
+}
+
+#[test]
+fn a_second_ctrl_c_stops_at_once() {
+    let setup = Setup::new();
+    let plan = json!({"ignore_term": true, "steps": [["hang"]]});
+    let agent = setup.fake_agent(&plan);
+    let run = Run::start(&setup, &["--agent", &agent, "go"], "");
+    setup.wait_for("waiting");
+    run.signal(libc::SIGINT);
+    setup.wait_for("cancel");
+    run.signal(libc::SIGINT);
+    let finished = run.finish();
+    assert_eq!(finished.status.code(), Some(130), "{finished:?}");
+    assert!(!finished.stderr.contains("did not end in time"), "it did not wait: {}", finished.stderr);
+    for pid in pids(&setup) {
+        assert!(becomes_gone(pid), "process {pid} outlived heron run");
+    }
+}
+
+#[test]
+fn an_agent_that_lingers_after_the_turn_is_ended() {
+    let setup = Setup::new();
+    let plan = json!({"child": true, "ignore_term": true, "linger": true, "steps": []});
+    let agent = setup.fake_agent(&plan);
+    let finished = run(&setup, &["--agent", &agent, "go"], "");
+    assert!(finished.status.success(), "{finished:?}");
+    assert_eq!(setup.events("eof").len(), 1, "its stdin was closed first: {:?}", setup.log());
+    for pid in pids(&setup) {
+        assert!(becomes_gone(pid), "process {pid} outlived heron run");
+    }
+}
+
+#[test]
+fn an_agent_that_exits_at_once_is_an_error() {
+    let setup = Setup::new();
+    let finished = run(&setup, &["--agent", "exit 0", "go"], "");
+    assert_eq!(finished.status.code(), Some(1), "{finished:?}");
+    assert!(finished.stderr.contains("the agent stopped before it answered"), "{}", finished.stderr);
+}
+
+#[test]
+fn a_session_is_continued_by_its_id() {
+    let script = concat!(
+        r#"{"steps": [{"text": "First answer."}]}"#,
+        "\n",
+        r#"{"steps": [{"text": "Second answer, after the first."}]}"#,
+        "\n"
+    );
+    let setup = Setup::new();
+    let config = support::scripted_provider("s", "s.jsonl");
+    std::fs::write(setup.home().join("config.toml"), config).expect("config");
+    std::fs::write(setup.home().join("s.jsonl"), script).expect("script");
+
+    let first = run(&setup, &["--model", "s/m", "one"], "");
+    assert!(first.status.success(), "{first:?}");
+    assert!(first.stdout.contains("First answer."), "{}", first.stdout);
+    let id = first
+        .stderr
+        .split("--session ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no session id: {}", first.stderr))
+        .to_owned();
+
+    let second = run(&setup, &["--model", "s/m", "--session", &id, "two"], "");
+    assert!(second.status.success(), "{second:?}");
+    // The model plays turn 1 only when the conversation holds turn 0: the load carried it.
+    assert!(second.stdout.contains("Second answer, after the first."), "{}", second.stdout);
+    assert!(second.stdout.contains("First answer."), "the load replays the first turn: {}", second.stdout);
+}
+
+#[test]
+fn a_session_is_loaded_when_the_agent_can_load() {
+    let setup = Setup::new();
+    let plan = json!({"load": true, "steps": []});
+    let agent = setup.fake_agent(&plan);
+    let finished = run(&setup, &["--agent", &agent, "--session", "sess-fake-1", "go"], "");
+    assert!(finished.status.success(), "{finished:?}");
+    let loads = setup.events("session/load");
+    assert_eq!(loads.len(), 1, "{:?}", setup.log());
+    assert_eq!(loads[0]["params"]["sessionId"], "sess-fake-1");
+    assert!(setup.events("session/new").is_empty());
+}
+
+#[test]
+fn a_session_cannot_be_continued_by_an_agent_that_cannot_load() {
+    let setup = Setup::new();
+    let agent = setup.fake_agent(&json!({"steps": []}));
+    let finished = run(&setup, &["--agent", &agent, "--session", "x", "go"], "");
+    assert_eq!(finished.status.code(), Some(1), "{finished:?}");
+    assert!(finished.stderr.contains("neither load nor resume"), "{}", finished.stderr);
+}
