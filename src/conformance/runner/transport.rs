@@ -38,6 +38,8 @@ pub struct ProcessTransport {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     stderr: Arc<Mutex<String>>,
+    /// The thread reading stderr; done once every writer of it is gone.
+    stderr_reader: std::thread::JoinHandle<()>,
 }
 
 impl ProcessTransport {
@@ -62,7 +64,7 @@ impl ProcessTransport {
         });
         let log = Arc::new(Mutex::new(String::new()));
         let sink = log.clone();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
                 let mut log = sink.lock().unwrap_or_else(PoisonError::into_inner);
@@ -76,7 +78,7 @@ impl ProcessTransport {
                 }
             }
         });
-        Ok(ProcessTransport { child, stdin, lines, stderr: log })
+        Ok(ProcessTransport { child, stdin, lines, stderr: log, stderr_reader })
     }
 }
 
@@ -103,6 +105,12 @@ impl Transport for ProcessTransport {
     }
 
     fn stderr_tail(&self) -> String {
+        // An agent that exits closes stdout a moment before its last stderr lines are read:
+        // give the reader a moment to drain (bounded: a grandchild may hold stderr open).
+        let deadline = std::time::Instant::now() + Duration::from_secs(1);
+        while !self.stderr_reader.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let log = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(20)..].join("\n")
