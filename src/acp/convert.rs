@@ -380,11 +380,19 @@ pub fn replay_updates(event: &Event) -> Vec<SessionUpdate> {
         Event::AgentThought { message_id, text } => {
             vec![SessionUpdate::AgentThoughtChunk(chunk(message_id, text_block(text.clone())))]
         }
-        // A replayed call has no live terminal left: show what it reported instead.
-        Event::ToolResult { output, for_model, .. } if output.is_empty() => {
+        // A replayed call has no live terminal left: show the rest of what it reported, or
+        // what the model was told.
+        Event::ToolResult { output, for_model, .. }
+            if output.is_empty() || output.iter().any(|o| matches!(o, ToolOutput::Terminal { .. })) =>
+        {
+            let mut kept: Vec<ToolOutput> =
+                output.iter().filter(|o| !matches!(o, ToolOutput::Terminal { .. })).cloned().collect();
+            if kept.is_empty() {
+                kept.push(ToolOutput::Text { text: for_model.clone() });
+            }
             let mut updates = event_updates(event);
             if let Some(SessionUpdate::ToolCallUpdate(update)) = updates.first_mut() {
-                update.content = Some(tool_content(&[ToolOutput::Text { text: for_model.clone() }]));
+                update.content = Some(tool_content(&kept));
             }
             updates
         }

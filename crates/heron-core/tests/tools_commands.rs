@@ -168,9 +168,15 @@ async fn editor_terminal_runs_create_wait_output_release_in_order() {
     let outcome =
         call(&RunCommand, &dirs.env_with(Arc::new(fake.clone())), json!({"command": "cargo test"})).await;
     assert_eq!(outcome.status, ToolStatus::Completed);
-    // The terminal is shown while the command runs; the final outcome leaves it as shown,
-    // so nothing names the terminal after its release.
-    assert!(outcome.output.is_empty(), "{:?}", outcome.output);
+    // The final outcome keeps the terminal and says what ran and how it ended, for clients
+    // that do not render terminals (released after it is shown; here nobody shows it).
+    assert_eq!(
+        outcome.output,
+        [
+            ToolOutput::Terminal { terminal_id: "term-1".into() },
+            ToolOutput::Text { text: "$ cargo test\nExit code: 0\nOutput:\nfake output".into() }
+        ]
+    );
     assert_eq!(outcome.for_model, "Exit code: 0\nOutput:\nfake output");
     assert_eq!(
         fake.methods(),

@@ -325,6 +325,8 @@ impl Turn {
             prepared.push((call, tool, described));
         }
         for (call, tool, described) in prepared {
+            // The sink of the call that ran, to run what it left for after its result.
+            let mut sink = None;
             let outcome = match (tool, described) {
                 _ if self.cancel().is_cancelled() => {
                     Outcome::failed("The turn was cancelled before this tool ran.")
@@ -336,7 +338,8 @@ impl Turn {
                             status: ToolStatus::InProgress,
                             output: Vec::new(),
                         });
-                        let progress = super::update::call_progress(&call.id, &self.updates);
+                        let (progress, call_sink) = super::update::call_progress(&call.id, &self.updates);
+                        sink = Some(call_sink);
                         // The editor sees the call running before the tool asks it anything
                         // (fs/*, terminal/*, elicitation/create).
                         progress.flushed().await;
@@ -362,6 +365,9 @@ impl Turn {
                 for_model: outcome.for_model,
             })
             .await?;
+            if let Some(sink) = sink {
+                sink.finish(self.env.deadlines.quick).await;
+            }
         }
         Ok(())
     }

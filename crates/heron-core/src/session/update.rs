@@ -122,9 +122,27 @@ pub(crate) async fn flushed(updates: &UnboundedSender<TurnUpdate>) {
 }
 
 /// One tool call's progress, shown as updates on its turn's stream.
-struct CallProgress {
+pub(crate) struct CallProgress {
     call_id: String,
     updates: UnboundedSender<TurnUpdate>,
+    /// What runs once the call's final update has been handed to the editor.
+    after: std::sync::Mutex<Vec<BoxFuture<()>>>,
+}
+
+impl CallProgress {
+    /// Runs what the call left for after its final update (call once that update is sent),
+    /// within `limit`: a release the editor never answers must not hold the turn.
+    pub(crate) async fn finish(&self, limit: std::time::Duration) {
+        let tasks =
+            std::mem::take(&mut *self.after.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        if tasks.is_empty() {
+            return;
+        }
+        flushed(&self.updates).await;
+        if tokio::time::timeout(limit, futures_util::future::join_all(tasks)).await.is_err() {
+            tracing::debug!(call = %self.call_id, "cleanup after a tool call took too long; left it");
+        }
+    }
 }
 
 impl ProgressSink for CallProgress {
@@ -140,9 +158,23 @@ impl ProgressSink for CallProgress {
         let updates = self.updates.clone();
         Box::pin(async move { flushed(&updates).await })
     }
+
+    fn after_result(&self, task: BoxFuture<()>) -> Option<BoxFuture<()>> {
+        self.after.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(task);
+        None
+    }
 }
 
-/// The progress line of call `call_id` on a turn's stream.
-pub(crate) fn call_progress(call_id: &str, updates: &UnboundedSender<TurnUpdate>) -> Progress {
-    Progress::to(Arc::new(CallProgress { call_id: call_id.to_owned(), updates: updates.clone() }))
+/// The progress line of call `call_id` on a turn's stream; the turn keeps the sink to run
+/// what the call leaves for after its result ([`CallProgress::finish`]).
+pub(crate) fn call_progress(
+    call_id: &str,
+    updates: &UnboundedSender<TurnUpdate>,
+) -> (Progress, Arc<CallProgress>) {
+    let sink = Arc::new(CallProgress {
+        call_id: call_id.to_owned(),
+        updates: updates.clone(),
+        after: std::sync::Mutex::default(),
+    });
+    (Progress::to(sink.clone()), sink)
 }

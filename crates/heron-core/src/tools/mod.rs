@@ -82,6 +82,11 @@ pub trait ProgressSink: Send + Sync + 'static {
     fn show(&self, output: Vec<ToolOutput>);
     /// Resolves once everything shown so far has been handed to the editor's connection.
     fn flushed(&self) -> BoxFuture<()>;
+    /// Takes `task` to run once the call's final update has reached the editor (releasing
+    /// a terminal that update still shows). `Some` hands it back: run it now.
+    fn after_result(&self, task: BoxFuture<()>) -> Option<BoxFuture<()>> {
+        Some(task)
+    }
 }
 
 /// A running call's line to the editor: output shown before the call ends, and a barrier
@@ -113,6 +118,18 @@ impl Progress {
     pub async fn flushed(&self) {
         if let Some(sink) = &self.0 {
             sink.flushed().await;
+        }
+    }
+
+    /// Runs `task` once the call's final update has reached the editor, or now when
+    /// nobody shows the call.
+    pub async fn after_result(&self, task: BoxFuture<()>) {
+        let handed_back = match &self.0 {
+            Some(sink) => sink.after_result(task),
+            None => Some(task),
+        };
+        if let Some(task) = handed_back {
+            task.await;
         }
     }
 }

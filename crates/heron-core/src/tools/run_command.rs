@@ -205,29 +205,31 @@ async fn drive_terminal(
     };
     let ending = match waited {
         Waited::Exited(ExitStatus { code: Some(code), .. }) => {
-            Ending::Exited(i32::try_from(code).unwrap_or(-1))
+            Ok(Ending::Exited(i32::try_from(code).unwrap_or(-1)))
         }
-        Waited::Exited(ExitStatus { signal: Some(signal), .. }) => Ending::Signalled(signal),
-        Waited::Exited(_) => Ending::Exited(-1),
-        Waited::TimedOut => Ending::TimedOut,
-        Waited::Cancelled => Ending::Cancelled,
-        Waited::Failed(message) => {
-            progress.flushed().await;
-            release(editor.as_ref(), &id).await;
-            let mut outcome = Outcome::failed(format!("waiting for the command failed: {message}\n{output}"));
-            // The running update embedded the terminal; the final one leaves it as shown.
-            outcome.output = Vec::new();
-            return outcome;
-        }
+        Waited::Exited(ExitStatus { signal: Some(signal), .. }) => Ok(Ending::Signalled(signal)),
+        Waited::Exited(_) => Ok(Ending::Exited(-1)),
+        Waited::TimedOut => Ok(Ending::TimedOut),
+        Waited::Cancelled => Ok(Ending::Cancelled),
+        Waited::Failed(message) => Err(message),
     };
-    // The running update embedded the terminal; the final update leaves that content as it
-    // is (it names no terminal), so nothing refers to the terminal after its release.
-    let outcome = report(&ending, &output, checked.timeout);
-    // Released last, after the update that embeds the terminal has reached the editor.
-    progress.flushed().await;
-    release(editor.as_ref(), &id).await;
+    let mut outcome = match ending {
+        Ok(ending) => report(&ending, &output, checked.timeout),
+        Err(message) => Outcome::failed(format!("waiting for the command failed: {message}\n{output}")),
+    };
+    // The final update keeps the terminal and adds what ran, its output (clipped) and how it
+    // ended, for clients that do not render terminals; the terminal is released only once
+    // that update has reached the editor.
+    let summary = format!("$ {}\n{}", checked.command, crate::secret::clip(&outcome.for_model, SHOWN_OUTPUT));
+    outcome.output =
+        vec![ToolOutput::Terminal { terminal_id: id.clone() }, ToolOutput::Text { text: summary }];
+    let releasing = Arc::clone(&editor);
+    progress.after_result(Box::pin(async move { release(releasing.as_ref(), &id).await })).await;
     outcome
 }
+
+/// How much of a command's output the final update shows as text (the model gets more).
+const SHOWN_OUTPUT: usize = 16 * 1024;
 
 async fn release(editor: &dyn EditorIo, id: &str) {
     if let Err(e) = editor.terminal_release(id).await {
