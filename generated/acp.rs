@@ -5082,17 +5082,17 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     >,
     ///Human-readable title for the session. Set to null to clear.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::patch")]
     #[serde(default)]
-    pub title: ::std::option::Option<::std::string::String>,
+    pub title: ::std::option::Option<::std::option::Option<::std::string::String>>,
     ///ISO 8601 timestamp of last activity. Set to null to clear.
     #[serde(
         rename = "updatedAt",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    #[serde(deserialize_with = "crate::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::patch")]
     #[serde(default)]
-    pub updated_at: ::std::option::Option<::std::string::String>,
+    pub updated_at: ::std::option::Option<::std::option::Option<::std::string::String>>,
 }
 /**Capabilities for the `session/list` method.
 

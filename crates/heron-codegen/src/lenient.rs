@@ -4,7 +4,8 @@
 //! An optional field marked default-on-error reads a malformed value (an unknown enum value,
 //! an unknown union tag, a wrong type) as absent instead of rejecting the whole message.
 //! Arrays marked skip-invalid-items drop malformed items. Required fields stay strict about
-//! being present; default-on-null lets them be `null`.
+//! being present; default-on-null lets them be `null`. A patch field ("Set to null to
+//! clear") becomes `Option<Option<T>>`, so clearing can be said and heard.
 
 use std::collections::BTreeMap;
 
@@ -68,7 +69,19 @@ pub fn apply(
             let facts = facts(field)?;
             let Some(rule) = props.get(&facts.wire) else { continue };
             let optional = facts.has_default || is_option(&field.ty);
+            if *rule == Lenient::Patch {
+                if !is_option(&field.ty) {
+                    return Err(Error::new(format!(
+                        "patch field `{}.{}` is not optional",
+                        item.ident, facts.wire
+                    )));
+                }
+                // Absent, null and a value each mean something: one more Option level.
+                let inner = field.ty.clone();
+                field.ty = parse_quote!(::std::option::Option<#inner>);
+            }
             let function = match (rule, optional) {
+                (Lenient::Patch, _) => "patch",
                 (Lenient::SkipInvalidItems, true) => "lenient_items",
                 (Lenient::SkipInvalidItems, false) => "skip_invalid_items",
                 (Lenient::DefaultOnError, true) => "default_on_error",

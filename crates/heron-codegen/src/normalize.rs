@@ -93,12 +93,29 @@ pub enum Lenient {
     SkipInvalidItems,
     /// `x-deserialize-default-on-null`: `null` reads as the empty value.
     DefaultOnNull,
+    /// A nullable optional property whose description says "Set to null to clear": a patch,
+    /// where absent (leave as is), `null` (clear) and a value (set) are three different
+    /// things. Generated as `Option<Option<T>>`; a malformed value still reads as absent.
+    Patch,
+}
+
+/// Whether a property's schema describes a patch field (see [`Lenient::Patch`]).
+fn is_patch(schema: &Value) -> bool {
+    let nullable = match schema.get("type") {
+        Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
+        _ => false,
+    };
+    let clears =
+        schema.get("description").and_then(Value::as_str).is_some_and(|d| d.contains("Set to null to clear"));
+    nullable && clears
 }
 
 /// The annotations of a property's schema, strongest first.
 pub fn lenient_of(schema: &Value) -> Option<Lenient> {
     let on = |key: &str| schema.get(key) == Some(&Value::Bool(true));
-    if on("x-deserialize-skip-invalid-items") {
+    if is_patch(schema) {
+        Some(Lenient::Patch)
+    } else if on("x-deserialize-skip-invalid-items") {
         Some(Lenient::SkipInvalidItems)
     } else if on("x-deserialize-default-on-error") {
         Some(Lenient::DefaultOnError)

@@ -156,6 +156,27 @@ where
     }))
 }
 
+/// Reads a patch field (present only when the member is): `null` is `Some(None)`, "clear
+/// it"; a value is `Some(Some(value))`; a malformed value reads as absent, like the other
+/// optional fields.
+pub fn patch<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    let captured = Captured::deserialize(deserializer)?;
+    if captured.starts() == b'n' {
+        return Ok(Some(None));
+    }
+    Ok(match captured.decode() {
+        Ok(value) => Some(Some(value)),
+        Err(err) => {
+            tracing::debug!(%err, "ignoring a malformed patch field");
+            None
+        }
+    })
+}
+
 /// Reads `null` as the type's default.
 pub fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where

@@ -150,3 +150,17 @@ fn leniency_holds_whichever_member_comes_first() {
     assert_eq!(call.locations, None);
     assert_eq!(call.meta, None);
 }
+
+#[test]
+fn a_patch_field_tells_absent_from_null_from_a_value_both_ways() {
+    use heron_protocol::SessionInfoUpdate;
+    let read = |text: &str| serde_json::from_str::<SessionInfoUpdate>(text).expect("reads");
+    assert_eq!(read("{}").title, None, "absent: leave the title as it is");
+    assert_eq!(read(r#"{"title": null}"#).title, Some(None), "null: clear it");
+    assert_eq!(read(r#"{"title": "Fix the build"}"#).title, Some(Some("Fix the build".to_owned())));
+    assert_eq!(read(r#"{"title": 5, "updatedAt": null}"#).title, None, "malformed reads as absent");
+    let write = |update: SessionInfoUpdate| serde_json::to_value(update).expect("writes");
+    let cleared = SessionInfoUpdate { title: Some(None), ..SessionInfoUpdate::default() };
+    assert_eq!(write(cleared), serde_json::json!({ "title": null }), "clearing can be said");
+    assert_eq!(write(SessionInfoUpdate::default()), serde_json::json!({}));
+}
