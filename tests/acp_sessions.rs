@@ -70,7 +70,9 @@ fn as_replayed(live: &[Value]) -> Vec<(String, String)> {
         // Live only: progress, and the change a pending call shows before it is approved
         // (the completed update carries it again).
         let progress = body["status"] == "in_progress" || body["status"] == "pending";
-        if kind == "usage_update" || (kind == "tool_call_update" && progress) {
+        // The title is stored on the session, not replayed as an event.
+        if kind == "usage_update" || kind == "session_info_update" || (kind == "tool_call_update" && progress)
+        {
             continue;
         }
         let message_id = body.get("messageId").cloned();

@@ -19,6 +19,7 @@ mod acp_signals;
 mod acp_status;
 mod acp_steer;
 mod acp_store;
+mod acp_titles;
 mod acp_tools;
 mod acp_trust;
 mod conformance;

@@ -419,6 +419,13 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
             vec![SessionUpdate::ToolCallUpdate(update)]
         }
         TurnUpdate::Usage(report) => vec![usage_update(&report)],
+        TurnUpdate::Titled { title, updated_at } => {
+            vec![SessionUpdate::SessionInfoUpdate(p::SessionInfoUpdate {
+                meta: None,
+                title: Some(Some(title)),
+                updated_at: Some(Some(updated_at)),
+            })]
+        }
         // Status is not a session update; the prompt handler forwards it on its own.
         TurnUpdate::Status(..) => Vec::new(),
         TurnUpdate::Flushed(done) => {

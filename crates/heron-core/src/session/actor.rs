@@ -174,6 +174,13 @@ async fn run_job(
     let Prompted { input, updates, cancel, echo: echo_prompt } = prompted;
     let provider = context.providers.resolve(&state.settings.model)?;
     let prompt = attachments::save(&state.cwd, input).await.map_err(PromptError::Attachment)?;
+    // A session nobody titled (`--title`) is named by its first prompt.
+    if state.title.is_none()
+        && let Some(title) = super::title::from_prompt(&prompt, context.providers.keys().all())
+        && let Some(updated_at) = session.adopt_title(title.clone()).await
+    {
+        let _ = updates.send(TurnUpdate::Titled { title, updated_at });
+    }
     let protected = Protected::for_home(context.providers.home().root());
     let roots =
         Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()).protecting(protected));

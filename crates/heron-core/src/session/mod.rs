@@ -24,6 +24,7 @@ pub mod settings;
 pub mod snapshot;
 mod status;
 pub mod steer;
+pub mod title;
 mod transcript;
 mod turn;
 pub mod update;
@@ -252,6 +253,26 @@ impl Session {
     /// The session's MCP servers.
     pub fn mcp(&self) -> &Arc<McpHub> {
         &self.mcp
+    }
+
+    /// Gives the session a title if it has none yet (from its first prompt); the stored
+    /// record's update time when it did.
+    pub(super) async fn adopt_title(&self, title: String) -> Option<String> {
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.title.is_some() {
+                return None;
+            }
+            state.title = Some(title.clone());
+        }
+        let patch = heron_store::SessionPatch { title: Some(Some(title)), ..Default::default() };
+        match self.store.update_session(&self.id, patch).await {
+            Ok(record) => Some(record.updated_at),
+            Err(err) => {
+                tracing::warn!(%err, "storing the session's title failed");
+                None
+            }
+        }
     }
 
     /// Changes one setting and stores the result; returns the new settings.

@@ -47,6 +47,13 @@ pub enum TurnUpdate {
     },
     /// Usage changed.
     Usage(UsageReport),
+    /// The session got a title (from its first prompt), stored at `updated_at`.
+    Titled {
+        /// The title.
+        title: String,
+        /// When the record changed (RFC 3339).
+        updated_at: String,
+    },
     /// The session's status changed: its sequence number and the new snapshot.
     Status(u64, Box<Snapshot>),
     /// Answered once everything sent before it has been handed to the editor's connection,
