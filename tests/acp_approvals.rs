@@ -162,3 +162,24 @@ async fn editor_write_fails_with(error: Value) {
     assert!(said.contains("disk full (client says)"), "{said}");
     editor.close().await;
 }
+
+#[tokio::test]
+async fn a_read_outside_the_roots_asks_naming_the_resolved_target_not_the_link() {
+    let script = r#"{"steps":[{"tool_call":{"name":"read_file","arguments":{"path":"shortcut.txt"}}}]}
+{"steps":[{"text":"Done."}]}
+"#;
+    let mut editor = start(script, "", support::demo_args());
+    let outside = tempfile::tempdir().expect("outside");
+    let target = std::fs::canonicalize(outside.path()).expect("canonical").join("elsewhere.txt");
+    std::fs::write(&target, "far away\n").expect("write");
+    std::os::unix::fs::symlink(&target, ws_file(&editor, "shortcut.txt")).expect("link");
+    let sid = new_session(&mut editor, json!({})).await;
+    let (seen, _) = prompt_answering(&mut editor, &sid, |_| Some(select("reject_once"))).await;
+    let asked = requests(&seen, "session/request_permission");
+    let call = &asked.first().expect("an outside read asks")["params"]["toolCall"];
+    let shown = target.display().to_string();
+    assert_eq!(call["title"], format!("Read {shown}"), "{call}");
+    assert_eq!(call["locations"], json!([{ "path": shown }]), "{call}");
+    assert_eq!(final_status(&seen).as_deref(), Some("failed"), "rejected, so not read");
+    editor.close().await;
+}
