@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use heron::conformance::matcher::Paths;
 use heron::conformance::runner::{AgentCommand, Received, Transport};
-use heron::conformance::{Scenario, replay, run_file, transcript_files};
+use heron::conformance::{Item, Scenario, replay, run_file, transcript_files};
 use heron_protocol::runtime::{ClientPeer, Kind, Side};
 use heron_protocol::serve::AgentService;
 use heron_protocol::{
@@ -267,6 +267,23 @@ fn refresh_rewrites_a_stale_expectation_into_a_passing_one() {
     assert!(rewritten.contains(r#""id": "$init""#), "placeholders are kept: {rewritten}");
     assert!(rewritten.contains(r#""agentInfo": "{...}""#), "wildcards are kept: {rewritten}");
     replay_text(&rewritten, &[&[answer]]).expect("the rewritten transcript passes");
+}
+
+#[test]
+fn a_null_message_is_a_step_and_survives_refresh() {
+    // Found by the transcript fuzz target: an agent that answered `null` was refreshed into
+    // `{"expect": null}`, which read back as a line with no step on it.
+    let send = r#"{"send": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}}"#;
+    let text =
+        format!("{SHORT}\n{send}\n{}\n", r#"{"expect": {"jsonrpc": "2.0", "id": 0, "result": "{...}"}}"#);
+    let scenario = Scenario::parse("memory", &text).expect("parses");
+    let rewritten = replay(&scenario, &mut Canned::new(&[&["null"]]), &Paths::default(), true)
+        .expect("refresh does not fail")
+        .expect("the transcript changed");
+    assert!(rewritten.contains(r#"{"expect": null}"#), "{rewritten}");
+    replay_text(&rewritten, &[&["null"]]).expect("the rewritten transcript passes");
+    let sends_null = Scenario::parse("memory", &format!("{SHORT}\n{{\"send\": null}}\n")).expect("parses");
+    assert_eq!(sends_null.items, [Item::Send { message: serde_json::Value::Null, line: 2 }]);
 }
 
 /// A second ACP agent, unrelated to Heron's: it echoes each prompt back as one message

@@ -163,13 +163,22 @@ pub struct FormatError {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StepLine {
+    #[serde(default, deserialize_with = "present")]
     send: Option<Value>,
     send_raw: Option<String>,
+    #[serde(default, deserialize_with = "present")]
     expect: Option<Value>,
     #[serde(default)]
     repeat: bool,
     unordered: Option<String>,
     close_input: Option<bool>,
+}
+
+/// A message member that is there, even as `null`: `null` is a message like any other (an
+/// agent may write the line `null`, and refresh and recording then expect it), where a plain
+/// `Option<Value>` would read it as no member at all.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 /// Whether a line carries no step: blank, or a `#` comment.
