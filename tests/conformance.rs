@@ -286,6 +286,16 @@ fn a_null_message_is_a_step_and_survives_refresh() {
     assert_eq!(sends_null.items, [Item::Send { message: serde_json::Value::Null, line: 2 }]);
 }
 
+#[test]
+fn a_raw_send_with_a_line_feed_is_refused() {
+    // Found by the transcript fuzz target: the text went out as two lines, the second one
+    // without waiting for the agent's answer to the first.
+    let text = format!("{SHORT}\n{}\n", r#"{"send_raw": "{\"jsonrpc\": \"2.0\"\n\"id\": 1}"}"#);
+    let err = Scenario::parse("memory", &text).expect_err("two lines in one send_raw");
+    assert_eq!(err.line, 2, "{err}");
+    assert!(err.reason.contains("one line"), "{err}");
+}
+
 /// A second ACP agent, unrelated to Heron's: it echoes each prompt back as one message
 /// chunk. Built on Heron's rpc layer and the generated `Agent` trait.
 #[derive(Clone)]

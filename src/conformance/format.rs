@@ -225,6 +225,11 @@ impl Scenario {
             if step.repeat && step.expect.is_none() {
                 return Err(fail(line, "`repeat` goes with `expect`".into()));
             }
+            // The agent reads lines: a line feed would send two, and the second would go out
+            // without waiting for what the agent says to the first.
+            if step.send_raw.as_ref().is_some_and(|text| text.contains('\n')) {
+                return Err(fail(line, "`send_raw` is one line; its text holds a line feed".into()));
+            }
             if let Some(pattern) = step.expect {
                 let expectation = Expectation { pattern, repeat: step.repeat, line };
                 match &mut open {
