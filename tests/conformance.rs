@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
+use heron::conformance::format::ScriptedAs;
 use heron::conformance::matcher::Paths;
 use heron::conformance::runner::{AgentCommand, Received, Transport};
 use heron::conformance::{Item, Scenario, replay, run_file, transcript_files};
@@ -294,6 +295,16 @@ fn a_raw_send_with_a_line_feed_is_refused() {
     let err = Scenario::parse("memory", &text).expect_err("two lines in one send_raw");
     assert_eq!(err.line, 2, "{err}");
     assert!(err.reason.contains("one line"), "{err}");
+}
+
+#[test]
+fn provider_tables_quote_names_the_toml_way() {
+    // Found by the transcript fuzz target: names were quoted as JSON strings, which leave
+    // DEL raw, and one raw DEL makes the whole config.toml unreadable.
+    let provider = ScriptedAs { models: vec!["m\u{7f}".to_owned()], ..ScriptedAs::default() };
+    let text = provider.toml("p\u{7f}");
+    let table: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{text}\n{e}"));
+    assert_eq!(table["providers"]["p\u{7f}"]["models"][0].as_str(), Some("m\u{7f}"), "{text}");
 }
 
 /// A second ACP agent, unrelated to Heron's: it echoes each prompt back as one message

@@ -56,7 +56,8 @@ pub struct ScriptedAs {
 impl ScriptedAs {
     /// The `config.toml` table of provider `name`, playing `script.jsonl` in request order.
     pub fn toml(&self, name: &str) -> String {
-        let quote = |text: &str| serde_json::Value::String(text.to_owned()).to_string();
+        // TOML's own quoting: JSON's leaves characters raw (DEL) that a TOML string must escape.
+        let quote = |text: &str| toml::Value::String(text.to_owned()).to_string();
         let list = |items: &[String]| items.iter().map(|i| quote(i)).collect::<Vec<_>>().join(", ");
         let mut table = format!(
             "[providers.{}]\nkind = \"scripted\"\nscript = \"script.jsonl\"\nplayback = \"sequential\"\nmodels = [{}]\n",
