@@ -146,3 +146,52 @@ async fn an_image_prompt_is_saved_under_attachments_and_replayed() {
     assert_eq!(image["params"]["update"]["content"]["data"], png);
     editor.close().await;
 }
+
+/// `kill -9` while `write_file` replaces a 3 MiB file, at a spread of moments: every time
+/// the file is either the old one or the new one, never a mix or a truncation.
+#[test]
+fn kill_9_during_a_write_leaves_the_old_file_or_the_new_one() {
+    let new = "n".repeat(3 << 20);
+    let call = json!({"steps": [{"tool_call": {"name": "write_file", "arguments": {"path": "big.txt", "content": new}}}]});
+    let script = format!("{call}\n{}\n", json!({"steps": [{"text": "Done."}]}));
+    let dirs = support::scripted_home("t", "", &script);
+    let file = std::path::Path::new(&dirs.ws()).join("big.txt");
+    let old = "old line\n".repeat(100_000);
+    let mut outcomes = (0, 0);
+    for delay_ms in [0u64, 1, 2, 4, 8, 16] {
+        std::fs::write(&file, &old).expect("the old file");
+        let mut child =
+            support::spawn_heron(&dirs.home(), &["--model", "t/m", "--permission-mode", "bypassPermissions"]);
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut next = || -> Value {
+            serde_json::from_str(&lines.next().expect("a line").expect("read")).expect("json")
+        };
+        send(
+            &mut child,
+            json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}),
+        );
+        assert_eq!(next()["id"], 1);
+        send(
+            &mut child,
+            json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":dirs.ws(),"mcpServers":[]}}),
+        );
+        let sid = next()["result"]["sessionId"].as_str().expect("session").to_owned();
+        send(
+            &mut child,
+            json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":sid,"prompt":[{"type":"text","text":"go"}]}}),
+        );
+        // The call is about to run once it is announced.
+        while next()["params"]["update"]["sessionUpdate"] != "tool_call" {}
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaped");
+        let now = std::fs::read(&file).expect("the file is there");
+        if now == old.as_bytes() {
+            outcomes.0 += 1;
+        } else {
+            assert!(now == new.as_bytes(), "after {delay_ms} ms: {} bytes, neither old nor new", now.len());
+            outcomes.1 += 1;
+        }
+    }
+    eprintln!("killed before the rename {} times, after it {} times", outcomes.0, outcomes.1);
+}

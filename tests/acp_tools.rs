@@ -14,11 +14,6 @@ const WRITE_SCRIPT: &str = r#"{"steps":[{"text":"Writing."},{"tool_call":{"name"
 {"steps":[{"text":"Done."}]}
 "#;
 
-/// Two writes in one model turn.
-const TWO_WRITES: &str = r#"{"steps":[{"tool_call":{"name":"write_file","arguments":{"path":"a.txt","content":"a\n"}}},{"tool_call":{"name":"write_file","arguments":{"path":"b.txt","content":"b\n"}}}]}
-{"steps":[{"text":"Done."}]}
-"#;
-
 fn start(script: &str, extra_config: &str, args: AcpArgs) -> Editor {
     support::start_in(
         AcpArgs { model: Some("t/m".into()), ..args },
@@ -193,13 +188,18 @@ async fn cancel_while_asking_ends_the_turn_cancelled_and_withdraws_the_question(
     editor.close().await;
 }
 
+/// Writes a.txt twice, then b.txt.
+const THREE_WRITES: &str = r#"{"steps":[{"tool_call":{"name":"write_file","arguments":{"path":"a.txt","content":"a\n"}}},{"tool_call":{"name":"write_file","arguments":{"path":"a.txt","content":"aa\n"}}},{"tool_call":{"name":"write_file","arguments":{"path":"b.txt","content":"b\n"}}}]}
+{"steps":[{"text":"Done."}]}
+"#;
+
 #[tokio::test]
-async fn allow_always_covers_later_calls_of_the_same_tool() {
-    let mut editor = start(TWO_WRITES, "", support::demo_args());
+async fn allow_always_covers_later_writes_of_the_same_file_and_asks_for_another() {
+    let mut editor = start(THREE_WRITES, "", support::demo_args());
     let sid = new_session(&mut editor, json!({})).await;
     let (seen, _) = prompt_answering(&mut editor, &sid, |_| Some(select("allow_always"))).await;
-    assert_eq!(requests(&seen, "session/request_permission").len(), 1, "asked once for two writes");
-    assert_eq!(written(&editor, "a.txt").as_deref(), Some("a\n"));
+    assert_eq!(requests(&seen, "session/request_permission").len(), 2, "a.txt once, b.txt once");
+    assert_eq!(written(&editor, "a.txt").as_deref(), Some("aa\n"));
     assert_eq!(written(&editor, "b.txt").as_deref(), Some("b\n"));
     editor.close().await;
 }
@@ -358,5 +358,33 @@ async fn commands_run_in_an_editor_terminal_released_after_the_update_that_embed
     );
     assert_eq!(requests(&seen, "terminal/release").len(), 1);
     assert_eq!(seen[created]["params"]["command"], "sh");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn an_editor_that_never_answers_a_read_fails_the_call_at_its_deadline() {
+    let script = r#"{"steps":[{"tool_call":{"name":"read_file","arguments":{"path":"README.md"}}}]}
+{"steps":[{"text":"Done."}]}
+"#;
+    let mut editor = start(script, "tool_timeout_s = 1\n", support::demo_args());
+    let sid = new_session(&mut editor, json!({ "fs": { "readTextFile": true } })).await;
+    let mut asked = None;
+    let (seen, answer) = prompt_answering(&mut editor, &sid, |request| {
+        if request["method"] == "fs/read_text_file" {
+            asked = Some(request["id"].clone());
+            return None;
+        }
+        Some(select("allow_once"))
+    })
+    .await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "the turn went on: {answer}");
+    assert_eq!(final_status(&seen).as_deref(), Some("failed"));
+    let said = serde_json::to_string(&seen).expect("json");
+    assert!(said.contains("did not finish within 1 s"), "{said}");
+    let asked = asked.expect("the editor was asked to read");
+    assert!(
+        seen.iter().any(|m| m["method"] == "$/cancel_request" && m["params"]["requestId"] == asked),
+        "the unanswered read was cancelled: {said}"
+    );
     editor.close().await;
 }

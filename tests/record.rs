@@ -3,8 +3,7 @@
 //! by the real binary and then replays, on the scripted model, as a passing conformance
 //! transcript; keys and machine paths never reach the file; a cancelled turn replays too.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
@@ -14,83 +13,10 @@ use heron::conformance::runner::AgentCommand;
 use heron::conformance::{Scenario, run_file};
 use serde_json::{Value, json};
 
+use crate::support::endpoint::{Reply, delta, endpoint, finish};
+
 const KEY: &str = "sk-recorded-0123456789abcdef";
 const WAIT: Duration = Duration::from_secs(10);
-
-/// What the fake endpoint answers to one request.
-enum Reply {
-    /// These SSE events, then the end of the stream.
-    Events(Vec<Value>),
-    /// These events, then nothing until the client hangs up.
-    Stall(Vec<Value>),
-}
-
-/// An OpenAI-compatible endpoint on 127.0.0.1 that answers request n with reply n.
-fn endpoint(replies: Vec<Reply>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
-    std::thread::spawn(move || {
-        for (reply, socket) in replies.into_iter().zip(listener.incoming()) {
-            let Ok(socket) = socket else { return };
-            std::thread::spawn(move || answer(socket, reply));
-        }
-    });
-    url
-}
-
-fn answer(mut socket: TcpStream, reply: Reply) {
-    read_request(&mut socket);
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
-    let _ = socket.write_all(head.as_bytes());
-    let (events, stall) = match reply {
-        Reply::Events(events) => (events, false),
-        Reply::Stall(events) => (events, true),
-    };
-    for event in events {
-        let piece = format!("data: {event}\n\n");
-        let _ = socket.write_all(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes());
-        let _ = socket.flush();
-    }
-    if stall {
-        let _ = socket.read(&mut [0u8; 64]);
-        return;
-    }
-    let done = "data: [DONE]\n\n";
-    let _ = socket.write_all(format!("{:x}\r\n{done}\r\n0\r\n\r\n", done.len()).as_bytes());
-}
-
-fn read_request(socket: &mut TcpStream) {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !data.windows(4).any(|w| w == b"\r\n\r\n") {
-        match socket.read(&mut buf) {
-            Ok(n) if n > 0 => data.extend_from_slice(&buf[..n]),
-            _ => return,
-        }
-    }
-    let text = String::from_utf8_lossy(&data).to_ascii_lowercase();
-    let length = text
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .unwrap_or(0);
-    let head_end = data.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(0) + 4;
-    let mut body = data.len() - head_end;
-    while body < length {
-        match socket.read(&mut buf) {
-            Ok(n) if n > 0 => body += n,
-            _ => return,
-        }
-    }
-}
-
-fn delta(delta: Value) -> Value {
-    json!({ "choices": [{ "index": 0, "delta": delta, "finish_reason": null }] })
-}
-
-fn finish(reason: &str) -> Value {
-    json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": reason }] })
-}
 
 /// A HERON_HOME whose default model is served by `url`, with its key in `.env`, and a
 /// workspace holding a README.

@@ -344,10 +344,10 @@ pub fn replay_updates(event: &Event) -> Vec<SessionUpdate> {
 pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
     match update {
         TurnUpdate::Event(event) => event_updates(&event),
-        TurnUpdate::MessageChunk { message_id, text } => {
+        TurnUpdate::MessageChunk { message_id, text, .. } => {
             vec![SessionUpdate::AgentMessageChunk(chunk(&message_id, text_block(text)))]
         }
-        TurnUpdate::ThoughtChunk { message_id, text } => {
+        TurnUpdate::ThoughtChunk { message_id, text, .. } => {
             vec![SessionUpdate::AgentThoughtChunk(chunk(&message_id, text_block(text)))]
         }
         TurnUpdate::ToolProgress { call_id, status, output } => {

@@ -13,6 +13,7 @@ use heron_core::session::{Manager, PromptError, SessionError};
 use heron_core::tools::roots::RootProblem;
 use heron_protocol::RpcError;
 use heron_protocol::error::{INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND};
+use heron_store::StoreErrorKind;
 
 /// Every `data.code` Heron sends, in one naming scheme: a dotted path of snake_case
 /// segments whose first names the area (`turn.failed`, `inbox.item_not_found`).
@@ -49,6 +50,9 @@ pub enum ErrorCode {
     /// The session closed before the prompt ran.
     #[serde(rename = "session.closed")]
     SessionClosed,
+    /// The session is open in another Heron process.
+    #[serde(rename = "session.open_elsewhere")]
+    OpenElsewhere,
     /// The session has no goal.
     #[serde(rename = "goal.none")]
     NoGoal,
@@ -70,12 +74,21 @@ pub enum ErrorCode {
     /// HERON_HOME cannot be used (a broken config, an unreadable store).
     #[serde(rename = "home.unusable")]
     HomeUnusable,
+    /// The session store (`heron.db`) is damaged.
+    #[serde(rename = "store.corrupt")]
+    StoreCorrupt,
+    /// The session store cannot be used now (busy, read-only, full, failing I/O).
+    #[serde(rename = "store.unavailable")]
+    StoreUnavailable,
+    /// The session store failed otherwise.
+    #[serde(rename = "store.failed")]
+    StoreFailed,
 }
 
 impl ErrorCode {
     /// Every code, for the naming-scheme test.
     #[cfg(test)]
-    const ALL: [ErrorCode; 17] = [
+    const ALL: [ErrorCode; 21] = [
         ErrorCode::RootRelative,
         ErrorCode::RootMissing,
         ErrorCode::RootNotOwned,
@@ -86,6 +99,7 @@ impl ErrorCode {
         ErrorCode::AboveCeiling,
         ErrorCode::TurnFailed,
         ErrorCode::SessionClosed,
+        ErrorCode::OpenElsewhere,
         ErrorCode::NoGoal,
         ErrorCode::GoalEnded,
         ErrorCode::ItemNotFound,
@@ -93,7 +107,19 @@ impl ErrorCode {
         ErrorCode::ItemNotFailed,
         ErrorCode::ProviderUnavailable,
         ErrorCode::HomeUnusable,
+        ErrorCode::StoreCorrupt,
+        ErrorCode::StoreUnavailable,
+        ErrorCode::StoreFailed,
     ];
+
+    /// The code of a store failure of `kind`.
+    pub fn of_store(kind: StoreErrorKind) -> Self {
+        match kind {
+            StoreErrorKind::Corrupt => ErrorCode::StoreCorrupt,
+            StoreErrorKind::Unavailable => ErrorCode::StoreUnavailable,
+            StoreErrorKind::Other => ErrorCode::StoreFailed,
+        }
+    }
 
     /// The code of a workspace-root problem.
     pub fn of_root(problem: RootProblem) -> Self {
@@ -124,6 +150,33 @@ pub const MAX_FAILURE_MESSAGE: usize = 2048;
 pub fn unknown_session(id: &str) -> RpcError {
     RpcError::new(RESOURCE_NOT_FOUND, format!("Session not found: {id}"))
         .with_data(json!({ "sessionId": id }))
+}
+
+/// -32002 for a session another Heron process has open, with `data.sessionId`: it can be
+/// opened here once it is closed there.
+pub fn open_elsewhere(id: &str) -> RpcError {
+    coded(
+        RESOURCE_NOT_FOUND,
+        format!("Session {id} is open in another Heron process; close it there first"),
+        ErrorCode::OpenElsewhere,
+        json!({ "sessionId": id }),
+    )
+}
+
+/// The longest store failure reason sent, in bytes.
+const MAX_STORE_REASON: usize = 512;
+
+/// -32603 for a store failure, with `data.code` naming its kind and the store's own words,
+/// redacted of keys and clipped, as `data.reason`.
+pub fn store_error(kind: StoreErrorKind, reason: &str, keys: &Keys) -> RpcError {
+    let reason = clip(&redact(reason, keys.all()), MAX_STORE_REASON);
+    tracing::error!(?kind, %reason, "the session store failed");
+    let what = match kind {
+        StoreErrorKind::Corrupt => "The session store (heron.db) is damaged",
+        StoreErrorKind::Unavailable => "The session store (heron.db) cannot be used right now",
+        StoreErrorKind::Other => "The session store (heron.db) failed",
+    };
+    coded(INTERNAL_ERROR, format!("{what}: {reason}"), ErrorCode::of_store(kind), json!({ "reason": reason }))
 }
 
 /// Names the wire field an invalid-params error is about.
@@ -166,6 +219,16 @@ pub fn root_error(err: &heron_core::tools::roots::RootError) -> RpcError {
     )
 }
 
+/// The wire error for a working directory that cannot be a workspace.
+pub fn cwd_error(problem: RootProblem, reason: String) -> RpcError {
+    coded(
+        INVALID_PARAMS,
+        format!("cwd: {reason}"),
+        ErrorCode::of_root(problem),
+        json!({ "path": "cwd", "reason": reason }),
+    )
+}
+
 /// The wire error for a session operation.
 pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
     match err {
@@ -181,6 +244,8 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
             json!({ "path": "additionalDirectories" }),
         ),
         SessionError::BadPath(reason) => RpcError::invalid_params("cwd", reason),
+        SessionError::OpenElsewhere(id) => open_elsewhere(&id),
+        SessionError::Store { kind, reason } => store_error(kind, &reason, manager.providers().keys()),
         SessionError::Internal(cause) => RpcError::internal(&cause),
     }
 }

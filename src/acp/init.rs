@@ -1,7 +1,11 @@
 //! The connection's start: `initialize` (version, what Heron serves, the client's
-//! capabilities) and `authenticate` (Heron's one auth method runs in a terminal).
+//! capabilities, whether this machine can sandbox commands) and `authenticate` (Heron's
+//! one auth method runs in a terminal).
 
 use std::sync::PoisonError;
+
+use heron_core::sandbox::Support;
+use serde_json::{Map, Value, json};
 
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
@@ -83,8 +87,20 @@ pub(super) fn initialize<O: Outgoing>(
             meta: None,
         }),
         auth_methods,
-        meta: None,
+        meta: Some(meta(heron_core::sandbox::support())),
     })
+}
+
+/// `_meta.heron` of the answer: what the OS sandbox of commands and MCP servers can do here,
+/// so a client can tell its user when they run unconfined.
+fn meta(support: &Support) -> Map<String, Value> {
+    let sandbox = match support {
+        Support::Available { abi, hides_home } => {
+            json!({ "supported": true, "abi": abi, "hidesHome": hides_home })
+        }
+        Support::Unavailable { reason } => json!({ "supported": false, "reason": reason }),
+    };
+    Map::from_iter([("heron".to_owned(), json!({ "sandbox": sandbox }))])
 }
 
 /// `authenticate`: Heron's method runs in a terminal, never over the connection.
@@ -93,5 +109,24 @@ pub(super) fn authenticate(params: &AuthenticateRequest) -> RpcError {
         RpcError::invalid_params("methodId", "this method runs in a terminal: launch `heron acp --setup`")
     } else {
         RpcError::invalid_params("methodId", format!("unknown auth method `{}`", params.method_id.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sandbox_report_is_small_and_says_why_when_missing() {
+        let available = meta(&Support::Available { abi: 7, hides_home: true });
+        assert_eq!(
+            Value::Object(available),
+            json!({"heron": {"sandbox": {"supported": true, "abi": 7, "hidesHome": true}}})
+        );
+        let missing = meta(&Support::Unavailable { reason: "no Landlock".to_owned() });
+        assert_eq!(
+            Value::Object(missing),
+            json!({"heron": {"sandbox": {"supported": false, "reason": "no Landlock"}}})
+        );
     }
 }

@@ -2,20 +2,66 @@
 //! `fork`, `_heron/session/mcpStatus`, and `_heron/session/mcpStatus_update` for a client
 //! that asked for status updates.
 
+use std::path::Path;
 use std::sync::Arc;
 
+use serde_json::json;
+
+use super::errors::{ErrorCode, coded};
 use super::{HeronAgent, Inner, Reply};
+use heron_core::secret::clip;
 use heron_core::session::Session;
 use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
+use heron_core::tools::protected::Protected;
+use heron_core::tools::roots::resolve_against;
+use heron_protocol::error::INVALID_PARAMS;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
     Client, HeronMcpServerState, HeronMcpServerStatus, HeronMcpTransport, HeronSessionMcpStatusRequest,
     HeronSessionMcpStatusResponse, HeronSessionMcpStatusUpdateNotification, McpServer, RpcError, SessionId,
 };
 
+/// Refuses a server definition whose command or a path argument reaches into Heron's home:
+/// a server started there could read the user's keys.
+fn check_paths(
+    command: &str,
+    args: &[String],
+    index: usize,
+    cwd: &Path,
+    protected: &Protected,
+) -> Result<(), RpcError> {
+    let looks_like_path = |text: &str| {
+        text.starts_with('/') || text.starts_with("./") || text.starts_with("../") || text.starts_with('~')
+    };
+    let named = std::iter::once(("command".to_owned(), command))
+        .chain(args.iter().enumerate().map(|(at, arg)| (format!("args[{at}]"), arg.as_str())));
+    for (field, text) in named {
+        // An argument may carry a path after `=` (`--config=/x`).
+        let candidate = text.rsplit_once('=').map_or(text, |(_, value)| value);
+        if !looks_like_path(candidate) {
+            continue;
+        }
+        let expanded = match (candidate.strip_prefix('~'), std::env::var_os("HOME")) {
+            (Some(rest), Some(home)) => format!("{}{rest}", home.to_string_lossy()),
+            _ => candidate.to_owned(),
+        };
+        if protected.is_home(&resolve_against(cwd, &expanded)) {
+            let path = format!("mcpServers[{index}].{field}");
+            let reason = format!("{text} is inside Heron's home, which no server Heron starts may use");
+            return Err(coded(
+                INVALID_PARAMS,
+                format!("{path}: {reason}"),
+                ErrorCode::RootProtected,
+                json!({ "path": path, "reason": reason }),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The servers as Heron starts them. An http or sse server (which Heron does not
 /// advertise) is kept and reported failed rather than refusing the session.
-pub fn specs(servers: &[McpServer]) -> Result<Vec<ServerSpec>, RpcError> {
+pub fn specs(servers: &[McpServer], cwd: &Path, protected: &Protected) -> Result<Vec<ServerSpec>, RpcError> {
     servers
         .iter()
         .enumerate()
@@ -28,6 +74,7 @@ pub fn specs(servers: &[McpServer]) -> Result<Vec<ServerSpec>, RpcError> {
                             "must name the server's executable",
                         ));
                     }
+                    check_paths(&stdio.command, &stdio.args, index, cwd, protected)?;
                     let transport = TransportSpec::Stdio {
                         command: stdio.command.clone().into(),
                         args: stdio.args.clone(),
@@ -44,6 +91,10 @@ pub fn specs(servers: &[McpServer]) -> Result<Vec<ServerSpec>, RpcError> {
         .collect()
 }
 
+/// The longest `error` a server status carries, in bytes: a server's own words (its stderr,
+/// its errors) are not the client's to store whole.
+const MAX_STATUS_ERROR: usize = 2048;
+
 /// Every server of `hub` as the wire shows it.
 pub fn statuses(hub: &McpHub) -> Vec<HeronMcpServerStatus> {
     hub.statuses()
@@ -52,7 +103,9 @@ pub fn statuses(hub: &McpHub) -> Vec<HeronMcpServerStatus> {
             let (state, error) = match status.state {
                 ServerState::Starting => (HeronMcpServerState::Starting, None),
                 ServerState::Ready => (HeronMcpServerState::Ready, None),
-                ServerState::Failed(reason) => (HeronMcpServerState::Failed, Some(reason)),
+                ServerState::Failed(reason) => {
+                    (HeronMcpServerState::Failed, Some(clip(&reason, MAX_STATUS_ERROR)))
+                }
             };
             HeronMcpServerStatus {
                 error,

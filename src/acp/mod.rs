@@ -49,11 +49,11 @@ use heron_protocol::{
 };
 
 use self::editor::AcpEditor;
-use self::errors::unknown_session;
+use self::errors::{open_elsewhere, unknown_session};
 
 pub use self::init::{PROTOCOL_VERSION, SETUP_METHOD};
 pub use self::settings::preset;
-pub use self::slot::{Built, ManagerSlot};
+pub use self::slot::{Built, ManagerSlot, Unusable};
 
 /// Heron as an ACP agent on one connection.
 #[derive(Debug, Clone)]
@@ -99,9 +99,15 @@ impl<O: Outgoing> HeronAgent<O> {
         Arc::new(AcpEditor::new(self.inner.client.clone(), session_id.to_owned(), &capabilities))
     }
 
-    /// The open session `id`; -32002 when it is not open here.
+    /// The open session `id`; -32002 when it is not open here, with `data.code` saying so
+    /// when another process has it open.
     fn session(&self, id: &SessionId) -> Result<Arc<Session>, RpcError> {
-        self.inner.manager.now().and_then(|m| m.get(&id.0)).ok_or_else(|| unknown_session(&id.0))
+        let manager = self.inner.manager.now();
+        match manager.as_ref().and_then(|m| m.get(&id.0)) {
+            Some(session) => Ok(session),
+            None if manager.is_some_and(|m| m.is_open_elsewhere(&id.0)) => Err(open_elsewhere(&id.0)),
+            None => Err(unknown_session(&id.0)),
+        }
     }
 }
 

@@ -13,7 +13,8 @@ use heron_core::session::event::Event;
 use heron_core::session::goal::Goal;
 use heron_core::session::{OpenOptions, Session};
 use heron_core::tools::editor::NoEditor;
-use heron_core::tools::roots::validate_additional_directories;
+use heron_core::tools::protected::Protected;
+use heron_core::tools::roots::{validate_additional_directories, validate_cwd};
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
     CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
@@ -24,7 +25,7 @@ use heron_protocol::{
 };
 use serde_json::{Map, Value, json};
 
-use super::errors::{root_error, session_error};
+use super::errors::{cwd_error, root_error, session_error};
 use super::{HeronAgent, Reply, convert, inbox, mcp, status, updates};
 
 /// How a session is opened.
@@ -63,11 +64,12 @@ fn open_options(
     additional: &[String],
     mcp_servers: &[McpServer],
 ) -> Result<OpenOptions, RpcError> {
-    let cwd = absolute(cwd, "cwd")?;
+    let guarded = Protected::for_home(home_root);
+    let cwd = validate_cwd(cwd, &guarded).map_err(|(problem, reason)| cwd_error(problem, reason))?;
     let protected = [home_root.to_path_buf()];
     let additional_directories =
         validate_additional_directories(additional, &cwd, &protected).map_err(|e| root_error(&e))?;
-    let mcp_servers = mcp::specs(mcp_servers)?;
+    let mcp_servers = mcp::specs(mcp_servers, &cwd, &guarded)?;
     Ok(OpenOptions { cwd, additional_directories, editor: Arc::new(NoEditor), mcp_servers })
 }
 

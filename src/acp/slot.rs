@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::errors::ErrorCode;
 use heron_core::session::Manager;
 use heron_protocol::RpcError;
 
@@ -14,7 +15,17 @@ use heron_protocol::RpcError;
 pub struct ManagerSlot(tokio::sync::watch::Receiver<Built>);
 
 /// What building the manager gave: nothing yet, the manager, or why it failed.
-pub type Built = Option<Result<Arc<Manager>, String>>;
+pub type Built = Option<Result<Arc<Manager>, Unusable>>;
+
+/// Why the manager could not be built: the reason, and the kind of failure when it was the
+/// store's (a damaged `heron.db` is named as such, not as a broken home).
+#[derive(Debug, Clone)]
+pub struct Unusable {
+    /// What went wrong, in a sentence.
+    pub reason: String,
+    /// The store's kind of failure, when opening the store failed.
+    pub store: Option<heron_store::StoreErrorKind>,
+}
 
 impl ManagerSlot {
     /// A slot and the sender that fills it.
@@ -45,10 +56,10 @@ impl ManagerSlot {
             .map_err(|_| RpcError::internal(&"the session manager was never built"))?;
         match &*built {
             Some(Ok(manager)) => Ok(manager.clone()),
-            Some(Err(reason)) => Err(super::errors::coded(
+            Some(Err(unusable)) => Err(super::errors::coded(
                 heron_protocol::error::INTERNAL_ERROR,
-                reason.clone(),
-                super::errors::ErrorCode::HomeUnusable,
+                unusable.reason.clone(),
+                unusable.store.map_or(ErrorCode::HomeUnusable, ErrorCode::of_store),
                 json!({}),
             )),
             None => Err(RpcError::internal(&"the session manager was never built")),

@@ -12,15 +12,19 @@ use super::{Inner, convert};
 
 /// Sends one update of a turn to the editor: status to the status feed, the rest as
 /// `session/update`.
-pub(super) async fn forward<O: Outgoing>(inner: &Inner<O>, session_id: &str, update: TurnUpdate) {
+pub(super) async fn forward<O: Outgoing>(inner: &Inner<O>, session_id: &str, mut update: TurnUpdate) {
     if let TurnUpdate::Status(seq, snapshot) = &update {
         inner.status.offer(&inner.client, session_id, *seq, snapshot).await;
         return;
     }
+    // The chunk's share of the turn's budget goes back once it is queued for the editor,
+    // so a slow editor slows the turn down.
+    let held = update.take_held();
     for update in convert::turn_updates(update) {
         // A client that stopped reading does not stop the turn.
         let _ = inner.send(session_id, update).await;
     }
+    drop(held);
 }
 
 /// Advertises the slash commands once the answer that made the session known is out (a

@@ -1,11 +1,17 @@
-//! `heron acp`: serves the Agent Client Protocol over stdin/stdout until stdin ends.
+//! `heron acp`: serves the Agent Client Protocol over stdin/stdout until stdin ends, or
+//! until SIGTERM, SIGINT or SIGHUP asks it to stop, which it does exactly as at the end of
+//! input: it stops serving, answers what is in flight, cancels every turn and kills the
+//! process groups of the commands and MCP servers its sessions started, then exits (within
+//! two seconds). Without the handlers a signal would end the process on the spot and leave
+//! those children running.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use clap::Args;
 
 use crate::acp::policy::agent_policy;
-use crate::acp::{HeronAgent, ManagerSlot};
+use crate::acp::{HeronAgent, ManagerSlot, Unusable};
 use crate::conformance::record::{Recorder, Sender, Setup, TeeReader, TeeWriter};
 use heron_core::config::{Config, Home, Keys};
 use heron_core::llm::registry::Providers;
@@ -127,7 +133,7 @@ pub async fn manager(
 ) -> Result<Manager, AcpError> {
     let config = Arc::new(Config::load(home)?);
     let keys = Arc::new(Keys::load(home)?);
-    let store = Store::open(home.db_path()).await.map_err(|e| AcpError::Store(e.to_string()))?;
+    let store = Store::open(home.db_path()).await.map_err(AcpError::Store)?;
     let (ceiling, preset) = flags(args)?;
     let options = ManagerOptions {
         model: args.model.clone(),
@@ -164,7 +170,7 @@ pub enum AcpError {
     Config(#[from] heron_core::config::ConfigError),
     /// The session store could not be opened.
     #[error("cannot open the session store: {0}")]
-    Store(String),
+    Store(heron_store::StoreError),
     /// The schema validator could not be built.
     #[error(transparent)]
     Schema(#[from] heron_protocol::validate::SchemaError),
@@ -191,15 +197,30 @@ where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
+    serve_until(reader, writer, args, home, std::future::pending()).await
+}
+
+/// [`serve`], which also ends when `stop` resolves, the same way as when the input ends.
+pub async fn serve_until<R, W>(
+    reader: R,
+    writer: W,
+    args: &AcpArgs,
+    home: &Home,
+    stop: impl Future<Output = ()>,
+) -> Result<(), AcpError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
     flags(args)?;
     let Some(path) = &args.record else {
-        return serve_with(reader, writer, args, home, None).await;
+        return serve_with(reader, writer, args, home, None, stop).await;
     };
     let recorder = Arc::new(recorder(args, home, path)?);
     let flushing = tokio::spawn(recorder.clone().keep_flushing());
     let reader = TeeReader::new(reader, recorder.clone());
     let writer = TeeWriter::new(writer, recorder.clone());
-    let served = serve_with(reader, writer, args, home, Some(recorder.clone())).await;
+    let served = serve_with(reader, writer, args, home, Some(recorder.clone()), stop).await;
     flushing.abort();
     recorder.end_of(Sender::Agent);
     if let Err(error) = recorder.flush() {
@@ -246,6 +267,7 @@ async fn serve_with<R, W>(
     args: &AcpArgs,
     home: &Home,
     recorder: Option<Arc<Recorder>>,
+    stop: impl Future<Output = ()>,
 ) -> Result<(), AcpError>
 where
     R: tokio::io::AsyncRead + Unpin,
@@ -256,16 +278,33 @@ where
     let building = {
         let (args, home) = (args.clone(), home.clone());
         tokio::spawn(async move {
-            let built = manager(&args, &home, recorder).await.map(Arc::new).map_err(|e| e.to_string());
-            if let Err(reason) = &built {
-                tracing::error!(%reason, "heron cannot use HERON_HOME");
+            let built = manager(&args, &home, recorder).await.map(Arc::new).map_err(|e| Unusable {
+                reason: e.to_string(),
+                store: match &e {
+                    AcpError::Store(store) => Some(store.kind()),
+                    _ => None,
+                },
+            });
+            if let Err(unusable) = &built {
+                tracing::error!(reason = %unusable.reason, "heron cannot use HERON_HOME");
             }
             let _ = fill.send(Some(built));
         })
     };
     let connection = Connection::new(reader, writer, connection_options(args)?);
+    let peer = connection.peer();
     let agent = HeronAgent::new(connection.peer(), slot.clone(), home.root().to_path_buf());
-    let served = connection.serve(Arc::new(AgentService::new(agent, agent_policy))).await;
+    let served = connection.serve(Arc::new(AgentService::new(agent, agent_policy)));
+    tokio::pin!(served, stop);
+    let served = tokio::select! {
+        served = &mut served => served,
+        () = &mut stop => {
+            // As if the input had ended, without waiting for requests to finish: they are
+            // answered -32800 and what is queued is flushed.
+            peer.close();
+            served.await
+        }
+    };
     let _ = building.await;
     // The editor is gone: stop every turn and tool.
     if let Some(manager) = slot.now() {
@@ -275,12 +314,32 @@ where
     Ok(())
 }
 
-/// Runs `heron acp` on the process's stdin and stdout.
+/// Runs `heron acp` on the process's stdin and stdout, until stdin ends or a signal asks
+/// it to stop.
 pub async fn run(args: AcpArgs) -> Result<(), AcpError> {
+    // First, so a signal that comes while Heron starts is handled too.
+    let stop = stop_signal()?;
     if let Some(dir) = &args.cwd {
         std::env::set_current_dir(dir)
             .map_err(|e| AcpError::Usage(format!("--cwd {}: {e}", dir.display())))?;
     }
     let home = Home::from_env()?;
-    serve(tokio::io::stdin(), tokio::io::stdout(), &args, &home).await
+    serve_until(tokio::io::stdin(), tokio::io::stdout(), &args, &home, stop).await
+}
+
+/// Resolves at the first SIGTERM (a supervisor or the editor stopping Heron), SIGINT (^C
+/// in a terminal) or SIGHUP (the terminal gone).
+fn stop_signal() -> std::io::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut hangup = signal(SignalKind::hangup())?;
+    Ok(async move {
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = interrupt.recv() => "SIGINT",
+            _ = hangup.recv() => "SIGHUP",
+        };
+        tracing::info!(signal = name, "stopping as at the end of input");
+    })
 }

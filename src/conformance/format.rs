@@ -277,6 +277,11 @@ impl Scenario {
         Scenario::parse(&name, &text)
     }
 
+    /// The 1-based line of the header: the first line that is not a comment.
+    pub fn header_line(&self) -> usize {
+        self.lines.iter().position(|line| !is_comment(line)).map_or(1, |index| index + 1)
+    }
+
     /// Every method name the transcript sends or expects.
     pub fn methods(&self) -> Vec<String> {
         let mut found = Vec::new();

@@ -1,5 +1,7 @@
 //! Drives `heron acp` over in-memory pipes: send lines, read answers with a deadline.
 
+pub mod endpoint;
+
 use std::time::Duration;
 
 use std::path::PathBuf;
@@ -23,20 +25,31 @@ pub struct Editor {
 /// A temporary HERON_HOME and workspace.
 pub struct Dirs {
     root: tempfile::TempDir,
+    /// HERON_HOME, relative to `root`.
+    home: &'static str,
 }
 
 impl Dirs {
-    /// Fresh, empty directories.
+    /// Fresh, empty directories: `home` and `ws` side by side.
     pub fn new() -> Arc<Dirs> {
+        Self::with_home_at("home")
+    }
+
+    /// Fresh directories whose HERON_HOME is `ws/.heron`, as when an editor opens `~`.
+    pub fn home_in_workspace() -> Arc<Dirs> {
+        Self::with_home_at("ws/.heron")
+    }
+
+    fn with_home_at(home: &'static str) -> Arc<Dirs> {
         let root = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(root.path().join("home")).expect("home");
         std::fs::create_dir_all(root.path().join("ws")).expect("workspace");
-        Arc::new(Dirs { root })
+        std::fs::create_dir_all(root.path().join(home)).expect("home");
+        Arc::new(Dirs { root, home })
     }
 
     /// HERON_HOME.
     pub fn home(&self) -> PathBuf {
-        self.root.path().join("home")
+        self.root.path().join(self.home)
     }
 
     /// The workspace, as the string a client sends for `cwd`.
@@ -299,5 +312,99 @@ impl Editor {
             .await
             .expect("the agent stops within 2 s of EOF")
             .expect("the agent task does not panic");
+    }
+}
+
+/// A real `heron acp` process spoken to over its stdio, the way an editor does; its stdout
+/// lines are parsed on a thread of their own, so a wait can have a deadline.
+pub struct Process {
+    pub child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+/// How long a real process may take to answer: a debug build on two shared cores.
+pub const PROCESS_WAIT: Duration = Duration::from_secs(30);
+
+impl Process {
+    /// Starts `heron acp args...` on `home` (see [`spawn_heron`]).
+    pub fn spawn(home: &std::path::Path, args: &[&str]) -> Process {
+        let mut child = spawn_heron(home, args);
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let message = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+                if sender.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        Process { child, stdin, lines }
+    }
+
+    /// Sends one message.
+    pub fn send(&mut self, message: Value) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{message}").and_then(|()| stdin.flush()).expect("write to heron");
+    }
+
+    /// The next message, within [`PROCESS_WAIT`].
+    pub fn next(&self) -> Value {
+        self.lines.recv_timeout(PROCESS_WAIT).unwrap_or_else(|e| panic!("no message from heron: {e}"))
+    }
+
+    /// Sends a request and returns its answer, skipping the notifications before it.
+    pub fn request(&mut self, id: Value, method: &str, params: Value) -> Value {
+        self.send(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        loop {
+            let message = self.next();
+            if message.get("id") == Some(&id) && message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+
+    /// `initialize`, then `session/new` in `cwd`; returns the session id.
+    pub fn new_session(&mut self, cwd: &str) -> String {
+        self.request(serde_json::json!("init"), "initialize", serde_json::json!({ "protocolVersion": 1 }));
+        let answer = self.request(
+            serde_json::json!("new"),
+            "session/new",
+            serde_json::json!({ "cwd": cwd, "mcpServers": [] }),
+        );
+        answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_owned()
+    }
+
+    /// Closes stdin, as an editor that quits.
+    pub fn close_input(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits at most `limit` for the process to exit; how long it took, or `None`.
+    pub fn exited_within(&mut self, limit: Duration) -> Option<Duration> {
+        let began = std::time::Instant::now();
+        while began.elapsed() < limit {
+            if self.child.try_wait().expect("wait for heron").is_some() {
+                return Some(began.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        // Only after a failed test is it still running; stop it by its own handle.
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }

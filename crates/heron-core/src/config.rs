@@ -151,6 +151,13 @@ pub struct ProviderConfig {
 pub struct Config {
     /// `provider/model` used when a session does not choose one.
     pub default_model: Option<String>,
+    /// Whether commands and MCP servers run in the OS sandbox (`"on"`, the default, or
+    /// `"off"`). Postures never change it: this is the only way out.
+    #[serde(default)]
+    pub sandbox: SandboxSetting,
+    /// More paths sandboxed commands may write, `~` expanded; when absent, the tool caches
+    /// of [`DEFAULT_SANDBOX_WRITABLE`]. None may lie inside `HERON_HOME`.
+    pub sandbox_writable: Option<Vec<String>>,
     /// Providers by name.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
@@ -161,7 +168,48 @@ pub struct Config {
     /// Continuations one goal-mode prompt may start on its own before it stops with
     /// `max_turn_requests` (default [`DEFAULT_GOAL_CONTINUATIONS`]).
     pub max_goal_continuations: Option<u32>,
+    /// The most bytes of text one model reply may stream before the turn ends with
+    /// `max_tokens` (default [`DEFAULT_MAX_REPLY_BYTES`]).
+    pub max_reply_bytes: Option<u64>,
+    /// Seconds a built-in file or session tool may take before it fails (default 30).
+    pub tool_timeout_s: Option<u64>,
+    /// The most seconds a command may run, whatever timeout the model asks for (default 600).
+    pub command_timeout_s: Option<u64>,
+    /// Seconds an MCP tool call may take before it fails (default 300).
+    pub mcp_timeout_s: Option<u64>,
 }
+
+/// The reply cap when `config.toml` does not say: far beyond real answers, far below what
+/// would hurt.
+pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 * 1024 * 1024;
+
+/// `sandbox = "on" | "off"` in `config.toml`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxSetting {
+    /// Commands and MCP servers are confined (where the kernel allows it).
+    #[default]
+    On,
+    /// They run with Heron's own rights.
+    Off,
+}
+
+/// The tool caches sandboxed commands may write when `sandbox_writable` is not set: what
+/// cargo, rustup, npm, yarn, pnpm, pip, Go, Maven and Gradle write outside a workspace, so
+/// that builds work in the sandbox. `~/.cache` and `~/.local` cover pip, uv, Go's build
+/// cache and most XDG tools.
+pub const DEFAULT_SANDBOX_WRITABLE: [&str; 10] = [
+    "~/.cargo",
+    "~/.rustup",
+    "~/.npm",
+    "~/.cache",
+    "~/.local",
+    "~/.m2",
+    "~/.gradle",
+    "~/go",
+    "~/.yarn",
+    "~/.pnpm-store",
+];
 
 /// Continuations a goal-mode prompt may start when `config.toml` does not say.
 pub const DEFAULT_GOAL_CONTINUATIONS: u32 = 10;
@@ -182,15 +230,24 @@ impl Config {
                 return Err(ConfigError::Io { path: path.display().to_string(), reason: e.to_string() });
             }
         };
-        let mut config = Self::parse(&text)
-            .map_err(|reason| ConfigError::Invalid { path: path.display().to_string(), reason })?;
+        let invalid = |reason| ConfigError::Invalid { path: path.display().to_string(), reason };
+        let mut config = Self::parse(&text).map_err(invalid)?;
+        config.check_writable_outside(home.root()).map_err(invalid)?;
         config.add_demo();
         Ok(config)
     }
 
-    /// Parses `config.toml` text.
+    /// Parses `config.toml` text; an error names its line (an unknown key, a bad value).
     pub fn parse(text: &str) -> Result<Self, String> {
-        let config: Config = toml::from_str(text).map_err(|e| e.message().to_owned())?;
+        let config: Config = toml::from_str(text).map_err(|e| match e.span() {
+            Some(span) => format!("line {}: {}", line_at(text, span.start), e.message()),
+            None => e.message().to_owned(),
+        })?;
+        for path in config.sandbox_writable.iter().flatten() {
+            if !(path == "~" || path.starts_with("~/") || Path::new(path).is_absolute()) {
+                return Err(format!("sandbox_writable: `{path}` must be absolute or start with `~/`"));
+            }
+        }
         for (name, provider) in &config.providers {
             if name.contains('/') {
                 return Err(format!("provider name `{name}` must not contain `/`"));
@@ -219,6 +276,59 @@ impl Config {
         });
     }
 
+    /// How long tool calls may take; a setting of 0 counts as 1 s.
+    pub fn deadlines(&self) -> crate::tools::deadline::Deadlines {
+        let defaults = crate::tools::deadline::Deadlines::default();
+        let secs = |set: Option<u64>, default: std::time::Duration| {
+            set.map_or(default, |s| std::time::Duration::from_secs(s.max(1)))
+        };
+        crate::tools::deadline::Deadlines {
+            quick: secs(self.tool_timeout_s, defaults.quick),
+            command: secs(self.command_timeout_s, defaults.command),
+            external: secs(self.mcp_timeout_s, defaults.external),
+        }
+    }
+
+    /// The reply cap, in bytes.
+    pub fn reply_cap(&self) -> usize {
+        usize::try_from(self.max_reply_bytes.unwrap_or(DEFAULT_MAX_REPLY_BYTES)).unwrap_or(usize::MAX)
+    }
+
+    /// The extra paths sandboxed commands may write, `~` expanded against `$HOME`. Without
+    /// `HOME`, paths under `~` are left out (a configured one is refused at load).
+    pub fn writable_paths(&self) -> Vec<PathBuf> {
+        let user_home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+        self.writable_entries().filter_map(|entry| expand_tilde(entry, user_home.as_deref())).collect()
+    }
+
+    fn writable_entries(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        match &self.sandbox_writable {
+            Some(paths) => Box::new(paths.iter().map(String::as_str)),
+            None => Box::new(DEFAULT_SANDBOX_WRITABLE.into_iter()),
+        }
+    }
+
+    /// Refuses a configured writable path inside Heron's home (whose keys the sandbox hides)
+    /// or under `~` without `HOME`. Defaults are not checked: a home at `~` itself must not
+    /// make every config invalid, and the sandbox never grants a path inside the home anyway.
+    fn check_writable_outside(&self, heron_home: &Path) -> Result<(), String> {
+        let user_home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+        let Some(configured) = &self.sandbox_writable else { return Ok(()) };
+        for entry in configured {
+            let Some(path) = expand_tilde(entry, user_home.as_deref()) else {
+                return Err(format!("sandbox_writable: `{entry}` needs HOME to be set"));
+            };
+            if is_within(&path, heron_home) {
+                return Err(format!(
+                    "sandbox_writable: `{entry}` is inside HERON_HOME ({}), which holds the API keys that \
+                     sandboxed commands must never see; list a path outside it",
+                    heron_home.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Continuations one goal-mode prompt may start.
     pub fn goal_continuations(&self) -> u32 {
         self.max_goal_continuations.unwrap_or(DEFAULT_GOAL_CONTINUATIONS)
@@ -239,6 +349,29 @@ impl Config {
         let model = config.models.iter().find(|m| *m == model)?;
         Some(ResolvedModel { provider: name, config, model })
     }
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_at(text: &str, offset: usize) -> usize {
+    text.as_bytes().iter().take(offset).filter(|&&b| b == b'\n').count() + 1
+}
+
+/// `~` or `~/rest` against the user's home; other paths as they are. `None` when `~` is
+/// used and there is no home.
+fn expand_tilde(entry: &str, user_home: Option<&Path>) -> Option<PathBuf> {
+    match entry.strip_prefix('~') {
+        Some("") => user_home.map(Path::to_path_buf),
+        Some(rest) if rest.starts_with('/') => user_home.map(|home| home.join(rest.trim_start_matches('/'))),
+        _ => Some(PathBuf::from(entry)),
+    }
+}
+
+/// Whether `path` is `dir` or inside it, as written and after following symlinks (so that a
+/// link into the home is caught too).
+fn is_within(path: &Path, dir: &Path) -> bool {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let resolve = |p: &Path| crate::tools::roots::resolve_against(&cwd, &p.to_string_lossy());
+    path.starts_with(dir) || resolve(path).starts_with(resolve(dir))
 }
 
 /// A `provider/model` id found in the config.
@@ -293,6 +426,11 @@ impl Keys {
         self.keys.get(name).filter(|s| !s.is_empty())
     }
 
+    /// The name of every key in `.env`, set or empty: what children must not inherit.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.keys.keys().map(String::as_str)
+    }
+
     /// Every key, for redaction.
     pub fn all(&self) -> impl Iterator<Item = &Secret> {
         self.keys.values()
@@ -340,8 +478,57 @@ script = "demo.jsonl"
 
     #[test]
     fn unknown_keys_are_refused_with_their_name() {
-        let err = Config::parse("defualt_model = \"x/y\"\n").expect_err("refused");
-        assert!(err.contains("defualt_model"), "{err}");
+        let err = Config::parse("max_turn_requests = 3\ndefualt_model = \"x/y\"\n").expect_err("refused");
+        assert!(err.starts_with("line 2: ") && err.contains("defualt_model"), "{err}");
+    }
+
+    #[test]
+    fn the_sandbox_is_on_by_default_and_off_only_when_said() {
+        assert_eq!(Config::parse("").expect("parses").sandbox, SandboxSetting::On);
+        assert_eq!(Config::parse("sandbox = \"off\"\n").expect("parses").sandbox, SandboxSetting::Off);
+        let err = Config::parse("sandbox = \"ask\"\n").expect_err("refused");
+        assert!(err.starts_with("line 1: ") && err.contains("`on` or `off`"), "{err}");
+        let err = Config::parse("sandbox_writeable = [\"/x\"]\n").expect_err("refused");
+        assert!(err.starts_with("line 1: ") && err.contains("sandbox_writeable"), "{err}");
+    }
+
+    #[test]
+    fn writable_paths_default_to_the_tool_caches_and_expand_the_tilde() {
+        let home = Path::new("/home/u");
+        assert_eq!(expand_tilde("~/.cargo", Some(home)), Some(PathBuf::from("/home/u/.cargo")));
+        assert_eq!(expand_tilde("~", Some(home)), Some(PathBuf::from("/home/u")));
+        assert_eq!(expand_tilde("/opt/cache", None), Some(PathBuf::from("/opt/cache")));
+        assert_eq!(expand_tilde("~/.npm", None), None);
+        let unset = Config::parse("").expect("parses");
+        let defaults: Vec<&str> = unset.writable_entries().collect();
+        assert_eq!(defaults, DEFAULT_SANDBOX_WRITABLE);
+        let listed = Config::parse("sandbox_writable = [\"/opt/cache\"]\n").expect("parses");
+        assert_eq!(listed.writable_paths(), [PathBuf::from("/opt/cache")]);
+        let err = Config::parse("sandbox_writable = [\"cache\"]\n").expect_err("relative");
+        assert!(err.contains("`cache`"), "{err}");
+    }
+
+    #[test]
+    fn a_writable_path_inside_the_home_is_refused_at_load() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path().join("heron"));
+        std::fs::create_dir_all(home.root()).expect("home");
+        let inside = home.root().join("cache");
+        std::fs::write(
+            home.config_path(),
+            format!("sandbox_writable = [\"/tmp\", \"{}\"]\n", inside.display()),
+        )
+        .expect("config");
+        let err = Config::load(&home).expect_err("refused").to_string();
+        assert!(err.contains("inside HERON_HOME") && err.contains(&inside.display().to_string()), "{err}");
+        // A link into the home is the home.
+        std::os::unix::fs::symlink(home.root(), dir.path().join("link")).expect("link");
+        let linked = dir.path().join("link/cache");
+        std::fs::write(home.config_path(), format!("sandbox_writable = [\"{}\"]\n", linked.display()))
+            .expect("config");
+        assert!(Config::load(&home).is_err(), "a path through a link into the home is refused");
+        std::fs::write(home.config_path(), "sandbox_writable = [\"/opt/elsewhere\"]\n").expect("config");
+        assert!(Config::load(&home).is_ok());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Heron's agent, in its own terms: sessions (manager, actors, the turn loop, settings, goal,
-//! inbox), tools with their confinement, model providers, MCP clients, and Heron's home
-//! (config and keys). Persistence is `heron-store`'s.
+//! inbox), tools with their confinement, the OS sandbox of the processes they start, model
+//! providers, MCP clients, and Heron's home (config and keys). Persistence is `heron-store`'s.
 //!
 //! It knows no protocol: no ACP type, no JSON-RPC. The `heron` binary's adapter is the only
 //! place that converts between the protocol and the types here.
@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod llm;
+pub mod sandbox;
 pub mod secret;
 pub mod session;
 pub mod tools;

@@ -1,6 +1,6 @@
 //! The session API driven directly, without a protocol or pipes: what a turn streams and
-//! stores, the order of queued prompts and their answers, cancellation, and a tool call
-//! refused at the permission gate.
+//! stores, the order of queued prompts and their answers, cancellation, a tool call
+//! refused at the permission gate, and the sandbox that no posture lifts.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,13 +23,21 @@ struct Harness {
 
 impl Harness {
     async fn new(script: &str) -> Harness {
+        Self::with(script, "", ManagerOptions::default()).await
+    }
+
+    /// A harness whose `config.toml` starts with `config` and whose manager has `options`.
+    async fn with(script: &str, config: &str, options: ManagerOptions) -> Harness {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = Home::at(dir.path().join("home"));
         std::fs::create_dir_all(home.root()).expect("home");
         std::fs::create_dir_all(dir.path().join("ws")).expect("workspace");
         std::fs::write(home.root().join("script.jsonl"), script).expect("script");
-        let config = "default_model = \"script/m\"\n[providers.script]\nkind = \"scripted\"\nmodels = [\"m\"]\nscript = \"script.jsonl\"\n";
+        let config = format!(
+            "{config}default_model = \"script/m\"\n[providers.script]\nkind = \"scripted\"\nmodels = [\"m\"]\nscript = \"script.jsonl\"\n"
+        );
         std::fs::write(home.config_path(), config).expect("config");
+        std::fs::write(home.env_path(), "SESSION_TEST_KEY=sk-session-test-424242\n").expect(".env");
         let providers = Providers::new(
             home.clone(),
             Arc::new(Config::load(&home).expect("config parses")),
@@ -40,7 +48,7 @@ impl Harness {
             store,
             Arc::new(providers),
             Arc::new(heron_core::tools::builtin()),
-            ManagerOptions::default(),
+            options,
             home.root().join("transcripts"),
         );
         Harness { dir, manager }
@@ -181,4 +189,77 @@ async fn a_write_the_gate_cannot_ask_about_fails_and_the_turn_goes_on() {
     assert!(told.contains("did not allow"), "{told}");
     assert!(!harness.dir.path().join("ws/a.txt").exists(), "a refused write writes nothing");
     assert_eq!(streamed_text(&seen), "It was not allowed.");
+}
+
+#[tokio::test]
+async fn a_turn_waits_for_a_slow_editor_instead_of_queueing_its_stream() {
+    // 4 MiB of text in 1 KiB deltas; the editor reads nothing for a while.
+    let piece = "y".repeat(1024);
+    let deltas: Vec<&str> = std::iter::repeat_n(piece.as_str(), 4096).collect();
+    let script = serde_json::json!({ "steps": [{ "text": deltas }] }).to_string();
+    let harness = Harness::new(&script).await;
+    let session = harness.session().await;
+    let (updates, mut stream) = mpsc::unbounded_channel();
+    let queued = session.prompt(text("stream"), updates);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let waiting = stream.len();
+    assert!(
+        waiting <= heron_core::session::update::ChunkBudget::BYTES / 1024 + 64,
+        "{waiting} updates queued for an editor that reads nothing"
+    );
+    let mut text_len = 0;
+    while let Some(update) = stream.recv().await {
+        match update {
+            TurnUpdate::MessageChunk { text, .. } => text_len += text.len(),
+            TurnUpdate::Flushed(done) => {
+                let _ = done.send(());
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(text_len, 4096 * 1024, "everything arrives once the editor reads");
+    assert_eq!(queued.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
+}
+
+/// The result of the first tool call a prompt's turn makes.
+async fn first_tool_result(harness: &Harness) -> (ToolStatus, String) {
+    let session = harness.session().await;
+    let (updates, stream) = mpsc::unbounded_channel();
+    let queued = session.prompt(text("look"), updates);
+    let seen = drain(stream).await;
+    assert_eq!(queued.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
+    seen.iter()
+        .find_map(|u| match u {
+            TurnUpdate::Event(Event::ToolResult { status, for_model, .. }) => {
+                Some((*status, for_model.clone()))
+            }
+            _ => None,
+        })
+        .expect("the call has a result")
+}
+
+#[tokio::test]
+async fn no_posture_lets_a_command_read_the_home_only_the_config_can() {
+    if !heron_core::sandbox::support().is_available() {
+        eprintln!("SKIPPED: the sandbox is unavailable here: {:?}", heron_core::sandbox::support());
+        return;
+    }
+    // The workspace and the home are siblings: the command reads the key file by path.
+    let script = concat!(
+        "{\"steps\": [{\"tool_call\": {\"name\": \"run_command\", \"arguments\": {\"command\": \"cat ../home/.env\"}}}]}\n",
+        "{\"steps\": [{\"text\": \"Done.\"}]}\n",
+    );
+    let yolo = || ManagerOptions {
+        start_posture: Some(heron_core::session::settings::Posture::Yolo),
+        ..Default::default()
+    };
+    let confined = Harness::with(script, "", yolo()).await;
+    let (status, told) = first_tool_result(&confined).await;
+    assert_eq!(status, ToolStatus::Failed, "{told}");
+    assert!(!told.contains("SESSION_TEST_KEY") && !told.contains("sk-session"), "{told}");
+    let unconfined = Harness::with(script, "sandbox = \"off\"\n", yolo()).await;
+    let (status, told) = first_tool_result(&unconfined).await;
+    // It read the file; the key itself is still scrubbed from what the model is told.
+    assert_eq!(status, ToolStatus::Completed, "{told}");
+    assert!(told.contains("SESSION_TEST_KEY=***"), "{told}");
 }

@@ -221,3 +221,45 @@ async fn editor_terminal_is_released_when_the_call_is_dropped() {
     }
     assert!(fake.methods().contains(&"terminal_kill".to_owned()));
 }
+
+/// A command padding a key so that the output cap cuts through it, once at the end of the
+/// head and once at the start of the tail: redaction runs before the cut, so neither half
+/// reaches the model.
+#[tokio::test]
+async fn a_key_cut_by_the_output_cap_leaves_no_half_behind() {
+    let dirs = Dirs::new();
+    let key = "sk-live-0123456789abcdefghij";
+    std::fs::write(dirs.ws().join("key.txt"), key).expect("key file");
+    let mut env = dirs.env();
+    env.secrets = Arc::new(vec![heron_core::secret::Secret::new(key)]);
+    let half = heron_core::tools::run_command::OUTPUT_CAP / 2;
+    let (first, second) = key.split_at(key.len() / 2);
+    // Head: padding, then the key's first half ends exactly at the cap's half. Tail: the
+    // key's second half starts exactly where the kept tail starts.
+    let command = format!(
+        "head -c {} /dev/zero | tr '\\0' a; cat key.txt; head -c 100000 /dev/zero | tr '\\0' b; \
+         cat key.txt >&2; head -c {} /dev/zero | tr '\\0' c",
+        half - first.len(),
+        half - second.len(),
+    );
+    let outcome = call(&RunCommand, &env, json!({ "command": command })).await;
+    assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model);
+    assert!(outcome.for_model.contains("[truncated:"), "the cap cut the output");
+    for part in [first, second] {
+        assert!(!outcome.for_model.contains(part), "`{part}` of the key reached the model");
+    }
+}
+
+/// An editor terminal keeps only the end of long output; where it cut, the end of a key
+/// may start what it returns, and that end is dropped before the model sees it.
+#[tokio::test]
+async fn the_end_of_a_key_at_an_editor_terminals_cut_is_dropped() {
+    let dirs = Dirs::new();
+    let key = "sk-live-0123456789abcdefghij";
+    let script = Script { output: ("9abcdefghij\nbuild ok\n".to_owned(), true), ..Script::full() };
+    let mut env = dirs.env_with(Arc::new(FakeEditor::new(script)));
+    env.secrets = Arc::new(vec![heron_core::secret::Secret::new(key)]);
+    let outcome = call(&RunCommand, &env, json!({ "command": "make" })).await;
+    assert!(outcome.for_model.contains("build ok"), "{}", outcome.for_model);
+    assert!(!outcome.for_model.contains("9abcdefghij"), "{}", outcome.for_model);
+}

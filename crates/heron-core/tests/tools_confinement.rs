@@ -86,13 +86,27 @@ fn dangling_symlink_as_the_target_is_refused() {
     refused(&dirs, "dangling/below.txt");
 }
 
-#[test]
-fn hard_link_to_an_outside_file_is_refused() {
+#[tokio::test]
+async fn writing_a_hard_link_to_an_outside_file_replaces_it_and_leaves_the_outside_alone() {
     let dirs = Dirs::new();
     std::fs::write(dirs.outside().join("victim.txt"), "a").expect("fixture");
     std::fs::hard_link(dirs.outside().join("victim.txt"), dirs.ws().join("alias.txt")).expect("hard link");
-    let err = refused(&dirs, "alias.txt");
-    assert!(err.contains("hard links"), "{err}");
+    let env = dirs.env();
+    let prepared = WriteFile
+        .prepare(&json!({"path": "alias.txt", "content": "pwned"}).to_string(), &env)
+        .expect("prepared");
+    let outcome = WriteFile.run(prepared, env).await;
+    assert_eq!(outcome.status, heron_core::types::ToolStatus::Completed, "{}", outcome.for_model);
+    assert!(outcome.for_model.contains("other hard links"), "{}", outcome.for_model);
+    assert_eq!(std::fs::read_to_string(dirs.outside().join("victim.txt")).expect("read"), "a");
+    assert_eq!(std::fs::read_to_string(dirs.ws().join("alias.txt")).expect("read"), "pwned");
+}
+
+#[test]
+fn a_path_with_a_trailing_slash_names_a_directory_and_is_refused() {
+    let dirs = Dirs::new();
+    let err = refused(&dirs, "newdir/");
+    assert!(err.contains("directory"), "{err}");
 }
 
 #[tokio::test]

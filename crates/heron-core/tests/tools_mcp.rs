@@ -30,7 +30,7 @@ fn server(name: &str, env: &[(&str, &str)]) -> ServerSpec {
 }
 
 async fn started(specs: Vec<ServerSpec>, dirs: &Dirs) -> Arc<McpHub> {
-    let hub = McpHub::start(specs, dirs.ws());
+    let hub = McpHub::start(specs, dirs.ws(), dirs.policy());
     tokio::time::timeout(Duration::from_secs(40), hub.started()).await.expect("servers settle in time");
     hub
 }

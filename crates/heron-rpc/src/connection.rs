@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::framing::{DEFAULT_MAX_LINE, Frame, LineReader};
 use super::inflight::{Later, Ticket, with_cancellation};
+use super::outbox::{Outbox, Queued};
 use super::peer::{Peer, Shared};
 use super::{OutgoingKind, Validate, writer};
 use crate::dispatch::{BoxFuture, Dispatcher, NotificationFuture, Policy, ResponseFuture};
@@ -37,6 +38,8 @@ pub struct ConnectionOptions {
     pub call_timeout: Option<Duration>,
     /// How many encoded messages may wait for the writer before senders wait.
     pub write_queue: usize,
+    /// How many bytes of encoded messages may wait for the writer before senders wait.
+    pub write_queue_bytes: usize,
     /// How long shutdown may spend writing what is already queued.
     pub flush_timeout: Duration,
     /// When the input ends, how long requests already running may take to finish and be
@@ -57,6 +60,7 @@ impl Default for ConnectionOptions {
             max_line_bytes: DEFAULT_MAX_LINE,
             call_timeout: Some(Duration::from_secs(60)),
             write_queue: 1024,
+            write_queue_bytes: 4 * 1024 * 1024,
             flush_timeout: Duration::from_secs(1),
             drain_timeout: Duration::from_millis(800),
             validator: None,
@@ -71,6 +75,7 @@ impl std::fmt::Debug for ConnectionOptions {
             .field("max_line_bytes", &self.max_line_bytes)
             .field("call_timeout", &self.call_timeout)
             .field("write_queue", &self.write_queue)
+            .field("write_queue_bytes", &self.write_queue_bytes)
             .field("flush_timeout", &self.flush_timeout)
             .field("drain_timeout", &self.drain_timeout)
             .field("validator", &self.validator.is_some())
@@ -86,7 +91,7 @@ impl std::fmt::Debug for ConnectionOptions {
 pub struct Connection<R, W> {
     input: LineReader<R>,
     output: W,
-    queue: mpsc::Receiver<String>,
+    queue: mpsc::Receiver<Queued>,
     shared: Arc<Shared>,
     flush_timeout: Duration,
     drain_timeout: Duration,
@@ -100,7 +105,7 @@ where
 {
     /// Wraps `reader` and `writer`; nothing is read or written until `serve`.
     pub fn new(reader: R, writer: W, options: ConnectionOptions) -> Self {
-        let (out, queue) = mpsc::channel(options.write_queue.max(1));
+        let (out, queue) = Outbox::new(options.write_queue, options.write_queue_bytes);
         Self {
             input: LineReader::new(reader, options.max_line_bytes),
             output: writer,

@@ -50,6 +50,7 @@ pub mod envelope;
 pub mod error;
 mod framing;
 mod inflight;
+mod outbox;
 mod peer;
 mod writer;
 

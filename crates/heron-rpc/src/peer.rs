@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::inflight::{FollowUps, InFlight};
+use super::outbox::Outbox;
 use super::{OutgoingKind, Validate};
 use crate::envelope::{self, Id};
 use crate::error::{INTERNAL_ERROR, RpcError};
@@ -27,7 +28,7 @@ pub fn connection_closed() -> RpcError {
 /// State shared by the reader, the handler tasks and every [`Peer`].
 pub(super) struct Shared {
     /// Encoded lines for the writer.
-    pub(super) out: mpsc::Sender<String>,
+    pub(super) out: Outbox,
     /// Fired once the connection stops: input ended, output failed or `Peer::close`.
     pub(super) closed: CancellationToken,
     /// Incoming requests still running.
@@ -55,7 +56,7 @@ struct PendingCall {
 
 impl Shared {
     pub(super) fn new(
-        out: mpsc::Sender<String>,
+        out: Outbox,
         call_timeout: Option<Duration>,
         validator: Option<Arc<dyn Validate>>,
     ) -> Self {
@@ -78,7 +79,7 @@ impl Shared {
 
     /// Queues a line for the writer; `false` once the writer is gone.
     pub(super) async fn send(&self, line: String) -> bool {
-        self.out.send(line).await.is_ok()
+        self.out.send(line).await
     }
 
     /// Queues the response to an incoming request.
@@ -152,7 +153,7 @@ impl Shared {
                 let out = self.out.clone();
                 match tokio::runtime::Handle::try_current() {
                     Ok(runtime) => {
-                        runtime.spawn(async move { out.send(line).await });
+                        runtime.spawn(async move { out.send_unbudgeted(line).await });
                     }
                     Err(_) => tracing::debug!(id, "no runtime to send $/cancel_request"),
                 }

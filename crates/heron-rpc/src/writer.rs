@@ -1,5 +1,5 @@
 //! The writer task: the only code that writes to the output. It takes encoded lines from a
-//! bounded queue and writes each as one line plus LF, flushing once the queue is drained.
+//! bounded queue (`outbox`) and writes each as one line plus LF, flushing once the queue is drained.
 //!
 //! Stopping: when `stop` fires, the writer writes what is already queued and flushes,
 //! giving up after `flush_timeout` so a peer that stopped reading cannot hold shutdown.
@@ -12,10 +12,12 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::outbox::Queued;
+
 /// Writes queued lines until `stop` fires or every sender is gone.
 pub async fn run<W: AsyncWrite + Unpin>(
     output: W,
-    mut queue: mpsc::Receiver<String>,
+    mut queue: mpsc::Receiver<Queued>,
     stop: CancellationToken,
     closed: CancellationToken,
     flush_timeout: Duration,
@@ -37,7 +39,7 @@ pub async fn run<W: AsyncWrite + Unpin>(
 
 async fn write_until_stopped<W: AsyncWrite + Unpin>(
     output: &mut BufWriter<W>,
-    queue: &mut mpsc::Receiver<String>,
+    queue: &mut mpsc::Receiver<Queued>,
     stop: &CancellationToken,
     flush_timeout: Duration,
 ) -> io::Result<()> {
@@ -66,30 +68,31 @@ async fn write_until_stopped<W: AsyncWrite + Unpin>(
 /// Writes `first` and whatever else is queued, then flushes once.
 async fn write_batch<W: AsyncWrite + Unpin>(
     output: &mut BufWriter<W>,
-    queue: &mut mpsc::Receiver<String>,
-    first: String,
+    queue: &mut mpsc::Receiver<Queued>,
+    first: Queued,
 ) -> io::Result<()> {
-    write_line(output, &first).await?;
+    write_line(output, first).await?;
     while let Ok(line) = queue.try_recv() {
-        write_line(output, &line).await?;
+        write_line(output, line).await?;
     }
     output.flush().await
 }
 
-async fn write_line<W: AsyncWrite + Unpin>(output: &mut BufWriter<W>, line: &str) -> io::Result<()> {
-    output.write_all(line.as_bytes()).await?;
+/// Writes one line; its share of the byte budget is given back once it is written.
+async fn write_line<W: AsyncWrite + Unpin>(output: &mut BufWriter<W>, queued: Queued) -> io::Result<()> {
+    output.write_all(queued.line.as_bytes()).await?;
     output.write_all(b"\n").await
 }
 
 /// Writes what is already queued, bounded by `flush_timeout`.
 async fn drain<W: AsyncWrite + Unpin>(
     output: &mut BufWriter<W>,
-    queue: &mut mpsc::Receiver<String>,
+    queue: &mut mpsc::Receiver<Queued>,
     flush_timeout: Duration,
 ) -> io::Result<()> {
     let work = async {
         while let Ok(line) = queue.try_recv() {
-            write_line(output, &line).await?;
+            write_line(output, line).await?;
         }
         output.flush().await
     };

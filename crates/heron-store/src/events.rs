@@ -30,7 +30,11 @@ pub struct EventRecord {
 pub const MAX_EVENTS_LIMIT: usize = 10_000;
 
 /// Appends encoded events inside the caller's transaction and returns their seqs.
-fn append(conn: &Connection, session_id: &str, events: &[(String, String)]) -> Result<Vec<u64>, StoreError> {
+fn append<K: AsRef<str>, P: AsRef<str>>(
+    conn: &Connection,
+    session_id: &str,
+    events: &[(K, P)],
+) -> Result<Vec<u64>, StoreError> {
     if events.is_empty() {
         // Nothing changes, so `updated_at` stays; the session must still exist.
         return sessions::require(conn, session_id).map(|_| Vec::new());
@@ -49,7 +53,7 @@ fn append(conn: &Connection, session_id: &str, events: &[(String, String)]) -> R
     )?;
     let mut seqs = Vec::with_capacity(events.len());
     for (seq, (kind, payload)) in (last + 1..).zip(events) {
-        insert.execute(params![session_id, seq, kind, payload, at])?;
+        insert.execute(params![session_id, seq, kind.as_ref(), payload.as_ref(), at])?;
         seqs.push(to_seq(seq)?);
     }
     Ok(seqs)
@@ -79,6 +83,26 @@ impl Store {
         payload: &Value,
     ) -> Result<u64, StoreError> {
         let seqs = self.append_events(session_id, [(kind, payload)]).await?;
+        seqs.first().copied().ok_or_else(|| StoreError::Corrupt("an append assigned no seq".to_owned()))
+    }
+
+    /// Appends one event whose payload is already JSON text (the caller encoded it, so a
+    /// large event is not held twice); its text must be one JSON value.
+    pub async fn append_event_json(
+        &self,
+        session_id: &str,
+        kind: &str,
+        payload: std::sync::Arc<str>,
+    ) -> Result<u64, StoreError> {
+        let (session_id, kind) = (session_id.to_owned(), kind.to_owned());
+        let seqs = self
+            .run(move |conn| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let seqs = append(&tx, &session_id, &[(kind, &*payload)])?;
+                tx.commit()?;
+                Ok(seqs)
+            })
+            .await?;
         seqs.first().copied().ok_or_else(|| StoreError::Corrupt("an append assigned no seq".to_owned()))
     }
 

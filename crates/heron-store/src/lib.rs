@@ -77,10 +77,15 @@ pub enum StoreError {
         /// The newest schema version this build knows.
         supported: i64,
     },
-    /// A stored value could not be decoded.
+    /// The file is damaged (SQLite found a malformed page, or it is not a database at
+    /// all), or a stored value could not be decoded.
     #[error("corrupt store data: {0}")]
     Corrupt(String),
-    /// SQLite reported an error (including a lock that stayed busy past the timeout).
+    /// The file cannot be used now: locked by another process past [`BUSY_TIMEOUT`],
+    /// read-only, on a full disk, or failing to read or write.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// SQLite reported another error.
     #[error("sqlite: {0}")]
     Sqlite(String),
     /// Creating the store's directory or file failed.
@@ -91,10 +96,56 @@ pub enum StoreError {
     Task(String),
 }
 
+/// What kind of failure a [`StoreError`] is, for callers that answer each kind differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreErrorKind {
+    /// The file is damaged: trying again will not help; it needs repair or replacing.
+    Corrupt,
+    /// The file cannot be used now (busy, read-only, full, failing I/O, or from a newer
+    /// Heron); it may work later or elsewhere.
+    Unavailable,
+    /// Anything else, including the outcomes a caller handles itself (not found, bad
+    /// cursor, wrong status).
+    Other,
+}
+
+impl StoreError {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> StoreErrorKind {
+        match self {
+            StoreError::Corrupt(_) => StoreErrorKind::Corrupt,
+            StoreError::Unavailable(_) | StoreError::Io(_) | StoreError::TooNew { .. } => {
+                StoreErrorKind::Unavailable
+            }
+            StoreError::NotFound { .. }
+            | StoreError::AlreadyExists(_)
+            | StoreError::WrongStatus { .. }
+            | StoreError::BadCursor
+            | StoreError::Sqlite(_)
+            | StoreError::Task(_) => StoreErrorKind::Other,
+        }
+    }
+}
+
 impl From<rusqlite::Error> for StoreError {
     fn from(err: rusqlite::Error) -> Self {
+        use rusqlite::ErrorCode;
         // rusqlite's messages carry SQL text and constraint names, never bound values.
-        StoreError::Sqlite(err.to_string())
+        let message = err.to_string();
+        match err.sqlite_error_code() {
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt(message),
+            Some(
+                ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::ReadOnly
+                | ErrorCode::DiskFull
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::CannotOpen
+                | ErrorCode::PermissionDenied
+                | ErrorCode::FileLockingProtocolFailed,
+            ) => StoreError::Unavailable(message),
+            _ => StoreError::Sqlite(message),
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use heron_store::{NewSession, SCHEMA_VERSION, Store, StoreError};
+use heron_store::{ListQuery, NewSession, SCHEMA_VERSION, Store, StoreError, StoreErrorKind};
 use rusqlite::Connection;
 
 fn raw_pragma(path: &Path, pragma: &str) -> String {
@@ -96,6 +96,38 @@ async fn integrity_check_passes_on_a_healthy_store() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path().join("heron.db")).await.expect("open");
     store.check_integrity().await.expect("healthy");
+}
+
+/// Overwrites every page after the first (the header and schema) with garbage.
+fn damage_every_page_but_the_first(path: &Path) {
+    let mut bytes = std::fs::read(path).expect("read the file");
+    let page = 4096;
+    assert!(bytes.len() > page, "the file has more than its first page");
+    bytes[page..].iter_mut().enumerate().for_each(|(i, b)| *b = (i % 251) as u8 ^ 0x5a);
+    std::fs::write(path, bytes).expect("write the damage");
+}
+
+#[tokio::test]
+async fn a_damaged_page_is_reported_as_corrupt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("heron.db");
+    let store = Store::open(&path).await.expect("open");
+    store.create_session(NewSession::in_dir("/w")).await.expect("create");
+    // Dropping the last handle checkpoints the log into the file and removes it.
+    drop(store);
+    damage_every_page_but_the_first(&path);
+    let store = Store::open(&path).await.expect("the header still opens");
+    let err = store.list_sessions(ListQuery::default()).await.expect_err("the page is damaged");
+    assert_eq!(err.kind(), StoreErrorKind::Corrupt, "{err:?}");
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_reported_as_corrupt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("heron.db");
+    std::fs::write(&path, vec![0x42u8; 8192]).expect("write junk");
+    let err = Store::open(&path).await.expect_err("junk");
+    assert_eq!(err.kind(), StoreErrorKind::Corrupt, "{err:?}");
 }
 
 #[test]

@@ -1,7 +1,9 @@
-//! Runs a transcript against an agent: prepares its sandbox (`sandbox`), starts the agent
-//! (`transport`), replays the exchange (`replay`) and, in refresh mode, rewrites the
-//! expectations that no longer hold (`refresh`), then replays once more to prove them.
+//! Runs a transcript against an agent: checks what the transcript asks for (`confine`),
+//! prepares its sandbox (`sandbox`), starts the agent (`transport`), replays the exchange
+//! (`replay`) and, in refresh mode, rewrites the expectations that no longer hold
+//! (`refresh`), then replays once more to prove them.
 
+mod confine;
 mod refresh;
 mod replay;
 mod sandbox;
@@ -11,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::format::{FormatError, Scenario};
-use super::matcher;
 
+use confine::CheckedArgs;
 pub use replay::replay;
 pub use sandbox::Sandbox;
 pub use transport::{ProcessTransport, Received, Transport};
@@ -85,26 +87,27 @@ pub struct Outcome {
     pub rewritten: bool,
 }
 
-fn start(agent: &AgentCommand, scenario: &Scenario, sandbox: &Sandbox) -> Result<ProcessTransport, Failure> {
-    let home = sandbox.paths.home.clone();
-    let env = [("HERON_HOME", home.as_str())];
-    let spawned = match agent {
+fn start(agent: &AgentCommand, args: &CheckedArgs, sandbox: &Sandbox) -> Result<ProcessTransport, Failure> {
+    let command = match agent {
         AgentCommand::Heron(exe) => {
-            let mut args = vec!["acp".to_owned(), "--validate".to_owned()];
-            args.extend(scenario.header.args.iter().map(|a| matcher::expand_paths(a, &sandbox.paths)));
-            ProcessTransport::spawn(exe, &args, &sandbox.ws(), &env)
+            let mut line = vec!["acp".to_owned()];
+            line.extend(args.command_line(&sandbox.paths));
+            confine::agent_command(exe, &line, sandbox)
         }
         AgentCommand::Shell(line) => {
-            ProcessTransport::spawn(Path::new("sh"), &["-c".to_owned(), line.clone()], &sandbox.ws(), &env)
+            confine::agent_command(Path::new("sh"), &["-c".to_owned(), line.clone()], sandbox)
         }
     };
-    spawned.map_err(|e| Failure::new(0, format!("cannot start the agent: {e}"), ""))
+    let command = command.map_err(|e| Failure::new(0, format!("cannot confine the agent: {e}"), ""))?;
+    ProcessTransport::spawn(command).map_err(|e| Failure::new(0, format!("cannot start the agent: {e}"), ""))
 }
 
 fn run_once(scenario: &Scenario, agent: &AgentCommand, refresh: bool) -> Result<Option<String>, Failure> {
+    // A transcript is someone else's: what it asks for is checked before anything exists.
+    let args = confine::check(scenario)?;
     let sandbox = Sandbox::create(&scenario.header)
         .map_err(|e| Failure::new(0, format!("cannot prepare the sandbox: {e}"), ""))?;
-    let mut transport = start(agent, scenario, &sandbox)?;
+    let mut transport = start(agent, &args, &sandbox)?;
     replay(scenario, &mut transport, &sandbox.paths, refresh)
 }
 

@@ -1,13 +1,15 @@
-//! A scenario's private HERON_HOME and workspace: created from the transcript's header
-//! (script, config, workspace files) and removed afterwards.
+//! A scenario's private HERON_HOME and workspace, with a HOME and TMPDIR of its own for the
+//! agent: created from the transcript's header (script, config, workspace files) and
+//! removed afterwards. Everything the agent is meant to write lies under its root.
 
 use std::path::{Path, PathBuf};
 
 use crate::conformance::format::Header;
 use crate::conformance::matcher::Paths;
 
-/// A scenario's private HERON_HOME and workspace under the system temp directory, removed
-/// when dropped.
+/// A scenario's private directories under the system temp directory, removed when dropped:
+/// `home` (HERON_HOME), `ws` (the workspace), `user` (the agent's HOME) and `tmp` (its
+/// TMPDIR).
 #[derive(Debug)]
 pub struct Sandbox {
     root: PathBuf,
@@ -19,8 +21,9 @@ impl Sandbox {
     /// Creates the directories and writes the header's script, config and workspace files.
     pub fn create(header: &Header) -> std::io::Result<Sandbox> {
         let root = std::env::temp_dir().join(format!("heron-conformance-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(root.join("home"))?;
-        std::fs::create_dir_all(root.join("ws"))?;
+        for dir in ["home", "ws", "user", "tmp"] {
+            std::fs::create_dir_all(root.join(dir))?;
+        }
         // Canonical, so the paths the agent reports (after resolving symlinks) are `$WS`.
         let root = std::fs::canonicalize(&root)?;
         let sandbox = Sandbox {
@@ -71,6 +74,11 @@ impl Sandbox {
         Ok(sandbox)
     }
 
+    /// The folder holding everything of the scenario; the agent may write only here.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// HERON_HOME.
     pub fn home(&self) -> PathBuf {
         self.root.join("home")
@@ -79,6 +87,16 @@ impl Sandbox {
     /// The workspace, the agent's working directory.
     pub fn ws(&self) -> PathBuf {
         self.root.join("ws")
+    }
+
+    /// The agent's HOME, so what it or its commands keep under `~` stays in the sandbox.
+    pub fn user_home(&self) -> PathBuf {
+        self.root.join("user")
+    }
+
+    /// The agent's TMPDIR.
+    pub fn tmp(&self) -> PathBuf {
+        self.root.join("tmp")
     }
 }
 

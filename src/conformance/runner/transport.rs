@@ -2,7 +2,6 @@
 //! stdin and stdout, its stderr kept (the tail only) for failure reports.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -42,25 +41,10 @@ pub struct ProcessTransport {
 }
 
 impl ProcessTransport {
-    /// Starts `program args...` in `cwd` with `env` added to the environment.
-    pub fn spawn(
-        program: &Path,
-        args: &[String],
-        cwd: &Path,
-        env: &[(&str, &str)],
-    ) -> std::io::Result<ProcessTransport> {
-        let mut command = Command::new(program);
-        command
-            .args(args)
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // The scenario decides validation and the model, not the caller's environment.
-        command.env_remove("HERON_VALIDATE");
-        for (key, value) in env {
-            command.env(key, value);
-        }
+    /// Starts `command` (program, arguments, directory and environment already set) with
+    /// its stdio piped to the replay.
+    pub fn spawn(mut command: Command) -> std::io::Result<ProcessTransport> {
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn()?;
         let stdin = child.stdin.take();
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {

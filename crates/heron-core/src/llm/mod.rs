@@ -15,6 +15,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+/// The most bytes a tool call's arguments may take. Providers keep no more than one byte
+/// past it; the turn fails a call over it without running it.
+pub const MAX_TOOL_ARGUMENT_BYTES: usize = 8 * 1024 * 1024;
+
 /// A chat message in provider-neutral form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]

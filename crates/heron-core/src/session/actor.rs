@@ -10,12 +10,14 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::inbox::{self, Inbox};
-use super::transcript::Transcript;
-use super::turn::{Carried, Turn};
+use super::turn::{Carried, Limits, Turn};
+use super::update::ChunkBudget;
 use super::update::TurnUpdate;
 use super::{Job, PromptError, PromptResult, Session, State, attachments, watched};
 use crate::llm::registry::Providers;
+use crate::sandbox::Policy;
 use crate::tools::mcp::McpHub;
+use crate::tools::protected::Protected;
 use crate::tools::roots::Roots;
 use crate::tools::{Registry, ToolEnv};
 use crate::types::{PromptInput, StopReason};
@@ -31,6 +33,7 @@ pub(super) struct ActorContext {
     pub(super) witness: Option<Arc<dyn crate::tools::FileWitness>>,
     pub(super) max_goal_continuations: u32,
     pub(super) mcp: Arc<McpHub>,
+    pub(super) limits: Limits,
 }
 
 /// What the actor runs next.
@@ -46,7 +49,6 @@ pub(super) async fn run(
     mut carried: Carried,
     context: ActorContext,
     inbox: Arc<Inbox>,
-    mut transcript: Transcript,
 ) {
     while !closed.is_cancelled() {
         // Prompts come first: the inbox runs only when none waits.
@@ -72,8 +74,8 @@ pub(super) async fn run(
             break;
         };
         match next {
-            Next::Prompt(job) => run_prompt(&session, &context, job, &mut carried, &mut transcript).await,
-            Next::Item(item) => run_item(&session, &context, item, &mut carried, &mut transcript).await,
+            Next::Prompt(job) => run_prompt(&session, &context, job, &mut carried).await,
+            Next::Item(item) => run_item(&session, &context, item, &mut carried).await,
         }
     }
     // Whatever is still queued is answered, never dropped silently.
@@ -103,13 +105,7 @@ async fn answer(
     }
 }
 
-async fn run_prompt(
-    session: &Session,
-    context: &ActorContext,
-    job: Job,
-    carried: &mut Carried,
-    transcript: &mut Transcript,
-) {
+async fn run_prompt(session: &Session, context: &ActorContext, job: Job, carried: &mut Carried) {
     // Prompts queued before a cancel, or cancelled alone, are answered without running.
     if job.generation < session.generation.load(Ordering::SeqCst)
         || session.closed.is_cancelled()
@@ -129,7 +125,7 @@ async fn run_prompt(
     let state = session.state();
     session.status.begin_turn(job.updates.clone());
     let result = run_job(session, context, state, job.input, job.updates, token, carried).await;
-    transcript.sync(&carried.history).await;
+    carried.transcript.sync(&carried.history).await;
     // The idle status goes out on the prompt's stream, before its answer.
     session.status.end_turn();
     answer(job.reply, job.delivered, None, result, &session.closed).await;
@@ -137,13 +133,7 @@ async fn run_prompt(
 
 /// Runs an inbox item's turn like a prompt's, reporting to the inbox's stream, and records
 /// how it ended.
-async fn run_item(
-    session: &Session,
-    context: &ActorContext,
-    item: inbox::Claimed,
-    carried: &mut Carried,
-    transcript: &mut Transcript,
-) {
+async fn run_item(session: &Session, context: &ActorContext, item: inbox::Claimed, carried: &mut Carried) {
     // `session/cancel` reaches the item's turn through `current`; a delete through its token.
     *session.current.lock().unwrap_or_else(PoisonError::into_inner) = item.cancel.clone();
     session.status.begin_turn(item.updates.clone());
@@ -156,7 +146,7 @@ async fn run_item(
         }
         Err(reason) => Err(format!("the stored prompt cannot be read: {reason}")),
     };
-    transcript.sync(&carried.history).await;
+    carried.transcript.sync(&carried.history).await;
     // The idle status, with the new counts, is the last thing the turn's stream carries.
     session.inbox.finish(&item.id, outcome, session.closed.is_cancelled()).await;
 }
@@ -172,8 +162,17 @@ async fn run_job(
 ) -> PromptResult {
     let provider = context.providers.resolve(&state.settings.model)?;
     let prompt = attachments::save(&state.cwd, input).await.map_err(PromptError::Attachment)?;
-    let roots = Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()));
+    let protected = Protected::for_home(context.providers.home().root());
+    let roots =
+        Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()).protecting(protected));
     let secrets = Arc::new(context.providers.keys().all().cloned().collect::<Vec<_>>());
+    let providers = &context.providers;
+    let sandbox = Arc::new(Policy::from_config(
+        providers.config(),
+        providers.home(),
+        providers.keys(),
+        roots.all().to_vec(),
+    ));
     let tools = with_mcp_tools(&context.tools, &session.mcp, &cancel).await;
     let turn = Turn {
         session_id: session.id.clone(),
@@ -187,8 +186,10 @@ async fn run_job(
             cancel,
             editor: Arc::new(watched::WatchedEditor::new(session.editor(), session.status.clone())),
             secrets,
+            sandbox,
             progress: crate::tools::Progress::default(),
             witness: context.witness.clone(),
+            deadlines: providers.config().deadlines(),
         },
         approvals: session.approvals.clone(),
         permission_timeout: context.permission_timeout,
@@ -197,6 +198,8 @@ async fn run_job(
         status: session.status.clone(),
         steers: session.steers.clone(),
         max_goal_continuations: context.max_goal_continuations,
+        limits: context.limits,
+        budget: ChunkBudget::new(),
     };
     let (outcome, after) = turn.run(prompt).await;
     *carried = after;

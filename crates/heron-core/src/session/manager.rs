@@ -1,5 +1,12 @@
 //! The session manager: creates, opens (load and resume), lists, forks, closes and deletes
 //! sessions, and keeps the open ones. Unknown ids are errors, never new sessions.
+//!
+//! A session is open in one process at a time: every way of opening one ends in
+//! [`Manager::admit`], which takes the session's lock (`lock.rs`) before it reads or repairs
+//! anything, and the lock is kept until the manager forgets the session (close, delete, the
+//! connection ending) or the process dies. So two processes on one `HERON_HOME` never
+//! interleave two conversations in one history, and an inbox item found `running` when a
+//! session is reopened really was left by a process that stopped.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -8,16 +15,21 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::actor::ActorContext;
 use super::event::Event;
 use super::goal::{Goal, GoalError};
+use super::lock::{self, LockError, SessionLock};
 use super::settings::{Choices, Effort, Mode, Posture, Preset, SettingError, Settings};
 use super::snapshot::InboxCounts;
 use super::status::Board;
+use super::turn::Limits;
 use super::{Session, State};
 use crate::llm::registry::{ModelError, Providers};
+use crate::sandbox::Policy;
 use crate::tools::Registry;
 use crate::tools::editor::EditorIo;
 use crate::tools::mcp::{McpHub, ServerSpec};
 use crate::types::UsageReport;
-use heron_store::{ListQuery, NewSession, Page, SessionPatch, SessionRecord, Store, StoreError};
+use heron_store::{
+    ListQuery, NewSession, Page, SessionPatch, SessionRecord, Store, StoreError, StoreErrorKind,
+};
 
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -34,8 +46,9 @@ pub enum SessionError {
     /// The goal cannot change that way.
     #[error(transparent)]
     Goal(GoalError),
-    /// The session is open with other workspace roots; it must be closed first.
-    #[error("the session is already open with other additional directories; close it first")]
+    /// The session is open with another cwd or other additional directories; it must be
+    /// closed first.
+    #[error("the session is already open with another cwd or other additional directories; close it first")]
     OpenWithOtherRoots,
     /// A list cursor was not one Heron issued.
     #[error("the cursor is not one this agent issued")]
@@ -43,7 +56,18 @@ pub enum SessionError {
     /// A path was not usable.
     #[error("{0}")]
     BadPath(String),
-    /// The store failed.
+    /// Another process has the session open (it holds the session's lock).
+    #[error("session {0} is open in another Heron process")]
+    OpenElsewhere(String),
+    /// The store failed: damaged, unavailable, or otherwise.
+    #[error("the session store failed: {reason}")]
+    Store {
+        /// Which kind of failure.
+        kind: StoreErrorKind,
+        /// What the store said.
+        reason: String,
+    },
+    /// Something else failed.
     #[error("{0}")]
     Internal(String),
 }
@@ -53,7 +77,7 @@ impl From<StoreError> for SessionError {
         match err {
             StoreError::NotFound { id, .. } => SessionError::NotFound(id),
             StoreError::BadCursor => SessionError::BadCursor,
-            other => SessionError::Internal(other.to_string()),
+            other => SessionError::Store { kind: other.kind(), reason: other.to_string() },
         }
     }
 }
@@ -100,6 +124,14 @@ impl std::fmt::Debug for OpenOptions {
     }
 }
 
+/// A session open in this process, and the lock that keeps it from opening elsewhere.
+struct Open {
+    session: Arc<Session>,
+    /// Released when the manager forgets the session; `None` where the file system
+    /// cannot lock.
+    _lock: Option<SessionLock>,
+}
+
 /// The sessions of one agent process.
 pub struct Manager {
     store: Store,
@@ -107,7 +139,9 @@ pub struct Manager {
     tools: Arc<Registry>,
     options: ManagerOptions,
     transcripts: PathBuf,
-    open: Mutex<HashMap<String, Arc<Session>>>,
+    /// The session locks, beside the store file they protect.
+    locks: PathBuf,
+    open: Mutex<HashMap<String, Open>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -133,7 +167,8 @@ impl Manager {
         options: ManagerOptions,
         transcripts: PathBuf,
     ) -> Self {
-        Self { store, providers, tools, options, transcripts, open: Mutex::new(HashMap::new()) }
+        let locks = lock::locks_dir(store.path());
+        Self { store, providers, tools, options, transcripts, locks, open: Mutex::new(HashMap::new()) }
     }
 
     /// The providers (and so the config and keys).
@@ -195,6 +230,7 @@ impl Manager {
         history: Vec<Event>,
         options: OpenOptions,
         inbox: InboxCounts,
+        lock: Option<SessionLock>,
     ) -> Arc<Session> {
         // A goal or usage this build cannot read is dropped, not fatal: the session still opens.
         let goal = record.goal.clone().and_then(|v| serde_json::from_value::<Goal>(v).ok());
@@ -216,10 +252,16 @@ impl Manager {
             }),
             witness: self.options.witness.clone(),
             max_goal_continuations: self.providers.config().goal_continuations(),
+            limits: Limits { max_reply_bytes: self.providers.config().reply_cap(), ..Limits::default() },
             mcp: if options.mcp_servers.is_empty() {
                 McpHub::empty()
             } else {
-                McpHub::start(options.mcp_servers, state.cwd.clone())
+                let roots =
+                    std::iter::once(&state.cwd).chain(&state.additional_directories).cloned().collect();
+                let providers = &self.providers;
+                let sandbox =
+                    Policy::from_config(providers.config(), providers.home(), providers.keys(), roots);
+                McpHub::start(options.mcp_servers, state.cwd.clone(), Arc::new(sandbox))
             },
         };
         let session = Session::spawn(
@@ -231,8 +273,55 @@ impl Manager {
             options.editor,
             status,
         );
-        self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(record.id.clone(), session.clone());
+        let open = Open { session: session.clone(), _lock: lock };
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(record.id.clone(), open);
         session
+    }
+
+    /// Takes the lock of session `id` for this process. A file system that cannot lock
+    /// (some network mounts) opens the session unlocked, with a warning, rather than not at
+    /// all.
+    async fn lock(&self, id: &str) -> Result<Option<SessionLock>, SessionError> {
+        let (dir, name) = (self.locks.clone(), id.to_owned());
+        let taken = tokio::task::spawn_blocking(move || SessionLock::acquire(&dir, &name))
+            .await
+            .map_err(|e| SessionError::Internal(e.to_string()))?;
+        match taken {
+            Ok(lock) => Ok(Some(lock)),
+            Err(LockError::Held) => Err(SessionError::OpenElsewhere(id.to_owned())),
+            Err(LockError::Io(err)) => {
+                tracing::warn!(session = id, %err, "cannot lock the session; opening it unlocked");
+                Ok(None)
+            }
+        }
+    }
+
+    /// The one place a stored session is opened in this process (created, loaded, resumed
+    /// or forked): its lock first, then the record, its settings (`settings_of`), the
+    /// directories it opens in, its history and its inbox, all read after the lock, so none
+    /// of it is what another process was still changing.
+    async fn admit(
+        &self,
+        id: &str,
+        options: OpenOptions,
+        settings_of: impl FnOnce(&SessionRecord) -> Settings,
+    ) -> Result<(Arc<Session>, Vec<Event>), SessionError> {
+        let lock = self.lock(id).await?;
+        let record = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
+        let settings = settings_of(&record);
+        let dirs: Vec<String> =
+            options.additional_directories.iter().map(|d| d.display().to_string()).collect();
+        let cwd = options.cwd.display().to_string();
+        let record = if record.cwd != cwd || record.additional_directories != dirs {
+            let patch =
+                SessionPatch { cwd: Some(cwd), additional_directories: Some(dirs), ..Default::default() };
+            self.store.update_session(id, patch).await?
+        } else {
+            record
+        };
+        let history = self.history(id).await?;
+        let inbox = super::inbox::reopen(&self.store, id).await?;
+        Ok((self.spawn(&record, settings, history.clone(), options, inbox, lock), history))
     }
 
     /// Creates a session.
@@ -255,12 +344,18 @@ impl Manager {
                     .map_err(|e| SessionError::Internal(e.to_string()))?,
             })
             .await?;
-        Ok(self.spawn(&record, settings, Vec::new(), options, InboxCounts::default()))
+        Ok(self.admit(&record.id, options, |_| settings).await?.0)
     }
 
     /// The open session `id`, if it is open in this process.
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).get(id).map(|open| open.session.clone())
+    }
+
+    /// Whether session `id` is open in another process: not here, and its lock is held.
+    /// A quick probe of the lock file, for explaining a refusal.
+    pub fn is_open_elsewhere(&self, id: &str) -> bool {
+        self.get(id).is_none() && lock::held_elsewhere(&self.locks, id)
     }
 
     /// Every stored event of `id`, in order (for replay).
@@ -292,32 +387,29 @@ impl Manager {
         options: OpenOptions,
     ) -> Result<(Arc<Session>, Vec<Event>), SessionError> {
         require_absolute(&options.cwd, "cwd")?;
-        let record = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
-        let history = self.history(id).await?;
+        if self.store.session(id).await?.is_none() {
+            return Err(SessionError::NotFound(id.to_owned()));
+        }
         if let Some(session) = self.get(id) {
-            if session.state().additional_directories != options.additional_directories {
+            let state = session.state();
+            let same_cwd = tokio::fs::canonicalize(&state.cwd).await.unwrap_or(state.cwd) == options.cwd;
+            // Kept silently on the old roots, the editor would work in one folder while the
+            // tools act in another.
+            if !same_cwd || state.additional_directories != options.additional_directories {
                 return Err(SessionError::OpenWithOtherRoots);
             }
+            let history = self.history(id).await?;
             session.attach(options.editor);
             return Ok((session, history));
         }
-        let choices = self.choices();
-        let mut settings = serde_json::from_value::<Settings>(record.settings.clone())
-            .unwrap_or_else(|_| self.default_settings(self.default_model().unwrap_or_default()));
-        // A saved posture above today's ceiling opens at the ceiling.
-        settings.posture = choices.cap(settings.posture);
-        let dirs: Vec<String> =
-            options.additional_directories.iter().map(|d| d.display().to_string()).collect();
-        let cwd = options.cwd.display().to_string();
-        let record = if record.cwd != cwd || record.additional_directories != dirs {
-            let patch =
-                SessionPatch { cwd: Some(cwd), additional_directories: Some(dirs), ..Default::default() };
-            self.store.update_session(id, patch).await?
-        } else {
-            record
-        };
-        let inbox = super::inbox::reopen(&self.store, id).await?;
-        Ok((self.spawn(&record, settings, history.clone(), options, inbox), history))
+        self.admit(id, options, |record| {
+            let mut settings = serde_json::from_value::<Settings>(record.settings.clone())
+                .unwrap_or_else(|_| self.default_settings(self.default_model().unwrap_or_default()));
+            // A saved posture above today's ceiling opens at the ceiling.
+            settings.posture = self.choices().cap(settings.posture);
+            settings
+        })
+        .await
     }
 
     /// One page of stored sessions, most recent first.
@@ -325,12 +417,12 @@ impl Manager {
         Ok(self.store.list_sessions(ListQuery { cwd, cursor, limit: 50 }).await?)
     }
 
-    /// Closes an open session: cancels its work, frees it, keeps its history.
+    /// Closes an open session: cancels its work, frees it (and its lock), keeps its history.
     pub async fn close(&self, id: &str) -> Result<(), SessionError> {
-        let session = self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
-        match session {
-            Some(session) => {
-                session.close();
+        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        match open {
+            Some(open) => {
+                open.session.close();
                 Ok(())
             }
             None if self.store.session(id).await?.is_some() => Ok(()),
@@ -340,8 +432,8 @@ impl Manager {
 
     /// Deletes a session and its history; an unknown id succeeds.
     pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
-        if let Some(session) = self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(id) {
-            session.close();
+        if let Some(open) = self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(id) {
+            open.session.close();
         }
         self.store.delete_session(id).await?;
         let _ = tokio::fs::remove_file(self.transcript_path(id)).await;
@@ -391,25 +483,24 @@ impl Manager {
             ..Default::default()
         };
         let record = self.store.update_session(&record.id, patch).await?;
-        let history = self.history(&record.id).await?;
-        Ok(self.spawn(&record, settings, history, options, InboxCounts::default()))
+        Ok(self.admit(&record.id, options, |_| settings).await?.0)
     }
 
     /// Closes every open session (the connection ended).
     pub fn close_all(&self) {
-        let sessions: Vec<Arc<Session>> =
-            self.open.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, s)| s).collect();
-        for session in sessions {
-            session.close();
+        let open: Vec<Open> =
+            self.open.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, o)| o).collect();
+        for open in open {
+            open.session.close();
         }
     }
 
     /// Closes every open session and waits (at most two seconds) for their MCP servers to
     /// stop, so none outlives the agent.
     pub async fn stop_all(&self) {
-        let sessions: Vec<Arc<Session>> =
-            self.open.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, s)| s).collect();
-        let all = futures_util::future::join_all(sessions.iter().filter_map(|session| session.close()));
+        let open: Vec<Open> =
+            self.open.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, o)| o).collect();
+        let all = futures_util::future::join_all(open.iter().filter_map(|open| open.session.close()));
         if tokio::time::timeout(std::time::Duration::from_secs(2), all).await.is_err() {
             tracing::warn!("some MCP servers did not stop in time; their process groups are killed on exit");
         }

@@ -15,9 +15,11 @@ pub mod event;
 pub mod goal;
 mod history;
 pub mod inbox;
+mod lock;
 mod manager;
 mod permission;
 mod pursuit;
+mod response;
 pub mod settings;
 pub mod snapshot;
 mod status;
@@ -178,16 +180,8 @@ impl Session {
         });
         let closed = session.closed.clone();
         let transcript = transcript::Transcript::new(&context.transcripts, session.id());
-        let carried = turn::Carried { history, cost, images: Default::default() };
-        tokio::spawn(actor::run(
-            Arc::downgrade(&session),
-            closed,
-            queue,
-            carried,
-            context,
-            inbox,
-            transcript,
-        ));
+        let carried = turn::Carried { history, cost, images: Default::default(), transcript };
+        tokio::spawn(actor::run(Arc::downgrade(&session), closed, queue, carried, context, inbox));
         session
     }
 
@@ -275,10 +269,7 @@ impl Session {
         };
         let value = serde_json::to_value(&settings).map_err(|e| SessionError::Internal(e.to_string()))?;
         let patch = heron_store::SessionPatch { settings: Some(value), ..Default::default() };
-        self.store
-            .update_session(&self.id, patch)
-            .await
-            .map_err(|e| SessionError::Internal(e.to_string()))?;
+        self.store.update_session(&self.id, patch).await?;
         Ok(settings)
     }
 
@@ -302,7 +293,7 @@ impl Session {
         change: fn(&mut Option<Goal>) -> Result<Goal, goal::GoalError>,
     ) -> Result<Goal, SessionError> {
         let goal = self.status.change(|s| change(&mut s.goal)).map_err(SessionError::Goal)?;
-        self.status.save(&self.store, &self.id).await.map_err(|e| SessionError::Internal(e.to_string()))?;
+        self.status.save(&self.store, &self.id).await?;
         Ok(goal)
     }
 

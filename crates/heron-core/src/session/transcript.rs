@@ -1,7 +1,10 @@
 //! The readable transcript of a session (`HERON_HOME/transcripts/<id>.jsonl`, one stored
 //! event per line), named in every prompt answer. The first write in a process writes the
-//! whole history (a temp file, then a rename); later turns append only their own events.
+//! whole history (a temp file, then a rename); after that each recorded event is appended,
+//! from the same JSON text the store was given, so a long message is not encoded twice.
 //! All of it runs off the async threads.
+
+use std::sync::Arc;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -16,66 +19,100 @@ pub fn transcript_path(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("{safe}.jsonl"))
 }
 
-/// Keeps one session's transcript in step with its history.
-#[derive(Debug)]
-pub(super) struct Transcript {
-    path: PathBuf,
+/// Keeps one session's transcript in step with its history. The default writes nowhere.
+#[derive(Debug, Default)]
+pub(crate) struct Transcript {
+    path: Option<PathBuf>,
     /// How many events of the history the file holds; `None` until it was first written.
     written: Option<usize>,
 }
 
 impl Transcript {
     pub(super) fn new(dir: &Path, id: &str) -> Self {
-        Self { path: transcript_path(dir, id), written: None }
+        Self { path: Some(transcript_path(dir, id)), written: None }
     }
 
-    /// Writes what the file lacks of `history`. A failure is logged: the store, not the
-    /// transcript, is the record.
-    pub(super) async fn sync(&mut self, history: &[Event]) {
-        let from = self.written.unwrap_or(0).min(history.len());
-        let whole = self.written.is_none();
-        let mut text = String::new();
-        for event in &history[from..] {
-            if let Ok(line) = serde_json::to_string(event) {
-                text.push_str(&line);
-                text.push('\n');
-            }
-        }
-        let path = self.path.clone();
-        let written =
-            tokio::task::spawn_blocking(
-                move || {
-                    if whole { replace(&path, &text) } else { append(&path, &text) }
+    /// Adds the event `line` (its JSON) that follows `history`. A failure is logged: the
+    /// store, not the transcript, is the record.
+    pub(super) async fn append(&mut self, history: &[Event], line: Arc<str>) {
+        if self.written == Some(history.len()) {
+            let text = line;
+            self.write(
+                false,
+                move |file| {
+                    file.write_all(text.as_bytes())?;
+                    file.write_all(b"\n")
                 },
+                history.len() + 1,
             )
-            .await
-            .map_err(std::io::Error::other)
-            .and_then(|written| written);
+            .await;
+        } else {
+            let mut text = whole(history);
+            text.push_str(&line);
+            text.push('\n');
+            self.write(true, move |file| file.write_all(text.as_bytes()), history.len() + 1).await;
+        }
+    }
+
+    /// Writes the whole of `history` if the file does not hold it yet.
+    pub(super) async fn sync(&mut self, history: &[Event]) {
+        if self.written == Some(history.len()) {
+            return;
+        }
+        let text = whole(history);
+        self.write(true, move |file| file.write_all(text.as_bytes()), history.len()).await;
+    }
+
+    async fn write(
+        &mut self,
+        replace_file: bool,
+        body: impl FnOnce(&mut std::fs::File) -> std::io::Result<()> + Send + 'static,
+        holds: usize,
+    ) {
+        let Some(path) = self.path.clone() else { return };
+        let written = tokio::task::spawn_blocking(move || {
+            if replace_file { replace(&path, body) } else { append(&path, body) }
+        })
+        .await
+        .map_err(std::io::Error::other)
+        .and_then(|written| written);
         match written {
-            Ok(()) => self.written = Some(history.len()),
+            Ok(()) => self.written = Some(holds),
             Err(err) => {
-                // The next turn writes the whole file again.
+                // The next event writes the whole file again.
                 self.written = None;
-                tracing::warn!(%err, path = %self.path.display(), "cannot write the transcript");
+                let shown = self.path.as_deref().map(Path::display);
+                tracing::warn!(%err, path = ?shown, "cannot write the transcript");
             }
         }
     }
 }
 
-fn replace(path: &Path, text: &str) -> std::io::Result<()> {
+/// Every event of `history`, one JSON line each.
+fn whole(history: &[Event]) -> String {
+    let mut text = String::new();
+    for event in history {
+        if let Ok(line) = serde_json::to_string(event) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+fn replace(path: &Path, body: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let temp = path.with_extension("jsonl.tmp");
-    std::fs::write(&temp, text)?;
+    let mut file = std::fs::File::create(&temp)?;
+    body(&mut file)?;
+    drop(file);
     std::fs::rename(&temp, path)
 }
 
-fn append(path: &Path, text: &str) -> std::io::Result<()> {
-    if text.is_empty() {
-        return Ok(());
-    }
+fn append(path: &Path, body: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> std::io::Result<()> {
     let mut file = std::fs::OpenOptions::new().append(true).create(true).open(path)?;
-    file.write_all(text.as_bytes())
+    body(&mut file)
 }
 
 #[cfg(test)]
@@ -87,14 +124,19 @@ mod tests {
         Event::TurnEnded { stop_reason: StopReason::EndTurn }
     }
 
+    fn line(event: &Event) -> Arc<str> {
+        serde_json::to_string(event).expect("encodes").into()
+    }
+
     #[tokio::test]
-    async fn the_first_write_is_whole_and_later_turns_append_their_events() {
+    async fn the_first_write_is_whole_and_later_events_are_appended() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut transcript = Transcript::new(dir.path(), "s1");
         std::fs::write(transcript_path(dir.path(), "s1"), "stale\n").expect("an old file");
         let mut history = vec![ended()];
-        transcript.sync(&history).await;
+        transcript.append(&history, line(&ended())).await;
         history.push(ended());
+        transcript.append(&history, line(&ended())).await;
         history.push(ended());
         transcript.sync(&history).await;
         let text = std::fs::read_to_string(transcript_path(dir.path(), "s1")).expect("written");

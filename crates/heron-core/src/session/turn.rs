@@ -9,19 +9,19 @@
 
 use std::sync::Arc;
 
-use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::event::Event;
 use super::history::{Images, chat_messages};
-use super::permission::{Approvals, Decision, decide};
+use super::permission::{Approvals, Decision, Scope, decide};
 use super::settings::{Mode, Settings};
 use super::status::Board;
 use super::steer::Steers;
-use super::update::TurnUpdate;
+use super::transcript::Transcript;
+use super::update::{ChunkBudget, TurnUpdate};
 use crate::llm::registry::ResolvedProvider;
-use crate::llm::{FinishReason, ModelEvent, ModelRequest, ProviderError, ToolCallRequest, Usage};
+use crate::llm::{ModelRequest, ProviderError, ToolCallRequest, Usage};
 use crate::tools::editor::PermissionAnswer;
 use crate::tools::{Outcome, Registry, ToolEnv, finish_goal};
 use crate::types::{StopReason, ToolStatus, UsageReport, UserContent};
@@ -48,6 +48,8 @@ pub struct Carried {
     pub cost: f64,
     /// The history's images, as read so far.
     pub images: Images,
+    /// The session's readable transcript, kept in step with the history.
+    pub(super) transcript: Transcript,
 }
 
 /// Everything a turn needs.
@@ -78,6 +80,26 @@ pub struct Turn {
     pub steers: Arc<Steers>,
     /// Continuations one goal-mode prompt may start.
     pub max_goal_continuations: u32,
+    /// Bounds on what the model may send.
+    pub limits: Limits,
+    /// Streamed text in flight to the editor.
+    pub budget: ChunkBudget,
+}
+
+/// Bounds on what one model response may send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The most bytes of text and thought one response may stream; past it the turn ends
+    /// `max_tokens`, with what streamed kept exactly as the editor saw it.
+    pub max_reply_bytes: usize,
+    /// The most bytes a tool call's arguments may take; a larger call fails without running.
+    pub max_tool_arguments: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_reply_bytes: 8 * 1024 * 1024, max_tool_arguments: crate::llm::MAX_TOOL_ARGUMENT_BYTES }
+    }
 }
 
 const SYSTEM_PROMPT: &str = "You are Heron, a coding agent working in the user's project through tools. \
@@ -100,23 +122,30 @@ struct Asking {
 }
 
 impl Turn {
-    fn cancel(&self) -> &CancellationToken {
+    pub(super) fn cancel(&self) -> &CancellationToken {
         &self.env.cancel
     }
 
     pub(super) async fn record(&mut self, event: Event) -> Result<(), TurnError> {
-        let payload = serde_json::to_value(&event).map_err(|e| TurnError::Store(e.to_string()))?;
+        // Encoded straight to text, and copied for the editor only when it shows there: a
+        // long message is held as few times as possible.
+        let payload: Arc<str> =
+            serde_json::to_string(&event).map_err(|e| TurnError::Store(e.to_string()))?.into();
         self.store
-            .append_event(&self.session_id, event.kind(), &payload)
+            .append_event_json(&self.session_id, event.kind(), payload.clone())
             .await
             .map_err(|e| TurnError::Store(e.to_string()))?;
-        self.carried.history.push(event.clone());
-        // The editor may be gone; the turn still finishes and records.
-        let _ = self.updates.send(TurnUpdate::Event(event));
+        self.carried.transcript.append(&self.carried.history, payload).await;
+        // Finished messages and thoughts already streamed as chunks; the rest shows as it is.
+        if !matches!(event, Event::AgentMessage { .. } | Event::AgentThought { .. }) {
+            // The editor may be gone; the turn still finishes and records.
+            let _ = self.updates.send(TurnUpdate::Event(event.clone()));
+        }
+        self.carried.history.push(event);
         Ok(())
     }
 
-    fn live(&self, update: TurnUpdate) {
+    pub(super) fn live(&self, update: TurnUpdate) {
         let _ = self.updates.send(update);
     }
 
@@ -231,79 +260,23 @@ impl Turn {
         self.record(Event::UserMessage { message_id, content }).await
     }
 
-    /// Streams one model response, recording its finished thought, message and tool calls.
-    async fn stream_response(&mut self, request: ModelRequest) -> Result<Response, TurnError> {
-        let mut stream = self.provider.provider.stream(request, self.cancel().child_token());
-        let mut message = Draft::new();
-        let mut thought = Draft::new();
-        let mut calls: Vec<ToolCallRequest> = Vec::new();
-        let mut finish = None;
-        let mut cancelled = false;
-        let mut usage_seen = false;
-        while let Some(item) = stream.next().await {
-            let event = match item {
-                Ok(event) => event,
-                // What streamed before a cancel was seen by the user: keep it.
-                Err(ProviderError::Cancelled) => {
-                    cancelled = true;
-                    break;
-                }
-                Err(other) => return Err(other.into()),
-            };
-            match event {
-                ModelEvent::Attempt { number } if number > 1 => {
-                    // A retry voids what the failed attempt streamed: new message ids.
-                    message = Draft::new();
-                    thought = Draft::new();
-                    calls.clear();
-                }
-                ModelEvent::Attempt { .. } => {}
-                ModelEvent::TextDelta { text } => {
-                    message.text.push_str(&text);
-                    self.live(TurnUpdate::MessageChunk { message_id: message.id.clone(), text });
-                }
-                ModelEvent::ThoughtDelta { text } => {
-                    thought.text.push_str(&text);
-                    self.live(TurnUpdate::ThoughtChunk { message_id: thought.id.clone(), text });
-                }
-                ModelEvent::ToolCall { call } => calls.push(call),
-                ModelEvent::Usage { usage } => {
-                    usage_seen = true;
-                    self.report_usage(usage);
-                }
-                ModelEvent::Finish { reason } => finish = Some(reason),
-            }
-        }
-        // Without a context window there is no report to keep.
-        if usage_seen && self.provider.context_window.is_some() {
-            self.status
-                .save(&self.store, &self.session_id)
-                .await
-                .map_err(|e| TurnError::Store(e.to_string()))?;
-        }
-        if !thought.text.is_empty() {
-            self.record(Event::AgentThought { message_id: thought.id, text: thought.text }).await?;
-        }
-        if !message.text.is_empty() {
-            self.record(Event::AgentMessage { message_id: message.id, text: message.text }).await?;
-        }
-        let stop = match finish.unwrap_or(FinishReason::Stop) {
-            _ if cancelled || self.cancel().is_cancelled() => Some(StopReason::Cancelled),
-            FinishReason::Length => Some(StopReason::MaxTokens),
-            FinishReason::Refusal => Some(StopReason::Refusal),
-            FinishReason::Stop | FinishReason::ToolCalls if calls.is_empty() => Some(StopReason::EndTurn),
-            FinishReason::Stop | FinishReason::ToolCalls => None,
-        };
-        Ok(Response { stop, tool_calls: calls })
-    }
-
     /// Records every call first (the editor sees them pending), then runs them in order.
     async fn run_tools(&mut self, calls: Vec<ToolCallRequest>, asking: &Asking) -> Result<(), TurnError> {
         let read_only = asking.read_only;
         let mut prepared = Vec::new();
-        for call in calls {
+        for mut call in calls {
             let tool = self.tools.get(&call.name).cloned();
+            let oversized = call.arguments.len() > self.limits.max_tool_arguments;
+            if oversized {
+                // Kept short: the store and the editor need to know what was refused, not all of it.
+                call.arguments = crate::secret::clip(&call.arguments, 1024);
+            }
             let described = match &tool {
+                _ if oversized => Err(format!(
+                    "The arguments of `{}` are larger than {} bytes; the call was not run. Send smaller \
+                     arguments (for a large file, write it in parts with edit_file).",
+                    call.name, self.limits.max_tool_arguments
+                )),
                 None => Err(format!("There is no tool called `{}`.", call.name)),
                 Some(tool)
                     if read_only
@@ -360,12 +333,7 @@ impl Turn {
                         // (fs/*, terminal/*, elicitation/create).
                         progress.flushed().await;
                         let env = ToolEnv { progress, ..self.env.clone() };
-                        tokio::select! {
-                            outcome = tool.run(prepared, env) => outcome,
-                            () = self.env.cancel.cancelled() => {
-                                Outcome::failed("The turn was cancelled while this tool ran.")
-                            }
-                        }
+                        crate::tools::deadline::run_within(tool.as_ref(), prepared, env).await
                     }
                     Err(refused) => Outcome::failed(refused),
                 },
@@ -395,14 +363,7 @@ impl Turn {
     async fn gate(&self, call_id: &str, tool: &str, prepared: &crate::tools::Prepared) -> Result<(), String> {
         let decision = {
             let approvals = self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            decide(
-                self.settings.posture,
-                self.settings.mode == Mode::Plan,
-                tool,
-                prepared.kind,
-                prepared.outside_roots,
-                &approvals,
-            )
+            decide(self.settings.posture, self.settings.mode == Mode::Plan, tool, prepared, &approvals)
         };
         match decision {
             Decision::Allow => Ok(()),
@@ -418,7 +379,7 @@ impl Turn {
                 };
                 self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remember(
                     tool,
-                    prepared.kind,
+                    Scope::of(prepared),
                     answer,
                 );
                 match answer {
@@ -434,7 +395,7 @@ impl Turn {
         }
     }
 
-    fn report_usage(&mut self, usage: Usage) {
+    pub(super) fn report_usage(&mut self, usage: Usage) {
         if let Some((input_price, output_price, _)) = &self.provider.price {
             self.carried.cost += usage.input_tokens as f64 * input_price / 1e6
                 + usage.output_tokens as f64 * output_price / 1e6;
@@ -450,18 +411,7 @@ impl Turn {
     }
 }
 
-struct Draft {
-    id: String,
-    text: String,
-}
-
-impl Draft {
-    fn new() -> Self {
-        Self { id: uuid::Uuid::new_v4().to_string(), text: String::new() }
-    }
-}
-
-struct Response {
-    stop: Option<StopReason>,
-    tool_calls: Vec<ToolCallRequest>,
+pub(super) struct Response {
+    pub(super) stop: Option<StopReason>,
+    pub(super) tool_calls: Vec<ToolCallRequest>,
 }

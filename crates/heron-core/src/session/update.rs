@@ -24,6 +24,8 @@ pub enum TurnUpdate {
         message_id: String,
         /// The text.
         text: String,
+        /// Its share of the turn's [`ChunkBudget`], given back when the update is dropped.
+        held: Held,
     },
     /// A piece of reasoning still streaming.
     ThoughtChunk {
@@ -31,6 +33,8 @@ pub enum TurnUpdate {
         message_id: String,
         /// The text.
         text: String,
+        /// Its share of the turn's [`ChunkBudget`].
+        held: Held,
     },
     /// A tool call changed state without finishing.
     ToolProgress {
@@ -49,6 +53,63 @@ pub enum TurnUpdate {
     /// so a request to the editor (a permission question, a terminal release) never
     /// overtakes the updates it refers to.
     Flushed(oneshot::Sender<()>),
+}
+
+impl TurnUpdate {
+    /// Takes this update's share of the chunk budget out, so whoever forwards it can give
+    /// the share back only once the update has reached the editor's connection.
+    pub fn take_held(&mut self) -> Held {
+        match self {
+            TurnUpdate::MessageChunk { held, .. } | TurnUpdate::ThoughtChunk { held, .. } => {
+                std::mem::take(held)
+            }
+            _ => Held::default(),
+        }
+    }
+}
+
+/// A share of a [`ChunkBudget`]; dropping it gives the share back.
+#[derive(Default)]
+pub struct Held(Option<tokio::sync::OwnedSemaphorePermit>);
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Held")
+            .field(&self.0.as_ref().map_or(0, tokio::sync::OwnedSemaphorePermit::num_permits))
+            .finish()
+    }
+}
+
+/// Bounds the bytes of streamed text a turn has sent that have not reached the editor's
+/// connection yet: past it, the turn waits (and so stops reading the model), so a slow
+/// editor slows the model stream down instead of growing Heron's memory.
+#[derive(Debug, Clone)]
+pub struct ChunkBudget(Arc<tokio::sync::Semaphore>);
+
+impl ChunkBudget {
+    /// The bytes in flight a turn may have.
+    pub const BYTES: usize = 1024 * 1024;
+
+    /// A fresh budget.
+    pub fn new() -> Self {
+        Self(Arc::new(tokio::sync::Semaphore::new(Self::BYTES)))
+    }
+
+    /// Waits for room for `bytes` (at most the whole budget); `None` when cancelled first.
+    pub async fn hold(&self, bytes: usize, cancel: &tokio_util::sync::CancellationToken) -> Option<Held> {
+        let wanted = u32::try_from(bytes.clamp(1, Self::BYTES)).unwrap_or(u32::MAX);
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            permit = self.0.clone().acquire_many_owned(wanted) => permit.ok().map(|p| Held(Some(p))),
+        }
+    }
+}
+
+impl Default for ChunkBudget {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Waits until everything sent on `updates` before this call has been handed to the

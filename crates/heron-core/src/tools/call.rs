@@ -8,8 +8,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::roots::resolve_against;
-use super::{Outcome, ToolEnv};
+use super::roots::{ReadAccess, resolve_against};
+use super::{Outcome, Prepared, ToolEnv};
 use crate::llm::ToolSpec;
 use crate::types::{Location, ToolOutput, ToolStatus};
 
@@ -47,6 +47,30 @@ pub(crate) fn reparse<A: DeserializeOwned>(tool: &str, raw_input: &Value) -> Res
 /// Resolves a path argument against the call's cwd (absolute, symlinks followed).
 pub(crate) fn resolve(env: &ToolEnv, path: &str) -> PathBuf {
     resolve_against(&env.cwd, path)
+}
+
+/// Resolves a path argument for reading and says whether the read must ask first; Heron's
+/// home is refused.
+pub(crate) fn resolve_for_read(env: &ToolEnv, path: &str) -> Result<(PathBuf, ReadAccess), String> {
+    let resolved = resolve(env, path);
+    let access = env.roots.read_access(&resolved, path)?;
+    Ok((resolved, access))
+}
+
+/// The path a prepared call was approved for, checked against `fresh` (the same argument
+/// resolved again right before the call runs): a tree changed in between (a directory
+/// swapped for a symlink) fails the call instead of sending it somewhere else.
+pub(crate) fn still_approved(prepared: &Prepared, fresh: &Path) -> Result<PathBuf, String> {
+    let approved = prepared.locations.first().map(|l| PathBuf::from(&l.path));
+    match approved {
+        Some(approved) if approved == fresh => Ok(approved),
+        Some(approved) => Err(format!(
+            "{} changed since the call was checked (it now resolves to {}); refusing to follow it",
+            approved.display(),
+            fresh.display()
+        )),
+        None => Err("the call names no file".to_owned()),
+    }
 }
 
 /// Resolves a path argument for writing and checks it against the write roots.

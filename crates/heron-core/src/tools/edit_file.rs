@@ -71,7 +71,8 @@ async fn edit(prepared: &Prepared, env: &ToolEnv) -> Outcome {
         Ok(args) => args,
         Err(failed) => return failed,
     };
-    let path = match call::resolve_for_write(env, &args.path) {
+    let path = match call::resolve_for_write(env, &args.path).and_then(|p| call::still_approved(prepared, &p))
+    {
         Ok(path) => path,
         Err(message) => return Outcome::failed(message),
     };
@@ -87,10 +88,15 @@ async fn edit(prepared: &Prepared, env: &ToolEnv) -> Outcome {
             Ok((text, _)) => text,
             Err(message) => return Outcome::failed(format!("{}: {message}", call::shown(env, &path))),
         };
-    if let Err(message) = files::write(env, &path, &loaded, &new_text).await {
-        return Outcome::failed(message);
-    }
+    let replaced = match files::write(env, &path, &loaded, &new_text).await {
+        Ok(replaced) => replaced,
+        Err(message) => return Outcome::failed(message),
+    };
     let line = first_changed_line(old_text, &new_text);
+    let mut for_model = format!("Edited {} (first change at line {line})", call::shown(env, &path));
+    if replaced.other_links > 0 {
+        for_model.push_str(&format!("; {}", super::write_file::HARD_LINKS));
+    }
     Outcome {
         status: ToolStatus::Completed,
         output: vec![ToolOutput::Diff {
@@ -99,7 +105,7 @@ async fn edit(prepared: &Prepared, env: &ToolEnv) -> Outcome {
             new_text,
         }],
         raw_output: Some(serde_json::json!({ "line": line })),
-        for_model: format!("Edited {} (first change at line {line})", call::shown(env, &path)),
+        for_model,
         plan: None,
     }
 }

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use super::ToolEnv;
+use super::fsio::{self, FileError};
 use super::text::{self, Decoded, Encoding};
 
 /// The largest file read whole into memory.
@@ -28,24 +29,24 @@ enum OnDisk {
     Text(Decoded),
 }
 
-async fn read_disk(path: &Path) -> Result<OnDisk, String> {
-    match tokio::fs::metadata(path).await {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(OnDisk::Missing),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-        Ok(meta) if meta.is_dir() => {
-            return Err(format!("{} is a directory; use list_files to see what it holds", path.display()));
+async fn read_disk(env: &ToolEnv, path: &Path) -> Result<OnDisk, String> {
+    let owned = path.to_path_buf();
+    let roots = env.roots.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        fsio::read_capped(&owned, MAX_FILE_BYTES, |meta| {
+            roots.protected().is_home_file(meta).then(|| FileError::Protected(owned.display().to_string()))
+        })
+    })
+    .await
+    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = match read {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(OnDisk::Missing),
+        Err(FileError::Directory(shown)) => {
+            return Err(format!("{shown} is a directory; use list_files to see what it holds"));
         }
-        Ok(meta) if meta.len() > MAX_FILE_BYTES => {
-            return Err(format!(
-                "{} is {} bytes, more than the {} bytes a tool reads whole; use grep to find what you need",
-                path.display(),
-                meta.len(),
-                MAX_FILE_BYTES
-            ));
-        }
-        Ok(_) => {}
-    }
-    let bytes = tokio::fs::read(path).await.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Err(err) => return Err(err.to_string()),
+    };
     match text::decode(bytes) {
         Ok(decoded) => Ok(OnDisk::Text(decoded)),
         Err(text::Binary) => Err(format!(
@@ -59,7 +60,7 @@ async fn read_disk(path: &Path) -> Result<OnDisk, String> {
 /// UTF-8 or missing; locally otherwise (Latin-1 decoded). `Ok(None)` when it does not exist.
 pub(crate) async fn read_for_view(env: &ToolEnv, path: &Path) -> Result<Option<Decoded>, String> {
     env.witness(path);
-    let disk = read_disk(path).await?;
+    let disk = read_disk(env, path).await?;
     let editor_may_read = match &disk {
         OnDisk::Missing => true,
         OnDisk::Text(decoded) => decoded.encoding != Encoding::Latin1,
@@ -91,7 +92,7 @@ pub(crate) async fn read_for_view(env: &ToolEnv, path: &Path) -> Result<Option<D
 /// writes files and the disk copy is UTF-8 without a BOM (or missing); locally otherwise.
 pub(crate) async fn read_for_change(env: &ToolEnv, path: &Path) -> Result<Loaded, String> {
     env.witness(path);
-    let disk = read_disk(path).await?;
+    let disk = read_disk(env, path).await?;
     let via_editor = env.editor.writes_files()
         && match &disk {
             OnDisk::Missing => true,
@@ -113,8 +114,14 @@ pub(crate) async fn read_for_change(env: &ToolEnv, path: &Path) -> Result<Loaded
     })
 }
 
-/// Writes `content` where [`read_for_change`] decided, in `loaded`'s encoding.
-pub(crate) async fn write(env: &ToolEnv, path: &Path, loaded: &Loaded, content: &str) -> Result<(), String> {
+/// Writes `content` where [`read_for_change`] decided, in `loaded`'s encoding. Says what a
+/// local write replaced.
+pub(crate) async fn write(
+    env: &ToolEnv,
+    path: &Path,
+    loaded: &Loaded,
+    content: &str,
+) -> Result<fsio::Replaced, String> {
     let bytes = text::encode(content, loaded.encoding).map_err(|c| {
         format!(
             "{} is Latin-1 encoded and cannot hold {c:?}; keep to Latin-1 characters or rewrite the whole \
@@ -128,24 +135,12 @@ pub(crate) async fn write(env: &ToolEnv, path: &Path, loaded: &Loaded, content: 
             .editor
             .write_text_file(path, text)
             .await
+            .map(|()| fsio::Replaced::default())
             .map_err(|e| format!("the editor could not write {}: {e}", path.display()));
     }
-    write_local(path, &bytes).await.map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// Writes bytes in place (keeping the file's permissions), creating missing parents. The
-/// final component is opened without following symlinks.
-async fn write_local(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use tokio::io::AsyncWriteExt;
-    if let Some(parent) = path.parent() {
-        tokio::fs::create_dir_all(parent).await?;
-    }
-    let mut options = tokio::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    options.custom_flags(libc::O_NOFOLLOW);
-    let mut file = options.open(path).await?;
-    file.write_all(bytes).await?;
-    file.flush().await?;
-    file.sync_all().await
+    let owned = path.to_path_buf();
+    tokio::task::spawn_blocking(move || fsio::write_atomic(&owned, &bytes))
+        .await
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?
+        .map_err(|e| format!("cannot write {e}"))
 }

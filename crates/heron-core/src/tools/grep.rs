@@ -9,7 +9,9 @@ use regex::bytes::{Regex, RegexBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Outcome, Prepared, Tool, ToolEnv, call, files, walk};
+use super::protected::Protected;
+use super::roots::ReadAccess;
+use super::{Outcome, Prepared, Tool, ToolEnv, call, files, fsio, walk};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
 use crate::types::ToolKind;
@@ -67,7 +69,7 @@ impl Tool for Grep {
         if let Some(glob) = &args.glob {
             walk::glob(glob)?;
         }
-        let path = call::resolve(env, args.path.as_deref().unwrap_or("."));
+        let (path, access) = call::resolve_for_read(env, args.path.as_deref().unwrap_or("."))?;
         Ok(Prepared {
             title: call::scrub_text(
                 env,
@@ -76,7 +78,7 @@ impl Tool for Grep {
             kind: ToolKind::Search,
             locations: vec![call::location(&path, None)],
             raw_input,
-            outside_roots: !env.roots.is_inside(&path),
+            outside_roots: access == ReadAccess::Ask,
         })
     }
 
@@ -107,24 +109,29 @@ async fn search(prepared: Prepared, env: ToolEnv) -> Outcome {
         Ok(compiled) => compiled,
         Err(message) => return Outcome::failed(message),
     };
-    let root = call::resolve(&env, args.path.as_deref().unwrap_or("."));
+    let fresh = call::resolve_for_read(&env, args.path.as_deref().unwrap_or("."));
+    let root = match fresh.and_then(|(root, _)| call::still_approved(&prepared, &root)) {
+        Ok(root) => root,
+        Err(refusal) => return Outcome::failed(refusal),
+    };
     if !root.exists() {
         return Outcome::failed(format!("{} does not exist", root.display()));
     }
-    let (cancel, witness) = (env.cancel.clone(), env.witness.clone());
+    let (cancel, witness, roots) = (env.cancel.clone(), env.witness.clone(), env.roots.clone());
     let cwd = call::resolve(&env, ".");
     let searched = tokio::task::spawn_blocking(move || {
         let mut found = Found::default();
-        let finished = walk::files(&root, filter.as_ref(), &cancel, witness.as_deref(), |path| {
-            search_file(&regex, &cwd, path, &mut found)
+        let protected = roots.protected();
+        let walked = walk::files(&root, filter.as_ref(), &cancel, witness.as_deref(), protected, |path| {
+            search_file(&regex, &cwd, path, protected, &mut found)
         });
-        (found, finished)
+        (found, walked)
     })
     .await;
-    let Ok((found, finished)) = searched else {
+    let Ok((found, walked)) = searched else {
         return Outcome::failed("the search stopped unexpectedly");
     };
-    if !finished {
+    if !walked.finished {
         return Outcome::failed("cancelled");
     }
     let mut text = if found.matches == 0 { "[no matches]".to_owned() } else { found.text };
@@ -135,19 +142,29 @@ async fn search(prepared: Prepared, env: ToolEnv) -> Outcome {
             found.matches
         ));
     }
+    if let Some(note) = walked.note() {
+        text.push('\n');
+        text.push_str(&note);
+    }
     call::completed(text)
 }
 
-fn search_file(regex: &Regex, cwd: &Path, path: &Path, found: &mut Found) -> ControlFlow<()> {
-    let too_big = std::fs::metadata(path).map(|m| m.len() > files::MAX_FILE_BYTES).unwrap_or(true);
-    if too_big {
-        return ControlFlow::Continue(());
-    }
-    let Ok(bytes) = std::fs::read(path) else { return ControlFlow::Continue(()) };
+fn search_file(
+    regex: &Regex,
+    cwd: &Path,
+    path: &Path,
+    protected: &Protected,
+    found: &mut Found,
+) -> ControlFlow<()> {
+    // Regular files only, read within the cap; another name of a home file is skipped.
+    let read = fsio::read_capped(path, files::MAX_FILE_BYTES, |meta| {
+        protected.is_home_file(meta).then(|| fsio::FileError::Protected(path.display().to_string()))
+    });
+    let Ok(Some(bytes)) = read else { return ControlFlow::Continue(()) };
     if super::text::is_binary(&bytes[..bytes.len().min(8192)]) {
         return ControlFlow::Continue(());
     }
-    let shown = call::shown_from(cwd, path);
+    let shown = walk::shown_name(&call::shown_from(cwd, path));
     for (index, line) in bytes.split(|&b| b == b'\n').enumerate() {
         if !regex.is_match(line) {
             continue;

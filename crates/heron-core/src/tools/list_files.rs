@@ -7,6 +7,7 @@ use std::ops::ControlFlow;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::roots::ReadAccess;
 use super::{Outcome, Prepared, Tool, ToolEnv, call, walk};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
@@ -52,7 +53,7 @@ impl Tool for ListFiles {
         if let Some(pattern) = &args.pattern {
             walk::glob(pattern)?;
         }
-        let path = call::resolve(env, args.path.as_deref().unwrap_or("."));
+        let (path, access) = call::resolve_for_read(env, args.path.as_deref().unwrap_or("."))?;
         let mut title = format!("List {}", call::shown(env, &path));
         if let Some(pattern) = &args.pattern {
             title.push_str(&format!(" ({pattern})"));
@@ -62,7 +63,7 @@ impl Tool for ListFiles {
             kind: ToolKind::Search,
             locations: vec![call::location(&path, None)],
             raw_input,
-            outside_roots: !env.roots.is_inside(&path),
+            outside_roots: access == ReadAccess::Ask,
         })
     }
 
@@ -83,30 +84,35 @@ async fn list(prepared: Prepared, env: ToolEnv) -> Outcome {
         Ok(filter) => filter,
         Err(message) => return Outcome::failed(message),
     };
-    let root = call::resolve(&env, args.path.as_deref().unwrap_or("."));
+    let fresh = call::resolve_for_read(&env, args.path.as_deref().unwrap_or("."));
+    let root = match fresh.and_then(|(root, _)| call::still_approved(&prepared, &root)) {
+        Ok(root) => root,
+        Err(refusal) => return Outcome::failed(refusal),
+    };
     if !root.exists() {
         return Outcome::failed(format!("{} does not exist", root.display()));
     }
-    let (cancel, witness) = (env.cancel.clone(), env.witness.clone());
+    let (cancel, witness, roots) = (env.cancel.clone(), env.witness.clone(), env.roots.clone());
     let cwd = call::resolve(&env, ".");
     let walked = tokio::task::spawn_blocking(move || {
         let mut found = Vec::new();
         let mut more = false;
-        let finished = walk::files(&root, filter.as_ref(), &cancel, witness.as_deref(), |path| {
-            if found.len() == MAX_FILES {
-                more = true;
-                return ControlFlow::Break(());
-            }
-            found.push(call::shown_from(&cwd, path));
-            ControlFlow::Continue(())
-        });
-        (found, more, finished)
+        let walked =
+            walk::files(&root, filter.as_ref(), &cancel, witness.as_deref(), roots.protected(), |path| {
+                if found.len() == MAX_FILES {
+                    more = true;
+                    return ControlFlow::Break(());
+                }
+                found.push(walk::shown_name(&call::shown_from(&cwd, path)));
+                ControlFlow::Continue(())
+            });
+        (found, more, walked)
     })
     .await;
-    let Ok((found, more, finished)) = walked else {
+    let Ok((found, more, walked)) = walked else {
         return Outcome::failed("the file walk stopped unexpectedly");
     };
-    if !finished {
+    if !walked.finished {
         return Outcome::failed("cancelled");
     }
     let mut text = if found.is_empty() { "[no files found]".to_owned() } else { found.join("\n") };
@@ -114,6 +120,10 @@ async fn list(prepared: Prepared, env: ToolEnv) -> Outcome {
         text.push_str(&format!(
             "\n[truncated: showing the first {MAX_FILES} files; narrow the listing with path or pattern]"
         ));
+    }
+    if let Some(note) = walked.note() {
+        text.push('\n');
+        text.push_str(&note);
     }
     call::completed(text)
 }

@@ -1,6 +1,6 @@
-//! Running a shell command on this machine for `run_command`, in its own process group.
-//! Invariant: when the run ends (exit, timeout, cancel, or the future being dropped) the
-//! whole group is killed, so no grandchild outlives the call.
+//! Running a shell command on this machine for `run_command`, in its own process group and
+//! the session's sandbox. Invariant: when the run ends (exit, timeout, cancel, or the future
+//! being dropped) the whole group is killed, so no grandchild outlives the call.
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
+
+use crate::sandbox::{self, Policy};
+use crate::secret::{Secret, StreamRedactor};
 
 /// How long the output of processes that outlive the shell is still collected.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -36,16 +39,30 @@ pub struct Finished {
     pub output: String,
 }
 
-/// Runs `sh -c command` in `cwd` in a new process group, collecting output up to `cap`
-/// bytes (the head and tail are kept), until it exits, `timeout` passes or `cancel` fires.
+/// Where and how long a local command runs, and what its output may hold.
+pub struct Limits<'a> {
+    /// Its working directory.
+    pub cwd: &'a Path,
+    /// How long it may run before it is killed.
+    pub timeout: Duration,
+    /// The output bytes kept (its head and tail).
+    pub cap: usize,
+    /// Redacted from the output as it arrives, before anything is clipped, so that a cut
+    /// never leaves two halves of a key that redaction of the result could not see.
+    pub secrets: &'a [Secret],
+}
+
+/// Runs `sh -c command` in a new process group, confined by `sandbox`, collecting its
+/// output (redacted, then capped) until it exits, times out or `cancel` fires.
 pub async fn run(
     command: &str,
-    cwd: &Path,
-    timeout: Duration,
-    cap: usize,
+    limits: Limits<'_>,
     cancel: &CancellationToken,
+    sandbox: &Arc<Policy>,
 ) -> Result<Finished, String> {
-    let mut child = tokio::process::Command::new("sh")
+    let Limits { cwd, timeout, cap, secrets } = limits;
+    let mut shell = tokio::process::Command::new("sh");
+    shell
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
@@ -53,9 +70,12 @@ pub async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot start `sh` in {}: {e}", cwd.display()))?;
+        .process_group(0);
+    sandbox::confine(&mut shell, sandbox).await.map_err(|e| format!("the command was not run: {e}"))?;
+    let spawned = shell.spawn();
+    // The command holds the sandbox's ruleset descriptor: closed here, once the child has it.
+    drop(shell);
+    let mut child = spawned.map_err(|e| format!("cannot start `sh` in {}: {e}", cwd.display()))?;
     // The shell leads its own group, so its pid is the group id.
     let mut group = ProcessGroup(child.id().and_then(|pid| i32::try_from(pid).ok()));
     let output = Arc::new(Mutex::new(CappedOutput::new(cap)));
@@ -65,7 +85,7 @@ pub async fn run(
     ]
     .into_iter()
     .flatten()
-    .map(|stream| tokio::spawn(collect(stream, Arc::clone(&output))))
+    .map(|stream| tokio::spawn(collect(stream, StreamRedactor::new(secrets), Arc::clone(&output))))
     .collect();
 
     let ending = tokio::select! {
@@ -117,14 +137,24 @@ fn signal_name(signal: i32) -> String {
     name.to_owned()
 }
 
-async fn collect(mut stream: Box<dyn AsyncRead + Send + Unpin>, output: Arc<Mutex<CappedOutput>>) {
+/// Reads one stream into `output`, redacted as it comes. Each stream has its own redactor,
+/// so a key the command prints whole on one of them is caught however the reads of stdout
+/// and stderr interleave.
+async fn collect(
+    mut stream: Box<dyn AsyncRead + Send + Unpin>,
+    mut redactor: StreamRedactor,
+    output: Arc<Mutex<CappedOutput>>,
+) {
     let mut buffer = vec![0u8; 16 * 1024];
     while let Ok(n) = stream.read(&mut buffer).await {
         if n == 0 {
             break;
         }
-        output.lock().unwrap_or_else(PoisonError::into_inner).push(&buffer[..n]);
+        let shown = redactor.push_bytes(&buffer[..n]);
+        output.lock().unwrap_or_else(PoisonError::into_inner).push(&shown);
     }
+    let rest = redactor.finish();
+    output.lock().unwrap_or_else(PoisonError::into_inner).push(rest.as_bytes());
 }
 
 /// A process group killed when dropped (and when asked).

@@ -2,14 +2,17 @@
 //! in, and what a call reports. Knows nothing of ACP.
 
 mod call;
+pub mod deadline;
 pub mod edit_file;
 pub mod editor;
 mod files;
 pub(crate) mod finish_goal;
+mod fsio;
 pub mod grep;
 pub mod list_files;
 mod local_process;
 pub mod mcp;
+pub mod protected;
 pub mod question;
 pub mod read_file;
 pub mod roots;
@@ -46,10 +49,14 @@ pub struct ToolEnv {
     pub editor: Arc<dyn EditorIo>,
     /// Secrets to scrub from anything a tool returns.
     pub secrets: Arc<Vec<crate::secret::Secret>>,
+    /// The OS sandbox of the commands tools start on this machine.
+    pub sandbox: Arc<crate::sandbox::Policy>,
     /// Where a running call shows its progress.
     pub progress: Progress,
     /// Sees the files tools are about to use, when someone is watching (`--record`).
     pub witness: Option<Arc<dyn FileWitness>>,
+    /// How long calls may take.
+    pub deadlines: deadline::Deadlines,
 }
 
 /// Sees each file a tool is about to read, search or change, before it does. Used by
@@ -167,6 +174,11 @@ pub trait Tool: Send + Sync + 'static {
 
     /// What kind of action it is.
     fn kind(&self) -> ToolKind;
+
+    /// What it waits on, which decides its deadline ([`deadline::run_within`]).
+    fn pace(&self) -> deadline::Pace {
+        deadline::Pace::Quick
+    }
 
     /// Parses `arguments` (the model's JSON text) and describes the call. An `Err` is a
     /// message for the model: the call fails without running.

@@ -35,6 +35,11 @@ impl Tool for Question {
         )
     }
 
+    fn pace(&self) -> crate::tools::deadline::Pace {
+        // It waits for the user, who may take their time; a cancel ends the wait.
+        crate::tools::deadline::Pace::Person
+    }
+
     fn kind(&self) -> ToolKind {
         ToolKind::Other
     }

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::call::{self, completed};
+use super::roots::ReadAccess;
 use super::text::Encoding;
 use super::{Outcome, Prepared, Tool, ToolEnv, files};
 use crate::BoxFuture;
@@ -53,14 +54,14 @@ impl Tool for ReadFile {
         if args.limit == Some(0) {
             return Err("limit must be at least 1".to_owned());
         }
-        let path = call::resolve(env, &args.path);
+        let (path, access) = call::resolve_for_read(env, &args.path)?;
         let line = args.offset.filter(|&o| o > 1).map(|o| u32::try_from(o).unwrap_or(u32::MAX));
         Ok(Prepared {
             title: call::scrub_text(env, &format!("Read {}", call::shown(env, &path))),
             kind: ToolKind::Read,
             locations: vec![call::location(&path, line)],
             raw_input,
-            outside_roots: !env.roots.is_inside(&path),
+            outside_roots: access == ReadAccess::Ask,
         })
     }
 
@@ -74,7 +75,12 @@ async fn read(prepared: &Prepared, env: &ToolEnv) -> Outcome {
         Ok(args) => args,
         Err(failed) => return failed,
     };
-    let path = call::resolve(env, &args.path);
+    // Checked again: the tree may have changed while the call waited for permission.
+    let path =
+        match call::resolve_for_read(env, &args.path).and_then(|(p, _)| call::still_approved(prepared, &p)) {
+            Ok(path) => path,
+            Err(refusal) => return Outcome::failed(refusal),
+        };
     let decoded = match files::read_for_view(env, &path).await {
         Ok(Some(decoded)) => decoded,
         Ok(None) => return Outcome::failed(format!("{} does not exist", path.display())),

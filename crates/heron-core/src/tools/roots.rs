@@ -11,14 +11,16 @@
 //!    `/work/ws`).
 //! 3. A symlink that could not be followed (dangling) anywhere on the way is refused: writing
 //!    through it would create a file wherever it points.
-//! 4. An existing regular file with more than one hard link is refused: another name for it
-//!    may live outside every root.
+//! 4. A path written with a trailing `/` names a directory and is refused.
 //!
 //! Checking and writing are separate system calls, so a process racing the agent could
-//! still swap a component in between; local writes also open with `O_NOFOLLOW` to close the
-//! most likely window (a symlink planted as the target).
+//! swap a component in between; the file layer (`fsio`) therefore opens the resolved path
+//! one component at a time without following symlinks, and refuses what changed. A file
+//! with other hard links is replaced, never written through (see `fsio`).
 
 use std::path::{Component, Path, PathBuf};
+
+use super::protected::Protected;
 
 /// The most additional directories a session may have.
 pub const MAX_ADDITIONAL_DIRECTORIES: usize = 32;
@@ -26,10 +28,21 @@ pub const MAX_ADDITIONAL_DIRECTORIES: usize = 32;
 /// Directories under the user's home that a session may never use as a root.
 const PROTECTED_UNDER_HOME: [&str; 4] = [".ssh", ".gnupg", ".aws", ".config/gcloud"];
 
-/// The write roots of a session: its cwd, then its additional directories, canonicalized.
+/// The write roots of a session: its cwd, then its additional directories, canonicalized;
+/// and what no tool may touch even inside them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Roots {
     roots: Vec<PathBuf>,
+    protected: Protected,
+}
+
+/// How a read of a resolved path goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadAccess {
+    /// Inside the roots: it runs as the posture says for reads.
+    Inside,
+    /// Outside the roots, or in a credential folder: the user is asked first.
+    Ask,
 }
 
 impl Roots {
@@ -37,7 +50,31 @@ impl Roots {
     /// when it exists, so that symlinked roots compare equal to resolved paths.
     pub fn new(cwd: PathBuf, additional: Vec<PathBuf>) -> Self {
         let roots = std::iter::once(cwd).chain(additional).map(|root| canonical_or_lexical(&root)).collect();
-        Self { roots }
+        Self { roots, protected: Protected::default() }
+    }
+
+    /// These roots, with `protected` kept out of reach whatever else they contain.
+    #[must_use]
+    pub fn protecting(mut self, protected: Protected) -> Self {
+        self.protected = protected;
+        self
+    }
+
+    /// What no tool may touch.
+    pub fn protected(&self) -> &Protected {
+        &self.protected
+    }
+
+    /// How a read of `resolved` goes; the `Err` (Heron's home) is a refusal for the model.
+    pub fn read_access(&self, resolved: &Path, shown: &str) -> Result<ReadAccess, String> {
+        if let Some(refusal) = self.protected.refusal(resolved, shown) {
+            return Err(refusal);
+        }
+        if self.is_inside(resolved) && !self.protected.is_credentials(resolved) {
+            Ok(ReadAccess::Inside)
+        } else {
+            Ok(ReadAccess::Ask)
+        }
     }
 
     /// The roots, cwd first.
@@ -73,6 +110,15 @@ impl Roots {
 
     /// [`Roots::check_write`] for a path already resolved (by [`resolve_against`]).
     pub fn check_write_resolved(&self, resolved: PathBuf, shown: &str) -> Result<PathBuf, String> {
+        if let Some(refusal) = self.protected.refusal(&resolved, shown) {
+            return Err(refusal);
+        }
+        if self.protected.is_credentials(&resolved) {
+            return Err(format!(
+                "{shown} is in a credential folder ({}); tools never write there",
+                resolved.display()
+            ));
+        }
         if !self.is_inside(&resolved) {
             return Err(format!(
                 "{shown} resolves to {}, which is outside the workspace roots ({}); writes are allowed \
@@ -98,17 +144,8 @@ impl Roots {
                 break;
             }
         }
-        if let Ok(meta) = std::fs::metadata(&resolved) {
-            if meta.is_dir() {
-                return Err(format!("{shown} is a directory"));
-            }
-            if meta.is_file() && hard_links(&meta) > 1 {
-                return Err(format!(
-                    "{shown} has {} hard links, and another of its names may be outside the workspace; \
-                     refusing to write it",
-                    hard_links(&meta)
-                ));
-            }
+        if shown.ends_with('/') || std::fs::metadata(&resolved).is_ok_and(|m| m.is_dir()) {
+            return Err(format!("{shown} is a directory; name a file to write"));
         }
         Ok(resolved)
     }
@@ -163,17 +200,6 @@ fn canonical_or_lexical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| normalize(path))
 }
 
-#[cfg(unix)]
-fn hard_links(meta: &std::fs::Metadata) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    meta.nlink()
-}
-
-#[cfg(not(unix))]
-fn hard_links(_: &std::fs::Metadata) -> u64 {
-    1
-}
-
 /// What is wrong with a workspace root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RootProblem {
@@ -207,6 +233,31 @@ impl RootError {
     fn new(index: usize, problem: RootProblem, reason: String) -> Self {
         Self { index, problem, reason }
     }
+}
+
+/// Checks a session's working directory: absolute, an existing directory, not the file
+/// system's root, not Heron's home or a credential folder nor inside one (it may contain
+/// Heron's home: tools then step around it). Returns it canonicalized.
+pub fn validate_cwd(cwd: &str, protected: &Protected) -> Result<PathBuf, (RootProblem, String)> {
+    let path = Path::new(cwd);
+    if !path.is_absolute() {
+        return Err((RootProblem::Relative, format!("{cwd} is not an absolute path")));
+    }
+    let canonical = match std::fs::canonicalize(path) {
+        Ok(canonical) if canonical.is_dir() => canonical,
+        Ok(_) => return Err((RootProblem::Missing, format!("{cwd} is not a directory"))),
+        Err(e) => return Err((RootProblem::Missing, format!("{cwd} cannot be used: {e}"))),
+    };
+    if canonical.parent().is_none() {
+        return Err((RootProblem::Protected, "the file system's root cannot be a workspace".to_owned()));
+    }
+    if protected.is_home(&canonical) || protected.is_credentials(&canonical) {
+        return Err((
+            RootProblem::Protected,
+            format!("{cwd} is Heron's home or a credential folder, or inside one; open a project instead"),
+        ));
+    }
+    Ok(canonical)
 }
 
 /// Checks a session's additional directories and returns them canonicalized. `protected`
@@ -326,7 +377,7 @@ mod tests {
 
     #[test]
     fn is_inside_compares_components_not_prefixes() {
-        let roots = Roots { roots: vec![PathBuf::from("/work/ws")] };
+        let roots = Roots { roots: vec![PathBuf::from("/work/ws")], protected: Protected::default() };
         assert!(roots.is_inside(Path::new("/work/ws/a")));
         assert!(roots.is_inside(Path::new("/work/ws")));
         assert!(!roots.is_inside(Path::new("/work/ws-evil/a")));

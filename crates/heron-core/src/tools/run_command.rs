@@ -23,8 +23,6 @@ const NAME: &str = "run_command";
 
 /// The timeout when none is given.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-/// The longest timeout allowed.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 /// The most output bytes kept.
 pub const OUTPUT_CAP: usize = 64 * 1024;
 
@@ -36,8 +34,8 @@ pub struct RunCommandArgs {
     /// The directory to run it in, inside the workspace (default: the working directory).
     #[serde(default)]
     pub cwd: Option<String>,
-    /// How long it may run, in milliseconds (default 120000, at most 600000); it is killed
-    /// after that.
+    /// How long it may run, in milliseconds (default 120000; at most the user's limit,
+    /// 600000 unless configured); it is killed after that.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
 }
@@ -57,12 +55,16 @@ fn check(args: RunCommandArgs, env: &ToolEnv) -> Result<Checked, String> {
     if args.command.trim().is_empty() {
         return Err("command must not be empty".to_owned());
     }
+    let longest = env.deadlines.command;
     let timeout = match args.timeout_ms {
         Some(0) => return Err("timeout_ms must be at least 1".to_owned()),
-        Some(ms) => Duration::from_millis(ms).min(MAX_TIMEOUT),
-        None => DEFAULT_TIMEOUT,
+        Some(ms) => Duration::from_millis(ms).min(longest),
+        None => DEFAULT_TIMEOUT.min(longest),
     };
     let cwd = call::resolve(env, args.cwd.as_deref().unwrap_or("."));
+    if let Some(refusal) = env.roots.protected().refusal(&cwd, args.cwd.as_deref().unwrap_or(".")) {
+        return Err(refusal);
+    }
     if !env.roots.is_inside(&cwd) {
         return Err(format!(
             "cwd {} is outside the workspace roots; commands run only inside them",
@@ -79,6 +81,10 @@ impl Tool for RunCommand {
             "Run a shell command (sh -c) in the workspace and return its exit code and output (stdout and \
              stderr together). The command is killed, with everything it started, when it times out.",
         )
+    }
+
+    fn pace(&self) -> crate::tools::deadline::Pace {
+        crate::tools::deadline::Pace::Command
     }
 
     fn kind(&self) -> ToolKind {
@@ -112,13 +118,16 @@ impl Tool for RunCommand {
 }
 
 async fn locally(env: &ToolEnv, checked: Checked) -> Outcome {
-    let finished =
-        match local_process::run(&checked.command, &checked.cwd, checked.timeout, OUTPUT_CAP, &env.cancel)
-            .await
-        {
-            Ok(finished) => finished,
-            Err(message) => return Outcome::failed(message),
-        };
+    let limits = local_process::Limits {
+        cwd: &checked.cwd,
+        timeout: checked.timeout,
+        cap: OUTPUT_CAP,
+        secrets: &env.secrets,
+    };
+    let finished = match local_process::run(&checked.command, limits, &env.cancel, &env.sandbox).await {
+        Ok(finished) => finished,
+        Err(message) => return Outcome::failed(message),
+    };
     let mut outcome = report(&finished.ending, &finished.output, checked.timeout);
     outcome.output = vec![ToolOutput::Text { text: outcome.for_model.clone() }];
     outcome
@@ -129,7 +138,13 @@ async fn locally(env: &ToolEnv, checked: Checked) -> Outcome {
 async fn in_editor(env: &ToolEnv, checked: Checked) -> Outcome {
     let stop = env.cancel.child_token();
     let _guard = stop.clone().drop_guard();
-    let task = tokio::spawn(drive_terminal(Arc::clone(&env.editor), checked, stop, env.progress.clone()));
+    let task = tokio::spawn(drive_terminal(
+        Arc::clone(&env.editor),
+        checked,
+        stop,
+        env.progress.clone(),
+        Arc::clone(&env.secrets),
+    ));
     task.await.unwrap_or_else(|_| Outcome::failed("the terminal task stopped unexpectedly"))
 }
 
@@ -146,6 +161,7 @@ async fn drive_terminal(
     checked: Checked,
     stop: CancellationToken,
     progress: crate::tools::Progress,
+    secrets: Arc<Vec<crate::secret::Secret>>,
 ) -> Outcome {
     let command = TerminalCommand {
         command: "sh".to_owned(),
@@ -176,8 +192,13 @@ async fn drive_terminal(
         Ok(out) => (out.output, out.truncated),
         Err(e) => (format!("[the editor could not give the output: {e}]"), false),
     };
-    let output =
-        if truncated { format!("[truncated: the start of the output was cut]\n{output}") } else { output };
+    // The editor kept the end; where it cut, the end of a key may start the text.
+    let output = if truncated {
+        let kept = crate::secret::drop_cut_start(&output, secrets.iter());
+        format!("[truncated: the start of the output was cut]\n{kept}")
+    } else {
+        output
+    };
     let ending = match waited {
         Waited::Exited(ExitStatus { code: Some(code), .. }) => {
             Ending::Exited(i32::try_from(code).unwrap_or(-1))

@@ -1,6 +1,8 @@
 //! Walking a directory tree for the search tools the way a developer would: `.gitignore`
 //! and friends respected (with or without a git repository), hidden files and `.git`
-//! skipped, symlinks not followed, entries in sorted order. Stops as soon as cancelled.
+//! skipped, symlinks not followed, entries in sorted order. Heron's home is stepped around
+//! when a walk contains it. Stops as soon as cancelled, and says what it could not see:
+//! trees deeper than [`MAX_DEPTH`], entries it could not read.
 
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -9,6 +11,10 @@ use globset::{Glob, GlobMatcher};
 use tokio_util::sync::CancellationToken;
 
 use super::FileWitness;
+use super::protected::Protected;
+
+/// How deep a walk goes below its root.
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// Compiles a glob pattern; the `Err` is a message for the model.
 pub(crate) fn glob(pattern: &str) -> Result<GlobMatcher, String> {
@@ -17,16 +23,51 @@ pub(crate) fn glob(pattern: &str) -> Result<GlobMatcher, String> {
         .map_err(|e| format!("invalid glob pattern {pattern:?}: {e}"))
 }
 
+/// What a walk saw besides the files it visited.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Walked {
+    /// It ran to the end or `visit` stopped it (not cancelled).
+    pub finished: bool,
+    /// Directories at [`MAX_DEPTH`] that held more, not walked.
+    pub too_deep: usize,
+    /// Entries that could not be read, and the first reason.
+    pub unreadable: usize,
+    /// The first read failure.
+    pub first_error: Option<String>,
+}
+
+impl Walked {
+    /// A line for the model about what the walk could not see, if anything.
+    pub(crate) fn note(&self) -> Option<String> {
+        let mut notes = Vec::new();
+        if self.too_deep > 0 {
+            notes.push(format!(
+                "{} directories deeper than {MAX_DEPTH} levels were not searched; start from a deeper path",
+                self.too_deep
+            ));
+        }
+        if self.unreadable > 0 {
+            let first = self.first_error.as_deref().unwrap_or("unknown");
+            notes.push(format!("{} entries could not be read (first: {first})", self.unreadable));
+        }
+        (!notes.is_empty()).then(|| format!("[{}]", notes.join("; ")))
+    }
+}
+
 /// Calls `visit` with every file under `root` (or `root` itself when it is a file) whose
 /// path relative to `root` matches `filter`, in sorted order, until `visit` breaks or
-/// `cancel` fires; `witness` sees each file first. Returns `false` when cancelled.
+/// `cancel` fires; `witness` sees each file first. Nothing inside `protected`'s Heron home
+/// is visited or listed.
 pub(crate) fn files(
     root: &Path,
     filter: Option<&GlobMatcher>,
     cancel: &CancellationToken,
     witness: Option<&dyn FileWitness>,
+    protected: &Protected,
     mut visit: impl FnMut(&Path) -> ControlFlow<()>,
-) -> bool {
+) -> Walked {
+    let skip_home = protected.contains_home(root);
+    let home = protected.clone();
     let walker = ignore::WalkBuilder::new(root)
         .hidden(true)
         .git_ignore(true)
@@ -35,15 +76,29 @@ pub(crate) fn files(
         .parents(true)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
+        .max_depth(Some(MAX_DEPTH))
+        .filter_entry(move |entry| entry.file_name() != ".git" && !(skip_home && home.is_home(entry.path())))
         .sort_by_file_name(|a, b| a.cmp(b))
         .build();
+    let mut walked = Walked::default();
     for entry in walker {
         if cancel.is_cancelled() {
-            return false;
+            return walked;
         }
-        let Ok(entry) = entry else { continue };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(err) => {
+                walked.unreadable += 1;
+                walked.first_error.get_or_insert_with(|| err.to_string());
+                continue;
+            }
+        };
+        let Some(kind) = entry.file_type() else { continue };
+        if kind.is_dir() && entry.depth() == MAX_DEPTH && dir_has_entries(entry.path()) {
+            walked.too_deep += 1;
+            continue;
+        }
+        if !kind.is_file() {
             continue;
         }
         let path = entry.path();
@@ -61,5 +116,32 @@ pub(crate) fn files(
             break;
         }
     }
-    true
+    walked.finished = true;
+    walked
+}
+
+fn dir_has_entries(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some())
+}
+
+/// A path as a listing shows it: control characters escaped, so a name cannot fake the
+/// lines around it.
+pub(crate) fn shown_name(path: &str) -> String {
+    if !path.chars().any(char::is_control) {
+        return path.to_owned();
+    }
+    path.chars()
+        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_in_names_are_escaped() {
+        assert_eq!(shown_name("a\nb.txt: 1: fake"), "a\\nb.txt: 1: fake");
+        assert_eq!(shown_name("plain/ünï.rs"), "plain/ünï.rs");
+    }
 }

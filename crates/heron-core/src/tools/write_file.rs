@@ -12,6 +12,10 @@ use crate::types::{ToolKind, ToolOutput, ToolStatus};
 
 const NAME: &str = "write_file";
 
+/// What the model is told when a write replaced a file that had other names.
+pub(super) const HARD_LINKS: &str =
+    "the file had other hard links; it was replaced, and its other names keep the old content";
+
 /// Arguments of `write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteFileArgs {
@@ -63,7 +67,8 @@ async fn write(prepared: &Prepared, env: &ToolEnv) -> Outcome {
         Err(failed) => return failed,
     };
     // Checked again: the tree may have changed while the call waited for permission.
-    let path = match call::resolve_for_write(env, &args.path) {
+    let path = match call::resolve_for_write(env, &args.path).and_then(|p| call::still_approved(prepared, &p))
+    {
         Ok(path) => path,
         Err(message) => return Outcome::failed(message),
     };
@@ -84,8 +89,10 @@ async fn write(prepared: &Prepared, env: &ToolEnv) -> Outcome {
         loaded.encoding = Encoding::Utf8;
         notes.push("the file was Latin-1 but the new content is not, so it is now UTF-8");
     }
-    if let Err(message) = files::write(env, &path, &loaded, &content).await {
-        return Outcome::failed(message);
+    match files::write(env, &path, &loaded, &content).await {
+        Ok(replaced) if replaced.other_links > 0 => notes.push(HARD_LINKS),
+        Ok(_) => {}
+        Err(message) => return Outcome::failed(message),
     }
     let shown = call::shown(env, &path);
     let mut summary = match &loaded.text {

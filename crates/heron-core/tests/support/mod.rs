@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use heron_core::BoxFuture;
+use heron_core::sandbox::{Policy, Withheld};
 use heron_core::tools::editor::{
     EditorError, EditorIo, ExitStatus, NoEditor, PermissionAnswer, QuestionAnswer, TerminalCommand,
     TerminalOutput,
@@ -29,6 +30,8 @@ pub struct Script {
     pub exit_code: u32,
     /// The answer to questions; `None`: never answers.
     pub answer: Option<QuestionAnswer>,
+    /// What a terminal's output is, and whether the editor cut its start.
+    pub output: (String, bool),
 }
 
 impl Script {
@@ -42,6 +45,7 @@ impl Script {
             exit_after: Some(Duration::ZERO),
             exit_code: 0,
             answer: Some(QuestionAnswer::Answer("yes".to_owned())),
+            output: ("fake output\n".to_owned(), false),
         }
     }
 }
@@ -132,7 +136,8 @@ impl EditorIo for FakeEditor {
 
     fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
         self.record(format!("terminal_output {id}"));
-        ready(Ok(TerminalOutput { output: "fake output\n".to_owned(), truncated: false, exit: None }))
+        let (output, truncated) = self.0.script.output.clone();
+        ready(Ok(TerminalOutput { output, truncated, exit: None }))
     }
 
     fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
@@ -179,17 +184,40 @@ impl EditorIo for FakeEditor {
     }
 }
 
-/// A temporary directory with a workspace `ws` and a sibling `outside`.
+/// A temporary directory with a workspace `ws`, a sibling `outside` and a Heron home `home`
+/// (hidden from commands by the sandbox).
 pub struct Dirs {
     pub root: tempfile::TempDir,
 }
 
 impl Dirs {
     pub fn new() -> Self {
-        let root = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(root.path().join("ws")).expect("ws");
-        std::fs::create_dir_all(root.path().join("outside")).expect("outside");
+        Self::in_dir(tempfile::tempdir().expect("tempdir"))
+    }
+
+    /// The same layout in `root`.
+    pub fn in_dir(root: tempfile::TempDir) -> Self {
+        for dir in ["ws", "outside", "home"] {
+            std::fs::create_dir_all(root.path().join(dir)).expect("dirs");
+        }
         Self { root }
+    }
+
+    /// Heron's home (canonical).
+    pub fn home(&self) -> PathBuf {
+        std::fs::canonicalize(self.root.path().join("home")).expect("canonical home")
+    }
+
+    /// The sandbox of a session over the workspace, on, with no extra writable paths.
+    pub fn policy(&self) -> Arc<Policy> {
+        Arc::new(Policy {
+            enabled: true,
+            home: self.home(),
+            roots: vec![self.ws()],
+            writable: Vec::new(),
+            withheld: Withheld::default(),
+            list_carved: false,
+        })
     }
 
     /// The workspace (canonical).
@@ -217,6 +245,24 @@ impl Dirs {
         self.env_with(Arc::new(NoEditor))
     }
 
+    /// Heron's home inside the workspace (`ws/.heron`, as when an editor opens `~`), with a
+    /// key in its `.env` and a config.
+    pub fn home_inside(&self) -> PathBuf {
+        let home = self.ws().join(".heron");
+        std::fs::create_dir_all(&home).expect("home");
+        std::fs::write(home.join(".env"), "OPENAI_API_KEY=sk-live-0123456789abcdef\n").expect("env");
+        std::fs::write(home.join("config.toml"), "default_model = \"demo/demo\"\n").expect("config");
+        home
+    }
+
+    /// A local-only environment whose tools keep out of Heron's home at `home`.
+    pub fn env_protecting(&self, home: &std::path::Path) -> ToolEnv {
+        let mut env = self.env();
+        let protected = heron_core::tools::protected::Protected::new(home, None);
+        env.roots = Arc::new(Roots::new(self.ws(), Vec::new()).protecting(protected));
+        env
+    }
+
     /// An environment over the workspace with `editor`.
     pub fn env_with(&self, editor: Arc<dyn EditorIo>) -> ToolEnv {
         ToolEnv {
@@ -225,8 +271,10 @@ impl Dirs {
             cancel: CancellationToken::new(),
             editor,
             secrets: Arc::new(Vec::new()),
+            sandbox: self.policy(),
             progress: Default::default(),
             witness: None,
+            deadlines: Default::default(),
         }
     }
 }

@@ -263,7 +263,14 @@ impl ChunkAssembler {
                     call.name = name;
                 }
                 if let Some(arguments) = function.arguments {
-                    call.arguments.push_str(&arguments);
+                    // Past the cap, one byte more is kept: enough for the turn to refuse the
+                    // call without holding what a runaway model keeps sending.
+                    let room = (crate::llm::MAX_TOOL_ARGUMENT_BYTES + 1).saturating_sub(call.arguments.len());
+                    let mut end = room.min(arguments.len());
+                    while !arguments.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    call.arguments.push_str(&arguments[..end]);
                 }
             }
         }

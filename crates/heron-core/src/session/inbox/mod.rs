@@ -203,6 +203,9 @@ impl std::fmt::Debug for Inbox {
 
 /// Prepares a stored session's inbox for opening: items left `running` by a process that
 /// stopped become `failed` ([`INTERRUPTED`]). Returns the counts the session opens with.
+/// The manager calls it only while holding the session's lock, which a live process that
+/// has the session open would hold instead, so an item still `running` here really was
+/// left by a process that stopped.
 pub async fn reopen(store: &Store, session_id: &str) -> Result<InboxCounts, StoreError> {
     let interrupted = store.inbox_fail_running(session_id, INTERRUPTED).await?;
     if interrupted > 0 {

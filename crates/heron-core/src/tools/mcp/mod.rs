@@ -1,5 +1,5 @@
 //! MCP servers a session is given: each is started (a stdio child process in its own
-//! process group, through rmcp), initialized and asked for its tools in the background;
+//! process group and the session's sandbox, through rmcp), initialized and asked for its tools in the background;
 //! its tools join the session's as `mcp__<server>__<tool>`; a server that cannot start is
 //! reported with the reason and its last stderr lines, never fatal to the session; all of
 //! them stop with the session. Knows nothing of ACP.
@@ -15,6 +15,7 @@ use tokio::sync::watch;
 
 pub use self::tool::McpTool;
 use super::Tool;
+use crate::sandbox::Policy;
 
 /// How long a server may take to start and list its tools.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -44,7 +45,7 @@ pub enum TransportSpec {
         command: PathBuf,
         /// Its arguments.
         args: Vec<String>,
-        /// Environment variables added to Heron's own.
+        /// Environment variables added to Heron's own (from which keys are withheld).
         env: Vec<(String, String)>,
     },
     /// A transport Heron does not speak (`http`, `sse`): the server is reported failed.
@@ -118,16 +119,17 @@ impl McpHub {
         Arc::new(McpHub { servers: Vec::new(), changed: watch::Sender::new(0), stopped: Default::default() })
     }
 
-    /// Starts every server in the background, in `cwd`; returns at once. Needs a tokio
-    /// runtime when there are servers.
-    pub fn start(specs: Vec<ServerSpec>, cwd: PathBuf) -> Arc<McpHub> {
+    /// Starts every server in the background, in `cwd` and confined by `sandbox`; returns
+    /// at once. Needs a tokio runtime when there are servers.
+    pub fn start(specs: Vec<ServerSpec>, cwd: PathBuf, sandbox: Arc<Policy>) -> Arc<McpHub> {
         let changed = watch::Sender::new(0);
         let servers: Vec<Arc<server::Server>> =
             unique_names(specs).into_iter().map(|spec| Arc::new(server::Server::new(spec))).collect();
         for server in &servers {
-            let (server, cwd, changed) = (server.clone(), cwd.clone(), changed.clone());
+            let (server, cwd, changed, sandbox) =
+                (server.clone(), cwd.clone(), changed.clone(), sandbox.clone());
             tokio::spawn(async move {
-                server.connect(&cwd).await;
+                server.connect(&cwd, &sandbox).await;
                 changed.send_modify(|n| *n += 1);
             });
         }

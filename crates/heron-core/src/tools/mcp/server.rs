@@ -1,7 +1,8 @@
 //! One MCP server: starting it, what it offers, and stopping it. Its stderr goes to the
-//! log, and its last lines explain a failure to start.
+//! log, and its last lines (read within a budget: `stderr`) explain a failure to start.
 
-use std::collections::VecDeque;
+mod stderr;
+
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -9,22 +10,26 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::tool::McpTool;
 use super::{STARTUP_TIMEOUT, ServerSpec, ServerState, ServerStatus, TransportSpec};
+use crate::sandbox::{self, Policy};
 use crate::tools::Tool;
 use crate::tools::local_process::ProcessGroup;
 
-/// How many stderr lines a failure report quotes.
-const STDERR_LINES: usize = 5;
+/// The longest failure report kept (and shown as `mcpStatus.error`), in bytes: the reason
+/// and as much of the end of the server's stderr as fits.
+const MAX_FAILURE: usize = 2048;
+
+/// How long a failure report waits for the rest of the stderr of a server that exited.
+const STDERR_SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A server and what is known of it.
 pub(super) struct Server {
     spec: ServerSpec,
     now: Mutex<Now>,
     running: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: Arc<Mutex<stderr::Tail>>,
     /// The server's process group: killed on stop, and when the server is dropped.
     group: Mutex<ProcessGroup>,
 }
@@ -71,15 +76,23 @@ impl Server {
     }
 
     fn fail(&self, reason: String) {
-        let tail: Vec<String> = lock(&self.stderr).iter().cloned().collect();
-        let reason =
-            if tail.is_empty() { reason } else { format!("{reason}; its stderr ends: {}", tail.join(" | ")) };
+        let reason = failure_report(&reason, &lock(&self.stderr).lines());
         tracing::warn!(server = %self.spec.name, %reason, "an MCP server could not start");
         lock(&self.now).state = ServerState::Failed(reason);
     }
 
-    /// Starts the server and lists its tools, or records why it could not.
-    pub(super) async fn connect(&self, cwd: &Path) {
+    /// Fails a server that stopped answering, once its stderr has ended (or a moment has
+    /// passed), so the report has its last words.
+    async fn fail_after(&self, reason: String, reader: Option<tokio::task::JoinHandle<()>>) {
+        if let Some(reader) = reader {
+            let _ = tokio::time::timeout(STDERR_SETTLE, reader).await;
+        }
+        self.fail(reason);
+    }
+
+    /// Starts the server, confined by `sandbox`, and lists its tools, or records why it
+    /// could not.
+    pub(super) async fn connect(&self, cwd: &Path, sandbox: &Arc<Policy>) {
         let TransportSpec::Stdio { command, args, env } = &self.spec.transport else {
             let kind = self.spec.transport.kind();
             self.fail(format!(
@@ -89,6 +102,10 @@ impl Server {
         };
         let mut process = tokio::process::Command::new(command);
         process.args(args).envs(env.iter().map(|(k, v)| (k, v))).current_dir(cwd);
+        if let Err(error) = sandbox::confine(&mut process, sandbox).await {
+            return self.fail(format!("it was not started: {error}"));
+        }
+        // The command (and with it the sandbox's ruleset descriptor) is dropped by the spawn.
         let mut wrapped = process_wrap::tokio::CommandWrap::from(process);
         // Its own group, so stopping it also stops what it spawned (npx, uvx ...).
         #[cfg(unix)]
@@ -102,20 +119,8 @@ impl Server {
         {
             lock(&self.group).0 = transport.id().and_then(|id| i32::try_from(id).ok());
         }
-        if let Some(stderr) = stderr {
-            let (name, tail) = (self.spec.name.clone(), self.stderr.clone());
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::debug!(server = %name, "{line}");
-                    let mut tail = lock(&tail);
-                    if tail.len() == STDERR_LINES {
-                        tail.pop_front();
-                    }
-                    tail.push_back(line);
-                }
-            });
-        }
+        let reader = stderr
+            .map(|stderr| tokio::spawn(stderr::read(stderr, self.spec.name.clone(), self.stderr.clone())));
         let started = tokio::time::timeout(STARTUP_TIMEOUT, async {
             let client = ().serve(transport).await.map_err(|e| format!("it did not initialize: {e}"))?;
             match client.list_all_tools().await {
@@ -129,7 +134,7 @@ impl Server {
         .await;
         let (client, listed) = match started {
             Ok(Ok(started)) => started,
-            Ok(Err(reason)) => return self.fail(reason),
+            Ok(Err(reason)) => return self.fail_after(reason, reader).await,
             Err(_) => return self.fail(format!("it did not start within {} s", STARTUP_TIMEOUT.as_secs())),
         };
         let mut taken = std::collections::HashSet::new();
@@ -168,5 +173,40 @@ impl Server {
             let _ = client.cancel().await;
         }
         lock(&self.group).kill();
+    }
+}
+
+/// `reason`, then as much of the end of the server's stderr as fits in [`MAX_FAILURE`]
+/// bytes: the last lines say most about why it stopped.
+fn failure_report(reason: &str, stderr: &[String]) -> String {
+    const JOIN: &str = "; its stderr ends: ";
+    let reason = crate::secret::clip(reason, MAX_FAILURE / 2);
+    if stderr.is_empty() {
+        return reason;
+    }
+    let tail = stderr.join(" | ");
+    let room = MAX_FAILURE.saturating_sub(reason.len() + JOIN.len());
+    if tail.len() <= room {
+        return format!("{reason}{JOIN}{tail}");
+    }
+    let marker = "…";
+    let mut start = tail.len() - room.saturating_sub(marker.len());
+    while !tail.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("{reason}{JOIN}{marker}{}", &tail[start..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_report_keeps_the_end_of_a_long_stderr_within_its_budget() {
+        let stderr: Vec<String> = (0..20).map(|i| format!("{i:02}{}", "é".repeat(200))).collect();
+        let report = failure_report("it did not initialize", &stderr);
+        assert!(report.len() <= MAX_FAILURE, "{} bytes", report.len());
+        assert!(report.starts_with("it did not initialize; its stderr ends: …"), "{report}");
+        assert!(report.ends_with(&stderr[19]), "the last line is whole");
     }
 }

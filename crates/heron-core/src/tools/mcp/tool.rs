@@ -1,11 +1,10 @@
 //! One tool of an MCP server, offered to the model as `mcp__<server>__<tool>`: its
 //! arguments are checked to be a JSON object, the call is gated like a command (kind
-//! `other`), runs with the turn's cancellation and a timeout, and its content becomes text
+//! `other`), runs with the turn's cancellation and the MCP deadline (`mcp_timeout_s`), and its content becomes text
 //! for the model and the editor, scrubbed of secrets.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::time::Duration;
 
 use rmcp::RoleClient;
 use rmcp::model::CallToolRequestParams;
@@ -14,11 +13,10 @@ use serde_json::{Map, Value};
 
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
+use crate::tools::deadline::Pace;
 use crate::tools::{Outcome, Prepared, Tool, ToolEnv, call};
 use crate::types::{ToolKind, ToolStatus};
 
-/// How long one call may take.
-const CALL_TIMEOUT: Duration = Duration::from_secs(600);
 /// The most text a call returns to the model.
 const MAX_OUTPUT: usize = 64 * 1024;
 /// Model APIs accept tool names of at most this many characters.
@@ -98,6 +96,10 @@ impl Tool for McpTool {
         }
     }
 
+    fn pace(&self) -> Pace {
+        Pace::External
+    }
+
     fn kind(&self) -> ToolKind {
         // What a server's tool does is unknown (its hints are not to be trusted): it is
         // gated like a command.
@@ -126,14 +128,13 @@ impl Tool for McpTool {
         params.arguments = prepared.raw_input.as_object().cloned();
         let (peer, server) = (self.peer.clone(), self.server.clone());
         Box::pin(async move {
-            let called = tokio::time::timeout(CALL_TIMEOUT, peer.call_tool(params));
+            // The call's deadline (`mcp_timeout_s`) is kept by the turn (`run_within`).
             let outcome = tokio::select! {
                 biased;
                 () = env.cancel.cancelled() => Outcome::failed("cancelled"),
-                result = called => match result {
-                    Err(_) => Outcome::failed(format!("the MCP server `{server}` did not answer within {} s", CALL_TIMEOUT.as_secs())),
-                    Ok(Err(error)) => Outcome::failed(format!("the MCP server `{server}` failed: {error}")),
-                    Ok(Ok(result)) => outcome_of(serde_json::to_value(&result).unwrap_or_default()),
+                result = peer.call_tool(params) => match result {
+                    Err(error) => Outcome::failed(format!("the MCP server `{server}` failed: {error}")),
+                    Ok(result) => outcome_of(serde_json::to_value(&result).unwrap_or_default()),
                 },
             };
             call::scrub(&env, outcome)

@@ -1,0 +1,76 @@
+//! What a session lets its children do: whether the sandbox is on, the home they must not
+//! see, the roots and extra paths they may write, and the keys withheld from them. Built
+//! without touching the disk; paths are resolved when a child's rules are prepared.
+
+use std::path::PathBuf;
+
+use super::Withheld;
+use crate::config::{Config, Home, Keys, SandboxSetting};
+
+/// A session's sandbox policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Whether children are confined (`sandbox = "on"`); keys are withheld either way.
+    pub enabled: bool,
+    /// Heron's home: no read, write, listing or execution inside it.
+    pub home: PathBuf,
+    /// The session's write roots: its cwd and additional directories.
+    pub roots: Vec<PathBuf>,
+    /// More writable paths: the temp folders (`TMPDIR` and `/tmp`), then `sandbox_writable`
+    /// expanded. The device files programs need are always writable and not listed here.
+    pub writable: Vec<PathBuf>,
+    /// The key names and values no child inherits.
+    pub withheld: Withheld,
+    /// Whether the directories on the way to the home may be listed. Landlock grants
+    /// listing for a whole hierarchy, so this lets the home's file names (never their
+    /// contents) be listed too. Off for the model's commands; on where the confined
+    /// program must confine its own children (the agent a conformance run tests), since
+    /// building a carve needs to list what it carves.
+    pub list_carved: bool,
+}
+
+impl Policy {
+    /// The policy of a session with these roots under this home and config.
+    pub fn from_config(config: &Config, home: &Home, keys: &Keys, roots: Vec<PathBuf>) -> Self {
+        Self {
+            enabled: config.sandbox == SandboxSetting::On,
+            home: home.root().to_path_buf(),
+            roots,
+            writable: temp_folders().into_iter().chain(config.writable_paths()).collect(),
+            withheld: Withheld::from_keys(keys),
+            list_carved: false,
+        }
+    }
+}
+
+/// Where programs keep their temporary files: `TMPDIR` (or the platform's default) and
+/// `/tmp`, which many programs use whatever `TMPDIR` says.
+fn temp_folders() -> Vec<PathBuf> {
+    let mut folders = vec![std::env::temp_dir()];
+    if !folders.contains(&PathBuf::from("/tmp")) {
+        folders.push(PathBuf::from("/tmp"));
+    }
+    folders
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_decides_on_off_and_the_extra_paths() {
+        let home = Home::at("/srv/heron");
+        let keys = Keys::from_pairs([("K".to_owned(), "v".to_owned())]);
+        let on = Config::parse("sandbox_writable = [\"/opt/cache\"]\n").expect("parses");
+        let policy = Policy::from_config(&on, &home, &keys, vec![PathBuf::from("/ws")]);
+        assert!(policy.enabled);
+        assert_eq!(policy.writable.last(), Some(&PathBuf::from("/opt/cache")));
+        assert!(policy.writable.contains(&PathBuf::from("/tmp")), "{:?}", policy.writable);
+        assert_eq!(
+            (policy.home.as_path(), policy.roots.as_slice()),
+            (home.root(), &[PathBuf::from("/ws")][..])
+        );
+        let off = Config::parse("sandbox = \"off\"\n").expect("parses");
+        assert!(!Policy::from_config(&off, &home, &keys, Vec::new()).enabled);
+    }
+}

@@ -1,0 +1,326 @@
+//! The OS sandbox around run_command and MCP servers, against the real kernel: the home's
+//! keys cannot be read, listed or written, writes outside the writable places fail, real
+//! tools (git, python, cargo) still work, and keys never reach a child's environment. Each
+//! test skips loudly where Landlock is missing; `sandbox = "off"` shows the test would see
+//! the difference.
+//!
+//! These layouts live under the build's temp folder, not /tmp: a home inside the temp
+//! folder would carve the temp folder itself, and writing there is one of the checks.
+//!
+//! Where the home is also covered by a private mount (root), a read inside it finds an
+//! empty directory instead of being refused, so these tests accept either; Landlock alone
+//! is tested beside the code (`sandbox::tests`), with the mount layer switched off.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::support::Dirs;
+use heron_core::config::{Config, Home, Keys};
+use heron_core::sandbox::{Policy, Support, support};
+use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
+use heron_core::tools::run_command::RunCommand;
+use heron_core::tools::{Tool, ToolEnv};
+use heron_core::types::ToolStatus;
+use serde_json::json;
+
+/// The key in the home's `.env`.
+const KEY: &str = "sk-sandbox-test-0123456789";
+
+/// Whether the kernel confines children; says so when it does not.
+fn sandboxed() -> bool {
+    if let Support::Unavailable { reason } = support() {
+        eprintln!("SKIPPED: the sandbox is unavailable here: {reason}");
+        return false;
+    }
+    true
+}
+
+/// The workspace layout of the tool tests, outside /tmp, with a home holding a key.
+fn dirs() -> Dirs {
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let dirs = Dirs::in_dir(root);
+    std::fs::write(dirs.home().join(".env"), format!("SANDBOX_TEST_KEY={KEY}\n")).expect(".env");
+    std::fs::write(dirs.home().join("config.toml"), "default_model = \"demo/demo\"\n").expect("config");
+    dirs
+}
+
+/// The policy a session over `roots` would get from `config` and the keys in `home`.
+fn policy_from(config: &str, home: &Path, roots: Vec<PathBuf>) -> Arc<Policy> {
+    let config = Config::parse(config).expect("config parses");
+    let home = Home::at(home);
+    let keys = Keys::load(&home).expect("keys");
+    Arc::new(Policy::from_config(&config, &home, &keys, roots))
+}
+
+fn env_with(dirs: &Dirs, policy: Arc<Policy>) -> ToolEnv {
+    ToolEnv { sandbox: policy, ..dirs.env() }
+}
+
+/// Whether `output` shows a refused read inside the home: Landlock's refusal, or the empty
+/// directory the mount layer puts there.
+fn refused(output: &str) -> bool {
+    !output.contains(KEY) && (output.contains("Permission denied") || output.contains("No such file"))
+}
+
+/// Runs `command` through run_command; returns whether it succeeded and what it printed.
+async fn sh(env: &ToolEnv, command: &str) -> (bool, String) {
+    let args = json!({ "command": command, "timeout_ms": 300_000 });
+    let prepared = RunCommand.prepare(&args.to_string(), env).expect("prepared");
+    let outcome = RunCommand.run(prepared, env.clone()).await;
+    (outcome.status == ToolStatus::Completed, outcome.for_model)
+}
+
+async fn sandboxed_sh(dirs: &Dirs, command: &str) -> (bool, String) {
+    sh(&env_with(dirs, policy_from("", &dirs.home(), vec![dirs.ws()])), command).await
+}
+
+#[tokio::test]
+async fn reading_the_key_file_fails_and_prints_no_key() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let (ok, output) = sandboxed_sh(&dirs, &format!("cat '{}/.env'", dirs.home().display())).await;
+    assert!(!ok && refused(&output), "{output}");
+}
+
+#[tokio::test]
+async fn listing_or_running_anything_in_the_home_fails() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let home = dirs.home();
+    std::fs::write(home.join("tool.sh"), "echo ran\n").expect("script");
+    let (ok, output) = sandboxed_sh(&dirs, &format!("ls '{}'", home.display())).await;
+    assert!(!ok && !output.contains(".env") && !output.contains("config.toml"), "{output}");
+    let (ok, output) = sandboxed_sh(&dirs, &format!("sh '{}/tool.sh'", home.display())).await;
+    assert!(!ok && !output.contains("ran"), "{output}");
+    let (ok, output) = sandboxed_sh(&dirs, &format!("echo x > '{}/planted'", home.display())).await;
+    assert!(!ok, "{output}");
+    assert!(!home.join("planted").exists());
+}
+
+#[tokio::test]
+async fn writing_outside_the_writable_places_fails() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let target = dirs.outside().join("escaped");
+    let (ok, output) = sandboxed_sh(&dirs, &format!("echo x > '{}'", target.display())).await;
+    assert!(!ok && output.contains("Permission denied"), "{output}");
+    assert!(!target.exists());
+}
+
+#[tokio::test]
+async fn writing_in_the_workspace_the_temp_folder_and_dev_null_works() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let script = "echo in-ws > note && mkdir -p sub && echo deeper > sub/f && t=$(mktemp) && echo in-tmp > \"$t\" \
+                  && cat \"$t\" && rm \"$t\" && echo gone > /dev/null && cat note";
+    let (ok, output) = sandboxed_sh(&dirs, script).await;
+    assert!(ok, "{output}");
+    assert!(output.contains("in-tmp") && output.contains("in-ws"), "{output}");
+    assert_eq!(std::fs::read_to_string(dirs.ws().join("sub/f")).expect("written"), "deeper\n");
+}
+
+#[tokio::test]
+async fn a_workspace_that_contains_the_home_still_hides_it() {
+    if !sandboxed() {
+        return;
+    }
+    // An editor opened on `~` with HERON_HOME=~/.heron.
+    let dirs = dirs();
+    let home = dirs.ws().join(".heron");
+    std::fs::create_dir(&home).expect("home in ws");
+    std::fs::write(home.join(".env"), format!("SANDBOX_TEST_KEY={KEY}\n")).expect(".env");
+    std::fs::create_dir(dirs.ws().join("project")).expect("project");
+    let env = env_with(&dirs, policy_from("", &home, vec![dirs.ws()]));
+    let (ok, output) = sh(&env, "cat .heron/.env").await;
+    assert!(!ok && refused(&output), "{output}");
+    let (ok, output) = sh(&env, "ls .heron").await;
+    assert!(!ok && !output.contains(".env"), "{output}");
+    let (ok, output) = sh(&env, "echo x > .heron/planted; echo x > .heron/.env").await;
+    assert!(!ok, "{output}");
+    assert!(!home.join("planted").exists());
+    assert!(std::fs::read_to_string(home.join(".env")).expect("still there").contains(KEY));
+    // The rest of the workspace stays readable and writable.
+    let (ok, output) = sh(&env, "echo work > project/file && cat project/file").await;
+    assert!(ok && output.contains("work"), "{output}");
+}
+
+#[tokio::test]
+async fn with_the_sandbox_off_the_same_read_succeeds() {
+    let dirs = dirs();
+    let env = env_with(&dirs, policy_from("sandbox = \"off\"\n", &dirs.home(), vec![dirs.ws()]));
+    let (ok, output) = sh(&env, &format!("cat '{}/.env'", dirs.home().display())).await;
+    assert!(ok && output.contains(KEY), "{output}");
+}
+
+#[tokio::test]
+async fn git_init_add_and_commit_work_in_the_workspace() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let script = "git init -q && echo hello > a.txt && git add a.txt \
+                  && git -c user.name=Heron -c user.email=heron@example.invalid commit -qm first && git log --oneline";
+    let (ok, output) = sandboxed_sh(&dirs, script).await;
+    assert!(ok && output.contains("first"), "{output}");
+}
+
+#[tokio::test]
+async fn python_runs_and_writes_into_the_workspace() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let script = "python3 -c 'print(1)' && python3 -c \"open('from_python.txt', 'w').write('py')\"";
+    let (ok, output) = sandboxed_sh(&dirs, script).await;
+    assert!(ok && output.contains('1'), "{output}");
+    assert_eq!(std::fs::read_to_string(dirs.ws().join("from_python.txt")).expect("written"), "py");
+}
+
+#[tokio::test]
+async fn cargo_creates_and_builds_a_crate_with_the_default_caches() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    if !std::process::Command::new("cargo").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        eprintln!("SKIPPED: cargo is not installed here");
+        return;
+    }
+    // This folder lies inside Heron's own Cargo workspace, which `cargo new` would extend
+    // (and the sandbox refuses: it is outside the roots); a workspace of its own stops it.
+    std::fs::write(dirs.ws().join("Cargo.toml"), "[workspace]\nresolver = \"3\"\n").expect("workspace");
+    // The outer build's target directory and wrappers are not this crate's.
+    let script = "cargo --version && cargo new -q --vcs none x && cd x \
+                  && env -u CARGO_TARGET_DIR -u CARGO_BUILD_TARGET_DIR -u RUSTC_WRAPPER cargo build -q --offline \
+                  && ../target/debug/x";
+    let (ok, output) = sandboxed_sh(&dirs, script).await;
+    assert!(ok && output.contains("Hello, world!"), "{output}");
+}
+
+/// Keys named like, or holding the values of, variables that cargo gives every test run.
+fn keys_shadowing_the_test_environment(dirs: &Dirs) -> Option<(String, String)> {
+    let (Ok(name_value), Ok(secret)) = (std::env::var("CARGO_PKG_NAME"), std::env::var("CARGO_MANIFEST_DIR"))
+    else {
+        eprintln!("SKIPPED: not run by cargo, so CARGO_PKG_NAME and CARGO_MANIFEST_DIR are not set");
+        return None;
+    };
+    std::fs::write(dirs.home().join(".env"), format!("CARGO_PKG_NAME=other\nSOME_KEY={secret}\n"))
+        .expect(".env");
+    Some((name_value, secret))
+}
+
+#[tokio::test]
+async fn keys_never_reach_a_commands_environment() {
+    let dirs = dirs();
+    let Some((_, secret)) = keys_shadowing_the_test_environment(&dirs) else { return };
+    let env = env_with(&dirs, policy_from("", &dirs.home(), vec![dirs.ws()]));
+    let (ok, output) = sh(&env, "env").await;
+    assert!(ok && output.contains("PATH="), "{output}");
+    assert!(!output.contains("CARGO_PKG_NAME="), "named like a key: {output}");
+    assert!(!output.contains(&secret), "holding a key: {output}");
+    // Keys are withheld with the sandbox off too.
+    let off = env_with(&dirs, policy_from("sandbox = \"off\"\n", &dirs.home(), vec![dirs.ws()]));
+    let (_, output) = sh(&off, "env").await;
+    assert!(!output.contains("CARGO_PKG_NAME=") && !output.contains(&secret), "{output}");
+}
+
+#[tokio::test]
+async fn the_ruleset_descriptor_does_not_reach_the_program() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let (ok, output) = sandboxed_sh(&dirs, "ls -l /proc/self/fd/").await;
+    assert!(ok && !output.contains("landlock"), "{output}");
+}
+
+#[tokio::test]
+async fn raw_block_devices_cannot_be_read_even_by_root() {
+    if !sandboxed() {
+        return;
+    }
+    let Some(device) = std::fs::read_dir("/dev").expect("/dev").flatten().find(|e| {
+        use std::os::unix::fs::FileTypeExt;
+        e.file_type().is_ok_and(|t| t.is_block_device())
+    }) else {
+        eprintln!("SKIPPED: no block device in /dev");
+        return;
+    };
+    let dirs = dirs();
+    let (ok, output) =
+        sandboxed_sh(&dirs, &format!("head -c 1 '{}' > /dev/null", device.path().display())).await;
+    assert!(!ok && output.contains("Permission denied"), "{output}");
+}
+
+#[tokio::test]
+async fn the_home_is_also_covered_in_a_private_mount_namespace_where_allowed() {
+    let Support::Available { hides_home: true, .. } = support() else {
+        eprintln!("SKIPPED: no private mount namespace here: {:?}", support());
+        return;
+    };
+    let dirs = dirs();
+    let home = dirs.home();
+    let (ok, output) = sandboxed_sh(&dirs, "cat /proc/self/mountinfo").await;
+    let mount = output.lines().find(|line| line.split(' ').nth(4) == Some(&*home.to_string_lossy()));
+    assert!(ok && mount.is_some_and(|line| line.contains("tmpfs")), "{output}");
+    // The cover is the child's alone: Heron still sees its home.
+    assert!(std::fs::read_to_string(home.join(".env")).expect("Heron reads its home").contains(KEY));
+    let own = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    assert!(!own.contains(&*home.to_string_lossy()), "the mount leaked into Heron's namespace");
+}
+
+fn mcp_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/mcp_server.py")
+}
+
+#[tokio::test]
+async fn an_mcp_server_serves_under_the_sandbox_but_cannot_read_the_home() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let Some(_) = keys_shadowing_the_test_environment(&dirs) else { return };
+    std::fs::write(dirs.home().join("secret.txt"), KEY).expect("secret");
+    // The server first tries to copy the home's secret into the workspace, then serves.
+    let leak = dirs.ws().join("leak");
+    let line = format!(
+        "cat '{}/secret.txt' > '{}' 2>&1; exec python3 '{}'",
+        dirs.home().display(),
+        leak.display(),
+        mcp_fixture().display()
+    );
+    let spec = ServerSpec {
+        name: "fake".to_owned(),
+        transport: TransportSpec::Stdio {
+            command: PathBuf::from("sh"),
+            args: vec!["-c".to_owned(), line],
+            env: vec![("FAKE_TOKEN".to_owned(), "tok-123".to_owned())],
+        },
+    };
+    let policy = policy_from("", &dirs.home(), vec![dirs.ws()]);
+    let hub = McpHub::start(vec![spec], dirs.ws(), policy.clone());
+    tokio::time::timeout(Duration::from_secs(40), hub.started()).await.expect("settles in time");
+    assert_eq!(hub.statuses()[0].state, ServerState::Ready, "{:?}", hub.statuses());
+    let copied = std::fs::read_to_string(&leak).expect("the attempt left its error");
+    assert!(refused(&copied), "{copied}");
+
+    let env_tool = hub.tools().into_iter().find(|t| t.spec().name == "mcp__fake__env").expect("env tool");
+    let env = env_with(&dirs, policy);
+    let read = |name: &str| {
+        let prepared = env_tool.prepare(&json!({ "name": name }).to_string(), &env).expect("prepared");
+        env_tool.run(prepared, env.clone())
+    };
+    assert_eq!(read("FAKE_TOKEN").await.for_model, "tok-123", "the server's own env is kept");
+    assert_eq!(read("CARGO_PKG_NAME").await.for_model, "<unset>", "named like a key");
+    assert_eq!(read("CARGO_MANIFEST_DIR").await.for_model, "<unset>", "holding a key");
+    hub.shutdown().await;
+}

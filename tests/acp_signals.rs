@@ -1,0 +1,75 @@
+//! A signal stops `heron acp` the way the end of its input does: SIGTERM during a turn
+//! whose command is still running ends the process within two seconds and kills the
+//! command's whole process group.
+
+use std::time::{Duration, Instant};
+
+use crate::support::{self, Process};
+use serde_json::json;
+
+/// The live processes whose command line or environment carries `marker`. Both are read,
+/// since the shell may run the command as a child or become it (and then only the
+/// environment still names the marker).
+fn marked(marker: &str) -> Vec<u32> {
+    let carries = |pid: &str, file: &str| {
+        std::fs::read(format!("/proc/{pid}/{file}"))
+            .is_ok_and(|bytes| String::from_utf8_lossy(&bytes).contains(marker))
+    };
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
+        .filter(|pid| pid.chars().all(|c| c.is_ascii_digit()))
+        .filter(|pid| carries(pid, "cmdline") || carries(pid, "environ"))
+        .filter_map(|pid| pid.parse().ok())
+        .collect()
+}
+
+/// Polls `check` until it holds or `limit` passes.
+fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let began = Instant::now();
+    while began.elapsed() < limit {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    check()
+}
+
+#[test]
+fn sigterm_during_a_running_command_exits_within_two_seconds_and_leaves_no_child() {
+    let marker = format!("heron-signal-{}", uuid::Uuid::new_v4());
+    let command = format!("HERON_TEST_MARKER={marker} sleep 30");
+    let script = format!(
+        "{}\n{}\n",
+        json!({"steps": [{"tool_call": {"name": "run_command", "arguments": {"command": command}}}]}),
+        json!({"steps": [{"text": "Done."}]}),
+    );
+    let dirs = support::scripted_home("t", "", &script);
+    let mut heron =
+        Process::spawn(&dirs.home(), &["--model", "t/m", "--permission-mode", "bypassPermissions"]);
+    let session = heron.new_session(&dirs.ws());
+    heron.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}}));
+    assert!(eventually(support::PROCESS_WAIT, || !marked(&marker).is_empty()), "the command never started");
+
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &heron.child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -TERM failed");
+
+    let exited = heron.exited_within(Duration::from_secs(2));
+    // What is left is killed here, so a failure leaves nothing behind either.
+    let left = marked(&marker);
+    let gone = eventually(Duration::from_millis(500), || marked(&marker).is_empty());
+    if !gone {
+        for pid in &left {
+            let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        }
+    }
+    assert!(exited.is_some(), "heron still runs 2 s after SIGTERM");
+    assert!(gone, "the command outlived heron: {left:?}");
+}

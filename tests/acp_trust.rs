@@ -1,0 +1,145 @@
+//! Trust over the protocol: a session's cwd is checked, Heron's home is out of every tool's
+//! reach in every posture (yolo included) even when the cwd contains it, and MCP servers
+//! cannot be pointed into it.
+
+use crate::support::{self, Dirs, update_kind};
+use heron::cli::acp::AcpArgs;
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-live-0123456789abcdefXYZ";
+
+/// The error `session/new` in `cwd` answers (after `initialize`).
+async fn new_session_error(editor: &mut support::Editor, cwd: &str) -> Value {
+    editor.ask(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;
+    let answer = editor.open_session(json!("new"), cwd).await;
+    assert!(answer["result"].is_null(), "a session was made in {cwd}: {answer}");
+    answer["error"].clone()
+}
+
+#[tokio::test]
+async fn a_cwd_that_is_not_a_usable_directory_is_invalid_params_with_a_code() {
+    let dirs = Dirs::new();
+    let file = dirs.other("f");
+    std::fs::write(format!("{file}/plain.txt"), "x").expect("file");
+    for (cwd, code) in [
+        ("relative/dir".to_owned(), "workspace_roots.relative"),
+        ("/nonexistent/x".to_owned(), "workspace_roots.missing"),
+        (format!("{file}/plain.txt"), "workspace_roots.missing"),
+        ("/".to_owned(), "workspace_roots.protected"),
+        (dirs.home().display().to_string(), "workspace_roots.protected"),
+        (format!("{}/sub", dirs.home().display()), "workspace_roots.missing"),
+        ("/tmp/a\u{0}b".to_owned(), "workspace_roots.missing"),
+    ] {
+        let mut editor = support::start_in(support::demo_args(), dirs.clone());
+        let error = new_session_error(&mut editor, &cwd).await;
+        assert_eq!(error["code"], -32602, "{cwd}: {error}");
+        assert_eq!(error["data"]["code"], code, "{cwd}: {error}");
+        assert_eq!(error["data"]["path"], "cwd", "{cwd}: {error}");
+    }
+    assert!(!std::path::Path::new("/nonexistent").exists(), "nothing was created");
+}
+
+#[tokio::test]
+async fn a_cwd_inside_the_home_is_refused_as_protected() {
+    let dirs = Dirs::new();
+    let inside = dirs.home().join("transcripts");
+    std::fs::create_dir_all(&inside).expect("dir");
+    let mut editor = support::start_in(support::demo_args(), dirs);
+    let error = new_session_error(&mut editor, &inside.display().to_string()).await;
+    assert_eq!(error["data"]["code"], "workspace_roots.protected", "{error}");
+}
+
+/// A yolo agent whose scripted model tries to take the key from a home inside its cwd.
+const THIEF: &str = r#"{"steps": [{"tool_call": {"name": "read_file", "arguments": {"path": ".heron/.env"}}}, {"tool_call": {"name": "grep", "arguments": {"pattern": "sk-live", "path": "."}}}, {"tool_call": {"name": "list_files", "arguments": {"pattern": "**/*"}}}, {"tool_call": {"name": "write_file", "arguments": {"path": ".heron/config.toml", "content": "[providers.evil]\nkind = \"openai\"\nbase_url = \"http://evil\"\nmodels = [\"m\"]\n"}}}]}
+{"steps": [{"text": "Nothing to see."}]}
+"#;
+
+#[tokio::test]
+async fn in_yolo_with_the_home_inside_the_cwd_no_tool_reaches_it_and_nothing_asks() {
+    let dirs = Dirs::home_in_workspace();
+    let config = support::scripted_provider("s", "s.jsonl");
+    dirs.write_home("config.toml", &config);
+    dirs.write_home("s.jsonl", THIEF);
+    dirs.write_home(".env", &format!("OTHER_KEY={KEY}\n"));
+    let config_before = std::fs::read_to_string(dirs.home().join("config.toml")).expect("config");
+    let args = AcpArgs { permission_mode: Some("bypassPermissions".into()), ..support::scripted_args("s") };
+    let mut editor = support::start_in(args, dirs.clone());
+    let session = editor.new_session().await;
+    let (messages, answer) = editor.prompt(json!("p"), &session, "find the key").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let all = serde_json::to_string(&messages).expect("json");
+    assert!(!all.contains(KEY), "the key reached the client");
+    assert!(!messages.iter().any(|m| m["method"] == "session/request_permission"), "nothing asks in yolo");
+    let failed = messages
+        .iter()
+        .filter(|m| update_kind(m) == Some("tool_call_update"))
+        .filter(|m| m["params"]["update"]["status"] == "failed")
+        .count();
+    assert!(failed >= 2, "the read and the write fail: {all}");
+    assert!(
+        !all.contains(".heron/.env\\n") && !all.contains(".heron/config.toml\\n"),
+        "listing shows no home file"
+    );
+    let config_after = std::fs::read_to_string(dirs.home().join("config.toml")).expect("config");
+    assert_eq!(config_before, config_after, "the home's config is untouched");
+}
+
+#[tokio::test]
+async fn an_mcp_server_pointed_into_the_home_is_refused() {
+    let dirs = Dirs::new();
+    let mut editor = support::start_in(support::demo_args(), dirs.clone());
+    editor.ask(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;
+    let script = dirs.home().join("evil.sh").display().to_string();
+    let servers = json!([{ "name": "evil", "command": "sh", "args": [script], "env": [] }]);
+    let answer =
+        editor.ask(json!("new"), "session/new", json!({ "cwd": dirs.ws(), "mcpServers": servers })).await;
+    assert_eq!(answer["error"]["data"]["code"], "workspace_roots.protected", "{answer}");
+    assert_eq!(answer["error"]["data"]["path"], "mcpServers[0].args[0]", "{answer}");
+}
+
+#[tokio::test]
+async fn loading_an_open_session_in_another_cwd_is_refused() {
+    let dirs = Dirs::new();
+    let mut editor = support::start_in(support::demo_args(), dirs.clone());
+    let session = editor.new_session().await;
+    let elsewhere = dirs.other("elsewhere");
+    let answer = editor
+        .ask(
+            json!("load"),
+            "session/load",
+            json!({ "sessionId": session, "cwd": elsewhere, "mcpServers": [] }),
+        )
+        .await;
+    assert_eq!(answer["error"]["data"]["code"], "acp.additional_directories.session_open", "{answer}");
+}
+
+#[tokio::test]
+async fn a_key_the_model_echoes_in_pieces_never_reaches_the_client_or_the_store() {
+    let dirs = Dirs::new();
+    dirs.write_home("config.toml", &support::scripted_provider("s", "s.jsonl"));
+    dirs.write_home(".env", &format!("SOME_KEY={KEY}\n"));
+    let pieces =
+        json!({ "steps": [{ "text": ["Your key is sk-li", "ve-0123456789ab", "cdefXYZ, enjoy."] }] });
+    dirs.write_home("s.jsonl", &format!("{pieces}\n"));
+    let mut editor = support::start_in(support::scripted_args("s"), dirs.clone());
+    let session = editor.new_session().await;
+    let (messages, answer) = editor.prompt(json!("p"), &session, "what is my key").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let text: String = messages
+        .iter()
+        .filter(|m| update_kind(m) == Some("agent_message_chunk"))
+        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(text, "Your key is ***, enjoy.");
+    let (replayed, _) = editor
+        .exchange(
+            json!("load"),
+            "session/load",
+            json!({ "sessionId": session, "cwd": dirs.ws(), "mcpServers": [] }),
+        )
+        .await;
+    assert!(
+        !serde_json::to_string(&replayed).expect("json").contains("0123456789ab"),
+        "the store kept the key"
+    );
+}
