@@ -305,6 +305,22 @@ fn provider_tables_quote_names_the_toml_way() {
     let text = provider.toml("p\u{7f}");
     let table: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{text}\n{e}"));
     assert_eq!(table["providers"]["p\u{7f}"]["models"][0].as_str(), Some("m\u{7f}"), "{text}");
+    // A price key may not be a multi-line string, which TOML's string quoting makes of a
+    // name holding a line feed; found by the fuzz target too.
+    let prices = [("m\n".to_owned(), (0.5, 1.5, "USD".to_owned()))].into();
+    let provider = ScriptedAs {
+        models: vec!["m\n".to_owned()],
+        prices,
+        context_window: Some(u64::MAX),
+        ..ScriptedAs::default()
+    };
+    let text = provider.toml("p");
+    let table: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{text}\n{e}"));
+    assert_eq!(table["providers"]["p"]["prices"]["m\n"]["output"].as_float(), Some(1.5), "{text}");
+    // The runner writes one table per provider into the same file, after the header's config.
+    let both = format!("default_model = \"p/m\"\n{}{text}", provider.toml("q"));
+    let table: toml::Table = toml::from_str(&both).unwrap_or_else(|e| panic!("{both}\n{e}"));
+    assert!(table["providers"].get("q").is_some() && table["providers"].get("p").is_some(), "{both}");
 }
 
 /// A second ACP agent, unrelated to Heron's: it echoes each prompt back as one message

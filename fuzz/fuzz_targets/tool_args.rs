@@ -13,6 +13,7 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use heron_core::sandbox::{Policy, Withheld};
 use heron_core::secret::Secret;
 use heron_core::tools::editor::NoEditor;
 use heron_core::tools::roots::{Roots, resolve_against};
@@ -66,12 +67,22 @@ fn fixture() -> &'static Fixture {
         let names = registry.specs(false).into_iter().map(|spec| spec.name).collect();
         let env = ToolEnv {
             cwd: ws.clone(),
-            roots: Arc::new(Roots::new(ws, vec![extra])),
+            roots: Arc::new(Roots::new(ws.clone(), vec![extra.clone()])),
             cancel: CancellationToken::new(),
             editor: Arc::new(NoEditor),
             secrets: Arc::new(vec![Secret::new(SECRET)]),
             progress: Default::default(),
             witness: None,
+            // Preparing a call never starts a process; the policy only has to be well formed.
+            sandbox: Arc::new(Policy {
+                enabled: false,
+                home: ws.join(".heron"),
+                roots: vec![ws, extra],
+                writable: Vec::new(),
+                withheld: Withheld::default(),
+                list_carved: false,
+            }),
+            deadlines: Default::default(),
         };
         Fixture { registry, names, env }
     })

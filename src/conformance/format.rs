@@ -56,29 +56,37 @@ pub struct ScriptedAs {
 impl ScriptedAs {
     /// The `config.toml` table of provider `name`, playing `script.jsonl` in request order.
     pub fn toml(&self, name: &str) -> String {
-        // TOML's own quoting: JSON's leaves characters raw (DEL) that a TOML string must escape.
-        let quote = |text: &str| toml::Value::String(text.to_owned()).to_string();
-        let list = |items: &[String]| items.iter().map(|i| quote(i)).collect::<Vec<_>>().join(", ");
-        let mut table = format!(
-            "[providers.{}]\nkind = \"scripted\"\nscript = \"script.jsonl\"\nplayback = \"sequential\"\nmodels = [{}]\n",
-            quote(name),
-            list(&self.models)
-        );
+        // Built as a table and printed by `toml`, so every name is quoted by TOML's own rules
+        // (a key may not be a multi-line string; DEL and control characters are escaped).
+        let strings =
+            |items: &[String]| toml::Value::Array(items.iter().cloned().map(toml::Value::String).collect());
+        let mut provider = toml::Table::new();
+        provider.insert("kind".into(), "scripted".into());
+        provider.insert("script".into(), "script.jsonl".into());
+        provider.insert("playback".into(), "sequential".into());
+        provider.insert("models".into(), strings(&self.models));
         if !self.efforts.is_empty() {
-            table.push_str(&format!("efforts = [{}]\n", list(&self.efforts)));
+            provider.insert("efforts".into(), strings(&self.efforts));
         }
         if let Some(size) = self.context_window {
-            table.push_str(&format!("context_window = {size}\n"));
+            // TOML integers are signed 64-bit; a larger window is as good as unlimited.
+            provider.insert("context_window".into(), i64::try_from(size).unwrap_or(i64::MAX).into());
         }
-        for (model, (input, output, currency)) in &self.prices {
-            table.push_str(&format!(
-                "[providers.{}.prices.{}]\ninput = {input:?}\noutput = {output:?}\ncurrency = {}\n",
-                quote(name),
-                quote(model),
-                quote(currency)
-            ));
+        if !self.prices.is_empty() {
+            let prices = self.prices.iter().map(|(model, (input, output, currency))| {
+                let mut price = toml::Table::new();
+                price.insert("input".into(), (*input).into());
+                price.insert("output".into(), (*output).into());
+                price.insert("currency".into(), currency.as_str().into());
+                (model.clone(), toml::Value::Table(price))
+            });
+            provider.insert("prices".into(), toml::Value::Table(prices.collect()));
         }
-        table
+        let mut providers = toml::Table::new();
+        providers.insert(name.to_owned(), toml::Value::Table(provider));
+        let mut root = toml::Table::new();
+        root.insert("providers".into(), toml::Value::Table(providers));
+        root.to_string()
     }
 }
 
