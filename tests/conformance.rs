@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
+use heron::conformance::format::ScriptedAs;
 use heron::conformance::matcher::Paths;
 use heron::conformance::runner::{AgentCommand, Received, Transport};
-use heron::conformance::{Scenario, replay, run_file, transcript_files};
+use heron::conformance::{Item, Scenario, replay, run_file, transcript_files};
 use heron_protocol::runtime::{ClientPeer, Kind, Side};
 use heron_protocol::serve::AgentService;
 use heron_protocol::{
@@ -267,6 +268,59 @@ fn refresh_rewrites_a_stale_expectation_into_a_passing_one() {
     assert!(rewritten.contains(r#""id": "$init""#), "placeholders are kept: {rewritten}");
     assert!(rewritten.contains(r#""agentInfo": "{...}""#), "wildcards are kept: {rewritten}");
     replay_text(&rewritten, &[&[answer]]).expect("the rewritten transcript passes");
+}
+
+#[test]
+fn a_null_message_is_a_step_and_survives_refresh() {
+    // Found by the transcript fuzz target: an agent that answered `null` was refreshed into
+    // `{"expect": null}`, which read back as a line with no step on it.
+    let send = r#"{"send": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}}"#;
+    let text =
+        format!("{SHORT}\n{send}\n{}\n", r#"{"expect": {"jsonrpc": "2.0", "id": 0, "result": "{...}"}}"#);
+    let scenario = Scenario::parse("memory", &text).expect("parses");
+    let rewritten = replay(&scenario, &mut Canned::new(&[&["null"]]), &Paths::default(), true)
+        .expect("refresh does not fail")
+        .expect("the transcript changed");
+    assert!(rewritten.contains(r#"{"expect": null}"#), "{rewritten}");
+    replay_text(&rewritten, &[&["null"]]).expect("the rewritten transcript passes");
+    let sends_null = Scenario::parse("memory", &format!("{SHORT}\n{{\"send\": null}}\n")).expect("parses");
+    assert_eq!(sends_null.items, [Item::Send { message: serde_json::Value::Null, line: 2 }]);
+}
+
+#[test]
+fn a_raw_send_with_a_line_feed_is_refused() {
+    // Found by the transcript fuzz target: the text went out as two lines, the second one
+    // without waiting for the agent's answer to the first.
+    let text = format!("{SHORT}\n{}\n", r#"{"send_raw": "{\"jsonrpc\": \"2.0\"\n\"id\": 1}"}"#);
+    let err = Scenario::parse("memory", &text).expect_err("two lines in one send_raw");
+    assert_eq!(err.line, 2, "{err}");
+    assert!(err.reason.contains("one line"), "{err}");
+}
+
+#[test]
+fn provider_tables_quote_names_the_toml_way() {
+    // Found by the transcript fuzz target: names were quoted as JSON strings, which leave
+    // DEL raw, and one raw DEL makes the whole config.toml unreadable.
+    let provider = ScriptedAs { models: vec!["m\u{7f}".to_owned()], ..ScriptedAs::default() };
+    let text = provider.toml("p\u{7f}");
+    let table: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{text}\n{e}"));
+    assert_eq!(table["providers"]["p\u{7f}"]["models"][0].as_str(), Some("m\u{7f}"), "{text}");
+    // A price key may not be a multi-line string, which TOML's string quoting makes of a
+    // name holding a line feed; found by the fuzz target too.
+    let prices = [("m\n".to_owned(), (0.5, 1.5, "USD".to_owned()))].into();
+    let provider = ScriptedAs {
+        models: vec!["m\n".to_owned()],
+        prices,
+        context_window: Some(u64::MAX),
+        ..ScriptedAs::default()
+    };
+    let text = provider.toml("p");
+    let table: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{text}\n{e}"));
+    assert_eq!(table["providers"]["p"]["prices"]["m\n"]["output"].as_float(), Some(1.5), "{text}");
+    // The runner writes one table per provider into the same file, after the header's config.
+    let both = format!("default_model = \"p/m\"\n{}{text}", provider.toml("q"));
+    let table: toml::Table = toml::from_str(&both).unwrap_or_else(|e| panic!("{both}\n{e}"));
+    assert!(table["providers"].get("q").is_some() && table["providers"].get("p").is_some(), "{both}");
 }
 
 /// A second ACP agent, unrelated to Heron's: it echoes each prompt back as one message

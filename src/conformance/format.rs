@@ -56,28 +56,37 @@ pub struct ScriptedAs {
 impl ScriptedAs {
     /// The `config.toml` table of provider `name`, playing `script.jsonl` in request order.
     pub fn toml(&self, name: &str) -> String {
-        let quote = |text: &str| serde_json::Value::String(text.to_owned()).to_string();
-        let list = |items: &[String]| items.iter().map(|i| quote(i)).collect::<Vec<_>>().join(", ");
-        let mut table = format!(
-            "[providers.{}]\nkind = \"scripted\"\nscript = \"script.jsonl\"\nplayback = \"sequential\"\nmodels = [{}]\n",
-            quote(name),
-            list(&self.models)
-        );
+        // Built as a table and printed by `toml`, so every name is quoted by TOML's own rules
+        // (a key may not be a multi-line string; DEL and control characters are escaped).
+        let strings =
+            |items: &[String]| toml::Value::Array(items.iter().cloned().map(toml::Value::String).collect());
+        let mut provider = toml::Table::new();
+        provider.insert("kind".into(), "scripted".into());
+        provider.insert("script".into(), "script.jsonl".into());
+        provider.insert("playback".into(), "sequential".into());
+        provider.insert("models".into(), strings(&self.models));
         if !self.efforts.is_empty() {
-            table.push_str(&format!("efforts = [{}]\n", list(&self.efforts)));
+            provider.insert("efforts".into(), strings(&self.efforts));
         }
         if let Some(size) = self.context_window {
-            table.push_str(&format!("context_window = {size}\n"));
+            // TOML integers are signed 64-bit; a larger window is as good as unlimited.
+            provider.insert("context_window".into(), i64::try_from(size).unwrap_or(i64::MAX).into());
         }
-        for (model, (input, output, currency)) in &self.prices {
-            table.push_str(&format!(
-                "[providers.{}.prices.{}]\ninput = {input:?}\noutput = {output:?}\ncurrency = {}\n",
-                quote(name),
-                quote(model),
-                quote(currency)
-            ));
+        if !self.prices.is_empty() {
+            let prices = self.prices.iter().map(|(model, (input, output, currency))| {
+                let mut price = toml::Table::new();
+                price.insert("input".into(), (*input).into());
+                price.insert("output".into(), (*output).into());
+                price.insert("currency".into(), currency.as_str().into());
+                (model.clone(), toml::Value::Table(price))
+            });
+            provider.insert("prices".into(), toml::Value::Table(prices.collect()));
         }
-        table
+        let mut providers = toml::Table::new();
+        providers.insert(name.to_owned(), toml::Value::Table(provider));
+        let mut root = toml::Table::new();
+        root.insert("providers".into(), toml::Value::Table(providers));
+        root.to_string()
     }
 }
 
@@ -163,13 +172,22 @@ pub struct FormatError {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StepLine {
+    #[serde(default, deserialize_with = "present")]
     send: Option<Value>,
     send_raw: Option<String>,
+    #[serde(default, deserialize_with = "present")]
     expect: Option<Value>,
     #[serde(default)]
     repeat: bool,
     unordered: Option<String>,
     close_input: Option<bool>,
+}
+
+/// A message member that is there, even as `null`: `null` is a message like any other (an
+/// agent may write the line `null`, and refresh and recording then expect it), where a plain
+/// `Option<Value>` would read it as no member at all.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 /// Whether a line carries no step: blank, or a `#` comment.
@@ -215,6 +233,11 @@ impl Scenario {
             }
             if step.repeat && step.expect.is_none() {
                 return Err(fail(line, "`repeat` goes with `expect`".into()));
+            }
+            // The agent reads lines: a line feed would send two, and the second would go out
+            // without waiting for what the agent says to the first.
+            if step.send_raw.as_ref().is_some_and(|text| text.contains('\n')) {
+                return Err(fail(line, "`send_raw` is one line; its text holds a line feed".into()));
             }
             if let Some(pattern) = step.expect {
                 let expectation = Expectation { pattern, repeat: step.repeat, line };
