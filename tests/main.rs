@@ -22,6 +22,7 @@ mod acp_store;
 mod acp_titles;
 mod acp_tools;
 mod acp_trust;
+mod acpx;
 mod conformance;
 mod conformance_untrusted;
 mod doctor;

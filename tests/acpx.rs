@@ -1,0 +1,52 @@
+//! A real ACP client, acpx (npm), drives the real binary through one approved write and one
+//! command in acpx's terminal: no error lines, the diff and the command's output shown, the
+//! file written. `.ci/run` installs a pinned acpx and names it in `HERON_ACPX`; without it
+//! (and with no `acpx` on PATH) the test says loudly that it was skipped.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::support;
+
+/// The acpx to run: `HERON_ACPX`, else `acpx` on PATH.
+fn acpx() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("HERON_ACPX") {
+        return Some(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join("acpx")).find(|candidate| candidate.is_file())
+}
+
+const SCRIPT: &str = r##"{"steps":[{"text":"I'll write a note."},{"tool_call":{"name":"write_file","arguments":{"path":"NOTES.md","content":"# Notes\n\nHeron was here.\n"}}}]}
+{"steps":[{"text":"Now a command."},{"tool_call":{"name":"run_command","arguments":{"command":"echo hello from the terminal"}}}]}
+{"steps":[{"text":"Done: wrote NOTES.md and ran a command."}]}
+"##;
+
+#[test]
+fn acpx_completes_an_approved_write_and_a_command_in_its_terminal() {
+    let Some(acpx) = acpx() else {
+        eprintln!("SKIPPED: acpx is not installed (set HERON_ACPX, as .ci/run does, to run this test)");
+        return;
+    };
+    let dirs = support::scripted_home("s", "", SCRIPT);
+    let client_home = tempfile::tempdir().expect("a home for acpx's own state");
+    let agent = format!("{} acp --model s/m", support::heron_bin().display());
+    let output = Command::new(&acpx)
+        .args(["--agent", &agent, "--cwd", &dirs.ws(), "--approve-all", "--timeout", "60", "exec"])
+        .arg("Leave a note, then run a command")
+        .current_dir(dirs.ws())
+        .env("HERON_HOME", dirs.home())
+        .env("HOME", client_home.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("acpx runs");
+    let shown =
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "acpx failed:\n{shown}");
+    assert!(!shown.contains("[error]"), "acpx reported an error:\n{shown}");
+    assert!(shown.contains("diff "), "the write's diff is shown:\n{shown}");
+    assert!(shown.contains("hello from the terminal") && shown.contains("Exit code: 0"), "{shown}");
+    assert!(shown.contains("[done] end_turn"), "{shown}");
+    let note = std::fs::read_to_string(std::path::Path::new(&dirs.ws()).join("NOTES.md")).expect("written");
+    assert_eq!(note, "# Notes\n\nHeron was here.\n");
+}
