@@ -5,7 +5,8 @@
 //! the difference.
 //!
 //! These layouts live under the build's temp folder, not /tmp: a home inside the temp
-//! folder would carve the temp folder itself, and writing there is one of the checks.
+//! folder would carve the temp folder itself, and writing there is one of the checks. When
+//! the checkout itself is in /tmp, they go to a scratch folder in the user's home instead.
 //!
 //! Where the home is also covered by a private mount (root), a read inside it finds an
 //! empty directory instead of being refused, so these tests accept either; Landlock alone
@@ -36,9 +37,24 @@ fn sandboxed() -> bool {
     true
 }
 
+/// Where the layouts go: the build's temp folder, unless the checkout itself lives in a
+/// temp folder (a clone under /tmp), in which case a scratch folder in the user's home.
+fn scratch() -> PathBuf {
+    let build = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let temp = [std::env::temp_dir(), PathBuf::from("/tmp")];
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if !temp.iter().any(|t| canonical(&build).starts_with(canonical(t))) {
+        return build;
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).expect("HOME, for a scratch folder outside /tmp");
+    let scratch = home.join(".heron-sandbox-tests");
+    std::fs::create_dir_all(&scratch).expect("scratch folder");
+    scratch
+}
+
 /// The workspace layout of the tool tests, outside /tmp, with a home holding a key.
 fn dirs() -> Dirs {
-    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let root = tempfile::tempdir_in(scratch()).expect("tempdir");
     let dirs = Dirs::in_dir(root);
     std::fs::write(dirs.home().join(".env"), format!("SANDBOX_TEST_KEY={KEY}\n")).expect(".env");
     std::fs::write(dirs.home().join("config.toml"), "default_model = \"demo/demo\"\n").expect("config");
