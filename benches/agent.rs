@@ -321,6 +321,7 @@ fn turn_events(n: usize, ws: &str) -> Vec<Event> {
             text: "The user reports a parser bug. I should read the module, search for the header \
                    parser's callers, then make the smallest fix and explain it."
                 .repeat(2),
+            details: None,
         },
         message(0, "I'll start by reading the module that parses headers.".to_owned()),
         Event::ToolCall {

@@ -29,6 +29,7 @@ mod doctor;
 mod editors;
 mod hostile_input;
 mod layers;
+mod providers;
 mod record;
 mod registry;
 mod run_client;

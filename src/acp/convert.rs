@@ -377,7 +377,9 @@ pub fn replay_updates(event: &Event) -> Vec<SessionUpdate> {
         Event::AgentMessage { message_id, text } => {
             vec![SessionUpdate::AgentMessageChunk(chunk(message_id, text_block(text.clone())))]
         }
-        Event::AgentThought { message_id, text } => {
+        // A thought that is only structured data has no text to show.
+        Event::AgentThought { text, .. } if text.is_empty() => Vec::new(),
+        Event::AgentThought { message_id, text, .. } => {
             vec![SessionUpdate::AgentThoughtChunk(chunk(message_id, text_block(text.clone())))]
         }
         // A replayed call has no live terminal left: show the rest of what it reported, or

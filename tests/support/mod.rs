@@ -1,6 +1,8 @@
 //! Drives `heron acp` over in-memory pipes: send lines, read answers with a deadline.
 
 pub mod endpoint;
+#[path = "../../crates/heron-core/tests/support/server_mock.rs"]
+pub mod server_mock;
 
 use std::time::Duration;
 

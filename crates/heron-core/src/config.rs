@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::llm::openai::flavor::{Flavor, MaxTokensField, ReasoningField, RequestShape};
 use crate::secret::Secret;
 
 /// Why the home could not be read.
@@ -143,6 +144,50 @@ pub struct ProviderConfig {
     pub timeout_s: Option<u64>,
     /// Retries of a transient failure (default 3).
     pub max_retries: Option<u32>,
+    /// The server family (`openai` kind), which presets the keys below; detected from the
+    /// base URL's host when unambiguous.
+    pub flavor: Option<Flavor>,
+    /// Extra headers sent with every request (`openai` kind).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Query parameters added to the endpoint (`openai` kind), e.g. Azure's `api-version`.
+    #[serde(default)]
+    pub query: BTreeMap<String, String>,
+    /// The header carrying the key as it is, e.g. `api-key` (default `Authorization: Bearer`).
+    pub key_header: Option<String>,
+    /// Whether `stream_options` is sent, for usage reports (Mistral refuses it).
+    pub stream_options: Option<bool>,
+    /// `max_tokens` or `max_completion_tokens`.
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// How reasoning is passed back: `none`, `reasoning_content` or `reasoning_details`.
+    pub reasoning_field: Option<ReasoningField>,
+}
+
+impl ProviderConfig {
+    /// The flavor in effect: the configured one, else the one the base URL names.
+    pub fn effective_flavor(&self) -> Option<Flavor> {
+        self.flavor.or_else(|| self.base_url.as_deref().and_then(Flavor::detect))
+    }
+
+    /// The request shape: the flavor's preset, then each key set here.
+    pub fn request_shape(&self) -> RequestShape {
+        let mut shape = self.effective_flavor().map_or_else(RequestShape::default, Flavor::shape);
+        if let Some(set) = self.stream_options {
+            shape.stream_options = set;
+        }
+        if let Some(set) = self.max_tokens_field {
+            shape.max_tokens_field = set;
+        }
+        if let Some(set) = self.reasoning_field {
+            shape.reasoning_field = set;
+        }
+        if let Some(set) = &self.key_header {
+            shape.key_header = Some(set.clone());
+        }
+        shape.headers.extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        shape.query.extend(self.query.iter().map(|(k, v)| (k.clone(), v.clone())));
+        shape
+    }
 }
 
 /// `config.toml`.
@@ -277,6 +322,13 @@ impl Config {
             context_window: Some(128_000),
             timeout_s: None,
             max_retries: None,
+            flavor: None,
+            headers: BTreeMap::new(),
+            query: BTreeMap::new(),
+            key_header: None,
+            stream_options: None,
+            max_tokens_field: None,
+            reasoning_field: None,
         });
     }
 
@@ -468,6 +520,53 @@ script = "demo.jsonl"
         assert_eq!(config.model_ids(), ["demo/demo", "local/fast", "local/smart"]);
         assert!(config.resolve("local/smart").is_some());
         assert!(config.resolve("local/huge").is_none());
+    }
+
+    #[test]
+    fn explicit_keys_override_the_flavor_the_host_names() {
+        let config = Config::parse(
+            r#"
+[providers.m]
+kind = "openai"
+base_url = "https://api.mistral.ai/v1"
+models = ["x"]
+[providers.d]
+kind = "openai"
+base_url = "https://api.deepseek.com"
+reasoning_field = "none"
+stream_options = false
+[providers.l]
+kind = "openai"
+base_url = "http://127.0.0.1:11434/v1"
+flavor = "llamacpp"
+max_tokens_field = "max_completion_tokens"
+key_header = "x-key"
+headers = { "X-Title" = "heron" }
+query = { a = "1" }
+"#,
+        )
+        .expect("parses");
+        let mistral = config.providers["m"].request_shape();
+        assert!(!mistral.stream_options);
+        assert_eq!(config.providers["m"].effective_flavor(), Some(Flavor::Mistral));
+        let deepseek = config.providers["d"].request_shape();
+        assert_eq!((deepseek.reasoning_field, deepseek.stream_options), (ReasoningField::None, false));
+        let local = &config.providers["l"];
+        assert_eq!(local.effective_flavor(), Some(Flavor::Llamacpp), "the configured flavor wins");
+        let shape = local.request_shape();
+        assert_eq!(shape.max_tokens_field, MaxTokensField::MaxCompletionTokens);
+        assert_eq!(shape.key_header.as_deref(), Some("x-key"));
+        assert_eq!(shape.headers, [("X-Title".to_owned(), "heron".to_owned())]);
+        assert_eq!(shape.query, [("a".to_owned(), "1".to_owned())]);
+    }
+
+    #[test]
+    fn an_unknown_flavor_or_shaping_key_is_refused_with_its_line() {
+        let table = "[providers.x]\nkind = \"openai\"\nbase_url = \"http://h\"\n";
+        let err = Config::parse(&format!("{table}flavor = \"gemini\"\n")).expect_err("refused");
+        assert!(err.starts_with("line 4, column 10: ") && err.contains("gemini"), "{err}");
+        let err = Config::parse(&format!("{table}key_heder = \"a\"\n")).expect_err("refused");
+        assert!(err.starts_with("line 4, column 1: ") && err.contains("key_heder"), "{err}");
     }
 
     #[test]

@@ -90,6 +90,7 @@ impl Server {
             connect_timeout: Duration::from_secs(1),
             max_retries: 2,
             retry_base_delay: Duration::from_millis(10),
+            shape: Default::default(),
         }
     }
 
@@ -458,6 +459,7 @@ async fn an_unreachable_endpoint_is_retried_then_reported() {
         connect_timeout: Duration::from_secs(1),
         max_retries: 1,
         retry_base_delay: Duration::from_millis(10),
+        shape: Default::default(),
     };
     let provider = OpenAiProvider::new(config).expect("valid config");
     let (events, error) = collect(provider.stream(request(), CancellationToken::new())).await;
@@ -506,6 +508,7 @@ async fn the_request_carries_messages_tools_options_and_the_key() {
                     name: "read_file".into(),
                     arguments: "{\"path\":\"a\"}".into(),
                 }],
+                reasoning: None,
             },
             ChatMessage::Tool { call_id: "call_1".into(), content: "contents".into() },
         ],

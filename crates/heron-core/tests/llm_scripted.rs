@@ -19,7 +19,11 @@ fn provider(script: &str) -> ScriptedProvider {
 fn request_after(turns: usize) -> ModelRequest {
     let mut messages = vec![ChatMessage::User { parts: vec![UserPart::Text { text: "Go".into() }] }];
     for _ in 0..turns {
-        messages.push(ChatMessage::Assistant { text: "earlier".into(), tool_calls: Vec::new() });
+        messages.push(ChatMessage::Assistant {
+            text: "earlier".into(),
+            tool_calls: Vec::new(),
+            reasoning: None,
+        });
         messages.push(ChatMessage::User { parts: vec![UserPart::Text { text: "more".into() }] });
     }
     ModelRequest { model: "scripted".into(), messages, tools: Vec::new(), effort: None, max_tokens: None }

@@ -5,6 +5,7 @@ mod support;
 
 mod llm_openai;
 mod llm_scripted;
+mod llm_servers;
 mod session_turns;
 mod tools_commands;
 mod tools_confinement;

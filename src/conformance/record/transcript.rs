@@ -32,6 +32,8 @@ pub fn turn_of(events: &[ModelEvent], end: &TapEnd) -> (Turn, Option<String>) {
             ModelEvent::ThoughtDelta { text } => push_delta(&mut steps, text, true),
             ModelEvent::ToolCall { call } => steps.push(Step::ToolCall(scripted_call(call))),
             ModelEvent::Usage { usage } => steps.push(Step::Usage((*usage).into())),
+            // Scripts have no structured reasoning; the text of the thought replays.
+            ModelEvent::ReasoningDetails { .. } => {}
             ModelEvent::Finish { reason } => finish = Some(*reason),
         }
     }

@@ -40,6 +40,9 @@ pub enum ChatMessage {
         /// Tool calls, in the order the model made them.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCallRequest>,
+        /// What the model thought before it, for servers that want it back.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<Reasoning>,
     },
     /// The result of one tool call.
     Tool {
@@ -48,6 +51,16 @@ pub enum ChatMessage {
         /// What the tool returned, as text for the model.
         content: String,
     },
+}
+
+/// The reasoning behind an assistant message, as the server sent it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// The thought's text, as the editor saw it.
+    pub text: String,
+    /// Structured reasoning (OpenRouter's `reasoning_details`), verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
 }
 
 /// One part of a user message.
@@ -156,6 +169,12 @@ pub enum ModelEvent {
     ToolCall {
         /// The call.
         call: ToolCallRequest,
+    },
+    /// Structured reasoning the server wants back verbatim with this message in later
+    /// requests (OpenRouter's `reasoning_details`), whole, before `Finish`.
+    ReasoningDetails {
+        /// The entries, as the server sent them (merged across deltas).
+        details: Value,
     },
     /// Token usage, usually near the end.
     Usage {

@@ -16,9 +16,13 @@
 //!   still ends with `Finish`.
 //! - Cancellation ends the stream at once and drops the HTTP request, which closes its
 //!   connection.
+//! - The endpoint is `{base_url}/chat/completions` built as a URL, so a base URL's query
+//!   (Azure's `api-version`) stays a query; configured parameters join it.
 //! - Every error message passes through `scrub`: the api key is redacted and the text
 //!   clipped, before it is logged or returned.
 
+mod chunks;
+pub mod flavor;
 mod models;
 mod sse;
 mod wire;
@@ -29,14 +33,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, RETRY_AFTER};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{Response, Url};
 use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
+use self::chunks::{ChunkAssembler, Progress};
+use self::flavor::RequestShape;
 pub use self::models::list_models;
-use self::sse::SseDecoder;
-use self::wire::{ChunkAssembler, Progress};
+use self::sse::{Payload, SseDecoder};
 use super::driven::{Emitter, drive};
 use super::{ModelEvent, ModelRequest, ModelStream, Provider, ProviderError};
 use crate::secret::{Secret, clip, redact};
@@ -66,6 +71,8 @@ pub struct OpenAiConfig {
     pub max_retries: u32,
     /// The backoff before the first retry; it doubles with each further retry.
     pub retry_base_delay: Duration,
+    /// What the server accepts beyond the common body: fields, headers, query.
+    pub shape: RequestShape,
 }
 
 impl OpenAiConfig {
@@ -78,6 +85,7 @@ impl OpenAiConfig {
             connect_timeout: Duration::from_secs(10),
             max_retries: 3,
             retry_base_delay: Duration::from_millis(500),
+            shape: RequestShape::default(),
         }
     }
 
@@ -100,20 +108,19 @@ pub struct OpenAiProvider {
 struct Shared {
     client: reqwest::Client,
     endpoint: Url,
+    /// The configured extra headers and the key's header, marked sensitive.
+    headers: HeaderMap,
     config: OpenAiConfig,
 }
 
 impl OpenAiProvider {
     /// Checks the configuration and builds the HTTP client.
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
-        let endpoint = Url::parse(&endpoint)
-            .ok()
-            .filter(|url| matches!(url.scheme(), "http" | "https"))
-            .ok_or_else(|| {
-                let shown = scrub_text(&config.base_url, config.api_key.as_ref());
-                ProviderError::Unreachable(format!("the base URL `{shown}` is not an http(s) URL"))
-            })?;
+        let endpoint = endpoint_url(&config.base_url, &config.shape.query).ok_or_else(|| {
+            let shown = scrub_text(&config.base_url, config.api_key.as_ref());
+            ProviderError::Unreachable(format!("the base URL `{shown}` is not an http(s) URL"))
+        })?;
+        let headers = request_headers(&config.shape, config.api_key.as_ref())?;
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .user_agent(concat!("heron/", env!("CARGO_PKG_VERSION")))
@@ -121,7 +128,7 @@ impl OpenAiProvider {
             .map_err(|error| {
                 ProviderError::Unreachable(scrub_text(&describe(error), config.api_key.as_ref()))
             })?;
-        Ok(Self { shared: Arc::new(Shared { client, endpoint, config }) })
+        Ok(Self { shared: Arc::new(Shared { client, endpoint, headers, config }) })
     }
 
     /// Where requests go.
@@ -157,7 +164,7 @@ impl Failure {
 
 impl Shared {
     async fn run(&self, request: &ModelRequest, emit: &Emitter) -> Result<(), ProviderError> {
-        let body = serde_json::to_vec(&wire::request_body(request))
+        let body = serde_json::to_vec(&wire::request_body(request, &self.config.shape))
             .map_err(|error| ProviderError::Protocol(format!("cannot encode the request: {error}")))?;
         let body = Bytes::from(body);
         let mut number = 1;
@@ -184,16 +191,13 @@ impl Shared {
 
     /// Sends the request once and streams its events.
     async fn attempt(&self, body: Bytes, emit: &Emitter) -> Result<(), Failure> {
-        let mut builder = self
+        let builder = self
             .client
             .post(self.endpoint.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream")
+            .headers(self.headers.clone())
             .body(body);
-        if let Some(key) = self.config.api_key.as_ref().filter(|key| !key.is_empty()) {
-            // `bearer_auth` marks the header sensitive, so it is never printed either.
-            builder = builder.bearer_auth(key.expose());
-        }
         let response = match timeout(self.config.request_timeout, builder.send()).await {
             Err(_) => return Err(Failure::fatal(self.timeout())),
             Ok(Err(error)) => return Err(send_failure(error)),
@@ -272,12 +276,12 @@ impl Shared {
 /// Folds the pending payloads into the assembler and emits what they complete.
 async fn feed(
     assembler: &mut ChunkAssembler,
-    payloads: &mut Vec<String>,
+    payloads: &mut Vec<Payload>,
     emit: &Emitter,
 ) -> Result<Progress, Failure> {
     let mut events = Vec::new();
     for payload in payloads.drain(..) {
-        let progress = assembler.push(&payload, &mut events).map_err(Failure::fatal)?;
+        let progress = assembler.push_payload(&payload, &mut events).map_err(Failure::fatal)?;
         for event in events.drain(..) {
             emit.emit(event).await;
         }
@@ -295,6 +299,56 @@ async fn finish(assembler: ChunkAssembler, emit: &Emitter) -> Result<(), Failure
         emit.emit(event).await;
     }
     Ok(())
+}
+
+/// `{base_url}/chat/completions`, with the base URL's query kept and `query` merged into
+/// it (a configured parameter replaces one of the same name). A base URL that already ends
+/// in `/chat/completions` is taken as the endpoint itself.
+fn endpoint_url(base_url: &str, query: &[(String, String)]) -> Option<Url> {
+    let mut url = Url::parse(base_url.trim()).ok().filter(|url| matches!(url.scheme(), "http" | "https"))?;
+    let full = url.path().trim_end_matches('/').ends_with("/chat/completions");
+    if !full {
+        url.path_segments_mut().ok()?.pop_if_empty().extend(["chat", "completions"]);
+    }
+    if !query.is_empty() {
+        let kept: Vec<(String, String)> = url
+            .query_pairs()
+            .filter(|(name, _)| !query.iter().any(|(set, _)| set == name))
+            .map(|(name, value)| (name.into_owned(), value.into_owned()))
+            .collect();
+        url.query_pairs_mut().clear().extend_pairs(kept).extend_pairs(query);
+    }
+    Some(url)
+}
+
+/// The configured headers, then the key: as `Authorization: Bearer` by default, or as it
+/// is under the shape's `key_header`. The key's value is marked sensitive, so it is never
+/// printed. A name or value that is not a valid header is refused by name only.
+fn request_headers(shape: &RequestShape, key: Option<&Secret>) -> Result<HeaderMap, ProviderError> {
+    let mut headers = HeaderMap::new();
+    for (name, value) in &shape.headers {
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ProviderError::Unreachable(format!("`{name}` is not a valid header name")))?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| ProviderError::Unreachable(format!("the value of header `{name}` is not valid")))?;
+        headers.insert(header, value);
+    }
+    let Some(key) = key.filter(|key| !key.is_empty()) else { return Ok(headers) };
+    let (name, value) = match shape.key_header.as_deref().filter(|h| !h.eq_ignore_ascii_case("authorization"))
+    {
+        None => (AUTHORIZATION, format!("Bearer {}", key.expose())),
+        Some(name) => {
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                ProviderError::Unreachable(format!("key_header `{name}` is not a valid header name"))
+            })?;
+            (header, key.expose().to_owned())
+        }
+    };
+    let mut value = HeaderValue::from_str(&value)
+        .map_err(|_| ProviderError::Unreachable("the api key is not a valid header value".to_owned()))?;
+    value.set_sensitive(true);
+    headers.insert(name, value);
+    Ok(headers)
 }
 
 /// A failure to send the request: worth another try unless the request itself was bad.
@@ -383,6 +437,37 @@ mod tests {
         assert!(matches!(refused, Err(ProviderError::Unreachable(_))));
         let trimmed = OpenAiProvider::new(OpenAiConfig::new("http://localhost:1234/v1/")).expect("valid");
         assert_eq!(trimmed.endpoint(), "http://localhost:1234/v1/chat/completions");
+    }
+
+    #[test]
+    fn a_query_in_the_base_url_stays_a_query_and_configured_parameters_merge() {
+        let azure = "https://r.openai.azure.com/openai/deployments/gpt/?api-version=2024-10-21";
+        assert_eq!(
+            endpoint_url(azure, &[]).expect("valid").as_str(),
+            "https://r.openai.azure.com/openai/deployments/gpt/chat/completions?api-version=2024-10-21"
+        );
+        let query = [("api-version".to_owned(), "2025-01-01".to_owned()), ("x".to_owned(), "a b".to_owned())];
+        let merged = endpoint_url("https://h/v1?keep=1&api-version=old", &query).expect("valid");
+        assert_eq!(merged.as_str(), "https://h/v1/chat/completions?keep=1&api-version=2025-01-01&x=a+b");
+        let full = endpoint_url("http://h:1/v1/chat/completions", &[]).expect("valid");
+        assert_eq!(full.as_str(), "http://h:1/v1/chat/completions");
+    }
+
+    #[test]
+    fn the_key_goes_in_the_configured_header_marked_sensitive() {
+        let key = Secret::new("sk-abc");
+        let bearer = request_headers(&RequestShape::default(), Some(&key)).expect("valid");
+        assert_eq!(bearer.get(AUTHORIZATION).map(|v| v.is_sensitive()), Some(true));
+        let shape = RequestShape {
+            key_header: Some("api-key".into()),
+            headers: vec![("X-Title".into(), "heron".into())],
+            ..RequestShape::default()
+        };
+        let azure = request_headers(&shape, Some(&key)).expect("valid");
+        assert_eq!(azure.get("api-key").and_then(|v| v.to_str().ok()), Some("sk-abc"));
+        assert!(azure.get(AUTHORIZATION).is_none() && azure.get("x-title").is_some());
+        let bad = RequestShape { headers: vec![("bad name".into(), "v".into())], ..RequestShape::default() };
+        assert!(request_headers(&bad, None).is_err());
     }
 
     #[test]

@@ -185,6 +185,7 @@ impl Providers {
                     connect_timeout: Duration::from_secs(10),
                     max_retries: config.max_retries.unwrap_or(3),
                     retry_base_delay: Duration::from_millis(500),
+                    shape: config.request_shape(),
                 })?;
                 Ok(Arc::new(provider))
             }

@@ -30,6 +30,10 @@ pub enum Event {
         message_id: String,
         /// The text.
         text: String,
+        /// Structured reasoning the server wants back verbatim (OpenRouter's
+        /// `reasoning_details`), on the first piece of the thought only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<Value>,
     },
     /// A tool call as the model asked for it.
     ToolCall {

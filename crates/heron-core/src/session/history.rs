@@ -3,7 +3,9 @@
 //! A model response is stored as its thought, its message and its tool calls, then the
 //! tool results; tool calls that follow a message (with no result between) belong to it.
 //! A call whose result never came (a crash, a cancel) gets a synthetic result, since
-//! providers reject a tool call left unanswered.
+//! providers reject a tool call left unanswered. A thought belongs to the assistant message
+//! that follows it, so that servers which want reasoning back (DeepSeek, OpenRouter) get
+//! it with that message; the provider decides whether to send it.
 //!
 //! Images live on disk (`.heron/attachments`); [`Images`] reads each once, off the async
 //! threads, and keeps it for the session's later requests.
@@ -13,7 +15,7 @@ use std::collections::HashMap;
 use base64::Engine as _;
 
 use super::event::Event;
-use crate::llm::{ChatMessage, ToolCallRequest, UserPart};
+use crate::llm::{ChatMessage, Reasoning, ToolCallRequest, UserPart};
 use crate::types::UserContent;
 
 /// The images a session's history refers to, base64-encoded, read once each. An image that
@@ -105,6 +107,8 @@ pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<Cha
     let mut assistant_open = false;
     // The id of the message the last event was a piece of: a long message is stored in pieces.
     let mut last_piece: Option<&str> = None;
+    // The thought waiting for the assistant message it precedes.
+    let mut thought: Option<Reasoning> = None;
 
     let close = |out: &mut Vec<ChatMessage>, open_calls: &mut Vec<String>| {
         for call_id in open_calls.drain(..) {
@@ -118,11 +122,13 @@ pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<Cha
             Event::UserMessage { content, .. } => {
                 close(&mut out, &mut open_calls);
                 assistant_open = false;
+                thought = None;
                 out.push(ChatMessage::User { parts: user_parts(content, images) });
             }
             Event::GoalContinuation { text, .. } => {
                 close(&mut out, &mut open_calls);
                 assistant_open = false;
+                thought = None;
                 out.push(ChatMessage::User { parts: vec![UserPart::Text { text: text.clone() }] });
             }
             Event::AgentMessage { message_id, text } => {
@@ -134,13 +140,21 @@ pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<Cha
                     continue;
                 }
                 close(&mut out, &mut open_calls);
-                out.push(ChatMessage::Assistant { text: text.clone(), tool_calls: Vec::new() });
+                out.push(ChatMessage::Assistant {
+                    text: text.clone(),
+                    tool_calls: Vec::new(),
+                    reasoning: thought.take(),
+                });
                 assistant_open = true;
             }
             Event::ToolCall { call_id, name, arguments, .. } => {
                 if !assistant_open {
                     close(&mut out, &mut open_calls);
-                    out.push(ChatMessage::Assistant { text: String::new(), tool_calls: Vec::new() });
+                    out.push(ChatMessage::Assistant {
+                        text: String::new(),
+                        tool_calls: Vec::new(),
+                        reasoning: thought.take(),
+                    });
                     assistant_open = true;
                 }
                 if let Some(ChatMessage::Assistant { tool_calls, .. }) = out.last_mut() {
@@ -159,10 +173,18 @@ pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<Cha
                     out.push(ChatMessage::Tool { call_id: call_id.clone(), content: for_model.clone() });
                 }
             }
-            Event::AgentThought { .. } | Event::Plan { .. } => {}
+            Event::AgentThought { message_id, text, details } => {
+                last_piece = Some(message_id);
+                match &mut thought {
+                    Some(joined) if piece_of == Some(message_id.as_str()) => joined.text.push_str(text),
+                    _ => thought = Some(Reasoning { text: text.clone(), details: details.clone() }),
+                }
+            }
+            Event::Plan { .. } => {}
             Event::TurnEnded { .. } => {
                 close(&mut out, &mut open_calls);
                 assistant_open = false;
+                thought = None;
             }
         }
     }
@@ -262,6 +284,28 @@ mod tests {
         let ChatMessage::Assistant { tool_calls, .. } = &messages[2] else { panic!("{messages:?}") };
         assert_eq!(tool_calls.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["1", "2"]);
         assert_eq!(messages[4], ChatMessage::Tool { call_id: "2".into(), content: "result 2".into() });
+    }
+
+    #[test]
+    fn a_thought_in_pieces_goes_with_the_calls_that_follow_it() {
+        let thought =
+            |text: &str, details| Event::AgentThought { message_id: "t".into(), text: text.into(), details };
+        let events = vec![
+            Event::UserMessage { message_id: "u".into(), content: vec![] },
+            thought("I should ", Some(serde_json::json!([{ "type": "reasoning.text" }]))),
+            thought("read it.", None),
+            call("1"),
+            result("1"),
+            Event::AgentMessage { message_id: "a".into(), text: "done".into() },
+        ];
+        let messages = chat_messages("sys", &events, &Images::default());
+        let ChatMessage::Assistant { reasoning: Some(reasoning), tool_calls, .. } = &messages[2] else {
+            panic!("{messages:?}")
+        };
+        assert_eq!(tool_calls.len(), 1);
+        assert_eq!(reasoning.text, "I should read it.");
+        assert_eq!(reasoning.details, Some(serde_json::json!([{ "type": "reasoning.text" }])));
+        assert!(matches!(&messages[4], ChatMessage::Assistant { reasoning: None, .. }), "{messages:?}");
     }
 
     #[test]

@@ -125,6 +125,7 @@ impl Turn {
         let mut message = Draft::new(self);
         let mut thought = Draft::new(self);
         let mut calls: Vec<ToolCallRequest> = Vec::new();
+        let mut details = None;
         let mut finish = None;
         let mut cancelled = false;
         let mut capped = false;
@@ -145,6 +146,7 @@ impl Turn {
                     message = Draft::new(self);
                     thought = Draft::new(self);
                     calls.clear();
+                    details = None;
                 }
                 ModelEvent::Attempt { .. } => {}
                 ModelEvent::TextDelta { text } => {
@@ -162,6 +164,7 @@ impl Turn {
                     }
                 }
                 ModelEvent::ToolCall { call } => calls.push(call),
+                ModelEvent::ReasoningDetails { details: sent } => details = Some(sent),
                 ModelEvent::Usage { usage } => {
                     usage_seen = true;
                     self.report_usage(usage);
@@ -184,8 +187,14 @@ impl Turn {
                 .await
                 .map_err(|e| TurnError::Store(e.to_string()))?;
         }
+        // Structured reasoning rides on the thought's first piece, or on a thought of its
+        // own when the server sent no reasoning text (encrypted reasoning).
+        if thought.pieces.is_empty() && details.is_some() {
+            thought.pieces.push(String::new());
+        }
         for text in thought.pieces {
-            self.record(Event::AgentThought { message_id: thought.id.clone(), text }).await?;
+            let details = details.take();
+            self.record(Event::AgentThought { message_id: thought.id.clone(), text, details }).await?;
         }
         for text in message.pieces {
             self.record(Event::AgentMessage { message_id: message.id.clone(), text }).await?;

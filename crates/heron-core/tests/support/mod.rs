@@ -1,6 +1,8 @@
 //! A scriptable stand-in for the editor side of a session, for the tool tests: it records
 //! every call, serves an in-memory buffer map and fake terminals, and answers questions.
 
+pub mod server_mock;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -1,9 +1,11 @@
 //! A push decoder for server-sent events: feed it bytes as they arrive and it hands back
-//! the `data` of each complete event. Where the bytes are split never changes the result.
+//! each complete event's payload. Where the bytes are split never changes the result.
 //!
 //! Only what model endpoints use is kept: `data` fields (several lines join with `\n`),
-//! comments (`:` lines, used as keep-alives) and the blank line that ends an event. Lines
-//! end with `\n` or `\r\n`; other fields are ignored.
+//! the `event` name (only `error` matters), a bare `error` field (llama.cpp sends
+//! `error: {...}` at HTTP 200 when generation fails), comments (`:` lines, used as
+//! keep-alives) and the blank line that ends an event. Lines end with `\n` or `\r\n`;
+//! other fields are ignored.
 
 /// The most bytes one event may buffer; a stream past it is malformed, not a bigger model.
 const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
@@ -11,6 +13,16 @@ const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 /// The event stream grew an event past [`MAX_EVENT_BYTES`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct EventTooLarge;
+
+/// One complete event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Payload {
+    /// A `data` payload: a JSON chunk or `[DONE]`.
+    Data(String),
+    /// The server says the stream failed: the text of an `event: error` event's data or of
+    /// a bare `error` field.
+    Error(String),
+}
 
 /// Decodes server-sent events from a byte stream.
 #[derive(Debug, Default)]
@@ -21,11 +33,13 @@ pub(crate) struct SseDecoder {
     data: String,
     /// Whether the current event has a `data` field (an empty one counts).
     has_data: bool,
+    /// Whether the current event is named `error` or carries a bare `error` field.
+    is_error: bool,
 }
 
 impl SseDecoder {
     /// Feeds `bytes`, pushing the data of each event they complete onto `out`.
-    pub(crate) fn push(&mut self, bytes: &[u8], out: &mut Vec<String>) -> Result<(), EventTooLarge> {
+    pub(crate) fn push(&mut self, bytes: &[u8], out: &mut Vec<Payload>) -> Result<(), EventTooLarge> {
         let mut rest = bytes;
         while let Some(end) = rest.iter().position(|&b| b == b'\n') {
             self.line.extend_from_slice(&rest[..end]);
@@ -41,14 +55,14 @@ impl SseDecoder {
 
     /// Ends the stream: an event cut off without its blank line still counts, because
     /// some servers close right after their last `data` line.
-    pub(crate) fn finish(&mut self, out: &mut Vec<String>) {
+    pub(crate) fn finish(&mut self, out: &mut Vec<Payload>) {
         if !self.line.is_empty() {
             self.end_line(out);
         }
         self.dispatch(out);
     }
 
-    fn end_line(&mut self, out: &mut Vec<String>) {
+    fn end_line(&mut self, out: &mut Vec<Payload>) {
         let mut line = std::mem::take(&mut self.line);
         if line.last() == Some(&b'\r') {
             line.pop();
@@ -67,7 +81,17 @@ impl SseDecoder {
             }
             None => (&line[..], &[][..]),
         };
-        if field == b"data" {
+        if field == b"event" {
+            self.is_error = value == b"error";
+        } else if field == b"error" {
+            // A bare `error` field is an error event of its own, whatever the event name.
+            self.is_error = true;
+            if self.has_data {
+                self.data.push('\n');
+            }
+            self.data.push_str(&String::from_utf8_lossy(value));
+            self.has_data = true;
+        } else if field == b"data" {
             if self.has_data {
                 self.data.push('\n');
             }
@@ -80,11 +104,15 @@ impl SseDecoder {
         self.line.clear();
     }
 
-    fn dispatch(&mut self, out: &mut Vec<String>) {
-        if self.has_data {
-            out.push(std::mem::take(&mut self.data));
-            self.has_data = false;
+    fn dispatch(&mut self, out: &mut Vec<Payload>) {
+        let data = std::mem::take(&mut self.data);
+        if self.is_error {
+            out.push(Payload::Error(data));
+        } else if self.has_data {
+            out.push(Payload::Data(data));
         }
+        self.has_data = false;
+        self.is_error = false;
     }
 }
 
@@ -93,6 +121,16 @@ mod tests {
     use super::*;
 
     fn decode_in_pieces(bytes: &[u8], piece: usize) -> Vec<String> {
+        decode_payloads(bytes, piece)
+            .into_iter()
+            .map(|payload| match payload {
+                Payload::Data(data) => data,
+                Payload::Error(error) => format!("error: {error}"),
+            })
+            .collect()
+    }
+
+    fn decode_payloads(bytes: &[u8], piece: usize) -> Vec<Payload> {
         let mut decoder = SseDecoder::default();
         let mut out = Vec::new();
         for chunk in bytes.chunks(piece.max(1)) {
@@ -121,6 +159,23 @@ mod tests {
         for piece in 1..stream.len() {
             assert_eq!(decode_in_pieces(stream, piece), whole, "pieces of {piece}");
         }
+    }
+
+    #[test]
+    fn error_events_and_bare_error_fields_are_errors() {
+        let stream = b"event: error\r\ndata: {\"message\":\"boom\"}\r\n\r\nerror: {\"code\":500}\n\nevent: message\ndata: ok\n\n";
+        assert_eq!(
+            decode_in_pieces(stream, 1000),
+            ["error: {\"message\":\"boom\"}", "error: {\"code\":500}", "ok"]
+        );
+        // An error event without data still fails the stream.
+        assert_eq!(decode_payloads(b"event: error\n\n", 3), [Payload::Error(String::new())]);
+    }
+
+    #[test]
+    fn comments_and_crlf_line_ends_are_tolerated() {
+        let stream = b": ping\r\n\r\n:\r\ndata: a\r\n\r\n: ping - 2024\n\n";
+        assert_eq!(decode_in_pieces(stream, 2), ["a"]);
     }
 
     #[test]

@@ -1,0 +1,149 @@
+//! Per-server request shaping: what each OpenAI-compatible server accepts differs (Mistral
+//! refuses unknown fields with 422, Azure wants its key in `api-key`, DeepSeek wants its
+//! reasoning back), so a provider carries a [`RequestShape`], preset by its [`Flavor`] and
+//! overridden key by key from `config.toml`.
+
+use serde::Deserialize;
+
+/// The server family a provider talks to, which presets its [`RequestShape`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Flavor {
+    /// OpenAI itself.
+    Openai,
+    /// Azure OpenAI deployments.
+    Azure,
+    /// Mistral's La Plateforme.
+    Mistral,
+    /// DeepSeek.
+    Deepseek,
+    /// OpenRouter.
+    Openrouter,
+    /// Ollama's OpenAI-compatible endpoint.
+    Ollama,
+    /// llama.cpp's `llama-server`.
+    Llamacpp,
+}
+
+/// Which field carries the answer's token limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensField {
+    /// `max_tokens`: what most compatible servers read (Mistral refuses the other).
+    #[default]
+    MaxTokens,
+    /// `max_completion_tokens`: what OpenAI's reasoning models require.
+    MaxCompletionTokens,
+}
+
+/// How an assistant message's reasoning is passed back in later requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningField {
+    /// Not at all (Mistral refuses reasoning fields in messages).
+    #[default]
+    None,
+    /// As `reasoning_content` text (DeepSeek's thinking mode fails tool turns without it).
+    ReasoningContent,
+    /// As the `reasoning_details` array the server sent (OpenRouter, for Gemini and
+    /// Anthropic models whose signed reasoning must come back).
+    ReasoningDetails,
+}
+
+/// What a provider's requests look like beyond the common body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestShape {
+    /// Whether `stream_options: {include_usage: true}` is sent.
+    pub stream_options: bool,
+    /// The token limit's field.
+    pub max_tokens_field: MaxTokensField,
+    /// How reasoning goes back.
+    pub reasoning_field: ReasoningField,
+    /// The header carrying the key as it is; `None` sends `Authorization: Bearer KEY`.
+    pub key_header: Option<String>,
+    /// Extra headers, sent with every request.
+    pub headers: Vec<(String, String)>,
+    /// Query parameters added to the endpoint, replacing those of the same name in the
+    /// base URL.
+    pub query: Vec<(String, String)>,
+}
+
+impl Default for RequestShape {
+    /// What an unknown compatible server (vLLM, LM Studio, ...) gets: the common body.
+    fn default() -> Self {
+        Self {
+            stream_options: true,
+            max_tokens_field: MaxTokensField::MaxTokens,
+            reasoning_field: ReasoningField::None,
+            key_header: None,
+            headers: Vec::new(),
+            query: Vec::new(),
+        }
+    }
+}
+
+impl Flavor {
+    /// The flavor a base URL's host names unambiguously, if any.
+    pub fn detect(base_url: &str) -> Option<Flavor> {
+        let url = reqwest::Url::parse(base_url.trim()).ok()?;
+        let host = url.host_str()?.to_ascii_lowercase();
+        let flavor = match host.as_str() {
+            "api.openai.com" => Flavor::Openai,
+            "api.mistral.ai" => Flavor::Mistral,
+            "api.deepseek.com" => Flavor::Deepseek,
+            "openrouter.ai" => Flavor::Openrouter,
+            _ if host.ends_with(".openai.azure.com") || host.ends_with(".cognitiveservices.azure.com") => {
+                Flavor::Azure
+            }
+            // Ollama's default port; llama.cpp's (8080) is shared by too much to tell.
+            _ if url.port() == Some(11434) => Flavor::Ollama,
+            _ => return None,
+        };
+        Some(flavor)
+    }
+
+    /// The preset shape of this flavor.
+    pub fn shape(self) -> RequestShape {
+        let common = RequestShape::default();
+        match self {
+            Flavor::Openai => {
+                RequestShape { max_tokens_field: MaxTokensField::MaxCompletionTokens, ..common }
+            }
+            Flavor::Azure => RequestShape {
+                max_tokens_field: MaxTokensField::MaxCompletionTokens,
+                key_header: Some("api-key".to_owned()),
+                ..common
+            },
+            // Mistral answers 422 `extra_forbidden` to `stream_options`.
+            Flavor::Mistral => RequestShape { stream_options: false, ..common },
+            Flavor::Deepseek => RequestShape { reasoning_field: ReasoningField::ReasoningContent, ..common },
+            Flavor::Openrouter => {
+                RequestShape { reasoning_field: ReasoningField::ReasoningDetails, ..common }
+            }
+            Flavor::Ollama | Flavor::Llamacpp => common,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_that_name_their_server_are_detected_and_others_are_not() {
+        let cases = [
+            ("https://api.openai.com/v1", Some(Flavor::Openai)),
+            ("https://res.openai.azure.com/openai/deployments/d?api-version=2024-10-21", Some(Flavor::Azure)),
+            ("https://api.mistral.ai/v1", Some(Flavor::Mistral)),
+            ("https://api.deepseek.com", Some(Flavor::Deepseek)),
+            ("https://openrouter.ai/api/v1", Some(Flavor::Openrouter)),
+            ("http://localhost:11434/v1", Some(Flavor::Ollama)),
+            ("http://127.0.0.1:8080/v1", None),
+            ("https://mistral.ai.example.com/v1", None),
+            ("not a url", None),
+        ];
+        for (url, flavor) in cases {
+            assert_eq!(Flavor::detect(url), flavor, "{url}");
+        }
+    }
+}

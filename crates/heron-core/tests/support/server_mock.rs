@@ -1,0 +1,145 @@
+//! A loopback HTTP/1.1 server that plays one model server: every request is recorded and
+//! handed to a function that checks the shape that server requires and answers as it
+//! would (an SSE body, or an error status with that server's error body). Shared by the
+//! engine tests and the binary's tests.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// `POST /path?query HTTP/1.1`.
+    pub request_line: String,
+    /// Header names lowercased.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body (`null` when it was not JSON).
+    pub body: Value,
+}
+
+impl Seen {
+    /// The value of header `name` (lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The request's path and query.
+    pub fn target(&self) -> &str {
+        self.request_line.split(' ').nth(1).unwrap_or("")
+    }
+
+    /// The messages of the body.
+    pub fn messages(&self) -> &[Value] {
+        self.body["messages"].as_array().map_or(&[], Vec::as_slice)
+    }
+}
+
+/// What the server answers.
+pub enum Answer {
+    /// 200 with this `text/event-stream` body, exactly as written.
+    Stream(String),
+    /// An error status with this body.
+    Status(u16, String),
+}
+
+/// A running mock: its address and what it saw.
+pub struct MockServer {
+    /// `http://127.0.0.1:PORT`.
+    pub origin: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl MockServer {
+    /// Starts a server answering request n (from 0) with `answer(n, &request)`.
+    pub fn start(answer: impl Fn(usize, &Seen) -> Answer + Send + Sync + 'static) -> MockServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let origin = format!("http://{}", listener.local_addr().expect("addr"));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let recorded = Arc::clone(&seen);
+        let answer = Arc::new(answer);
+        std::thread::spawn(move || {
+            for socket in listener.incoming() {
+                let Ok(socket) = socket else { return };
+                let (recorded, answer) = (Arc::clone(&recorded), Arc::clone(&answer));
+                std::thread::spawn(move || serve(socket, &recorded, &*answer));
+            }
+        });
+        MockServer { origin, seen }
+    }
+
+    /// Every request so far, in order.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().expect("lock").clone()
+    }
+}
+
+fn serve(
+    mut socket: TcpStream,
+    recorded: &Mutex<Vec<Seen>>,
+    answer: &(dyn Fn(usize, &Seen) -> Answer + Sync),
+) {
+    let Some(request) = read_request(&mut socket) else { return };
+    let number = {
+        let mut all = recorded.lock().expect("lock");
+        all.push(request.clone());
+        all.len() - 1
+    };
+    let (status, kind, body) = match answer(number, &request) {
+        Answer::Stream(body) => (200, "text/event-stream", body),
+        Answer::Status(status, body) => (status, "application/json", body),
+    };
+    let head = format!(
+        "HTTP/1.1 {status} Answer\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = socket.write_all(head.as_bytes());
+    let _ = socket.write_all(body.as_bytes());
+    let _ = socket.flush();
+}
+
+fn read_request(socket: &mut TcpStream) -> Option<Seen> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 8192];
+    let head_end = loop {
+        if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        let n = socket.read(&mut buf).ok().filter(|&n| n > 0)?;
+        data.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next()?.to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize =
+        headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+    let mut body = data[head_end + 4..].to_vec();
+    while body.len() < length {
+        let n = socket.read(&mut buf).ok().filter(|&n| n > 0)?;
+        body.extend_from_slice(&buf[..n]);
+    }
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    Some(Seen { request_line, headers, body })
+}
+
+/// An SSE body of `data:` events for `chunks`, then `[DONE]`, with `\n` line ends.
+pub fn sse(chunks: &[Value]) -> String {
+    let mut body: String = chunks.iter().map(|chunk| format!("data: {chunk}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// The tool result message answering `call_id` in `request`, if any.
+pub fn tool_result<'a>(request: &'a Seen, call_id: &str) -> Option<&'a str> {
+    request
+        .messages()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .and_then(|m| m["content"].as_str())
+}
