@@ -60,7 +60,7 @@ impl Default for ConnectionOptions {
             max_line_bytes: DEFAULT_MAX_LINE,
             call_timeout: Some(Duration::from_secs(60)),
             write_queue: 1024,
-            write_queue_bytes: 4 * 1024 * 1024,
+            write_queue_bytes: 1024 * 1024,
             flush_timeout: Duration::from_secs(1),
             drain_timeout: Duration::from_millis(800),
             validator: None,
