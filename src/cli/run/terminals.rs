@@ -13,11 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::AsyncRead;
 use tokio::sync::watch;
 
 use heron_core::sandbox::{self, Policy};
 use heron_core::secret::{Secret, StreamRedactor};
+use heron_core::tools::streams::{OutputSink, collect_redacted, signal_name};
 use heron_protocol::error::RESOURCE_NOT_FOUND;
 use heron_protocol::{
     CreateTerminalRequest, CreateTerminalResponse, KillTerminalResponse, ReleaseTerminalResponse, RpcError,
@@ -61,7 +62,9 @@ impl Captured {
     fn new(limit: usize) -> Self {
         Self { bytes: VecDeque::new(), limit, truncated: false }
     }
+}
 
+impl OutputSink for Captured {
     fn push(&mut self, piece: &[u8]) {
         self.bytes.extend(piece);
         if self.bytes.len() > self.limit {
@@ -70,7 +73,9 @@ impl Captured {
             self.truncated = true;
         }
     }
+}
 
+impl Captured {
     /// The output as text of at most `limit` bytes, cut at a character boundary.
     fn text(&mut self) -> (String, bool) {
         let bytes = self.bytes.make_contiguous();
@@ -222,7 +227,11 @@ impl Terminals {
         .into_iter()
         .flatten()
         .map(|stream| {
-            tokio::spawn(collect(stream, StreamRedactor::new(self.secrets.iter()), Arc::clone(&output)))
+            tokio::spawn(collect_redacted(
+                stream,
+                StreamRedactor::new(self.secrets.iter()),
+                Arc::clone(&output),
+            ))
         })
         .collect();
         let (exited, exit) = watch::channel(None);
@@ -309,40 +318,6 @@ async fn wait(
         Err(_) => Exit { code: None, signal: None },
     };
     let _ = exited.send(Some(exit));
-}
-
-fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGTERM => "SIGTERM",
-        _ => return format!("signal {signal}"),
-    };
-    name.to_owned()
-}
-
-/// Reads one stream into `output`, redacted as it comes (each stream has its own redactor,
-/// so a key printed whole on one is caught however the two interleave).
-async fn collect(
-    mut stream: Box<dyn AsyncRead + Send + Unpin>,
-    mut redactor: StreamRedactor,
-    output: Arc<Mutex<Captured>>,
-) {
-    let mut buffer = vec![0u8; 16 * 1024];
-    while let Ok(n) = stream.read(&mut buffer).await {
-        if n == 0 {
-            break;
-        }
-        let shown = redactor.push_bytes(&buffer[..n]);
-        output.lock().unwrap_or_else(PoisonError::into_inner).push(&shown);
-    }
-    let rest = redactor.finish();
-    output.lock().unwrap_or_else(PoisonError::into_inner).push(rest.as_bytes());
 }
 
 #[cfg(test)]

@@ -8,9 +8,10 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::AsyncRead;
 use tokio_util::sync::CancellationToken;
 
+use super::streams::{OutputSink, collect_redacted, signal_name};
 use crate::sandbox::{self, Policy};
 use crate::secret::{Secret, StreamRedactor};
 
@@ -85,7 +86,7 @@ pub async fn run(
     ]
     .into_iter()
     .flatten()
-    .map(|stream| tokio::spawn(collect(stream, StreamRedactor::new(secrets), Arc::clone(&output))))
+    .map(|stream| tokio::spawn(collect_redacted(stream, StreamRedactor::new(secrets), Arc::clone(&output))))
     .collect();
 
     let ending = tokio::select! {
@@ -120,41 +121,6 @@ fn exit_ending(status: std::process::ExitStatus) -> Ending {
         (None, Some(signal)) => Ending::Signalled(signal_name(signal)),
         (None, None) => Ending::Exited(-1),
     }
-}
-
-fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGTERM => "SIGTERM",
-        _ => return format!("signal {signal}"),
-    };
-    name.to_owned()
-}
-
-/// Reads one stream into `output`, redacted as it comes. Each stream has its own redactor,
-/// so a key the command prints whole on one of them is caught however the reads of stdout
-/// and stderr interleave.
-async fn collect(
-    mut stream: Box<dyn AsyncRead + Send + Unpin>,
-    mut redactor: StreamRedactor,
-    output: Arc<Mutex<CappedOutput>>,
-) {
-    let mut buffer = vec![0u8; 16 * 1024];
-    while let Ok(n) = stream.read(&mut buffer).await {
-        if n == 0 {
-            break;
-        }
-        let shown = redactor.push_bytes(&buffer[..n]);
-        output.lock().unwrap_or_else(PoisonError::into_inner).push(&shown);
-    }
-    let rest = redactor.finish();
-    output.lock().unwrap_or_else(PoisonError::into_inner).push(rest.as_bytes());
 }
 
 /// A process group killed when dropped (and when asked).
@@ -193,7 +159,9 @@ impl CappedOutput {
         let half = cap / 2;
         Self { head: Vec::new(), tail: VecDeque::new(), half, dropped: 0 }
     }
+}
 
+impl OutputSink for CappedOutput {
     fn push(&mut self, mut bytes: &[u8]) {
         let room = self.half.saturating_sub(self.head.len());
         let (front, rest) = bytes.split_at(room.min(bytes.len()));
@@ -206,7 +174,9 @@ impl CappedOutput {
             self.dropped += excess;
         }
     }
+}
 
+impl CappedOutput {
     fn render(&self) -> String {
         let mut text = String::from_utf8_lossy(&self.head).into_owned();
         if self.dropped > 0 {

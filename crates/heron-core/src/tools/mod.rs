@@ -17,6 +17,7 @@ pub mod question;
 pub mod read_file;
 pub mod roots;
 pub mod run_command;
+pub mod streams;
 mod text;
 pub mod todo;
 mod walk;
