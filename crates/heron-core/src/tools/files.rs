@@ -47,6 +47,27 @@ impl PlannedChange {
         }
     }
 
+    /// `prepared`, now showing this change (scrubbed of keys) and carrying it to the run.
+    pub(crate) fn shown_in(self, mut prepared: super::Prepared, env: &ToolEnv) -> super::Prepared {
+        prepared.content = vec![self.diff()];
+        super::call::scrub_outputs(env, &mut prepared.content);
+        prepared.planned = Some(self);
+        prepared
+    }
+
+    /// The change a write makes: the one its preview showed, if the file still holds what
+    /// it was shown against; else (no preview ran) the one `fresh` works out now.
+    pub(crate) async fn to_make(
+        previewed: Option<PlannedChange>,
+        env: &ToolEnv,
+        fresh: impl std::future::Future<Output = Result<PlannedChange, String>>,
+    ) -> Result<PlannedChange, String> {
+        match previewed {
+            Some(planned) => planned.still_current(env).await.map(|()| planned),
+            None => fresh.await,
+        }
+    }
+
     /// Fails unless the file still holds what the user was shown the change against.
     pub(crate) async fn still_current(&self, env: &ToolEnv) -> Result<(), String> {
         let now = read_for_change(env, &self.path).await?;

@@ -59,13 +59,10 @@ impl Tool for WriteFile {
         })
     }
 
-    fn preview(&self, mut prepared: Prepared, env: ToolEnv) -> BoxFuture<Result<Prepared, String>> {
+    fn preview(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Result<Prepared, String>> {
         Box::pin(async move {
             let planned = plan(&prepared, &env).await?;
-            prepared.content = vec![planned.diff()];
-            call::scrub_outputs(&env, &mut prepared.content);
-            prepared.planned = Some(planned);
-            Ok(prepared)
+            Ok(planned.shown_in(prepared, &env))
         })
     }
 
@@ -97,17 +94,12 @@ async fn plan(prepared: &Prepared, env: &ToolEnv) -> Result<PlannedChange, Strin
     Ok(PlannedChange { path, loaded, new_text: content, notes })
 }
 
-async fn write(prepared: Prepared, env: &ToolEnv) -> Outcome {
+async fn write(mut prepared: Prepared, env: &ToolEnv) -> Outcome {
     // A previewed write makes the change the user saw, if the file is still as it was then.
-    let planned = match prepared.planned {
-        Some(planned) => match planned.still_current(env).await {
-            Ok(()) => planned,
-            Err(message) => return Outcome::failed(message),
-        },
-        None => match plan(&prepared, env).await {
-            Ok(planned) => planned,
-            Err(message) => return Outcome::failed(message),
-        },
+    let previewed = prepared.planned.take();
+    let planned = match PlannedChange::to_make(previewed, env, plan(&prepared, env)).await {
+        Ok(planned) => planned,
+        Err(message) => return Outcome::failed(message),
     };
     let PlannedChange { path, loaded, new_text: content, mut notes } = planned;
     match files::write(env, &path, &loaded, &content).await {
