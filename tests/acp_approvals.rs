@@ -4,7 +4,9 @@
 
 use serde_json::{Value, json};
 
-use crate::acp_tools::{final_status, new_session, prompt_answering, requests, select, start, written};
+use crate::acp_tools::{
+    final_status, new_session, prompt_answering, prompt_replying, requests, select, start, written,
+};
 use crate::support::{self, update_kind};
 
 /// One `edit_file` call on `notes.txt`, then a closing message.
@@ -142,21 +144,10 @@ async fn editor_write_fails_with(error: Value) {
     let mut editor = start(script, "", args);
     let sid =
         new_session(&mut editor, json!({ "fs": { "readTextFile": true, "writeTextFile": true } })).await;
-    let id = json!("p");
-    let prompt = json!({ "sessionId": sid, "prompt": [{ "type": "text", "text": "go" }] });
-    editor.send_request(id.clone(), "session/prompt", prompt).await;
-    let mut seen = Vec::new();
-    loop {
-        let message = editor.recv_within(std::time::Duration::from_secs(5)).await;
-        if message.get("id") == Some(&id) && message.get("method").is_none() {
-            break;
-        }
-        if message["method"] == "fs/write_text_file" {
-            let error = error.clone();
-            editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "error": error })).await;
-        }
-        seen.push(message);
-    }
+    let (seen, _) = prompt_replying(&mut editor, &sid, |request| {
+        (request["method"] == "fs/write_text_file").then(|| json!({ "error": error.clone() }))
+    })
+    .await;
     assert_eq!(final_status(&seen).as_deref(), Some("failed"));
     let said = serde_json::to_string(&seen).expect("json");
     assert!(said.contains("disk full (client says)"), "{said}");

@@ -28,17 +28,7 @@ fn a_finished_tool_call_survives_kill_9_mid_turn() {
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let mut next =
         || -> Value { serde_json::from_str(&lines.next().expect("a line").expect("read")).expect("json") };
-    send(&mut child, json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}));
-    assert_eq!(next()["id"], 1);
-    send(
-        &mut child,
-        json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":dirs.ws(),"mcpServers":[]}}),
-    );
-    let sid = next()["result"]["sessionId"].as_str().expect("session").to_owned();
-    send(
-        &mut child,
-        json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":sid,"prompt":[{"type":"text","text":"go"}]}}),
-    );
+    let sid = start_turn(&mut child, &mut next, &dirs.ws());
     // Wait until the editor has seen the tool call finish and the next answer start.
     loop {
         let message = next();
@@ -236,20 +226,7 @@ fn kill_9_during_a_write_leaves_the_old_file_or_the_new_one() {
         let mut next = || -> Value {
             serde_json::from_str(&lines.next().expect("a line").expect("read")).expect("json")
         };
-        send(
-            &mut child,
-            json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}),
-        );
-        assert_eq!(next()["id"], 1);
-        send(
-            &mut child,
-            json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":dirs.ws(),"mcpServers":[]}}),
-        );
-        let sid = next()["result"]["sessionId"].as_str().expect("session").to_owned();
-        send(
-            &mut child,
-            json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":sid,"prompt":[{"type":"text","text":"go"}]}}),
-        );
+        start_turn(&mut child, &mut next, &dirs.ws());
         // The call is about to run once it is announced.
         while next()["params"]["update"]["sessionUpdate"] != "tool_call" {}
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
@@ -264,4 +241,15 @@ fn kill_9_during_a_write_leaves_the_old_file_or_the_new_one() {
         }
     }
     eprintln!("killed before the rename {} times, after it {} times", outcomes.0, outcomes.1);
+}
+
+/// Initializes, opens a session in `ws` and prompts it with "go"; the session's id.
+fn start_turn(child: &mut std::process::Child, next: &mut impl FnMut() -> Value, ws: &str) -> String {
+    send(child, json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}));
+    assert_eq!(next()["id"], 1);
+    send(child, json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":ws,"mcpServers":[]}}));
+    let sid = next()["result"]["sessionId"].as_str().expect("session").to_owned();
+    let prompt = json!({"sessionId":sid,"prompt":[{"type":"text","text":"go"}]});
+    send(child, json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":prompt}));
+    sid
 }

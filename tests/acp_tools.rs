@@ -33,6 +33,17 @@ pub(crate) async fn prompt_answering(
     session: &str,
     mut respond: impl FnMut(&Value) -> Option<Value>,
 ) -> (Vec<Value>, Value) {
+    prompt_replying(editor, session, |request| respond(request).map(|result| json!({ "result": result })))
+        .await
+}
+
+/// [`prompt_answering`] where `respond` gives the whole reply: `{"result": ...}` or
+/// `{"error": ...}`.
+pub(crate) async fn prompt_replying(
+    editor: &mut Editor,
+    session: &str,
+    mut respond: impl FnMut(&Value) -> Option<Value>,
+) -> (Vec<Value>, Value) {
     let id = json!("p");
     editor
         .send_request(
@@ -49,9 +60,11 @@ pub(crate) async fn prompt_answering(
         }
         if message.get("method").is_some()
             && message.get("id").is_some()
-            && let Some(result) = respond(&message)
+            && let Some(mut reply) = respond(&message)
         {
-            editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": result })).await;
+            reply["jsonrpc"] = json!("2.0");
+            reply["id"] = message["id"].clone();
+            editor.send_json(reply).await;
         }
         seen.push(message);
     }

@@ -67,9 +67,7 @@ fn an_agent_ignoring_cancel_and_sigterm_is_killed_with_its_group() {
     let finished = run.finish();
     assert_eq!(finished.status.code(), Some(130), "{finished:?}");
     assert!(finished.stderr.contains("did not end in time"), "{}", finished.stderr);
-    for pid in pids(&setup) {
-        assert!(becomes_gone(pid), "process {pid} outlived heron run");
-    }
+    assert_all_gone(&setup);
 }
 
 #[test]
@@ -85,9 +83,7 @@ fn a_second_ctrl_c_stops_at_once() {
     let finished = run.finish();
     assert_eq!(finished.status.code(), Some(130), "{finished:?}");
     assert!(!finished.stderr.contains("did not end in time"), "it did not wait: {}", finished.stderr);
-    for pid in pids(&setup) {
-        assert!(becomes_gone(pid), "process {pid} outlived heron run");
-    }
+    assert_all_gone(&setup);
 }
 
 #[test]
@@ -98,9 +94,7 @@ fn an_agent_that_lingers_after_the_turn_is_ended() {
     let finished = run(&setup, &["--agent", &agent, "go"], "");
     assert!(finished.status.success(), "{finished:?}");
     assert_eq!(setup.events("eof").len(), 1, "its stdin was closed first: {:?}", setup.log());
-    for pid in pids(&setup) {
-        assert!(becomes_gone(pid), "process {pid} outlived heron run");
-    }
+    assert_all_gone(&setup);
 }
 
 #[test]
@@ -162,4 +156,11 @@ fn a_session_cannot_be_continued_by_an_agent_that_cannot_load() {
     let finished = run(&setup, &["--agent", &agent, "--session", "x", "go"], "");
     assert_eq!(finished.status.code(), Some(1), "{finished:?}");
     assert!(finished.stderr.contains("neither load nor resume"), "{}", finished.stderr);
+}
+
+/// Every process the fake agent reported (itself, its child) is gone.
+fn assert_all_gone(setup: &Setup) {
+    for pid in pids(setup) {
+        assert!(becomes_gone(pid), "process {pid} outlived heron run");
+    }
 }

@@ -39,19 +39,7 @@ enum Reply {
 }
 
 /// One request as the server saw it.
-#[derive(Debug, Clone)]
-struct Recorded {
-    request_line: String,
-    /// Header names lowercased.
-    headers: Vec<(String, String)>,
-    body: Value,
-}
-
-impl Recorded {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-    }
-}
+type Recorded = crate::support::server_mock::Seen;
 
 /// The test server: answers connection n with reply n (the last one repeats).
 struct Server {
@@ -160,22 +148,14 @@ async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
         let n = socket.read(&mut buf).await.ok().filter(|&n| n > 0)?;
         data.extend_from_slice(&buf[..n]);
     };
-    let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let request_line = lines.next()?.to_owned();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let length: usize =
-        headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
     let mut body = data[head_end + 4..].to_vec();
+    let (seen, missing) = Recorded::parse(&data[..head_end], &body)?;
+    let length = body.len() + missing;
     while body.len() < length {
         let n = socket.read(&mut buf).await.ok().filter(|&n| n > 0)?;
         body.extend_from_slice(&buf[..n]);
     }
-    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    Some(Recorded { request_line, headers, body })
+    Some(seen.with_body(&body))
 }
 
 /// SSE pieces for these chunks, then `[DONE]`.

@@ -7,13 +7,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use heron_core::config::{Config, Home, Keys};
-use heron_core::llm::registry::Providers;
+use heron_core::config::Home;
 use heron_core::session::update::TurnUpdate;
-use heron_core::session::{Manager, ManagerOptions, OpenOptions, PromptError};
+use heron_core::session::{ManagerOptions, OpenOptions, PromptError};
 use heron_core::tools::editor::NoEditor;
 use heron_core::types::{PromptInput, StopReason, UserContent};
-use heron_store::Store;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -37,19 +35,7 @@ async fn turn(provider: &str) -> (String, Result<StopReason, PromptError>) {
     );
     std::fs::write(home.config_path(), config).expect("config");
     std::fs::write(home.env_path(), format!("NET_KEY={KEY}\n")).expect(".env");
-    let providers = Providers::new(
-        home.clone(),
-        Arc::new(Config::load(&home).expect("config parses")),
-        Arc::new(Keys::load(&home).expect("keys")),
-    );
-    let store = Store::open(home.db_path()).await.expect("store");
-    let manager = Manager::new(
-        store,
-        Arc::new(providers),
-        Arc::new(heron_core::tools::builtin()),
-        ManagerOptions::default(),
-        home.root().join("transcripts"),
-    );
+    let manager = crate::support::manager_for(&home, ManagerOptions::default()).await;
     let options = OpenOptions {
         cwd: ws,
         additional_directories: Vec::new(),

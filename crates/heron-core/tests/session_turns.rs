@@ -5,14 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use heron_core::config::{Config, Home, Keys};
-use heron_core::llm::registry::Providers;
+use heron_core::config::Home;
 use heron_core::session::event::Event;
 use heron_core::session::update::TurnUpdate;
 use heron_core::session::{Manager, ManagerOptions, OpenOptions, Session};
 use heron_core::tools::editor::NoEditor;
 use heron_core::types::{PromptInput, StopReason, ToolStatus, UserContent};
-use heron_store::Store;
 use tokio::sync::mpsc;
 
 /// A manager over a fresh home whose model `script/m` plays `script`.
@@ -38,19 +36,7 @@ impl Harness {
         );
         std::fs::write(home.config_path(), config).expect("config");
         std::fs::write(home.env_path(), "SESSION_TEST_KEY=sk-session-test-424242\n").expect(".env");
-        let providers = Providers::new(
-            home.clone(),
-            Arc::new(Config::load(&home).expect("config parses")),
-            Arc::new(Keys::load(&home).expect("keys")),
-        );
-        let store = Store::open(home.db_path()).await.expect("store");
-        let manager = Manager::new(
-            store,
-            Arc::new(providers),
-            Arc::new(heron_core::tools::builtin()),
-            options,
-            home.root().join("transcripts"),
-        );
+        let manager = crate::support::manager_for(&home, options).await;
         Harness { dir, manager }
     }
 

@@ -301,3 +301,24 @@ pub fn text_of(outcome: &Outcome) -> String {
         })
         .unwrap_or_default()
 }
+
+/// A session manager over `home` (its config, keys and store) with the built-in tools.
+pub async fn manager_for(
+    home: &heron_core::config::Home,
+    options: heron_core::session::ManagerOptions,
+) -> heron_core::session::Manager {
+    use heron_core::config::{Config, Keys};
+    let providers = heron_core::llm::registry::Providers::new(
+        home.clone(),
+        Arc::new(Config::load(home).expect("config parses")),
+        Arc::new(Keys::load(home).expect("keys")),
+    );
+    let store = heron_store::Store::open(home.db_path()).await.expect("store");
+    heron_core::session::Manager::new(
+        store,
+        Arc::new(providers),
+        Arc::new(heron_core::tools::builtin()),
+        options,
+        home.root().join("transcripts"),
+    )
+}

@@ -21,6 +21,32 @@ pub struct Seen {
 }
 
 impl Seen {
+    /// The request in `head` (up to the blank line) and the body read so far, and how many
+    /// body bytes are still to come by its `content-length`. Shared by the mocks that read
+    /// blocking and the ones that read async.
+    pub fn parse(head: &[u8], body: &[u8]) -> Option<(Seen, usize)> {
+        let head = String::from_utf8_lossy(head);
+        let mut lines = head.split("\r\n");
+        let request_line = lines.next()?.to_owned();
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|line| line.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let length: usize = headers
+            .iter()
+            .find(|(n, _)| n == "content-length")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        let missing = length.saturating_sub(body.len());
+        Some((Seen { request_line, headers, body: Value::Null }, missing))
+    }
+
+    /// Sets the body from its bytes (`null` when they are not JSON).
+    pub fn with_body(mut self, body: &[u8]) -> Seen {
+        self.body = serde_json::from_slice(body).unwrap_or(Value::Null);
+        self
+    }
+
     /// The value of header `name` (lowercase).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
@@ -110,22 +136,14 @@ fn read_request(socket: &mut TcpStream) -> Option<Seen> {
         let n = socket.read(&mut buf).ok().filter(|&n| n > 0)?;
         data.extend_from_slice(&buf[..n]);
     };
-    let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let request_line = lines.next()?.to_owned();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let length: usize =
-        headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
     let mut body = data[head_end + 4..].to_vec();
+    let (seen, missing) = Seen::parse(&data[..head_end], &body)?;
+    let length = body.len() + missing;
     while body.len() < length {
         let n = socket.read(&mut buf).ok().filter(|&n| n > 0)?;
         body.extend_from_slice(&buf[..n]);
     }
-    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    Some(Seen { request_line, headers, body })
+    Some(seen.with_body(&body))
 }
 
 /// An SSE body of `data:` events for `chunks`, then `[DONE]`, with `\n` line ends.
