@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use heron_core::llm::openai::{OpenAiConfig, OpenAiProvider};
+use heron_core::llm::http::HttpConfig;
+use heron_core::llm::openai::OpenAiProvider;
 use heron_core::llm::{
     ChatMessage, FinishReason, ModelEvent, ModelRequest, ModelStream, Provider, ProviderError,
     ToolCallRequest, ToolSpec, Usage, UserPart,
@@ -70,8 +71,8 @@ impl Server {
         self.requests.lock().expect("lock").clone()
     }
 
-    fn config(&self) -> OpenAiConfig {
-        OpenAiConfig {
+    fn config(&self) -> HttpConfig {
+        HttpConfig {
             base_url: self.base_url.clone(),
             api_key: None,
             request_timeout: Duration::from_secs(2),
@@ -395,7 +396,7 @@ async fn a_401_fails_at_once_and_its_message_never_shows_the_key() {
     let body = json!({ "error": { "message": format!("Incorrect API key provided: {KEY}"), "type": "invalid_request_error" } });
     let server =
         Server::start(vec![Reply::Status { code: 401, headers: Vec::new(), body: body.to_string() }]).await;
-    let config = OpenAiConfig { api_key: Some(Secret::new(KEY)), ..server.config() };
+    let config = HttpConfig { api_key: Some(Secret::new(KEY)), ..server.config() };
     let provider = OpenAiProvider::new(config).expect("valid config");
     let (_, error) = collect(provider.stream(request(), CancellationToken::new())).await;
     let Some(ProviderError::Status { status, message }) = error else { panic!("expected a status error") };
@@ -419,7 +420,7 @@ async fn a_long_error_body_is_clipped() {
 #[tokio::test]
 async fn a_silent_server_times_out_within_the_request_timeout() {
     let server = Server::start(vec![Reply::Hang]).await;
-    let config = OpenAiConfig { request_timeout: Duration::from_millis(300), ..server.config() };
+    let config = HttpConfig { request_timeout: Duration::from_millis(300), ..server.config() };
     let provider = OpenAiProvider::new(config).expect("valid config");
     let started = Instant::now();
     let (_, error) = collect(provider.stream(request(), CancellationToken::new())).await;
@@ -432,7 +433,7 @@ async fn an_unreachable_endpoint_is_retried_then_reported() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("addr");
     drop(listener);
-    let config = OpenAiConfig {
+    let config = HttpConfig {
         base_url: format!("http://{address}/v1"),
         api_key: None,
         request_timeout: Duration::from_secs(2),
@@ -469,7 +470,7 @@ async fn cancelling_mid_stream_ends_it_at_once_and_closes_the_connection() {
 #[tokio::test]
 async fn the_request_carries_messages_tools_options_and_the_key() {
     let server = Server::start(vec![text_reply("ok")]).await;
-    let config = OpenAiConfig { api_key: Some(Secret::new(KEY)), ..server.config() };
+    let config = HttpConfig { api_key: Some(Secret::new(KEY)), ..server.config() };
     let provider = OpenAiProvider::new(config).expect("valid config");
     let request = ModelRequest {
         model: "gpt-test".into(),

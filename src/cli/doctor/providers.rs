@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use heron_core::config::{Config, Home, Keys, ProviderConfig, ProviderKind};
 use heron_core::llm::ProviderError;
-use heron_core::llm::openai::{OpenAiConfig, list_models};
+use heron_core::llm::http::HttpConfig;
+use heron_core::llm::openai::list_models;
 use heron_core::llm::scripted::ScriptedProvider;
 
 use super::{Level, Report};
@@ -91,7 +92,7 @@ fn check_script(name: &str, provider: &ProviderConfig, home: &Home) -> Found {
 async fn check_endpoint(name: &str, provider: &ProviderConfig, keys: &Keys, limit: Duration) -> Vec<Found> {
     let base_url = provider.base_url.clone().unwrap_or_default();
     let shown = shown_url(&base_url);
-    let mut config = OpenAiConfig::new(base_url);
+    let mut config = HttpConfig::new(base_url);
     config.connect_timeout = limit;
     let key_note = match provider.api_key_env.as_deref() {
         None => "no key".to_owned(),

@@ -3,9 +3,11 @@
 //! scripted model. Knows nothing of ACP.
 
 mod driven;
+pub mod http;
 pub mod openai;
 pub mod registry;
 pub mod scripted;
+mod sse;
 pub mod tap;
 
 use std::pin::Pin;

@@ -1,478 +1,77 @@
 //! The OpenAI-compatible provider: one streamed Chat Completions request per
-//! [`ModelRequest`], retried on transient failures, with no secret in any error or log.
-//!
-//! Rules, in the order a request meets them:
-//!
-//! - Every attempt starts with `Attempt { number }` (1 first); text of an earlier attempt
-//!   is void.
-//! - Retried, at most `max_retries` times, with exponential backoff and jitter (or the
-//!   server's `Retry-After` seconds, up to [`MAX_RETRY_DELAY`]): connect and send
-//!   failures, 429, 500, 502, 503, 504, and a stream that breaks before choice 0 finished.
-//!   Any other status fails at once with the provider's message.
-//! - Not retried: a request that receives no byte for `request_timeout` fails with
-//!   `Timeout`. A stalled model tends to stall again, and retrying would multiply the
-//!   wait the user chose.
-//! - Once choice 0 has finished, a break or stall only loses trailing usage: the stream
-//!   still ends with `Finish`.
-//! - Cancellation ends the stream at once and drops the HTTP request, which closes its
-//!   connection.
-//! - The endpoint is `{base_url}/chat/completions` built as a URL, so a base URL's query
-//!   (Azure's `api-version`) stays a query; configured parameters join it.
-//! - Every error message passes through `scrub`: the api key is redacted and the text
-//!   clipped, before it is logged or returned.
+//! [`ModelRequest`] (`{base_url}/chat/completions`), shaped per server by its
+//! [`flavor::RequestShape`]. Retries, timeouts and redaction are the shared HTTP layer's
+//! (`llm::http`); the stream's quirks are `chunks`.
 
 mod chunks;
 pub mod flavor;
 mod models;
-mod sse;
 mod wire;
 
-use std::error::Error as _;
-use std::hash::{BuildHasher, RandomState};
-use std::sync::Arc;
-use std::time::Duration;
-
-use bytes::Bytes;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
-use reqwest::{Response, Url};
-use tokio::time::timeout;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use self::chunks::{ChunkAssembler, Progress};
+use self::chunks::ChunkAssembler;
 use self::flavor::RequestShape;
 pub use self::models::list_models;
-use self::sse::{Payload, SseDecoder};
-use super::driven::{Emitter, drive};
-use super::{ModelEvent, ModelRequest, ModelStream, Provider, ProviderError};
-use crate::secret::{Secret, clip, redact};
+use super::http::{Api, HttpConfig, HttpProvider};
+use super::{ModelRequest, ModelStream, Provider, ProviderError};
 
-/// The longest wait between attempts, whatever the backoff or `Retry-After` says.
-pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+/// The Chat Completions API.
+#[derive(Debug)]
+pub(crate) struct ChatCompletions;
 
-/// The most bytes of a provider's error message kept in an error.
-const MAX_MESSAGE_BYTES: usize = 2048;
+impl Api for ChatCompletions {
+    type Fold = ChunkAssembler;
 
-/// The most bytes of an error response body read.
-const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
-
-/// How to reach an OpenAI-compatible endpoint.
-#[derive(Debug, Clone)]
-pub struct OpenAiConfig {
-    /// The API root, e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`;
-    /// requests go to `{base_url}/chat/completions`.
-    pub base_url: String,
-    /// The key sent as `Authorization: Bearer`; local servers need none.
-    pub api_key: Option<Secret>,
-    /// How long a request may go without receiving a byte (headers or body).
-    pub request_timeout: Duration,
-    /// How long opening a connection may take.
-    pub connect_timeout: Duration,
-    /// How many times a transient failure is retried.
-    pub max_retries: u32,
-    /// The backoff before the first retry; it doubles with each further retry.
-    pub retry_base_delay: Duration,
-    /// What the server accepts beyond the common body: fields, headers, query.
-    pub shape: RequestShape,
-}
-
-impl OpenAiConfig {
-    /// A configuration for `base_url` without a key, with default timeouts and retries.
-    pub fn new(base_url: impl Into<String>) -> Self {
-        Self {
-            base_url: base_url.into(),
-            api_key: None,
-            request_timeout: Duration::from_secs(300),
-            connect_timeout: Duration::from_secs(10),
-            max_retries: 3,
-            retry_base_delay: Duration::from_millis(500),
-            shape: RequestShape::default(),
-        }
+    fn path(&self) -> &'static [&'static str] {
+        &["chat", "completions"]
     }
 
-    /// The same configuration with `key` as its api key.
-    pub fn with_api_key(mut self, key: Secret) -> Self {
-        self.api_key = Some(key);
-        self
+    fn body(&self, request: &ModelRequest, shape: &RequestShape) -> Value {
+        wire::request_body(request, shape)
     }
 }
 
 /// A [`Provider`] for OpenAI-compatible Chat Completions endpoints (OpenAI, OpenRouter,
 /// DeepSeek, vLLM, Ollama, llama.cpp, ...).
 #[derive(Debug, Clone)]
-pub struct OpenAiProvider {
-    shared: Arc<Shared>,
-}
-
-/// What every request of a provider shares.
-#[derive(Debug)]
-struct Shared {
-    client: reqwest::Client,
-    endpoint: Url,
-    /// The configured extra headers and the key's header, marked sensitive.
-    headers: HeaderMap,
-    config: OpenAiConfig,
-}
+pub struct OpenAiProvider(HttpProvider<ChatCompletions>);
 
 impl OpenAiProvider {
     /// Checks the configuration and builds the HTTP client.
-    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let endpoint = endpoint_url(&config.base_url, &config.shape.query).ok_or_else(|| {
-            let shown = scrub_text(&config.base_url, config.api_key.as_ref());
-            ProviderError::Unreachable(format!("the base URL `{shown}` is not an http(s) URL"))
-        })?;
-        let headers = request_headers(&config.shape, config.api_key.as_ref())?;
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .user_agent(concat!("heron/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|error| {
-                ProviderError::Unreachable(scrub_text(&describe(error), config.api_key.as_ref()))
-            })?;
-        Ok(Self { shared: Arc::new(Shared { client, endpoint, headers, config }) })
+    pub fn new(config: HttpConfig) -> Result<Self, ProviderError> {
+        HttpProvider::new(config, ChatCompletions).map(Self)
     }
 
     /// Where requests go.
     pub fn endpoint(&self) -> &str {
-        self.shared.endpoint.as_str()
+        self.0.endpoint()
     }
 }
 
 impl Provider for OpenAiProvider {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let shared = Arc::clone(&self.shared);
-        drive(cancel, move |emit| async move { shared.run(&request, &emit).await })
+        self.0.stream(request, cancel)
     }
-}
-
-/// Why one attempt failed, and whether another may succeed.
-struct Failure {
-    error: ProviderError,
-    retryable: bool,
-    /// The server's `Retry-After`, when it sent one.
-    retry_after: Option<Duration>,
-}
-
-impl Failure {
-    fn fatal(error: ProviderError) -> Self {
-        Self { error, retryable: false, retry_after: None }
-    }
-
-    fn transient(error: ProviderError) -> Self {
-        Self { error, retryable: true, retry_after: None }
-    }
-}
-
-impl Shared {
-    async fn run(&self, request: &ModelRequest, emit: &Emitter) -> Result<(), ProviderError> {
-        let body = serde_json::to_vec(&wire::request_body(request, &self.config.shape))
-            .map_err(|error| ProviderError::Protocol(format!("cannot encode the request: {error}")))?;
-        let body = Bytes::from(body);
-        let mut number = 1;
-        loop {
-            emit.emit(ModelEvent::Attempt { number }).await;
-            let failure = match self.attempt(body.clone(), emit).await {
-                Ok(()) => return Ok(()),
-                Err(failure) => failure,
-            };
-            let error = scrub(failure.error, self.config.api_key.as_ref());
-            if !failure.retryable || number > self.config.max_retries {
-                tracing::debug!(attempt = number, %error, "model request failed");
-                return Err(error);
-            }
-            let delay = match failure.retry_after {
-                Some(wait) => wait.min(MAX_RETRY_DELAY),
-                None => backoff(self.config.retry_base_delay, number),
-            };
-            tracing::warn!(attempt = number, delay_ms = delay.as_millis() as u64, %error, "model request failed; retrying");
-            tokio::time::sleep(delay).await;
-            number += 1;
-        }
-    }
-
-    /// Sends the request once and streams its events.
-    async fn attempt(&self, body: Bytes, emit: &Emitter) -> Result<(), Failure> {
-        let builder = self
-            .client
-            .post(self.endpoint.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream")
-            .headers(self.headers.clone())
-            .body(body);
-        let response = match timeout(self.config.request_timeout, builder.send()).await {
-            Err(_) => return Err(Failure::fatal(self.timeout())),
-            Ok(Err(error)) => return Err(send_failure(error)),
-            Ok(Ok(response)) => response,
-        };
-        let status = response.status();
-        if !status.is_success() {
-            let retry_after = retry_after(response.headers());
-            let message = self.error_message(response).await;
-            let error = ProviderError::Status { status: status.as_u16(), message };
-            let retryable = matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504);
-            return Err(Failure { error, retryable, retry_after });
-        }
-        self.read_stream(response, emit).await
-    }
-
-    async fn read_stream(&self, mut response: Response, emit: &Emitter) -> Result<(), Failure> {
-        let mut decoder = SseDecoder::default();
-        let mut assembler = ChunkAssembler::default();
-        let mut payloads = Vec::new();
-        loop {
-            let bytes = match timeout(self.config.request_timeout, response.chunk()).await {
-                Ok(Ok(Some(bytes))) => bytes,
-                Ok(Ok(None)) => break,
-                // Once choice 0 finished, only trailing usage is lost.
-                _ if assembler.has_finished() => break,
-                Err(_) => return Err(Failure::fatal(self.timeout())),
-                Ok(Err(error)) => {
-                    let message = format!("the stream broke: {}", describe(error));
-                    return Err(Failure::transient(ProviderError::Unreachable(message)));
-                }
-            };
-            decoder.push(&bytes, &mut payloads).map_err(|_| {
-                Failure::fatal(ProviderError::Protocol("a stream event exceeded 16 MiB".into()))
-            })?;
-            if feed(&mut assembler, &mut payloads, emit).await? == Progress::Done {
-                return finish(assembler, emit).await;
-            }
-        }
-        decoder.finish(&mut payloads);
-        feed(&mut assembler, &mut payloads, emit).await?;
-        finish(assembler, emit).await
-    }
-
-    /// The provider's message from an error response: `error.message` of a JSON body, or
-    /// the body's text, or the status's reason.
-    async fn error_message(&self, mut response: Response) -> String {
-        let status = response.status();
-        let mut body = Vec::new();
-        while body.len() < MAX_ERROR_BODY_BYTES {
-            match timeout(self.config.request_timeout, response.chunk()).await {
-                Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
-                _ => break,
-            }
-        }
-        let text = String::from_utf8_lossy(&body);
-        let from_json = serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|value| {
-            let error = value.get("error").unwrap_or(&value);
-            error.get("message").or(Some(error)).and_then(|m| m.as_str()).map(str::to_owned)
-        });
-        let message = match from_json {
-            Some(message) => message,
-            None if !text.trim().is_empty() => text.trim().to_owned(),
-            None => status.canonical_reason().unwrap_or("no message").to_owned(),
-        };
-        scrub_text(&message, self.config.api_key.as_ref())
-    }
-
-    fn timeout(&self) -> ProviderError {
-        let limit = self.config.request_timeout;
-        // Rounded up, so a sub-second test timeout does not read as "after 0 s".
-        ProviderError::Timeout(limit.as_secs() + u64::from(limit.subsec_nanos() > 0))
-    }
-}
-
-/// Folds the pending payloads into the assembler and emits what they complete.
-async fn feed(
-    assembler: &mut ChunkAssembler,
-    payloads: &mut Vec<Payload>,
-    emit: &Emitter,
-) -> Result<Progress, Failure> {
-    let mut events = Vec::new();
-    for payload in payloads.drain(..) {
-        let progress = assembler.push_payload(&payload, &mut events).map_err(Failure::fatal)?;
-        for event in events.drain(..) {
-            emit.emit(event).await;
-        }
-        if progress == Progress::Done {
-            return Ok(Progress::Done);
-        }
-    }
-    Ok(Progress::More)
-}
-
-async fn finish(assembler: ChunkAssembler, emit: &Emitter) -> Result<(), Failure> {
-    let mut events = Vec::new();
-    assembler.finish(&mut events);
-    for event in events {
-        emit.emit(event).await;
-    }
-    Ok(())
-}
-
-/// `{base_url}/chat/completions`, with the base URL's query kept and `query` merged into
-/// it (a configured parameter replaces one of the same name). A base URL that already ends
-/// in `/chat/completions` is taken as the endpoint itself.
-fn endpoint_url(base_url: &str, query: &[(String, String)]) -> Option<Url> {
-    let mut url = Url::parse(base_url.trim()).ok().filter(|url| matches!(url.scheme(), "http" | "https"))?;
-    let full = url.path().trim_end_matches('/').ends_with("/chat/completions");
-    if !full {
-        url.path_segments_mut().ok()?.pop_if_empty().extend(["chat", "completions"]);
-    }
-    if !query.is_empty() {
-        let kept: Vec<(String, String)> = url
-            .query_pairs()
-            .filter(|(name, _)| !query.iter().any(|(set, _)| set == name))
-            .map(|(name, value)| (name.into_owned(), value.into_owned()))
-            .collect();
-        url.query_pairs_mut().clear().extend_pairs(kept).extend_pairs(query);
-    }
-    Some(url)
-}
-
-/// The configured headers, then the key: as `Authorization: Bearer` by default, or as it
-/// is under the shape's `key_header`. The key's value is marked sensitive, so it is never
-/// printed. A name or value that is not a valid header is refused by name only.
-fn request_headers(shape: &RequestShape, key: Option<&Secret>) -> Result<HeaderMap, ProviderError> {
-    let mut headers = HeaderMap::new();
-    for (name, value) in &shape.headers {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| ProviderError::Unreachable(format!("`{name}` is not a valid header name")))?;
-        let value = HeaderValue::from_str(value)
-            .map_err(|_| ProviderError::Unreachable(format!("the value of header `{name}` is not valid")))?;
-        headers.insert(header, value);
-    }
-    let Some(key) = key.filter(|key| !key.is_empty()) else { return Ok(headers) };
-    let (name, value) = match shape.key_header.as_deref().filter(|h| !h.eq_ignore_ascii_case("authorization"))
-    {
-        None => (AUTHORIZATION, format!("Bearer {}", key.expose())),
-        Some(name) => {
-            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-                ProviderError::Unreachable(format!("key_header `{name}` is not a valid header name"))
-            })?;
-            (header, key.expose().to_owned())
-        }
-    };
-    let mut value = HeaderValue::from_str(&value)
-        .map_err(|_| ProviderError::Unreachable("the api key is not a valid header value".to_owned()))?;
-    value.set_sensitive(true);
-    headers.insert(name, value);
-    Ok(headers)
-}
-
-/// A failure to send the request: worth another try unless the request itself was bad.
-fn send_failure(error: reqwest::Error) -> Failure {
-    let retryable = !error.is_builder();
-    let error = ProviderError::Unreachable(describe(error));
-    if retryable { Failure::transient(error) } else { Failure::fatal(error) }
-}
-
-/// The error and its causes on one line, without the URL (which may carry a key).
-fn describe(error: reqwest::Error) -> String {
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// `Retry-After` in seconds; the HTTP-date form is ignored and backoff applies instead.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    let seconds: f64 = value.parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(3600.0)))
-}
-
-/// The delay before retry `number` (1 for the first retry): `base * 2^(number - 1)`,
-/// capped, then jittered down to between half and all of it so that clients that failed
-/// together do not retry together.
-fn backoff(base: Duration, number: u32) -> Duration {
-    let full = base.saturating_mul(1 << number.saturating_sub(1).min(16)).min(MAX_RETRY_DELAY);
-    let unit = (RandomState::new().hash_one(number) % 1_000_001) as f64 / 1_000_000.0;
-    full.mul_f64(0.5 + unit / 2.0)
-}
-
-/// Redacts the key from the error's message and clips it.
-fn scrub(error: ProviderError, key: Option<&Secret>) -> ProviderError {
-    match error {
-        ProviderError::Unreachable(message) => ProviderError::Unreachable(scrub_text(&message, key)),
-        ProviderError::Status { status, message } => {
-            ProviderError::Status { status, message: scrub_text(&message, key) }
-        }
-        ProviderError::Protocol(message) => ProviderError::Protocol(scrub_text(&message, key)),
-        ProviderError::Scripted(message) => ProviderError::Scripted(scrub_text(&message, key)),
-        other @ (ProviderError::Timeout(_) | ProviderError::Cancelled) => other,
-    }
-}
-
-fn scrub_text(text: &str, key: Option<&Secret>) -> String {
-    clip(&redact(text, key), MAX_MESSAGE_BYTES)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_within_its_jitter_and_stays_capped() {
-        let base = Duration::from_millis(100);
-        for number in 1..6 {
-            let full = base * (1 << (number - 1));
-            let delay = backoff(base, number);
-            assert!(delay >= full / 2 && delay <= full, "retry {number}: {delay:?}");
-        }
-        assert!(backoff(Duration::from_secs(10), 30) <= MAX_RETRY_DELAY);
-    }
-
-    #[test]
-    fn retry_after_reads_seconds_and_ignores_dates() {
-        let mut headers = HeaderMap::new();
-        headers.insert(RETRY_AFTER, "2".parse().expect("header value"));
-        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
-        headers.insert(RETRY_AFTER, "Wed, 21 Oct 2015 07:28:00 GMT".parse().expect("header value"));
-        assert_eq!(retry_after(&headers), None);
-    }
+    use crate::secret::Secret;
 
     #[test]
     fn a_base_url_that_is_not_http_is_refused() {
-        let refused = OpenAiProvider::new(OpenAiConfig::new("ftp://example.com"));
+        let refused = OpenAiProvider::new(HttpConfig::new("ftp://example.com"));
         assert!(matches!(refused, Err(ProviderError::Unreachable(_))));
-        let trimmed = OpenAiProvider::new(OpenAiConfig::new("http://localhost:1234/v1/")).expect("valid");
+        let trimmed = OpenAiProvider::new(HttpConfig::new("http://localhost:1234/v1/")).expect("valid");
         assert_eq!(trimmed.endpoint(), "http://localhost:1234/v1/chat/completions");
     }
 
     #[test]
-    fn a_query_in_the_base_url_stays_a_query_and_configured_parameters_merge() {
-        let azure = "https://r.openai.azure.com/openai/deployments/gpt/?api-version=2024-10-21";
-        assert_eq!(
-            endpoint_url(azure, &[]).expect("valid").as_str(),
-            "https://r.openai.azure.com/openai/deployments/gpt/chat/completions?api-version=2024-10-21"
-        );
-        let query = [("api-version".to_owned(), "2025-01-01".to_owned()), ("x".to_owned(), "a b".to_owned())];
-        let merged = endpoint_url("https://h/v1?keep=1&api-version=old", &query).expect("valid");
-        assert_eq!(merged.as_str(), "https://h/v1/chat/completions?keep=1&api-version=2025-01-01&x=a+b");
-        let full = endpoint_url("http://h:1/v1/chat/completions", &[]).expect("valid");
-        assert_eq!(full.as_str(), "http://h:1/v1/chat/completions");
-    }
-
-    #[test]
-    fn the_key_goes_in_the_configured_header_marked_sensitive() {
-        let key = Secret::new("sk-abc");
-        let bearer = request_headers(&RequestShape::default(), Some(&key)).expect("valid");
-        assert_eq!(bearer.get(AUTHORIZATION).map(|v| v.is_sensitive()), Some(true));
-        let shape = RequestShape {
-            key_header: Some("api-key".into()),
-            headers: vec![("X-Title".into(), "heron".into())],
-            ..RequestShape::default()
-        };
-        let azure = request_headers(&shape, Some(&key)).expect("valid");
-        assert_eq!(azure.get("api-key").and_then(|v| v.to_str().ok()), Some("sk-abc"));
-        assert!(azure.get(AUTHORIZATION).is_none() && azure.get("x-title").is_some());
-        let bad = RequestShape { headers: vec![("bad name".into(), "v".into())], ..RequestShape::default() };
-        assert!(request_headers(&bad, None).is_err());
-    }
-
-    #[test]
     fn debug_output_never_shows_the_key() {
-        let config = OpenAiConfig::new("http://localhost:1").with_api_key(Secret::new("sk-secret-value"));
+        let config = HttpConfig::new("http://localhost:1").with_api_key(Secret::new("sk-secret-value"));
         let provider = OpenAiProvider::new(config).expect("valid");
         assert!(!format!("{provider:?}").contains("sk-secret-value"));
     }

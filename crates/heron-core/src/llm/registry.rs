@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::openai::{OpenAiConfig, OpenAiProvider};
+use super::http::HttpConfig;
+use super::openai::OpenAiProvider;
 use super::scripted::ScriptedProvider;
 use super::tap::{ModelTap, Tapped};
 use super::{Provider, ProviderError};
@@ -178,7 +179,7 @@ impl Providers {
             }
             ProviderKind::Openai => {
                 let api_key = config.api_key_env.as_ref().and_then(|k| self.keys.get(k)).cloned();
-                let provider = OpenAiProvider::new(OpenAiConfig {
+                let provider = OpenAiProvider::new(HttpConfig {
                     base_url: config.base_url.clone().unwrap_or_default(),
                     api_key,
                     request_timeout: Duration::from_secs(config.timeout_s.unwrap_or(120)),

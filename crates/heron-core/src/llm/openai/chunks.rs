@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::sse::Payload;
+use crate::llm::http::{Fold, Progress};
+use crate::llm::sse::Payload;
 use crate::llm::{FinishReason, ModelEvent, ProviderError, ToolCallRequest, Usage};
 
 /// The most tool calls one response may make; a stream past it is malformed.
@@ -122,15 +123,6 @@ impl PartialCall {
         }
         self.arguments.push_str(&piece[..end]);
     }
-}
-
-/// Whether the stream goes on after a payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Progress {
-    /// More payloads may follow.
-    More,
-    /// The `[DONE]` sentinel arrived.
-    Done,
 }
 
 /// Folds the payloads of one streamed completion into events. Text and reasoning go out as
@@ -357,6 +349,24 @@ impl ChunkAssembler {
             out.push(ModelEvent::Usage { usage });
         }
         out.push(ModelEvent::Finish { reason });
+    }
+}
+
+impl Fold for ChunkAssembler {
+    fn push_payload(
+        &mut self,
+        payload: &Payload,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<Progress, ProviderError> {
+        ChunkAssembler::push_payload(self, payload, out)
+    }
+
+    fn has_finished(&self) -> bool {
+        ChunkAssembler::has_finished(self)
+    }
+
+    fn finish(self, out: &mut Vec<ModelEvent>) {
+        ChunkAssembler::finish(self, out)
     }
 }
 

@@ -10,8 +10,8 @@ use reqwest::header::ACCEPT;
 use serde_json::Value;
 use tokio::time::timeout;
 
-use super::{OpenAiConfig, describe, scrub_text};
 use crate::llm::ProviderError;
+use crate::llm::http::{HttpConfig, describe, error_body_message, scrub, scrub_text};
 use crate::secret::clip;
 
 /// The most bytes of a model list read; real lists are a few hundred KiB at most.
@@ -26,7 +26,7 @@ const MAX_ID_BYTES: usize = 256;
 /// Asks the endpoint of `config` for its models, with `config.api_key` when it has one.
 /// The whole exchange (connecting, the answer, its body) must finish within `limit`;
 /// `config`'s own timeouts and retries do not apply, since this is a check, not a turn.
-pub async fn list_models(config: &OpenAiConfig, limit: Duration) -> Result<Vec<String>, ProviderError> {
+pub async fn list_models(config: &HttpConfig, limit: Duration) -> Result<Vec<String>, ProviderError> {
     let key = config.api_key.as_ref();
     let url = format!("{}/models", config.base_url.trim_end_matches('/'));
     let url =
@@ -61,7 +61,7 @@ pub async fn list_models(config: &OpenAiConfig, limit: Duration) -> Result<Vec<S
             body.extend_from_slice(&bytes);
         }
         if !status.is_success() {
-            let message = error_message(&body)
+            let message = error_body_message(&body)
                 .unwrap_or_else(|| status.canonical_reason().unwrap_or("no message").to_owned());
             return Err(ProviderError::Status { status: status.as_u16(), message });
         }
@@ -72,7 +72,7 @@ pub async fn list_models(config: &OpenAiConfig, limit: Duration) -> Result<Vec<S
         // Rounded up, so a sub-second limit does not read as "after 0 s".
         Err(_) => Err(ProviderError::Timeout(limit.as_secs() + u64::from(limit.subsec_nanos() > 0))),
     };
-    outcome.map_err(|error| super::scrub(error, key))
+    outcome.map_err(|error| scrub(error, key))
 }
 
 /// The ids of an OpenAI-style list, `{"data": [{"id": "..."}, ...]}`, in the server's order.
@@ -88,16 +88,6 @@ fn model_ids(body: &[u8]) -> Result<Vec<String>, ProviderError> {
         .take(MAX_MODELS)
         .map(|id| clip(id, MAX_ID_BYTES))
         .collect())
-}
-
-/// `error.message` of a JSON error body, or the body's text when it is not JSON.
-fn error_message(body: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(body);
-    let from_json = serde_json::from_str::<Value>(&text).ok().and_then(|value| {
-        let error = value.get("error").unwrap_or(&value);
-        error.get("message").or(Some(error)).and_then(Value::as_str).map(str::to_owned)
-    });
-    from_json.or_else(|| Some(text.trim().to_owned()).filter(|text| !text.is_empty()))
 }
 
 #[cfg(test)]
@@ -121,12 +111,5 @@ mod tests {
         let body = format!(r#"{{"data":[{{"id":"{}"}}]}}"#, "m".repeat(1000));
         let ids = model_ids(body.as_bytes()).expect("a list");
         assert!(ids[0].len() <= MAX_ID_BYTES, "{}", ids[0].len());
-    }
-
-    #[test]
-    fn an_error_body_gives_its_message() {
-        assert_eq!(error_message(br#"{"error":{"message":"bad key"}}"#).as_deref(), Some("bad key"));
-        assert_eq!(error_message(b"  plain text \n").as_deref(), Some("plain text"));
-        assert_eq!(error_message(b""), None);
     }
 }
