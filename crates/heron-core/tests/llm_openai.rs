@@ -333,7 +333,8 @@ async fn usage_in_a_final_chunk_without_choices_comes_before_finish() {
                     input_tokens: 100,
                     output_tokens: 20,
                     cached_input_tokens: 60,
-                    reasoning_tokens: 5
+                    reasoning_tokens: 5,
+                    cache_write_input_tokens: 0,
                 }
             },
             ModelEvent::Finish { reason: FinishReason::Stop },

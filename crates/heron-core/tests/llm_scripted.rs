@@ -138,7 +138,13 @@ async fn usage_steps_report_usage() {
     assert_eq!(
         events[1],
         ModelEvent::Usage {
-            usage: Usage { input_tokens: 10, output_tokens: 5, cached_input_tokens: 0, reasoning_tokens: 0 }
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+                cached_input_tokens: 0,
+                reasoning_tokens: 0,
+                cache_write_input_tokens: 0
+            }
         }
     );
 }

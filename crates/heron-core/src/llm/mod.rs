@@ -137,12 +137,16 @@ pub enum FinishReason {
 /// Token counts of one model request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens (cached ones included).
+    /// Prompt tokens, cached and cache-written ones included (Anthropic counts them apart;
+    /// its provider adds them in).
     pub input_tokens: u64,
     /// Completion tokens (reasoning included).
     pub output_tokens: u64,
     /// Prompt tokens served from a cache, when reported.
     pub cached_input_tokens: u64,
+    /// Prompt tokens written to a cache (Anthropic bills them above plain input).
+    #[serde(default)]
+    pub cache_write_input_tokens: u64,
     /// Reasoning tokens, when reported.
     pub reasoning_tokens: u64,
 }

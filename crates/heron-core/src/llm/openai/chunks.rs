@@ -100,6 +100,7 @@ impl From<WireUsage> for Usage {
             output_tokens: wire.completion_tokens.unwrap_or(0),
             cached_input_tokens: wire.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0),
             reasoning_tokens: wire.completion_tokens_details.and_then(|d| d.reasoning_tokens).unwrap_or(0),
+            cache_write_input_tokens: 0,
         }
     }
 }

@@ -119,6 +119,9 @@ pub struct ScriptedUsage {
     /// Reasoning tokens.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reasoning: u64,
+    /// Input tokens written to a cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -132,6 +135,7 @@ impl From<Usage> for ScriptedUsage {
             output: usage.output_tokens,
             cached: usage.cached_input_tokens,
             reasoning: usage.reasoning_tokens,
+            cache_write: usage.cache_write_input_tokens,
         }
     }
 }
@@ -143,6 +147,7 @@ impl From<ScriptedUsage> for Usage {
             output_tokens: usage.output,
             cached_input_tokens: usage.cached,
             reasoning_tokens: usage.reasoning,
+            cache_write_input_tokens: usage.cache_write,
         }
     }
 }
