@@ -48,8 +48,8 @@ fn message(message: &ChatMessage, reasoning_field: ReasoningField) -> Value {
         ChatMessage::User { parts } => json!({ "role": "user", "content": user_content(parts) }),
         ChatMessage::Assistant { text, tool_calls, reasoning } => {
             let mut value = assistant(text, tool_calls);
-            if let (Value::Object(fields), Some(reasoning)) = (&mut value, reasoning) {
-                add_reasoning(fields, reasoning, reasoning_field);
+            if let Value::Object(fields) = &mut value {
+                add_reasoning(fields, reasoning.as_ref(), !tool_calls.is_empty(), reasoning_field);
             }
             value
         }
@@ -60,15 +60,25 @@ fn message(message: &ChatMessage, reasoning_field: ReasoningField) -> Value {
 }
 
 /// Passes an assistant message's reasoning back the way the server wants it, if at all.
-fn add_reasoning(fields: &mut Map<String, Value>, reasoning: &Reasoning, field: ReasoningField) {
+/// DeepSeek's thinking mode refuses (400 "Missing reasoning_content") a message with tool
+/// calls that lacks the field, even when the model thought nothing before them, so such a
+/// message always carries it, empty if need be.
+fn add_reasoning(
+    fields: &mut Map<String, Value>,
+    reasoning: Option<&Reasoning>,
+    has_calls: bool,
+    field: ReasoningField,
+) {
     match field {
         ReasoningField::None => {}
-        ReasoningField::ReasoningContent if !reasoning.text.is_empty() => {
-            fields.insert("reasoning_content".into(), json!(reasoning.text));
+        ReasoningField::ReasoningContent => {
+            let text = reasoning.map_or("", |r| r.text.as_str());
+            if has_calls || !text.is_empty() {
+                fields.insert("reasoning_content".into(), json!(text));
+            }
         }
-        ReasoningField::ReasoningContent => {}
         ReasoningField::ReasoningDetails => {
-            if let Some(details) = reasoning.details.as_ref().filter(|d| !d.is_null()) {
+            if let Some(details) = reasoning.and_then(|r| r.details.as_ref()).filter(|d| !d.is_null()) {
                 fields.insert("reasoning_details".into(), details.clone());
             }
         }
@@ -144,6 +154,16 @@ mod tests {
         let details = with_reasoning(ReasoningField::ReasoningDetails);
         assert_eq!(details["reasoning_details"], json!([{ "type": "reasoning.text" }]));
         assert!(details.get("reasoning_content").is_none());
+    }
+
+    #[test]
+    fn a_tool_call_without_thoughts_still_carries_reasoning_content_for_deepseek() {
+        let call = crate::llm::ToolCallRequest { id: "c".into(), name: "t".into(), arguments: "{}".into() };
+        let calls = ChatMessage::Assistant { text: String::new(), tool_calls: vec![call], reasoning: None };
+        assert_eq!(super::message(&calls, ReasoningField::ReasoningContent)["reasoning_content"], "");
+        assert!(super::message(&calls, ReasoningField::None).get("reasoning_content").is_none());
+        let plain = ChatMessage::Assistant { text: "a".into(), tool_calls: Vec::new(), reasoning: None };
+        assert!(super::message(&plain, ReasoningField::ReasoningContent).get("reasoning_content").is_none());
     }
 
     #[test]
