@@ -1,5 +1,5 @@
-//! Model servers over the real binary: `heron acp` spawned against loopback mocks that
-//! play Mistral, Azure and llama.cpp, each refusing what that server refuses; and the
+//! Model servers over the real binary: `heron acp` spawned against the loopback mock of each
+//! server people run (`support::servers`), each refusing what that server refuses; and the
 //! README's per-server config examples, loaded with Heron's own config loader so that they
 //! cannot rot.
 
@@ -7,31 +7,25 @@ use heron_core::config::Config;
 use heron_core::llm::openai::flavor::Flavor;
 use serde_json::{Value, json};
 
-use crate::support::server_mock::{Answer, MockServer, Seen, sse, tool_result};
+use crate::support::server_mock::{Answer, MockServer};
+use crate::support::servers::{self, ANSWER, BEE, KEY, NOTES, Played};
 use crate::support::{Dirs, Process};
 
-const KEY: &str = "sk-binary-servers-7788";
-
-fn delta(delta: Value) -> Value {
-    json!({ "choices": [{ "index": 0, "delta": delta, "finish_reason": null }] })
-}
-
-fn finish(reason: &str) -> Value {
-    json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": reason }] })
-}
-
 /// A home whose default model `net/m` is the provider described by `table` (the keys
-/// after `kind`, `models`, `api_key_env`), with `a.txt` in the workspace.
+/// beside `models`, `api_key_env` and `max_retries`), with `a.txt` and `b.txt` in the
+/// workspace.
 fn home(table: &str) -> std::sync::Arc<Dirs> {
     let dirs = Dirs::new();
     dirs.write_home(
         "config.toml",
         &format!(
-            "default_model = \"net/m\"\n[providers.net]\nkind = \"openai\"\nmodels = [\"m\"]\napi_key_env = \"NET_KEY\"\nmax_retries = 0\n{table}"
+            "default_model = \"net/m\"\n[providers.net]\nmodels = [\"m\"]\napi_key_env = \"NET_KEY\"\nmax_retries = 0\n{table}"
         ),
     );
     dirs.write_home(".env", &format!("NET_KEY={KEY}\n"));
-    std::fs::write(std::path::Path::new(&dirs.ws()).join("a.txt"), "hello from notes").expect("a.txt");
+    let ws = std::path::Path::new(&dirs.ws()).to_owned();
+    std::fs::write(ws.join("a.txt"), NOTES).expect("a.txt");
+    std::fs::write(ws.join("b.txt"), BEE).expect("b.txt");
     dirs
 }
 
@@ -61,66 +55,49 @@ fn prompt(dirs: &Dirs) -> (String, Value) {
     }
 }
 
-fn final_answer(request: &Seen, call_id: &str) -> Answer {
-    match tool_result(request, call_id) {
-        Some(result) if result.contains("hello from notes") => {
-            Answer::Stream(sse(&[delta(json!({ "content": "It says hello." })), finish("stop")]))
-        }
-        other => Answer::Status(400, json!({ "message": format!("no result: {other:?}") }).to_string()),
-    }
+/// Plays one server's turn over the binary and checks it completed with the answer.
+fn completes(play: fn() -> Played) {
+    let Played { server, table, requests } = play();
+    let dirs = home(&table);
+    let (text, answer) = prompt(&dirs);
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(text, ANSWER);
+    assert_eq!(server.seen().len(), requests);
 }
 
 #[test]
-fn a_mistral_turn_over_the_binary_sends_nothing_mistral_forbids() {
-    let server = MockServer::start(|n, request| {
-        let forbidden =
-            ["stream_options", "max_completion_tokens"].into_iter().find(|f| request.body.get(*f).is_some());
-        if let Some(field) = forbidden {
-            let body = json!({ "object": "error", "message": { "detail": [{ "type": "extra_forbidden",
-                "loc": ["body", field], "msg": "Extra inputs are not permitted" }] }, "type": "invalid_request_message_error" });
-            return Answer::Status(422, body.to_string());
-        }
-        match n {
-            0 => Answer::Stream(sse(&[
-                json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [{ "id": "Xy12Zw34q",
-                "function": { "name": "read_file", "arguments": "{\"path\": \"a.txt\"}" }, "index": 0 }] },
-                "finish_reason": "tool_calls" }] }),
-            ])),
-            _ => final_answer(request, "Xy12Zw34q"),
-        }
-    });
-    let dirs = home(&format!("base_url = \"{}/v1\"\nflavor = \"mistral\"\n", server.origin));
-    let (text, answer) = prompt(&dirs);
-    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    assert_eq!(text, "It says hello.");
-    assert_eq!(server.seen().len(), 2);
+fn an_openai_turn_over_the_binary_completes() {
+    completes(servers::openai);
 }
 
 #[test]
 fn an_azure_turn_over_the_binary_reaches_the_deployment_with_its_api_key() {
-    let server = MockServer::start(|n, request| {
-        let right_place =
-            request.target() == "/openai/deployments/d1/chat/completions?api-version=2024-10-21";
-        if !right_place || request.header("api-key") != Some(KEY) {
-            return Answer::Status(
-                404,
-                json!({ "error": { "code": "404", "message": "Resource not found" } }).to_string(),
-            );
-        }
-        match n {
-            0 => Answer::Stream(sse(&[
-                json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [{ "index": 0, "id": "call_z",
-                    "type": "function", "function": { "name": "read_file", "arguments": "{\"path\":\"a.txt\"}" } }] } }] }),
-                finish("tool_calls"),
-            ])),
-            _ => final_answer(request, "call_z"),
-        }
-    });
-    let base_url = format!("{}/openai/deployments/d1?api-version=2024-10-21", server.origin);
-    let dirs = home(&format!("base_url = \"{base_url}\"\nflavor = \"azure\"\n"));
-    let (text, answer) = prompt(&dirs);
-    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    assert_eq!(text, "It says hello.");
+    completes(servers::azure);
+}
+
+#[test]
+fn a_mistral_turn_over_the_binary_sends_nothing_mistral_forbids() {
+    completes(servers::mistral);
+}
+
+#[test]
+fn a_deepseek_turn_over_the_binary_passes_every_thought_back() {
+    completes(servers::deepseek);
+}
+
+#[test]
+fn an_openrouter_turn_over_the_binary_passes_reasoning_details_back() {
+    completes(servers::openrouter);
+}
+
+#[test]
+fn an_ollama_turn_over_the_binary_runs_parallel_calls_apart() {
+    completes(servers::ollama);
+}
+
+#[test]
+fn a_llamacpp_turn_over_the_binary_reads_object_arguments() {
+    completes(servers::llamacpp);
 }
 
 #[test]
@@ -131,7 +108,8 @@ fn a_llamacpp_error_event_fails_the_prompt_as_turn_failed_with_its_reason() {
             json!({ "error": { "code": 500, "message": format!("failed to load model; key {KEY}") } })
         ))
     });
-    let dirs = home(&format!("base_url = \"{}/v1\"\nflavor = \"llamacpp\"\n", server.origin));
+    let dirs =
+        home(&format!("kind = \"openai\"\nbase_url = \"{}/v1\"\nflavor = \"llamacpp\"\n", server.origin));
     let (_, answer) = prompt(&dirs);
     assert_eq!(answer["error"]["code"], -32603, "{answer}");
     assert_eq!(answer["error"]["data"]["code"], "turn.failed", "{answer}");

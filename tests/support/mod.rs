@@ -3,6 +3,8 @@
 pub mod endpoint;
 #[path = "../../crates/heron-core/tests/support/server_mock.rs"]
 pub mod server_mock;
+#[path = "../../crates/heron-core/tests/support/servers.rs"]
+pub mod servers;
 
 use std::time::Duration;
 

@@ -2,6 +2,7 @@
 //! every call, serves an in-memory buffer map and fake terminals, and answers questions.
 
 pub mod server_mock;
+pub mod servers;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

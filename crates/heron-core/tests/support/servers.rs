@@ -1,0 +1,284 @@
+//! One mock per model server people run, each playing that server's own stream and error
+//! format and refusing what that server refuses (with its error body), so a request of the
+//! wrong shape fails the turn. Every mock plays the same tool-calling turn: the model asks
+//! for `read_file` of `a.txt`, and answers [`ANSWER`] once the result carrying [`NOTES`]
+//! came back. Shared by the engine's tests and the binary's.
+
+use serde_json::{Value, json};
+
+use super::server_mock::{Answer, MockServer, Seen, sse, tool_result};
+
+/// The key every mock expects.
+pub const KEY: &str = "sk-servers-test-5150";
+/// What `a.txt` holds in the workspace.
+pub const NOTES: &str = "hello from notes";
+/// What `b.txt` holds.
+pub const BEE: &str = "bee";
+/// The final answer of every mock.
+pub const ANSWER: &str = "The notes say hello.";
+
+/// A running mock and the keys of its `[providers.NAME]` table (everything but `models`,
+/// `api_key_env` and `max_retries`).
+pub struct Played {
+    /// The mock.
+    pub server: MockServer,
+    /// `kind`, `base_url`, `flavor`, ...
+    pub table: String,
+    /// How many requests the turn takes.
+    pub requests: usize,
+}
+
+/// Every server, by name.
+pub const ALL: [(&str, fn() -> Played); 7] = [
+    ("openai", openai),
+    ("azure", azure),
+    ("mistral", mistral),
+    ("deepseek", deepseek),
+    ("openrouter", openrouter),
+    ("ollama", ollama),
+    ("llamacpp", llamacpp),
+];
+
+/// The error body OpenAI-style servers send.
+pub fn openai_error(status: u16, message: &str) -> Answer {
+    Answer::Status(
+        status,
+        json!({ "error": { "message": message, "type": "invalid_request_error" } }).to_string(),
+    )
+}
+
+/// A chunk carrying `delta` for choice 0.
+pub fn delta(delta: Value) -> Value {
+    json!({ "id": "c", "object": "chat.completion.chunk", "choices": [{ "index": 0, "delta": delta, "finish_reason": null }] })
+}
+
+/// A chunk ending choice 0 with `reason`.
+pub fn finish(reason: &str) -> Value {
+    json!({ "id": "c", "object": "chat.completion.chunk", "choices": [{ "index": 0, "delta": {}, "finish_reason": reason }] })
+}
+
+/// A chunk with a `read_file` call piece.
+pub fn call(index: u32, id: &str, arguments: Value) -> Value {
+    delta(json!({ "tool_calls": [{ "index": index, "id": id, "type": "function",
+        "function": { "name": "read_file", "arguments": arguments } }] }))
+}
+
+/// The final answer's stream, once the tool result `call_id` came back with the notes.
+pub fn final_answer(request: &Seen, call_id: &str) -> Answer {
+    match tool_result(request, call_id) {
+        Some(result) if result.contains(NOTES) => {
+            Answer::Stream(sse(&[delta(json!({ "content": ANSWER })), finish("stop")]))
+        }
+        other => openai_error(400, &format!("no tool result for {call_id}: {other:?}")),
+    }
+}
+
+/// OpenAI: bearer auth, `stream_options` for usage, the tool result on the follow-up.
+pub fn openai() -> Played {
+    let server = MockServer::start(|n, request| {
+        if request.header("authorization") != Some(&format!("Bearer {KEY}")) {
+            return openai_error(401, "Incorrect API key provided");
+        }
+        if request.body["stream_options"]["include_usage"] != true
+            || request.target() != "/v1/chat/completions"
+        {
+            return openai_error(400, "expected stream_options on /v1/chat/completions");
+        }
+        match n {
+            0 => Answer::Stream(sse(&[
+                call(0, "call_abc", json!("")),
+                call(0, "call_abc", json!("{\"path\":\"a.txt\"}")),
+                finish("tool_calls"),
+                json!({ "choices": [], "usage": { "prompt_tokens": 5, "completion_tokens": 2 } }),
+            ])),
+            _ => final_answer(request, "call_abc"),
+        }
+    });
+    let table = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\nflavor = \"openai\"\n", server.origin);
+    Played { server, table, requests: 2 }
+}
+
+/// Azure: the key in `api-key`, and `api-version` kept on the deployment path.
+pub fn azure() -> Played {
+    let server = MockServer::start(|n, request| {
+        if request.target() != "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21" {
+            return Answer::Status(
+                404,
+                json!({ "error": { "code": "404", "message": "Resource not found" } }).to_string(),
+            );
+        }
+        if request.header("api-key") != Some(KEY) || request.header("authorization").is_some() {
+            return Answer::Status(
+                401,
+                json!({ "error": { "code": "401", "message": "Access denied due to invalid subscription key" } })
+                    .to_string(),
+            );
+        }
+        match n {
+            // Azure's first chunk carries prompt filter results and no choices.
+            0 => Answer::Stream(sse(&[
+                json!({ "choices": [], "prompt_filter_results": [{ "prompt_index": 0 }] }),
+                call(0, "call_az", json!("{\"path\":\"a.txt\"}")),
+                finish("tool_calls"),
+            ])),
+            _ => final_answer(request, "call_az"),
+        }
+    });
+    let base_url = format!("{}/openai/deployments/gpt-4o?api-version=2024-10-21", server.origin);
+    let table = format!("kind = \"openai\"\nbase_url = \"{base_url}\"\nflavor = \"azure\"\n");
+    Played { server, table, requests: 2 }
+}
+
+/// Mistral's 422 for a field it does not know.
+fn extra_forbidden(field: &str) -> Answer {
+    let body = json!({ "object": "error", "message": { "detail": [{ "type": "extra_forbidden",
+        "loc": ["body", field], "msg": "Extra inputs are not permitted" }] }, "type": "invalid_request_message_error" });
+    Answer::Status(422, body.to_string())
+}
+
+/// Mistral: 422 for any field it forbids; its 9-character call ids must come back as they came.
+pub fn mistral() -> Played {
+    let server = MockServer::start(|n, request| {
+        for field in ["stream_options", "max_completion_tokens"] {
+            if request.body.get(field).is_some() {
+                return extra_forbidden(field);
+            }
+        }
+        if request.messages().iter().any(|m| m.get("reasoning_content").is_some()) {
+            return extra_forbidden("messages.2.assistant.reasoning_content");
+        }
+        match n {
+            0 => Answer::Stream(sse(&[
+                delta(json!({ "role": "assistant", "content": "" })),
+                // Mistral sends whole calls with 9-character ids.
+                json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [{ "id": "aB3dE5fG7", "function":
+                    { "name": "read_file", "arguments": "{\"path\": \"a.txt\"}" }, "index": 0 }] },
+                    "finish_reason": "tool_calls" }], "usage": { "prompt_tokens": 9, "completion_tokens": 3 } }),
+            ])),
+            _ => {
+                let assistant = request.messages().iter().find(|m| m["role"] == "assistant");
+                let id = assistant.and_then(|m| m["tool_calls"][0]["id"].as_str());
+                if id != Some("aB3dE5fG7") {
+                    return Answer::Status(
+                        400,
+                        json!({ "message": format!("bad tool call id {id:?}") }).to_string(),
+                    );
+                }
+                final_answer(request, "aB3dE5fG7")
+            }
+        }
+    });
+    // The flavor comes from the host in real use; the loopback mock says it.
+    let table = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\nflavor = \"mistral\"\n", server.origin);
+    Played { server, table, requests: 2 }
+}
+
+/// DeepSeek thinking mode: every tool-calling message must come back with its `reasoning_content`, even an empty one.
+pub fn deepseek() -> Played {
+    let server = MockServer::start(|n, request| {
+        let assistants: Vec<&Value> = request
+            .messages()
+            .iter()
+            .filter(|m| m["role"] == "assistant" && m.get("tool_calls").is_some())
+            .collect();
+        for (at, message) in assistants.iter().enumerate() {
+            // The first call came after a thought; the second after none, which DeepSeek
+            // still wants marked with an empty `reasoning_content`.
+            let expected = if at == 0 { "I should read a.txt." } else { "" };
+            if message.get("reasoning_content").and_then(Value::as_str) != Some(expected) {
+                let text = format!(
+                    "Missing `reasoning_content` field in the assistant message at message index {at}. For more \
+                     information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
+                );
+                return Answer::Status(
+                    400,
+                    json!({ "error": { "message": text, "type": "invalid_request_error", "param": null,
+                        "code": "invalid_request_error" } })
+                    .to_string(),
+                );
+            }
+        }
+        match n {
+            0 => Answer::Stream(sse(&[
+                delta(json!({ "role": "assistant", "content": null, "reasoning_content": "I should " })),
+                delta(json!({ "content": null, "reasoning_content": "read a.txt." })),
+                call(0, "call_00_ds", json!("{\"path\":")),
+                delta(json!({ "tool_calls": [{ "index": 0, "function": { "arguments": "\"a.txt\"}" } }] })),
+                finish("tool_calls"),
+            ])),
+            1 => Answer::Stream(sse(&[
+                delta(json!({ "role": "assistant", "content": null, "reasoning_content": "" })),
+                call(0, "call_01_ds", json!("{\"path\":\"b.txt\"}")),
+                finish("tool_calls"),
+            ])),
+            _ => final_answer(request, "call_00_ds"),
+        }
+    });
+    let table = format!("kind = \"openai\"\nbase_url = \"{}\"\nflavor = \"deepseek\"\n", server.origin);
+    Played { server, table, requests: 3 }
+}
+
+/// OpenRouter: `reasoning_details` must come back merged; keep-alive comments are skipped.
+pub fn openrouter() -> Played {
+    let server = MockServer::start(|n, request| match n {
+        0 => {
+            let mut body = ": OPENROUTER PROCESSING\n\n".to_owned();
+            body.push_str(&sse(&[
+                delta(json!({ "role": "assistant", "content": "", "reasoning": "Read it.",
+                    "reasoning_details": [{ "type": "reasoning.text", "text": "Read it.", "format": "anthropic-claude-v1", "index": 0 }] })),
+                delta(json!({ "content": "", "reasoning_details": [{ "type": "reasoning.text", "signature": "sig-1", "index": 0 }] })),
+                call(0, "toolu_01", json!("{\"path\":\"a.txt\"}")),
+                finish("tool_calls"),
+            ]));
+            Answer::Stream(body)
+        }
+        _ => {
+            let assistant = request.messages().iter().find(|m| m["role"] == "assistant");
+            let details = assistant.map(|m| m["reasoning_details"].clone());
+            let expected = json!([{ "type": "reasoning.text", "text": "Read it.", "format": "anthropic-claude-v1",
+                "index": 0, "signature": "sig-1" }]);
+            if details != Some(expected) {
+                return openai_error(400, &format!("thinking blocks must come back: {details:?}"));
+            }
+            final_answer(request, "toolu_01")
+        }
+    });
+    let table =
+        format!("kind = \"openai\"\nbase_url = \"{}/api/v1\"\nflavor = \"openrouter\"\n", server.origin);
+    Played { server, table, requests: 2 }
+}
+
+/// Ollama: parallel calls all at index 0, told apart by id.
+pub fn ollama() -> Played {
+    let server = MockServer::start(|n, request| match n {
+        0 => Answer::Stream(sse(&[
+            call(0, "call_one", json!("{\"path\":\"a.txt\"}")),
+            call(0, "call_two", json!("{\"path\":\"b.txt\"}")),
+            finish("tool_calls"),
+        ])),
+        _ => match tool_result(request, "call_two") {
+            Some(bee) if bee.contains("bee") => final_answer(request, "call_one"),
+            other => openai_error(400, &format!("no second result: {other:?}")),
+        },
+    });
+    let table = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\nflavor = \"ollama\"\n", server.origin);
+    Played { server, table, requests: 2 }
+}
+
+/// llama.cpp: arguments as an object, CRLF lines and pings.
+pub fn llamacpp() -> Played {
+    let server = MockServer::start(|n, request| match n {
+        0 => {
+            let chunks = [call(0, "llama_1", json!({ "path": "a.txt" })), finish("tool_calls")];
+            let mut body = ": ping\r\n\r\n".to_owned();
+            for chunk in chunks {
+                body.push_str(&format!("data: {chunk}\r\n\r\n"));
+            }
+            body.push_str("data: [DONE]\r\n\r\n");
+            Answer::Stream(body)
+        }
+        _ => final_answer(request, "llama_1"),
+    });
+    let table = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\nflavor = \"llamacpp\"\n", server.origin);
+    Played { server, table, requests: 2 }
+}
