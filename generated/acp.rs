@@ -2844,6 +2844,25 @@ impl ::std::convert::TryFrom<::std::string::String> for HeronSteerOutcome {
         value.parse()
     }
 }
+///Tokens a session's model requests took so far, by kind; sent in `_meta.heron.tokens` of `usage_update`. Cached reads show whether the provider's prompt cache is hitting.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct HeronTokenUsage {
+    ///Prompt tokens read from the provider's prompt cache.
+    #[serde(rename = "cachedReadTokens")]
+    pub cached_read_tokens: u64,
+    ///Prompt tokens written to the provider's prompt cache.
+    #[serde(rename = "cachedWriteTokens")]
+    pub cached_write_tokens: u64,
+    ///Prompt tokens, cached ones included.
+    #[serde(rename = "inputTokens")]
+    pub input_tokens: u64,
+    ///Completion tokens, reasoning included.
+    #[serde(rename = "outputTokens")]
+    pub output_tokens: u64,
+    ///Reasoning tokens.
+    #[serde(rename = "thoughtTokens")]
+    pub thought_tokens: u64,
+}
 ///An HTTP header to set when making requests to the MCP server.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HttpHeader {
@@ -9922,6 +9941,12 @@ pub fn canonical_def(
         "HeronSteerOutcome" => {
             Some(
                 crate::runtime::decode_params::<HeronSteerOutcome>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
+            )
+        }
+        "HeronTokenUsage" => {
+            Some(
+                crate::runtime::decode_params::<HeronTokenUsage>(Some(raw))
                     .and_then(|v| crate::runtime::to_value(&v)),
             )
         }

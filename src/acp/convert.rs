@@ -10,8 +10,8 @@ use heron_core::session::settings::{Mode, OptionSpec, Settings};
 use heron_core::session::update::TurnUpdate;
 use heron_core::tools::editor::PermissionAsk;
 use heron_core::types::{
-    Location, PlanItem, PlanPriority, PlanStatus, PromptInput, StopReason, ToolKind, ToolOutput, ToolStatus,
-    UsageReport, UserContent,
+    Location, PlanItem, PlanPriority, PlanStatus, PromptInput, StopReason, TokenTotals, ToolKind, ToolOutput,
+    ToolStatus, UsageReport, UserContent,
 };
 use heron_protocol::{
     self as p, BlobResourceContents, ContentBlock, ContentChunk, EmbeddedResource, EmbeddedResourceResource,
@@ -446,10 +446,24 @@ pub fn usage_update(report: &UsageReport) -> SessionUpdate {
             currency: currency.clone(),
             meta: None,
         }),
-        meta: None,
+        meta: Some(tokens_meta(&report.tokens)),
         size: report.size,
         used: report.used,
     })
+}
+
+/// `_meta.heron.tokens` of a `usage_update`: the session's token totals by kind, which ACP
+/// v1's `usage_update` has no field for.
+fn tokens_meta(tokens: &TokenTotals) -> serde_json::Map<String, serde_json::Value> {
+    let usage = p::HeronTokenUsage {
+        input_tokens: tokens.input,
+        output_tokens: tokens.output,
+        cached_read_tokens: tokens.cached_read,
+        cached_write_tokens: tokens.cache_write,
+        thought_tokens: tokens.thought,
+    };
+    let value = serde_json::to_value(usage).unwrap_or_default();
+    serde_json::Map::from_iter([("heron".to_owned(), serde_json::json!({ "tokens": value }))])
 }
 
 /// The protocol stop reason.

@@ -104,9 +104,29 @@ pub struct Price {
     pub input: f64,
     /// Per million output tokens.
     pub output: f64,
+    /// Per million input tokens read from the provider's prompt cache (default: `input`,
+    /// which overstates rather than hides a cost).
+    pub cached_input: Option<f64>,
+    /// Per million input tokens written to the prompt cache (default: `input`).
+    pub cache_write: Option<f64>,
     /// ISO 4217 currency, default USD.
     #[serde(default = "usd")]
     pub currency: String,
+}
+
+impl Price {
+    /// What one request's `usage` cost: cached and cache-written input at their own
+    /// prices, the rest of the input and all output at theirs.
+    pub fn cost(&self, usage: &crate::llm::Usage) -> f64 {
+        let cached = usage.cached_input_tokens.min(usage.input_tokens);
+        let written = usage.cache_write_input_tokens.min(usage.input_tokens - cached);
+        let plain = usage.input_tokens - cached - written;
+        let per = |tokens: u64, price: f64| tokens as f64 * price / 1e6;
+        per(plain, self.input)
+            + per(cached, self.cached_input.unwrap_or(self.input))
+            + per(written, self.cache_write.unwrap_or(self.input))
+            + per(usage.output_tokens, self.output)
+    }
 }
 
 fn usd() -> String {
@@ -635,6 +655,30 @@ query = { a = "1" }
         assert!(Config::load(&home).is_err(), "a path through a link into the home is refused");
         std::fs::write(home.config_path(), "sandbox_writable = [\"/opt/elsewhere\"]\n").expect("config");
         assert!(Config::load(&home).is_ok());
+    }
+
+    #[test]
+    fn cached_and_cache_written_input_cost_their_own_prices_and_default_to_input() {
+        let usage = crate::llm::Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 1_000_000,
+            cached_input_tokens: 500_000,
+            cache_write_input_tokens: 250_000,
+            reasoning_tokens: 0,
+        };
+        let price = Price {
+            input: 4.0,
+            output: 10.0,
+            cached_input: Some(0.4),
+            cache_write: Some(5.0),
+            currency: "USD".into(),
+        };
+        assert!((price.cost(&usage) - (1.0 + 0.2 + 1.25 + 10.0)).abs() < 1e-9);
+        let plain = Price { cached_input: None, cache_write: None, ..price };
+        assert!((plain.cost(&usage) - 14.0).abs() < 1e-9);
+        // Counts a server got wrong (more cached than sent) never make a negative cost.
+        let odd = crate::llm::Usage { cached_input_tokens: 9_000_000, ..usage };
+        assert!(plain.cost(&odd) >= 0.0);
     }
 
     #[test]

@@ -229,4 +229,37 @@ pub struct UsageReport {
     pub size: u64,
     /// Cost so far, with its currency, when the model has a price.
     pub cost: Option<(f64, String)>,
+    /// Tokens the session's requests took so far, by kind.
+    #[serde(default)]
+    pub tokens: TokenTotals,
+}
+
+/// Tokens a session's model requests took so far, by kind: what shows whether the
+/// provider's prompt cache is hitting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TokenTotals {
+    /// Prompt tokens, cached ones included.
+    pub input: u64,
+    /// Completion tokens, reasoning included.
+    pub output: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cached_read: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write: u64,
+    /// Reasoning tokens.
+    pub thought: u64,
+}
+
+impl TokenTotals {
+    /// These totals with one request's `usage` added.
+    pub fn plus(self, usage: &crate::llm::Usage) -> Self {
+        TokenTotals {
+            input: self.input.saturating_add(usage.input_tokens),
+            output: self.output.saturating_add(usage.output_tokens),
+            cached_read: self.cached_read.saturating_add(usage.cached_input_tokens),
+            cache_write: self.cache_write.saturating_add(usage.cache_write_input_tokens),
+            thought: self.thought.saturating_add(usage.reasoning_tokens),
+        }
+    }
 }

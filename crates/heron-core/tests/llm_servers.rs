@@ -4,62 +4,12 @@
 //! turn. Each turn asks for `read_file`, runs it, and the second request must carry the
 //! result before the final answer.
 
-use std::sync::Arc;
-use std::time::Duration;
+use heron_core::types::StopReason;
+use serde_json::json;
 
-use heron_core::config::Home;
-use heron_core::session::update::TurnUpdate;
-use heron_core::session::{ManagerOptions, OpenOptions, PromptError};
-use heron_core::tools::editor::NoEditor;
-use heron_core::types::{PromptInput, StopReason, UserContent};
-use serde_json::{Value, json};
-use tokio::sync::mpsc;
-
+use crate::support::served::turn;
 use crate::support::server_mock::{Answer, MockServer, sse};
-use crate::support::servers::{self, ANSWER, BEE, KEY, NOTES, Played, delta};
-
-/// Runs one prompt against the provider whose table has the keys `provider` (beside
-/// `models`, `api_key_env` and `max_retries`); returns what streamed and how the prompt ended.
-async fn turn(provider: &str) -> (String, Result<StopReason, PromptError>) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = Home::at(dir.path().join("home"));
-    std::fs::create_dir_all(home.root()).expect("home");
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(&ws).expect("workspace");
-    std::fs::write(ws.join("a.txt"), NOTES).expect("a.txt");
-    std::fs::write(ws.join("b.txt"), BEE).expect("b.txt");
-    let config = format!(
-        "default_model = \"net/m\"\n[providers.net]\nmodels = [\"m\"]\napi_key_env = \"NET_KEY\"\nmax_retries = 0\n{provider}"
-    );
-    std::fs::write(home.config_path(), config).expect("config");
-    std::fs::write(home.env_path(), format!("NET_KEY={KEY}\n")).expect(".env");
-    let manager = crate::support::manager_for(&home, ManagerOptions::default()).await;
-    let options = OpenOptions {
-        cwd: ws,
-        additional_directories: Vec::new(),
-        editor: Arc::new(NoEditor),
-        mcp_servers: Vec::new(),
-    };
-    let session = manager.create(options).await.expect("a session");
-    let (updates, mut stream) = mpsc::unbounded_channel();
-    let input = vec![PromptInput::Content(UserContent::Text { text: "read the notes".into() })];
-    let queued = session.prompt(input, updates);
-    let mut text = String::new();
-    while let Some(update) =
-        tokio::time::timeout(Duration::from_secs(10), stream.recv()).await.expect("the turn streams")
-    {
-        match update {
-            TurnUpdate::Flushed(done) => {
-                let _ = done.send(());
-            }
-            TurnUpdate::MessageChunk { text: piece, .. } => text.push_str(&piece),
-            _ => {}
-        }
-    }
-    let result = queued.result.await.expect("answered");
-    queued.delivered.done();
-    (text, result)
-}
+use crate::support::servers::{self, ANSWER, KEY, Played, delta};
 
 /// Plays one server's turn and checks it completed with the answer.
 async fn completes(play: fn() -> Played) {

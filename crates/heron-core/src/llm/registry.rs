@@ -11,7 +11,7 @@ use super::openai::OpenAiProvider;
 use super::scripted::ScriptedProvider;
 use super::tap::{ModelTap, Tapped};
 use super::{Provider, ProviderError};
-use crate::config::{Config, Home, Keys, Playback, ProviderKind};
+use crate::config::{Config, Home, Keys, Playback, Price, ProviderKind};
 
 /// Why a model cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -49,8 +49,8 @@ pub struct ResolvedProvider {
     pub model: String,
     /// The context window, for usage reports.
     pub context_window: Option<u64>,
-    /// Price per million input and output tokens, and the currency.
-    pub price: Option<(f64, f64, String)>,
+    /// The model's price, when the config names one.
+    pub price: Option<Price>,
 }
 
 impl std::fmt::Debug for ResolvedProvider {
@@ -128,8 +128,7 @@ impl Providers {
         self.check(model_id)?;
         let resolved =
             self.config.resolve(model_id).ok_or_else(|| ModelError::UnknownModel(model_id.to_owned()))?;
-        let price =
-            resolved.config.prices.get(resolved.model).map(|p| (p.input, p.output, p.currency.clone()));
+        let price = resolved.config.prices.get(resolved.model).cloned();
         let mut built = self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let provider = match built.get(resolved.provider) {
             Some(provider) => provider.clone(),

@@ -159,8 +159,10 @@ impl Session {
         status: Board,
     ) -> Arc<Session> {
         let (jobs, queue) = mpsc::unbounded_channel();
-        // Cost carries on from the last stored report.
-        let cost = status.current().1.usage.and_then(|u| u.cost).map_or(0.0, |(amount, _)| amount);
+        // Cost and token totals carry on from the last stored report.
+        let stored = status.current().1.usage;
+        let cost = stored.as_ref().and_then(|u| u.cost.as_ref()).map_or(0.0, |(amount, _)| *amount);
+        let tokens = stored.map(|u| u.tokens).unwrap_or_default();
         let status = Arc::new(status);
         let inbox = Arc::new(Inbox::new(id.clone(), context.store.clone(), status.clone()));
         let session = Arc::new(Session {
@@ -181,7 +183,7 @@ impl Session {
         });
         let closed = session.closed.clone();
         let transcript = transcript::Transcript::new(&context.transcripts, session.id());
-        let carried = turn::Carried { history, cost, images: Default::default(), transcript };
+        let carried = turn::Carried { history, cost, tokens, images: Default::default(), transcript };
         tokio::spawn(actor::run(Arc::downgrade(&session), closed, queue, carried, context, inbox));
         session
     }

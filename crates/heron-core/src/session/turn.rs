@@ -46,6 +46,8 @@ pub struct Carried {
     pub history: Vec<Event>,
     /// Cost so far in the session.
     pub cost: f64,
+    /// Tokens so far in the session.
+    pub tokens: crate::types::TokenTotals,
     /// The history's images, as read so far.
     pub images: Images,
     /// The session's readable transcript, kept in step with the history.
@@ -453,15 +455,16 @@ impl Turn {
     }
 
     pub(super) fn report_usage(&mut self, usage: Usage) {
-        if let Some((input_price, output_price, _)) = &self.provider.price {
-            self.carried.cost += usage.input_tokens as f64 * input_price / 1e6
-                + usage.output_tokens as f64 * output_price / 1e6;
+        if let Some(price) = &self.provider.price {
+            self.carried.cost += price.cost(&usage);
         }
+        self.carried.tokens = self.carried.tokens.plus(&usage);
         let Some(size) = self.provider.context_window else { return };
         let report = UsageReport {
             used: usage.input_tokens + usage.output_tokens,
             size,
-            cost: self.provider.price.as_ref().map(|(_, _, currency)| (self.carried.cost, currency.clone())),
+            cost: self.provider.price.as_ref().map(|price| (self.carried.cost, price.currency.clone())),
+            tokens: self.carried.tokens,
         };
         self.live(TurnUpdate::Usage(report.clone()));
         self.status.change(|s| s.usage = Some(report));

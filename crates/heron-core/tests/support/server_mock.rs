@@ -18,6 +18,8 @@ pub struct Seen {
     pub headers: Vec<(String, String)>,
     /// The JSON body (`null` when it was not JSON).
     pub body: Value,
+    /// The body's bytes as sent, for comparing requests byte for byte.
+    pub raw: String,
 }
 
 impl Seen {
@@ -38,12 +40,13 @@ impl Seen {
             .and_then(|(_, v)| v.parse().ok())
             .unwrap_or(0);
         let missing = length.saturating_sub(body.len());
-        Some((Seen { request_line, headers, body: Value::Null }, missing))
+        Some((Seen { request_line, headers, body: Value::Null, raw: String::new() }, missing))
     }
 
     /// Sets the body from its bytes (`null` when they are not JSON).
     pub fn with_body(mut self, body: &[u8]) -> Seen {
         self.body = serde_json::from_slice(body).unwrap_or(Value::Null);
+        self.raw = String::from_utf8_lossy(body).into_owned();
         self
     }
 

@@ -28,17 +28,6 @@ pub struct Played {
     pub requests: usize,
 }
 
-/// Every server, by name.
-pub const ALL: [(&str, fn() -> Played); 7] = [
-    ("openai", openai),
-    ("azure", azure),
-    ("mistral", mistral),
-    ("deepseek", deepseek),
-    ("openrouter", openrouter),
-    ("ollama", ollama),
-    ("llamacpp", llamacpp),
-];
-
 /// The error body OpenAI-style servers send.
 pub fn openai_error(status: u16, message: &str) -> Answer {
     Answer::Status(

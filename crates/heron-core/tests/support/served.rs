@@ -1,0 +1,95 @@
+//! A session served by one configured provider, for the engine's provider tests: a private
+//! home whose default model `net/m` is that provider, a workspace with `a.txt` and `b.txt`,
+//! and prompts run to their end.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use heron_core::config::Home;
+use heron_core::session::update::TurnUpdate;
+use heron_core::session::{ManagerOptions, OpenOptions, PromptError, Session};
+use heron_core::tools::editor::NoEditor;
+use heron_core::types::{PromptInput, StopReason, UsageReport, UserContent};
+use tokio::sync::mpsc;
+
+use super::servers::{BEE, KEY, NOTES};
+
+/// A session and the directories it lives in (removed on drop).
+pub struct Served {
+    /// The session.
+    pub session: Arc<Session>,
+    _dir: tempfile::TempDir,
+}
+
+impl Served {
+    /// A session whose provider table has the keys `table` (beside `models`,
+    /// `api_key_env` and `max_retries`).
+    pub async fn open(table: &str) -> Served {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path().join("home"));
+        std::fs::create_dir_all(home.root()).expect("home");
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(&ws).expect("workspace");
+        std::fs::write(ws.join("a.txt"), NOTES).expect("a.txt");
+        std::fs::write(ws.join("b.txt"), BEE).expect("b.txt");
+        let config = format!(
+            "default_model = \"net/m\"\n[providers.net]\nmodels = [\"m\"]\napi_key_env = \"NET_KEY\"\nmax_retries = 0\n{table}"
+        );
+        std::fs::write(home.config_path(), config).expect("config");
+        std::fs::write(home.env_path(), format!("NET_KEY={KEY}\n")).expect(".env");
+        let manager = super::manager_for(&home, ManagerOptions::default()).await;
+        let options = OpenOptions {
+            cwd: ws,
+            additional_directories: Vec::new(),
+            editor: Arc::new(NoEditor),
+            mcp_servers: Vec::new(),
+        };
+        let session = manager.create(options).await.expect("a session");
+        Served { session, _dir: dir }
+    }
+
+    /// Runs one prompt of `text` to its end; returns what streamed and how it ended.
+    pub async fn prompt(&self, text: &str) -> (String, Result<StopReason, PromptError>) {
+        let ended = self.run(text).await;
+        (ended.text, ended.result)
+    }
+
+    /// Runs one prompt of `text` to its end and keeps its usage reports too.
+    pub async fn run(&self, text: &str) -> Ended {
+        let (updates, mut stream) = mpsc::unbounded_channel();
+        let input = vec![PromptInput::Content(UserContent::Text { text: text.into() })];
+        let queued = self.session.prompt(input, updates);
+        let mut streamed = String::new();
+        let mut usage = Vec::new();
+        while let Some(update) =
+            tokio::time::timeout(Duration::from_secs(10), stream.recv()).await.expect("the turn streams")
+        {
+            match update {
+                TurnUpdate::Flushed(done) => {
+                    let _ = done.send(());
+                }
+                TurnUpdate::MessageChunk { text: piece, .. } => streamed.push_str(&piece),
+                TurnUpdate::Usage(report) => usage.push(report),
+                _ => {}
+            }
+        }
+        let result = queued.result.await.expect("answered");
+        queued.delivered.done();
+        Ended { text: streamed, result, usage }
+    }
+}
+
+/// How a prompt ended.
+pub struct Ended {
+    /// The agent's text, as streamed.
+    pub text: String,
+    /// The prompt's answer.
+    pub result: Result<StopReason, PromptError>,
+    /// Every usage report, in order.
+    pub usage: Vec<UsageReport>,
+}
+
+/// Runs one prompt in a fresh session of the provider with the keys `table`.
+pub async fn turn(table: &str) -> (String, Result<StopReason, PromptError>) {
+    Served::open(table).await.prompt("read the notes").await
+}
