@@ -1,11 +1,12 @@
 //! Model providers: one [`Provider`] trait that turns a [`ModelRequest`] into a stream of
-//! [`ModelEvent`]s, with an OpenAI-compatible streaming client and a deterministic
-//! scripted model. Knows nothing of ACP.
+//! [`ModelEvent`]s, with an OpenAI-compatible Chat Completions client, an OpenAI Responses
+//! client and a deterministic scripted model. Knows nothing of ACP.
 
 mod driven;
 pub mod http;
 pub mod openai;
 pub mod registry;
+pub mod responses;
 pub mod scripted;
 mod sse;
 pub mod tap;
