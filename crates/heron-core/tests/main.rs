@@ -4,6 +4,7 @@
 mod support;
 
 mod llm_openai;
+mod llm_responses;
 mod llm_scripted;
 mod llm_servers;
 mod session_turns;
