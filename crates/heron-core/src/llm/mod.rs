@@ -61,7 +61,8 @@ pub enum ChatMessage {
 pub struct Reasoning {
     /// The thought's text, as the editor saw it.
     pub text: String,
-    /// Structured reasoning (OpenRouter's `reasoning_details`), verbatim.
+    /// Structured reasoning (OpenRouter's `reasoning_details`, or the Responses API's
+    /// reasoning items), verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
 }
@@ -178,7 +179,8 @@ pub enum ModelEvent {
         call: ToolCallRequest,
     },
     /// Structured reasoning the server wants back verbatim with this message in later
-    /// requests (OpenRouter's `reasoning_details`), whole, before `Finish`.
+    /// requests (OpenRouter's `reasoning_details`, the Responses API's reasoning items),
+    /// whole, before `Finish`.
     ReasoningDetails {
         /// The entries, as the server sent them (merged across deltas).
         details: Value,
