@@ -5,6 +5,7 @@ mod support;
 
 mod llm_caching;
 mod llm_openai;
+mod llm_responses;
 mod llm_scripted;
 mod llm_servers;
 mod session_turns;

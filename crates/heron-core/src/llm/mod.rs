@@ -1,11 +1,12 @@
 //! Model providers: one [`Provider`] trait that turns a [`ModelRequest`] into a stream of
-//! [`ModelEvent`]s, with an OpenAI-compatible streaming client and a deterministic
-//! scripted model. Knows nothing of ACP.
+//! [`ModelEvent`]s, with an OpenAI-compatible Chat Completions client, an OpenAI Responses
+//! client and a deterministic scripted model. Knows nothing of ACP.
 
 mod driven;
 pub mod http;
 pub mod openai;
 pub mod registry;
+pub mod responses;
 pub mod scripted;
 mod sse;
 pub mod tap;
@@ -60,7 +61,8 @@ pub enum ChatMessage {
 pub struct Reasoning {
     /// The thought's text, as the editor saw it.
     pub text: String,
-    /// Structured reasoning (OpenRouter's `reasoning_details`), verbatim.
+    /// Structured reasoning (OpenRouter's `reasoning_details`, or the Responses API's
+    /// reasoning items), verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
 }
@@ -177,7 +179,8 @@ pub enum ModelEvent {
         call: ToolCallRequest,
     },
     /// Structured reasoning the server wants back verbatim with this message in later
-    /// requests (OpenRouter's `reasoning_details`), whole, before `Finish`.
+    /// requests (OpenRouter's `reasoning_details`, the Responses API's reasoning items),
+    /// whole, before `Finish`.
     ReasoningDetails {
         /// The entries, as the server sent them (merged across deltas).
         details: Value,
