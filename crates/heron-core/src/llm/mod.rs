@@ -1,7 +1,8 @@
 //! Model providers: one [`Provider`] trait that turns a [`ModelRequest`] into a stream of
-//! [`ModelEvent`]s, with an OpenAI-compatible streaming client and a deterministic
-//! scripted model. Knows nothing of ACP.
+//! [`ModelEvent`]s, with an OpenAI-compatible streaming client, a native Anthropic
+//! Messages client and a deterministic scripted model. Knows nothing of ACP.
 
+pub mod anthropic;
 mod driven;
 pub mod http;
 pub mod openai;
