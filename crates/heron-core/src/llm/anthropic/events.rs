@@ -95,21 +95,18 @@ enum StartedBlock {
     Other,
 }
 
+/// A piece of a content block, by its `type` (`text_delta`, ...).
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 enum Delta {
-    TextDelta {
-        text: String,
-    },
-    InputJsonDelta {
-        partial_json: String,
-    },
-    ThinkingDelta {
-        thinking: String,
-    },
-    SignatureDelta {
-        signature: String,
-    },
+    #[serde(rename = "text_delta")]
+    Text { text: String },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: String },
+    #[serde(rename = "thinking_delta")]
+    Thinking { thinking: String },
+    #[serde(rename = "signature_delta")]
+    Signature { signature: String },
     /// `citations_delta` and later kinds.
     #[serde(other)]
     Other,
@@ -291,15 +288,15 @@ impl MessageAssembler {
         let block = self.open_block(index)?;
         let kept = match (block, delta) {
             (_, Delta::Other) | (Block::Other, _) => 0,
-            (Block::Text, Delta::TextDelta { text }) => {
+            (Block::Text, Delta::Text { text }) => {
                 push_text(out, text);
                 0
             }
-            (Block::ToolUse { input, .. }, Delta::InputJsonDelta { partial_json }) => {
+            (Block::ToolUse { input, .. }, Delta::InputJson { partial_json }) => {
                 *input = clipped(std::mem::take(input), &partial_json);
                 0
             }
-            (Block::Thinking { thinking, .. }, Delta::ThinkingDelta { thinking: piece }) => {
+            (Block::Thinking { thinking, .. }, Delta::Thinking { thinking: piece }) => {
                 let added = if keep { piece.len() } else { 0 };
                 if keep {
                     thinking.push_str(&piece);
@@ -307,11 +304,11 @@ impl MessageAssembler {
                 push_thought(out, piece);
                 added
             }
-            (Block::Thinking { signature, .. }, Delta::SignatureDelta { signature: piece }) if keep => {
+            (Block::Thinking { signature, .. }, Delta::Signature { signature: piece }) if keep => {
                 signature.push_str(&piece);
                 piece.len()
             }
-            (Block::Thinking { .. }, Delta::SignatureDelta { .. }) => 0,
+            (Block::Thinking { .. }, Delta::Signature { .. }) => 0,
             (block, delta) => {
                 return Err(ProviderError::Protocol(format!(
                     "content block {index} ({}) got a {} delta",
@@ -438,10 +435,10 @@ impl Block {
 impl Delta {
     fn kind(&self) -> &'static str {
         match self {
-            Delta::TextDelta { .. } => "text_delta",
-            Delta::InputJsonDelta { .. } => "input_json_delta",
-            Delta::ThinkingDelta { .. } => "thinking_delta",
-            Delta::SignatureDelta { .. } => "signature_delta",
+            Delta::Text { .. } => "text_delta",
+            Delta::InputJson { .. } => "input_json_delta",
+            Delta::Thinking { .. } => "thinking_delta",
+            Delta::Signature { .. } => "signature_delta",
             Delta::Other => "other",
         }
     }
