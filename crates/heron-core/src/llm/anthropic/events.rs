@@ -184,16 +184,21 @@ enum Slot {
 /// Folds the events of one streamed message into [`ModelEvent`]s.
 #[derive(Debug, Default)]
 pub(crate) struct MessageAssembler {
+    /// Every block index the stream started, bounded by [`MAX_BLOCKS`].
     blocks: BTreeMap<usize, Slot>,
     /// Stopped thinking blocks by index, as they go back to Anthropic.
     thinking: BTreeMap<usize, Value>,
+    /// Bytes of thinking held, open blocks and kept ones, bounded by [`MAX_REASONING_BYTES`].
     reasoning_bytes: usize,
     /// Set once the reasoning grew past its bound: none is kept from then on.
     reasoning_dropped: bool,
-    /// Tool use blocks started, and calls sent out.
+    /// Tool use blocks started, bounded by [`MAX_TOOL_CALLS`].
     tool_blocks: usize,
+    /// Tool calls sent out, which decide the finish reason.
     calls_made: usize,
+    /// The stop reason of `message_delta`; once set, the answer has finished.
     stop_reason: Option<String>,
+    /// Usage, once the stream sent any.
     counts: Option<Counts>,
 }
 

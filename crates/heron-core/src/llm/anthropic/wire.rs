@@ -239,17 +239,21 @@ fn is_thinking(block: &Value) -> bool {
     matches!(block_type(block), "thinking" | "redacted_thinking")
 }
 
-/// Whether Anthropic accepts thinking for this conversation. While a tool loop runs (the
-/// last assistant message called tools and their results follow), Anthropic wants that
-/// message to open with its thinking; one made without thinking (or by another provider)
-/// cannot, so thinking waits until the user speaks again.
+/// Whether Anthropic accepts thinking for this conversation. Anthropic counts a tool loop
+/// (assistant messages and the tool results between them) as one assistant turn, and while
+/// one runs it wants the turn's first message to open with thinking. A turn begun without
+/// thinking (or by another provider) cannot, so thinking waits until the user speaks again.
+/// A user message counts as tool results if it holds any, which errs towards no thinking.
 fn thinking_allowed(turns: &[Turn]) -> bool {
-    let Some(at) = turns.iter().rposition(|turn| turn.role == Role::Assistant) else { return true };
-    let assistant = &turns[at].content;
-    let calls_tools = assistant.iter().any(|block| block_type(block) == "tool_use");
-    let results_follow =
-        turns[at + 1..].iter().flat_map(|turn| &turn.content).any(|block| block_type(block) == "tool_result");
-    !(calls_tools && results_follow) || assistant.first().is_some_and(is_thinking)
+    let has_results = |turn: &Turn| turn.content.iter().any(|block| block_type(block) == "tool_result");
+    let in_loop = turns.last().is_some_and(|turn| turn.role == Role::User && has_results(turn));
+    if !in_loop {
+        return true;
+    }
+    let start =
+        turns.iter().rposition(|turn| turn.role == Role::User && !has_results(turn)).map_or(0, |at| at + 1);
+    let first = turns[start..].iter().find(|turn| turn.role == Role::Assistant);
+    first.is_none_or(|turn| turn.content.first().is_some_and(is_thinking))
 }
 
 /// Without thinking, Anthropic refuses thinking blocks in an assistant message that ends

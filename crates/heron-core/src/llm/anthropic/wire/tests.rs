@@ -235,13 +235,13 @@ fn effort_turns_thinking_on_with_room_for_the_answer() {
 }
 
 #[test]
-fn thinking_waits_while_a_tool_loop_runs_on_an_unthinking_message() {
+fn thinking_waits_while_a_tool_loop_runs_that_began_without_it() {
     let mut unthinking = request(vec![user("go"), calling("x", "{}", None), result("x", "ok")]);
     unthinking.effort = Some("low".into());
     assert!(request_body(&unthinking).get("thinking").is_none());
     unthinking.messages.push(calling("y", "{}", Some(signed())));
     unthinking.messages.push(result("y", "ok"));
-    assert!(request_body(&unthinking).get("thinking").is_some(), "the last call opened with thinking");
+    assert!(request_body(&unthinking).get("thinking").is_none(), "the loop began without thinking");
     unthinking.messages.push(calling("z", "{}", None));
     unthinking.messages.push(result("z", "ok"));
     unthinking.messages.push(user("next"));
@@ -253,6 +253,17 @@ fn thinking_waits_while_a_tool_loop_runs_on_an_unthinking_message() {
     });
     unthinking.messages.push(user("again"));
     assert!(request_body(&unthinking).get("thinking").is_some(), "the user spoke after the loop");
+}
+
+#[test]
+fn a_loop_that_began_with_thinking_keeps_it_on_later_unthinking_steps() {
+    let mut thinking = request(vec![user("go"), calling("x", "{}", Some(signed())), result("x", "ok")]);
+    thinking.effort = Some("medium".into());
+    assert!(request_body(&thinking).get("thinking").is_some());
+    // Without interleaved thinking, later steps of the loop carry no thinking of their own.
+    thinking.messages.push(calling("y", "{}", None));
+    thinking.messages.push(result("y", "ok"));
+    assert!(request_body(&thinking).get("thinking").is_some());
 }
 
 #[test]
