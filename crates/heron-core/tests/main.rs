@@ -3,6 +3,7 @@
 
 mod support;
 
+mod llm_anthropic;
 mod llm_caching;
 mod llm_openai;
 mod llm_responses;

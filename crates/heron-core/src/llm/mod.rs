@@ -1,7 +1,9 @@
 //! Model providers: one [`Provider`] trait that turns a [`ModelRequest`] into a stream of
-//! [`ModelEvent`]s, with an OpenAI-compatible Chat Completions client, an OpenAI Responses
-//! client and a deterministic scripted model. Knows nothing of ACP.
+//! [`ModelEvent`]s: streaming clients for OpenAI-compatible Chat Completions, Anthropic
+//! Messages and OpenAI Responses over one HTTP layer, and a deterministic scripted model.
+//! Knows nothing of ACP.
 
+pub mod anthropic;
 mod driven;
 pub mod http;
 pub mod openai;
