@@ -242,3 +242,59 @@ fn models_with_a_broken_config_fails_naming_the_line() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("line 2, column 1"), "{output:?}");
 }
+
+/// Anthropic's model list, only to a request with the key in `x-api-key` and a version.
+fn anthropic_lists_claude(head: &str) -> (u16, String) {
+    let head = head.to_ascii_lowercase();
+    let keyed = head.contains(&format!("x-api-key: {}", KEY.to_ascii_lowercase()));
+    if !keyed || !head.contains("anthropic-version: ") || head.contains("authorization") {
+        let body =
+            r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+        return (401, body.to_owned());
+    }
+    (
+        200,
+        r#"{"data":[{"type":"model","id":"claude-a"},{"type":"model","id":"claude-b"}],"has_more":false}"#
+            .to_owned(),
+    )
+}
+
+#[test]
+fn models_remote_shows_what_each_endpoint_serves_next_to_the_config() {
+    let openai = server(lists_fast);
+    let anthropic = server(anthropic_lists_claude);
+    let config = format!(
+        "{}[providers.claude]\nkind = \"anthropic\"\nbase_url = \"{anthropic}\"\napi_key_env = \"CLAUDE_KEY\"\nmodels = [\"claude-a\", \"claude-old\"]\n{}",
+        openai_provider("local", &openai, None, "\"fast\", \"smart\""),
+        openai_provider("gone", &closed_port_url(), None, "\"x\""),
+    );
+    let home = home_with(&[("config.toml", &config), (".env", &format!("CLAUDE_KEY={KEY}\n"))]);
+    let output = heron(home.path(), &["models", "--remote", "--timeout", "3"]);
+    let text = stdout(&output);
+    assert!(output.status.success(), "{text}");
+    for line in [
+        "claude (anthropic): the endpoint serves 2 models",
+        "  claude/claude-a  served",
+        "  claude/claude-old  not served",
+        "  claude/claude-b  served, not configured",
+        "  local/fast  served",
+        "  local/smart  not served",
+        "demo (scripted, not asked)",
+        "  gone/x  unknown",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no line `{line}` in:\n{text}");
+    }
+    assert!(text.contains("gone (openai): cannot reach"), "{text}");
+    assert!(!text.contains(KEY), "{text}");
+
+    let output = heron(home.path(), &["models", "--remote", "--json", "--timeout", "3"]);
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
+    let find = |id: &str| value["models"].as_array().and_then(|m| m.iter().find(|m| m["id"] == id)).cloned();
+    let old = find("claude/claude-old").expect("configured model");
+    assert_eq!((old["configured"].clone(), old["served"].clone()), (true.into(), false.into()));
+    let extra = find("claude/claude-b").expect("served model");
+    assert_eq!((extra["configured"].clone(), extra["served"].clone()), (false.into(), true.into()));
+    assert_eq!(find("gone/x").expect("gone")["served"], serde_json::Value::Null);
+    let gone = value["providers"].as_array().and_then(|p| p.iter().find(|p| p["name"] == "gone")).cloned();
+    assert!(gone.is_some_and(|g| g["error"].as_str().is_some_and(|e| e.contains("cannot reach"))), "{value}");
+}

@@ -101,6 +101,16 @@ fn a_llamacpp_turn_over_the_binary_reads_object_arguments() {
 }
 
 #[test]
+fn an_anthropic_turn_over_the_binary_completes() {
+    completes(servers::anthropic);
+}
+
+#[test]
+fn an_openai_responses_turn_over_the_binary_completes() {
+    completes(servers::responses);
+}
+
+#[test]
 fn a_llamacpp_error_event_fails_the_prompt_as_turn_failed_with_its_reason() {
     let server = MockServer::start(|_, _| {
         Answer::Stream(format!(

@@ -1,40 +1,73 @@
 //! `heron models`: the models `config.toml` offers, as `provider/model` one per line in
 //! provider order (the offline `demo/demo` always among them), or one JSON array with
-//! `--json`. It reads the config only: no key is read and nothing is asked of a server.
+//! `--json`. Plain, it reads the config only: no key is read and nothing is asked of a
+//! server. With `--remote`, each HTTP provider's models endpoint is asked too (with its key,
+//! within `--timeout`), and what it serves is shown next to what the config names.
 
+use std::collections::BTreeSet;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Args;
-use heron_core::config::{Config, Home, ProviderKind};
-use serde_json::json;
+use heron_core::config::{Config, Home, Keys, ProviderConfig};
+use heron_core::llm::models::list_models;
+use heron_core::llm::registry::http_config;
+use heron_core::secret::redact;
+use serde_json::{Value, json};
 
 use super::printable;
 
 /// Options of `heron models`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ModelsArgs {
-    /// Print a JSON array of {id, provider, model, kind, default} instead of one id a line.
+    /// Print JSON instead of text: an array of {id, provider, model, kind, default}, or with
+    /// --remote an object of `models` (each also `configured` and `served`) and `providers`.
     #[arg(long)]
     pub json: bool,
+    /// Also ask each provider's models endpoint what it serves.
+    #[arg(long)]
+    pub remote: bool,
+    /// Seconds each endpoint may take to answer (--remote).
+    #[arg(long, default_value_t = 5)]
+    pub timeout: u64,
 }
 
 /// Runs `heron models`.
 pub fn run(args: ModelsArgs) -> ExitCode {
-    let config = match Home::from_env().and_then(|home| Config::load(&home)) {
-        Ok(config) => config,
+    let loaded = Home::from_env().and_then(|home| {
+        let config = Config::load(&home)?;
+        // Keys are read only when a server is asked.
+        let keys = if args.remote { Keys::load(&home)? } else { Keys::default() };
+        Ok((config, keys))
+    });
+    let (config, keys) = match loaded {
+        Ok(loaded) => loaded,
         Err(err) => {
             eprintln!("heron: {err}");
             return ExitCode::FAILURE;
         }
     };
-    print!("{}", render(&config, args.json));
+    if !args.remote {
+        print!("{}", render(&config, args.json));
+        return ExitCode::SUCCESS;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("heron: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let served = runtime.block_on(ask_all(&config, &keys, Duration::from_secs(args.timeout.max(1))));
+    let text = if args.json { render_remote_json(&config, &served) } else { render_remote(&config, &served) };
+    print!("{}", redact(&text, keys.all()));
     ExitCode::SUCCESS
 }
 
 /// What `heron models` prints for `config`.
 pub fn render(config: &Config, as_json: bool) -> String {
     let models = config.providers.iter().flat_map(|(provider, settings)| {
-        settings.models.iter().map(move |model| (provider.as_str(), model.as_str(), settings.kind))
+        settings.models.iter().map(move |model| (provider.as_str(), model.as_str(), settings))
     });
     if !as_json {
         // Ids come from the user's config file; a stray escape must not reach the terminal.
@@ -42,17 +75,131 @@ pub fn render(config: &Config, as_json: bool) -> String {
             .map(|(provider, model, _)| format!("{}\n", printable(&format!("{provider}/{model}"))))
             .collect();
     }
-    let entries: Vec<_> = models
-        .map(|(provider, model, kind)| {
-            let id = format!("{provider}/{model}");
-            json!({
-                "default": config.default_model.as_deref() == Some(id.as_str()),
-                "id": id,
-                "kind": match kind { ProviderKind::Openai => "openai", ProviderKind::Scripted => "scripted" },
-                "model": model,
-                "provider": provider,
-            })
-        })
-        .collect();
-    format!("{}\n", serde_json::Value::Array(entries))
+    let entries: Vec<_> =
+        models.map(|(provider, model, settings)| entry(config, provider, model, settings)).collect();
+    format!("{}\n", Value::Array(entries))
+}
+
+fn entry(config: &Config, provider: &str, model: &str, settings: &ProviderConfig) -> Value {
+    let id = format!("{provider}/{model}");
+    json!({
+        "default": config.default_model.as_deref() == Some(id.as_str()),
+        "id": id,
+        "kind": settings.kind.name(),
+        "model": model,
+        "provider": provider,
+    })
+}
+
+/// What one provider's endpoint said: the models it serves, or why it could not say.
+/// Scripted providers are not asked.
+pub type Served = Vec<(String, Option<Result<Vec<String>, String>>)>;
+
+/// Asks every HTTP provider's endpoint at once, each within `limit`; answers come back in
+/// provider order.
+async fn ask_all(config: &Config, keys: &Keys, limit: Duration) -> Served {
+    let mut asks = tokio::task::JoinSet::new();
+    for (at, provider) in config.providers.values().enumerate() {
+        if !provider.kind.is_http() {
+            continue;
+        }
+        let mut http = http_config(provider, keys);
+        http.connect_timeout = limit;
+        let kind = provider.kind;
+        asks.spawn(async move { (at, list_models(kind, &http, limit).await.map_err(|err| err.to_string())) });
+    }
+    let mut answers: Vec<Option<Result<Vec<String>, String>>> = vec![None; config.providers.len()];
+    while let Some(done) = asks.join_next().await {
+        if let Ok((at, answer)) = done {
+            answers[at] = Some(answer);
+        }
+    }
+    config.providers.keys().cloned().zip(answers).collect()
+}
+
+/// The text form of `--remote`: per provider, each configured model marked `served` or
+/// `not served`, then what the endpoint serves beyond them.
+pub fn render_remote(config: &Config, served: &Served) -> String {
+    let mut out = String::new();
+    for (name, answer) in served {
+        let Some(provider) = config.providers.get(name) else { continue };
+        let shown = |model: &str| printable(&format!("{name}/{model}")).into_owned();
+        match answer {
+            None => {
+                out.push_str(&format!("{} ({}, not asked)\n", printable(name), provider.kind.name()));
+                for model in &provider.models {
+                    out.push_str(&format!("  {}\n", shown(model)));
+                }
+            }
+            Some(Err(reason)) => {
+                out.push_str(&format!(
+                    "{} ({}): {}\n",
+                    printable(name),
+                    provider.kind.name(),
+                    printable(reason)
+                ));
+                for model in &provider.models {
+                    out.push_str(&format!("  {}  unknown\n", shown(model)));
+                }
+            }
+            Some(Ok(listed)) => {
+                let listed_set: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
+                out.push_str(&format!(
+                    "{} ({}): the endpoint serves {} model{}\n",
+                    printable(name),
+                    provider.kind.name(),
+                    listed.len(),
+                    if listed.len() == 1 { "" } else { "s" }
+                ));
+                for model in &provider.models {
+                    let mark = if listed_set.contains(model.as_str()) { "served" } else { "not served" };
+                    out.push_str(&format!("  {}  {mark}\n", shown(model)));
+                }
+                let configured: BTreeSet<&str> = provider.models.iter().map(String::as_str).collect();
+                for model in listed.iter().filter(|m| !configured.contains(m.as_str())) {
+                    out.push_str(&format!("  {}  served, not configured\n", shown(model)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The JSON form of `--remote`: `models` (configured ones first, then those only served),
+/// each with `configured` and `served` (null when unknown), and `providers`, each with its
+/// `kind` and the count served or the `error`.
+pub fn render_remote_json(config: &Config, served: &Served) -> String {
+    let mut models = Vec::new();
+    let mut providers = Vec::new();
+    for (name, answer) in served {
+        let Some(provider) = config.providers.get(name) else { continue };
+        let listed: Option<BTreeSet<&str>> = match answer {
+            Some(Ok(listed)) => Some(listed.iter().map(String::as_str).collect()),
+            _ => None,
+        };
+        for model in &provider.models {
+            let mut value = entry(config, name, model, provider);
+            value["configured"] = json!(true);
+            value["served"] = listed.as_ref().map_or(Value::Null, |set| json!(set.contains(model.as_str())));
+            models.push(value);
+        }
+        if let Some(Ok(all)) = answer {
+            for model in all.iter().filter(|m| !provider.models.contains(m)) {
+                let mut value = entry(config, name, model, provider);
+                value["configured"] = json!(false);
+                value["served"] = json!(true);
+                models.push(value);
+            }
+        }
+        providers.push(match answer {
+            None => json!({ "name": name, "kind": provider.kind.name(), "asked": false }),
+            Some(Ok(all)) => {
+                json!({ "name": name, "kind": provider.kind.name(), "asked": true, "served": all.len() })
+            }
+            Some(Err(reason)) => {
+                json!({ "name": name, "kind": provider.kind.name(), "asked": true, "error": reason })
+            }
+        });
+    }
+    format!("{}\n", json!({ "models": models, "providers": providers }))
 }

@@ -75,14 +75,46 @@ impl Home {
     }
 }
 
-/// The kind of a provider.
+/// The kind of a provider: the API it speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderKind {
     /// An OpenAI-compatible Chat Completions endpoint, streamed.
     Openai,
+    /// Anthropic's Messages API, streamed.
+    Anthropic,
+    /// OpenAI's Responses API, streamed.
+    #[serde(rename = "openai-responses", alias = "openai_responses")]
+    OpenaiResponses,
     /// The deterministic scripted model.
     Scripted,
+}
+
+impl ProviderKind {
+    /// The name `config.toml` uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenaiResponses => "openai-responses",
+            ProviderKind::Scripted => "scripted",
+        }
+    }
+
+    /// Whether it is reached over HTTP (and may need a key).
+    pub fn is_http(self) -> bool {
+        self != ProviderKind::Scripted
+    }
+
+    /// The endpoint used when `base_url` is not set; `openai` has none, since it names
+    /// whatever compatible server the user runs.
+    pub fn default_base_url(self) -> Option<&'static str> {
+        match self {
+            ProviderKind::Anthropic => Some(crate::llm::anthropic::DEFAULT_BASE_URL),
+            ProviderKind::OpenaiResponses => Some(crate::llm::responses::DEFAULT_BASE_URL),
+            ProviderKind::Openai | ProviderKind::Scripted => None,
+        }
+    }
 }
 
 /// How the scripted model picks the turn it plays.
@@ -139,9 +171,10 @@ fn usd() -> String {
 pub struct ProviderConfig {
     /// What speaks at the other end.
     pub kind: ProviderKind,
-    /// The endpoint (`openai` kind).
+    /// The endpoint (required for `openai`; `anthropic` and `openai-responses` default to
+    /// the vendor's own).
     pub base_url: Option<String>,
-    /// The name of the key in `HERON_HOME/.env` (`openai` kind; none for keyless servers).
+    /// The name of the key in `HERON_HOME/.env` (HTTP kinds; none for keyless servers).
     pub api_key_env: Option<String>,
     /// The models this provider serves; model ids are `NAME/MODEL`.
     #[serde(default)]
@@ -167,10 +200,10 @@ pub struct ProviderConfig {
     /// The server family (`openai` kind), which presets the keys below; detected from the
     /// base URL's host when unambiguous.
     pub flavor: Option<Flavor>,
-    /// Extra headers sent with every request (`openai` kind).
+    /// Extra headers sent with every request (HTTP kinds).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// Query parameters added to the endpoint (`openai` kind), e.g. Azure's `api-version`.
+    /// Query parameters added to the endpoint (HTTP kinds), e.g. Azure's `api-version`.
     #[serde(default)]
     pub query: BTreeMap<String, String>,
     /// The header carrying the key as it is, e.g. `api-key` (default `Authorization: Bearer`).
@@ -184,8 +217,25 @@ pub struct ProviderConfig {
 }
 
 impl ProviderConfig {
-    /// The flavor in effect: the configured one, else the one the base URL names.
+    /// The endpoint: `base_url`, else the kind's default.
+    pub fn endpoint(&self) -> Option<&str> {
+        self.base_url.as_deref().or(self.kind.default_base_url())
+    }
+
+    /// Whether a key that only Chat Completions requests know is set.
+    fn shapes_chat_completions(&self) -> bool {
+        self.flavor.is_some()
+            || self.stream_options.is_some()
+            || self.max_tokens_field.is_some()
+            || self.reasoning_field.is_some()
+    }
+
+    /// The flavor in effect (`openai` kind only): the configured one, else the one the
+    /// base URL names.
     pub fn effective_flavor(&self) -> Option<Flavor> {
+        if self.kind != ProviderKind::Openai {
+            return None;
+        }
         self.flavor.or_else(|| self.base_url.as_deref().and_then(Flavor::detect))
     }
 
@@ -323,6 +373,13 @@ impl Config {
             }
             if provider.kind == ProviderKind::Openai && provider.base_url.is_none() {
                 return Err(format!("provider `{name}` (kind openai) needs a base_url"));
+            }
+            if provider.kind != ProviderKind::Openai && provider.shapes_chat_completions() {
+                return Err(format!(
+                    "provider `{name}`: flavor, stream_options, max_tokens_field and reasoning_field \
+                     shape Chat Completions requests; kind {} has its own",
+                    provider.kind.name()
+                ));
             }
         }
         Ok(config)
@@ -594,6 +651,25 @@ query = { a = "1" }
         assert_eq!(Config::parse("").expect("parses").goal_continuations(), 10);
         let config = Config::parse("max_goal_continuations = 3\n").expect("parses");
         assert_eq!(config.goal_continuations(), 3);
+    }
+
+    #[test]
+    fn native_kinds_default_their_endpoint_and_refuse_chat_completions_keys() {
+        let config = Config::parse(
+            "[providers.a]\nkind = \"anthropic\"\nmodels = [\"m\"]\n[providers.r]\nkind = \"openai-responses\"\n",
+        )
+        .expect("parses");
+        assert_eq!(config.providers["a"].endpoint(), Some("https://api.anthropic.com/v1"));
+        assert_eq!(config.providers["r"].kind, ProviderKind::OpenaiResponses);
+        let err =
+            Config::parse("[providers.a]\nkind = \"anthropic\"\nflavor = \"openai\"\n").expect_err("refused");
+        assert!(err.contains("kind anthropic has its own"), "{err}");
+        // A host that names a Chat Completions server says nothing about another kind.
+        let responses = Config::parse(
+            "[providers.r]\nkind = \"openai-responses\"\nbase_url = \"https://api.openai.com/v1\"\n",
+        )
+        .expect("parses");
+        assert_eq!(responses.providers["r"].effective_flavor(), None);
     }
 
     #[test]

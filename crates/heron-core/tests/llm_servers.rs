@@ -56,6 +56,16 @@ async fn llamacpp_object_arguments_crlf_lines_and_pings_make_one_call() {
 }
 
 #[tokio::test]
+async fn anthropic_gets_its_headers_and_the_tool_result_as_a_block() {
+    completes(servers::anthropic).await;
+}
+
+#[tokio::test]
+async fn openai_responses_gets_flat_tools_and_the_call_output_as_an_input_item() {
+    completes(servers::responses).await;
+}
+
+#[tokio::test]
 async fn a_llamacpp_error_field_at_status_200_fails_the_turn_with_its_reason() {
     let server = MockServer::start(|_, _| {
         Answer::Stream(

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use heron_core::config::{Config, Home, Keys, ProviderConfig, ProviderKind};
 use heron_core::llm::ProviderError;
-use heron_core::llm::http::HttpConfig;
-use heron_core::llm::openai::list_models;
+use heron_core::llm::models::list_models;
+use heron_core::llm::registry::http_config;
 use heron_core::llm::scripted::ScriptedProvider;
 
 use super::{Level, Report};
@@ -72,7 +72,9 @@ async fn check_one(
                 Err(err) => vec![Found::Problem(format!("provider {name}: the check failed to run: {err}"))],
             }
         }
-        ProviderKind::Openai => check_endpoint(name, provider, keys, limit).await,
+        ProviderKind::Openai | ProviderKind::Anthropic | ProviderKind::OpenaiResponses => {
+            check_endpoint(name, provider, keys, limit).await
+        }
     }
 }
 
@@ -90,25 +92,19 @@ fn check_script(name: &str, provider: &ProviderConfig, home: &Home) -> Found {
 }
 
 async fn check_endpoint(name: &str, provider: &ProviderConfig, keys: &Keys, limit: Duration) -> Vec<Found> {
-    let base_url = provider.base_url.clone().unwrap_or_default();
-    let shown = shown_url(&base_url);
-    let mut config = HttpConfig::new(base_url);
+    let mut config = http_config(provider, keys);
+    let shown = shown_url(&config.base_url);
     config.connect_timeout = limit;
     let key_note = match provider.api_key_env.as_deref() {
         None => "no key".to_owned(),
-        Some(key_name) => match keys.get(key_name) {
-            Some(key) => {
-                config = config.with_api_key(key.clone());
-                format!("key {key_name} set")
-            }
-            None => {
-                return vec![Found::Problem(format!(
-                    "provider {name}: needs the key {key_name} in .env (`heron setup` adds it)"
-                ))];
-            }
-        },
+        Some(key_name) if config.api_key.is_some() => format!("key {key_name} set"),
+        Some(key_name) => {
+            return vec![Found::Problem(format!(
+                "provider {name}: needs the key {key_name} in .env (`heron setup` adds it)"
+            ))];
+        }
     };
-    let listed = match list_models(&config, limit).await {
+    let listed = match list_models(provider.kind, &config, limit).await {
         Ok(listed) => listed,
         // The server's words are left out: some quote part of the key they refused.
         Err(ProviderError::Status { status: status @ (401 | 403), .. }) => {

@@ -6,6 +6,7 @@
 pub mod anthropic;
 mod driven;
 pub mod http;
+pub mod models;
 pub mod openai;
 pub mod registry;
 pub mod responses;

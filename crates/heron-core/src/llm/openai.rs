@@ -5,7 +5,6 @@
 
 mod chunks;
 pub mod flavor;
-mod models;
 mod wire;
 
 use serde_json::Value;
@@ -13,7 +12,6 @@ use tokio_util::sync::CancellationToken;
 
 use self::chunks::ChunkAssembler;
 use self::flavor::RequestShape;
-pub use self::models::list_models;
 use super::http::{Api, HttpConfig, HttpProvider};
 use super::{ModelRequest, ModelStream, Provider, ProviderError};
 

@@ -6,12 +6,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::anthropic::AnthropicProvider;
 use super::http::HttpConfig;
 use super::openai::OpenAiProvider;
+use super::responses::ResponsesProvider;
 use super::scripted::ScriptedProvider;
 use super::tap::{ModelTap, Tapped};
 use super::{Provider, ProviderError};
-use crate::config::{Config, Home, Keys, Playback, Price, ProviderKind};
+use crate::config::{Config, Home, Keys, Playback, Price, ProviderConfig, ProviderKind};
 
 /// Why a model cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,6 +58,20 @@ pub struct ResolvedProvider {
 impl std::fmt::Debug for ResolvedProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResolvedProvider").field("model", &self.model).finish_non_exhaustive()
+    }
+}
+
+/// How to reach the HTTP provider `config`, with its key from `keys`: its endpoint (or
+/// the kind's default), timeouts, retries and request shape.
+pub fn http_config(config: &ProviderConfig, keys: &Keys) -> HttpConfig {
+    HttpConfig {
+        base_url: config.endpoint().unwrap_or_default().to_owned(),
+        api_key: config.api_key_env.as_ref().and_then(|k| keys.get(k)).cloned(),
+        request_timeout: Duration::from_secs(config.timeout_s.unwrap_or(120)),
+        connect_timeout: Duration::from_secs(10),
+        max_retries: config.max_retries.unwrap_or(3),
+        retry_base_delay: Duration::from_millis(500),
+        shape: config.request_shape(),
     }
 }
 
@@ -114,7 +130,7 @@ impl Providers {
     pub fn check(&self, model_id: &str) -> Result<(), ModelError> {
         let resolved =
             self.config.resolve(model_id).ok_or_else(|| ModelError::UnknownModel(model_id.to_owned()))?;
-        if resolved.config.kind == ProviderKind::Openai
+        if resolved.config.kind.is_http()
             && let Some(key) = &resolved.config.api_key_env
             && self.keys.get(key).is_none()
         {
@@ -176,18 +192,10 @@ impl Providers {
                 };
                 Ok(Arc::new(provider))
             }
-            ProviderKind::Openai => {
-                let api_key = config.api_key_env.as_ref().and_then(|k| self.keys.get(k)).cloned();
-                let provider = OpenAiProvider::new(HttpConfig {
-                    base_url: config.base_url.clone().unwrap_or_default(),
-                    api_key,
-                    request_timeout: Duration::from_secs(config.timeout_s.unwrap_or(120)),
-                    connect_timeout: Duration::from_secs(10),
-                    max_retries: config.max_retries.unwrap_or(3),
-                    retry_base_delay: Duration::from_millis(500),
-                    shape: config.request_shape(),
-                })?;
-                Ok(Arc::new(provider))
+            ProviderKind::Openai => Ok(Arc::new(OpenAiProvider::new(http_config(config, &self.keys))?)),
+            ProviderKind::Anthropic => Ok(Arc::new(AnthropicProvider::new(http_config(config, &self.keys))?)),
+            ProviderKind::OpenaiResponses => {
+                Ok(Arc::new(ResponsesProvider::new(http_config(config, &self.keys))?))
             }
         }
     }

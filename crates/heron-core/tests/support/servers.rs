@@ -271,3 +271,137 @@ pub fn llamacpp() -> Played {
     let table = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\nflavor = \"llamacpp\"\n", server.origin);
     Played { server, table, requests: 2 }
 }
+
+/// An SSE body of named events, as Anthropic and the Responses API send them: each
+/// event's `type` is also its `event:` name.
+pub fn typed_sse(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|event| format!("event: {}\ndata: {event}\n\n", event["type"].as_str().unwrap_or("message")))
+        .collect()
+}
+
+/// Anthropic's error body.
+fn anthropic_error(status: u16, kind: &str, message: &str) -> Answer {
+    let body = json!({ "type": "error", "error": { "type": kind, "message": message } });
+    Answer::Status(status, body.to_string())
+}
+
+/// The `tool_result` block answering `id` in an Anthropic request, as text.
+fn anthropic_result(request: &Seen, id: &str) -> Option<String> {
+    request.messages().iter().filter(|m| m["role"] == "user").find_map(|m| {
+        m["content"].as_array()?.iter().find(|b| b["type"] == "tool_result" && b["tool_use_id"] == id).map(
+            |b| match &b["content"] {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            },
+        )
+    })
+}
+
+/// Anthropic's Messages API: the key in `x-api-key` with an `anthropic-version`, a
+/// required `max_tokens`, the call's input streamed as partial JSON, and the result back
+/// as a `tool_result` block of a user message.
+pub fn anthropic() -> Played {
+    let server = MockServer::start(|n, request| {
+        if request.target() != "/v1/messages" {
+            return anthropic_error(404, "not_found_error", "Not found");
+        }
+        if request.header("x-api-key") != Some(KEY) || request.header("authorization").is_some() {
+            return anthropic_error(401, "authentication_error", "invalid x-api-key");
+        }
+        if request.header("anthropic-version").is_none() || !request.body["max_tokens"].is_u64() {
+            return anthropic_error(
+                400,
+                "invalid_request_error",
+                "anthropic-version and max_tokens are required",
+            );
+        }
+        let start = json!({ "type": "message_start", "message": { "id": "msg_1", "type": "message",
+            "role": "assistant", "content": [], "usage": { "input_tokens": 40, "output_tokens": 1 } } });
+        match n {
+            0 => Answer::Stream(typed_sse(&[
+                start,
+                json!({ "type": "content_block_start", "index": 0, "content_block":
+                    { "type": "tool_use", "id": "toolu_01A", "name": "read_file", "input": {} } }),
+                json!({ "type": "content_block_delta", "index": 0, "delta":
+                    { "type": "input_json_delta", "partial_json": "{\"path\": \"a" } }),
+                json!({ "type": "ping" }),
+                json!({ "type": "content_block_delta", "index": 0, "delta":
+                    { "type": "input_json_delta", "partial_json": ".txt\"}" } }),
+                json!({ "type": "content_block_stop", "index": 0 }),
+                json!({ "type": "message_delta", "delta": { "stop_reason": "tool_use" }, "usage": { "output_tokens": 9 } }),
+                json!({ "type": "message_stop" }),
+            ])),
+            _ => match anthropic_result(request, "toolu_01A") {
+                Some(result) if result.contains(NOTES) => Answer::Stream(typed_sse(&[
+                    start,
+                    json!({ "type": "content_block_start", "index": 0, "content_block": { "type": "text", "text": "" } }),
+                    json!({ "type": "content_block_delta", "index": 0, "delta": { "type": "text_delta", "text": ANSWER } }),
+                    json!({ "type": "content_block_stop", "index": 0 }),
+                    json!({ "type": "message_delta", "delta": { "stop_reason": "end_turn" }, "usage": { "output_tokens": 5 } }),
+                    json!({ "type": "message_stop" }),
+                ])),
+                other => anthropic_error(400, "invalid_request_error", &format!("no tool_result: {other:?}")),
+            },
+        }
+    });
+    let table = format!("kind = \"anthropic\"\nbase_url = \"{}/v1\"\n", server.origin);
+    Played { server, table, requests: 2 }
+}
+
+/// The `function_call_output` answering `call_id` in a Responses request.
+fn responses_result<'a>(request: &'a Seen, call_id: &str) -> Option<&'a str> {
+    request.body["input"]
+        .as_array()?
+        .iter()
+        .find(|item| item["type"] == "function_call_output" && item["call_id"] == call_id)
+        .and_then(|item| item["output"].as_str())
+}
+
+/// OpenAI's Responses API: bearer auth, flat tools, the call's arguments streamed in
+/// deltas, and the call and its output sent back as input items.
+pub fn responses() -> Played {
+    let server = MockServer::start(|n, request| {
+        if request.target() != "/v1/responses"
+            || request.header("authorization") != Some(&format!("Bearer {KEY}"))
+        {
+            return openai_error(401, "Incorrect API key provided");
+        }
+        if request.body["tools"][0].get("function").is_some() || request.body.get("messages").is_some() {
+            return openai_error(
+                400,
+                "Unsupported parameter: tools must be flat and `input` replaces `messages`",
+            );
+        }
+        let done = |output: Value| {
+            json!({ "type": "response.completed", "response": { "id": "resp_1", "status": "completed",
+                "output": output, "usage": { "input_tokens": 30, "output_tokens": 7,
+                "input_tokens_details": { "cached_tokens": 0 } } } })
+        };
+        let item = json!({ "type": "function_call", "id": "fc_1", "call_id": "call_r1", "name": "read_file", "arguments": "" });
+        match n {
+            0 => Answer::Stream(typed_sse(&[
+                json!({ "type": "response.created", "response": { "id": "resp_1", "status": "in_progress" } }),
+                json!({ "type": "response.output_item.added", "output_index": 0, "item": item }),
+                json!({ "type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": "{\"path\":" }),
+                json!({ "type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": "\"a.txt\"}" }),
+                json!({ "type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0, "arguments": "{\"path\":\"a.txt\"}" }),
+                json!({ "type": "response.output_item.done", "output_index": 0, "item":
+                    { "type": "function_call", "id": "fc_1", "call_id": "call_r1", "name": "read_file", "arguments": "{\"path\":\"a.txt\"}", "status": "completed" } }),
+                done(json!([])),
+            ])),
+            _ => match responses_result(request, "call_r1") {
+                Some(result) if result.contains(NOTES) => Answer::Stream(typed_sse(&[
+                    json!({ "type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": ANSWER }),
+                    done(json!([])),
+                ])),
+                other => {
+                    openai_error(400, &format!("No tool output found for function call call_r1: {other:?}"))
+                }
+            },
+        }
+    });
+    let table = format!("kind = \"openai-responses\"\nbase_url = \"{}/v1\"\n", server.origin);
+    Played { server, table, requests: 2 }
+}

@@ -1,17 +1,22 @@
-//! The model list of an OpenAI-compatible endpoint (`GET {base_url}/models`), asked for by
-//! `heron doctor` to tell whether a provider is reachable, takes its key and serves the
-//! configured models. Invariant: one request, bounded in time and in bytes, and no key in
-//! any error it returns.
+//! The model list of a provider's endpoint (`GET {base_url}/models`: OpenAI-compatible
+//! servers, Anthropic and the Responses API all answer `{"data": [{"id": ...}]}`), asked
+//! for by `heron doctor` and `heron models --remote`. Invariant: one request, bounded in time
+//! and in bytes, with the key sent as the provider's kind sends it, and no key in any error
+//! it returns.
 
 use std::time::Duration;
 
-use reqwest::Url;
 use reqwest::header::ACCEPT;
 use serde_json::Value;
 use tokio::time::timeout;
 
+use crate::config::ProviderKind;
 use crate::llm::ProviderError;
-use crate::llm::http::{HttpConfig, describe, error_body_message, scrub, scrub_text};
+use crate::llm::anthropic::Messages;
+use crate::llm::http::{
+    Api, HttpConfig, describe, endpoint_url, error_body_message, http_client, request_headers, scrub,
+    scrub_text,
+};
 use crate::secret::clip;
 
 /// The most bytes of a model list read; real lists are a few hundred KiB at most.
@@ -23,27 +28,29 @@ const MAX_MODELS: usize = 10_000;
 /// The longest model id kept (longer ones are clipped).
 const MAX_ID_BYTES: usize = 256;
 
-/// Asks the endpoint of `config` for its models, with `config.api_key` when it has one.
-/// The whole exchange (connecting, the answer, its body) must finish within `limit`;
-/// `config`'s own timeouts and retries do not apply, since this is a check, not a turn.
-pub async fn list_models(config: &HttpConfig, limit: Duration) -> Result<Vec<String>, ProviderError> {
+/// Asks the endpoint of `config`, a provider of `kind`, for its models, with
+/// `config.api_key` when it has one. The whole exchange (connecting, the answer, its body)
+/// must finish within `limit`; `config`'s own timeouts and retries do not apply, since this
+/// is a check, not a turn.
+pub async fn list_models(
+    kind: ProviderKind,
+    config: &HttpConfig,
+    limit: Duration,
+) -> Result<Vec<String>, ProviderError> {
     let key = config.api_key.as_ref();
-    let url = format!("{}/models", config.base_url.trim_end_matches('/'));
-    let url =
-        Url::parse(&url).ok().filter(|url| matches!(url.scheme(), "http" | "https")).ok_or_else(|| {
-            let shown = scrub_text(&config.base_url, key);
-            ProviderError::Unreachable(format!("the base URL `{shown}` is not an http(s) URL"))
-        })?;
-    let client = reqwest::Client::builder()
-        .connect_timeout(config.connect_timeout.min(limit))
-        .user_agent(concat!("heron/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|error| ProviderError::Unreachable(scrub_text(&describe(error), key)))?;
-    let mut request = client.get(url).header(ACCEPT, "application/json");
-    if let Some(key) = key.filter(|key| !key.is_empty()) {
-        // `bearer_auth` marks the header sensitive, so it is never printed either.
-        request = request.bearer_auth(key.expose());
-    }
+    // Built as a URL, so a base URL's query (Azure's `api-version`) stays a query.
+    let url = endpoint_url(&config.base_url, &["models"], &config.shape.query).ok_or_else(|| {
+        let shown = scrub_text(&config.base_url, key);
+        ProviderError::Unreachable(format!("the base URL `{shown}` is not an http(s) URL"))
+    })?;
+    let (key_header, fixed) = match kind {
+        ProviderKind::Anthropic => (Messages.key_header(), Messages.fixed_headers()),
+        ProviderKind::Openai | ProviderKind::OpenaiResponses | ProviderKind::Scripted => (None, &[][..]),
+    };
+    let key_header = config.shape.key_header.as_deref().or(key_header);
+    let headers = request_headers(&config.shape, fixed, key_header, key)?;
+    let client = http_client(config.connect_timeout.min(limit), key)?;
+    let request = client.get(url).header(ACCEPT, "application/json").headers(headers);
     let exchange = async {
         let mut response =
             request.send().await.map_err(|error| ProviderError::Unreachable(describe(error)))?;
