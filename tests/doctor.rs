@@ -1,4 +1,4 @@
-//! `heron doctor` and `heron models` over the real binary, each on its own temporary
+//! `heron doctor`, `heron models` and `heron setup` over the real binary, each on its own temporary
 //! HERON_HOME, with model lists served by a small HTTP server on 127.0.0.1.
 
 use std::io::{Read, Write};
@@ -297,4 +297,27 @@ fn models_remote_shows_what_each_endpoint_serves_next_to_the_config() {
     assert_eq!(find("gone/x").expect("gone")["served"], serde_json::Value::Null);
     let gone = value["providers"].as_array().and_then(|p| p.iter().find(|p| p["name"] == "gone")).cloned();
     assert!(gone.is_some_and(|g| g["error"].as_str().is_some_and(|e| e.contains("cannot reach"))), "{value}");
+}
+
+#[test]
+fn setup_from_a_preset_gives_a_provider_that_models_lists() {
+    use std::process::Stdio;
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut setup = Command::new(heron_bin())
+        .args(["setup", "--preset", "deepseek", "--key-stdin"])
+        .env("HERON_HOME", home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("heron setup runs");
+    // Name, endpoint, models and key name as the preset offers them; then the key.
+    setup.stdin.take().expect("stdin").write_all(format!("\n\n\n\n{KEY}\n").as_bytes()).expect("answers");
+    let done = setup.wait_with_output().expect("setup ends");
+    assert!(done.status.success(), "{done:?}");
+    assert!(!String::from_utf8_lossy(&done.stderr).contains(KEY), "the key is not echoed");
+    let output = heron(home.path(), &["models"]);
+    assert_eq!(stdout(&output), "deepseek/deepseek-chat\ndemo/demo\n");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).expect("config");
+    assert!(config.contains("flavor = \"deepseek\""), "{config}");
 }

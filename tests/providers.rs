@@ -3,7 +3,7 @@
 //! README's per-server config examples, loaded with Heron's own config loader so that they
 //! cannot rot.
 
-use heron_core::config::Config;
+use heron_core::config::{Config, ProviderKind};
 use heron_core::llm::openai::flavor::Flavor;
 use serde_json::{Value, json};
 
@@ -145,10 +145,20 @@ fn readme_examples() -> Vec<String> {
 #[test]
 fn every_readme_server_example_loads_and_names_its_flavor() {
     let examples = readme_examples();
-    assert_eq!(examples.len(), 7, "one example per server");
+    assert_eq!(examples.len(), 9, "one example per server and native kind");
     for example in examples {
         let config = Config::parse(&example).unwrap_or_else(|e| panic!("{e}\n{example}"));
         let (name, provider) = config.providers.iter().next().expect("a provider");
+        let native = match name.as_str() {
+            "anthropic" => Some(ProviderKind::Anthropic),
+            "responses" => Some(ProviderKind::OpenaiResponses),
+            _ => None,
+        };
+        if let Some(kind) = native {
+            assert_eq!(provider.kind, kind, "the example for {name} is its kind");
+            assert!(provider.endpoint().is_some_and(|url| url.starts_with("https://")), "{name}");
+            continue;
+        }
         let expected = match name.as_str() {
             "openai" => Flavor::Openai,
             "azure" => Flavor::Azure,

@@ -1,6 +1,9 @@
-//! `heron setup` (and `heron acp --setup`, the terminal auth method): adds an
-//! OpenAI-compatible provider to `config.toml` and its key to `.env` (mode 0600).
-//! Values not given as flags are asked for on the terminal.
+//! `heron setup` (and `heron acp --setup`, the terminal auth method): adds a provider to
+//! `config.toml` and its key to `.env` (mode 0600), starting from a preset for the server
+//! (`presets`). Values not given as flags are asked for on the terminal, with the preset's
+//! as defaults.
+
+mod presets;
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -12,10 +15,15 @@ use heron_core::config::{Config, Home};
 /// Options of `heron setup`; anything left out is asked for.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SetupArgs {
-    /// The provider's name (model ids become NAME/MODEL).
+    /// The server: openai, openai-responses, anthropic, azure, mistral, deepseek,
+    /// openrouter, ollama, llamacpp or custom (any other OpenAI-compatible server).
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// The provider's name (model ids become NAME/MODEL); the preset's name by default.
     #[arg(long)]
     pub provider: Option<String>,
-    /// The endpoint, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1.
+    /// The endpoint, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1; the
+    /// preset's by default.
     #[arg(long)]
     pub base_url: Option<String>,
     /// The models it serves, comma-separated.
@@ -94,30 +102,47 @@ fn set_env_line(text: &str, name: &str, value: &str) -> String {
 
 /// Runs setup against `home`, reading answers from `input`.
 pub fn run(home: &Home, args: SetupArgs, input: &mut impl BufRead) -> Result<(), SetupError> {
+    let preset = match args.preset {
+        Some(name) => name,
+        None => {
+            eprint!("Servers Heron can set up:\n{}", presets::menu());
+            ask(input, "Server", presets::PRESETS[0].name)?
+        }
+    };
+    let preset = presets::find(&preset).ok_or_else(|| {
+        SetupError::Invalid(format!(
+            "`{preset}` is not a server Heron knows; pick one of {}",
+            presets::names()
+        ))
+    })?;
     let provider = match args.provider {
         Some(p) => p,
-        None => ask(input, "Provider name", "openai")?,
+        None => ask(input, "Provider name", preset.name)?,
     };
     if provider.is_empty() || provider.contains('/') || provider == heron_core::config::DEMO_PROVIDER {
         return Err(SetupError::Invalid(format!("`{provider}` cannot be a provider name")));
     }
     let base_url = match args.base_url {
         Some(u) => u,
-        None => ask(input, "Endpoint (OpenAI-compatible)", "https://api.openai.com/v1")?,
+        None => ask(input, &format!("Endpoint ({})", preset.kind.name()), preset.base_url.unwrap_or(""))?,
     };
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(SetupError::Invalid(format!("`{base_url}` is not an http(s) URL")));
     }
     let models = match args.models {
         Some(m) => m,
-        None => ask(input, "Models, comma-separated", "gpt-4.1-mini")?,
+        None => ask(input, "Models, comma-separated", preset.model.unwrap_or(""))?,
     };
     let models: Vec<String> =
         models.split(',').map(str::trim).filter(|m| !m.is_empty()).map(str::to_owned).collect();
     if models.is_empty() {
         return Err(SetupError::Invalid("at least one model is needed".to_owned()));
     }
-    let default_key = format!("{}_API_KEY", provider.to_ascii_uppercase().replace('-', "_"));
+    let default_key = match preset.key {
+        presets::Key::Named(name) => name.to_owned(),
+        presets::Key::AfterProvider => format!("{}_API_KEY", provider.to_ascii_uppercase().replace('-', "_")),
+        presets::Key::Keyless => String::new(),
+    };
     let key_env = match args.key_env {
         Some(k) => k,
         None => ask(input, "Key name in .env (empty for none)", &default_key)?,
@@ -142,7 +167,10 @@ pub fn run(home: &Home, args: SetupArgs, input: &mut impl BufRead) -> Result<(),
     let mut table: toml::Table = toml::from_str(&existing)
         .map_err(|e| SetupError::Invalid(format!("config.toml: {}", e.message())))?;
     let mut entry = toml::Table::new();
-    entry.insert("kind".into(), "openai".into());
+    entry.insert("kind".into(), preset.kind.name().into());
+    if let Some(flavor) = preset.flavor {
+        entry.insert("flavor".into(), presets::flavor_name(flavor).into());
+    }
     entry.insert("base_url".into(), base_url.into());
     if !key_env.is_empty() {
         entry.insert("api_key_env".into(), key_env.clone().into());
@@ -176,6 +204,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = Home::at(dir.path());
         let args = SetupArgs {
+            preset: Some("custom".into()),
             provider: Some("local".into()),
             base_url: Some("http://127.0.0.1:8080/v1".into()),
             models: Some("fast, smart".into()),
@@ -204,6 +233,7 @@ mod tests {
             .expect("w");
         std::fs::write(home.env_path(), "LOCAL_API_KEY=old\nOTHER=1\n").expect("w");
         let args = SetupArgs {
+            preset: Some("custom".into()),
             provider: Some("local".into()),
             base_url: Some("http://127.0.0.1:1/v1".into()),
             models: Some("m".into()),
@@ -221,11 +251,50 @@ mod tests {
     fn a_non_http_endpoint_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let args = SetupArgs {
+            preset: Some("custom".into()),
             base_url: Some("ftp://x".into()),
             provider: Some("p".into()),
             ..SetupArgs::default()
         };
         let err = run(&Home::at(dir.path()), args, &mut std::io::Cursor::new("")).expect_err("refused");
         assert!(err.to_string().contains("ftp://x"));
+    }
+
+    #[test]
+    fn a_preset_answers_everything_but_the_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        let args = SetupArgs { preset: Some("anthropic".into()), key_stdin: true, ..SetupArgs::default() };
+        // Enter takes the preset's name, endpoint, model and key name; then the key.
+        run(&home, args, &mut std::io::Cursor::new("\n\n\n\nsk-ant-1\n")).expect("setup");
+        let config = Config::load(&home).expect("config loads");
+        let provider = &config.providers["anthropic"];
+        assert_eq!(provider.kind, heron_core::config::ProviderKind::Anthropic);
+        assert_eq!(provider.endpoint(), Some("https://api.anthropic.com/v1"));
+        assert_eq!(provider.api_key_env.as_deref(), Some("ANTHROPIC_API_KEY"));
+        assert_eq!(config.default_model.as_deref(), Some("anthropic/claude-sonnet-4-5"));
+        let keys = heron_core::config::Keys::load(&home).expect("keys");
+        assert_eq!(keys.get("ANTHROPIC_API_KEY").map(heron_core::secret::Secret::expose), Some("sk-ant-1"));
+    }
+
+    #[test]
+    fn a_local_preset_names_its_flavor_and_asks_for_no_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        // The menu's default is taken by name here; every other answer is the preset's.
+        run(&home, SetupArgs::default(), &mut std::io::Cursor::new("llamacpp\n\n\n\n\n")).expect("setup");
+        let config = Config::load(&home).expect("config loads");
+        let provider = &config.providers["llamacpp"];
+        assert_eq!(provider.effective_flavor(), Some(heron_core::llm::openai::flavor::Flavor::Llamacpp));
+        assert_eq!(provider.api_key_env, None);
+        assert!(!home.env_path().exists(), "no key, no .env");
+    }
+
+    #[test]
+    fn an_unknown_preset_is_refused_naming_the_known_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args = SetupArgs { preset: Some("gpt".into()), ..SetupArgs::default() };
+        let err = run(&Home::at(dir.path()), args, &mut std::io::Cursor::new("")).expect_err("refused");
+        assert!(err.to_string().contains("openai-responses, anthropic"), "{err}");
     }
 }
