@@ -391,3 +391,29 @@ async fn cancelling_mid_stream_ends_it_at_once_and_closes_the_connection() {
     let hung_up = tokio::time::timeout(Duration::from_secs(2), closed.recv()).await;
     assert!(matches!(hung_up, Ok(Some(()))), "the server still sees the connection open");
 }
+
+#[tokio::test]
+async fn a_body_that_ends_before_its_stop_reason_is_retried_not_taken_as_the_answer() {
+    let cut = sse(&[
+        message_start(json!({ "input_tokens": 12, "output_tokens": 1 })),
+        block_start(0, json!({ "type": "text", "text": "" })),
+        block_delta(0, json!({ "type": "text_delta", "text": "Hal" })),
+    ]);
+    let server = MockServer::start(move |n, _| match n {
+        0 => Answer::Stream(cut.clone()),
+        _ => Answer::Stream(text_answer(&["Hello"])),
+    });
+    let (events, error) = collect(provider(&server).stream(request(), CancellationToken::new())).await;
+    assert_eq!(error, None);
+    let attempts = events.iter().filter(|e| matches!(e, ModelEvent::Attempt { .. })).count();
+    assert_eq!(attempts, 2, "{events:?}");
+    assert_eq!(events.last(), Some(&ModelEvent::Finish { reason: FinishReason::Stop }));
+    let texts: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            ModelEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["Hal", "Hello"]);
+}

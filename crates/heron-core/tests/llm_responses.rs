@@ -420,3 +420,32 @@ async fn the_request_goes_to_responses_with_flat_tools_and_store_false() {
         })
     );
 }
+
+#[tokio::test]
+async fn a_body_that_ends_before_response_completed_is_retried_not_taken_as_the_answer() {
+    let server = MockServer::start(|n, _| match n {
+        // A proxy drops the upstream mid-answer and closes the body cleanly.
+        0 => Answer::Stream(sse(&[text("Hal")])),
+        _ => Answer::Stream(sse(&[text("Hello"), completed(Value::Null)])),
+    });
+    let (events, error) = collect(provider(&server).stream(request(), CancellationToken::new())).await;
+    assert_eq!(error, None);
+    assert_eq!(
+        events,
+        [
+            ModelEvent::Attempt { number: 1 },
+            ModelEvent::TextDelta { text: "Hal".into() },
+            ModelEvent::Attempt { number: 2 },
+            ModelEvent::TextDelta { text: "Hello".into() },
+            ModelEvent::Finish { reason: FinishReason::Stop },
+        ]
+    );
+    let once = MockServer::start(|_, _| Answer::Stream(sse(&[text("Hal")])));
+    let config = HttpConfig { max_retries: 0, ..config(&once) };
+    let provider = ResponsesProvider::new(config).expect("valid config");
+    let (_, error) = collect(provider.stream(request(), CancellationToken::new())).await;
+    assert!(
+        matches!(&error, Some(ProviderError::Unreachable(m)) if m.contains("ended before the answer finished")),
+        "{error:?}"
+    );
+}

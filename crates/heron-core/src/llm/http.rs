@@ -9,8 +9,8 @@
 //!   is void.
 //! - Retried, at most `max_retries` times, with exponential backoff and jitter (or the
 //!   server's `Retry-After` seconds, up to [`MAX_RETRY_DELAY`]): connect and send
-//!   failures, 429, 500, 502, 503, 504, 529, and a stream that breaks before the answer
-//!   finished. Any other status fails at once with the provider's message.
+//!   failures, 429, 500, 502, 503, 504, 529, a stream that breaks before the answer
+//!   finished, and (for APIs that mark their end) one that ends cleanly before it. Any other status fails at once with the provider's message.
 //! - Not retried: a request that receives no byte for `request_timeout` fails with
 //!   `Timeout`. A stalled model tends to stall again, and retrying would multiply the
 //!   wait the user chose.
@@ -112,6 +112,12 @@ pub(crate) trait Fold: Default + Send + 'static {
 
     /// Whether the answer has finished (what may follow is usage and the end marker).
     fn has_finished(&self) -> bool;
+
+    /// Whether the API always says when an answer is done (Anthropic's stop reason, the
+    /// Responses API's `response.completed`), so that a body which ends cleanly before
+    /// saying so was cut off (a proxy, a dropped upstream) and is retried like a break.
+    /// Chat Completions servers differ too much in how they end to tell.
+    const MARKS_ITS_END: bool = false;
 
     /// Ends the stream: what is still held, then usage, then `Finish`.
     fn finish(self, out: &mut Vec<ModelEvent>);
@@ -297,7 +303,13 @@ impl<A: Api> Shared<A> {
             }
         }
         decoder.finish(&mut payloads);
-        feed(&mut fold, &mut payloads, emit).await?;
+        if feed(&mut fold, &mut payloads, emit).await? == Progress::More
+            && A::Fold::MARKS_ITS_END
+            && !fold.has_finished()
+        {
+            let message = "the stream ended before the answer finished".to_owned();
+            return Err(Failure::transient(ProviderError::Unreachable(message)));
+        }
         finish(fold, emit).await
     }
 

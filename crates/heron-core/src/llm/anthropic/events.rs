@@ -450,6 +450,8 @@ impl Delta {
 }
 
 impl Fold for MessageAssembler {
+    const MARKS_ITS_END: bool = true;
+
     fn push_payload(
         &mut self,
         payload: &Payload,

@@ -385,6 +385,8 @@ impl EventAssembler {
 }
 
 impl Fold for EventAssembler {
+    const MARKS_ITS_END: bool = true;
+
     fn push_payload(
         &mut self,
         payload: &Payload,
