@@ -283,7 +283,7 @@ async fn thinking_and_its_signature_come_back_in_the_next_request() {
 }
 
 #[tokio::test]
-async fn an_overloaded_error_mid_stream_fails_with_the_servers_message() {
+async fn an_overloaded_error_mid_stream_is_retried_and_fails_with_the_servers_message_at_last() {
     let body = sse(&[
         message_start(json!({ "input_tokens": 12, "output_tokens": 1 })),
         block_start(0, json!({ "type": "text", "text": "" })),
@@ -294,7 +294,23 @@ async fn an_overloaded_error_mid_stream_fails_with_the_servers_message() {
     let (events, error) = collect(provider(&server).stream(request(), CancellationToken::new())).await;
     assert_eq!(error, Some(ProviderError::Status { status: 529, message: "Overloaded".into() }));
     assert!(events.contains(&ModelEvent::TextDelta { text: "Half".into() }));
-    assert_eq!(server.seen().len(), 1, "an error inside the stream is not retried");
+    assert_eq!(server.seen().len(), 3, "a busy server is asked again, up to max_retries");
+    assert!(events.contains(&ModelEvent::Attempt { number: 3 }));
+}
+
+#[tokio::test]
+async fn an_invalid_request_error_mid_stream_is_not_retried() {
+    let body = sse(&[
+        message_start(json!({ "input_tokens": 12, "output_tokens": 1 })),
+        json!({ "type": "error", "error": { "type": "invalid_request_error", "message": "prompt is too long" } }),
+    ]);
+    let server = MockServer::start(move |_, _| Answer::Stream(body.clone()));
+    let (_, error) = collect(provider(&server).stream(request(), CancellationToken::new())).await;
+    assert!(
+        matches!(&error, Some(ProviderError::Status { message, .. }) if message == "prompt is too long"),
+        "{error:?}"
+    );
+    assert_eq!(server.seen().len(), 1, "the same request would fail the same way");
 }
 
 #[tokio::test]

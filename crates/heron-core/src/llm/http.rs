@@ -10,7 +10,8 @@
 //! - Retried, at most `max_retries` times, with exponential backoff and jitter (or the
 //!   server's `Retry-After` seconds, up to [`MAX_RETRY_DELAY`]): connect and send
 //!   failures, 429, 500, 502, 503, 504, 529, a stream that breaks before the answer
-//!   finished, and (for APIs that mark their end) one that ends cleanly before it. Any other status fails at once with the provider's message.
+//!   finished, one that (for APIs that mark their end) ends cleanly before it, and an
+//!   error sent inside the stream that says the server is busy (429, 503, 529). Any other status fails at once with the provider's message.
 //! - Not retried: a request that receives no byte for `request_timeout` fails with
 //!   `Timeout`. A stalled model tends to stall again, and retrying would multiply the
 //!   wait the user chose.
@@ -346,6 +347,16 @@ pub(crate) fn error_body_message(body: &[u8]) -> Option<String> {
     from_json.or_else(|| Some(text.trim().to_owned()).filter(|text| !text.is_empty()))
 }
 
+/// An error the server sent inside the stream: worth another try when it says the server
+/// is busy (rate limited, unavailable, Anthropic's overloaded), which passes; any other is
+/// final, since the same request would fail the same way (a context overflow, a refusal).
+fn stream_failure(error: ProviderError) -> Failure {
+    match error {
+        ProviderError::Status { status: 429 | 503 | 529, .. } => Failure::transient(error),
+        other => Failure::fatal(other),
+    }
+}
+
 /// Folds the pending payloads in and emits what they complete.
 async fn feed<F: Fold>(
     fold: &mut F,
@@ -354,7 +365,7 @@ async fn feed<F: Fold>(
 ) -> Result<Progress, Failure> {
     let mut events = Vec::new();
     for payload in payloads.drain(..) {
-        let progress = fold.push_payload(&payload, &mut events).map_err(Failure::fatal)?;
+        let progress = fold.push_payload(&payload, &mut events).map_err(stream_failure)?;
         for event in events.drain(..) {
             emit.emit(event).await;
         }
