@@ -11149,3 +11149,58 @@ pub fn canonical_result(
         _ => Err(crate::runtime::RpcError::method_not_found(method.wire())),
     }
 }
+/// Heron's vendor extensions, as `initialize` advertises them (`x-extensions`).
+pub static EXTENSIONS: [crate::runtime::Extension; 7usize] = [
+    crate::runtime::Extension {
+        name: "goalPause",
+        schema_version: 1u64,
+        methods: &[("pause", "_heron/session/goal/pause")],
+        notifications: &[],
+    },
+    crate::runtime::Extension {
+        name: "goalResume",
+        schema_version: 1u64,
+        methods: &[("resume", "_heron/session/goal/resume")],
+        notifications: &[],
+    },
+    crate::runtime::Extension {
+        name: "sessionInbox",
+        schema_version: 1u64,
+        methods: &[
+            ("delete", "_heron/inbox/delete"),
+            ("enqueue", "_heron/inbox/enqueue"),
+            ("get", "_heron/inbox/get"),
+            ("list", "_heron/inbox/list"),
+            ("move", "_heron/inbox/move"),
+            ("refresh", "_heron/inbox/refresh"),
+            ("retry", "_heron/inbox/retry"),
+            ("setPaused", "_heron/inbox/setPaused"),
+            ("update", "_heron/inbox/update"),
+        ],
+        notifications: &[],
+    },
+    crate::runtime::Extension {
+        name: "sessionMcpStatus",
+        schema_version: 1u64,
+        methods: &[("status", "_heron/session/mcpStatus")],
+        notifications: &[("update", "_heron/session/mcpStatus_update")],
+    },
+    crate::runtime::Extension {
+        name: "sessionReloadExtensions",
+        schema_version: 1u64,
+        methods: &[("reload", "_heron/session/reloadExtensions")],
+        notifications: &[],
+    },
+    crate::runtime::Extension {
+        name: "sessionStatus",
+        schema_version: 1u64,
+        methods: &[("status", "_heron/session/status")],
+        notifications: &[("update", "_heron/session/status_update")],
+    },
+    crate::runtime::Extension {
+        name: "sessionSteer",
+        schema_version: 1u64,
+        methods: &[("steer", "_heron/session/steer")],
+        notifications: &[],
+    },
+];

@@ -90,6 +90,16 @@ async fn a_turn_goes_running_then_idle_before_its_answer() {
 }
 
 #[tokio::test]
+async fn the_versioned_opt_in_gets_status_updates_too() {
+    let mut editor = support::start();
+    let asking = json!({ "_meta": { "heron": { "statusUpdates": { "supported": true } } } });
+    let session = open(&mut editor, asking).await;
+    let (before, _) = editor.prompt(json!("p"), &session, "Look around").await;
+    assert_eq!(states(&before).first().map(String::as_str), Some("running"), "{before:#?}");
+    editor.close().await;
+}
+
+#[tokio::test]
 async fn usage_shows_in_the_status() {
     let mut editor = support::start();
     let session = open(&mut editor, wanting_updates(json!({}))).await;

@@ -1,6 +1,7 @@
 //! Session status on the wire: the `HeronSessionStatus` and `HeronGoal` shapes, and the
 //! `_heron/session/status_update` feed. The feed sends only to a client that asked for it
-//! in `initialize` (`clientCapabilities._meta.heron.statusUpdates: true`), sends each change
+//! in `initialize` (`clientCapabilities._meta.heron.statusUpdates: {"supported": true}`, or
+//! the older `statusUpdates: true`), sends each change
 //! once, and never sends an older snapshot after a newer one, whichever path offers it.
 
 use std::collections::HashMap;
@@ -24,7 +25,7 @@ pub fn wants_updates(capabilities: &ClientCapabilities) -> bool {
         .as_ref()
         .and_then(|meta| meta.get("heron"))
         .and_then(|heron| heron.get("statusUpdates"))
-        .and_then(serde_json::Value::as_bool)
+        .and_then(|asked| asked.as_bool().or_else(|| asked.get("supported")?.as_bool()))
         .unwrap_or(false)
 }
 

@@ -13,7 +13,11 @@ use heron_protocol::{
 };
 
 /// `agentCapabilities._meta`: the vendor methods Heron serves and the notifications it
-/// sends, read from the generated method table so the list cannot drift from the code.
+/// sends, read from the generated tables so the list cannot drift from the code. Each
+/// extension whose methods are all served appears under its name, versioned
+/// (`sessionInbox: {schemaVersion, methods: {enqueue: ..., ...}}`; one-method extensions
+/// also name it as `method`), beside the flat `methods` and `notifications` lists older
+/// clients read.
 pub fn capabilities_meta() -> Map<String, Value> {
     let vendor = |side: Side, kind: Kind| -> Vec<&str> {
         heron_protocol::METHODS
@@ -22,11 +26,29 @@ pub fn capabilities_meta() -> Map<String, Value> {
             .map(|m| m.wire)
             .collect()
     };
-    let heron = json!({
-        "methods": vendor(Side::Agent, Kind::Request),
-        "notifications": vendor(Side::Client, Kind::Notification),
-    });
-    Map::from_iter([("heron".to_owned(), heron)])
+    let served = |wire: &str| heron_protocol::METHODS.iter().any(|m| m.wire == wire && m.implemented);
+    let mut heron = Map::new();
+    heron.insert("methods".into(), json!(vendor(Side::Agent, Kind::Request)));
+    heron.insert("notifications".into(), json!(vendor(Side::Client, Kind::Notification)));
+    for extension in heron_protocol::EXTENSIONS.iter() {
+        if !extension.methods.iter().all(|(_, wire)| served(wire)) {
+            continue;
+        }
+        let pairs = |list: &[(&str, &str)]| -> Map<String, Value> {
+            list.iter().map(|(short, wire)| ((*short).to_owned(), json!(wire))).collect()
+        };
+        let mut entry = Map::new();
+        entry.insert("schemaVersion".into(), json!(extension.schema_version));
+        if let [(_, only)] = extension.methods {
+            entry.insert("method".into(), json!(only));
+        }
+        entry.insert("methods".into(), Value::Object(pairs(extension.methods)));
+        if !extension.notifications.is_empty() {
+            entry.insert("notifications".into(), Value::Object(pairs(extension.notifications)));
+        }
+        heron.insert(extension.name.to_owned(), Value::Object(entry));
+    }
+    Map::from_iter([("heron".to_owned(), Value::Object(heron))])
 }
 
 /// `_heron/session/status`: a snapshot, with no side effects.

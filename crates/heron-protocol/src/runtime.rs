@@ -5,6 +5,6 @@
 
 pub use crate::decode::{decode_params, decode_result, encode_result, to_value};
 pub use crate::peer::{AgentPeer, ClientPeer, Outgoing};
-pub use crate::table::{Kind, MethodInfo, Side, Stability};
+pub use crate::table::{Extension, Kind, MethodInfo, Side, Stability};
 pub use crate::tagged::{TaggedUnion, VariantBody, deserialize_tagged};
 pub use heron_rpc::{NotificationFuture, ResponseFuture, RpcError};

@@ -54,3 +54,16 @@ pub struct MethodInfo {
     /// Whether Heron serves (agent side) or calls (client side) it.
     pub implemented: bool,
 }
+
+/// One of Heron's vendor extensions, as clients discover it in `initialize`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extension {
+    /// The key under `_meta.heron`, e.g. `sessionInbox`.
+    pub name: &'static str,
+    /// Bumped when the extension's wire contract changes incompatibly.
+    pub schema_version: u64,
+    /// (short name, wire name) of each request it adds.
+    pub methods: &'static [(&'static str, &'static str)],
+    /// (short name, wire name) of each notification Heron sends for it.
+    pub notifications: &'static [(&'static str, &'static str)],
+}
