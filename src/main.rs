@@ -7,7 +7,7 @@ use heron::cli::{Cli, Command, init_logging};
 
 fn main() -> ExitCode {
     one_malloc_arena();
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(single_dash_cwd(std::env::args_os()));
     if let Command::Run(args) = cli.command {
         return run(args);
     }
@@ -24,6 +24,17 @@ fn main() -> ExitCode {
         return heron::cli::manifest::run(args);
     }
     acp_or_setup(cli)
+}
+
+/// Accepts `-cwd DIR` (and `-cwd=DIR`), the spelling other agents' launchers use, as
+/// `--cwd`: clap takes long options with two dashes only.
+fn single_dash_cwd(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    args.map(|arg| match arg.to_str() {
+        Some("-cwd") => "--cwd".into(),
+        Some(text) if text.starts_with("-cwd=") => format!("-{text}").into(),
+        _ => arg,
+    })
+    .collect()
 }
 
 /// glibc gives each thread that allocates its own arena, up to eight per core, and memory

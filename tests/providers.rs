@@ -176,3 +176,36 @@ fn every_readme_server_example_loads_and_names_its_flavor() {
         );
     }
 }
+
+#[test]
+fn flags_shape_every_request_the_appended_system_prompt_and_the_token_limit() {
+    let server = MockServer::start(|_, request| {
+        let system = request.messages().first().and_then(|m| m["content"].as_str()).unwrap_or("");
+        if !system.ends_with("Answer in French.") || request.body["max_tokens"] != 77 {
+            return Answer::Status(
+                400,
+                json!({ "message": format!("unshaped: {}", request.body) }).to_string(),
+            );
+        }
+        Answer::Stream(crate::support::server_mock::sse(&[
+            servers::delta(json!({ "content": "Bonjour." })),
+            servers::finish("stop"),
+        ]))
+    });
+    let dirs = home(&format!("kind = \"openai\"\nbase_url = \"{}/v1\"\n", server.origin));
+    let ws = dirs.ws();
+    let args =
+        ["-m", "net/m", "--append-system-prompt", "Answer in French.", "--max-tokens", "77", "-cwd", &ws];
+    let mut heron = Process::spawn(&dirs.home(), &args);
+    let session = heron.new_session(&ws);
+    let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "hi" }] });
+    heron.send(json!({ "jsonrpc": "2.0", "id": "p", "method": "session/prompt", "params": params }));
+    let answer = loop {
+        let message = heron.next();
+        if message["id"] == "p" {
+            break message;
+        }
+    };
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(server.seen().len(), 1);
+}

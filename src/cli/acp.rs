@@ -35,8 +35,16 @@ pub struct AcpArgs {
     pub max_line_bytes: usize,
 
     /// The model new sessions use (`provider/model`); `demo/demo` needs no key.
-    #[arg(long, value_name = "PROVIDER/MODEL")]
+    #[arg(short = 'm', long, value_name = "PROVIDER/MODEL")]
     pub model: Option<String>,
+
+    /// Text added to the end of the system prompt of every request.
+    #[arg(long, value_name = "TEXT")]
+    pub append_system_prompt: Option<String>,
+
+    /// The most tokens one model reply may take (sent to the provider).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
 
     /// The agent preset of new sessions: light, balanced or delivery.
     #[arg(long)]
@@ -79,6 +87,8 @@ impl Default for AcpArgs {
             validate: false,
             max_line_bytes: DEFAULT_MAX_LINE,
             model: None,
+            append_system_prompt: None,
+            max_tokens: None,
             preset: None,
             profile: None,
             permission_mode: None,
@@ -144,6 +154,8 @@ pub async fn manager(
         // Safe mode starts sessions read-only; the user can raise it (up to any ceiling).
         start_posture: args.safe_mode.then_some(Posture::ReadOnly),
         witness: recorder.clone().map(|r| r as Arc<dyn heron_core::tools::FileWitness>),
+        append_system_prompt: args.append_system_prompt.clone(),
+        max_tokens: args.max_tokens,
     };
     let mut providers = Providers::new(home.clone(), config, keys);
     if let Some(recorder) = recorder {
@@ -342,4 +354,21 @@ fn stop_signal() -> std::io::Result<impl Future<Output = ()>> {
         };
         tracing::info!(signal = name, "stopping as at the end of input");
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_legacy_profile_names_the_presets_and_economy_is_light() {
+        for (profile, preset) in
+            [("economy", Preset::Light), ("balanced", Preset::Balanced), ("delivery", Preset::Delivery)]
+        {
+            let args = AcpArgs { profile: Some(profile.into()), ..AcpArgs::default() };
+            assert_eq!(flags(&args).expect("valid").1, Some(preset), "{profile}");
+        }
+        let args = AcpArgs { profile: Some("turbo".into()), ..AcpArgs::default() };
+        assert!(flags(&args).is_err());
+    }
 }

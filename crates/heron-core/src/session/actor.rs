@@ -34,6 +34,7 @@ pub(super) struct ActorContext {
     pub(super) max_goal_continuations: u32,
     pub(super) mcp: Arc<McpHub>,
     pub(super) limits: Limits,
+    pub(super) append_system_prompt: Option<Arc<str>>,
 }
 
 /// What the actor runs next.
@@ -220,6 +221,7 @@ async fn run_job(
         limits: context.limits,
         budget: ChunkBudget::new(),
         echo_prompt,
+        append_system_prompt: context.append_system_prompt.clone(),
     };
     let (outcome, after) = turn.run(prompt).await;
     *carried = after;

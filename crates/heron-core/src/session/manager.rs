@@ -99,6 +99,10 @@ pub struct ManagerOptions {
     pub start_posture: Option<Posture>,
     /// Sees the files tools use (`heron acp --record`).
     pub witness: Option<Arc<dyn crate::tools::FileWitness>>,
+    /// `--append-system-prompt`: text added to every request's system prompt.
+    pub append_system_prompt: Option<String>,
+    /// `--max-tokens`: the most tokens one model reply may take.
+    pub max_tokens: Option<u32>,
 }
 
 /// Where a session is opened.
@@ -252,7 +256,12 @@ impl Manager {
             }),
             witness: self.options.witness.clone(),
             max_goal_continuations: self.providers.config().goal_continuations(),
-            limits: Limits { max_reply_bytes: self.providers.config().reply_cap(), ..Limits::default() },
+            limits: Limits {
+                max_reply_bytes: self.providers.config().reply_cap(),
+                max_reply_tokens: self.options.max_tokens,
+                ..Limits::default()
+            },
+            append_system_prompt: self.options.append_system_prompt.as_deref().map(Arc::from),
             mcp: if options.mcp_servers.is_empty() {
                 McpHub::empty()
             } else {

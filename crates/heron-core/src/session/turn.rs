@@ -89,6 +89,8 @@ pub struct Turn {
     /// Whether the prompt is shown as a user message: not when the editor sent it (it shows
     /// it already), yes when it came from elsewhere (the inbox).
     pub echo_prompt: bool,
+    /// Text the user appends to the system prompt (`--append-system-prompt`).
+    pub append_system_prompt: Option<Arc<str>>,
 }
 
 /// Bounds on what one model response may send.
@@ -99,11 +101,17 @@ pub struct Limits {
     pub max_reply_bytes: usize,
     /// The most bytes a tool call's arguments may take; a larger call fails without running.
     pub max_tool_arguments: usize,
+    /// The most tokens one reply may take (`--max-tokens`), asked of the provider.
+    pub max_reply_tokens: Option<u32>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_reply_bytes: 8 * 1024 * 1024, max_tool_arguments: crate::llm::MAX_TOOL_ARGUMENT_BYTES }
+        Self {
+            max_reply_bytes: 8 * 1024 * 1024,
+            max_tool_arguments: crate::llm::MAX_TOOL_ARGUMENT_BYTES,
+            max_reply_tokens: None,
+        }
     }
 }
 
@@ -188,6 +196,11 @@ impl Turn {
         self.record_shown(Event::UserMessage { message_id, content: prompt }, self.echo_prompt).await?;
         let read_only = self.settings.mode == Mode::Plan;
         let mut system = SYSTEM_PROMPT.to_owned();
+        // Before the mode's text, so that a mode change leaves more of the prefix cached.
+        if let Some(extra) = self.append_system_prompt.as_deref().filter(|t| !t.trim().is_empty()) {
+            system.push_str("\n\n");
+            system.push_str(extra);
+        }
         if read_only {
             system.push_str(PLAN_PROMPT);
         }
@@ -247,7 +260,7 @@ impl Turn {
                 },
                 tools,
                 effort: asking.effort.clone(),
-                max_tokens: None,
+                max_tokens: self.limits.max_reply_tokens,
             };
             let response = self.stream_response(request).await?;
             if let Some(stop) = response.stop {
