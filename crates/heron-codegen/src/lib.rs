@@ -86,7 +86,14 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Error> {
     let rust = format!("{header}{}", prettyplease::unparse(&file));
     let schema = serde_json::to_string_pretty(&merge::validation_document(&merged))
         .map_err(|e| Error::new(e.to_string()))?;
-    let methods_md = api::methods_md(&table, &implemented) + &extensions::markdown(&extension_specs);
+    let declined = api::declined(&inputs.vendor);
+    if let Some((wire, _)) =
+        declined.iter().find(|(wire, _)| !table.iter().any(|m| &m.wire == wire) || implemented.contains(wire))
+    {
+        return Err(Error::new(format!("`x-declined` names `{wire}`, which is no method or is implemented")));
+    }
+    let methods_md =
+        api::methods_md(&table, &implemented, &declined) + &extensions::markdown(&extension_specs);
     Ok(Output { rust, methods_md, schema: schema + "\n" })
 }
 
