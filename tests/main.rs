@@ -11,6 +11,7 @@ mod acp_goal;
 mod acp_inbox;
 mod acp_mcp;
 mod acp_memory;
+mod acp_outcome;
 mod acp_prompt;
 mod acp_session_lock;
 mod acp_sessions;

@@ -430,6 +430,8 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
         }
         // Status is not a session update; the prompt handler forwards it on its own.
         TurnUpdate::Status(..) => Vec::new(),
+        // The outcome goes in the prompt's answer, which the prompt handler builds.
+        TurnUpdate::Outcome(_) => Vec::new(),
         TurnUpdate::Flushed(done) => {
             // Everything before this barrier has been queued by the caller already.
             let _ = done.send(());

@@ -5,6 +5,7 @@
 use heron_core::session::Session;
 use heron_core::session::commands::{self, Invocation};
 use heron_core::session::settings::SettingError;
+use heron_core::session::update::TurnUpdate;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{CancelNotification, ContentBlock, PromptRequest, PromptResponse, RpcError, StopReason};
 use serde_json::json;
@@ -35,7 +36,12 @@ pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) 
     Box::pin(async move {
         let manager = inner.manager.ready().await?;
         let (session, mut stream, result, guard, delivered) = started?;
+        let mut turn_outcome = None;
         while let Some(update) = stream.recv().await {
+            if let TurnUpdate::Outcome(outcome) = update {
+                turn_outcome = Some(outcome);
+                continue;
+            }
             updates::forward(&inner, session.id(), update).await;
         }
         let outcome = result.await.map_err(|_| RpcError::internal(&"the session stopped"))?;
@@ -44,10 +50,12 @@ pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) 
         heron_rpc::after_response(async move { delivered.done() });
         let stop = outcome.map_err(|e| prompt_error(e, manager.providers().keys()))?;
         let transcript = manager.transcript_path(session.id());
+        let mut heron = json!({ "transcriptPath": transcript.display().to_string() });
+        if let Some(outcome) = turn_outcome.filter(|_| stop == heron_core::types::StopReason::EndTurn) {
+            heron["turnOutcome"] = serde_json::to_value(outcome).unwrap_or_default();
+        }
         Ok(PromptResponse {
-            meta: json!({ "heron": { "transcriptPath": transcript.display().to_string() } })
-                .as_object()
-                .cloned(),
+            meta: Some(serde_json::Map::from_iter([("heron".to_owned(), heron)])),
             stop_reason: convert::stop_reason(stop),
         })
     })

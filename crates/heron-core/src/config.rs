@@ -292,6 +292,10 @@ pub struct Config {
     pub command_timeout_s: Option<u64>,
     /// Seconds an MCP tool call may take before it fails (default 300).
     pub mcp_timeout_s: Option<u64>,
+    /// The command that verifies changes (e.g. `cargo test`): with the `delivery` preset, a
+    /// turn that changed files ends `paused` unless a run of it succeeded afterwards (any
+    /// successful command counts when this is not set).
+    pub verify_command: Option<String>,
 }
 
 /// The reply cap when `config.toml` does not say: far beyond real answers, far below what

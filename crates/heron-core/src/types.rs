@@ -263,3 +263,17 @@ impl TokenTotals {
         }
     }
 }
+
+/// How a turn that ended on its own (`end_turn`) ended, for the editor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TurnOutcome {
+    /// It did what it set out to.
+    Completed,
+    /// It changed files it did not verify afterwards (`delivery` preset): the user should
+    /// check before relying on it.
+    Paused {
+        /// Why, in a sentence.
+        reason: String,
+    },
+}

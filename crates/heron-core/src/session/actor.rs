@@ -222,6 +222,7 @@ async fn run_job(
         budget: ChunkBudget::new(),
         echo_prompt,
         append_system_prompt: context.append_system_prompt.clone(),
+        verify_command: providers.config().verify_command.as_deref().map(Arc::from),
     };
     let (outcome, after) = turn.run(prompt).await;
     *carried = after;

@@ -17,6 +17,7 @@ mod history;
 pub mod inbox;
 mod lock;
 mod manager;
+mod outcome;
 mod permission;
 mod pursuit;
 mod response;

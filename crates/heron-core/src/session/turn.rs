@@ -24,7 +24,7 @@ use crate::llm::registry::ResolvedProvider;
 use crate::llm::{ModelRequest, ProviderError, ToolCallRequest, Usage};
 use crate::tools::editor::{PermissionAnswer, PermissionAsk};
 use crate::tools::{Outcome, Registry, ToolEnv, finish_goal};
-use crate::types::{StopReason, ToolStatus, UsageReport, UserContent};
+use crate::types::{StopReason, ToolStatus, TurnOutcome, UsageReport, UserContent};
 use heron_store::Store;
 
 /// Why a turn failed after it started.
@@ -91,6 +91,8 @@ pub struct Turn {
     pub echo_prompt: bool,
     /// Text the user appends to the system prompt (`--append-system-prompt`).
     pub append_system_prompt: Option<Arc<str>>,
+    /// The command whose success verifies changes (`verify_command`), if the config names one.
+    pub verify_command: Option<Arc<str>>,
 }
 
 /// Bounds on what one model response may send.
@@ -184,6 +186,7 @@ impl Turn {
     }
 
     async fn run_inner(&mut self, prompt: Vec<UserContent>) -> Result<StopReason, TurnError> {
+        let start = self.carried.history.len();
         // Steering sent while no turn ran opens this prompt.
         for input in self.steers.open() {
             self.record_steer(input).await?;
@@ -226,7 +229,10 @@ impl Turn {
             }
             // Steering that arrived as the model finished still gets an answer.
             match self.steers.close() {
-                Ok(()) => return Ok(StopReason::EndTurn),
+                Ok(()) => {
+                    self.conclude(start).await?;
+                    return Ok(StopReason::EndTurn);
+                }
                 Err(late) => {
                     for input in late {
                         self.record_steer(input).await?;
@@ -234,6 +240,28 @@ impl Turn {
                 }
             }
         }
+    }
+
+    /// Reports how the turn whose events begin at `start` ended: `paused`, with a
+    /// host-written line the user and the model both read, when the `delivery` preset
+    /// finds changes nothing verified; else `completed`.
+    async fn conclude(&mut self, start: usize) -> Result<(), TurnError> {
+        let events = self.carried.history.get(start..).unwrap_or_default();
+        let outcome = match super::outcome::assess(events, self.verify_command.as_deref()) {
+            TurnOutcome::Paused { .. } if self.settings.preset != super::settings::Preset::Delivery => {
+                TurnOutcome::Completed
+            }
+            outcome => outcome,
+        };
+        if let TurnOutcome::Paused { reason } = &outcome {
+            let (message_id, text) = (uuid::Uuid::new_v4().to_string(), super::outcome::paused_note(reason));
+            // Written by Heron, not streamed by the model: one chunk, small, outside the budget.
+            let held = super::update::Held::default();
+            self.live(TurnUpdate::MessageChunk { message_id: message_id.clone(), text: text.clone(), held });
+            self.record(Event::AgentMessage { message_id, text }).await?;
+        }
+        self.live(TurnUpdate::Outcome(outcome));
+        Ok(())
     }
 
     /// Model requests and their tool calls until the model stops, the requests run out, or

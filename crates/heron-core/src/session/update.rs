@@ -47,6 +47,8 @@ pub enum TurnUpdate {
     },
     /// Usage changed.
     Usage(UsageReport),
+    /// How the turn ended, sent once just before a turn that ends `end_turn` answers.
+    Outcome(crate::types::TurnOutcome),
     /// The session got a title (from its first prompt), stored at `updated_at`.
     Titled {
         /// The title.
