@@ -1842,6 +1842,21 @@ pub struct HeronContextUsage {
     ///Tokens currently occupying the context window.
     pub used: u64,
 }
+///A session's cumulative cost: the amount, its currency, the token totals it was computed from, and whether every model used had a price.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct HeronCostQuote {
+    ///False when a model used in the session has no configured price, so `totalCost` leaves those requests out.
+    #[serde(rename = "costComplete")]
+    pub cost_complete: bool,
+    ///ISO 4217 code of `totalCost` (from the prices); null when no model used had a price.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub currency: ::std::option::Option<::std::string::String>,
+    ///The token totals the cost is computed from.
+    pub tokens: HeronTokenUsage,
+    ///Cumulative cost of the requests whose model has a price.
+    #[serde(rename = "totalCost")]
+    pub total_cost: f64,
+}
 ///A long-running objective a session works toward across several turns.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronGoal {
@@ -2696,6 +2711,12 @@ pub struct HeronSessionStatus {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub context_usage: ::std::option::Option<HeronContextUsage>,
+    ///What the session's model requests cost so far, from the prices in config.toml; null before the first usage report.
+    #[serde(
+        rename = "costQuote",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub cost_quote: ::std::option::Option<HeronCostQuote>,
     ///The session's current mode, or null when the session has no modes.
     #[serde(
         rename = "currentModeId",
@@ -9667,6 +9688,12 @@ pub fn canonical_def(
         "HeronContextUsage" => {
             Some(
                 crate::runtime::decode_params::<HeronContextUsage>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
+            )
+        }
+        "HeronCostQuote" => {
+            Some(
+                crate::runtime::decode_params::<HeronCostQuote>(Some(raw))
                     .and_then(|v| crate::runtime::to_value(&v)),
             )
         }

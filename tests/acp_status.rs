@@ -106,6 +106,38 @@ async fn usage_shows_in_the_status() {
     let (before, _) = editor.prompt(json!("p"), &session, "Look around").await;
     let last = before.iter().rfind(|m| m["method"] == STATUS_UPDATE).expect("a status update");
     assert_eq!(last["params"]["status"]["contextUsage"], json!({ "used": 1280, "size": 128000 }));
+    // The demo model has no price: the quote says the cost is not complete.
+    let quote = &last["params"]["status"]["costQuote"];
+    assert_eq!(
+        (quote["costComplete"].clone(), quote["currency"].clone()),
+        (json!(false), Value::Null),
+        "{quote}"
+    );
+    assert_eq!(quote["tokens"]["inputTokens"], 1200, "{quote}");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn the_cost_quote_prices_cached_tokens_and_adds_up_over_turns() {
+    let script = r#"{"steps":[{"text":"One."},{"usage":{"input":1000,"output":100,"cached":800}}]}
+{"steps":[{"text":"Two."},{"usage":{"input":1000,"output":100,"cached":800}}]}
+"#;
+    let provider =
+        "[providers.s.prices.m]\ninput = 2.0\noutput = 8.0\ncached_input = 0.5\ncurrency = \"EUR\"\n";
+    let home = support::scripted_home("s", "", script);
+    let config = std::fs::read_to_string(home.home().join("config.toml")).expect("config");
+    home.write_home("config.toml", &format!("{config}context_window = 10000\n{provider}"));
+    let mut editor = support::start_in(support::scripted_args("s"), home);
+    let session = open(&mut editor, json!({})).await;
+    editor.prompt(json!("p1"), &session, "one").await;
+    editor.prompt(json!("p2"), &session, "two").await;
+    let answer = editor.ask(json!(1), "_heron/session/status", json!({ "sessionId": session })).await;
+    let quote = &answer["result"]["status"]["costQuote"];
+    // Per request: 200 plain input at 2.0, 800 cached at 0.5, 100 output at 8.0 per million.
+    let total = quote["totalCost"].as_f64().expect("a total");
+    assert!((total - 2.0 * 0.0016).abs() < 1e-12, "{quote}");
+    assert_eq!((quote["currency"].as_str(), quote["costComplete"].as_bool()), (Some("EUR"), Some(true)));
+    assert_eq!(quote["tokens"]["cachedReadTokens"], 1600, "{quote}");
     editor.close().await;
 }
 

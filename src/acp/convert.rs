@@ -454,17 +454,21 @@ pub fn usage_update(report: &UsageReport) -> SessionUpdate {
     })
 }
 
-/// `_meta.heron.tokens` of a `usage_update`: the session's token totals by kind, which ACP
-/// v1's `usage_update` has no field for.
-fn tokens_meta(tokens: &TokenTotals) -> serde_json::Map<String, serde_json::Value> {
-    let usage = p::HeronTokenUsage {
+/// A session's token totals as the wire shows them.
+pub fn token_usage(tokens: &TokenTotals) -> p::HeronTokenUsage {
+    p::HeronTokenUsage {
         input_tokens: tokens.input,
         output_tokens: tokens.output,
         cached_read_tokens: tokens.cached_read,
         cached_write_tokens: tokens.cache_write,
         thought_tokens: tokens.thought,
-    };
-    let value = serde_json::to_value(usage).unwrap_or_default();
+    }
+}
+
+/// `_meta.heron.tokens` of a `usage_update`: the session's token totals by kind, which ACP
+/// v1's `usage_update` has no field for.
+fn tokens_meta(tokens: &TokenTotals) -> serde_json::Map<String, serde_json::Value> {
+    let value = serde_json::to_value(token_usage(tokens)).unwrap_or_default();
     serde_json::Map::from_iter([("heron".to_owned(), serde_json::json!({ "tokens": value }))])
 }
 

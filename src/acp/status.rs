@@ -13,8 +13,8 @@ use heron_core::session::settings::Posture;
 use heron_core::session::snapshot::{SessionState, Snapshot};
 use heron_protocol::runtime::{ClientPeer, Outgoing};
 use heron_protocol::{
-    Client, ClientCapabilities, HeronApprovalPosture, HeronContextUsage, HeronGoal, HeronGoalStatus,
-    HeronInboxCounts, HeronModelId, HeronSessionState, HeronSessionStatus,
+    Client, ClientCapabilities, HeronApprovalPosture, HeronContextUsage, HeronCostQuote, HeronGoal,
+    HeronGoalStatus, HeronInboxCounts, HeronModelId, HeronSessionState, HeronSessionStatus,
     HeronSessionStatusUpdateNotification, SessionId, SessionModeId,
 };
 
@@ -60,6 +60,12 @@ pub fn status(snapshot: &Snapshot) -> HeronSessionStatus {
             meta: None,
             size: u.size,
             used: u.used,
+        }),
+        cost_quote: snapshot.usage.as_ref().map(|u| HeronCostQuote {
+            total_cost: u.cost.as_ref().map_or(0.0, |(amount, _)| *amount),
+            currency: u.cost.as_ref().map(|(_, currency)| currency.clone()),
+            cost_complete: u.cost_complete && u.cost.is_some(),
+            tokens: crate::acp::convert::token_usage(&u.tokens),
         }),
         current_mode_id: Some(SessionModeId(snapshot.mode.id().to_owned())),
         goal: snapshot.goal.as_ref().map(goal),

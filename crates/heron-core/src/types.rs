@@ -232,6 +232,14 @@ pub struct UsageReport {
     /// Tokens the session's requests took so far, by kind.
     #[serde(default)]
     pub tokens: TokenTotals,
+    /// Whether every request so far had a price (false: `cost` leaves some out).
+    #[serde(default = "every_request_priced")]
+    pub cost_complete: bool,
+}
+
+/// Reports stored before Heron tracked unpriced requests priced all they counted.
+fn every_request_priced() -> bool {
+    true
 }
 
 /// Tokens a session's model requests took so far, by kind: what shows whether the

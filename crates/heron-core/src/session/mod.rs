@@ -163,6 +163,8 @@ impl Session {
         // Cost and token totals carry on from the last stored report.
         let stored = status.current().1.usage;
         let cost = stored.as_ref().and_then(|u| u.cost.as_ref()).map_or(0.0, |(amount, _)| *amount);
+        let currency = stored.as_ref().and_then(|u| u.cost.as_ref()).map(|(_, currency)| currency.clone());
+        let cost_complete = stored.as_ref().is_none_or(|u| u.cost_complete);
         let tokens = stored.map(|u| u.tokens).unwrap_or_default();
         let status = Arc::new(status);
         let inbox = Arc::new(Inbox::new(id.clone(), context.store.clone(), status.clone()));
@@ -184,7 +186,15 @@ impl Session {
         });
         let closed = session.closed.clone();
         let transcript = transcript::Transcript::new(&context.transcripts, session.id());
-        let carried = turn::Carried { history, cost, tokens, images: Default::default(), transcript };
+        let carried = turn::Carried {
+            history,
+            cost,
+            tokens,
+            currency,
+            cost_complete,
+            images: Default::default(),
+            transcript,
+        };
         tokio::spawn(actor::run(Arc::downgrade(&session), closed, queue, carried, context, inbox));
         session
     }

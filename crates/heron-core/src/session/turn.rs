@@ -48,6 +48,10 @@ pub struct Carried {
     pub cost: f64,
     /// Tokens so far in the session.
     pub tokens: crate::types::TokenTotals,
+    /// The currency of the cost, once a priced request counted.
+    pub currency: Option<String>,
+    /// Whether every request so far had a price.
+    pub cost_complete: bool,
     /// The history's images, as read so far.
     pub images: Images,
     /// The session's readable transcript, kept in step with the history.
@@ -242,17 +246,15 @@ impl Turn {
         }
     }
 
-    /// Reports how the turn whose events begin at `start` ended: `paused`, with a
-    /// host-written line the user and the model both read, when the `delivery` preset
-    /// finds changes nothing verified; else `completed`.
+    /// With the `delivery` preset, reports how the turn whose events begin at `start`
+    /// ended: `paused`, with a host-written line the user and the model both read, when it
+    /// changed files nothing verified; else `completed`. Other presets report nothing.
     async fn conclude(&mut self, start: usize) -> Result<(), TurnError> {
+        if self.settings.preset != super::settings::Preset::Delivery {
+            return Ok(());
+        }
         let events = self.carried.history.get(start..).unwrap_or_default();
-        let outcome = match super::outcome::assess(events, self.verify_command.as_deref()) {
-            TurnOutcome::Paused { .. } if self.settings.preset != super::settings::Preset::Delivery => {
-                TurnOutcome::Completed
-            }
-            outcome => outcome,
-        };
+        let outcome = super::outcome::assess(events, self.verify_command.as_deref());
         if let TurnOutcome::Paused { reason } = &outcome {
             let (message_id, text) = (uuid::Uuid::new_v4().to_string(), super::outcome::paused_note(reason));
             // Written by Heron, not streamed by the model: one chunk, small, outside the budget.
@@ -496,16 +498,21 @@ impl Turn {
     }
 
     pub(super) fn report_usage(&mut self, usage: Usage) {
-        if let Some(price) = &self.provider.price {
-            self.carried.cost += price.cost(&usage);
+        match &self.provider.price {
+            Some(price) => {
+                self.carried.cost += price.cost(&usage);
+                self.carried.currency = Some(price.currency.clone());
+            }
+            None => self.carried.cost_complete = false,
         }
         self.carried.tokens = self.carried.tokens.plus(&usage);
         let Some(size) = self.provider.context_window else { return };
         let report = UsageReport {
             used: usage.input_tokens + usage.output_tokens,
             size,
-            cost: self.provider.price.as_ref().map(|price| (self.carried.cost, price.currency.clone())),
+            cost: self.carried.currency.as_ref().map(|currency| (self.carried.cost, currency.clone())),
             tokens: self.carried.tokens,
+            cost_complete: self.carried.cost_complete,
         };
         self.live(TurnUpdate::Usage(report.clone()));
         self.status.change(|s| s.usage = Some(report));
