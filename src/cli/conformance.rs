@@ -30,10 +30,11 @@ pub fn report(outcomes: &[Outcome]) -> String {
     let width = outcomes.iter().map(|o| o.name.len()).max().unwrap_or(8).max(8);
     let mut out = format!("{:<6} {:<width$} {:>8}\n", "result", "scenario", "time");
     for outcome in outcomes {
-        let verdict = match (&outcome.result, outcome.rewritten) {
-            (Ok(()), false) => "pass",
-            (Ok(()), true) => "update",
-            (Err(_), _) => "FAIL",
+        let verdict = match (&outcome.result, outcome.rewritten, &outcome.skipped) {
+            (Err(_), _, _) => "FAIL",
+            (Ok(()), _, Some(_)) => "skip",
+            (Ok(()), true, None) => "update",
+            (Ok(()), false, None) => "pass",
         };
         out.push_str(&format!(
             "{verdict:<6} {:<width$} {:>7.2}s\n",

@@ -8,8 +8,8 @@ pub mod matcher;
 pub mod record;
 pub mod runner;
 
-pub use format::{Header, Item, Scenario};
-pub use runner::{AgentCommand, Outcome, Transport, replay, run_file};
+pub use format::{Header, Item, Profile, Scenario};
+pub use runner::{AgentCommand, Outcome, Replayed, Transport, replay, run_file, run_text};
 
 /// Every `*.ndjson` file named by `paths`, in order; a directory stands for the transcripts
 /// in it, sorted by name.
