@@ -1,11 +1,12 @@
 //! Conformance transcripts: a readable NDJSON format for ACP exchanges (`format`), a matcher
 //! that survives harmless change (`matcher`), a runner that replays a transcript against
-//! Heron or any other agent command (`runner`) and the recorder behind `heron acp --record`
-//! (`record`). The format is documented in `conformance/README.md`.
+//! Heron or any other agent command (`runner`), the table, JUnit and JSON reports
+//! (`report`) and the recorder behind `heron acp --record` (`record`). The format is documented in `conformance/README.md`.
 
 pub mod format;
 pub mod matcher;
 pub mod record;
+pub mod report;
 pub mod runner;
 
 pub use format::{Header, Item, Profile, Scenario};

@@ -3,6 +3,7 @@
 //! (`replay`) and, in refresh mode, rewrites the expectations that no longer hold
 //! (`refresh`), then replays once more to prove them.
 
+mod agent_line;
 mod confine;
 mod refresh;
 mod replay;
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 use super::format::{FormatError, Scenario};
 
 use confine::CheckedArgs;
+pub use agent_line::resolve_program;
 pub use replay::{Replayed, replay};
 pub use sandbox::Sandbox;
 pub use transport::{ProcessTransport, Received, Transport};
