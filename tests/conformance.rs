@@ -60,6 +60,22 @@ macro_rules! transcripts {
 }
 
 transcripts!(
+    acp_cancel_request,
+    acp_initialize,
+    acp_initialize_newer_version,
+    acp_invalid_params,
+    acp_invalid_request,
+    acp_parse_error,
+    acp_prompt_turn,
+    acp_session_cancel,
+    acp_session_close,
+    acp_session_list,
+    acp_session_load,
+    acp_session_load_unadvertised,
+    acp_session_resume,
+    acp_unknown_method,
+    acp_unknown_session,
+    acp_unknown_session_load,
     authenticate,
     cancel_prompt,
     cancel_request,
@@ -190,7 +206,10 @@ impl Transport for Canned {
 
 pub(crate) const SHORT: &str = r#"{"scenario": "in memory", "timeout_ms": 50}"#;
 
-pub(crate) fn replay_text(text: &str, answers: &[&[&str]]) -> Result<Replayed, heron::conformance::runner::Failure> {
+pub(crate) fn replay_text(
+    text: &str,
+    answers: &[&[&str]],
+) -> Result<Replayed, heron::conformance::runner::Failure> {
     let scenario = Scenario::parse("memory", text).expect("the transcript parses");
     replay(&scenario, &mut Canned::new(answers), &Paths::default(), false)
 }
@@ -259,7 +278,8 @@ fn refresh_rewrites_a_stale_expectation_into_a_passing_one() {
     let answer = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"x"}}}"#;
     let scenario = Scenario::parse("memory", &text).expect("parses");
     let Replayed::Rewritten(rewritten) =
-        replay(&scenario, &mut Canned::new(&[&[answer]]), &Paths::default(), true).expect("refresh does not fail")
+        replay(&scenario, &mut Canned::new(&[&[answer]]), &Paths::default(), true)
+            .expect("refresh does not fail")
     else {
         panic!("the transcript changed");
     };
@@ -278,7 +298,8 @@ fn a_null_message_is_a_step_and_survives_refresh() {
         format!("{SHORT}\n{send}\n{}\n", r#"{"expect": {"jsonrpc": "2.0", "id": 0, "result": "{...}"}}"#);
     let scenario = Scenario::parse("memory", &text).expect("parses");
     let Replayed::Rewritten(rewritten) =
-        replay(&scenario, &mut Canned::new(&[&["null"]]), &Paths::default(), true).expect("refresh does not fail")
+        replay(&scenario, &mut Canned::new(&[&["null"]]), &Paths::default(), true)
+            .expect("refresh does not fail")
     else {
         panic!("the transcript changed");
     };

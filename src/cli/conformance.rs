@@ -1,7 +1,8 @@
 //! `heron conformance [--profile P] [--agent CMD] [--format F] [FILES...]`: replays ACP
 //! transcripts against Heron (this executable's `acp --validate` with each scenario's
 //! arguments) or any agent command, reports pass, fail or skip per scenario (a table, JUnit
-//! XML or JSON), and exits non-zero when any scenario fails.
+//! XML or JSON), and exits non-zero when any scenario fails. `--profile acp` without files
+//! runs the acp profile built into the binary.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,14 +11,15 @@ use clap::Args;
 
 use crate::conformance::report::{self, Format};
 use crate::conformance::{
-    AgentCommand, Outcome, Profile, Scenario, run_file, runner::resolve_program,
+    AgentCommand, Outcome, Profile, Scenario, bundled, run_file, run_text, runner::resolve_program,
     transcript_files,
 };
 
 /// Options of `heron conformance`.
 #[derive(Debug, Clone, Args)]
 pub struct ConformanceArgs {
-    /// Transcript files (`*.ndjson`) or directories of them.
+    /// Transcript files (`*.ndjson`) or directories of them; with `--profile acp` and none
+    /// given, the acp profile built into this binary.
     #[arg(value_name = "FILES")]
     pub files: Vec<PathBuf>,
     /// Run only the scenarios of this profile: `acp` (what ACP v1 asks of any agent) or
@@ -43,7 +45,8 @@ pub struct ConformanceArgs {
 fn agent(args: &ConformanceArgs) -> Result<AgentCommand, String> {
     match &args.agent {
         Some(line) => {
-            let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+            let cwd =
+                std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
             Ok(AgentCommand::Shell(resolve_program(line, &cwd)))
         }
         None => std::env::current_exe()
@@ -52,11 +55,20 @@ fn agent(args: &ConformanceArgs) -> Result<AgentCommand, String> {
     }
 }
 
-/// Runs the files named, those of `--profile` only when it is given.
+/// Runs the files named, those of `--profile` only when it is given, or the built-in acp
+/// profile when there are no files.
 fn outcomes(args: &ConformanceArgs, agent: &AgentCommand) -> Result<Vec<Outcome>, String> {
     if args.files.is_empty() {
         return match args.profile {
-            _ => Err("name transcript files or directories".into()),
+            Some(Profile::Acp) if args.update => {
+                Err("--update rewrites files; the built-in acp profile has none (name the files)".into())
+            }
+            Some(Profile::Acp) => {
+                Ok(bundled::ACP.iter().map(|(name, text)| run_text(name, text, agent)).collect())
+            }
+            _ => {
+                Err("name transcript files or directories, or use --profile acp for the built-in ones".into())
+            }
         };
     }
     let files = transcript_files(&args.files).map_err(|e| format!("cannot list the transcripts: {e}"))?;

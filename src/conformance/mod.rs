@@ -1,8 +1,10 @@
 //! Conformance transcripts: a readable NDJSON format for ACP exchanges (`format`), a matcher
 //! that survives harmless change (`matcher`), a runner that replays a transcript against
-//! Heron or any other agent command (`runner`), the table, JUnit and JSON reports
-//! (`report`) and the recorder behind `heron acp --record` (`record`). The format is documented in `conformance/README.md`.
+//! Heron or any other agent command (`runner`), the acp profile built into the binary
+//! (`bundled`), the table, JUnit and JSON reports (`report`) and the recorder behind
+//! `heron acp --record` (`record`). The format is documented in `conformance/README.md`.
 
+pub mod bundled;
 pub mod format;
 pub mod matcher;
 pub mod record;

@@ -151,9 +151,8 @@ pub fn junit(outcomes: &[Outcome], suite: &str) -> String {
                 xml(&reason(outcome)),
                 xml(&failure.to_string())
             )),
-            (Ok(()), Some(why)) => {
-                out.push_str(&format!("{open}>\n      <skipped message=\"{}\"/>\n    </testcase>\n", xml(why)))
-            }
+            (Ok(()), Some(why)) => out
+                .push_str(&format!("{open}>\n      <skipped message=\"{}\"/>\n    </testcase>\n", xml(why))),
             (Ok(()), None) => out.push_str(&format!("{open}/>\n")),
         }
     }
@@ -214,7 +213,8 @@ mod tests {
     fn outcomes() -> Vec<Outcome> {
         let failure = Failure {
             line: 4,
-            summary: "the agent's message does not match (at $.error.code: expected -32002, got -32603)".into(),
+            summary: "the agent's message does not match (at $.error.code: expected -32002, got -32603)"
+                .into(),
             detail: "expected <a> & \"b\"".into(),
             stderr: "bell \u{7} here".into(),
         };
@@ -247,7 +247,10 @@ mod tests {
     fn junit_has_a_testcase_per_scenario_with_failure_and_skipped_escaped() {
         let xml = junit(&outcomes(), "acp");
         assert!(xml.starts_with("<?xml"), "{xml}");
-        assert!(xml.contains(r#"<testsuite name="acp" tests="3" failures="1" errors="0" skipped="1""#), "{xml}");
+        assert!(
+            xml.contains(r#"<testsuite name="acp" tests="3" failures="1" errors="0" skipped="1""#),
+            "{xml}"
+        );
         assert!(xml.contains(r#"<testcase name="ok" classname="conformance.acp" time="0.250"/>"#), "{xml}");
         assert!(xml.contains(r#"<failure message="line 4: the agent&apos;s message"#), "{xml}");
         assert!(xml.contains("expected &lt;a&gt; &amp; &quot;b&quot;"), "{xml}");
@@ -261,8 +264,12 @@ mod tests {
         let report: serde_json::Value = serde_json::from_str(&json_report(&outcomes(), "acp")).expect("JSON");
         assert_eq!(report["failed"], 1);
         assert_eq!(report["skipped"], 1);
-        let results: Vec<&str> =
-            report["scenarios"].as_array().expect("scenarios").iter().filter_map(|s| s["result"].as_str()).collect();
+        let results: Vec<&str> = report["scenarios"]
+            .as_array()
+            .expect("scenarios")
+            .iter()
+            .filter_map(|s| s["result"].as_str())
+            .collect();
         assert_eq!(results, ["pass", "fail", "skip"]);
         assert_eq!(report["scenarios"][1]["line"], 4);
     }

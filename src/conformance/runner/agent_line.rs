@@ -41,14 +41,25 @@ mod tests {
         let resolved = resolve_program("./bin/agent --acp 'two words'", dir.path());
         let expected = format!("'{}' --acp 'two words'", dir.path().join("./bin/agent").display());
         assert_eq!(resolved, expected);
-        assert_eq!(resolve_program("bin/agent", dir.path()), format!("'{}'", dir.path().join("bin/agent").display()));
+        assert_eq!(
+            resolve_program("bin/agent", dir.path()),
+            format!("'{}'", dir.path().join("bin/agent").display())
+        );
     }
 
     #[test]
     fn programs_on_path_absolute_missing_or_shell_words_are_left_alone() {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("agent"), "").expect("write");
-        for line in ["agent --acp", "/usr/bin/env agent", "./missing --acp", "~/agent", "$HOME/agent", "'./agent'", ""] {
+        for line in [
+            "agent --acp",
+            "/usr/bin/env agent",
+            "./missing --acp",
+            "~/agent",
+            "$HOME/agent",
+            "'./agent'",
+            "",
+        ] {
             assert_eq!(resolve_program(line, dir.path()), line, "{line}");
         }
     }

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use super::format::{FormatError, Scenario};
 
-use confine::CheckedArgs;
 pub use agent_line::resolve_program;
+use confine::CheckedArgs;
 pub use replay::{Replayed, replay};
 pub use sandbox::Sandbox;
 pub use transport::{ProcessTransport, Received, Transport};
