@@ -61,6 +61,16 @@ fn requirements_read_empty_objects_as_advertised_and_bang_as_must_not() {
 }
 
 #[test]
+fn a_requirement_that_is_not_a_dotted_path_is_a_header_error() {
+    for bad in ["", "agentCapabilities..loadSession", "!", "agentCapabilities."] {
+        let header = json!({ "scenario": "bad requires", "requires": [bad] });
+        let err = heron::conformance::Scenario::parse("bad", &format!("{header}\n")).expect_err(bad);
+        assert_eq!(err.line, 1, "{err}");
+        assert!(err.reason.contains("not a dotted path"), "{bad}: {err}");
+    }
+}
+
+#[test]
 fn a_header_requiring_what_no_initialize_answered_fails() {
     let text = format!(
         "{}\n{}\n{}\n",
