@@ -13,7 +13,7 @@ use std::time::Duration;
 use heron::conformance::format::ScriptedAs;
 use heron::conformance::matcher::Paths;
 use heron::conformance::runner::{AgentCommand, Received, Transport};
-use heron::conformance::{Item, Scenario, replay, run_file, transcript_files};
+use heron::conformance::{Item, Replayed, Scenario, replay, run_file, transcript_files};
 use heron_protocol::runtime::{ClientPeer, Kind, Side};
 use heron_protocol::serve::AgentService;
 use heron_protocol::{
@@ -60,6 +60,22 @@ macro_rules! transcripts {
 }
 
 transcripts!(
+    acp_cancel_request,
+    acp_initialize,
+    acp_initialize_newer_version,
+    acp_invalid_params,
+    acp_invalid_request,
+    acp_parse_error,
+    acp_prompt_turn,
+    acp_session_cancel,
+    acp_session_close,
+    acp_session_list,
+    acp_session_load,
+    acp_session_load_unadvertised,
+    acp_session_resume,
+    acp_unknown_method,
+    acp_unknown_session,
+    acp_unknown_session_load,
     authenticate,
     cancel_prompt,
     cancel_request,
@@ -161,13 +177,13 @@ fn every_implemented_method_has_a_scenario() {
 }
 
 /// A transport that answers each line the client sends with canned lines.
-struct Canned {
+pub(crate) struct Canned {
     answers: VecDeque<Vec<String>>,
     out: VecDeque<String>,
 }
 
 impl Canned {
-    fn new(answers: &[&[&str]]) -> Canned {
+    pub(crate) fn new(answers: &[&[&str]]) -> Canned {
         Canned {
             answers: answers.iter().map(|a| a.iter().map(|s| (*s).to_owned()).collect()).collect(),
             out: VecDeque::new(),
@@ -188,12 +204,12 @@ impl Transport for Canned {
     fn close_input(&mut self) {}
 }
 
-const SHORT: &str = r#"{"scenario": "in memory", "timeout_ms": 50}"#;
+pub(crate) const SHORT: &str = r#"{"scenario": "in memory", "timeout_ms": 50}"#;
 
-fn replay_text(
+pub(crate) fn replay_text(
     text: &str,
     answers: &[&[&str]],
-) -> Result<Option<String>, heron::conformance::runner::Failure> {
+) -> Result<Replayed, heron::conformance::runner::Failure> {
     let scenario = Scenario::parse("memory", text).expect("the transcript parses");
     replay(&scenario, &mut Canned::new(answers), &Paths::default(), false)
 }
@@ -261,9 +277,12 @@ fn refresh_rewrites_a_stale_expectation_into_a_passing_one() {
     );
     let answer = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"x"}}}"#;
     let scenario = Scenario::parse("memory", &text).expect("parses");
-    let rewritten = replay(&scenario, &mut Canned::new(&[&[answer]]), &Paths::default(), true)
-        .expect("refresh does not fail")
-        .expect("the transcript changed");
+    let Replayed::Rewritten(rewritten) =
+        replay(&scenario, &mut Canned::new(&[&[answer]]), &Paths::default(), true)
+            .expect("refresh does not fail")
+    else {
+        panic!("the transcript changed");
+    };
     assert!(rewritten.contains("# a comment stays"));
     assert!(rewritten.contains(r#""id": "$init""#), "placeholders are kept: {rewritten}");
     assert!(rewritten.contains(r#""agentInfo": "{...}""#), "wildcards are kept: {rewritten}");
@@ -278,9 +297,12 @@ fn a_null_message_is_a_step_and_survives_refresh() {
     let text =
         format!("{SHORT}\n{send}\n{}\n", r#"{"expect": {"jsonrpc": "2.0", "id": 0, "result": "{...}"}}"#);
     let scenario = Scenario::parse("memory", &text).expect("parses");
-    let rewritten = replay(&scenario, &mut Canned::new(&[&["null"]]), &Paths::default(), true)
-        .expect("refresh does not fail")
-        .expect("the transcript changed");
+    let Replayed::Rewritten(rewritten) =
+        replay(&scenario, &mut Canned::new(&[&["null"]]), &Paths::default(), true)
+            .expect("refresh does not fail")
+    else {
+        panic!("the transcript changed");
+    };
     assert!(rewritten.contains(r#"{"expect": null}"#), "{rewritten}");
     replay_text(&rewritten, &[&["null"]]).expect("the rewritten transcript passes");
     let sends_null = Scenario::parse("memory", &format!("{SHORT}\n{{\"send\": null}}\n")).expect("parses");

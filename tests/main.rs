@@ -25,6 +25,7 @@ mod acp_tools;
 mod acp_trust;
 mod acpx;
 mod conformance;
+mod conformance_acp;
 mod conformance_untrusted;
 mod doctor;
 mod editors;

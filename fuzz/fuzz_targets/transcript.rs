@@ -27,7 +27,7 @@ use heron::conformance::format::{Expectation, Header, Item, Scenario, expect_lin
 use heron::conformance::matcher::{
     Bindings, Paths, expand_paths, fill, generalize, generalize_sent, matches, merge, side_by_side, signature,
 };
-use heron::conformance::replay;
+use heron::conformance::{Replayed, replay};
 use heron::conformance::runner::{Received, Transport};
 use heron_core::llm::scripted::Script;
 use libfuzzer_sys::fuzz_target;
@@ -237,7 +237,7 @@ fn exercise_replay(scenario: &Scenario, bursts: &[Vec<String>], clean: bool) {
     if let (Ok(_), Err(failure)) = (&plain, &refreshed) {
         panic!("the transcript passes, but refreshing it fails:\n{failure}");
     }
-    let Ok(Some(text)) = refreshed else { return };
+    let Ok(Replayed::Rewritten(text)) = refreshed else { return };
     let refreshed = match Scenario::parse(&scenario.name, &text) {
         Ok(refreshed) => refreshed,
         Err(err) => panic!("refresh wrote a transcript that does not parse ({err}):\n{text}"),

@@ -1,74 +1,104 @@
-//! `heron conformance FILES...`: replays ACP transcripts against Heron (this executable's
-//! `acp --validate` with each scenario's arguments) or any agent command, prints a pass/fail
-//! table and the failures, and exits non-zero when any scenario fails.
+//! `heron conformance [--profile P] [--agent CMD] [--format F] [FILES...]`: replays ACP
+//! transcripts against Heron (this executable's `acp --validate` with each scenario's
+//! arguments) or any agent command, reports pass, fail or skip per scenario (a table, JUnit
+//! XML or JSON), and exits non-zero when any scenario fails. `--profile acp` without files
+//! runs the acp profile built into the binary.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::conformance::{AgentCommand, Outcome, run_file, transcript_files};
+use crate::conformance::report::{self, Format};
+use crate::conformance::{
+    AgentCommand, Outcome, Profile, Scenario, bundled, run_file, run_text, runner::resolve_program,
+    transcript_files,
+};
 
 /// Options of `heron conformance`.
 #[derive(Debug, Clone, Args)]
 pub struct ConformanceArgs {
-    /// Transcript files (`*.ndjson`) or directories of them.
-    #[arg(required = true, value_name = "FILES")]
+    /// Transcript files (`*.ndjson`) or directories of them; with `--profile acp` and none
+    /// given, the acp profile built into this binary.
+    #[arg(value_name = "FILES")]
     pub files: Vec<PathBuf>,
+    /// Run only the scenarios of this profile: `acp` (what ACP v1 asks of any agent) or
+    /// `heron` (Heron's own behaviour).
+    #[arg(long, value_name = "PROFILE", value_parser = str::parse::<Profile>)]
+    pub profile: Option<Profile>,
     /// An agent command line to test instead of Heron, e.g. "other-agent --acp" (run with
-    /// `sh -c`; the scenarios' Heron arguments are not passed).
+    /// `sh -c`; the scenarios' Heron arguments are not passed). A relative program path is
+    /// resolved against the current directory.
     #[arg(long, value_name = "CMD")]
     pub agent: Option<String>,
+    /// How to report: `text` (a table), `junit` (JUnit XML for CI) or `json`.
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = str::parse::<Format>)]
+    pub format: Format,
     /// Rewrite the expectations of failing transcripts from what the agent sent
     /// (also `UPDATE_TRANSCRIPTS=1`).
     #[arg(long, env = "UPDATE_TRANSCRIPTS", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
     pub update: bool,
 }
 
-/// The pass/fail table for `outcomes`, then each failure in full.
-pub fn report(outcomes: &[Outcome]) -> String {
-    let width = outcomes.iter().map(|o| o.name.len()).max().unwrap_or(8).max(8);
-    let mut out = format!("{:<6} {:<width$} {:>8}\n", "result", "scenario", "time");
-    for outcome in outcomes {
-        let verdict = match (&outcome.result, outcome.rewritten) {
-            (Ok(()), false) => "pass",
-            (Ok(()), true) => "update",
-            (Err(_), _) => "FAIL",
-        };
-        out.push_str(&format!(
-            "{verdict:<6} {:<width$} {:>7.2}s\n",
-            outcome.name,
-            outcome.elapsed.as_secs_f64()
-        ));
+/// The agent under test: `--agent`'s command line (its program resolved against the
+/// caller's directory), else this executable.
+fn agent(args: &ConformanceArgs) -> Result<AgentCommand, String> {
+    match &args.agent {
+        Some(line) => {
+            let cwd =
+                std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+            Ok(AgentCommand::Shell(resolve_program(line, &cwd)))
+        }
+        None => std::env::current_exe()
+            .map(AgentCommand::Heron)
+            .map_err(|e| format!("cannot find this executable to test it: {e}")),
     }
-    let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
-    out.push_str(&format!("\n{} passed, {failed} failed\n", outcomes.len() - failed));
-    for outcome in outcomes {
-        if let Err(failure) = &outcome.result {
-            out.push_str(&format!("\n=== {} ===\n{failure}", outcome.name));
+}
+
+/// Runs the files named, those of `--profile` only when it is given, or the built-in acp
+/// profile when there are no files.
+fn outcomes(args: &ConformanceArgs, agent: &AgentCommand) -> Result<Vec<Outcome>, String> {
+    if args.files.is_empty() {
+        return match args.profile {
+            Some(Profile::Acp) if args.update => {
+                Err("--update rewrites files; the built-in acp profile has none (name the files)".into())
+            }
+            Some(Profile::Acp) => {
+                Ok(bundled::ACP.iter().map(|(name, text)| run_text(name, text, agent)).collect())
+            }
+            _ => {
+                Err("name transcript files or directories, or use --profile acp for the built-in ones".into())
+            }
+        };
+    }
+    let files = transcript_files(&args.files).map_err(|e| format!("cannot list the transcripts: {e}"))?;
+    let mut outcomes = Vec::new();
+    for file in files {
+        // A file that does not parse is run anyway when no profile is asked for, so its
+        // error is reported in the table; with a profile it is run too, since its profile
+        // cannot be told.
+        let wanted = match (args.profile, Scenario::load(&file)) {
+            (Some(profile), Ok(scenario)) => scenario.header.profile == profile,
+            _ => true,
+        };
+        if wanted {
+            outcomes.push(run_file(&file, agent, args.update));
         }
     }
-    out
+    Ok(outcomes)
 }
 
 /// Runs `heron conformance`.
 pub fn run(args: ConformanceArgs) -> ExitCode {
-    let agent = match (&args.agent, std::env::current_exe()) {
-        (Some(command), _) => AgentCommand::Shell(command.clone()),
-        (None, Ok(exe)) => AgentCommand::Heron(exe),
-        (None, Err(err)) => {
-            eprintln!("heron: cannot find this executable to test it: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let files = match transcript_files(&args.files) {
-        Ok(files) => files,
+    let result = agent(&args).and_then(|agent| outcomes(&args, &agent));
+    let outcomes = match result {
+        Ok(outcomes) => outcomes,
         Err(err) => {
-            eprintln!("heron: cannot list the transcripts: {err}");
+            eprintln!("heron: {err}");
             return ExitCode::FAILURE;
         }
     };
-    let outcomes: Vec<Outcome> = files.iter().map(|file| run_file(file, &agent, args.update)).collect();
-    print!("{}", report(&outcomes));
+    let suite = args.profile.map_or("conformance", Profile::name);
+    print!("{}", report::render(&outcomes, args.format, suite));
     if outcomes.iter().all(|o| o.result.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }

@@ -34,6 +34,68 @@ pub struct Header {
     /// How long to wait for each expected message, in milliseconds (default 10 000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// Whose behaviour the scenario pins: any ACP agent's, or Heron's own (the default).
+    #[serde(default, skip_serializing_if = "Profile::is_heron")]
+    pub profile: Profile,
+    /// Capabilities the agent must advertise in its `initialize` answer for the scenario to
+    /// run (dotted paths into the result, `!` in front for must not); otherwise it is skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
+    /// Patterns of messages the agent may send anywhere (an agent's own `session/update`s):
+    /// one of them that the expectation at hand does not match is passed over.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<Value>,
+}
+
+/// Which agents a scenario holds for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Only what ACP v1 and JSON-RPC 2.0 ask of every agent; Heron's wording, `_meta`,
+    /// titles and ids are never matched.
+    Acp,
+    /// Heron's own behaviour.
+    #[default]
+    Heron,
+}
+
+impl Profile {
+    fn is_heron(&self) -> bool {
+        *self == Profile::Heron
+    }
+
+    /// Its name in a header and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Acp => "acp",
+            Profile::Heron => "heron",
+        }
+    }
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Profile, String> {
+        match text {
+            "acp" => Ok(Profile::Acp),
+            "heron" => Ok(Profile::Heron),
+            _ => Err(format!("`{text}` is not a profile (acp or heron)")),
+        }
+    }
+}
+
+/// Whether the `initialize` result `init` meets `requirement` (`a.b.c`, or `!a.b.c` for
+/// must not): a capability is advertised when its path is there and not `false` or `null`
+/// (ACP advertises some capabilities as empty objects).
+pub fn requirement_met(requirement: &str, init: &Value) -> bool {
+    let (negated, path) = match requirement.strip_prefix('!') {
+        Some(path) => (true, path),
+        None => (false, requirement),
+    };
+    let found = path.split('.').try_fold(init, |value, key| value.get(key));
+    let advertised = !matches!(found, None | Some(Value::Null) | Some(Value::Bool(false)));
+    advertised != negated
 }
 
 /// A provider the scenario's script plays as: the names and settings the editor sees.
@@ -190,6 +252,12 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<V
     Value::deserialize(deserializer).map(Some)
 }
 
+/// Whether `text` is a requirement: `a.b.c`, `!` allowed in front, no empty segment.
+fn is_requirement(text: &str) -> bool {
+    let path = text.strip_prefix('!').unwrap_or(text);
+    !path.is_empty() && path.split('.').all(|segment| !segment.is_empty())
+}
+
 /// Whether a line carries no step: blank, or a `#` comment.
 pub fn is_comment(line: &str) -> bool {
     let trimmed = line.trim();
@@ -210,7 +278,11 @@ impl Scenario {
                 continue;
             }
             if header.is_none() {
-                let parsed = serde_json::from_str(text).map_err(|e| fail(line, format!("header: {e}")))?;
+                let parsed: Header =
+                    serde_json::from_str(text).map_err(|e| fail(line, format!("header: {e}")))?;
+                if let Some(bad) = parsed.requires.iter().find(|r| !is_requirement(r)) {
+                    return Err(fail(line, format!("header: `{bad}` in requires is not a dotted path")));
+                }
                 header = Some(parsed);
                 continue;
             }

@@ -1,15 +1,18 @@
 //! Conformance transcripts: a readable NDJSON format for ACP exchanges (`format`), a matcher
 //! that survives harmless change (`matcher`), a runner that replays a transcript against
-//! Heron or any other agent command (`runner`) and the recorder behind `heron acp --record`
-//! (`record`). The format is documented in `conformance/README.md`.
+//! Heron or any other agent command (`runner`), the acp profile built into the binary
+//! (`bundled`), the table, JUnit and JSON reports (`report`) and the recorder behind
+//! `heron acp --record` (`record`). The format is documented in `conformance/README.md`.
 
+pub mod bundled;
 pub mod format;
 pub mod matcher;
 pub mod record;
+pub mod report;
 pub mod runner;
 
-pub use format::{Header, Item, Scenario};
-pub use runner::{AgentCommand, Outcome, Transport, replay, run_file};
+pub use format::{Header, Item, Profile, Scenario};
+pub use runner::{AgentCommand, Outcome, Replayed, Transport, replay, run_file, run_text};
 
 /// Every `*.ndjson` file named by `paths`, in order; a directory stands for the transcripts
 /// in it, sorted by name.

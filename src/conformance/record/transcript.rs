@@ -167,7 +167,7 @@ pub(super) fn write(setup: &Setup, seen: &Seen) -> String {
         providers: setup.providers.clone(),
         config: setup.config.clone(),
         files: seen.files.iter().filter_map(|(path, text)| Some((path.clone(), text.clone()?))).collect(),
-        timeout_ms: None,
+        ..Header::default()
     };
     let mut out = serde_json::to_string(&header).unwrap_or_default();
     out.push('\n');

@@ -3,6 +3,7 @@
 //! (`replay`) and, in refresh mode, rewrites the expectations that no longer hold
 //! (`refresh`), then replays once more to prove them.
 
+mod agent_line;
 mod confine;
 mod refresh;
 mod replay;
@@ -14,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use super::format::{FormatError, Scenario};
 
+pub use agent_line::resolve_program;
 use confine::CheckedArgs;
-pub use replay::replay;
+pub use replay::{Replayed, replay};
 pub use sandbox::Sandbox;
 pub use transport::{ProcessTransport, Received, Transport};
 
@@ -81,10 +83,13 @@ pub struct Outcome {
     pub name: String,
     /// How long it took.
     pub elapsed: Duration,
-    /// Pass, or why not.
+    /// Pass (or skipped), or why not.
     pub result: Result<(), Failure>,
     /// Whether refresh rewrote the file.
     pub rewritten: bool,
+    /// Why the scenario did not run to the end: the agent does not advertise what its
+    /// header `requires`.
+    pub skipped: Option<String>,
 }
 
 fn start(agent: &AgentCommand, args: &CheckedArgs, sandbox: &Sandbox) -> Result<ProcessTransport, Failure> {
@@ -102,7 +107,7 @@ fn start(agent: &AgentCommand, args: &CheckedArgs, sandbox: &Sandbox) -> Result<
     ProcessTransport::spawn(command).map_err(|e| Failure::new(0, format!("cannot start the agent: {e}"), ""))
 }
 
-fn run_once(scenario: &Scenario, agent: &AgentCommand, refresh: bool) -> Result<Option<String>, Failure> {
+fn run_once(scenario: &Scenario, agent: &AgentCommand, refresh: bool) -> Result<Replayed, Failure> {
     // A transcript is someone else's: what it asks for is checked before anything exists.
     let args = confine::check(scenario)?;
     let sandbox = Sandbox::create(&scenario.header)
@@ -118,16 +123,35 @@ pub fn run_file(path: &Path, agent: &AgentCommand, refresh: bool) -> Outcome {
     let started = Instant::now();
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let mut rewritten = false;
+    let mut skipped = None;
     let result = (|| {
         let scenario = Scenario::load(path)?;
-        if let Some(text) = run_once(&scenario, agent, refresh)? {
-            std::fs::write(path, &text)
-                .map_err(|e| Failure::new(0, format!("cannot rewrite {}: {e}", path.display()), ""))?;
-            rewritten = true;
-            let scenario = Scenario::parse(&scenario.name, &text)?;
-            run_once(&scenario, agent, false)?;
+        match run_once(&scenario, agent, refresh)? {
+            Replayed::Passed => {}
+            Replayed::Skipped(reason) => skipped = Some(reason),
+            Replayed::Rewritten(text) => {
+                std::fs::write(path, &text)
+                    .map_err(|e| Failure::new(0, format!("cannot rewrite {}: {e}", path.display()), ""))?;
+                rewritten = true;
+                let scenario = Scenario::parse(&scenario.name, &text)?;
+                run_once(&scenario, agent, false)?;
+            }
         }
         Ok(())
     })();
-    Outcome { name, elapsed: started.elapsed(), result, rewritten }
+    Outcome { name, elapsed: started.elapsed(), result, rewritten, skipped }
+}
+
+/// Replays the transcript `text` (one built into the binary) against `agent`; there is no
+/// file to refresh.
+pub fn run_text(name: &str, text: &str, agent: &AgentCommand) -> Outcome {
+    let started = Instant::now();
+    let mut skipped = None;
+    let result = Scenario::parse(name, text).map_err(Failure::from).and_then(|scenario| {
+        if let Replayed::Skipped(reason) = run_once(&scenario, agent, false)? {
+            skipped = Some(reason);
+        }
+        Ok(())
+    });
+    Outcome { name: name.to_owned(), elapsed: started.elapsed(), result, rewritten: false, skipped }
 }

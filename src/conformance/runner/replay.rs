@@ -1,6 +1,9 @@
 //! Replaying a transcript: send the client's lines in order, match what the agent sends
 //! against each expected segment, and fail on anything unexpected, including what arrives
 //! after the last expectation. In refresh mode a differing segment is rewritten instead.
+//! Messages the header's `ignore` patterns name are passed over wherever the expectation at
+//! hand does not match them, and a scenario whose `requires` the agent's `initialize`
+//! answer does not meet stops there, skipped, before anything more is sent.
 
 use std::time::{Duration, Instant};
 
@@ -9,8 +12,19 @@ use serde_json::Value;
 use super::refresh::rewrite_segment;
 use super::transport::{Received, Transport};
 use super::{DEFAULT_TIMEOUT, EOF_WAIT, Failure, GRACE};
-use crate::conformance::format::{Expectation, Item, Scenario};
+use crate::conformance::format::{Expectation, Item, Scenario, requirement_met};
 use crate::conformance::matcher::{self, Bindings, Paths, fill, matches, merge, side_by_side, signature};
+
+/// How a replay that did not fail ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Replayed {
+    /// Every expectation held.
+    Passed,
+    /// Refresh rewrote expectations: the new text of the file.
+    Rewritten(String),
+    /// The agent's `initialize` answer does not meet the header's `requires`: why.
+    Skipped(String),
+}
 
 /// One replay in progress: the bindings so far and the messages read.
 struct Replay<'a> {
@@ -22,9 +36,40 @@ struct Replay<'a> {
     pushed: Option<Value>,
     /// Every message read in the current segment, in order (for refresh).
     seen: Vec<Value>,
+    /// Patterns of messages the agent may send anywhere.
+    ignore: &'a [Value],
+    /// The ids of the `initialize` requests sent, and the first result one of them got.
+    initialize: (Vec<Value>, Option<Value>),
 }
 
 impl Replay<'_> {
+    /// Whether `message` is one the header lets the agent send anywhere.
+    fn ignorable(&self, message: &Value) -> bool {
+        self.ignore.iter().any(|p| matches(p, message, self.paths, &mut self.bindings.clone()).is_ok())
+    }
+
+    /// Passes over the message just read: it is not part of the exchange.
+    fn pass_over(&mut self) {
+        self.seen.pop();
+    }
+
+    /// Keeps the first answer to an `initialize` request, for the header's `requires`.
+    fn note_initialize(&mut self, message: &Value) {
+        let (ids, result) = &mut self.initialize;
+        if result.is_none()
+            && let (Some(id), Some(answer)) = (message.get("id"), message.get("result"))
+            && ids.contains(id)
+        {
+            *result = Some(answer.clone());
+        }
+    }
+
+    /// The first of `requires` the agent's `initialize` answer does not meet, once it came.
+    fn unmet<'r>(&self, requires: &'r [String]) -> Option<&'r str> {
+        let init = self.initialize.1.as_ref()?;
+        requires.iter().find(|r| !requirement_met(r, init)).map(String::as_str)
+    }
+
     /// The next message, or `None` when nothing came within `wait`.
     fn next(&mut self, wait: Duration, line: usize) -> Result<Option<Value>, Failure> {
         if let Some(message) = self.pushed.take() {
@@ -34,6 +79,7 @@ impl Replay<'_> {
         match self.transport.recv(wait) {
             Received::Line(text) => match serde_json::from_str::<Value>(&text) {
                 Ok(message) => {
+                    self.note_initialize(&message);
                     self.seen.push(message.clone());
                     Ok(Some(message))
                 }
@@ -84,13 +130,19 @@ impl Replay<'_> {
     }
 
     fn expect(&mut self, e: &Expectation, followed: bool) -> Result<(), Failure> {
-        let message = self.required(&e.pattern, e.line)?;
-        if let Err(mismatch) = matches(&e.pattern, &message, self.paths, &mut self.bindings) {
-            return Err(Failure::new(
-                e.line,
-                format!("the agent's message does not match ({mismatch})"),
-                self.compare(&e.pattern, &message),
-            ));
+        loop {
+            let message = self.required(&e.pattern, e.line)?;
+            match matches(&e.pattern, &message, self.paths, &mut self.bindings) {
+                Ok(()) => break,
+                Err(_) if self.ignorable(&message) => self.pass_over(),
+                Err(mismatch) => {
+                    return Err(Failure::new(
+                        e.line,
+                        format!("the agent's message does not match ({mismatch})"),
+                        self.compare(&e.pattern, &message),
+                    ));
+                }
+            }
         }
         if e.repeat { self.absorb(&[&e.pattern], followed, e.line) } else { Ok(()) }
     }
@@ -114,6 +166,7 @@ impl Replay<'_> {
                     let _ = matches(&entries[index].pattern, &message, self.paths, &mut self.bindings);
                     used[index] += 1;
                 }
+                None if self.ignorable(&message) => self.pass_over(),
                 None => {
                     let unmatched: Vec<&Expectation> = entries
                         .iter()
@@ -177,7 +230,11 @@ impl Replay<'_> {
 
     /// Reads whatever else arrives until the agent is quiet for `quiet`.
     fn drain(&mut self, quiet: Duration, line: usize) -> Result<(), Failure> {
-        while self.next(quiet, line)?.is_some() {}
+        while let Some(message) = self.next(quiet, line)? {
+            if self.ignorable(&message) {
+                self.pass_over();
+            }
+        }
         Ok(())
     }
 }
@@ -191,17 +248,24 @@ fn item_lines(item: &Item) -> (usize, usize) {
 }
 
 /// Replays `scenario` over `transport`. Without `refresh`, any difference is a failure.
-/// With it, differing segments are rewritten and the new file text is returned (`None`
-/// when nothing changed).
+/// With it, differing segments are rewritten and the new file text is returned.
 pub fn replay(
     scenario: &Scenario,
     transport: &mut dyn Transport,
     paths: &Paths,
     refresh: bool,
-) -> Result<Option<String>, Failure> {
+) -> Result<Replayed, Failure> {
     let timeout = scenario.header.timeout_ms.map(Duration::from_millis).unwrap_or(DEFAULT_TIMEOUT);
-    let mut replay =
-        Replay { transport, paths, bindings: Bindings::default(), timeout, pushed: None, seen: Vec::new() };
+    let mut replay = Replay {
+        transport,
+        paths,
+        bindings: Bindings::default(),
+        timeout,
+        pushed: None,
+        seen: Vec::new(),
+        ignore: &scenario.header.ignore,
+        initialize: (Vec::new(), None),
+    };
     let outcome = replay_items(scenario, &mut replay, refresh);
     outcome.map_err(|mut failure| {
         failure.stderr = replay.transport.stderr_tail();
@@ -209,17 +273,33 @@ pub fn replay(
     })
 }
 
-fn replay_items(
-    scenario: &Scenario,
-    replay: &mut Replay<'_>,
-    refresh: bool,
-) -> Result<Option<String>, Failure> {
+/// Why the scenario is skipped, when the agent's `initialize` answer has come and does not
+/// meet the header's `requires`.
+fn skip_reason(scenario: &Scenario, replay: &Replay<'_>) -> Option<String> {
+    let unmet = replay.unmet(&scenario.header.requires)?;
+    Some(match unmet.strip_prefix('!') {
+        Some(path) => format!("the agent advertises {path}"),
+        None => format!("the agent does not advertise {unmet}"),
+    })
+}
+
+fn replay_items(scenario: &Scenario, replay: &mut Replay<'_>, refresh: bool) -> Result<Replayed, Failure> {
     let mut replacements: Vec<(usize, usize, Vec<String>)> = Vec::new();
     let items = &scenario.items;
     let mut index = 0;
     let last_line = scenario.lines.len();
     while index < items.len() {
         if !items[index].is_expectation() {
+            // Before anything more goes out: a scenario the agent cannot serve stops here.
+            if let Some(reason) = skip_reason(scenario, replay) {
+                return Ok(Replayed::Skipped(reason));
+            }
+            if let Item::Send { message, .. } = &items[index]
+                && message.get("method").and_then(Value::as_str) == Some("initialize")
+                && let Some(id) = message.get("id")
+            {
+                replay.initialize.0.push(id.clone());
+            }
             replay.send(&items[index])?;
             index += 1;
             continue;
@@ -252,14 +332,22 @@ fn replay_items(
             replacements.push((first_line, end_line, lines));
         }
     }
+    if let Some(reason) = skip_reason(scenario, replay) {
+        return Ok(Replayed::Skipped(reason));
+    }
+    if !scenario.header.requires.is_empty() && replay.initialize.1.is_none() {
+        return Err(Failure::new(
+            scenario.header_line(),
+            "the header has `requires`, but no `initialize` request of the transcript was answered",
+            "",
+        ));
+    }
     // Nothing may follow the last expectation: end the input and read to the end.
-    if let Some(message) = replay.pushed.take() {
-        if !refresh {
-            return Err(unexpected(last_line, &message));
-        }
-        replay.seen = vec![message];
-    } else {
-        replay.seen.clear();
+    match replay.pushed.take() {
+        Some(message) if replay.ignorable(&message) => replay.seen.clear(),
+        Some(message) if !refresh => return Err(unexpected(last_line, &message)),
+        Some(message) => replay.seen = vec![message],
+        None => replay.seen.clear(),
     }
     replay.transport.close_input();
     let deadline = Instant::now() + EOF_WAIT;
@@ -271,6 +359,9 @@ fn replay_items(
         match replay.transport.recv(left) {
             Received::Line(text) => {
                 let message = serde_json::from_str(&text).unwrap_or(Value::String(text));
+                if replay.ignorable(&message) {
+                    continue;
+                }
                 if !refresh {
                     return Err(unexpected(last_line, &message));
                 }
@@ -284,7 +375,7 @@ fn replay_items(
         replacements.push((last_line + 1, last_line, lines));
     }
     if replacements.is_empty() {
-        return Ok(None);
+        return Ok(Replayed::Passed);
     }
     let mut out: Vec<String> = Vec::new();
     let mut next = 1;
@@ -296,7 +387,7 @@ fn replay_items(
     out.extend(scenario.lines.iter().skip(next - 1).cloned());
     let mut text = out.join("\n");
     text.push('\n');
-    Ok(Some(text))
+    Ok(Replayed::Rewritten(text))
 }
 
 fn unexpected(line: usize, message: &Value) -> Failure {
