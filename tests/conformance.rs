@@ -106,6 +106,7 @@ transcripts!(
     session_settings,
     session_status,
     session_steer,
+    turn_outcome_paused,
 );
 
 fn all_scenarios() -> Vec<Scenario> {
