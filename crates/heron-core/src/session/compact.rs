@@ -124,14 +124,16 @@ impl Turn {
         // fit half the limit, so that the next turns have room before another summary.
         let starts: Vec<usize> = context::turn_starts(history).filter(|&at| at > current.cut).collect();
         let Some(&latest) = starts.last() else { return Err(Self::full(window, after)) };
-        let allowance = self.carried.calibration.tokens(self.summary_cap() as u64);
         let tail = |cut: usize| {
             let view = View { cut, clip_before, compaction: None };
-            self.tokens(&self.sent(asking, &view), tools) + allowance
+            self.tokens(&self.sent(asking, &view), tools)
         };
-        // The tail shrinks as the cut moves later: the first cut whose tail fits the target.
-        let fitting = starts.partition_point(|&cut| tail(cut) > window.limit / 2);
+        // The tail shrinks as the cut moves later: the first cut whose tail and a summary
+        // of the longest kind fit the target.
+        let allowance = self.carried.calibration.tokens(self.summary_cap() as u64);
+        let fitting = starts.partition_point(|&cut| tail(cut) + allowance > window.limit / 2);
         let cut = starts.get(fitting).copied().unwrap_or(latest);
+        // When even no summary at all would leave it too big, no summary is asked for.
         let needed = tail(cut);
         if needed > window.limit {
             return Err(Self::full(window, needed));
