@@ -109,7 +109,8 @@ async fn cached_tokens_reach_the_usage_report_and_cost_their_own_price() {
 
 #[tokio::test]
 async fn requests_after_a_compaction_repeat_each_other_byte_for_byte() {
-    use crate::support::windowed::{self, big_file, is_summary_request};
+    use crate::support::served::big_file;
+    use crate::support::windowed::{self, is_summary_request};
     let server = windowed::start(40_000, None);
     let table = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\ncontext_window = 10000\n", server.origin);
     let served = Served::open(&table).await;

@@ -9,9 +9,9 @@ use heron_core::session::event::{CompactionStage, Event};
 use heron_core::session::{PromptError, TurnError};
 use heron_core::types::StopReason;
 
-use crate::support::served::{Ended, Served};
+use crate::support::served::{Ended, Served, big_file};
 use crate::support::server_mock::MockServer;
-use crate::support::windowed::{self, ASKS_FOR_SUMMARY, READ, SUMMARY, big_file, is_summary_request, text_of};
+use crate::support::windowed::{self, ASKS_FOR_SUMMARY, READ, SUMMARY, is_summary_request, text_of};
 
 /// The server's limit: a body over it is refused.
 const LIMIT: usize = 40_000;

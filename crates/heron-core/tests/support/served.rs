@@ -61,7 +61,7 @@ impl Served {
 
     /// Runs one prompt of `text` to its end and keeps its usage reports too.
     pub async fn run(&self, text: &str) -> Ended {
-        let (updates, mut stream) = mpsc::unbounded_channel();
+        let (updates, stream) = mpsc::unbounded_channel();
         let input = vec![PromptInput::Content(UserContent::Text { text: text.into() })];
         let queued = self.session.prompt(input, updates);
         Self::until_answered(queued, stream).await
@@ -121,4 +121,10 @@ pub struct Ended {
 /// Runs one prompt in a fresh session of the provider with the keys `table`.
 pub async fn turn(table: &str) -> (String, Result<StopReason, PromptError>) {
     Served::open(table).await.prompt("read the notes").await
+}
+
+/// The text of `lines` numbered lines of about 60 bytes, unlike each other: a file whose
+/// reading takes room in a request.
+pub fn big_file(lines: usize) -> String {
+    (0..lines).map(|i| format!("line {i:04}: the quick brown fox jumps over the lazy dog\n")).collect()
 }

@@ -70,8 +70,3 @@ pub fn start(limit: usize, bytes_per_token: Option<usize>) -> MockServer {
         ])
     })
 }
-
-/// The text of `lines` numbered lines of about 60 bytes, unlike each other.
-pub fn big_file(lines: usize) -> String {
-    (0..lines).map(|i| format!("line {i:04}: the quick brown fox jumps over the lazy dog\n")).collect()
-}
