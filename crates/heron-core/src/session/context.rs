@@ -260,18 +260,24 @@ pub const SUMMARY_HEADER: &str = "Compacting the conversation to free the model'
 impl Compaction {
     /// What closes the compaction's thought: what was done, in numbers.
     pub fn note(&self) -> String {
-        let sizes = format!("about {} tokens instead of {}", self.tokens_after, self.tokens_before);
+        let sizes = format!("requests now take about {} tokens (before: {})", self.tokens_after, self.tokens_before);
         match self.stage {
             CompactionStage::Clipped => format!(
-                "[{} older tool outputs are now sent clipped to fit the context window: {sizes}. The session \
+                "[{} older tool outputs are now sent clipped to fit the context window; {sizes}. The session \
                  keeps them whole.]",
                 self.clipped
             ),
-            CompactionStage::Summarized => format!(
-                "\n\n[This summary now stands for the first {} events of the session, and {} older tool \
-                 outputs are sent clipped: {sizes}. The session keeps the full history.]",
-                self.replaced, self.clipped
-            ),
+            CompactionStage::Summarized => {
+                let clipped = match self.clipped {
+                    0 => String::new(),
+                    n => format!(", and {n} older tool outputs are sent clipped"),
+                };
+                format!(
+                    "\n\n[This summary stands in for the session's first {} events{clipped}; {sizes}. The \
+                     session keeps the full history.]",
+                    self.replaced
+                )
+            }
         }
     }
 
