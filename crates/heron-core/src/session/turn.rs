@@ -1,7 +1,8 @@
 //! One prompt turn: model requests, streamed text and thought, tool calls, until the model
 //! stops, the turn runs out of requests, or it is cancelled. In goal mode the turn goes on
 //! with continuations until the goal ends, is paused, or the continuations run out
-//! (`pursuit`). Steering input reaches the model before its next request.
+//! (`pursuit`). Steering input reaches the model before its next request, and each request
+//! is first fitted to the model's context window (`compact`).
 //!
 //! Every finished message, tool call and result is stored before the turn moves on, so a
 //! crash loses at most the message still streaming. A cancelled turn ends `Cancelled`,
