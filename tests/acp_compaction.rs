@@ -79,7 +79,10 @@ fn compact_streams_a_marked_summary_and_the_next_prompt_starts_from_it() {
         .iter()
         .find_map(|u| u["_meta"]["heron"]["compaction"].as_object().cloned())
         .unwrap_or_else(|| panic!("no compaction marker: {updates:?}"));
-    assert_eq!((marker["stage"].as_str(), marker["instructions"].as_str()), (Some("summarized"), Some("focus on the parser")));
+    assert_eq!(
+        (marker["stage"].as_str(), marker["instructions"].as_str()),
+        (Some("summarized"), Some("focus on the parser"))
+    );
     assert!(text(&updates, "agent_message_chunk").starts_with("Compacted the conversation"), "{updates:?}");
 
     let seen = server.seen();

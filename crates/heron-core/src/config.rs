@@ -691,7 +691,8 @@ query = { a = "1" }
             let err = Config::parse(bad).expect_err(bad);
             assert!(err.contains("compact_at"), "{err}");
         }
-        let err = Config::parse("[providers.a]\nkind = \"scripted\"\ncompact_at = -1.0\n").expect_err("negative");
+        let err =
+            Config::parse("[providers.a]\nkind = \"scripted\"\ncompact_at = -1.0\n").expect_err("negative");
         assert!(err.contains("provider `a`"), "{err}");
     }
 

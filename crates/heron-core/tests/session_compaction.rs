@@ -159,9 +159,9 @@ async fn compact_on_demand_summarizes_with_the_users_instructions() {
     let asked = server.seen().last().cloned().expect("a summary request");
     assert!(is_summary_request(&asked));
     assert!(text_of(asked.messages().last().expect("a message")).contains("focus on the parser"));
-    let marked = compacted.events.iter().any(|e| {
-        matches!(e, Event::Compacted(c) if c.instructions.as_deref() == Some("focus on the parser"))
-    });
+    let marked = compacted.events.iter().any(
+        |e| matches!(e, Event::Compacted(c) if c.instructions.as_deref() == Some("focus on the parser")),
+    );
     assert!(marked, "{:?}", compacted.events);
 
     assert_eq!(stopped(&served.run("please read b.txt").await), Ok(StopReason::EndTurn));
@@ -170,7 +170,9 @@ async fn compact_on_demand_summarizes_with_the_users_instructions() {
     assert!(!next.raw.contains("hello from notes"), "the summarized turn is not sent");
     let history = served.history().await;
     assert!(
-        history.iter().any(|e| matches!(e, Event::ToolResult { for_model, .. } if for_model.contains("hello from notes"))),
+        history.iter().any(
+            |e| matches!(e, Event::ToolResult { for_model, .. } if for_model.contains("hello from notes"))
+        ),
         "the store keeps it"
     );
 }

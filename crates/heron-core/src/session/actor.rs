@@ -143,8 +143,12 @@ async fn run_item(session: &Session, context: &ActorContext, item: inbox::Claime
         Ok(input) => {
             let state = session.state();
             // Nobody typed an inbox item in this editor: it is shown like a prompt.
-            let prompted =
-                Prompted { work: Work::Prompt(input), updates: item.updates, cancel: item.cancel, echo: true };
+            let prompted = Prompted {
+                work: Work::Prompt(input),
+                updates: item.updates,
+                cancel: item.cancel,
+                echo: true,
+            };
             run_job(session, context, state, prompted, carried)
                 .await
                 .map_err(|err| inbox::failure(&err, &context.providers))

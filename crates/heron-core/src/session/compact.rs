@@ -248,12 +248,14 @@ impl Turn {
         instructions: Option<&str>,
     ) -> Result<(String, String), TurnError> {
         let cap = self.summary_cap();
-        let ask = ChatMessage::User { parts: vec![UserPart::Text { text: summary_request(cap, instructions) }] };
+        let ask =
+            ChatMessage::User { parts: vec![UserPart::Text { text: summary_request(cap, instructions) }] };
         let starts: Vec<usize> =
             context::turn_starts(&self.carried.history[..end]).filter(|&at| at > current.cut).collect();
         let mut view = View { clip_before: clip_before.max(current.clip_before), ..current.clone() };
         let messages = loop {
-            let mut messages = view.render(&asking.system, &self.carried.history[..end], &self.carried.images);
+            let mut messages =
+                view.render(&asking.system, &self.carried.history[..end], &self.carried.images);
             messages.push(ask.clone());
             let Some(window) = self.window() else { break messages };
             let needed = self.tokens(&messages, tools);
@@ -310,7 +312,10 @@ impl Turn {
             self.add_to_summary(&id, &mut summary, &rest, cap).await;
         }
         if usage_seen && self.provider.context_window.is_some() {
-            self.status.save(&self.store, &self.session_id).await.map_err(|e| TurnError::Store(e.to_string()))?;
+            self.status
+                .save(&self.store, &self.session_id)
+                .await
+                .map_err(|e| TurnError::Store(e.to_string()))?;
         }
         if self.cancel().is_cancelled() {
             return Err(crate::llm::ProviderError::Cancelled.into());

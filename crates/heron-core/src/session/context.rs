@@ -102,8 +102,10 @@ fn message_bytes(message: &ChatMessage) -> u64 {
                 })
                 .sum(),
             ChatMessage::Assistant { text, tool_calls, reasoning } => {
-                let calls: u64 =
-                    tool_calls.iter().map(|c| MESSAGE_BYTES + len(&c.id) + len(&c.name) + len(&c.arguments)).sum();
+                let calls: u64 = tool_calls
+                    .iter()
+                    .map(|c| MESSAGE_BYTES + len(&c.id) + len(&c.name) + len(&c.arguments))
+                    .sum();
                 let reasoning = reasoning.as_ref().map_or(0, |r| {
                     len(&r.text) + r.details.as_ref().map_or(0, |d| d.to_string().len() as u64)
                 });
@@ -169,7 +171,11 @@ impl View {
     /// The view `compaction` makes, stored at index `at` of the history.
     pub(super) fn at(at: usize, compaction: Compaction) -> View {
         let back = |count: u64| at.saturating_sub(usize::try_from(count).unwrap_or(usize::MAX));
-        View { cut: back(compaction.kept), clip_before: back(compaction.unclipped), compaction: Some(compaction) }
+        View {
+            cut: back(compaction.kept),
+            clip_before: back(compaction.unclipped),
+            compaction: Some(compaction),
+        }
     }
 
     /// The messages this view sends of `events` (the history, or a start of it), after
@@ -255,12 +261,14 @@ fn preamble(compaction: &Compaction) -> Option<String> {
 }
 
 /// The first words of a summary's thought, streamed before the summary.
-pub const SUMMARY_HEADER: &str = "Compacting the conversation to free the model's context window. Summary:\n\n";
+pub const SUMMARY_HEADER: &str =
+    "Compacting the conversation to free the model's context window. Summary:\n\n";
 
 impl Compaction {
     /// What closes the compaction's thought: what was done, in numbers.
     pub fn note(&self) -> String {
-        let sizes = format!("requests now take about {} tokens (before: {})", self.tokens_after, self.tokens_before);
+        let sizes =
+            format!("requests now take about {} tokens (before: {})", self.tokens_after, self.tokens_before);
         match self.stage {
             CompactionStage::Clipped => format!(
                 "[{} older tool outputs are now sent clipped to fit the context window; {sizes}. The session \

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::event::Event;
 use super::context::{self, Calibration};
+use super::event::Event;
 use super::history::Images;
 use super::permission::{Approvals, Decision, Scope, decide};
 use super::settings::{Mode, Settings};

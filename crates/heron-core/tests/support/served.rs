@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use heron_core::config::Home;
-use heron_core::session::update::TurnUpdate;
 use heron_core::session::event::Event;
+use heron_core::session::update::TurnUpdate;
 use heron_core::session::{Manager, ManagerOptions, OpenOptions, PromptError, Queued, Session};
 use heron_core::tools::editor::NoEditor;
 use heron_core::types::{PromptInput, StopReason, UsageReport, UserContent};
