@@ -2,8 +2,8 @@
 //! `context_window` a long session runs into the server's refusal; with one, older tool
 //! outputs are clipped, then earlier turns summarized, and every turn completes while the
 //! store keeps the whole history. A turn that cannot fit fails naming the window, a server
-//! that counts more tokens than the estimate is retried once compacted, and `/compact`
-//! summarizes on demand.
+//! that counts more tokens than the estimate is retried once compacted, `/compact`
+//! summarizes on demand, and a summary is redacted and bounded like any model reply.
 
 use heron_core::session::event::{CompactionStage, Event};
 use heron_core::session::{PromptError, TurnError};
@@ -175,4 +175,34 @@ async fn compact_on_demand_summarizes_with_the_users_instructions() {
         ),
         "the store keeps it"
     );
+}
+
+#[tokio::test]
+async fn a_summary_is_redacted_and_cut_at_its_cap() {
+    use crate::support::server_mock::{Answer, sse};
+    use crate::support::servers::{KEY, delta, finish};
+    // A model that answers a summary request with a key and far more than any summary needs.
+    let server = MockServer::start(|_, request| {
+        let text = if is_summary_request(request) {
+            format!("{KEY} {}", "word ".repeat(40_000))
+        } else {
+            "Hi.".into()
+        };
+        Answer::Stream(sse(&[delta(serde_json::json!({ "content": text })), finish("stop")]))
+    });
+    let served = open(&server, "").await;
+    assert_eq!(stopped(&served.run("hello").await), Ok(StopReason::EndTurn));
+    let compacted = served.compact("").await;
+    assert_eq!(stopped(&compacted), Ok(StopReason::EndTurn));
+    let history = served.history().await;
+    let summary = history
+        .iter()
+        .find_map(|e| match e {
+            Event::Compacted(c) => c.summary.clone(),
+            _ => None,
+        })
+        .expect("a stored summary");
+    assert!(summary.len() <= 32 * 1024, "{} bytes", summary.len());
+    assert!(!summary.contains(KEY) && summary.starts_with("***"), "{}", &summary[..40]);
+    assert!(!compacted.thought.contains(KEY) && compacted.thought.len() < 33 * 1024);
 }
