@@ -1,7 +1,8 @@
 //! Compaction over the real binary: `/compact` is advertised, runs in the session with the
 //! user's instructions, streams the summary as a thought marked `_meta.heron.compaction`,
 //! and the next prompt starts from it; `session/load` in a new process replays the whole
-//! history with the marker where the compaction happened.
+//! history with the marker where the compaction happened. A prompt too big for the window
+//! fails as `turn.failed`, naming the window.
 
 use serde_json::{Value, json};
 
@@ -10,14 +11,15 @@ use crate::support::servers::{KEY, NOTES};
 use crate::support::windowed::{self, READ, SUMMARY, is_summary_request, text_of};
 use crate::support::{Dirs, Process};
 
-/// A home whose default model `net/m` is the windowed mock, with `a.txt` and `b.txt`.
-fn home(server: &MockServer) -> std::sync::Arc<Dirs> {
+/// A home whose default model `net/m` is the windowed mock (its table ending with `keys`),
+/// with `a.txt` and `b.txt`.
+fn home(server: &MockServer, keys: &str) -> std::sync::Arc<Dirs> {
     let dirs = Dirs::new();
     dirs.write_home(
         "config.toml",
         &format!(
             "default_model = \"net/m\"\n[providers.net]\nkind = \"openai\"\nbase_url = \"{}/v1\"\nmodels = [\"m\"]\n\
-             api_key_env = \"NET_KEY\"\nmax_retries = 0\n",
+             api_key_env = \"NET_KEY\"\nmax_retries = 0\n{keys}",
             server.origin
         ),
     );
@@ -70,7 +72,7 @@ fn compacted_session(heron: &mut Process, dirs: &Dirs) -> (String, Vec<Value>, V
 #[test]
 fn compact_streams_a_marked_summary_and_the_next_prompt_starts_from_it() {
     let server = windowed::start(1 << 20, None);
-    let dirs = home(&server);
+    let dirs = home(&server, "");
     let mut heron = Process::spawn(&dirs.home(), &[]);
     let (_, updates, answer) = compacted_session(&mut heron, &dirs);
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
@@ -96,7 +98,7 @@ fn compact_streams_a_marked_summary_and_the_next_prompt_starts_from_it() {
 #[test]
 fn compact_is_advertised_among_the_slash_commands() {
     let server = windowed::start(1 << 20, None);
-    let dirs = home(&server);
+    let dirs = home(&server, "");
     let mut heron = Process::spawn(&dirs.home(), &[]);
     heron.new_session(&dirs.ws());
     let advertised = loop {
@@ -113,7 +115,7 @@ fn compact_is_advertised_among_the_slash_commands() {
 #[test]
 fn session_load_replays_the_whole_history_with_the_compaction_marked() {
     let server = windowed::start(1 << 20, None);
-    let dirs = home(&server);
+    let dirs = home(&server, "");
     let session = {
         let mut heron = Process::spawn(&dirs.home(), &[]);
         let (session, _, _) = compacted_session(&mut heron, &dirs);
@@ -159,4 +161,17 @@ fn session_load_replays_the_whole_history_with_the_compaction_marked() {
     let marked = replayed.iter().find(|u| u["_meta"]["heron"]["compaction"].is_object()).expect("the marker");
     let thought = marked["content"]["text"].as_str().unwrap_or("");
     assert!(thought.contains(SUMMARY) && thought.contains("full history"), "{thought}");
+}
+
+#[test]
+fn a_prompt_too_big_for_the_window_fails_naming_it() {
+    let server = windowed::start(1 << 20, None);
+    let dirs = home(&server, "context_window = 4000\n");
+    let mut heron = Process::spawn(&dirs.home(), &[]);
+    let session = heron.new_session(&dirs.ws());
+    let (_, answer) = prompt(&mut heron, &session, "p", &"x".repeat(40_000));
+    assert_eq!(answer["error"]["data"]["code"], "turn.failed", "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("context window") && message.contains("4000"), "{message}");
+    assert!(server.seen().is_empty(), "nothing was sent");
 }
