@@ -79,6 +79,7 @@ transcripts!(
     authenticate,
     cancel_prompt,
     cancel_request,
+    compact,
     editor_fs,
     editor_question,
     editor_terminal,

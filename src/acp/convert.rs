@@ -5,7 +5,7 @@ use base64::Engine as _;
 use serde_json::json;
 
 use heron_core::session::attachments;
-use heron_core::session::event::Event;
+use heron_core::session::event::{Compaction, CompactionStage, Event};
 use heron_core::session::settings::{Mode, OptionSpec, Settings};
 use heron_core::session::update::TurnUpdate;
 use heron_core::tools::editor::PermissionAsk;
@@ -358,7 +358,31 @@ pub fn event_updates(event: &Event) -> Vec<SessionUpdate> {
                 meta: None,
             })]
         }
+        // Live, the summary streamed as thought chunks of this id; the note closes them.
+        Event::Compacted(compaction) => vec![compaction_thought(compaction, compaction.note())],
     }
+}
+
+/// A thought chunk of a compaction, marked `_meta.heron.compaction` so a client can tell
+/// where the conversation the model sees was compacted.
+fn compaction_thought(compaction: &Compaction, text: String) -> SessionUpdate {
+    let mut content = chunk(&compaction.message_id, text_block(text));
+    let stage = match compaction.stage {
+        CompactionStage::Clipped => "clipped",
+        CompactionStage::Summarized => "summarized",
+    };
+    let mut marker = json!({
+        "stage": stage,
+        "replacedEvents": compaction.replaced,
+        "clippedOutputs": compaction.clipped,
+        "tokensBefore": compaction.tokens_before,
+        "tokensAfter": compaction.tokens_after,
+    });
+    if let Some(instructions) = &compaction.instructions {
+        marker["instructions"] = json!(instructions);
+    }
+    content.meta = json!({ "heron": { "compaction": marker } }).as_object().cloned();
+    SessionUpdate::AgentThoughtChunk(content)
 }
 
 /// Whether replaying `event` reads files (the images and blobs a prompt attached).
@@ -382,6 +406,8 @@ pub fn replay_updates(event: &Event) -> Vec<SessionUpdate> {
         Event::AgentThought { message_id, text, .. } => {
             vec![SessionUpdate::AgentThoughtChunk(chunk(message_id, text_block(text.clone())))]
         }
+        // The summary and its note, whole, as one marked thought.
+        Event::Compacted(compaction) => vec![compaction_thought(compaction, compaction.shown())],
         // A replayed call has no live terminal left: show the rest of what it reported, or
         // what the model was told.
         Event::ToolResult { output, for_model, .. }

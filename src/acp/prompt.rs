@@ -1,6 +1,7 @@
 //! A prompt's path on the wire, in one line: `session/prompt` -> the core's session (or
-//! a slash command, run here without the model) -> the turn's updates forwarded as they
-//! come -> the answer. `session/cancel` ends the running and queued turns.
+//! a slash command, run here without the model; `/compact` queues in the session like a
+//! prompt) -> the turn's updates forwarded as they come -> the answer. `session/cancel`
+//! ends the running and queued turns.
 
 use heron_core::session::Session;
 use heron_core::session::commands::{self, Invocation};
@@ -17,16 +18,22 @@ use super::{HeronAgent, Inner, Reply, convert, settings, updates};
 
 /// `session/prompt`. Runs on the reader up to queueing, so prompts keep their order.
 pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) -> Reply<PromptResponse> {
+    let mut compact = None;
     if let [ContentBlock::Text(text)] = params.prompt.as_slice()
         && let Some(invocation) = commands::parse(&text.text)
     {
-        return command(agent, &params, invocation);
+        if invocation.name != commands::COMPACT {
+            return command(agent, &params, invocation);
+        }
+        compact = Some(invocation.argument);
     }
     // Queue the prompt now, in arrival order; stream its updates in the future.
     let started = agent.session(&params.session_id).and_then(|session| {
-        let input = convert::prompt_input(params.prompt)?;
         let (updates, stream) = mpsc::unbounded_channel();
-        let queued = session.prompt(input, updates);
+        let queued = match compact {
+            Some(instructions) => session.compact(instructions, updates),
+            None => session.prompt(convert::prompt_input(params.prompt)?, updates),
+        };
         // If this request is dropped ($/cancel_request), even before its future first
         // runs, this prompt alone is cancelled.
         let guard = CancelOnDrop(Some(queued.cancel));

@@ -113,6 +113,9 @@ pub struct ScriptedAs {
     /// The context window in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// The share of the window a request may fill before it is compacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_at: Option<f64>,
 }
 
 impl ScriptedAs {
@@ -133,6 +136,9 @@ impl ScriptedAs {
         if let Some(size) = self.context_window {
             // TOML integers are signed 64-bit; a larger window is as good as unlimited.
             provider.insert("context_window".into(), i64::try_from(size).unwrap_or(i64::MAX).into());
+        }
+        if let Some(share) = self.compact_at {
+            provider.insert("compact_at".into(), share.into());
         }
         if !self.prices.is_empty() {
             let prices = self.prices.iter().map(|(model, (input, output, currency))| {

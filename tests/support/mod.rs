@@ -5,6 +5,8 @@ pub mod endpoint;
 pub mod server_mock;
 #[path = "../../crates/heron-core/tests/support/servers.rs"]
 pub mod servers;
+#[path = "../../crates/heron-core/tests/support/windowed.rs"]
+pub mod windowed;
 
 use std::time::Duration;
 

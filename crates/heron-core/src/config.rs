@@ -191,8 +191,12 @@ pub struct ProviderConfig {
     /// Prices by model name.
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
-    /// The context window in tokens, for usage reports.
+    /// The context window in tokens: usage reports show it, and requests are compacted to
+    /// stay within it.
     pub context_window: Option<u64>,
+    /// The share of `context_window` past which a request is compacted first; overrides the
+    /// top-level `compact_at` for this provider's models.
+    pub compact_at: Option<f64>,
     /// Seconds without progress before a request fails (default 120).
     pub timeout_s: Option<u64>,
     /// Retries of a transient failure (default 3).
@@ -296,6 +300,24 @@ pub struct Config {
     /// turn that changed files ends `paused` unless a run of it succeeded afterwards (any
     /// successful command counts when this is not set).
     pub verify_command: Option<String>,
+    /// The share of a model's `context_window` past which a request is compacted before it
+    /// is sent (default [`DEFAULT_COMPACT_AT`]); a provider's own `compact_at` wins.
+    pub compact_at: Option<f64>,
+}
+
+/// The share of the context window a request may fill before Heron compacts it: room is
+/// left for the answer and for the estimate being off.
+pub const DEFAULT_COMPACT_AT: f64 = 0.8;
+
+/// Refuses a `compact_at` that is no share of a window (`where_` names the table).
+fn check_compact_at(value: Option<f64>, where_: &str) -> Result<(), String> {
+    match value {
+        Some(share) if !(share > 0.0 && share <= 1.0) => Err(format!(
+            "{where_}compact_at = {share}: it is the share of the context window a request may fill, \
+             above 0 and at most 1 (e.g. 0.8)"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The reply cap when `config.toml` does not say: far beyond real answers, far below what
@@ -371,7 +393,9 @@ impl Config {
                 return Err(format!("sandbox_writable: `{path}` must be absolute or start with `~/`"));
             }
         }
+        check_compact_at(config.compact_at, "")?;
         for (name, provider) in &config.providers {
+            check_compact_at(provider.compact_at, &format!("provider `{name}`: "))?;
             if name.contains('/') {
                 return Err(format!("provider name `{name}` must not contain `/`"));
             }
@@ -401,6 +425,7 @@ impl Config {
             efforts: Vec::new(),
             prices: BTreeMap::new(),
             context_window: Some(128_000),
+            compact_at: None,
             timeout_s: None,
             max_retries: None,
             flavor: None,
@@ -464,6 +489,11 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// The share of `provider`'s context window past which requests are compacted.
+    pub fn compact_at(&self, provider: &ProviderConfig) -> f64 {
+        provider.compact_at.or(self.compact_at).unwrap_or(DEFAULT_COMPACT_AT)
     }
 
     /// Continuations one goal-mode prompt may start.
@@ -648,6 +678,26 @@ query = { a = "1" }
         assert!(err.starts_with("line 4, column 10: ") && err.contains("gemini"), "{err}");
         let err = Config::parse(&format!("{table}key_heder = \"a\"\n")).expect_err("refused");
         assert!(err.starts_with("line 4, column 1: ") && err.contains("key_heder"), "{err}");
+    }
+
+    #[test]
+    fn compact_at_defaults_to_eighty_percent_and_a_provider_overrides_the_top_level() {
+        let config = Config::parse(
+            "compact_at = 0.6\n[providers.a]\nkind = \"scripted\"\n\
+             [providers.b]\nkind = \"scripted\"\ncompact_at = 0.9\n",
+        )
+        .expect("parses");
+        assert_eq!(config.compact_at(&config.providers["a"]), 0.6);
+        assert_eq!(config.compact_at(&config.providers["b"]), 0.9);
+        let plain = Config::parse("[providers.a]\nkind = \"scripted\"\n").expect("parses");
+        assert_eq!(plain.compact_at(&plain.providers["a"]), DEFAULT_COMPACT_AT);
+        for bad in ["compact_at = 0.0", "compact_at = 1.5", "compact_at = nan"] {
+            let err = Config::parse(bad).expect_err(bad);
+            assert!(err.contains("compact_at"), "{err}");
+        }
+        let err =
+            Config::parse("[providers.a]\nkind = \"scripted\"\ncompact_at = -1.0\n").expect_err("negative");
+        assert!(err.contains("provider `a`"), "{err}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Prompt caching: every request of a session must repeat the one before it byte for byte
 //! (system prompt, tool definitions, earlier messages) and only add to its end, across tool
-//! steps, a steer that arrives mid-turn, and the next prompt. A provider's prompt cache
+//! steps, a steer that arrives mid-turn, the next prompt, and the turns after a compaction
+//! (which sends a stored summary, not one worked out per request). A provider's prompt cache
 //! hits only on an identical prefix, so anything per-request in it (a timestamp, a
 //! reordered tool, a re-rendered message) multiplies what a session costs.
 
@@ -104,4 +105,25 @@ async fn cached_tokens_reach_the_usage_report_and_cost_their_own_price() {
     let (cost, currency) = report.cost.clone().expect("a cost");
     assert!((cost - 2.0 * 0.0016).abs() < 1e-12, "{cost}");
     assert_eq!(currency, "USD");
+}
+
+#[tokio::test]
+async fn requests_after_a_compaction_repeat_each_other_byte_for_byte() {
+    use crate::support::served::big_file;
+    use crate::support::windowed::{self, is_summary_request};
+    let server = windowed::start(40_000, None);
+    let table = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\ncontext_window = 10000\n", server.origin);
+    let served = Served::open(&table).await;
+    for n in 1..=11 {
+        std::fs::write(served.ws.join(format!("big{n}.txt")), big_file(100)).expect("file");
+        let (_, result) = served.prompt(&format!("please read big{n}.txt")).await;
+        assert_eq!(result.map_err(|e| e.to_string()), Ok(StopReason::EndTurn), "turn {n}");
+    }
+    let seen = server.seen();
+    let summary = seen.iter().rposition(is_summary_request).expect("a summary was written");
+    let after = &seen[summary + 1..];
+    assert!(after.len() >= 4, "{} requests after the summary", after.len());
+    for pair in after.windows(2) {
+        extends(&pair[0], &pair[1]);
+    }
 }

@@ -72,6 +72,8 @@ impl Setup {
                         .map(|(m, price)| (m.clone(), (price.input, price.output, price.currency.clone())))
                         .collect(),
                     context_window: p.context_window,
+                    // Where compaction starts decides which requests the script must serve.
+                    compact_at: p.compact_at.or(config.compact_at),
                 };
                 (name.clone(), scripted)
             })
@@ -308,7 +310,7 @@ mod tests {
         let config = Config::parse(
             "default_model = \"p/a\"\npermission_timeout_s = 5\nmax_turn_requests = 7\nmax_goal_continuations = 2\n\
              [providers.p]\nkind = \"openai\"\nbase_url = \"http://10.0.0.1/v1\"\napi_key_env = \"P_KEY\"\n\
-             models = [\"a\"]\ncontext_window = 1000\n",
+             models = [\"a\"]\ncontext_window = 1000\ncompact_at = 0.5\n",
         )
         .expect("config");
         let setup =
@@ -323,6 +325,7 @@ mod tests {
         assert_eq!(setup.providers["p"].models, ["a"]);
         assert_eq!(setup.providers["p"].context_window, Some(1000));
         let table = setup.providers["p"].toml("p");
+        assert!(table.contains("compact_at = 0.5"), "{table}");
         assert!(!table.contains("10.0.0.1") && !table.contains("P_KEY"), "{table}");
         assert!(table.contains("playback = \"sequential\""), "{table}");
     }

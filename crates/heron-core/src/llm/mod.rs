@@ -228,6 +228,28 @@ pub enum ProviderError {
     Cancelled,
 }
 
+impl ProviderError {
+    /// Whether the server refused the request as longer than the model's context window.
+    /// Servers say so in words rather than in one code (OpenAI's `context_length_exceeded`,
+    /// Anthropic's "prompt is too long", llama.cpp's "exceeds the available context size").
+    pub fn is_context_overflow(&self) -> bool {
+        let ProviderError::Status { message, .. } = self else { return false };
+        let message = message.to_ascii_lowercase();
+        [
+            "context_length_exceeded",
+            "context length",
+            "context window",
+            "context size",
+            "maximum context",
+            "prompt is too long",
+            "too many tokens",
+            "input is too long",
+        ]
+        .iter()
+        .any(|words| message.contains(words))
+    }
+}
+
 /// A stream of model events.
 pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ProviderError>> + Send + 'static>>;
 

@@ -49,8 +49,10 @@ pub struct ResolvedProvider {
     pub provider: Arc<dyn Provider>,
     /// The model name the provider knows.
     pub model: String,
-    /// The context window, for usage reports.
+    /// The context window, for usage reports and for compacting requests to fit it.
     pub context_window: Option<u64>,
+    /// The share of the context window a request may fill before it is compacted.
+    pub compact_at: f64,
     /// The model's price, when the config names one.
     pub price: Option<Price>,
 }
@@ -165,6 +167,7 @@ impl Providers {
             provider,
             model: resolved.model.to_owned(),
             context_window: resolved.config.context_window,
+            compact_at: self.config.compact_at(resolved.config),
             price,
         })
     }

@@ -13,14 +13,14 @@ use super::inbox::{self, Inbox};
 use super::turn::{Carried, Limits, Turn};
 use super::update::ChunkBudget;
 use super::update::TurnUpdate;
-use super::{Job, PromptError, PromptResult, Session, State, attachments, watched};
+use super::{Job, PromptError, PromptResult, Session, State, Work, attachments, watched};
 use crate::llm::registry::Providers;
 use crate::sandbox::Policy;
 use crate::tools::mcp::McpHub;
 use crate::tools::protected::Protected;
 use crate::tools::roots::Roots;
 use crate::tools::{Registry, ToolEnv};
-use crate::types::{PromptInput, StopReason};
+use crate::types::{StopReason, UserContent};
 use heron_store::Store;
 
 /// What the actor needs beyond the session itself.
@@ -126,7 +126,7 @@ async fn run_prompt(session: &Session, context: &ActorContext, job: Job, carried
     let state = session.state();
     session.status.begin_turn(job.updates.clone());
     // The editor shows what it sent itself: its own prompt is not echoed back.
-    let prompted = Prompted { input: job.input, updates: job.updates, cancel: token, echo: false };
+    let prompted = Prompted { work: job.work, updates: job.updates, cancel: token, echo: false };
     let result = run_job(session, context, state, prompted, carried).await;
     carried.transcript.sync(&carried.history).await;
     // The idle status goes out on the prompt's stream, before its answer.
@@ -144,7 +144,12 @@ async fn run_item(session: &Session, context: &ActorContext, item: inbox::Claime
         Ok(input) => {
             let state = session.state();
             // Nobody typed an inbox item in this editor: it is shown like a prompt.
-            let prompted = Prompted { input, updates: item.updates, cancel: item.cancel, echo: true };
+            let prompted = Prompted {
+                work: Work::Prompt(input),
+                updates: item.updates,
+                cancel: item.cancel,
+                echo: true,
+            };
             run_job(session, context, state, prompted, carried)
                 .await
                 .map_err(|err| inbox::failure(&err, &context.providers))
@@ -158,11 +163,17 @@ async fn run_item(session: &Session, context: &ActorContext, item: inbox::Claime
 
 /// A prompt about to run: what was asked, where its updates go, what cancels it.
 struct Prompted {
-    input: Vec<PromptInput>,
+    work: Work,
     updates: mpsc::UnboundedSender<TurnUpdate>,
     cancel: CancellationToken,
     /// Whether the prompt is shown as a user message (see [`Turn::echo_prompt`]).
     echo: bool,
+}
+
+/// A job with its attachments saved, ready for its turn.
+enum Ready {
+    Prompt(Vec<UserContent>),
+    Compact(String),
 }
 
 async fn run_job(
@@ -172,16 +183,22 @@ async fn run_job(
     prompted: Prompted,
     carried: &mut Carried,
 ) -> PromptResult {
-    let Prompted { input, updates, cancel, echo: echo_prompt } = prompted;
+    let Prompted { work, updates, cancel, echo: echo_prompt } = prompted;
     let provider = context.providers.resolve(&state.settings.model)?;
-    let prompt = attachments::save(&state.cwd, input).await.map_err(PromptError::Attachment)?;
-    // A session nobody titled (`--title`) is named by its first prompt.
-    if state.title.is_none()
-        && let Some(title) = super::title::from_prompt(&prompt, context.providers.keys().all())
-        && let Some(updated_at) = session.adopt_title(title.clone()).await
-    {
-        let _ = updates.send(TurnUpdate::Titled { title, updated_at });
-    }
+    let work = match work {
+        Work::Prompt(input) => {
+            let prompt = attachments::save(&state.cwd, input).await.map_err(PromptError::Attachment)?;
+            // A session nobody titled (`--title`) is named by its first prompt.
+            if state.title.is_none()
+                && let Some(title) = super::title::from_prompt(&prompt, context.providers.keys().all())
+                && let Some(updated_at) = session.adopt_title(title.clone()).await
+            {
+                let _ = updates.send(TurnUpdate::Titled { title, updated_at });
+            }
+            Ready::Prompt(prompt)
+        }
+        Work::Compact(instructions) => Ready::Compact(instructions),
+    };
     let protected = Protected::for_home(context.providers.home().root());
     let roots =
         Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()).protecting(protected));
@@ -224,7 +241,10 @@ async fn run_job(
         append_system_prompt: context.append_system_prompt.clone(),
         verify_command: providers.config().verify_command.as_deref().map(Arc::from),
     };
-    let (outcome, after) = turn.run(prompt).await;
+    let (outcome, after) = match work {
+        Ready::Prompt(prompt) => turn.run(prompt).await,
+        Ready::Compact(instructions) => turn.compact(instructions).await,
+    };
     *carried = after;
     Ok(outcome?)
 }

@@ -1,5 +1,7 @@
-//! Heron's slash commands: typed as a prompt (`/mode plan`), run by the agent itself
-//! without a model request, and advertised to the editor.
+//! Heron's slash commands: typed as a prompt (`/mode plan`), run by the agent itself, and
+//! advertised to the editor. All but [`COMPACT`] change settings here, without a model
+//! request; `/compact` asks the model for a summary, so it queues in the session like a
+//! prompt ([`super::Session::compact`]).
 
 use super::settings::{Choices, ConfigId, Settings};
 
@@ -14,8 +16,11 @@ pub struct CommandSpec {
     pub hint: Option<&'static str>,
 }
 
+/// The command that compacts the conversation.
+pub const COMPACT: &str = "compact";
+
 /// Every slash command.
-pub const COMMANDS: [CommandSpec; 5] = [
+pub const COMMANDS: [CommandSpec; 6] = [
     CommandSpec { name: "help", description: "List Heron's slash commands", hint: None },
     CommandSpec { name: "status", description: "Show the session's mode, model and settings", hint: None },
     CommandSpec {
@@ -28,6 +33,11 @@ pub const COMMANDS: [CommandSpec; 5] = [
         name: "approval",
         description: "Set tool approval: readOnly, dontAsk, ask, auto or yolo",
         hint: Some("readOnly | dontAsk | ask | auto | yolo"),
+    },
+    CommandSpec {
+        name: COMPACT,
+        description: "Summarize the conversation so far to free the model's context",
+        hint: Some("what the summary should focus on (optional)"),
     },
 ];
 
@@ -101,6 +111,7 @@ pub fn run(invocation: &Invocation, settings: &mut Settings, choices: &Choices) 
             settings.apply(ConfigId::ToolApproval, arg, choices).map_err(|e| e.to_string())?;
             changed(format!("Tool approval is now {}.", settings.posture.id()))
         }
+        COMPACT => Err("/compact runs in the session, after the prompts before it".to_owned()),
         name => Err(format!("/{name} needs an argument: try /help")),
     }
 }
@@ -129,6 +140,13 @@ mod tests {
         assert_eq!(parse(" /mode plan ").map(|i| i.argument), Some("plan".into()));
         assert_eq!(parse("/usr/bin/env is odd"), None);
         assert_eq!(parse("please /mode plan"), None);
+    }
+
+    #[test]
+    fn compact_parses_with_or_without_instructions() {
+        assert_eq!(parse("/compact").map(|i| (i.name, i.argument)), Some((COMPACT.into(), String::new())));
+        let focused = parse("/compact  focus on the parser ").expect("parses");
+        assert_eq!(focused.argument, "focus on the parser");
     }
 
     #[test]

@@ -87,6 +87,55 @@ pub enum Event {
         /// Why.
         stop_reason: StopReason,
     },
+    /// The conversation was compacted to fit the model's context window. Every event stays
+    /// stored; from here on requests send what this says instead of the whole history.
+    Compacted(Compaction),
+}
+
+/// What a compaction changed in what is sent (see `session::context`). Counts reach back
+/// from the event itself, so an unreadable event earlier in the history moves nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Compaction {
+    /// The id of the thought that shows it, live and replayed.
+    pub message_id: String,
+    /// Whether older tool outputs were clipped, or earlier turns summarized too.
+    pub stage: CompactionStage,
+    /// How many events just before this one are still sent as they are (the latest
+    /// turns); every earlier one is sent as `summary`.
+    pub kept: u64,
+    /// How many events just before this one have their tool outputs sent whole; outputs of
+    /// earlier events are clipped.
+    pub unclipped: u64,
+    /// How many events from the session's start the summary stands for.
+    pub replaced: u64,
+    /// How many tool outputs are sent clipped.
+    pub clipped: u64,
+    /// The summary in effect: written by this compaction, or kept from the one before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The plan as it stood, when the event that set it is among the replaced ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plan: Vec<PlanItem>,
+    /// The session's goal, sent with the summary so it is never summarized away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<String>,
+    /// What the user asked the summary to focus on (`/compact focus on the parser`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// The estimated tokens of the request before compacting.
+    pub tokens_before: u64,
+    /// The estimated tokens of the request after.
+    pub tokens_after: u64,
+}
+
+/// How far a compaction went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionStage {
+    /// Only older tool outputs were clipped.
+    Clipped,
+    /// Earlier turns were replaced by a summary the model wrote.
+    Summarized,
 }
 
 impl Event {
@@ -101,6 +150,7 @@ impl Event {
             Event::Plan { .. } => "plan",
             Event::GoalContinuation { .. } => "goal_continuation",
             Event::TurnEnded { .. } => "turn_ended",
+            Event::Compacted(..) => "compacted",
         }
     }
 }

@@ -100,7 +100,40 @@ fn user_parts(content: &[UserContent], images: &Images) -> Vec<UserPart> {
 }
 
 /// The chat messages for `events`, after `system`, with their images from `images`.
-pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<ChatMessage> {
+#[cfg(test)]
+fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<ChatMessage> {
+    shaped_messages(system, events, images, &Shaping::default())
+}
+
+/// How a compacted history is rendered (see `context`).
+#[derive(Debug, Default)]
+pub(super) struct Shaping<'a> {
+    /// Tool outputs of the first this many events are sent clipped.
+    pub(super) clip_before: usize,
+    /// What opens the first user message (a compaction's summary).
+    pub(super) preamble: Option<&'a str>,
+}
+
+/// [`chat_messages`], shaped by a compaction.
+pub(super) fn shaped_messages(
+    system: &str,
+    events: &[Event],
+    images: &Images,
+    shaping: &Shaping<'_>,
+) -> Vec<ChatMessage> {
+    let mut out = rendered(system, events, images, shaping.clip_before);
+    if let Some(preamble) = shaping.preamble {
+        let part = UserPart::Text { text: preamble.to_owned() };
+        match out.get_mut(1) {
+            Some(ChatMessage::User { parts }) => parts.insert(0, part),
+            // Nothing follows the summary yet (it stands for everything): it goes alone.
+            _ => out.insert(1.min(out.len()), ChatMessage::User { parts: vec![part] }),
+        }
+    }
+    out
+}
+
+fn rendered(system: &str, events: &[Event], images: &Images, clip_before: usize) -> Vec<ChatMessage> {
     let mut out = vec![ChatMessage::System { text: system.to_owned() }];
     // Calls of the open assistant message still waiting for a result.
     let mut open_calls: Vec<String> = Vec::new();
@@ -116,7 +149,7 @@ pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<Cha
         }
     };
 
-    for event in events {
+    for (at, event) in events.iter().enumerate() {
         let piece_of = last_piece.take();
         match event {
             Event::UserMessage { content, .. } => {
@@ -168,9 +201,14 @@ pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<Cha
             }
             Event::ToolResult { call_id, for_model, .. } => {
                 assistant_open = false;
-                if let Some(at) = open_calls.iter().position(|c| c == call_id) {
-                    open_calls.remove(at);
-                    out.push(ChatMessage::Tool { call_id: call_id.clone(), content: for_model.clone() });
+                if let Some(open) = open_calls.iter().position(|c| c == call_id) {
+                    open_calls.remove(open);
+                    let content = if at < clip_before {
+                        super::context::clip_output(for_model).into_owned()
+                    } else {
+                        for_model.clone()
+                    };
+                    out.push(ChatMessage::Tool { call_id: call_id.clone(), content });
                 }
             }
             Event::AgentThought { message_id, text, details } => {
@@ -180,7 +218,9 @@ pub fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<Cha
                     _ => thought = Some(Reasoning { text: text.clone(), details: details.clone() }),
                 }
             }
-            Event::Plan { .. } => {}
+            // The plan reaches the model as the todo tool's result; a compaction is a marker
+            // whose view the caller applied already.
+            Event::Plan { .. } | Event::Compacted(..) => {}
             Event::TurnEnded { .. } => {
                 close(&mut out, &mut open_calls);
                 assistant_open = false;

@@ -11,6 +11,8 @@
 mod actor;
 pub mod attachments;
 pub mod commands;
+mod compact;
+mod context;
 pub mod event;
 pub mod goal;
 mod history;
@@ -77,8 +79,16 @@ pub enum PromptError {
     Closed,
 }
 
+/// What a queued job does.
+enum Work {
+    /// A prompt turn.
+    Prompt(Vec<PromptInput>),
+    /// `/compact`, with the user's instructions for the summary.
+    Compact(String),
+}
+
 struct Job {
-    input: Vec<PromptInput>,
+    work: Work,
     updates: mpsc::UnboundedSender<TurnUpdate>,
     reply: oneshot::Sender<PromptResult>,
     /// Resolves once the caller has passed the result on (or gave up on it).
@@ -194,6 +204,7 @@ impl Session {
             cost_complete,
             images: Default::default(),
             transcript,
+            calibration: Default::default(),
         };
         tokio::spawn(actor::run(Arc::downgrade(&session), closed, queue, carried, context, inbox));
         session
@@ -227,11 +238,22 @@ impl Session {
     /// Queues a prompt; it runs after those queued before it. Updates stream to `updates`
     /// (closed when the turn ends, before the result is sent).
     pub fn prompt(&self, input: Vec<PromptInput>, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
+        self.queue(Work::Prompt(input), updates)
+    }
+
+    /// Queues `/compact`: once the prompts queued before it have run, the model summarizes
+    /// the conversation so far (following `instructions`, which may be empty) and later
+    /// requests start from that summary. It streams and answers like a prompt.
+    pub fn compact(&self, instructions: String, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
+        self.queue(Work::Compact(instructions), updates)
+    }
+
+    fn queue(&self, work: Work, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
         let (reply, result) = oneshot::channel();
         let (delivered, handed_on) = oneshot::channel();
         let cancel = CancellationToken::new();
         let job = Job {
-            input,
+            work,
             updates,
             reply,
             delivered: handed_on,

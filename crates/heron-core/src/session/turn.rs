@@ -1,7 +1,8 @@
 //! One prompt turn: model requests, streamed text and thought, tool calls, until the model
 //! stops, the turn runs out of requests, or it is cancelled. In goal mode the turn goes on
 //! with continuations until the goal ends, is paused, or the continuations run out
-//! (`pursuit`). Steering input reaches the model before its next request.
+//! (`pursuit`). Steering input reaches the model before its next request, and each request
+//! is first fitted to the model's context window (`compact`).
 //!
 //! Every finished message, tool call and result is stored before the turn moves on, so a
 //! crash loses at most the message still streaming. A cancelled turn ends `Cancelled`,
@@ -12,8 +13,9 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::context::{self, Calibration};
 use super::event::Event;
-use super::history::{Images, chat_messages};
+use super::history::Images;
 use super::permission::{Approvals, Decision, Scope, decide};
 use super::settings::{Mode, Settings};
 use super::status::Board;
@@ -36,6 +38,23 @@ pub enum TurnError {
     /// The store refused a write; nothing more can be recorded.
     #[error("the session store failed: {0}")]
     Store(String),
+    /// Even compacted, the next request would not fit the model's context window.
+    #[error(
+        "the conversation does not fit the model's context window even after compacting: the next request \
+         needs about {needed} tokens, and a request may fill {limit} of the window's {window} (compact_at). \
+         Start a new session, or switch to a model with a larger context window"
+    )]
+    ContextFull {
+        /// The estimated tokens of the request.
+        needed: u64,
+        /// The model's context window, in tokens.
+        window: u64,
+        /// What one request may take of it.
+        limit: u64,
+    },
+    /// The model did not write a usable summary.
+    #[error("compacting the conversation failed: {0}")]
+    Compaction(String),
 }
 
 /// What a session's turns carry from one to the next: the conversation so far, what it
@@ -56,6 +75,8 @@ pub struct Carried {
     pub images: Images,
     /// The session's readable transcript, kept in step with the history.
     pub(super) transcript: Transcript,
+    /// How request sizes turn into tokens for this session's model, as its server counted.
+    pub(super) calibration: Calibration,
 }
 
 /// Everything a turn needs.
@@ -132,12 +153,34 @@ step; when you stop, you will be asked to continue. Once the objective is fully 
 cannot be met, call `finish_goal`.";
 
 /// How a turn asks the model, fixed when it starts.
-struct Asking {
-    system: String,
-    effort: Option<String>,
+pub(super) struct Asking {
+    pub(super) system: String,
+    pub(super) effort: Option<String>,
     read_only: bool,
     /// Whether the turn works toward the session's goal.
     pursuing: bool,
+}
+
+impl Asking {
+    /// How a turn under `settings` asks.
+    pub(super) fn of(settings: &Settings, append: Option<&str>) -> Asking {
+        let read_only = settings.mode == Mode::Plan;
+        let pursuing = settings.mode == Mode::Goal;
+        let mut system = SYSTEM_PROMPT.to_owned();
+        // Before the mode's text, so that a mode change leaves more of the prefix cached.
+        if let Some(extra) = append.filter(|t| !t.trim().is_empty()) {
+            system.push_str("\n\n");
+            system.push_str(extra);
+        }
+        if read_only {
+            system.push_str(PLAN_PROMPT);
+        }
+        if pursuing {
+            system.push_str(GOAL_PROMPT);
+        }
+        let effort = settings.effort.level().map(str::to_owned);
+        Asking { system, effort, read_only, pursuing }
+    }
 }
 
 impl Turn {
@@ -201,21 +244,7 @@ impl Turn {
         }
         let message_id = uuid::Uuid::new_v4().to_string();
         self.record_shown(Event::UserMessage { message_id, content: prompt }, self.echo_prompt).await?;
-        let read_only = self.settings.mode == Mode::Plan;
-        let mut system = SYSTEM_PROMPT.to_owned();
-        // Before the mode's text, so that a mode change leaves more of the prefix cached.
-        if let Some(extra) = self.append_system_prompt.as_deref().filter(|t| !t.trim().is_empty()) {
-            system.push_str("\n\n");
-            system.push_str(extra);
-        }
-        if read_only {
-            system.push_str(PLAN_PROMPT);
-        }
-        if pursuing {
-            system.push_str(GOAL_PROMPT);
-        }
-        let effort = self.settings.effort.level().map(str::to_owned);
-        let asking = Asking { system, effort, read_only, pursuing };
+        let asking = Asking::of(&self.settings, self.append_system_prompt.as_deref());
 
         let mut continuations = 0;
         loop {
@@ -277,22 +306,30 @@ impl Turn {
             for input in self.steers.take() {
                 self.record_steer(input).await?;
             }
-            let mut tools = self.tools.specs(asking.read_only);
-            if !asking.pursuing {
-                tools.retain(|t| t.name != finish_goal::NAME);
-            }
-            let request = ModelRequest {
-                model: self.provider.model.clone(),
-                messages: {
-                    let carried = &mut self.carried;
-                    carried.images.load(&carried.history).await;
-                    chat_messages(&asking.system, &carried.history, &carried.images)
-                },
-                tools,
-                effort: asking.effort.clone(),
-                max_tokens: self.limits.max_reply_tokens,
+            let tools = self.tool_specs(asking);
+            let mut refused = false;
+            let response = loop {
+                let request = ModelRequest {
+                    model: self.provider.model.clone(),
+                    messages: self.fitted(asking, &tools).await?,
+                    tools: tools.clone(),
+                    effort: asking.effort.clone(),
+                    max_tokens: self.limits.max_reply_tokens,
+                };
+                self.carried.calibration.sending(context::request_bytes(&request.messages, &request.tools));
+                match self.stream_response(request).await {
+                    // The server counts tokens differently than the estimate: knowing now what
+                    // size it refused, the request is compacted and sent once more.
+                    Err(TurnError::Provider(err))
+                        if !refused
+                            && err.is_context_overflow()
+                            && self.carried.calibration.overflowed(self.provider.context_window) =>
+                    {
+                        refused = true;
+                    }
+                    other => break other?,
+                }
             };
-            let response = self.stream_response(request).await?;
             if let Some(stop) = response.stop {
                 return Ok(stop);
             }
@@ -302,6 +339,15 @@ impl Turn {
             }
         }
         Ok(StopReason::MaxTurnRequests)
+    }
+
+    /// The tools a request of this turn offers.
+    pub(super) fn tool_specs(&self, asking: &Asking) -> Vec<crate::llm::ToolSpec> {
+        let mut tools = self.tools.specs(asking.read_only);
+        if !asking.pursuing {
+            tools.retain(|t| t.name != finish_goal::NAME);
+        }
+        tools
     }
 
     /// Records steering input as a user message; the model sees it at its next request.
@@ -506,6 +552,7 @@ impl Turn {
             None => self.carried.cost_complete = false,
         }
         self.carried.tokens = self.carried.tokens.plus(&usage);
+        self.carried.calibration.reported(usage.input_tokens);
         let Some(size) = self.provider.context_window else { return };
         let report = UsageReport {
             used: usage.input_tokens + usage.output_tokens,

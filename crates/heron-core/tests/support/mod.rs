@@ -4,6 +4,7 @@
 pub mod served;
 pub mod server_mock;
 pub mod servers;
+pub mod windowed;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

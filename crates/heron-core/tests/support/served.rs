@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use heron_core::config::Home;
+use heron_core::session::event::Event;
 use heron_core::session::update::TurnUpdate;
-use heron_core::session::{ManagerOptions, OpenOptions, PromptError, Session};
+use heron_core::session::{Manager, ManagerOptions, OpenOptions, PromptError, Queued, Session};
 use heron_core::tools::editor::NoEditor;
 use heron_core::types::{PromptInput, StopReason, UsageReport, UserContent};
 use tokio::sync::mpsc;
@@ -18,6 +19,10 @@ use super::servers::{BEE, KEY, NOTES};
 pub struct Served {
     /// The session.
     pub session: Arc<Session>,
+    /// The manager that opened it.
+    pub manager: Manager,
+    /// The session's workspace.
+    pub ws: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -39,13 +44,13 @@ impl Served {
         std::fs::write(home.env_path(), format!("NET_KEY={KEY}\n")).expect(".env");
         let manager = super::manager_for(&home, ManagerOptions::default()).await;
         let options = OpenOptions {
-            cwd: ws,
+            cwd: ws.clone(),
             additional_directories: Vec::new(),
             editor: Arc::new(NoEditor),
             mcp_servers: Vec::new(),
         };
         let session = manager.create(options).await.expect("a session");
-        Served { session, _dir: dir }
+        Served { session, manager, ws, _dir: dir }
     }
 
     /// Runs one prompt of `text` to its end; returns what streamed and how it ended.
@@ -56,10 +61,28 @@ impl Served {
 
     /// Runs one prompt of `text` to its end and keeps its usage reports too.
     pub async fn run(&self, text: &str) -> Ended {
-        let (updates, mut stream) = mpsc::unbounded_channel();
+        let (updates, stream) = mpsc::unbounded_channel();
         let input = vec![PromptInput::Content(UserContent::Text { text: text.into() })];
         let queued = self.session.prompt(input, updates);
+        Self::until_answered(queued, stream).await
+    }
+
+    /// Runs `/compact` with `instructions` to its end.
+    pub async fn compact(&self, instructions: &str) -> Ended {
+        let (updates, stream) = mpsc::unbounded_channel();
+        let queued = self.session.compact(instructions.into(), updates);
+        Self::until_answered(queued, stream).await
+    }
+
+    /// Every stored event of the session, in order.
+    pub async fn history(&self) -> Vec<Event> {
+        self.manager.history(self.session.id()).await.expect("the history")
+    }
+
+    async fn until_answered(queued: Queued, mut stream: mpsc::UnboundedReceiver<TurnUpdate>) -> Ended {
         let mut streamed = String::new();
+        let mut thought = String::new();
+        let mut events = Vec::new();
         let mut usage = Vec::new();
         while let Some(update) =
             tokio::time::timeout(Duration::from_secs(10), stream.recv()).await.expect("the turn streams")
@@ -69,13 +92,15 @@ impl Served {
                     let _ = done.send(());
                 }
                 TurnUpdate::MessageChunk { text: piece, .. } => streamed.push_str(&piece),
+                TurnUpdate::ThoughtChunk { text: piece, .. } => thought.push_str(&piece),
+                TurnUpdate::Event(event) => events.push(event),
                 TurnUpdate::Usage(report) => usage.push(report),
                 _ => {}
             }
         }
         let result = queued.result.await.expect("answered");
         queued.delivered.done();
-        Ended { text: streamed, result, usage }
+        Ended { text: streamed, thought, events, result, usage }
     }
 }
 
@@ -83,6 +108,10 @@ impl Served {
 pub struct Ended {
     /// The agent's text, as streamed.
     pub text: String,
+    /// Its thoughts, as streamed.
+    pub thought: String,
+    /// The durable events the turn showed, in order.
+    pub events: Vec<Event>,
     /// The prompt's answer.
     pub result: Result<StopReason, PromptError>,
     /// Every usage report, in order.
@@ -92,4 +121,10 @@ pub struct Ended {
 /// Runs one prompt in a fresh session of the provider with the keys `table`.
 pub async fn turn(table: &str) -> (String, Result<StopReason, PromptError>) {
     Served::open(table).await.prompt("read the notes").await
+}
+
+/// The text of `lines` numbered lines of about 60 bytes, unlike each other: a file whose
+/// reading takes room in a request.
+pub fn big_file(lines: usize) -> String {
+    (0..lines).map(|i| format!("line {i:04}: the quick brown fox jumps over the lazy dog\n")).collect()
 }

@@ -1,0 +1,452 @@
+//! What a request sends of a session's history once it has been compacted, and how big a
+//! request is: the view after the latest [`Compaction`] (its summary opening the first
+//! kept user message, the events from its cut on, tool outputs before its clip point cut to
+//! head and tail), and a token estimate from bytes, corrected by what the server reported.
+//!
+//! A view depends only on the stored events, never on the request being built, so every
+//! request after a compaction starts with the same bytes and a provider's prompt cache
+//! keeps hitting. The policy that decides when to compact lives in `compact`.
+
+use std::borrow::Cow;
+
+use super::event::{Compaction, CompactionStage, Event};
+use super::history::{Images, Shaping, shaped_messages};
+use crate::llm::{ChatMessage, ToolSpec, UserPart};
+use crate::types::{PlanItem, PlanStatus};
+
+/// Bytes per token when nothing better is known: close for English prose and JSON, a
+/// little generous for code, which tokenizes denser.
+const BYTES_PER_TOKEN: u64 = 4;
+
+/// What an image counts for, whatever its file size: providers bill images by their
+/// pixels (about 1,500 tokens for a screenshot), not by their base64 length.
+const IMAGE_BYTES: u64 = 6 * 1024;
+
+/// What a message's framing (role, ids, JSON punctuation) counts for.
+const MESSAGE_BYTES: u64 = 16;
+
+/// Outputs up to this size are never clipped: clipping them would save little.
+const CLIP_OVER: usize = 4 * 1024;
+/// How much of a clipped output's start is kept (errors and headers are at the top).
+const CLIP_HEAD: usize = 1536;
+/// How much of its end is kept (summaries and exit codes are at the bottom).
+const CLIP_TAIL: usize = 1024;
+
+/// How a request's bytes turn into tokens: four bytes a token, or more tokens when the
+/// server's own count of an earlier request said so.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Calibration {
+    /// The bytes of the request in flight.
+    sent: u64,
+    /// Bytes and tokens of the last request the server counted.
+    seen: Option<(u64, u64)>,
+}
+
+impl Calibration {
+    /// A request of `bytes` is being sent.
+    pub(super) fn sending(&mut self, bytes: u64) {
+        self.sent = bytes;
+    }
+
+    /// The server counted `input_tokens` for the request in flight.
+    pub(super) fn reported(&mut self, input_tokens: u64) {
+        if input_tokens > 0 && self.sent > 0 {
+            // No tokenizer makes more than a token of a byte; a count past that is noise
+            // (a test script's made-up usage), and would compact every request.
+            self.seen = Some((self.sent, input_tokens.min(self.sent)));
+        }
+    }
+
+    /// The server refused the request in flight as longer than its window of `window`
+    /// tokens: from now on a request that size counts as past it. `false` when nothing can
+    /// be learnt (no window known, nothing in flight).
+    pub(super) fn overflowed(&mut self, window: Option<u64>) -> bool {
+        match window {
+            Some(window) if self.sent > 0 => {
+                self.seen = Some((self.sent, window.saturating_add(1)));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The tokens a request of `bytes` is taken to hold.
+    pub(super) fn tokens(&self, bytes: u64) -> u64 {
+        let plain = bytes.div_ceil(BYTES_PER_TOKEN);
+        match self.seen {
+            Some((seen_bytes, seen_tokens)) if seen_bytes > 0 => {
+                let scaled = u128::from(bytes) * u128::from(seen_tokens) / u128::from(seen_bytes);
+                plain.max(u64::try_from(scaled).unwrap_or(u64::MAX))
+            }
+            _ => plain,
+        }
+    }
+}
+
+/// The bytes a request of `messages` and `tools` counts for.
+pub(super) fn request_bytes(messages: &[ChatMessage], tools: &[ToolSpec]) -> u64 {
+    let tools = serde_json::to_string(tools).map_or(0, |json| json.len() as u64);
+    tools + messages.iter().map(message_bytes).sum::<u64>()
+}
+
+fn message_bytes(message: &ChatMessage) -> u64 {
+    let len = |text: &str| text.len() as u64;
+    MESSAGE_BYTES
+        + match message {
+            ChatMessage::System { text } => len(text),
+            ChatMessage::User { parts } => parts
+                .iter()
+                .map(|part| match part {
+                    UserPart::Text { text } => len(text),
+                    UserPart::Image { .. } => IMAGE_BYTES,
+                })
+                .sum(),
+            ChatMessage::Assistant { text, tool_calls, reasoning } => {
+                let calls: u64 = tool_calls
+                    .iter()
+                    .map(|c| MESSAGE_BYTES + len(&c.id) + len(&c.name) + len(&c.arguments))
+                    .sum();
+                let reasoning = reasoning.as_ref().map_or(0, |r| {
+                    len(&r.text) + r.details.as_ref().map_or(0, |d| d.to_string().len() as u64)
+                });
+                len(text) + calls + reasoning
+            }
+            ChatMessage::Tool { call_id, content } => len(call_id) + len(content),
+        }
+}
+
+/// `text` as sent once the model has answered it: as it is when short, else its head and
+/// tail around a marker saying how much was left out and how to see it.
+pub(super) fn clip_output(text: &str) -> Cow<'_, str> {
+    if text.len() <= CLIP_OVER {
+        return Cow::Borrowed(text);
+    }
+    let mut head = CLIP_HEAD;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - CLIP_TAIL;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    let left_out = tail - head;
+    Cow::Owned(format!(
+        "{}\n[... {left_out} bytes of this output were clipped to fit the context window; run the tool \
+         again to see them ...]\n{}",
+        &text[..head],
+        &text[tail..]
+    ))
+}
+
+/// Whether `text` would be clipped.
+fn clippable(text: &str) -> bool {
+    text.len() > CLIP_OVER
+}
+
+/// What requests send of a history: events from `cut` on, tool outputs before
+/// `clip_before` clipped, and the compaction's summary first. Indices are the history's.
+#[derive(Debug, Clone, Default)]
+pub(super) struct View {
+    /// The first event sent as it is.
+    pub(super) cut: usize,
+    /// Tool outputs of events before this are clipped.
+    pub(super) clip_before: usize,
+    /// The compaction in effect.
+    pub(super) compaction: Option<Compaction>,
+}
+
+impl View {
+    /// The view after the latest compaction of `history` (all of it when there is none).
+    pub(super) fn of(history: &[Event]) -> View {
+        let latest = history.iter().enumerate().rev().find_map(|(at, event)| match event {
+            Event::Compacted(compaction) => Some((at, compaction)),
+            _ => None,
+        });
+        match latest {
+            Some((at, compaction)) => View::at(at, compaction.clone()),
+            None => View::default(),
+        }
+    }
+
+    /// The view `compaction` makes, stored at index `at` of the history.
+    pub(super) fn at(at: usize, compaction: Compaction) -> View {
+        let back = |count: u64| at.saturating_sub(usize::try_from(count).unwrap_or(usize::MAX));
+        View {
+            cut: back(compaction.kept),
+            clip_before: back(compaction.unclipped),
+            compaction: Some(compaction),
+        }
+    }
+
+    /// The messages this view sends of `events` (the history, or a start of it), after
+    /// `system`.
+    pub(super) fn render(&self, system: &str, events: &[Event], images: &Images) -> Vec<ChatMessage> {
+        let cut = self.cut.min(events.len());
+        let preamble = self.compaction.as_ref().and_then(preamble);
+        let shaping =
+            Shaping { clip_before: self.clip_before.saturating_sub(cut), preamble: preamble.as_deref() };
+        shaped_messages(system, &events[cut..], images, &shaping)
+    }
+
+    /// How many tool outputs of `history` this view sends clipped.
+    pub(super) fn clipped(&self, history: &[Event]) -> u64 {
+        let end = self.clip_before.min(history.len());
+        let start = self.cut.min(end);
+        history[start..end]
+            .iter()
+            .filter(|event| matches!(event, Event::ToolResult { for_model, .. } if clippable(for_model)))
+            .count() as u64
+    }
+}
+
+/// Where each user turn starts: the cut points a summary may end at, since a user message
+/// never falls between a tool call and its result.
+pub(super) fn turn_starts(history: &[Event]) -> impl Iterator<Item = usize> + '_ {
+    history.iter().enumerate().filter_map(|(at, event)| {
+        matches!(event, Event::UserMessage { .. } | Event::GoalContinuation { .. }).then_some(at)
+    })
+}
+
+/// The end of the outputs the model has answered: a tool result before the model's latest
+/// words was read by it; those after are about to be.
+pub(super) fn answered_end(history: &[Event]) -> usize {
+    history
+        .iter()
+        .rposition(|event| {
+            matches!(event, Event::AgentMessage { .. } | Event::AgentThought { .. } | Event::ToolCall { .. })
+        })
+        .unwrap_or(0)
+}
+
+/// Whether `events` hold anything of a conversation a summary could stand for.
+pub(super) fn has_conversation(events: &[Event]) -> bool {
+    events.iter().any(|event| {
+        matches!(
+            event,
+            Event::UserMessage { .. } | Event::GoalContinuation { .. } | Event::AgentMessage { .. }
+        )
+    })
+}
+
+/// The latest plan among `events`, if one was set there.
+pub(super) fn latest_plan(events: &[Event]) -> Option<&[PlanItem]> {
+    events.iter().rev().find_map(|event| match event {
+        Event::Plan { entries } => Some(entries.as_slice()),
+        _ => None,
+    })
+}
+
+/// What opens the first kept user message: the summary and what is never summarized away.
+fn preamble(compaction: &Compaction) -> Option<String> {
+    let summary = compaction.summary.as_deref()?;
+    let mut text = format!(
+        "[The earlier conversation was compacted to fit the context window. Your summary of it:]\n\n{summary}\n"
+    );
+    if let Some(goal) = &compaction.goal {
+        text.push_str(&format!("\n[The session's goal: {goal}]\n"));
+    }
+    if !compaction.plan.is_empty() {
+        text.push_str("\n[The plan when the summary was written:]\n");
+        for item in &compaction.plan {
+            let status = match item.status {
+                PlanStatus::Pending => "pending",
+                PlanStatus::InProgress => "in progress",
+                PlanStatus::Completed => "completed",
+            };
+            text.push_str(&format!("- [{status}] {}\n", item.content));
+        }
+    }
+    text.push_str("\n[The conversation goes on from here.]");
+    Some(text)
+}
+
+/// The first words of a summary's thought, streamed before the summary.
+pub const SUMMARY_HEADER: &str =
+    "Compacting the conversation to free the model's context window. Summary:\n\n";
+
+impl Compaction {
+    /// What closes the compaction's thought: what was done, in numbers.
+    pub fn note(&self) -> String {
+        let sizes =
+            format!("requests now take about {} tokens (before: {})", self.tokens_after, self.tokens_before);
+        match self.stage {
+            CompactionStage::Clipped => format!(
+                "[{} older tool outputs are now sent clipped to fit the context window; {sizes}. The session \
+                 keeps them whole.]",
+                self.clipped
+            ),
+            CompactionStage::Summarized => {
+                let clipped = match self.clipped {
+                    0 => String::new(),
+                    n => format!(", and {n} older tool outputs are sent clipped"),
+                };
+                format!(
+                    "\n\n[This summary stands in for the session's first {} events{clipped}; {sizes}. The \
+                     session keeps the full history.]",
+                    self.replaced
+                )
+            }
+        }
+    }
+
+    /// The whole thought, as a replay shows it: what streamed live, then the note.
+    pub fn shown(&self) -> String {
+        match (&self.stage, &self.summary) {
+            (CompactionStage::Summarized, Some(summary)) => {
+                format!("{SUMMARY_HEADER}{summary}{}", self.note())
+            }
+            _ => self.note(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{ToolKind, ToolStatus, UserContent};
+
+    fn user(text: &str) -> Event {
+        Event::UserMessage { message_id: text.into(), content: vec![UserContent::Text { text: text.into() }] }
+    }
+
+    fn said(text: &str) -> Event {
+        Event::AgentMessage { message_id: text.into(), text: text.into() }
+    }
+
+    fn call(id: &str) -> Event {
+        Event::ToolCall {
+            call_id: id.into(),
+            name: "read_file".into(),
+            title: "Read".into(),
+            tool_kind: ToolKind::Read,
+            arguments: "{}".into(),
+            raw_input: serde_json::json!({}),
+            locations: vec![],
+        }
+    }
+
+    fn result(id: &str, text: &str) -> Event {
+        Event::ToolResult {
+            call_id: id.into(),
+            status: ToolStatus::Completed,
+            output: vec![],
+            raw_output: None,
+            for_model: text.into(),
+        }
+    }
+
+    fn compacted(kept: u64, unclipped: u64, summary: Option<&str>) -> Event {
+        Event::Compacted(Compaction {
+            message_id: "c".into(),
+            stage: if summary.is_some() { CompactionStage::Summarized } else { CompactionStage::Clipped },
+            kept,
+            unclipped,
+            replaced: 0,
+            clipped: 0,
+            summary: summary.map(str::to_owned),
+            plan: vec![],
+            goal: Some("ship it".into()),
+            instructions: None,
+            tokens_before: 0,
+            tokens_after: 0,
+        })
+    }
+
+    fn texts(messages: &[ChatMessage]) -> Vec<String> {
+        messages
+            .iter()
+            .map(|m| match m {
+                ChatMessage::System { text } => format!("system:{text}"),
+                ChatMessage::User { parts } => parts
+                    .iter()
+                    .map(|p| match p {
+                        UserPart::Text { text } => format!("user:{text}"),
+                        UserPart::Image { .. } => "user:image".into(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|"),
+                ChatMessage::Assistant { text, .. } => format!("assistant:{text}"),
+                ChatMessage::Tool { content, .. } => format!("tool:{content}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_long_output_keeps_its_head_and_tail_around_a_readable_marker() {
+        let text = format!("{}{}{}", "h".repeat(2000), "é".repeat(3000), "t".repeat(2000));
+        let clipped = clip_output(&text);
+        assert!(clipped.len() < text.len() / 2, "{}", clipped.len());
+        assert!(clipped.starts_with(&"h".repeat(1536)), "the head is kept");
+        assert!(clipped.ends_with(&"t".repeat(1024)), "the tail is kept");
+        assert!(clipped.contains("bytes of this output were clipped"), "the model is told");
+        assert_eq!(clip_output("short"), "short");
+        // A cut inside a multi-byte character moves to its edge.
+        let wide = "漢".repeat(3000);
+        assert!(clip_output(&wide).contains("clipped"));
+    }
+
+    #[test]
+    fn no_compaction_sends_everything_as_it_is() {
+        let history = vec![user("one"), said("two")];
+        let messages = View::of(&history).render("sys", &history, &Images::default());
+        assert_eq!(texts(&messages), ["system:sys", "user:one", "assistant:two"]);
+    }
+
+    #[test]
+    fn a_summary_opens_the_first_kept_turn_and_replaced_events_are_not_sent() {
+        let long = "x".repeat(CLIP_OVER + 1);
+        let history =
+            vec![user("old"), said("old answer"), user("new"), call("1"), result("1", &long), said("done")];
+        let mut history = history;
+        history.push(compacted(4, 1, Some("we talked")));
+        history.push(user("next"));
+        let messages = View::of(&history).render("sys", &history, &Images::default());
+        let texts = texts(&messages);
+        assert_eq!(texts.len(), 6, "{texts:?}");
+        assert!(texts[1].starts_with("user:[The earlier conversation was compacted"), "{texts:?}");
+        assert!(texts[1].contains("we talked") && texts[1].contains("ship it"), "{texts:?}");
+        assert!(texts[1].ends_with("|user:new"), "the kept turn follows the summary: {texts:?}");
+        assert!(texts[3].contains("clipped") && texts[3].len() < long.len(), "an answered output is clipped");
+        assert_eq!(texts[5], "user:next");
+        assert!(!texts.iter().any(|t| t.contains("old answer")));
+    }
+
+    #[test]
+    fn a_compaction_that_kept_nothing_sends_its_summary_before_the_next_prompt() {
+        let history = vec![user("old"), said("answer"), compacted(0, 0, Some("all of it"))];
+        let messages = View::of(&history).render("sys", &history, &Images::default());
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(texts(&messages)[1].contains("all of it"));
+    }
+
+    #[test]
+    fn the_view_is_the_same_whatever_follows_it() {
+        let mut history = vec![user("a"), said("b"), user("c"), compacted(1, 1, Some("s"))];
+        let before = View::of(&history).render("sys", &history, &Images::default());
+        history.extend([said("d"), user("e")]);
+        let after = View::of(&history).render("sys", &history, &Images::default());
+        assert_eq!(before[..], after[..before.len()], "the prefix is unchanged");
+    }
+
+    #[test]
+    fn outputs_count_as_answered_once_the_model_spoke_after_them() {
+        let history = vec![user("a"), call("1"), result("1", "r"), said("b"), call("2"), result("2", "r")];
+        assert_eq!(answered_end(&history), 4);
+        assert_eq!(turn_starts(&history).collect::<Vec<_>>(), [0]);
+    }
+
+    #[test]
+    fn reported_tokens_raise_the_estimate_but_never_lower_it() {
+        let mut calibration = Calibration::default();
+        assert_eq!(calibration.tokens(400), 100);
+        calibration.sending(1000);
+        calibration.reported(500);
+        assert_eq!(calibration.tokens(400), 200, "two bytes a token, as the server counted");
+        calibration.sending(1000);
+        calibration.reported(10);
+        assert_eq!(calibration.tokens(400), 100, "never below four bytes a token");
+        calibration.sending(1000);
+        assert!(calibration.overflowed(Some(2000)));
+        assert!(calibration.tokens(1000) > 2000, "a refused size counts as past the window");
+    }
+}

@@ -1,0 +1,72 @@
+//! A Chat Completions server with a small context window: a request whose body is over its
+//! limit is refused as OpenAI refuses one (400, `context_length_exceeded`); a request for a
+//! summary gets [`SUMMARY`]; a prompt naming a file gets a `read_file` call for it, and the
+//! call's result gets [`READ`]. Shared by the engine's compaction tests and the binary's.
+
+use serde_json::{Value, json};
+
+use super::server_mock::{Answer, MockServer, Seen, sse};
+use super::servers::{delta, finish, openai_error};
+
+/// The summary the server writes when asked for one.
+pub const SUMMARY: &str = "Earlier, the user had me read the big files one by one.";
+/// What the server says once a file was read.
+pub const READ: &str = "Read it.";
+/// Words only a summary request carries.
+pub const ASKS_FOR_SUMMARY: &str = "must be compacted";
+
+/// The text of a Chat Completions message, whether its content is a string or parts.
+pub fn text_of(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Whether `request` asks for a summary.
+pub fn is_summary_request(request: &Seen) -> bool {
+    request.messages().last().is_some_and(|m| m["role"] == "user" && text_of(m).contains(ASKS_FOR_SUMMARY))
+}
+
+/// A server refusing bodies over `limit` bytes. With `bytes_per_token`, every answer reports
+/// the request's prompt tokens as its body's length over it.
+pub fn start(limit: usize, bytes_per_token: Option<usize>) -> MockServer {
+    MockServer::start(move |n, request| {
+        if request.raw.len() > limit {
+            return Answer::Status(
+                400,
+                json!({ "error": { "message": format!("This model's maximum context length is {} tokens. \
+                    However, your messages resulted in {} tokens.", limit / 4, request.raw.len() / 4),
+                    "type": "invalid_request_error", "code": "context_length_exceeded" } })
+                .to_string(),
+            );
+        }
+        let usage = bytes_per_token.map(|per| {
+            json!({ "choices": [], "usage": { "prompt_tokens": request.raw.len() / per, "completion_tokens": 5 } })
+        });
+        let with_usage = |mut chunks: Vec<Value>| {
+            chunks.extend(usage.clone());
+            Answer::Stream(sse(&chunks))
+        };
+        if is_summary_request(request) {
+            return with_usage(vec![delta(json!({ "content": SUMMARY })), finish("stop")]);
+        }
+        let Some(last) = request.messages().last() else { return openai_error(400, "no messages") };
+        if last["role"] == "tool" {
+            return with_usage(vec![delta(json!({ "content": READ })), finish("stop")]);
+        }
+        // The file named after the prompt's last "read " (a summary before it may say "read" too).
+        let text = text_of(last);
+        let Some(path) = text.rfind("read ").and_then(|at| text[at + 5..].split_whitespace().next()) else {
+            return with_usage(vec![delta(json!({ "content": "Hello." })), finish("stop")]);
+        };
+        let id = format!("call_{n}");
+        let arguments = json!({ "path": path }).to_string();
+        with_usage(vec![
+            delta(json!({ "tool_calls": [{ "index": 0, "id": id, "type": "function",
+                "function": { "name": "read_file", "arguments": arguments } }] })),
+            finish("tool_calls"),
+        ])
+    })
+}
