@@ -168,6 +168,15 @@ pub struct InboxState {
     pub recovered: bool,
 }
 
+/// How many items of a session's inbox stand where, read without their prompts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxTally {
+    /// The number of items of each status and intent present.
+    pub counts: Vec<(InboxStatus, InboxIntent, u32)>,
+    /// Whether queued items are held back.
+    pub paused: bool,
+}
+
 /// One queued prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InboxItem {
@@ -254,11 +263,9 @@ fn paused(conn: &Connection, session_id: &str) -> Result<Option<bool>, StoreErro
 /// A session's inbox flags, `(paused, recovered)`; `None` for an unknown session.
 fn flags(conn: &Connection, session_id: &str) -> Result<Option<(bool, bool)>, StoreError> {
     Ok(conn
-        .query_row(
-            "SELECT inbox_paused, inbox_recovered FROM sessions WHERE id = ?1",
-            [session_id],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
+        .query_row("SELECT inbox_paused, inbox_recovered FROM sessions WHERE id = ?1", [session_id], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
         .optional()?)
 }
 
@@ -503,8 +510,11 @@ impl Store {
                 "SELECT {COLUMNS} FROM inbox_items WHERE session_id = ?1 AND status = ?2 AND intent = ?3
                  ORDER BY position LIMIT 1"
             ))?;
-            let mut rows =
-                stmt.query(params![session_id, InboxStatus::Queued.as_str(), InboxIntent::Followup.as_str()])?;
+            let mut rows = stmt.query(params![
+                session_id,
+                InboxStatus::Queued.as_str(),
+                InboxIntent::Followup.as_str()
+            ])?;
             rows.next()?.map(item_from_row).transpose()
         })
         .await
@@ -554,6 +564,36 @@ impl Store {
             let items = list(&tx, &session_id)?;
             tx.commit()?;
             Ok(InboxState { items, paused, recovered })
+        })
+        .await
+    }
+
+    /// How many of a session's items stand where, and its paused flag, read together
+    /// without reading any prompt. An unknown session is [`StoreError::NotFound`].
+    pub async fn inbox_tally(&self, session_id: &str) -> Result<InboxTally, StoreError> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            let tx = conn.transaction()?;
+            let paused = paused(&tx, &session_id)?.ok_or_else(|| sessions::not_found(&session_id))?;
+            let mut stmt = tx.prepare_cached(
+                "SELECT status, intent, COUNT(*) FROM inbox_items WHERE session_id = ?1 GROUP BY status, intent",
+            )?;
+            let mut rows = stmt.query([&session_id])?;
+            let mut counts = Vec::new();
+            while let Some(row) = rows.next()? {
+                let (status, intent): (String, String) = (row.get(0)?, row.get(1)?);
+                let count: i64 = row.get(2)?;
+                let corrupt = || StoreError::Corrupt(format!("an inbox item has status {status:?}, intent {intent:?}"));
+                counts.push((
+                    InboxStatus::from_name(&status).ok_or_else(corrupt)?,
+                    InboxIntent::from_name(&intent).ok_or_else(corrupt)?,
+                    u32::try_from(count).unwrap_or(u32::MAX),
+                ));
+            }
+            drop(rows);
+            drop(stmt);
+            tx.commit()?;
+            Ok(InboxTally { counts, paused })
         })
         .await
     }

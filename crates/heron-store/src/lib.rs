@@ -36,7 +36,8 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use events::{EventRecord, MAX_EVENTS_LIMIT};
 pub use inbox::{
-    Enqueued, INBOX_CAPACITY, InboxIntent, InboxItem, InboxState, InboxStatus, NewInboxItem, Placement, Recovery,
+    Enqueued, INBOX_CAPACITY, InboxIntent, InboxItem, InboxState, InboxStatus, InboxTally, NewInboxItem,
+    Placement, Recovery,
 };
 pub use inspect::{StoreHealth, inspect};
 pub use schema::SCHEMA_VERSION;

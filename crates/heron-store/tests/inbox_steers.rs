@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use heron_store::{
-    INBOX_CAPACITY, InboxIntent, InboxItem, InboxStatus, NewInboxItem, NewSession, Placement, Store, StoreError,
+    INBOX_CAPACITY, InboxIntent, InboxItem, InboxStatus, NewInboxItem, NewSession, Placement, Store,
+    StoreError,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -72,6 +73,8 @@ async fn a_full_inbox_makes_room_by_removing_its_oldest_finished_item() {
     let b = add(&store, &session, small("b")).await;
     add(&store, &session, small("c")).await;
     store.inbox_set_status(&b.id, InboxStatus::Done, None, None).await.expect("b done");
+    // Update times have millisecond precision: a finishes visibly later.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     store.inbox_set_status(&a.id, InboxStatus::Done, None, None).await.expect("a done");
     add(&store, &session, small("d")).await;
     let items = store.inbox_list(&session).await.expect("list");
@@ -179,7 +182,27 @@ async fn a_store_from_before_intents_keeps_its_items_as_followups() {
     downgrade_to_schema_3(&path);
     let store = Store::open(&path).await.expect("migrate");
     let item = store.inbox_get(&kept.id).await.expect("get").expect("kept");
-    assert_eq!((item.intent, item.idempotency_key, item.prompt), (InboxIntent::Followup, None, text("from before")));
+    assert_eq!(
+        (item.intent, item.idempotency_key, item.prompt),
+        (InboxIntent::Followup, None, text("from before"))
+    );
     assert!(!store.inbox_state(&session).await.expect("state").recovered);
     assert!(!store.inbox_enqueue(&session, keyed("new", "k")).await.expect("keyed").idempotent);
+}
+
+#[tokio::test]
+async fn the_tally_counts_items_by_status_and_intent_without_reading_prompts() {
+    let (_dir, store, session) = open_with_session().await;
+    add(&store, &session, NewInboxItem::followup(text("a"))).await;
+    add(&store, &session, NewInboxItem::followup(text("b"))).await;
+    add(&store, &session, steer("s")).await;
+    store.inbox_set_paused(&session, true).await.expect("pause");
+    let mut tally = store.inbox_tally(&session).await.expect("tally");
+    tally.counts.sort_by_key(|(_, intent, _)| intent.as_str());
+    assert_eq!(
+        tally.counts,
+        [(InboxStatus::Queued, InboxIntent::Followup, 2), (InboxStatus::Queued, InboxIntent::Steer, 1)]
+    );
+    assert!(tally.paused);
+    assert!(matches!(store.inbox_tally("ghost").await, Err(StoreError::NotFound { .. })));
 }

@@ -103,7 +103,11 @@ impl Store {
 
     /// Turns the queued steers of a session whose turn ended into queued follow-ups, and
     /// pauses the inbox when `pause` is set and there were any. Returns how many there were.
-    pub async fn inbox_steers_to_followups(&self, session_id: &str, pause: bool) -> Result<usize, StoreError> {
+    pub async fn inbox_steers_to_followups(
+        &self,
+        session_id: &str,
+        pause: bool,
+    ) -> Result<usize, StoreError> {
         let session_id = session_id.to_owned();
         self.run(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
