@@ -221,8 +221,11 @@ async fn run_job(
         budget: ChunkBudget::new(),
         echo_prompt,
     };
+    session.steers.open().await;
     let (outcome, after) = turn.run(prompt).await;
     *carried = after;
+    // Steering the turn never applied becomes a follow-up, held back after a stop.
+    session.inbox.settle_steers(matches!(outcome, Ok(StopReason::Cancelled))).await;
     Ok(outcome?)
 }
 
