@@ -57,8 +57,8 @@ use heron_store::{InboxItem, NewInboxItem, Placement, Store, StoreError};
 /// The most items one page of [`Inbox::page`] holds.
 pub const PAGE_SIZE: usize = 50;
 
-/// The most items a session's inbox holds.
-pub const CAPACITY: u32 = 500;
+/// The most items a session's inbox holds (the store's default; it fits the wire's u32).
+pub const CAPACITY: u32 = heron_store::INBOX_CAPACITY as u32;
 
 /// The longest idempotency key, in bytes.
 pub const MAX_KEY_BYTES: usize = 128;
@@ -309,7 +309,7 @@ impl Inbox {
             placement,
             intent: InboxIntent::Followup,
             idempotency_key: new.idempotency_key,
-            capacity: CAPACITY as usize,
+            capacity: heron_store::INBOX_CAPACITY,
         };
         let enqueued = match new.intent {
             InboxIntent::Followup => self.store.inbox_enqueue(&self.session_id, stored).await?,
