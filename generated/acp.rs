@@ -2000,7 +2000,7 @@ pub struct HeronInboxCounts {
     >,
     ///Whether the inbox is paused, so queued items do not start when the session becomes idle.
     pub paused: bool,
-    ///Items waiting to run.
+    ///Follow-ups waiting to run (steers waiting for the running turn are not counted).
     pub queued: u32,
     ///Items currently running (0 or 1).
     pub running: u32,
@@ -2029,15 +2029,79 @@ pub struct HeronInboxDeleteResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Parameters of `_heron/inbox/enqueue`: add a prompt to the session's inbox; it runs when the session is idle and its turn comes.
+///Where an enqueued prompt went. `steer_accepted`: a turn is running and will apply it before its next model request, recording it as a user message. `queued_followup`: it waits in the inbox as a follow-up prompt and runs as a turn of its own (no turn was running for a steer, or it was enqueued as a follow-up).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum HeronInboxDisposition {
+    #[serde(rename = "steer_accepted")]
+    SteerAccepted,
+    #[serde(rename = "queued_followup")]
+    QueuedFollowup,
+}
+impl ::std::fmt::Display for HeronInboxDisposition {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::SteerAccepted => f.write_str("steer_accepted"),
+            Self::QueuedFollowup => f.write_str("queued_followup"),
+        }
+    }
+}
+impl ::std::str::FromStr for HeronInboxDisposition {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "steer_accepted" => Ok(Self::SteerAccepted),
+            "queued_followup" => Ok(Self::QueuedFollowup),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for HeronInboxDisposition {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for HeronInboxDisposition {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+///Parameters of `_heron/inbox/enqueue`: add a prompt to the session's inbox, committed before the answer: a follow-up that runs when the session is idle and its turn comes, or a steer for the running turn.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxEnqueueRequest {
+    ///Names this enqueue within the session, 1 to 128 bytes: an enqueue whose key names an item the session's inbox still holds returns that item with `idempotent: true` and adds nothing, whatever its prompt. The key is stored with the item and survives restarts. Absent or null: every enqueue adds an item. An empty or longer key is -32602 with `data.path: "idempotencyKey"`.
+    #[serde(
+        rename = "idempotencyKey",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub idempotency_key: ::std::option::Option<::std::string::String>,
+    ///`followup` (also when absent or null) or `steer`. A steer is `steer_accepted` when a turn is running and `queued_followup` otherwise, as with `_heron/session/steer`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub intent: ::std::option::Option<HeronInboxIntent>,
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
-    ///Zero-based place to insert the item at; null or past the end appends it.
+    ///Zero-based place to insert the item at; null or past the end appends a follow-up and puts a steer before the first queued follow-up.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub position: ::std::option::Option<u32>,
     ///The prompt to queue.
@@ -2049,13 +2113,24 @@ pub struct HeronInboxEnqueueRequest {
 ///Result of `_heron/inbox/enqueue`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxEnqueueResponse {
-    ///The new item.
-    pub item: HeronInboxItem,
+    ///Where the item went; for an idempotent retry, where the item stands now (a steer its turn never applied has become a follow-up).
+    pub disposition: HeronInboxDisposition,
+    ///True when `idempotencyKey` named an existing item, so nothing was added.
+    pub idempotent: bool,
+    ///The new item, or the one an earlier enqueue with the same `idempotencyKey` made.
+    #[serde(rename = "itemId")]
+    pub item_id: HeronInboxItemId,
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    ///Whether the inbox is paused, so a queued follow-up waits until it is resumed.
+    pub paused: bool,
+    ///The item's zero-based place in the queue.
+    pub position: u32,
+    ///The item's status now (for an idempotent retry it may have run already).
+    pub status: HeronInboxItemStatus,
 }
 ///Parameters of `_heron/inbox/get`: fetch one inbox item.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2075,7 +2150,7 @@ pub struct HeronInboxGetRequest {
 ///Result of `_heron/inbox/get`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxGetResponse {
-    ///The requested item.
+    ///The requested item, with its prompt.
     pub item: HeronInboxItem,
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -2083,7 +2158,62 @@ pub struct HeronInboxGetResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///One prompt in a session's durable inbox: a persistent queue of prompts that run, in order, whenever the session is idle.
+///What an inbox item is for. `followup`: a prompt that runs as a turn of its own when the session is idle and its turn comes. `steer`: guidance for the session's running turn, shown to the model before its next request; a steer the turn did not apply becomes a `followup`.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum HeronInboxIntent {
+    #[serde(rename = "followup")]
+    Followup,
+    #[serde(rename = "steer")]
+    Steer,
+}
+impl ::std::fmt::Display for HeronInboxIntent {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Followup => f.write_str("followup"),
+            Self::Steer => f.write_str("steer"),
+        }
+    }
+}
+impl ::std::str::FromStr for HeronInboxIntent {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "followup" => Ok(Self::Followup),
+            "steer" => Ok(Self::Steer),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for HeronInboxIntent {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for HeronInboxIntent {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+///One prompt in a session's durable inbox, with its prompt: a follow-up waiting to run as a turn, or a steer for the running turn.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxItem {
     ///When the item was enqueued. ISO 8601 timestamp.
@@ -2092,6 +2222,14 @@ pub struct HeronInboxItem {
     ///Why the item's turn failed; null unless `status` is `failed`.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub error: ::std::option::Option<::std::string::String>,
+    ///The `idempotencyKey` the item was enqueued with; absent or null when none was given.
+    #[serde(
+        rename = "idempotencyKey",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub idempotency_key: ::std::option::Option<::std::string::String>,
+    ///What the item is for.
+    pub intent: HeronInboxIntent,
     ///The item's identifier.
     #[serde(rename = "itemId")]
     pub item_id: HeronInboxItemId,
@@ -2102,8 +2240,13 @@ pub struct HeronInboxItem {
     >,
     ///Zero-based place in the queue order; 0 runs next.
     pub position: u32,
+    ///The first non-blank line of the prompt's text, trimmed and clipped to 120 bytes on a character boundary (an ellipsis marks a cut); empty when the prompt has no text or can no longer be read.
+    pub preview: ::std::string::String,
     ///The prompt that runs as a user turn when the item's turn comes.
     pub prompt: ::std::vec::Vec<ContentBlock>,
+    ///The prompt's size in bytes: the UTF-8 length of its text and embedded text resources, the decoded size of its images and blobs, and the length of its resource links' URIs.
+    #[serde(rename = "promptBytes")]
+    pub prompt_bytes: u64,
     ///Where the item is in its lifecycle.
     pub status: HeronInboxItemStatus,
     ///When the item last changed. ISO 8601 timestamp.
@@ -2151,7 +2294,7 @@ impl ::std::str::FromStr for HeronInboxItemId {
         Ok(Self(value.to_string()))
     }
 }
-///Lifecycle of an inbox item. `queued`: waiting to run. `running`: its prompt is the session's current turn. `done`: the turn finished. `failed`: the turn ended with an error (see `error`; it can be retried). `cancelled`: removed from the run before or during its turn.
+///Lifecycle of an inbox item. `queued`: waiting (a follow-up to run as its own turn, or a steer for the running turn to apply). `running`: its prompt is the session's current turn. `done`: its turn finished, or the steer was applied to the running turn. `failed`: the turn ended with an error or other than `end_turn`, or was interrupted (see `error`; it can be retried). `cancelled`: `session/cancel` stopped its turn.
 #[derive(
     ::serde::Deserialize,
     ::serde::Serialize,
@@ -2218,7 +2361,45 @@ impl ::std::convert::TryFrom<::std::string::String> for HeronInboxItemStatus {
         value.parse()
     }
 }
-///Parameters of `_heron/inbox/list`: list a session's inbox items in queue order, one page at a time.
+///One inbox item without its prompt, as `_heron/inbox/list`, `move` and `refresh` show it; `_heron/inbox/get` returns the whole item.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct HeronInboxItemSummary {
+    ///When the item was enqueued. ISO 8601 timestamp.
+    #[serde(rename = "createdAt")]
+    pub created_at: ::std::string::String,
+    ///Why the item's turn failed; null unless `status` is `failed`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub error: ::std::option::Option<::std::string::String>,
+    ///The `idempotencyKey` the item was enqueued with; absent or null when none was given.
+    #[serde(
+        rename = "idempotencyKey",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub idempotency_key: ::std::option::Option<::std::string::String>,
+    ///What the item is for.
+    pub intent: HeronInboxIntent,
+    ///The item's identifier.
+    #[serde(rename = "itemId")]
+    pub item_id: HeronInboxItemId,
+    ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    ///Zero-based place in the queue order; 0 runs next.
+    pub position: u32,
+    ///The first non-blank line of the prompt's text, trimmed and clipped to 120 bytes on a character boundary (an ellipsis marks a cut); empty when the prompt has no text or can no longer be read.
+    pub preview: ::std::string::String,
+    ///The prompt's size in bytes: the UTF-8 length of its text and embedded text resources, the decoded size of its images and blobs, and the length of its resource links' URIs.
+    #[serde(rename = "promptBytes")]
+    pub prompt_bytes: u64,
+    ///Where the item is in its lifecycle.
+    pub status: HeronInboxItemStatus,
+    ///When the item last changed. ISO 8601 timestamp.
+    #[serde(rename = "updatedAt")]
+    pub updated_at: ::std::string::String,
+}
+///Parameters of `_heron/inbox/list`: list a session's inbox items in queue order, 50 at a time, as metadata without their prompts.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxListRequest {
     ///Opaque cursor from a previous response's `nextCursor`; null for the first page.
@@ -2233,11 +2414,13 @@ pub struct HeronInboxListRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
 }
-///Result of `_heron/inbox/list`: one page of inbox items.
+///Result of `_heron/inbox/list`: one page of item metadata (no prompts) and the inbox's state.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxListResponse {
-    ///The items of this page, in queue order.
-    pub items: ::std::vec::Vec<HeronInboxItem>,
+    ///The most items the inbox holds. When it is full, an enqueue removes the oldest finished (`done` or `cancelled`) item to make room, or is refused when none has finished.
+    pub capacity: u32,
+    ///The items of this page, in queue order, without their prompts.
+    pub items: ::std::vec::Vec<HeronInboxItemSummary>,
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -2251,6 +2434,8 @@ pub struct HeronInboxListResponse {
     pub next_cursor: ::std::option::Option<::std::string::String>,
     ///Whether the inbox is paused.
     pub paused: bool,
+    ///Whether the inbox was found, when its session was opened, with work a stopped process left unfinished (an item still running, a steer never applied), and has not been resumed since. A recovered inbox is opened paused; `_heron/inbox/setPaused` with `paused: false` clears this.
+    pub recovered: bool,
 }
 ///Parameters of `_heron/inbox/move`: move a queued item to another place in the queue.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2272,15 +2457,15 @@ pub struct HeronInboxMoveRequest {
 ///Result of `_heron/inbox/move`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxMoveResponse {
-    ///All items of the inbox in their new order.
-    pub items: ::std::vec::Vec<HeronInboxItem>,
+    ///All items of the inbox in their new order, without their prompts.
+    pub items: ::std::vec::Vec<HeronInboxItemSummary>,
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Parameters of `_heron/inbox/refresh`: re-read the session's inbox from the store and return it whole, unpaginated.
+///Parameters of `_heron/inbox/refresh`: re-read the session's inbox from the store and return all of its item metadata, unpaginated.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxRefreshRequest {
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
@@ -2295,8 +2480,10 @@ pub struct HeronInboxRefreshRequest {
 ///Result of `_heron/inbox/refresh`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxRefreshResponse {
-    ///Every item of the inbox, in queue order.
-    pub items: ::std::vec::Vec<HeronInboxItem>,
+    ///The most items the inbox holds. When it is full, an enqueue removes the oldest finished (`done` or `cancelled`) item to make room, or is refused when none has finished.
+    pub capacity: u32,
+    ///Every item of the inbox, in queue order, without their prompts.
+    pub items: ::std::vec::Vec<HeronInboxItemSummary>,
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -2304,6 +2491,8 @@ pub struct HeronInboxRefreshResponse {
     >,
     ///Whether the inbox is paused.
     pub paused: bool,
+    ///Whether the inbox was found, when its session was opened, with work a stopped process left unfinished (an item still running, a steer never applied), and has not been resumed since. A recovered inbox is opened paused; `_heron/inbox/setPaused` with `paused: false` clears this.
+    pub recovered: bool,
 }
 ///Parameters of `_heron/inbox/retry`: put a failed item back in the queue so it runs again.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2356,7 +2545,7 @@ pub struct HeronInboxSetPausedResponse {
     ///Whether the inbox is paused after the call.
     pub paused: bool,
 }
-///Parameters of `_heron/inbox/update`: replace the prompt of an item that has not started yet.
+///Parameters of `_heron/inbox/update`: replace the prompt of a queued item (a follow-up not started yet, or a steer not applied yet).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxUpdateRequest {
     ///The item to change.
@@ -2785,7 +2974,7 @@ pub struct HeronSessionStatusUpdateNotification {
     ///The complete new status; it replaces the previous one.
     pub status: HeronSessionStatus,
 }
-///Parameters of `_heron/session/steer`: add user input to the session's running turn without cancelling it (mid-turn steering).
+///Parameters of `_heron/session/steer`: add user guidance to the session without cancelling anything. It is committed to the store as an inbox item before the answer; an unknown session or an empty prompt is -32602 with `data.path` naming the field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronSessionSteerRequest {
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
@@ -2793,77 +2982,25 @@ pub struct HeronSessionSteerRequest {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
-    ///The extra user input.
+    ///The guidance, checked like a `session/prompt`; it must not be empty.
     pub prompt: ::std::vec::Vec<ContentBlock>,
     ///The session to steer.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
 }
-///Result of `_heron/session/steer`.
+///Result of `_heron/session/steer`: the guidance is committed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronSessionSteerResponse {
+    ///`steer_accepted` when the running turn will apply it, `queued_followup` when no turn was running and it waits in the inbox as a follow-up prompt.
+    pub disposition: HeronInboxDisposition,
+    ///The inbox item that holds the guidance: `_heron/inbox/get` shows it, `_heron/inbox/delete` withdraws it while it is still queued.
+    #[serde(rename = "itemId")]
+    pub item_id: HeronInboxItemId,
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
-    ///Whether the input reached the running turn or was queued as the next prompt.
-    pub outcome: HeronSteerOutcome,
-}
-///What happened to steering input. `delivered`: it was injected into the running turn and the model sees it at its next step. `queued`: no turn was running, so it was queued to run as the session's next prompt.
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum HeronSteerOutcome {
-    #[serde(rename = "delivered")]
-    Delivered,
-    #[serde(rename = "queued")]
-    Queued,
-}
-impl ::std::fmt::Display for HeronSteerOutcome {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Delivered => f.write_str("delivered"),
-            Self::Queued => f.write_str("queued"),
-        }
-    }
-}
-impl ::std::str::FromStr for HeronSteerOutcome {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "delivered" => Ok(Self::Delivered),
-            "queued" => Ok(Self::Queued),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for HeronSteerOutcome {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for HeronSteerOutcome {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
 }
 ///Tokens a session's model requests took so far, by kind; sent in `_meta.heron.tokens` of `usage_update`. Cached reads show whether the provider's prompt cache is hitting.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -7997,7 +8134,7 @@ pub trait Agent: Send + Sync + 'static {
             Err(crate::runtime::RpcError::method_not_found("_heron/inbox/delete")),
         )
     }
-    /// Parameters of `_heron/inbox/enqueue`: add a prompt to the session's inbox; it runs when the session is idle and its turn comes.
+    /// Parameters of `_heron/inbox/enqueue`: add a prompt to the session's inbox, committed before the answer: a follow-up that runs when the session is idle and its turn comes, or a steer for the running turn.
     ///
     /// Wire: `_heron/inbox/enqueue`, Heron vendor request.
     #[allow(unused_variables)]
@@ -8025,7 +8162,7 @@ pub trait Agent: Send + Sync + 'static {
             Err(crate::runtime::RpcError::method_not_found("_heron/inbox/get")),
         )
     }
-    /// Parameters of `_heron/inbox/list`: list a session's inbox items in queue order, one page at a time.
+    /// Parameters of `_heron/inbox/list`: list a session's inbox items in queue order, 50 at a time, as metadata without their prompts.
     ///
     /// Wire: `_heron/inbox/list`, Heron vendor request.
     #[allow(unused_variables)]
@@ -8053,7 +8190,7 @@ pub trait Agent: Send + Sync + 'static {
             Err(crate::runtime::RpcError::method_not_found("_heron/inbox/move")),
         )
     }
-    /// Parameters of `_heron/inbox/refresh`: re-read the session's inbox from the store and return it whole, unpaginated.
+    /// Parameters of `_heron/inbox/refresh`: re-read the session's inbox from the store and return all of its item metadata, unpaginated.
     ///
     /// Wire: `_heron/inbox/refresh`, Heron vendor request.
     #[allow(unused_variables)]
@@ -8095,7 +8232,7 @@ pub trait Agent: Send + Sync + 'static {
             Err(crate::runtime::RpcError::method_not_found("_heron/inbox/setPaused")),
         )
     }
-    /// Parameters of `_heron/inbox/update`: replace the prompt of an item that has not started yet.
+    /// Parameters of `_heron/inbox/update`: replace the prompt of a queued item (a follow-up not started yet, or a steer not applied yet).
     ///
     /// Wire: `_heron/inbox/update`, Heron vendor request.
     #[allow(unused_variables)]
@@ -8183,7 +8320,7 @@ pub trait Agent: Send + Sync + 'static {
             Err(crate::runtime::RpcError::method_not_found("_heron/session/status")),
         )
     }
-    /// Parameters of `_heron/session/steer`: add user input to the session's running turn without cancelling it (mid-turn steering).
+    /// Parameters of `_heron/session/steer`: add user guidance to the session without cancelling anything. It is committed to the store as an inbox item before the answer; an unknown session or an empty prompt is -32602 with `data.path` naming the field.
     ///
     /// Wire: `_heron/session/steer`, Heron vendor request.
     #[allow(unused_variables)]
@@ -9751,6 +9888,12 @@ pub fn canonical_def(
                     .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
+        "HeronInboxDisposition" => {
+            Some(
+                crate::runtime::decode_params::<HeronInboxDisposition>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
+            )
+        }
         "HeronInboxEnqueueRequest" => {
             Some(
                 crate::runtime::decode_params::<HeronInboxEnqueueRequest>(Some(raw))
@@ -9775,6 +9918,12 @@ pub fn canonical_def(
                     .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
+        "HeronInboxIntent" => {
+            Some(
+                crate::runtime::decode_params::<HeronInboxIntent>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
+            )
+        }
         "HeronInboxItem" => {
             Some(
                 crate::runtime::decode_params::<HeronInboxItem>(Some(raw))
@@ -9790,6 +9939,12 @@ pub fn canonical_def(
         "HeronInboxItemStatus" => {
             Some(
                 crate::runtime::decode_params::<HeronInboxItemStatus>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
+            )
+        }
+        "HeronInboxItemSummary" => {
+            Some(
+                crate::runtime::decode_params::<HeronInboxItemSummary>(Some(raw))
                     .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
@@ -9962,12 +10117,6 @@ pub fn canonical_def(
         "HeronSessionSteerResponse" => {
             Some(
                 crate::runtime::decode_params::<HeronSessionSteerResponse>(Some(raw))
-                    .and_then(|v| crate::runtime::to_value(&v)),
-            )
-        }
-        "HeronSteerOutcome" => {
-            Some(
-                crate::runtime::decode_params::<HeronSteerOutcome>(Some(raw))
                     .and_then(|v| crate::runtime::to_value(&v)),
             )
         }

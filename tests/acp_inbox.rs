@@ -58,7 +58,7 @@ async fn inbox(editor: &mut Editor, method: &str, session: &str, params: Value) 
 
 async fn enqueue(editor: &mut Editor, session: &str, prompt: &str) -> String {
     let answer = inbox(editor, "enqueue", session, json!({ "prompt": text(prompt) })).await;
-    answer["result"]["item"]["itemId"].as_str().unwrap_or_else(|| panic!("no item: {answer}")).to_owned()
+    answer["result"]["itemId"].as_str().unwrap_or_else(|| panic!("no item: {answer}")).to_owned()
 }
 
 async fn set_paused(editor: &mut Editor, session: &str, paused: bool) {
@@ -66,7 +66,7 @@ async fn set_paused(editor: &mut Editor, session: &str, paused: bool) {
     assert_eq!(answer["result"]["paused"], paused, "{answer}");
 }
 
-/// (prompt text, status) of every item, in queue order.
+/// (prompt preview, status) of every item, in queue order.
 async fn items(editor: &mut Editor, session: &str) -> Vec<(String, String)> {
     let answer = inbox(editor, "refresh", session, json!({})).await;
     answer["result"]["items"]
@@ -74,7 +74,7 @@ async fn items(editor: &mut Editor, session: &str) -> Vec<(String, String)> {
         .unwrap_or_else(|| panic!("no items: {answer}"))
         .iter()
         .map(|item| {
-            let prompt = item["prompt"][0]["text"].as_str().unwrap_or("?").to_owned();
+            let prompt = item["preview"].as_str().unwrap_or("?").to_owned();
             (prompt, item["status"].as_str().unwrap_or("?").to_owned())
         })
         .collect()
@@ -178,7 +178,7 @@ async fn an_item_enqueued_while_idle_starts_after_its_answer() {
     let (before, answer) = editor
         .exchange(json!("e"), "_heron/inbox/enqueue", json!({ "sessionId": session, "prompt": text("Go") }))
         .await;
-    assert_eq!(answer["result"]["item"]["status"], "queued", "{answer}");
+    assert_eq!(answer["result"]["status"], "queued", "{answer}");
     assert!(user_texts(&before).is_empty(), "nothing ran before the answer: {before:#?}");
     let seen = read_until(&mut editor, drained).await;
     assert_eq!((user_texts(&seen), agent_text(&seen)), (vec!["Go".to_owned()], "First answer.".to_owned()));
@@ -248,14 +248,14 @@ async fn queued_items_can_be_updated_moved_and_enqueued_at_a_place() {
         .as_array()
         .unwrap_or_else(|| panic!("{moved}"))
         .iter()
-        .filter_map(|i| Some((i["prompt"][0]["text"].as_str()?, i["position"].as_u64()?)))
+        .filter_map(|i| Some((i["preview"].as_str()?, i["position"].as_u64()?)))
         .collect();
     assert_eq!(order, [("C", 0), ("A2", 1), ("B", 2)]);
     let between =
         inbox(&mut editor, "enqueue", &session, json!({ "prompt": text("Z"), "position": 1 })).await;
-    assert_eq!(between["result"]["item"]["position"], 1, "{between}");
+    assert_eq!(between["result"]["position"], 1, "{between}");
     let far = inbox(&mut editor, "enqueue", &session, json!({ "prompt": text("Y"), "position": 99 })).await;
-    assert_eq!(far["result"]["item"]["position"], 4, "past the end appends: {far}");
+    assert_eq!(far["result"]["position"], 4, "past the end appends: {far}");
     let last = inbox(&mut editor, "move", &session, json!({ "itemId": c, "position": 99 })).await;
     assert_eq!(last["result"]["items"][4]["itemId"], c.as_str(), "past the end moves last: {last}");
     let expected = [("Z", "queued"), ("A2", "queued"), ("B", "queued"), ("Y", "queued"), ("C", "queued")];
@@ -376,7 +376,7 @@ async fn list_pages_in_queue_order_with_an_opaque_cursor() {
     assert!(second["result"].get("nextCursor").is_none_or(Value::is_null), "last page: {second}");
     let positions: Vec<u64> = page.iter().chain(&rest).filter_map(|i| i["position"].as_u64()).collect();
     assert_eq!(positions, (0..55).collect::<Vec<u64>>());
-    assert_eq!(rest[4]["prompt"], text("item 54"));
+    assert_eq!(rest[4]["preview"], "item 54");
     assert_eq!(items(&mut editor, &session).await.len(), 55, "refresh is not paginated");
 
     let bad = inbox(&mut editor, "list", &session, json!({ "cursor": "not-a-cursor" })).await;
@@ -532,7 +532,7 @@ impl Drop for Process {
 }
 
 #[test]
-fn an_item_running_when_the_agent_is_killed_is_failed_interrupted_on_reopening() {
+fn an_item_running_when_the_agent_is_killed_is_failed_and_its_inbox_opens_paused() {
     let dirs = dirs(ENDLESS_FIRST);
     let mut agent = Process::start(&dirs.home());
     agent.request(1, "initialize", json!({ "protocolVersion": 1 }));
@@ -542,7 +542,7 @@ fn an_item_running_when_the_agent_is_killed_is_failed_interrupted_on_reopening()
     agent.request(3, "_heron/inbox/setPaused", json!({ "sessionId": session, "paused": true }));
     let slow =
         agent.request(4, "_heron/inbox/enqueue", json!({ "sessionId": session, "prompt": text("Slow") }));
-    let slow = slow["result"]["item"]["itemId"].as_str().expect("item").to_owned();
+    let slow = slow["result"]["itemId"].as_str().expect("item").to_owned();
     agent.request(5, "_heron/inbox/enqueue", json!({ "sessionId": session, "prompt": text("Next") }));
     agent.request(6, "_heron/inbox/setPaused", json!({ "sessionId": session, "paused": false }));
     agent.until(|m| is_chunk(m, "Working"));
@@ -552,10 +552,23 @@ fn an_item_running_when_the_agent_is_killed_is_failed_interrupted_on_reopening()
     let mut agent = Process::start(&dirs.home());
     agent.request(1, "initialize", json!({ "protocolVersion": 1 }));
     agent.request(2, "session/resume", json!({ "sessionId": session, "cwd": dirs.ws(), "mcpServers": [] }));
-    let next = agent.until(|m| update_kind(m) == Some("user_message_chunk"));
-    assert_eq!(next["params"]["update"]["content"]["text"], "Next", "the queue runs on: {next}");
     let got = agent.request(3, "_heron/inbox/get", json!({ "sessionId": session, "itemId": slow }));
     let item = &got["result"]["item"];
     assert_eq!(item["status"], "failed", "{got}");
     assert_eq!(item["error"], "interrupted: Heron stopped while this item ran", "{got}");
+    // Recovered: nothing starts until the user has looked and resumed.
+    let listed = agent.request(4, "_heron/inbox/list", json!({ "sessionId": session }));
+    assert_eq!(
+        (listed["result"]["paused"].as_bool(), listed["result"]["recovered"].as_bool()),
+        (Some(true), Some(true)),
+        "{listed}"
+    );
+    assert_eq!(listed["result"]["items"][1]["status"], "queued", "{listed}");
+    let resumed =
+        agent.request(5, "_heron/inbox/setPaused", json!({ "sessionId": session, "paused": false }));
+    assert_eq!(resumed["result"]["paused"], false, "{resumed}");
+    let next = agent.until(|m| update_kind(m) == Some("user_message_chunk"));
+    assert_eq!(next["params"]["update"]["content"]["text"], "Next", "the queue runs on once resumed: {next}");
+    let listed = agent.request(6, "_heron/inbox/list", json!({ "sessionId": session }));
+    assert_eq!(listed["result"]["recovered"], false, "resuming clears the mark: {listed}");
 }

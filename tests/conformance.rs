@@ -96,6 +96,7 @@ transcripts!(
     inbox_cancel,
     inbox_edit,
     inbox_run,
+    inbox_steer,
     initialize,
     mcp_servers,
     prompt_turn,

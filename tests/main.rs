@@ -10,6 +10,7 @@ mod acp_durability;
 mod acp_engine;
 mod acp_goal;
 mod acp_inbox;
+mod acp_inbox_contract;
 mod acp_mcp;
 mod acp_memory;
 mod acp_outcome;

@@ -68,6 +68,9 @@ pub enum ErrorCode {
     /// The inbox item has not failed.
     #[serde(rename = "inbox.item_not_failed")]
     ItemNotFailed,
+    /// The inbox is full and none of its items has finished.
+    #[serde(rename = "inbox.full")]
+    InboxFull,
     /// A provider cannot start (a bad script, a bad URL).
     #[serde(rename = "provider.unavailable")]
     ProviderUnavailable,
@@ -88,7 +91,7 @@ pub enum ErrorCode {
 impl ErrorCode {
     /// Every code, for the naming-scheme test.
     #[cfg(test)]
-    const ALL: [ErrorCode; 21] = [
+    const ALL: [ErrorCode; 22] = [
         ErrorCode::RootRelative,
         ErrorCode::RootMissing,
         ErrorCode::RootNotOwned,
@@ -105,6 +108,7 @@ impl ErrorCode {
         ErrorCode::ItemNotFound,
         ErrorCode::ItemNotQueued,
         ErrorCode::ItemNotFailed,
+        ErrorCode::InboxFull,
         ErrorCode::ProviderUnavailable,
         ErrorCode::HomeUnusable,
         ErrorCode::StoreCorrupt,
@@ -150,6 +154,19 @@ pub const MAX_FAILURE_MESSAGE: usize = 2048;
 pub fn unknown_session(id: &str) -> RpcError {
     RpcError::new(RESOURCE_NOT_FOUND, format!("Session not found: {id}"))
         .with_data(json!({ "sessionId": id }))
+}
+
+/// -32602 instead of -32002 for a session a method takes as a parameter to act on
+/// (`_heron/session/steer`), with `data.path: "sessionId"` added and the rest of `data`
+/// (`sessionId`, a `code`) kept; any other error passes through.
+pub fn session_as_param(mut err: RpcError) -> RpcError {
+    if err.code == RESOURCE_NOT_FOUND {
+        err.code = INVALID_PARAMS;
+        if let Some(data) = err.data.as_mut().and_then(Value::as_object_mut) {
+            data.insert("path".to_owned(), json!("sessionId"));
+        }
+    }
+    err
 }
 
 /// -32002 for a session another Heron process has open, with `data.sessionId`: it can be

@@ -1,7 +1,9 @@
-//! The durable inbox on the wire: `_heron/inbox/*`, and the stream that carries inbox turns
-//! to the editor. Each method runs on the session's inbox in the order the editor sent it;
-//! a client that wants status updates gets the new counts before the answer, and an item a
-//! method made runnable starts only after that answer, so the editor knows it first.
+//! The durable inbox on the wire: `_heron/inbox/*`, `_heron/session/steer` (a steer is an
+//! inbox item), and the stream that carries inbox turns to the editor. Each method runs on
+//! the session's inbox in the order the editor sent it; a client that wants status updates
+//! gets the new counts before the answer, and an item a method made runnable starts only
+//! after that answer, so the editor knows it first. Listings carry item metadata; only
+//! `get`, `update` and `retry` answer with a prompt.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -9,20 +11,24 @@ use std::sync::Arc;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::errors::{ErrorCode, coded, unknown_session};
+use super::errors::{ErrorCode, coded, session_as_param, unknown_session};
 use super::{HeronAgent, Inner, Reply, convert};
 use heron_core::session::Session;
-use heron_core::session::inbox::{InboxError, InboxStatus, Item};
+use heron_core::session::inbox::{
+    CAPACITY, Disposition, InboxError, InboxIntent, InboxStatus, Item, NewItem,
+};
 use heron_core::types::PromptInput;
 use heron_protocol::error::INVALID_PARAMS;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
-    ContentBlock, HeronInboxDeleteRequest, HeronInboxDeleteResponse, HeronInboxEnqueueRequest,
-    HeronInboxEnqueueResponse, HeronInboxGetRequest, HeronInboxGetResponse, HeronInboxItem, HeronInboxItemId,
-    HeronInboxItemStatus, HeronInboxListRequest, HeronInboxListResponse, HeronInboxMoveRequest,
-    HeronInboxMoveResponse, HeronInboxRefreshRequest, HeronInboxRefreshResponse, HeronInboxRetryRequest,
-    HeronInboxRetryResponse, HeronInboxSetPausedRequest, HeronInboxSetPausedResponse,
-    HeronInboxUpdateRequest, HeronInboxUpdateResponse, RpcError, SessionId, TextContent,
+    ContentBlock, HeronInboxDeleteRequest, HeronInboxDeleteResponse, HeronInboxDisposition,
+    HeronInboxEnqueueRequest, HeronInboxEnqueueResponse, HeronInboxGetRequest, HeronInboxGetResponse,
+    HeronInboxIntent, HeronInboxItem, HeronInboxItemId, HeronInboxItemStatus, HeronInboxItemSummary,
+    HeronInboxListRequest, HeronInboxListResponse, HeronInboxMoveRequest, HeronInboxMoveResponse,
+    HeronInboxRefreshRequest, HeronInboxRefreshResponse, HeronInboxRetryRequest, HeronInboxRetryResponse,
+    HeronInboxSetPausedRequest, HeronInboxSetPausedResponse, HeronInboxUpdateRequest,
+    HeronInboxUpdateResponse, HeronSessionSteerRequest, HeronSessionSteerResponse, RpcError, SessionId,
+    TextContent,
 };
 
 /// Lets the session's queued items run once the answer that opened it is out (the editor
@@ -40,15 +46,17 @@ pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
     heron_rpc::after_response(async move { inbox.serve(updates) });
 }
 
-/// Checks a prompt as `session/prompt` does, and that it is not empty.
-fn checked_prompt(prompt: Vec<ContentBlock>) -> Result<Vec<PromptInput>, RpcError> {
+/// Checks a prompt as `session/prompt` does, and that it is not empty (`empty` says why not).
+fn checked_prompt(prompt: Vec<ContentBlock>, empty: &str) -> Result<Vec<PromptInput>, RpcError> {
     if prompt.is_empty() {
-        return Err(RpcError::invalid_params("prompt", "an inbox prompt must not be empty"));
+        return Err(RpcError::invalid_params("prompt", empty));
     }
     convert::prompt_input(prompt)
 }
 
-/// An item as the wire shows it.
+const EMPTY_ITEM: &str = "an inbox prompt must not be empty";
+
+/// An item as `get`, `update` and `retry` show it: with its prompt.
 fn wire_item(item: Item) -> HeronInboxItem {
     let prompt = match &item.prompt {
         Ok(input) => convert::prompt_blocks(input),
@@ -58,13 +66,35 @@ fn wire_item(item: Item) -> HeronInboxItem {
             text: "[this prompt can no longer be read]".to_owned(),
         })],
     };
+    let summary = wire_summary(item);
     HeronInboxItem {
+        created_at: summary.created_at,
+        error: summary.error,
+        idempotency_key: summary.idempotency_key,
+        intent: summary.intent,
+        item_id: summary.item_id,
+        meta: None,
+        position: summary.position,
+        preview: summary.preview,
+        prompt,
+        prompt_bytes: summary.prompt_bytes,
+        status: summary.status,
+        updated_at: summary.updated_at,
+    }
+}
+
+/// An item as listings show it: metadata, never the prompt.
+fn wire_summary(item: Item) -> HeronInboxItemSummary {
+    HeronInboxItemSummary {
+        preview: item.preview(),
+        prompt_bytes: item.prompt_bytes(),
         created_at: item.created_at,
         error: item.error,
+        idempotency_key: item.idempotency_key,
+        intent: wire_intent(item.intent),
         item_id: HeronInboxItemId(item.id),
         meta: None,
         position: item.position,
-        prompt,
         status: wire_status(item.status),
         updated_at: item.updated_at,
     }
@@ -80,8 +110,29 @@ fn wire_status(status: InboxStatus) -> HeronInboxItemStatus {
     }
 }
 
-fn wire_items(items: Vec<Item>) -> Vec<HeronInboxItem> {
-    items.into_iter().map(wire_item).collect()
+fn wire_intent(intent: InboxIntent) -> HeronInboxIntent {
+    match intent {
+        InboxIntent::Followup => HeronInboxIntent::Followup,
+        InboxIntent::Steer => HeronInboxIntent::Steer,
+    }
+}
+
+fn core_intent(intent: HeronInboxIntent) -> InboxIntent {
+    match intent {
+        HeronInboxIntent::Followup => InboxIntent::Followup,
+        HeronInboxIntent::Steer => InboxIntent::Steer,
+    }
+}
+
+fn wire_disposition(disposition: Disposition) -> HeronInboxDisposition {
+    match disposition {
+        Disposition::QueuedFollowup => HeronInboxDisposition::QueuedFollowup,
+        Disposition::SteerAccepted => HeronInboxDisposition::SteerAccepted,
+    }
+}
+
+fn summaries(items: Vec<Item>) -> Vec<HeronInboxItemSummary> {
+    items.into_iter().map(wire_summary).collect()
 }
 
 /// The wire error for a refused inbox operation.
@@ -107,6 +158,13 @@ fn inbox_error(err: InboxError) -> RpcError {
             )
         }
         InboxError::BadCursor => RpcError::invalid_params("cursor", reason),
+        InboxError::BadKey(_) => RpcError::invalid_params("idempotencyKey", reason),
+        InboxError::Full { capacity } => coded(
+            INVALID_PARAMS,
+            reason.clone(),
+            ErrorCode::InboxFull,
+            json!({ "capacity": capacity, "reason": reason }),
+        ),
         InboxError::SessionGone(id) => unknown_session(&id),
         InboxError::Internal(cause) => RpcError::internal(&cause),
     }
@@ -144,15 +202,47 @@ pub(super) fn enqueue<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxEnqueueRequest,
 ) -> Reply<HeronInboxEnqueueResponse> {
-    let prompt = checked_prompt(params.prompt);
+    let prompt = checked_prompt(params.prompt, EMPTY_ITEM);
+    let (position, idempotency_key) = (params.position, params.idempotency_key);
+    // Absent means a follow-up, as every enqueue was before intents existed.
+    let intent = params.intent.map_or(InboxIntent::Followup, core_intent);
     ordered(agent, &params.session_id, move |session| async move {
-        let prompt = prompt?;
-        let item = session.inbox().enqueue(&prompt, params.position).await.map_err(inbox_error)?;
-        Ok(HeronInboxEnqueueResponse { item: wire_item(item), meta: None })
+        let new = NewItem { prompt: prompt?, position, intent, idempotency_key };
+        let enqueued = session.inbox().enqueue(new).await.map_err(inbox_error)?;
+        Ok(HeronInboxEnqueueResponse {
+            disposition: wire_disposition(enqueued.disposition),
+            idempotent: enqueued.idempotent,
+            status: wire_status(enqueued.item.status),
+            position: enqueued.item.position,
+            item_id: HeronInboxItemId(enqueued.item.id),
+            paused: enqueued.paused,
+            meta: None,
+        })
     })
 }
 
-/// `_heron/inbox/list`.
+/// `_heron/session/steer`: guidance committed as an inbox item, for the running turn or as
+/// a follow-up. An unknown session is -32602 naming `sessionId`: the session is a
+/// parameter of this call, not a resource it looks up.
+pub(super) fn steer<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: HeronSessionSteerRequest,
+) -> Reply<HeronSessionSteerResponse> {
+    let prompt = checked_prompt(params.prompt, "steering input must not be empty");
+    let steered = ordered(agent, &params.session_id, move |session| async move {
+        let new =
+            NewItem { prompt: prompt?, position: None, intent: InboxIntent::Steer, idempotency_key: None };
+        let enqueued = session.inbox().enqueue(new).await.map_err(inbox_error)?;
+        Ok(HeronSessionSteerResponse {
+            disposition: wire_disposition(enqueued.disposition),
+            item_id: HeronInboxItemId(enqueued.item.id),
+            meta: None,
+        })
+    });
+    Box::pin(async move { steered.await.map_err(session_as_param) })
+}
+
+/// `_heron/inbox/list`: metadata only.
 pub(super) fn list<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxListRequest,
@@ -160,10 +250,12 @@ pub(super) fn list<O: Outgoing>(
     ordered(agent, &params.session_id, move |session| async move {
         let page = session.inbox().page(params.cursor.as_deref()).await.map_err(inbox_error)?;
         Ok(HeronInboxListResponse {
-            items: wire_items(page.items),
+            items: summaries(page.items),
             meta: None,
             next_cursor: page.next_cursor,
             paused: page.paused,
+            recovered: page.recovered,
+            capacity: CAPACITY,
         })
     })
 }
@@ -179,12 +271,12 @@ pub(super) fn get<O: Outgoing>(
     })
 }
 
-/// `_heron/inbox/update`: queued items only.
+/// `_heron/inbox/update`: queued items only (a follow-up not started, a steer not applied).
 pub(super) fn update<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxUpdateRequest,
 ) -> Reply<HeronInboxUpdateResponse> {
-    let prompt = checked_prompt(params.prompt);
+    let prompt = checked_prompt(params.prompt, EMPTY_ITEM);
     ordered(agent, &params.session_id, move |session| async move {
         let prompt = prompt?;
         let item = session.inbox().update(&params.item_id.0, &prompt).await.map_err(inbox_error)?;
@@ -210,7 +302,7 @@ pub(super) fn move_item<O: Outgoing>(
 ) -> Reply<HeronInboxMoveResponse> {
     ordered(agent, &params.session_id, move |session| async move {
         let items = session.inbox().move_to(&params.item_id.0, params.position).await.map_err(inbox_error)?;
-        Ok(HeronInboxMoveResponse { items: wire_items(items), meta: None })
+        Ok(HeronInboxMoveResponse { items: summaries(items), meta: None })
     })
 }
 
@@ -236,13 +328,19 @@ pub(super) fn retry<O: Outgoing>(
     })
 }
 
-/// `_heron/inbox/refresh`: the whole inbox, re-read from the store.
+/// `_heron/inbox/refresh`: the whole inbox's metadata, re-read from the store.
 pub(super) fn refresh<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxRefreshRequest,
 ) -> Reply<HeronInboxRefreshResponse> {
     ordered(agent, &params.session_id, move |session| async move {
         let state = session.inbox().all().await.map_err(inbox_error)?;
-        Ok(HeronInboxRefreshResponse { items: wire_items(state.items), meta: None, paused: state.paused })
+        Ok(HeronInboxRefreshResponse {
+            items: summaries(state.items),
+            meta: None,
+            paused: state.paused,
+            recovered: state.recovered,
+            capacity: CAPACITY,
+        })
     })
 }

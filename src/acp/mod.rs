@@ -238,7 +238,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         &self,
         params: HeronSessionSteerRequest,
     ) -> impl Future<Output = Result<HeronSessionSteerResponse, RpcError>> + Send + 'static {
-        ready(vendor::steer(self, params))
+        inbox::steer(self, params)
     }
 
     fn heron_session_mcp_status(

@@ -1,16 +1,13 @@
-//! Heron's vendor methods on a session: `_heron/session/status`, `_heron/session/steer` and
-//! `_heron/session/goal/{pause,resume}`, and what `initialize` advertises about them.
+//! Heron's vendor methods on a session: `_heron/session/status` and
+//! `_heron/session/goal/{pause,resume}`, and what `initialize` advertises about the vendor
+//! methods (`_heron/session/steer` is an inbox write: `super::inbox`).
 
 use serde_json::{Map, Value, json};
 
 use super::errors::session_error;
-use super::{HeronAgent, Reply, convert, status};
-use heron_core::session::steer::SteerOutcome;
+use super::{HeronAgent, Reply, status};
 use heron_protocol::runtime::{Kind, Outgoing, Side, Stability};
-use heron_protocol::{
-    HeronGoal, HeronSessionStatusRequest, HeronSessionStatusResponse, HeronSessionSteerRequest,
-    HeronSessionSteerResponse, HeronSteerOutcome, RpcError, SessionId,
-};
+use heron_protocol::{HeronGoal, HeronSessionStatusRequest, HeronSessionStatusResponse, SessionId};
 
 /// `agentCapabilities._meta`: the vendor methods Heron serves and the notifications it
 /// sends, read from the generated tables so the list cannot drift from the code. Each
@@ -63,24 +60,6 @@ pub(super) fn status<O: Outgoing>(
         let (_, snapshot) = session?.status();
         Ok(HeronSessionStatusResponse { meta: None, status: status::status(&snapshot) })
     })
-}
-
-/// `_heron/session/steer`. Runs on the reader, in arrival order with prompts: a steer
-/// sent before a prompt opens that prompt.
-pub(super) fn steer<O: Outgoing>(
-    agent: &HeronAgent<O>,
-    params: HeronSessionSteerRequest,
-) -> Result<HeronSessionSteerResponse, RpcError> {
-    let session = agent.session(&params.session_id)?;
-    if params.prompt.is_empty() {
-        return Err(RpcError::invalid_params("prompt", "steering input must not be empty"));
-    }
-    let input = convert::prompt_input(params.prompt)?;
-    let outcome = match session.steer(input) {
-        SteerOutcome::Delivered => HeronSteerOutcome::Delivered,
-        SteerOutcome::Queued => HeronSteerOutcome::Queued,
-    };
-    Ok(HeronSessionSteerResponse { meta: None, outcome })
 }
 
 /// `_heron/session/goal/pause` (`pause`) and `_heron/session/goal/resume`. The status

@@ -49,11 +49,14 @@ fn extends(earlier: &Seen, later: &Seen) {
 async fn consecutive_requests_repeat_the_one_before_byte_for_byte() {
     let session: Arc<OnceLock<Arc<Session>>> = Arc::new(OnceLock::new());
     let steering = Arc::clone(&session);
+    let runtime = tokio::runtime::Handle::current();
     let server = MockServer::start(move |n, request| match n {
         0 => {
-            // The user steers while the model's tool call is on its way.
+            // The user steers while the model's tool call is on its way; the steer is
+            // committed before the server answers.
             let steer = vec![PromptInput::Content(UserContent::Text { text: STEER.into() })];
-            steering.get().expect("the session is open").steer(steer);
+            let session = steering.get().expect("the session is open");
+            runtime.block_on(session.steer(steer)).expect("steered");
             Answer::Stream(sse(&[call(0, "call_1", json!("{\"path\":\"a.txt\"}")), finish("tool_calls")]))
         }
         1 => final_answer(request, "call_1"),

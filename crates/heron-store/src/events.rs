@@ -30,7 +30,7 @@ pub struct EventRecord {
 pub const MAX_EVENTS_LIMIT: usize = 10_000;
 
 /// Appends encoded events inside the caller's transaction and returns their seqs.
-fn append<K: AsRef<str>, P: AsRef<str>>(
+pub(crate) fn append<K: AsRef<str>, P: AsRef<str>>(
     conn: &Connection,
     session_id: &str,
     events: &[(K, P)],

@@ -1,4 +1,5 @@
-//! The inbox: a durable, ordered per-session queue of prompts waiting to run.
+//! The inbox: a durable, ordered per-session queue of prompts waiting to run, and the
+//! steering accepted for a session's running turn.
 //!
 //! Positions within a session are dense, `0..n`, after every operation: inserting at a
 //! position shifts later items down, deleting or moving closes the gap. Each operation runs in
@@ -8,13 +9,26 @@
 //! that must only apply in one status (`only_if`) is checked in the same transaction, so an
 //! item claimed by a turn can no longer be edited as if it were still waiting.
 //!
-//! A session's `inbox_paused` flag lives on its row: a paused inbox yields nothing to
-//! [`Store::inbox_claim_next`].
+//! An item's [`InboxIntent`] says what it is for: a follow-up runs as a turn of its own; a
+//! queued steer waits for the running turn to apply it ([`Store::inbox_apply_steer`]) and
+//! is never claimed as a turn. An idempotency key names one enqueue per session: a second
+//! enqueue with it finds the first item instead of adding one. A session's inbox holds at
+//! most [`NewInboxItem::capacity`] items; a full one makes room by removing its oldest
+//! finished item, or refuses the new one.
+//!
+//! A session's `inbox_paused` and `inbox_recovered` flags live on its row: a paused inbox
+//! yields nothing to [`Store::inbox_claim_next`].
+
+mod enqueue;
+mod steers;
 
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde_json::Value;
 
 use super::{Store, StoreError, decode_json, encode_json, now, sessions};
+
+pub use enqueue::{Enqueued, INBOX_CAPACITY, NewInboxItem, Placement};
+pub use steers::Recovery;
 
 /// Where an inbox item stands; stored as its snake_case name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -65,11 +79,48 @@ impl std::fmt::Display for InboxStatus {
     }
 }
 
+/// What an inbox item is for; stored as its snake_case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InboxIntent {
+    /// A prompt that runs as a turn of its own.
+    Followup,
+    /// Guidance for the session's running turn; never claimed as a turn.
+    Steer,
+}
+
+impl InboxIntent {
+    /// The stored (and shown) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InboxIntent::Followup => "followup",
+            InboxIntent::Steer => "steer",
+        }
+    }
+
+    /// The intent a stored name names.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [InboxIntent::Followup, InboxIntent::Steer].into_iter().find(|i| i.as_str() == name)
+    }
+}
+
 /// A session's whole inbox, read at one moment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InboxState {
     /// Every item, in position order.
     pub items: Vec<InboxItem>,
+    /// Whether queued items are held back.
+    pub paused: bool,
+    /// Whether the inbox was found with work a stopped process left unfinished, and has
+    /// not been resumed since.
+    pub recovered: bool,
+}
+
+/// How many items of a session's inbox stand where, read without their prompts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxTally {
+    /// The number of items of each status and intent present.
+    pub counts: Vec<(InboxStatus, InboxIntent, u32)>,
     /// Whether queued items are held back.
     pub paused: bool,
 }
@@ -87,6 +138,10 @@ pub struct InboxItem {
     pub prompt: Value,
     /// Where it stands.
     pub status: InboxStatus,
+    /// What it is for.
+    pub intent: InboxIntent,
+    /// The key its enqueue was given, if any.
+    pub idempotency_key: Option<String>,
     /// Why it failed, when it did.
     pub error: Option<String>,
     /// When it was enqueued (RFC 3339 UTC, milliseconds).
@@ -95,7 +150,8 @@ pub struct InboxItem {
     pub updated_at: String,
 }
 
-const COLUMNS: &str = "id, session_id, position, prompt, status, error, created_at, updated_at";
+const COLUMNS: &str =
+    "id, session_id, position, prompt, status, error, created_at, updated_at, intent, idempotency_key";
 
 fn item_from_row(row: &Row<'_>) -> Result<InboxItem, StoreError> {
     let id: String = row.get(0)?;
@@ -104,7 +160,12 @@ fn item_from_row(row: &Row<'_>) -> Result<InboxItem, StoreError> {
     let status: String = row.get(4)?;
     let status = InboxStatus::from_name(&status)
         .ok_or_else(|| StoreError::Corrupt(format!("inbox item {id:?} has status {status:?}")))?;
+    let intent: String = row.get(8)?;
+    let intent = InboxIntent::from_name(&intent)
+        .ok_or_else(|| StoreError::Corrupt(format!("inbox item {id:?} has intent {intent:?}")))?;
     Ok(InboxItem {
+        intent,
+        idempotency_key: row.get(9)?,
         position: u32::try_from(position)
             .map_err(|_| StoreError::Corrupt(format!("inbox item {id:?} has position {position}")))?,
         prompt: decode_json(&prompt, || format!("prompt of inbox item {id:?}"))?,
@@ -144,8 +205,15 @@ fn require_in(conn: &Connection, id: &str, only_if: Option<InboxStatus>) -> Resu
 
 /// Whether a session's inbox is paused; `None` for an unknown session.
 fn paused(conn: &Connection, session_id: &str) -> Result<Option<bool>, StoreError> {
+    Ok(flags(conn, session_id)?.map(|(paused, _)| paused))
+}
+
+/// A session's inbox flags, `(paused, recovered)`; `None` for an unknown session.
+fn flags(conn: &Connection, session_id: &str) -> Result<Option<(bool, bool)>, StoreError> {
     Ok(conn
-        .query_row("SELECT inbox_paused FROM sessions WHERE id = ?1", [session_id], |row| row.get(0))
+        .query_row("SELECT inbox_paused, inbox_recovered FROM sessions WHERE id = ?1", [session_id], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
         .optional()?)
 }
 
@@ -177,37 +245,6 @@ fn shift(conn: &Connection, session_id: &str, from: i64, delta: i64) -> Result<(
 }
 
 impl Store {
-    /// Adds a prompt to a session's queue with status [`InboxStatus::Queued`], at `position` (clamped to
-    /// the end) or, for `None`, at the end. An unknown session is [`StoreError::NotFound`].
-    pub async fn inbox_enqueue(
-        &self,
-        session_id: &str,
-        prompt: Value,
-        position: Option<u32>,
-    ) -> Result<InboxItem, StoreError> {
-        let session_id = session_id.to_owned();
-        let prompt = encode_json(&prompt)?;
-        self.run(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            if sessions::get(&tx, &session_id)?.is_none() {
-                return Err(sessions::not_found(&session_id));
-            }
-            let end = len(&tx, &session_id)?;
-            let position = position.map_or(end, |p| i64::from(p).min(end));
-            shift(&tx, &session_id, position, 1)?;
-            let id = uuid::Uuid::new_v4().to_string();
-            tx.execute(
-                "INSERT INTO inbox_items (id, session_id, position, prompt, status, error, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?6)",
-                params![id, session_id, position, prompt, InboxStatus::Queued.as_str(), now()],
-            )?;
-            let item = require(&tx, &id)?;
-            tx.commit()?;
-            Ok(item)
-        })
-        .await
-    }
-
     /// A session's queue in position order (empty for an unknown session).
     pub async fn inbox_list(&self, session_id: &str) -> Result<Vec<InboxItem>, StoreError> {
         let session_id = session_id.to_owned();
@@ -323,21 +360,28 @@ impl Store {
         .await
     }
 
-    /// The first item in queue order whose status is [`InboxStatus::Queued`], if any.
+    /// The first queued follow-up in queue order, if any: the item that runs next.
     pub async fn inbox_next_queued(&self, session_id: &str) -> Result<Option<InboxItem>, StoreError> {
         let session_id = session_id.to_owned();
         self.run(move |conn| {
             let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM inbox_items WHERE session_id = ?1 AND status = ?2 ORDER BY position LIMIT 1"
+                "SELECT {COLUMNS} FROM inbox_items WHERE session_id = ?1 AND status = ?2 AND intent = ?3
+                 ORDER BY position LIMIT 1"
             ))?;
-            let mut rows = stmt.query(params![session_id, InboxStatus::Queued.as_str()])?;
+            let mut rows = stmt.query(params![
+                session_id,
+                InboxStatus::Queued.as_str(),
+                InboxIntent::Followup.as_str()
+            ])?;
             rows.next()?.map(item_from_row).transpose()
         })
         .await
     }
-    /// Takes the first queued item in queue order and marks it [`InboxStatus::Running`], in one
-    /// transaction, so two runners never take the same item. Yields nothing while the
-    /// inbox is paused. An unknown session is [`StoreError::NotFound`].
+
+    /// Takes the first queued follow-up in queue order and marks it [`InboxStatus::Running`],
+    /// in one transaction, so two runners never take the same item (queued steers are the
+    /// running turn's, never a turn of their own). Yields nothing while the inbox is paused.
+    /// An unknown session is [`StoreError::NotFound`].
     pub async fn inbox_claim_next(&self, session_id: &str) -> Result<Option<InboxItem>, StoreError> {
         let session_id = session_id.to_owned();
         self.run(move |conn| {
@@ -349,9 +393,9 @@ impl Store {
             }
             let next: Option<String> = tx
                 .query_row(
-                    "SELECT id FROM inbox_items WHERE session_id = ?1 AND status = ?2
+                    "SELECT id FROM inbox_items WHERE session_id = ?1 AND status = ?2 AND intent = ?3
                      ORDER BY position LIMIT 1",
-                    params![session_id, InboxStatus::Queued.as_str()],
+                    params![session_id, InboxStatus::Queued.as_str(), InboxIntent::Followup.as_str()],
                     |row| row.get(0),
                 )
                 .optional()?;
@@ -367,49 +411,60 @@ impl Store {
         .await
     }
 
-    /// Marks every running item of a session failed with `error`: no turn of this
-    /// process runs them, so whatever ran them stopped. Returns how many there were.
-    pub async fn inbox_fail_running(&self, session_id: &str, error: &str) -> Result<usize, StoreError> {
-        let (session_id, error) = (session_id.to_owned(), error.to_owned());
-        self.run(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let failed = tx.execute(
-                "UPDATE inbox_items SET status = ?3, error = ?4, updated_at = ?5
-                 WHERE session_id = ?1 AND status = ?2",
-                params![
-                    session_id,
-                    InboxStatus::Running.as_str(),
-                    InboxStatus::Failed.as_str(),
-                    error,
-                    now()
-                ],
-            )?;
-            tx.commit()?;
-            Ok(failed)
-        })
-        .await
-    }
-
-    /// A session's items and paused flag, read together. An unknown session is
+    /// A session's items and flags, read together. An unknown session is
     /// [`StoreError::NotFound`].
     pub async fn inbox_state(&self, session_id: &str) -> Result<InboxState, StoreError> {
         let session_id = session_id.to_owned();
         self.run(move |conn| {
             let tx = conn.transaction()?;
-            let paused = paused(&tx, &session_id)?.ok_or_else(|| sessions::not_found(&session_id))?;
+            let (paused, recovered) =
+                flags(&tx, &session_id)?.ok_or_else(|| sessions::not_found(&session_id))?;
             let items = list(&tx, &session_id)?;
             tx.commit()?;
-            Ok(InboxState { items, paused })
+            Ok(InboxState { items, paused, recovered })
         })
         .await
     }
 
-    /// Pauses or resumes a session's inbox. An unknown session is [`StoreError::NotFound`].
+    /// How many of a session's items stand where, and its paused flag, read together
+    /// without reading any prompt. An unknown session is [`StoreError::NotFound`].
+    pub async fn inbox_tally(&self, session_id: &str) -> Result<InboxTally, StoreError> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            let tx = conn.transaction()?;
+            let paused = paused(&tx, &session_id)?.ok_or_else(|| sessions::not_found(&session_id))?;
+            let mut stmt = tx.prepare_cached(
+                "SELECT status, intent, COUNT(*) FROM inbox_items WHERE session_id = ?1 GROUP BY status, intent",
+            )?;
+            let mut rows = stmt.query([&session_id])?;
+            let mut counts = Vec::new();
+            while let Some(row) = rows.next()? {
+                let (status, intent): (String, String) = (row.get(0)?, row.get(1)?);
+                let count: i64 = row.get(2)?;
+                let corrupt = || StoreError::Corrupt(format!("an inbox item has status {status:?}, intent {intent:?}"));
+                counts.push((
+                    InboxStatus::from_name(&status).ok_or_else(corrupt)?,
+                    InboxIntent::from_name(&intent).ok_or_else(corrupt)?,
+                    u32::try_from(count).unwrap_or(u32::MAX),
+                ));
+            }
+            drop(rows);
+            drop(stmt);
+            tx.commit()?;
+            Ok(InboxTally { counts, paused })
+        })
+        .await
+    }
+
+    /// Pauses or resumes a session's inbox; resuming also clears its `recovered` flag (the
+    /// user has seen what was left). An unknown session is [`StoreError::NotFound`].
     pub async fn inbox_set_paused(&self, session_id: &str, paused: bool) -> Result<(), StoreError> {
         let session_id = session_id.to_owned();
         self.run(move |conn| {
             let changed = conn.execute(
-                "UPDATE sessions SET inbox_paused = ?2 WHERE id = ?1",
+                "UPDATE sessions SET inbox_paused = ?2,
+                     inbox_recovered = CASE WHEN ?2 THEN inbox_recovered ELSE 0 END
+                 WHERE id = ?1",
                 params![session_id, paused],
             )?;
             if changed == 0 {

@@ -35,7 +35,10 @@ use std::time::{Duration, SystemTime};
 use rusqlite::{Connection, OpenFlags};
 
 pub use events::{EventRecord, MAX_EVENTS_LIMIT};
-pub use inbox::{InboxItem, InboxState, InboxStatus};
+pub use inbox::{
+    Enqueued, INBOX_CAPACITY, InboxIntent, InboxItem, InboxState, InboxStatus, InboxTally, NewInboxItem,
+    Placement, Recovery,
+};
 pub use inspect::{StoreHealth, inspect};
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{ListQuery, MAX_LIST_LIMIT, NewSession, Page, SessionPatch, SessionRecord};
@@ -64,6 +67,13 @@ pub enum StoreError {
         id: String,
         /// Its status.
         status: InboxStatus,
+    },
+    /// The session's inbox holds as many items as it may, none of them finished; nothing
+    /// was added.
+    #[error("the inbox is full: it holds {capacity} items and none has finished")]
+    InboxFull {
+        /// The most items it may hold.
+        capacity: usize,
     },
     /// A list cursor was malformed or was issued for a different query.
     #[error("the list cursor is malformed or belongs to a different query")]
@@ -107,7 +117,7 @@ pub enum StoreErrorKind {
     /// Heron); it may work later or elsewhere.
     Unavailable,
     /// Anything else, including the outcomes a caller handles itself (not found, bad
-    /// cursor, wrong status).
+    /// cursor, wrong status, a full inbox).
     Other,
 }
 
@@ -122,6 +132,7 @@ impl StoreError {
             StoreError::NotFound { .. }
             | StoreError::AlreadyExists(_)
             | StoreError::WrongStatus { .. }
+            | StoreError::InboxFull { .. }
             | StoreError::BadCursor
             | StoreError::Sqlite(_)
             | StoreError::Task(_) => StoreErrorKind::Other,

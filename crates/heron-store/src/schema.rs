@@ -56,6 +56,17 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE sessions ADD COLUMN inbox_paused INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 4: what an inbox item is for (a follow-up prompt or steering for the running turn),
+    // the key that makes a retried enqueue find its first item, and whether the inbox was
+    // found with work a stopped process left unfinished. Existing items are follow-ups
+    // without a key; existing inboxes were not recovered.
+    r#"
+    ALTER TABLE inbox_items ADD COLUMN intent TEXT NOT NULL DEFAULT 'followup';
+    ALTER TABLE inbox_items ADD COLUMN idempotency_key TEXT;
+    CREATE UNIQUE INDEX inbox_by_idempotency_key ON inbox_items (session_id, idempotency_key)
+        WHERE idempotency_key IS NOT NULL;
+    ALTER TABLE sessions ADD COLUMN inbox_recovered INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The schema version this build creates and understands.

@@ -1,7 +1,7 @@
 //! The store's per-session inbox: a durable, densely numbered prompt queue.
 
-use heron_store::{InboxItem, InboxStatus, NewSession, Store, StoreError};
-use serde_json::json;
+use heron_store::{InboxItem, InboxStatus, NewInboxItem, NewSession, Placement, Store, StoreError};
+use serde_json::{Value, json};
 use tempfile::TempDir;
 
 async fn open_with_session() -> (TempDir, Store, String) {
@@ -19,10 +19,17 @@ fn positions(items: &[InboxItem]) -> Vec<u32> {
     items.iter().map(|item| item.position).collect()
 }
 
+/// Enqueues a follow-up at `position` (`None`: last).
+async fn enqueue(store: &Store, session: &str, prompt: Value, position: Option<u32>) -> InboxItem {
+    let placement = position.map_or(Placement::End, Placement::At);
+    let new = NewInboxItem { placement, ..NewInboxItem::followup(prompt) };
+    store.inbox_enqueue(session, new).await.expect("enqueue").item
+}
+
 async fn enqueue_texts(store: &Store, session: &str, texts: &[&str]) -> Vec<InboxItem> {
     let mut items = Vec::new();
     for text in texts {
-        items.push(store.inbox_enqueue(session, json!({"text": text}), None).await.expect("enqueue"));
+        items.push(enqueue(store, session, json!({"text": text}), None).await);
     }
     items
 }
@@ -30,7 +37,7 @@ async fn enqueue_texts(store: &Store, session: &str, texts: &[&str]) -> Vec<Inbo
 #[tokio::test]
 async fn enqueued_item_reads_back_queued() {
     let (_dir, store, session) = open_with_session().await;
-    let item = store.inbox_enqueue(&session, json!({"text": "a"}), None).await.expect("enqueue");
+    let item = enqueue(&store, &session, json!({"text": "a"}), None).await;
     assert_eq!(item.session_id, session);
     assert_eq!(item.position, 0);
     assert_eq!(item.status, InboxStatus::Queued);
@@ -51,8 +58,8 @@ async fn enqueue_without_position_appends() {
 async fn enqueue_at_a_position_shifts_later_items() {
     let (_dir, store, session) = open_with_session().await;
     enqueue_texts(&store, &session, &["a", "b"]).await;
-    store.inbox_enqueue(&session, json!({"text": "front"}), Some(0)).await.expect("enqueue");
-    store.inbox_enqueue(&session, json!({"text": "far"}), Some(99)).await.expect("enqueue");
+    enqueue(&store, &session, json!({"text": "front"}), Some(0)).await;
+    enqueue(&store, &session, json!({"text": "far"}), Some(99)).await;
     let items = store.inbox_list(&session).await.expect("list");
     assert_eq!(texts(&items), ["front", "a", "b", "far"]);
     assert_eq!(positions(&items), [0, 1, 2, 3]);
@@ -61,14 +68,14 @@ async fn enqueue_at_a_position_shifts_later_items() {
 #[tokio::test]
 async fn enqueue_to_an_unknown_session_is_not_found() {
     let (_dir, store, _session) = open_with_session().await;
-    let err = store.inbox_enqueue("ghost", json!({}), None).await.expect_err("unknown");
+    let err = store.inbox_enqueue("ghost", NewInboxItem::followup(json!({}))).await.expect_err("unknown");
     assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
 }
 
 #[tokio::test]
 async fn update_prompt_replaces_the_prompt() {
     let (_dir, store, session) = open_with_session().await;
-    let item = store.inbox_enqueue(&session, json!({"text": "a"}), None).await.expect("enqueue");
+    let item = enqueue(&store, &session, json!({"text": "a"}), None).await;
     let updated = store.inbox_update_prompt(&item.id, json!({"text": "b"}), None).await.expect("update");
     assert_eq!(updated.prompt, json!({"text": "b"}));
     assert_eq!(store.inbox_get(&item.id).await.expect("get"), Some(updated));
@@ -77,7 +84,7 @@ async fn update_prompt_replaces_the_prompt() {
 #[tokio::test]
 async fn set_status_records_status_and_error() {
     let (_dir, store, session) = open_with_session().await;
-    let item = store.inbox_enqueue(&session, json!({"text": "a"}), None).await.expect("enqueue");
+    let item = enqueue(&store, &session, json!({"text": "a"}), None).await;
     let failed = store
         .inbox_set_status(&item.id, InboxStatus::Failed, Some("provider timed out"), None)
         .await
@@ -136,7 +143,7 @@ async fn next_queued_skips_items_in_other_states() {
 async fn next_queued_is_none_when_nothing_waits() {
     let (_dir, store, session) = open_with_session().await;
     assert_eq!(store.inbox_next_queued(&session).await.expect("empty"), None);
-    let item = store.inbox_enqueue(&session, json!({"text": "a"}), None).await.expect("enqueue");
+    let item = enqueue(&store, &session, json!({"text": "a"}), None).await;
     store.inbox_set_status(&item.id, InboxStatus::Done, None, None).await.expect("done");
     assert_eq!(store.inbox_next_queued(&session).await.expect("all done"), None);
 }
@@ -146,7 +153,7 @@ async fn queues_of_different_sessions_are_separate() {
     let (_dir, store, a) = open_with_session().await;
     let b = store.create_session(NewSession::in_dir("/w")).await.expect("create b").id;
     enqueue_texts(&store, &a, &["a1", "a2"]).await;
-    let first_of_b = store.inbox_enqueue(&b, json!({"text": "b1"}), None).await.expect("enqueue b");
+    let first_of_b = enqueue(&store, &b, json!({"text": "b1"}), None).await;
     assert_eq!(first_of_b.position, 0);
     assert_eq!(texts(&store.inbox_list(&b).await.expect("list b")), ["b1"]);
 }
@@ -201,16 +208,30 @@ async fn a_paused_inbox_yields_nothing_to_claim_and_the_flag_is_stored() {
 }
 
 #[tokio::test]
-async fn failing_running_items_marks_only_those_failed_with_the_reason() {
+async fn recovery_fails_running_items_with_the_reason_and_pauses_the_inbox() {
     let (_dir, store, session) = open_with_session().await;
     let items = enqueue_texts(&store, &session, &["a", "b"]).await;
     store.inbox_claim_next(&session).await.expect("claim");
-    assert_eq!(store.inbox_fail_running(&session, "interrupted").await.expect("fail"), 1);
+    let recovery = store.inbox_recover(&session, "interrupted").await.expect("recover");
+    assert_eq!((recovery.interrupted, recovery.steers), (1, 0));
     let state = store.inbox_state(&session).await.expect("state");
     let statuses: Vec<(InboxStatus, Option<&str>)> =
         state.items.iter().map(|i| (i.status, i.error.as_deref())).collect();
     assert_eq!(statuses, [(InboxStatus::Failed, Some("interrupted")), (InboxStatus::Queued, None)]);
     assert_eq!(state.items[0].id, items[0].id);
+    assert!(state.paused && state.recovered, "held back until the user looks: {state:?}");
+    store.inbox_set_paused(&session, false).await.expect("resume");
+    let state = store.inbox_state(&session).await.expect("state");
+    assert!(!state.paused && !state.recovered, "resuming clears the mark: {state:?}");
+}
+
+#[tokio::test]
+async fn recovering_an_inbox_with_nothing_left_unfinished_changes_nothing() {
+    let (_dir, store, session) = open_with_session().await;
+    enqueue_texts(&store, &session, &["a"]).await;
+    assert!(!store.inbox_recover(&session, "interrupted").await.expect("recover").any());
+    let state = store.inbox_state(&session).await.expect("state");
+    assert!(!state.paused && !state.recovered, "{state:?}");
 }
 
 #[tokio::test]
@@ -248,8 +269,7 @@ async fn check_against_model(ops: Vec<Op>) {
     for (step, op) in ops.into_iter().enumerate() {
         match op {
             Op::Enqueue(position) => {
-                let item =
-                    store.inbox_enqueue(&session, json!({"step": step}), position).await.expect("enqueue");
+                let item = enqueue(&store, &session, json!({"step": step}), position).await;
                 let at = position.map_or(model.len(), |p| (p as usize).min(model.len()));
                 model.insert(at, item.id);
             }

@@ -3,6 +3,7 @@
 mod durability;
 mod events;
 mod inbox;
+mod inbox_steers;
 mod inspect;
 mod open;
 mod session_state;

@@ -163,7 +163,8 @@ async fn delete_cascades_to_events_and_inbox() {
     let (_dir, store) = open_temp().await;
     let created = store.create_session(session_in("/w")).await.expect("create");
     store.append_event(&created.id, "user", &json!({"text": "hi"})).await.expect("append");
-    let item = store.inbox_enqueue(&created.id, json!({"text": "later"}), None).await.expect("enqueue");
+    let later = heron_store::NewInboxItem::followup(json!({"text": "later"}));
+    let item = store.inbox_enqueue(&created.id, later).await.expect("enqueue").item;
     store.delete_session(&created.id).await.expect("delete");
     assert_eq!(store.event_count(&created.id).await.expect("count"), 0);
     assert!(store.events(&created.id, 0, 100).await.expect("events").is_empty());

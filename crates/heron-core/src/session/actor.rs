@@ -242,10 +242,15 @@ async fn run_job(
         verify_command: providers.config().verify_command.as_deref().map(Arc::from),
     };
     let (outcome, after) = match work {
-        Ready::Prompt(prompt) => turn.run(prompt).await,
+        Ready::Prompt(prompt) => {
+            session.steers.open().await;
+            turn.run(prompt).await
+        }
         Ready::Compact(instructions) => turn.compact(instructions).await,
     };
     *carried = after;
+    // Steering the turn never applied becomes a follow-up, held back after a stop.
+    session.inbox.settle_steers(matches!(outcome, Ok(StopReason::Cancelled))).await;
     Ok(outcome?)
 }
 

@@ -5,7 +5,8 @@
 //! the editor sent them in is the order they run in. [`Session::cancel`] ends the running
 //! turn and every queued one with `Cancelled`. Settings change at once, outside the
 //! actor, and apply from the next model request on. The goal, steering input and the
-//! status board are shared with the running turn; changes to them also happen at once.
+//! status board are shared with the running turn; changes to them also happen at once
+//! (steering is committed to the store first).
 //! When no prompt runs or waits, the actor runs the session's durable inbox (`inbox`).
 
 mod actor;
@@ -47,7 +48,7 @@ use self::permission::Approvals;
 use self::settings::{Choices, SettingError, Settings};
 use self::snapshot::Snapshot;
 use self::status::Board;
-use self::steer::{SteerOutcome, Steers};
+use self::steer::Steers;
 pub use self::turn::TurnError;
 use self::update::TurnUpdate;
 use crate::llm::registry::ModelError;
@@ -177,7 +178,8 @@ impl Session {
         let cost_complete = stored.as_ref().is_none_or(|u| u.cost_complete);
         let tokens = stored.map(|u| u.tokens).unwrap_or_default();
         let status = Arc::new(status);
-        let inbox = Arc::new(Inbox::new(id.clone(), context.store.clone(), status.clone()));
+        let steers = Arc::new(Steers::new(id.clone(), context.store.clone()));
+        let inbox = Arc::new(Inbox::new(id.clone(), context.store.clone(), status.clone(), steers.clone()));
         let session = Arc::new(Session {
             id,
             state: Mutex::new(state),
@@ -190,7 +192,7 @@ impl Session {
             editor: Mutex::new(editor),
             approvals: Arc::new(Mutex::new(Approvals::default())),
             status,
-            steers: Arc::new(Steers::default()),
+            steers,
             mcp: context.mcp.clone(),
             inbox: inbox.clone(),
         });
@@ -358,8 +360,15 @@ impl Session {
         &self.inbox
     }
 
-    /// Adds user input to the running turn, or to the next prompt when none runs.
-    pub fn steer(&self, input: Vec<PromptInput>) -> SteerOutcome {
-        self.steers.steer(input)
+    /// Adds user input to the running turn, or as a follow-up when none takes it
+    /// (`steer`); committed to the store before this returns.
+    pub async fn steer(&self, input: Vec<PromptInput>) -> Result<inbox::Enqueued, inbox::InboxError> {
+        let new = inbox::NewItem {
+            prompt: input,
+            position: None,
+            intent: inbox::InboxIntent::Steer,
+            idempotency_key: None,
+        };
+        self.inbox.enqueue(new).await
     }
 }

@@ -4,7 +4,7 @@
 use super::goal::{Goal, GoalStatus};
 use super::settings::{Mode, Posture};
 use crate::types::UsageReport;
-use heron_store::InboxStatus;
+use heron_store::{InboxIntent, InboxItem, InboxStatus};
 
 /// What the session's actor is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,17 +48,24 @@ pub struct InboxCounts {
 }
 
 impl InboxCounts {
-    /// Counts the items of a stored inbox by their status.
-    pub fn of(statuses: impl Iterator<Item = InboxStatus>, paused: bool) -> Self {
+    /// Counts the items of a stored inbox by their status. A queued steer waits for the
+    /// running turn, not to run: it is not counted.
+    pub fn of(items: &[InboxItem], paused: bool) -> Self {
+        Self::tallied(items.iter().map(|item| (item.status, item.intent, 1)), paused)
+    }
+
+    /// Counts an inbox from how many items of each status and intent it holds.
+    pub fn tallied(tally: impl IntoIterator<Item = (InboxStatus, InboxIntent, u32)>, paused: bool) -> Self {
         let mut counts = Self { paused, ..Self::default() };
-        for status in statuses {
+        for (status, intent, n) in tally {
             let count = match status {
+                InboxStatus::Queued if intent == InboxIntent::Steer => continue,
                 InboxStatus::Queued => &mut counts.queued,
                 InboxStatus::Running => &mut counts.running,
                 InboxStatus::Failed => &mut counts.failed,
                 InboxStatus::Done | InboxStatus::Cancelled => continue,
             };
-            *count = count.saturating_add(1);
+            *count = count.saturating_add(n);
         }
         counts
     }

@@ -1,7 +1,8 @@
 //! One prompt turn: model requests, streamed text and thought, tool calls, until the model
 //! stops, the turn runs out of requests, or it is cancelled. In goal mode the turn goes on
 //! with continuations until the goal ends, is paused, or the continuations run out
-//! (`pursuit`). Steering input reaches the model before its next request, and each request
+//! (`pursuit`). Steering accepted for the turn reaches the model before its next request,
+//! recorded in the same store write that marks it applied (`super::steer`), and each request
 //! is first fitted to the model's context window (`compact`).
 //!
 //! Every finished message, tool call and result is stored before the turn moves on, so a
@@ -19,7 +20,7 @@ use super::history::Images;
 use super::permission::{Approvals, Decision, Scope, decide};
 use super::settings::{Mode, Settings};
 use super::status::Board;
-use super::steer::Steers;
+use super::steer::{Pending, Steers};
 use super::transcript::Transcript;
 use super::update::{ChunkBudget, TurnUpdate};
 use crate::llm::registry::ResolvedProvider;
@@ -103,7 +104,7 @@ pub struct Turn {
     pub carried: Carried,
     /// The session's status (its goal and usage live there).
     pub status: Arc<Board>,
-    /// Steering input for this turn.
+    /// Steering for this turn; the actor opens it before the turn runs and settles it after.
     pub steers: Arc<Steers>,
     /// Continuations one goal-mode prompt may start.
     pub max_goal_continuations: u32,
@@ -194,14 +195,17 @@ impl Turn {
 
     /// Records `event`; `shown` says whether the editor is sent it too.
     async fn record_shown(&mut self, event: Event, shown: bool) -> Result<(), TurnError> {
-        // Encoded straight to text, and copied for the editor only when it shows there: a
-        // long message is held as few times as possible.
-        let payload: Arc<str> =
-            serde_json::to_string(&event).map_err(|e| TurnError::Store(e.to_string()))?.into();
+        let payload = encode(&event)?;
         self.store
             .append_event_json(&self.session_id, event.kind(), payload.clone())
             .await
             .map_err(|e| TurnError::Store(e.to_string()))?;
+        self.recorded(event, payload, shown).await;
+        Ok(())
+    }
+
+    /// What follows an event's store write: the transcript, the editor, the history.
+    async fn recorded(&mut self, event: Event, payload: Arc<str>, shown: bool) {
         self.carried.transcript.append(&self.carried.history, payload).await;
         // Finished messages and thoughts already streamed as chunks; the rest shows as it is.
         if shown && !matches!(event, Event::AgentMessage { .. } | Event::AgentThought { .. }) {
@@ -209,7 +213,6 @@ impl Turn {
             let _ = self.updates.send(TurnUpdate::Event(event.clone()));
         }
         self.carried.history.push(event);
-        Ok(())
     }
 
     pub(super) fn live(&self, update: TurnUpdate) {
@@ -219,8 +222,6 @@ impl Turn {
     /// Runs the turn for `prompt` and says how it ended.
     pub async fn run(mut self, prompt: Vec<UserContent>) -> (Result<StopReason, TurnError>, Carried) {
         let outcome = self.run_inner(prompt).await;
-        // Whatever steering the model never saw opens the next prompt.
-        self.steers.close_now();
         let outcome = match outcome {
             Err(TurnError::Provider(ProviderError::Cancelled)) => Ok(StopReason::Cancelled),
             _ if self.cancel().is_cancelled() => Ok(StopReason::Cancelled),
@@ -234,10 +235,6 @@ impl Turn {
 
     async fn run_inner(&mut self, prompt: Vec<UserContent>) -> Result<StopReason, TurnError> {
         let start = self.carried.history.len();
-        // Steering sent while no turn ran opens this prompt.
-        for input in self.steers.open() {
-            self.record_steer(input).await?;
-        }
         let pursuing = self.settings.mode == Mode::Goal;
         if pursuing {
             self.adopt_goal(&prompt).await?;
@@ -261,14 +258,14 @@ impl Turn {
                 continue;
             }
             // Steering that arrived as the model finished still gets an answer.
-            match self.steers.close() {
+            match self.steers.close().await {
                 Ok(()) => {
                     self.conclude(start).await?;
                     return Ok(StopReason::EndTurn);
                 }
                 Err(late) => {
-                    for input in late {
-                        self.record_steer(input).await?;
+                    for steer in late {
+                        self.record_steer(steer).await?;
                     }
                 }
             }
@@ -303,8 +300,9 @@ impl Turn {
             if self.cancel().is_cancelled() {
                 return Ok(StopReason::Cancelled);
             }
-            for input in self.steers.take() {
-                self.record_steer(input).await?;
+            let pending = self.steers.pending().await.map_err(|e| TurnError::Store(e.to_string()))?;
+            for steer in pending {
+                self.record_steer(steer).await?;
             }
             let tools = self.tool_specs(asking);
             let mut refused = false;
@@ -350,13 +348,30 @@ impl Turn {
         tools
     }
 
-    /// Records steering input as a user message; the model sees it at its next request.
-    async fn record_steer(&mut self, input: Vec<super::PromptInput>) -> Result<(), TurnError> {
-        let content = super::attachments::save(&self.env.cwd, input).await.unwrap_or_else(|reason| {
-            vec![UserContent::Text { text: format!("[an attachment could not be saved: {reason}]") }]
-        });
+    /// Applies a steer: records it as a user message, which the model sees at its next
+    /// request, in the store write that marks it applied. One withdrawn meanwhile (deleted
+    /// from the inbox) is skipped.
+    async fn record_steer(&mut self, steer: Pending) -> Result<(), TurnError> {
+        let content = match steer.input {
+            Ok(input) => super::attachments::save(&self.env.cwd, input).await.unwrap_or_else(|reason| {
+                vec![UserContent::Text { text: format!("[an attachment could not be saved: {reason}]") }]
+            }),
+            Err(reason) => {
+                vec![UserContent::Text { text: format!("[steering input cannot be read: {reason}]") }]
+            }
+        };
         let message_id = uuid::Uuid::new_v4().to_string();
-        self.record(Event::UserMessage { message_id, content }).await
+        let event = Event::UserMessage { message_id, content };
+        let payload = encode(&event)?;
+        let applied = self
+            .steers
+            .apply(&steer.id, event.kind(), payload.clone())
+            .await
+            .map_err(|e| TurnError::Store(e.to_string()))?;
+        if applied {
+            self.recorded(event, payload, true).await;
+        }
+        Ok(())
     }
 
     /// Records every call first (the editor sees them pending), then runs them in order.
@@ -564,6 +579,12 @@ impl Turn {
         self.live(TurnUpdate::Usage(report.clone()));
         self.status.change(|s| s.usage = Some(report));
     }
+}
+
+/// An event encoded straight to text, held once however often it is passed on (a long
+/// message is held as few times as possible).
+fn encode(event: &Event) -> Result<Arc<str>, TurnError> {
+    Ok(serde_json::to_string(event).map_err(|e| TurnError::Store(e.to_string()))?.into())
 }
 
 pub(super) struct Response {

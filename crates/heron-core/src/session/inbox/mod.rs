@@ -1,17 +1,26 @@
 //! A session's durable inbox: prompts kept in the store that run, in order, as ordinary turns
-//! whenever the session is idle (no prompt running or waiting) and the inbox is not paused.
-//! Invariant: each item is taken by one turn at most, and once a session is reopened no item
-//! is left `running` without a turn running it.
+//! whenever the session is idle (no prompt running or waiting) and the inbox is not paused,
+//! and the steering accepted for the running turn (`super::steer`). Invariant: each
+//! follow-up is taken by one turn at most, and once a session is reopened no item is left
+//! `running` without a turn running it, nor a steer waiting for a turn that is gone.
 //!
 //! The rules, as the adapter and the actor rely on them:
 //! - Prompts come first: the actor takes an item only when no prompt waits in its queue.
 //! - Nothing starts until the adapter serves the inbox ([`Inbox::serve`]): it gives the
 //!   stream that inbox turns report to.
+//! - An enqueue may carry an idempotency key (at most [`MAX_KEY_BYTES`]): a second enqueue
+//!   with the same key in the same session returns the first one's item and adds nothing,
+//!   for as long as that item is kept. The inbox holds at most [`CAPACITY`] items; a full
+//!   one removes its oldest finished (done or cancelled) item to make room, and refuses the
+//!   new one when none has finished ([`InboxError::Full`]).
 //! - An item's turn ending `end_turn` makes it `done`. Any other ending is `failed`, with
 //!   the reason in `error`: the turn failed, ended `max_tokens`, `max_turn_requests` or
 //!   `refusal`, or was interrupted (the session closed, or the process stopped, which is
 //!   found when the session is next opened). `session/cancel` during its turn makes it
 //!   `cancelled` and pauses the inbox, so a stop is not followed by the next item.
+//! - An inbox found with work a stopped process left (an item still `running`, a steer
+//!   never applied) is recovered when its session opens ([`reopen`]): it starts paused and
+//!   marked `recovered` until it is resumed, so the user can look at it first.
 //! - Deleting a running item removes it and cancels its turn, and is answered once that
 //!   turn has ended and its last updates are out; the inbox goes on.
 //! - Changes from the adapter happen one at a time in the order they were asked for
@@ -19,8 +28,9 @@
 //!   takes its place in the same line to claim an item, so a claim never lands between a
 //!   change and the answer that reports it.
 
+mod item;
 mod line;
-mod stored;
+pub(in crate::session) mod stored;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -29,20 +39,29 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use self::item::items;
+pub use self::item::{Disposition, Item, PREVIEW_BYTES};
 use self::line::Line;
 pub use self::line::Ticket;
 
 use super::snapshot::InboxCounts;
 use super::status::Board;
+use super::steer::Steers;
 use super::update::TurnUpdate;
 use super::{PromptError, PromptInput};
 use crate::llm::registry::Providers;
 use crate::types::StopReason;
-pub use heron_store::InboxStatus;
-use heron_store::{InboxItem, Store, StoreError};
+pub use heron_store::{InboxIntent, InboxStatus};
+use heron_store::{InboxItem, NewInboxItem, Placement, Store, StoreError};
 
 /// The most items one page of [`Inbox::page`] holds.
 pub const PAGE_SIZE: usize = 50;
+
+/// The most items a session's inbox holds (the store's default; it fits the wire's u32).
+pub const CAPACITY: u32 = heron_store::INBOX_CAPACITY as u32;
+
+/// The longest idempotency key, in bytes.
+pub const MAX_KEY_BYTES: usize = 128;
 
 /// The error of an item found running when its session is opened.
 pub const INTERRUPTED: &str = "interrupted: Heron stopped while this item ran";
@@ -77,6 +96,17 @@ pub enum InboxError {
     /// The list cursor is not one this inbox issued.
     #[error("the cursor is not one this agent issued for this inbox")]
     BadCursor,
+    /// The idempotency key is empty or longer than [`MAX_KEY_BYTES`].
+    #[error("the idempotency key must be 1 to {MAX_KEY_BYTES} bytes long, not {0}")]
+    BadKey(usize),
+    /// The inbox holds [`CAPACITY`] items and none has finished.
+    #[error(
+        "the inbox is full: it holds {capacity} items and none has finished; delete some or let them run"
+    )]
+    Full {
+        /// The most items it holds.
+        capacity: u32,
+    },
     /// The session itself is gone from the store.
     #[error("session {0} not found")]
     SessionGone(String),
@@ -90,46 +120,12 @@ impl From<StoreError> for InboxError {
         match err {
             StoreError::NotFound { entity: "session", id } => InboxError::SessionGone(id),
             StoreError::NotFound { id, .. } => InboxError::NotFound(id),
+            StoreError::InboxFull { capacity } => {
+                InboxError::Full { capacity: u32::try_from(capacity).unwrap_or(u32::MAX) }
+            }
             other => InboxError::Internal(other.to_string()),
         }
     }
-}
-
-/// One item of a session's inbox.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Item {
-    /// Its id.
-    pub id: String,
-    /// Its place in the queue, from 0.
-    pub position: u32,
-    /// Where it stands.
-    pub status: InboxStatus,
-    /// The prompt, or why the stored one can no longer be read.
-    pub prompt: Result<Vec<PromptInput>, String>,
-    /// Why it failed, when it did.
-    pub error: Option<String>,
-    /// When it was enqueued (RFC 3339 UTC).
-    pub created_at: String,
-    /// When it last changed (RFC 3339 UTC).
-    pub updated_at: String,
-}
-
-impl From<InboxItem> for Item {
-    fn from(item: InboxItem) -> Self {
-        Self {
-            prompt: stored::decode(&item.prompt),
-            id: item.id,
-            position: item.position,
-            status: item.status,
-            error: item.error,
-            created_at: item.created_at,
-            updated_at: item.updated_at,
-        }
-    }
-}
-
-fn items(stored: Vec<InboxItem>) -> Vec<Item> {
-    stored.into_iter().map(Item::from).collect()
 }
 
 /// A whole inbox at one moment.
@@ -139,6 +135,8 @@ pub struct InboxState {
     pub items: Vec<Item>,
     /// Whether queued items are held back.
     pub paused: bool,
+    /// Whether it was recovered from a stopped process and not resumed since.
+    pub recovered: bool,
 }
 
 /// One page of an inbox.
@@ -148,6 +146,35 @@ pub struct InboxPage {
     pub items: Vec<Item>,
     /// Where the next page starts; `None` on the last page.
     pub next_cursor: Option<String>,
+    /// Whether the inbox is paused.
+    pub paused: bool,
+    /// Whether it was recovered from a stopped process and not resumed since.
+    pub recovered: bool,
+}
+
+/// A prompt to add to the inbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewItem {
+    /// The prompt.
+    pub prompt: Vec<PromptInput>,
+    /// Where it goes; `None`: a follow-up goes last, a steer before the first queued
+    /// follow-up.
+    pub position: Option<u32>,
+    /// A follow-up, or steering for the running turn.
+    pub intent: InboxIntent,
+    /// Names this enqueue, so a retry finds the item it made.
+    pub idempotency_key: Option<String>,
+}
+
+/// What an enqueue did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Enqueued {
+    /// The item: the new one, or the one an earlier enqueue with the same key made.
+    pub item: Item,
+    /// Where it went.
+    pub disposition: Disposition,
+    /// Whether the key named an existing item, so nothing was added.
+    pub idempotent: bool,
     /// Whether the inbox is paused.
     pub paused: bool,
 }
@@ -193,6 +220,7 @@ pub struct Inbox {
     /// cancel.
     running: tokio::sync::Mutex<Option<Running>>,
     line: Line,
+    steers: Arc<Steers>,
 }
 
 impl std::fmt::Debug for Inbox {
@@ -202,17 +230,23 @@ impl std::fmt::Debug for Inbox {
 }
 
 /// Prepares a stored session's inbox for opening: items left `running` by a process that
-/// stopped become `failed` ([`INTERRUPTED`]). Returns the counts the session opens with.
-/// The manager calls it only while holding the session's lock, which a live process that
-/// has the session open would hold instead, so an item still `running` here really was
-/// left by a process that stopped.
+/// stopped become `failed` ([`INTERRUPTED`]), steers it accepted and never applied become
+/// queued follow-ups, and if there was either the inbox is paused and marked recovered.
+/// Returns the counts the session opens with. The manager calls it only while holding the
+/// session's lock, which a live process that has the session open would hold instead, so
+/// what is found here really was left by a process that stopped.
 pub async fn reopen(store: &Store, session_id: &str) -> Result<InboxCounts, StoreError> {
-    let interrupted = store.inbox_fail_running(session_id, INTERRUPTED).await?;
-    if interrupted > 0 {
-        tracing::info!(session = session_id, interrupted, "inbox items interrupted by a stop are failed");
+    let recovery = store.inbox_recover(session_id, INTERRUPTED).await?;
+    if recovery.any() {
+        tracing::info!(
+            session = session_id,
+            interrupted = recovery.interrupted,
+            steers = recovery.steers,
+            "an inbox a stopped process left is recovered, paused"
+        );
     }
-    let state = store.inbox_state(session_id).await?;
-    Ok(InboxCounts::of(state.items.iter().map(|i| i.status), state.paused))
+    let tally = store.inbox_tally(session_id).await?;
+    Ok(InboxCounts::tallied(tally.counts, tally.paused))
 }
 
 /// The text kept as a failed item's `error`: redacted of keys and clipped.
@@ -221,7 +255,7 @@ pub(super) fn failure(err: &PromptError, providers: &Providers) -> String {
 }
 
 impl Inbox {
-    pub(super) fn new(session_id: String, store: Store, board: Arc<Board>) -> Self {
+    pub(super) fn new(session_id: String, store: Store, board: Arc<Board>, steers: Arc<Steers>) -> Self {
         Self {
             session_id,
             store,
@@ -230,6 +264,7 @@ impl Inbox {
             route: Mutex::new(None),
             running: tokio::sync::Mutex::new(None),
             line: Line::default(),
+            steers,
         }
     }
 
@@ -254,19 +289,47 @@ impl Inbox {
         self.wake.notified().await;
     }
 
-    /// Adds a prompt at `position`, or at the end.
-    pub async fn enqueue(&self, prompt: &[PromptInput], position: Option<u32>) -> Result<Item, InboxError> {
-        let item = self.store.inbox_enqueue(&self.session_id, stored::encode(prompt), position).await?;
+    /// Adds a prompt, committed before this returns: a follow-up, or a steer that the
+    /// running turn takes if one takes steers and that is a follow-up otherwise. With a
+    /// known key nothing is added and the earlier item is returned.
+    pub async fn enqueue(&self, new: NewItem) -> Result<Enqueued, InboxError> {
+        if let Some(key) = &new.idempotency_key
+            && (key.is_empty() || key.len() > MAX_KEY_BYTES)
+        {
+            return Err(InboxError::BadKey(key.len()));
+        }
+        let placement = match (new.position, new.intent) {
+            (Some(position), _) => Placement::At(position),
+            (None, InboxIntent::Followup) => Placement::End,
+            // Guidance goes ahead of what was queued before it.
+            (None, InboxIntent::Steer) => Placement::Next,
+        };
+        let stored = NewInboxItem {
+            prompt: stored::encode(&new.prompt),
+            placement,
+            intent: InboxIntent::Followup,
+            idempotency_key: new.idempotency_key,
+            capacity: heron_store::INBOX_CAPACITY,
+        };
+        let enqueued = match new.intent {
+            InboxIntent::Followup => self.store.inbox_enqueue(&self.session_id, stored).await?,
+            InboxIntent::Steer => self.steers.accept(stored).await?,
+        };
         self.recount().await;
-        Ok(item.into())
+        Ok(Enqueued {
+            disposition: Disposition::of(enqueued.item.intent),
+            item: enqueued.item.into(),
+            idempotent: enqueued.idempotent,
+            paused: enqueued.paused,
+        })
     }
 
-    /// Every item and the paused flag, re-read from the store (another process sharing it
-    /// may have changed them); the status counts follow.
+    /// Every item and the flags, re-read from the store (another process sharing it may
+    /// have changed them); the status counts follow.
     pub async fn all(&self) -> Result<InboxState, InboxError> {
         let state = self.store.inbox_state(&self.session_id).await?;
-        self.board.change(|s| s.inbox = InboxCounts::of(state.items.iter().map(|i| i.status), state.paused));
-        Ok(InboxState { items: items(state.items), paused: state.paused })
+        self.board.change(|s| s.inbox = InboxCounts::of(&state.items, state.paused));
+        Ok(InboxState { items: items(state.items), paused: state.paused, recovered: state.recovered })
     }
 
     /// One page of items, from the start or from a cursor this inbox issued. Items added,
@@ -289,7 +352,7 @@ impl Inbox {
             Some(last) if more => Some(self.encode(&last.id, last.position)?),
             _ => None,
         };
-        Ok(InboxPage { items: items(page), next_cursor, paused: state.paused })
+        Ok(InboxPage { items: items(page), next_cursor, paused: state.paused, recovered: state.recovered })
     }
 
     /// One item of this session.
@@ -371,7 +434,16 @@ impl Inbox {
         }
     }
 
-    /// Pauses or resumes the inbox; a running item is not interrupted.
+    /// Ends steering for the turn that just ended: steers it did not apply become queued
+    /// follow-ups, and `stopped` (it was cancelled) pauses the inbox if there were any.
+    pub(super) async fn settle_steers(&self, stopped: bool) {
+        if self.steers.close_now(stopped).await > 0 {
+            self.recount().await;
+        }
+    }
+
+    /// Pauses or resumes the inbox (resuming clears its `recovered` mark); a running item
+    /// is not interrupted.
     pub async fn set_paused(&self, paused: bool) -> Result<bool, InboxError> {
         self.store.inbox_set_paused(&self.session_id, paused).await?;
         self.recount().await;
@@ -442,8 +514,9 @@ impl Inbox {
     }
 
     async fn counts(&self) -> Option<InboxCounts> {
-        match self.store.inbox_state(&self.session_id).await {
-            Ok(state) => Some(InboxCounts::of(state.items.iter().map(|i| i.status), state.paused)),
+        // Counted in the store: a long inbox's prompts are not read for it.
+        match self.store.inbox_tally(&self.session_id).await {
+            Ok(tally) => Some(InboxCounts::tallied(tally.counts, tally.paused)),
             Err(err) => {
                 tracing::warn!(session = %self.session_id, %err, "cannot count the inbox");
                 None
