@@ -10,6 +10,7 @@ mod acp_engine;
 mod acp_goal;
 mod acp_inbox;
 mod acp_mcp;
+mod acp_mcp_http;
 mod acp_memory;
 mod acp_prompt;
 mod acp_session_lock;

@@ -165,6 +165,7 @@ impl Session {
         let tokens = stored.map(|u| u.tokens).unwrap_or_default();
         let status = Arc::new(status);
         let inbox = Arc::new(Inbox::new(id.clone(), context.store.clone(), status.clone()));
+        context.mcp.attach(editor.clone());
         let session = Arc::new(Session {
             id,
             state: Mutex::new(state),
@@ -201,6 +202,7 @@ impl Session {
     /// Serves tool I/O through `editor` from now on (the session was opened by a new
     /// connection).
     pub fn attach(&self, editor: Arc<dyn EditorIo>) {
+        self.mcp.attach(editor.clone());
         *self.editor.lock().unwrap_or_else(PoisonError::into_inner) = editor;
     }
 
