@@ -80,6 +80,7 @@ transcripts!(
     inbox_edit,
     inbox_run,
     initialize,
+    mcp_http_status,
     mcp_servers,
     prompt_turn,
     session_close_delete,
