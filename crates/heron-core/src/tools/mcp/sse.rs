@@ -108,7 +108,10 @@ pub(super) async fn connect(
             Some(Ok(chunk)) => chunk,
             Some(Err(e)) => return Err((SseError::request(e), false)),
             None => {
-                return Err((SseError::Protocol("the stream ended before naming its endpoint".into()), false));
+                return Err((
+                    SseError::Protocol("the stream ended before naming its endpoint".into()),
+                    false,
+                ));
             }
         };
         decoder
