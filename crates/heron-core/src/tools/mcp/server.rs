@@ -81,7 +81,11 @@ impl Server {
         ServerStatus {
             name: self.spec.name.clone(),
             transport: self.spec.transport.kind(),
-            state: if exited { ServerState::Failed("the server exited".into()) } else { now.state.clone() },
+            state: match (exited, &self.spec.transport) {
+                (false, _) => now.state.clone(),
+                (true, TransportSpec::Stdio { .. }) => ServerState::Failed("the server exited".into()),
+                (true, _) => ServerState::Failed("the server closed the connection".into()),
+            },
             tool_count: if ready && !exited { now.tools.len() } else { 0 },
             http_status: now.http_status,
         }
