@@ -103,6 +103,17 @@ async fn status_reports_ready_servers_and_why_the_others_failed() {
 }
 
 #[tokio::test]
+async fn env_given_as_an_object_is_taken_like_a_list() {
+    let mut editor = start();
+    let server =
+        json!({ "name": "fake", "command": "python3", "args": [fixture()], "env": { "FAKE_TOKEN": "t" } });
+    let session = session_with(&mut editor, json!([server])).await;
+    let servers = settled(&mut editor, &session).await;
+    assert_eq!(servers[0]["state"], "ready", "{}", servers[0]);
+    editor.close().await;
+}
+
+#[tokio::test]
 async fn a_server_without_a_command_is_invalid_params_naming_it() {
     let mut editor = start();
     editor.ask(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;
