@@ -2573,7 +2573,7 @@ pub struct HeronInboxUpdateResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Connection state of an MCP server. `starting`: connecting or initializing. `ready`: connected and its tools are available. `failed`: could not connect or crashed (see `error`). `disabled`: configured but turned off.
+///Connection state of an MCP server. `connecting`: starting, connecting (a URL that refuses connections is tried again until the startup timeout), initializing or listing its tools. `ready`: connected and its tools are available. `failed`: could not connect, or stopped (see `error`, and `httpStatus` for an http or sse server that answered one). `pending`: known but not yet started. `disabled`: configured but turned off. `standby`: started on demand, not running now. `idle`: connected but not used for a while, its connection closed until it is needed. Heron reports `connecting`, `ready` and `failed` today; clients should treat the others, and values they do not know, as not offering tools.
 #[derive(
     ::serde::Deserialize,
     ::serde::Serialize,
@@ -2587,22 +2587,31 @@ pub struct HeronInboxUpdateResponse {
     PartialOrd
 )]
 pub enum HeronMcpServerState {
-    #[serde(rename = "starting")]
-    Starting,
+    #[serde(rename = "connecting")]
+    Connecting,
     #[serde(rename = "ready")]
     Ready,
     #[serde(rename = "failed")]
     Failed,
+    #[serde(rename = "pending")]
+    Pending,
     #[serde(rename = "disabled")]
     Disabled,
+    #[serde(rename = "standby")]
+    Standby,
+    #[serde(rename = "idle")]
+    Idle,
 }
 impl ::std::fmt::Display for HeronMcpServerState {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         match *self {
-            Self::Starting => f.write_str("starting"),
+            Self::Connecting => f.write_str("connecting"),
             Self::Ready => f.write_str("ready"),
             Self::Failed => f.write_str("failed"),
+            Self::Pending => f.write_str("pending"),
             Self::Disabled => f.write_str("disabled"),
+            Self::Standby => f.write_str("standby"),
+            Self::Idle => f.write_str("idle"),
         }
     }
 }
@@ -2612,10 +2621,13 @@ impl ::std::str::FromStr for HeronMcpServerState {
         value: &str,
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         match value {
-            "starting" => Ok(Self::Starting),
+            "connecting" => Ok(Self::Connecting),
             "ready" => Ok(Self::Ready),
             "failed" => Ok(Self::Failed),
+            "pending" => Ok(Self::Pending),
             "disabled" => Ok(Self::Disabled),
+            "standby" => Ok(Self::Standby),
+            "idle" => Ok(Self::Idle),
             _ => Err("invalid value".into()),
         }
     }
@@ -2639,9 +2651,15 @@ impl ::std::convert::TryFrom<::std::string::String> for HeronMcpServerState {
 ///State of one MCP server attached to a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronMcpServerStatus {
-    ///Why the server failed, in a short human-readable sentence; null unless `state` is `failed`.
+    ///Why the server failed, in a short human-readable sentence without secrets (no header or environment values); null unless `state` is `failed`.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub error: ::std::option::Option<::std::string::String>,
+    ///The HTTP status an http or sse server answered when it failed (401 when its credentials were refused); null otherwise.
+    #[serde(
+        rename = "httpStatus",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub http_status: ::std::option::Option<u16>,
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<

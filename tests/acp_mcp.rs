@@ -38,14 +38,14 @@ async fn session_with(editor: &mut Editor, servers: Value) -> String {
     answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_owned()
 }
 
-/// Asks for the servers' status until none is starting.
+/// Asks for the servers' status until none is connecting.
 async fn settled(editor: &mut Editor, session: &str) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let answer =
             editor.ask(json!("st"), "_heron/session/mcpStatus", json!({ "sessionId": session })).await;
         let servers = answer["result"]["servers"].as_array().cloned().unwrap_or_else(|| panic!("{answer}"));
-        if servers.iter().all(|s| s["state"] != "starting") || Instant::now() > deadline {
+        if servers.iter().all(|s| s["state"] != "connecting") || Instant::now() > deadline {
             return servers;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -90,9 +90,7 @@ async fn the_model_calls_a_servers_tool_after_the_user_allows_it() {
 async fn status_reports_ready_servers_and_why_the_others_failed() {
     let mut editor = start();
     let missing = json!({ "name": "gone", "command": "/nonexistent/server", "args": [], "env": [] });
-    let http =
-        json!({ "type": "http", "name": "remote", "url": "https://example.invalid/mcp", "headers": [] });
-    let session = session_with(&mut editor, json!([fake("fake"), missing, http])).await;
+    let session = session_with(&mut editor, json!([fake("fake"), missing])).await;
     let servers = settled(&mut editor, &session).await;
     assert_eq!(servers[0], json!({ "name": "fake", "state": "ready", "toolCount": 5, "transport": "stdio" }));
     assert_eq!((servers[1]["state"].as_str(), servers[1]["toolCount"].as_u64()), (Some("failed"), Some(0)));
@@ -101,10 +99,17 @@ async fn status_reports_ready_servers_and_why_the_others_failed() {
         "{}",
         servers[1]
     );
-    assert_eq!(
-        (servers[2]["transport"].as_str(), servers[2]["state"].as_str()),
-        (Some("http"), Some("failed"))
-    );
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn env_given_as_an_object_is_taken_like_a_list() {
+    let mut editor = start();
+    let server =
+        json!({ "name": "fake", "command": "python3", "args": [fixture()], "env": { "FAKE_TOKEN": "t" } });
+    let session = session_with(&mut editor, json!([server])).await;
+    let servers = settled(&mut editor, &session).await;
+    assert_eq!(servers[0]["state"], "ready", "{}", servers[0]);
     editor.close().await;
 }
 

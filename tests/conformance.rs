@@ -98,6 +98,7 @@ transcripts!(
     inbox_run,
     inbox_steer,
     initialize,
+    mcp_http_status,
     mcp_servers,
     prompt_turn,
     session_close_delete,

@@ -12,6 +12,7 @@ mod acp_goal;
 mod acp_inbox;
 mod acp_inbox_contract;
 mod acp_mcp;
+mod acp_mcp_http;
 mod acp_memory;
 mod acp_outcome;
 mod acp_prompt;

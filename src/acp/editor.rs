@@ -1,6 +1,8 @@
 //! The editor side of a session over ACP: implements the core's `EditorIo` with
-//! `fs/*`, `terminal/*`, `session/request_permission` and `elicitation/create`, and only
-//! uses what the client advertised.
+//! `fs/*`, `terminal/*`, `session/request_permission` and `elicitation/create` (Heron's
+//! questions, and MCP servers' forms and pages, already checked by the core), and only uses
+//! what the client advertised: an elicitation mode counts when its key is present and not
+//! null.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,17 +10,18 @@ use std::time::Duration;
 
 use heron_core::BoxFuture;
 use heron_core::tools::editor::{
-    EditorError, EditorIo, ExitStatus, PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand,
-    TerminalOutput,
+    EditorError, EditorIo, Elicitation, ElicitationAnswer, ElicitationModes, ExitStatus, FieldKind,
+    FormField, PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand, TerminalOutput,
 };
 use heron_protocol::runtime::{ClientPeer, Outgoing};
 use heron_protocol::{
     Client, ClientCapabilities, CreateElicitationRequest, CreateElicitationRequestForm,
-    CreateElicitationResponse, CreateTerminalRequest, ElicitationContentValue, ElicitationPropertySchema,
-    ElicitationSchema, EnumOption, KillTerminalRequest, PermissionOption, PermissionOptionId,
-    PermissionOptionKind, ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, RpcError, SessionId, StringPropertySchema,
-    TerminalId, TerminalOutputRequest, WaitForTerminalExitRequest, WriteTextFileRequest,
+    CreateElicitationRequestUrl, CreateElicitationResponse, CreateTerminalRequest, ElicitationContentValue,
+    ElicitationId, ElicitationPropertySchema, ElicitationSchema, EnumOption, KillTerminalRequest,
+    MultiSelectItems, MultiSelectPropertySchema, PermissionOption, PermissionOptionId, PermissionOptionKind,
+    ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, RpcError, SessionId, StringMultiSelectItems, StringPropertySchema, TerminalId,
+    TerminalOutputRequest, WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 
 /// One session's view of the editor.
@@ -30,7 +33,11 @@ pub struct AcpEditor<O> {
     writes: bool,
     terminals: bool,
     questions: bool,
+    modes: ElicitationModes,
 }
+
+/// How long an MCP server's form or page waits for the user.
+const ELICITATION_TIMEOUT: Duration = Duration::from_secs(600);
 
 impl<O: Outgoing> AcpEditor<O> {
     /// The editor of session `session_id`, limited to `capabilities`.
@@ -44,6 +51,10 @@ impl<O: Outgoing> AcpEditor<O> {
             terminals: capabilities.terminal.unwrap_or(false),
             // `elicitation: {}` advertises no mode: only a present `form` counts.
             questions: capabilities.elicitation.as_ref().is_some_and(|e| e.form.is_some()),
+            modes: ElicitationModes {
+                form: capabilities.elicitation.as_ref().is_some_and(|e| e.form.is_some()),
+                url: capabilities.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
+            },
         }
     }
 
@@ -76,6 +87,97 @@ fn failed(err: RpcError) -> EditorError {
     // The editor is a peer: its text is clipped and kept to one line of printable characters.
     let clean: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     EditorError(heron_core::secret::clip(&clean, MAX_EDITOR_ERROR))
+}
+
+/// A checked form field as ACP's flat property schema.
+fn property(field: &FormField) -> ElicitationPropertySchema {
+    match &field.kind {
+        FieldKind::Text { max_length } => ElicitationPropertySchema::String(StringPropertySchema {
+            default: None,
+            description: field.description.clone(),
+            enum_: None,
+            format: None,
+            max_length: u32::try_from(*max_length).ok(),
+            meta: None,
+            min_length: None,
+            one_of: None,
+            pattern: None,
+            title: field.title.clone(),
+        }),
+        FieldKind::Choice { options } => ElicitationPropertySchema::String(StringPropertySchema {
+            default: None,
+            description: field.description.clone(),
+            enum_: Some(options.clone()),
+            format: None,
+            max_length: None,
+            meta: None,
+            min_length: None,
+            one_of: None,
+            pattern: None,
+            title: field.title.clone(),
+        }),
+        FieldKind::Choices { options, min, max } => {
+            ElicitationPropertySchema::Array(MultiSelectPropertySchema {
+                default: None,
+                description: field.description.clone(),
+                items: MultiSelectItems::String(StringMultiSelectItems {
+                    enum_: options.clone(),
+                    meta: None,
+                }),
+                max_items: u64::try_from(*max).ok(),
+                meta: None,
+                min_items: u64::try_from(*min).ok().filter(|n| *n > 0),
+                title: field.title.clone(),
+            })
+        }
+    }
+}
+
+/// An MCP server's checked request as `elicitation/create`.
+fn elicitation_request(request: Elicitation, session_id: SessionId) -> CreateElicitationRequest {
+    match request {
+        Elicitation::Form { message, fields } => {
+            CreateElicitationRequest::Form(CreateElicitationRequestForm {
+                message,
+                meta: None,
+                request_id: None,
+                requested_schema: ElicitationSchema {
+                    description: None,
+                    meta: None,
+                    required: Some(fields.iter().filter(|f| f.required).map(|f| f.name.clone()).collect()),
+                    properties: fields.iter().map(|f| (f.name.clone(), property(f))).collect(),
+                    title: None,
+                    type_: Some(heron_protocol::ElicitationSchemaType::Object),
+                },
+                session_id: Some(session_id),
+                tool_call_id: None,
+            })
+        }
+        Elicitation::Url { message, url, id } => CreateElicitationRequest::Url(CreateElicitationRequestUrl {
+            elicitation_id: ElicitationId(id),
+            message,
+            meta: None,
+            request_id: None,
+            session_id: Some(session_id),
+            tool_call_id: None,
+            url,
+        }),
+    }
+}
+
+/// The editor's answer in core terms; the core checks an accepted form against itself.
+fn elicitation_answer(response: CreateElicitationResponse) -> ElicitationAnswer {
+    match response {
+        CreateElicitationResponse::Accept(accept) => {
+            let content = serde_json::to_value(accept.content.unwrap_or_default()).unwrap_or_default();
+            ElicitationAnswer::Accept(content.as_object().cloned().unwrap_or_default())
+        }
+        CreateElicitationResponse::Cancel(_) => ElicitationAnswer::Cancel,
+        // An answer Heron does not know is no consent.
+        CreateElicitationResponse::Decline(_) | CreateElicitationResponse::Other(_) => {
+            ElicitationAnswer::Decline
+        }
+    }
 }
 
 /// The option ids are the option kinds, so an answer maps back without a table.
@@ -225,6 +327,20 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
         };
         let call = self.client.0.call_with_timeout("session/request_permission", request, Some(timeout));
         Box::pin(async move { answer_of(call.await) })
+    }
+
+    fn elicitation_modes(&self) -> ElicitationModes {
+        self.modes
+    }
+
+    fn elicit(&self, request: Elicitation) -> BoxFuture<Result<ElicitationAnswer, EditorError>> {
+        let request = elicitation_request(request, self.sid());
+        let call = self.client.0.call_with_timeout::<_, CreateElicitationResponse>(
+            "elicitation/create",
+            request,
+            Some(ELICITATION_TIMEOUT),
+        );
+        Box::pin(async move { call.await.map(elicitation_answer).map_err(failed) })
     }
 
     fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {

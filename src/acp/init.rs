@@ -27,7 +27,7 @@ fn capabilities() -> AgentCapabilities {
     AgentCapabilities {
         auth: None,
         load_session: Some(true),
-        mcp_capabilities: Some(McpCapabilities { http: Some(false), meta: None, sse: Some(false) }),
+        mcp_capabilities: Some(McpCapabilities { http: Some(true), meta: None, sse: Some(true) }),
         meta: Some(vendor::capabilities_meta()),
         prompt_capabilities: Some(PromptCapabilities {
             audio: Some(false),

@@ -18,7 +18,8 @@ use heron_protocol::error::INVALID_PARAMS;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
     Client, HeronMcpServerState, HeronMcpServerStatus, HeronMcpTransport, HeronSessionMcpStatusRequest,
-    HeronSessionMcpStatusResponse, HeronSessionMcpStatusUpdateNotification, McpServer, RpcError, SessionId,
+    HeronSessionMcpStatusResponse, HeronSessionMcpStatusUpdateNotification, HttpHeader, McpServer, RpcError,
+    SessionId,
 };
 
 /// Refuses a server definition whose command or a path argument reaches into Heron's home:
@@ -59,8 +60,20 @@ fn check_paths(
     Ok(())
 }
 
-/// The servers as Heron starts them. An http or sse server (which Heron does not
-/// advertise) is kept and reported failed rather than refusing the session.
+/// An http or sse server's URL: http or https only. An MCP URL is never a file path, so
+/// nothing of Heron's home can be named through one.
+fn check_url(url: &str, index: usize) -> Result<String, RpcError> {
+    heron_core::tools::mcp::parse_url(url)
+        .map(|_| url.trim().to_owned())
+        .map_err(|reason| RpcError::invalid_params(format!("mcpServers[{index}].url"), reason))
+}
+
+/// The editor's headers for a server, as given (their values are secrets: never shown).
+fn headers(headers: &[HttpHeader]) -> Vec<(String, String)> {
+    headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect()
+}
+
+/// The servers as Heron starts them. Headers come only from the editor's definition.
 pub fn specs(servers: &[McpServer], cwd: &Path, protected: &Protected) -> Result<Vec<ServerSpec>, RpcError> {
     servers
         .iter()
@@ -82,8 +95,14 @@ pub fn specs(servers: &[McpServer], cwd: &Path, protected: &Protected) -> Result
                     };
                     (stdio.name.clone(), transport)
                 }
-                McpServer::Http(http) => (http.name.clone(), TransportSpec::Unsupported("http")),
-                McpServer::Sse(sse) => (sse.name.clone(), TransportSpec::Unsupported("sse")),
+                McpServer::Http(http) => {
+                    let url = check_url(&http.url, index)?;
+                    (http.name.clone(), TransportSpec::Http { url, headers: headers(&http.headers) })
+                }
+                McpServer::Sse(sse) => {
+                    let url = check_url(&sse.url, index)?;
+                    (sse.name.clone(), TransportSpec::Sse { url, headers: headers(&sse.headers) })
+                }
             };
             let name = if name.trim().is_empty() { format!("server{}", index + 1) } else { name };
             Ok(ServerSpec { name, transport })
@@ -101,7 +120,7 @@ pub fn statuses(hub: &McpHub) -> Vec<HeronMcpServerStatus> {
         .into_iter()
         .map(|status| {
             let (state, error) = match status.state {
-                ServerState::Starting => (HeronMcpServerState::Starting, None),
+                ServerState::Connecting => (HeronMcpServerState::Connecting, None),
                 ServerState::Ready => (HeronMcpServerState::Ready, None),
                 ServerState::Failed(reason) => {
                     (HeronMcpServerState::Failed, Some(clip(&reason, MAX_STATUS_ERROR)))
@@ -109,6 +128,7 @@ pub fn statuses(hub: &McpHub) -> Vec<HeronMcpServerStatus> {
             };
             HeronMcpServerStatus {
                 error,
+                http_status: status.http_status,
                 meta: None,
                 name: status.name,
                 state,

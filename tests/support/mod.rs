@@ -1,6 +1,8 @@
 //! Drives `heron acp` over in-memory pipes: send lines, read answers with a deadline.
 
 pub mod endpoint;
+#[path = "../../crates/heron-core/tests/support/mcp_python.rs"]
+pub mod mcp_python;
 #[path = "../../crates/heron-core/tests/support/server_mock.rs"]
 pub mod server_mock;
 #[path = "../../crates/heron-core/tests/support/servers.rs"]

@@ -134,7 +134,11 @@ async fn servers_that_cannot_start_say_why_and_the_others_still_work() {
             env: Vec::new(),
         },
     };
-    let http = ServerSpec { name: "remote".into(), transport: TransportSpec::Unsupported("http") };
+    // Nothing listens on port 1 of loopback.
+    let http = ServerSpec {
+        name: "remote".into(),
+        transport: TransportSpec::Http { url: "ftp://127.0.0.1:1/mcp".into(), headers: Vec::new() },
+    };
     let specs = vec![server("crashy", &[("MCP_FAKE_MODE", "crash")]), missing, http, server("fake", &[])];
     let hub = started(specs, &dirs).await;
     let statuses = hub.statuses();
@@ -144,7 +148,7 @@ async fn servers_that_cannot_start_say_why_and_the_others_still_work() {
     };
     assert!(reason(0).contains("missing configuration"), "the server's stderr explains it: {}", reason(0));
     assert!(reason(1).contains("cannot start `/nonexistent/mcp-server`"), "{}", reason(1));
-    assert!(reason(2).contains("http"), "{}", reason(2));
+    assert!(reason(2).contains("http or https"), "{}", reason(2));
     assert_eq!(statuses[3].state, ServerState::Ready);
     assert!(hub.tools().iter().all(|t| t.spec().name.starts_with("mcp__fake__")));
     hub.shutdown().await;

@@ -1,33 +1,96 @@
 //! Rewrites params of older clients into today's shape before validation and decoding:
-//! `session/prompt` with `content` in place of `prompt`.
+//! `session/prompt` with `content` in place of `prompt`, and MCP servers whose `env` or
+//! `headers` are an object of names to values (`{"X-Key": "v"}`) in place of a list of
+//! `{"name", "value"}` (session/new, load, resume and fork).
 
 use std::borrow::Cow;
 
-use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use crate::types::Method;
 
 /// The params as today's schema expects them; borrowed when nothing changes.
 pub fn upgrade(method: Method, params: Option<&RawValue>) -> Option<Cow<'_, RawValue>> {
     let params = params?;
-    if method != Method::SessionPrompt
-        || params.get().contains("\"prompt\"")
-        || !params.get().contains("\"content\"")
-    {
-        return Some(Cow::Borrowed(params));
-    }
-    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(params.get()) else {
-        return Some(Cow::Borrowed(params));
+    let rewritten = match method {
+        Method::SessionPrompt => prompt(params),
+        Method::SessionNew | Method::SessionLoad | Method::SessionResume | Method::SessionFork => {
+            mcp_servers(params)
+        }
+        _ => None,
     };
-    match map.remove("content") {
-        Some(content) => {
-            map.insert("prompt".to_owned(), content);
-            match serde_json::value::to_raw_value(&map) {
-                Ok(raw) => Some(Cow::Owned(raw)),
-                Err(_) => Some(Cow::Borrowed(params)),
+    match rewritten.and_then(|map| serde_json::value::to_raw_value(&map).ok()) {
+        Some(raw) => Some(Cow::Owned(raw)),
+        None => Some(Cow::Borrowed(params)),
+    }
+}
+
+/// `content` renamed `prompt`, when only the old name is there.
+fn prompt(params: &RawValue) -> Option<Map<String, Value>> {
+    if params.get().contains("\"prompt\"") || !params.get().contains("\"content\"") {
+        return None;
+    }
+    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(params.get()) else { return None };
+    let content = map.remove("content")?;
+    map.insert("prompt".to_owned(), content);
+    Some(map)
+}
+
+/// Each server's `env` and `headers` object made a list of `{"name", "value"}`, by name
+/// (a JSON object promises no order); `None` when no server has one. Values are kept as sent, so one that is
+/// not a string is still refused by validation, naming its field.
+fn mcp_servers(params: &RawValue) -> Option<Map<String, Value>> {
+    let text = params.get();
+    if !text.contains("\"mcpServers\"") || !(text.contains("\"env\"") || text.contains("\"headers\"")) {
+        return None;
+    }
+    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(text) else { return None };
+    let mut changed = false;
+    for server in map.get_mut("mcpServers")?.as_array_mut()?.iter_mut().filter_map(Value::as_object_mut) {
+        for key in ["env", "headers"] {
+            if let Some(Value::Object(pairs)) = server.get_mut(key) {
+                let list = std::mem::take(pairs)
+                    .into_iter()
+                    .map(|(name, value)| serde_json::json!({ "name": name, "value": value }))
+                    .collect();
+                server.insert(key.to_owned(), Value::Array(list));
+                changed = true;
             }
         }
-        None => Some(Cow::Borrowed(params)),
+    }
+    changed.then_some(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upgraded(method: Method, params: &str) -> Value {
+        let raw = RawValue::from_string(params.to_owned()).expect("raw");
+        let out = upgrade(method, Some(&raw)).expect("params");
+        serde_json::from_str(out.get()).expect("json")
+    }
+
+    #[test]
+    fn header_and_env_objects_become_name_value_lists() {
+        let params = r#"{"cwd":"/w","mcpServers":[
+            {"type":"http","name":"web","url":"http://h/mcp","headers":{"X-Key":"k1","Y":"2"}},
+            {"name":"fs","command":"mcp","args":[],"env":{"TOKEN":"t"}},
+            {"type":"sse","name":"old","url":"http://h/sse","headers":[{"name":"A","value":"b"}]}]}"#;
+        let servers = upgraded(Method::SessionNew, params)["mcpServers"].clone();
+        assert_eq!(
+            servers[0]["headers"],
+            serde_json::json!([{"name": "X-Key", "value": "k1"}, {"name": "Y", "value": "2"}])
+        );
+        assert_eq!(servers[1]["env"], serde_json::json!([{"name": "TOKEN", "value": "t"}]));
+        assert_eq!(servers[2]["headers"], serde_json::json!([{"name": "A", "value": "b"}]));
+    }
+
+    #[test]
+    fn lists_are_left_as_sent() {
+        let params = r#"{"cwd":"/w","mcpServers":[{"name":"fs","command":"mcp","args":[],"env":[]}]}"#;
+        let raw = RawValue::from_string(params.to_owned()).expect("raw");
+        assert!(matches!(upgrade(Method::SessionLoad, Some(&raw)), Some(Cow::Borrowed(_))));
     }
 }

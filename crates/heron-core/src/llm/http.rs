@@ -202,11 +202,23 @@ pub(crate) fn http_client(
     connect_timeout: Duration,
     key: Option<&Secret>,
 ) -> Result<reqwest::Client, ProviderError> {
-    reqwest::Client::builder()
+    client_builder()
         .connect_timeout(connect_timeout)
         .user_agent(concat!("heron/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|error| ProviderError::Unreachable(scrub_text(&describe(error), key)))
+}
+
+/// A client builder with Heron's TLS provider installed. reqwest is built without a crypto
+/// provider of its own (`rustls-no-provider`), so every client Heron builds, for models or
+/// MCP servers, starts here: the first call makes ring the process's provider.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        // An error means another provider was installed first, which serves as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder()
 }
 
 /// Why one attempt failed, and whether another may succeed.

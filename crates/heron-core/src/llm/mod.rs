@@ -11,7 +11,7 @@ pub mod openai;
 pub mod registry;
 pub mod responses;
 pub mod scripted;
-mod sse;
+pub(crate) mod sse;
 pub mod tap;
 
 use std::pin::Pin;

@@ -180,6 +180,7 @@ impl Session {
         let status = Arc::new(status);
         let steers = Arc::new(Steers::new(id.clone(), context.store.clone()));
         let inbox = Arc::new(Inbox::new(id.clone(), context.store.clone(), status.clone(), steers.clone()));
+        context.mcp.attach(editor.clone());
         let session = Arc::new(Session {
             id,
             state: Mutex::new(state),
@@ -225,6 +226,7 @@ impl Session {
     /// Serves tool I/O through `editor` from now on (the session was opened by a new
     /// connection).
     pub fn attach(&self, editor: Arc<dyn EditorIo>) {
+        self.mcp.attach(editor.clone());
         *self.editor.lock().unwrap_or_else(PoisonError::into_inner) = editor;
     }
 

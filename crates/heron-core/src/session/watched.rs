@@ -10,8 +10,8 @@ use super::snapshot::Activity;
 use super::status::Board;
 use crate::BoxFuture;
 use crate::tools::editor::{
-    EditorError, EditorIo, ExitStatus, PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand,
-    TerminalOutput,
+    EditorError, EditorIo, Elicitation, ElicitationAnswer, ElicitationModes, ExitStatus, PermissionAnswer,
+    PermissionAsk, QuestionAnswer, TerminalCommand, TerminalOutput,
 };
 
 /// An editor whose waits on the user show on a status board.
@@ -86,6 +86,14 @@ impl EditorIo for WatchedEditor {
             let _waiting = Waiting::start(board, Activity::AwaitingPermission).await;
             inner.request_permission(&ask, timeout).await
         })
+    }
+
+    fn elicitation_modes(&self) -> ElicitationModes {
+        self.inner.elicitation_modes()
+    }
+
+    fn elicit(&self, request: Elicitation) -> BoxFuture<Result<ElicitationAnswer, EditorError>> {
+        self.inner.elicit(request)
     }
 
     fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {

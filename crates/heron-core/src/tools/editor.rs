@@ -92,6 +92,89 @@ pub enum QuestionAnswer {
     Cancelled,
 }
 
+/// A form field an MCP server asks for. Only flat forms are offered: text, one choice, or
+/// several choices of a fixed list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormField {
+    /// The key the answer goes under.
+    pub name: String,
+    /// A short label, if the server gave one.
+    pub title: Option<String>,
+    /// A longer explanation, if the server gave one.
+    pub description: Option<String>,
+    /// What the answer is.
+    pub kind: FieldKind,
+    /// Whether the form needs an answer for it.
+    pub required: bool,
+}
+
+/// The shape of a [`FormField`]'s answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldKind {
+    /// Free text, at most `max_length` characters.
+    Text {
+        /// The longest answer taken.
+        max_length: usize,
+    },
+    /// One of `options`.
+    Choice {
+        /// The values offered.
+        options: Vec<String>,
+    },
+    /// Some of `options`, each at most once.
+    Choices {
+        /// The values offered.
+        options: Vec<String>,
+        /// The fewest to pick.
+        min: usize,
+        /// The most to pick.
+        max: usize,
+    },
+}
+
+/// What an MCP server asks the user through the editor, already checked and cleaned:
+/// the message starts "MCP server asks:", has no control characters and is capped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Elicitation {
+    /// A form to fill in.
+    Form {
+        /// What the server says.
+        message: String,
+        /// The fields, in the server's order.
+        fields: Vec<FormField>,
+    },
+    /// A page to open (an http or https URL).
+    Url {
+        /// What the server says.
+        message: String,
+        /// The page.
+        url: String,
+        /// The server's id for this request.
+        id: String,
+    },
+}
+
+/// How the user answered an [`Elicitation`]. An accepted form's values are each a string
+/// or a list of strings; they are checked against the form before they reach the server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitationAnswer {
+    /// Accepted, with the form's values (empty for a page).
+    Accept(serde_json::Map<String, serde_json::Value>),
+    /// Declined.
+    Decline,
+    /// Dismissed.
+    Cancel,
+}
+
+/// Which elicitation modes the editor advertised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ElicitationModes {
+    /// Forms (`elicitation.form`).
+    pub form: bool,
+    /// Pages (`elicitation.url`).
+    pub url: bool,
+}
+
 /// The editor side of a session.
 pub trait EditorIo: Send + Sync + 'static {
     /// Whether reads go through the editor (`fs.readTextFile`).
@@ -124,6 +207,17 @@ pub trait EditorIo: Send + Sync + 'static {
     fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> BoxFuture<PermissionAnswer>;
     /// Asks the user a question, optionally with fixed choices.
     fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>>;
+
+    /// Which elicitation modes an MCP server's requests may use; none unless advertised.
+    fn elicitation_modes(&self) -> ElicitationModes {
+        ElicitationModes::default()
+    }
+    /// Shows an MCP server's request to the user (only in a mode [`Self::elicitation_modes`]
+    /// allows).
+    fn elicit(&self, request: Elicitation) -> BoxFuture<Result<ElicitationAnswer, EditorError>> {
+        let _ = request;
+        unavailable("elicitation")
+    }
 }
 
 /// An editor that offers nothing: tools run locally, permission requests are rejected,

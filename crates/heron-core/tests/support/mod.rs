@@ -1,6 +1,7 @@
 //! A scriptable stand-in for the editor side of a session, for the tool tests: it records
 //! every call, serves an in-memory buffer map and fake terminals, and answers questions.
 
+pub mod mcp_python;
 pub mod served;
 pub mod server_mock;
 pub mod servers;
@@ -14,8 +15,8 @@ use std::time::Duration;
 use heron_core::BoxFuture;
 use heron_core::sandbox::{Policy, Withheld};
 use heron_core::tools::editor::{
-    EditorError, EditorIo, ExitStatus, NoEditor, PermissionAnswer, PermissionAsk, QuestionAnswer,
-    TerminalCommand, TerminalOutput,
+    EditorError, EditorIo, Elicitation, ElicitationAnswer, ElicitationModes, ExitStatus, NoEditor,
+    PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand, TerminalOutput,
 };
 use heron_core::tools::roots::Roots;
 use heron_core::tools::{Outcome, Tool, ToolEnv};
@@ -37,6 +38,9 @@ pub struct Script {
     pub answer: Option<QuestionAnswer>,
     /// What a terminal's output is, and whether the editor cut its start.
     pub output: (String, bool),
+    /// The elicitation modes it advertises, and its answer to an elicitation.
+    pub elicitation: ElicitationModes,
+    pub elicited: ElicitationAnswer,
 }
 
 impl Script {
@@ -51,6 +55,8 @@ impl Script {
             exit_code: 0,
             answer: Some(QuestionAnswer::Answer("yes".to_owned())),
             output: ("fake output\n".to_owned(), false),
+            elicitation: ElicitationModes { form: true, url: true },
+            elicited: ElicitationAnswer::Decline,
         }
     }
 }
@@ -58,6 +64,7 @@ impl Script {
 struct State {
     script: Script,
     calls: Mutex<Vec<String>>,
+    elicitations: Mutex<Vec<Elicitation>>,
     buffers: Mutex<HashMap<PathBuf, String>>,
     killed: watch::Sender<bool>,
 }
@@ -69,12 +76,23 @@ pub struct FakeEditor(Arc<State>);
 impl FakeEditor {
     pub fn new(script: Script) -> Self {
         let (killed, _) = watch::channel(false);
-        Self(Arc::new(State { script, calls: Mutex::default(), buffers: Mutex::default(), killed }))
+        Self(Arc::new(State {
+            script,
+            calls: Mutex::default(),
+            elicitations: Mutex::default(),
+            buffers: Mutex::default(),
+            killed,
+        }))
     }
 
     /// The calls so far, as `method` or `method arg`.
     pub fn calls(&self) -> Vec<String> {
         self.0.calls.lock().expect("calls").clone()
+    }
+
+    /// The elicitations it was shown so far.
+    pub fn elicitations(&self) -> Vec<Elicitation> {
+        self.0.elicitations.lock().expect("elicitations").clone()
     }
 
     /// Just the method names of the calls so far.
@@ -178,6 +196,15 @@ impl EditorIo for FakeEditor {
     fn request_permission(&self, ask: &PermissionAsk, _: Duration) -> BoxFuture<PermissionAnswer> {
         self.record(format!("request_permission {}", ask.call_id));
         ready(PermissionAnswer::AllowOnce)
+    }
+
+    fn elicitation_modes(&self) -> ElicitationModes {
+        self.0.script.elicitation
+    }
+
+    fn elicit(&self, request: Elicitation) -> BoxFuture<Result<ElicitationAnswer, EditorError>> {
+        self.0.elicitations.lock().expect("elicitations").push(request);
+        ready(Ok(self.0.script.elicited.clone()))
     }
 
     fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {

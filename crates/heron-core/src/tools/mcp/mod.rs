@@ -1,20 +1,27 @@
-//! MCP servers a session is given: each is started (a stdio child process in its own
-//! process group and the session's sandbox, through rmcp), initialized and asked for its tools in the background;
-//! its tools join the session's as `mcp__<server>__<tool>`; a server that cannot start is
-//! reported with the reason and its last stderr lines, never fatal to the session; all of
-//! them stop with the session. Knows nothing of ACP.
+//! MCP servers a session is given: each is reached (a stdio child process in its own
+//! process group and the session's sandbox, or a URL over streamable HTTP or legacy SSE,
+//! through rmcp), initialized and asked for its tools in the background; its tools join the
+//! session's as `mcp__<server>__<tool>`; a server that cannot be reached is reported with the
+//! reason (its last stderr lines, or the HTTP status), never fatal to the session; a server's
+//! elicitation goes to the session's editor, checked (`elicit`); all of them stop with the
+//! session. A status read never starts or contacts a server. Knows nothing of ACP.
 
+mod elicit;
+mod remote;
 mod server;
+mod sse;
 mod tool;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
+pub use self::remote::parse_url;
 pub use self::tool::McpTool;
 use super::Tool;
+use super::editor::EditorIo;
 use crate::sandbox::Policy;
 
 /// How long a server may take to start and list its tools.
@@ -31,7 +38,7 @@ pub struct ServerSpec {
 
 impl std::fmt::Debug for ServerSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Environment values often hold tokens: only their names are shown.
+        // Environment and header values often hold tokens: only their names are shown.
         f.debug_struct("ServerSpec").field("name", &self.name).field("transport", &self.transport).finish()
     }
 }
@@ -48,20 +55,37 @@ pub enum TransportSpec {
         /// Environment variables added to Heron's own (from which keys are withheld).
         env: Vec<(String, String)>,
     },
-    /// A transport Heron does not speak (`http`, `sse`): the server is reported failed.
-    Unsupported(&'static str),
+    /// A URL speaking MCP's streamable HTTP transport.
+    Http {
+        /// The endpoint (http or https).
+        url: String,
+        /// Headers sent with every request, exactly as the editor gave them (secrets).
+        headers: Vec<(String, String)>,
+    },
+    /// A URL speaking MCP's legacy transport: an SSE stream that names where to POST.
+    Sse {
+        /// The event stream's URL (http or https).
+        url: String,
+        /// Headers sent with every request, exactly as the editor gave them (secrets).
+        headers: Vec<(String, String)>,
+    },
 }
 
 impl std::fmt::Debug for TransportSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |pairs: &[(String, String)]| pairs.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
         match self {
             TransportSpec::Stdio { command, args, env } => f
                 .debug_struct("Stdio")
                 .field("command", command)
                 .field("args", args)
-                .field("env", &env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+                .field("env", &names(env))
                 .finish(),
-            TransportSpec::Unsupported(kind) => write!(f, "Unsupported({kind})"),
+            TransportSpec::Http { url, headers } | TransportSpec::Sse { url, headers } => f
+                .debug_struct(if matches!(self, TransportSpec::Http { .. }) { "Http" } else { "Sse" })
+                .field("url", &remote::shown_url(url))
+                .field("headers", &names(headers))
+                .finish(),
         }
     }
 }
@@ -71,7 +95,8 @@ impl TransportSpec {
     pub fn kind(&self) -> &'static str {
         match self {
             TransportSpec::Stdio { .. } => "stdio",
-            TransportSpec::Unsupported(kind) => kind,
+            TransportSpec::Http { .. } => "http",
+            TransportSpec::Sse { .. } => "sse",
         }
     }
 }
@@ -79,8 +104,9 @@ impl TransportSpec {
 /// Where a server stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerState {
-    /// Starting or listing its tools.
-    Starting,
+    /// Starting, connecting (a URL that refuses connections is tried again until the
+    /// startup timeout), initializing or listing its tools.
+    Connecting,
     /// Connected; its tools are offered.
     Ready,
     /// It could not start, or it stopped; why.
@@ -98,6 +124,23 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// The tools it offers (0 unless ready).
     pub tool_count: usize,
+    /// The HTTP status that failed an http or sse server, when it answered one.
+    pub http_status: Option<u16>,
+}
+
+/// The editor a session's servers elicit through: set when the session opens, replaced
+/// when another connection opens it. Until then, elicitations are declined.
+#[derive(Clone, Default)]
+pub(crate) struct EditorSlot(Arc<Mutex<Option<Arc<dyn EditorIo>>>>);
+
+impl EditorSlot {
+    fn set(&self, editor: Arc<dyn EditorIo>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(editor);
+    }
+
+    pub(crate) fn get(&self) -> Option<Arc<dyn EditorIo>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
 }
 
 /// The MCP servers of one session.
@@ -105,6 +148,7 @@ pub struct McpHub {
     servers: Vec<Arc<server::Server>>,
     changed: watch::Sender<u64>,
     stopped: std::sync::atomic::AtomicBool,
+    editor: EditorSlot,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -116,15 +160,23 @@ impl std::fmt::Debug for McpHub {
 impl McpHub {
     /// A hub with no servers.
     pub fn empty() -> Arc<McpHub> {
-        Arc::new(McpHub { servers: Vec::new(), changed: watch::Sender::new(0), stopped: Default::default() })
+        Arc::new(McpHub {
+            servers: Vec::new(),
+            changed: watch::Sender::new(0),
+            stopped: Default::default(),
+            editor: EditorSlot::default(),
+        })
     }
 
     /// Starts every server in the background, in `cwd` and confined by `sandbox`; returns
     /// at once. Needs a tokio runtime when there are servers.
     pub fn start(specs: Vec<ServerSpec>, cwd: PathBuf, sandbox: Arc<Policy>) -> Arc<McpHub> {
         let changed = watch::Sender::new(0);
-        let servers: Vec<Arc<server::Server>> =
-            unique_names(specs).into_iter().map(|spec| Arc::new(server::Server::new(spec))).collect();
+        let editor = EditorSlot::default();
+        let servers: Vec<Arc<server::Server>> = unique_names(specs)
+            .into_iter()
+            .map(|spec| Arc::new(server::Server::new(spec, editor.clone())))
+            .collect();
         for server in &servers {
             let (server, cwd, changed, sandbox) =
                 (server.clone(), cwd.clone(), changed.clone(), sandbox.clone());
@@ -133,7 +185,12 @@ impl McpHub {
                 changed.send_modify(|n| *n += 1);
             });
         }
-        Arc::new(McpHub { servers, changed, stopped: Default::default() })
+        Arc::new(McpHub { servers, changed, stopped: Default::default(), editor })
+    }
+
+    /// Sends the servers' elicitations to `editor` from now on.
+    pub fn attach(&self, editor: Arc<dyn EditorIo>) {
+        self.editor.set(editor);
     }
 
     /// Every server's state, in the order given.
@@ -154,7 +211,7 @@ impl McpHub {
     /// Waits until no server is still starting (each gives up after [`STARTUP_TIMEOUT`]).
     pub async fn started(&self) {
         let mut changes = self.subscribe();
-        while self.servers.iter().any(|s| s.status().state == ServerState::Starting) {
+        while self.servers.iter().any(|s| s.status().state == ServerState::Connecting) {
             if changes.changed().await.is_err() {
                 return;
             }

@@ -1,5 +1,8 @@
-//! One MCP server: starting it, what it offers, and stopping it. Its stderr goes to the
-//! log, and its last lines (read within a budget: `stderr`) explain a failure to start.
+//! One MCP server: reaching it, what it offers, and stopping it. A stdio server's stderr
+//! goes to the log, and its last lines (read within a budget: `stderr`) explain a failure
+//! to start; an http or sse server's failure is told by `remote`, without secrets. A URL
+//! that refuses connections is tried again until the startup timeout: editors often start
+//! a local server and Heron together.
 
 mod stderr;
 
@@ -7,12 +10,17 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use std::time::{Duration, Instant};
+
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 
+use super::elicit::Client;
+use super::remote::{self, RemoteFailure};
 use super::tool::McpTool;
-use super::{STARTUP_TIMEOUT, ServerSpec, ServerState, ServerStatus, TransportSpec};
+use super::{EditorSlot, STARTUP_TIMEOUT, ServerSpec, ServerState, ServerStatus, TransportSpec};
 use crate::sandbox::{self, Policy};
 use crate::tools::Tool;
 use crate::tools::local_process::ProcessGroup;
@@ -24,11 +32,20 @@ const MAX_FAILURE: usize = 2048;
 /// How long a failure report waits for the rest of the stderr of a server that exited.
 const STDERR_SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// The first wait before another try at a URL that refused the connection; it doubles up
+/// to [`MAX_RETRY_WAIT`].
+const FIRST_RETRY_WAIT: Duration = Duration::from_millis(100);
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(2);
+
+/// A connection to a server, over whichever transport.
+type Running = RunningService<RoleClient, Client>;
+
 /// A server and what is known of it.
 pub(super) struct Server {
     spec: ServerSpec,
+    editor: EditorSlot,
     now: Mutex<Now>,
-    running: tokio::sync::Mutex<Option<RunningService<RoleClient, ()>>>,
+    running: tokio::sync::Mutex<Option<Running>>,
     stderr: Arc<Mutex<stderr::Tail>>,
     /// The server's process group: killed on stop, and when the server is dropped.
     group: Mutex<ProcessGroup>,
@@ -37,6 +54,7 @@ pub(super) struct Server {
 struct Now {
     state: ServerState,
     tools: Vec<Arc<McpTool>>,
+    http_status: Option<u16>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -44,10 +62,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Server {
-    pub(super) fn new(spec: ServerSpec) -> Self {
+    pub(super) fn new(spec: ServerSpec, editor: EditorSlot) -> Self {
         Self {
             spec,
-            now: Mutex::new(Now { state: ServerState::Starting, tools: Vec::new() }),
+            editor,
+            now: Mutex::new(Now { state: ServerState::Connecting, tools: Vec::new(), http_status: None }),
             running: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
             group: Mutex::new(ProcessGroup(None)),
@@ -62,8 +81,13 @@ impl Server {
         ServerStatus {
             name: self.spec.name.clone(),
             transport: self.spec.transport.kind(),
-            state: if exited { ServerState::Failed("the server exited".into()) } else { now.state.clone() },
+            state: match (exited, &self.spec.transport) {
+                (false, _) => now.state.clone(),
+                (true, TransportSpec::Stdio { .. }) => ServerState::Failed("the server exited".into()),
+                (true, _) => ServerState::Failed("the server closed the connection".into()),
+            },
             tool_count: if ready && !exited { now.tools.len() } else { 0 },
+            http_status: now.http_status,
         }
     }
 
@@ -81,6 +105,13 @@ impl Server {
         lock(&self.now).state = ServerState::Failed(reason);
     }
 
+    fn fail_remote(&self, failure: RemoteFailure) {
+        tracing::warn!(server = %self.spec.name, reason = %failure.reason, "an MCP server could not be reached");
+        let mut now = lock(&self.now);
+        now.state = ServerState::Failed(failure.reason);
+        now.http_status = failure.http_status;
+    }
+
     /// Fails a server that stopped answering, once its stderr has ended (or a moment has
     /// passed), so the report has its last words.
     async fn fail_after(&self, reason: String, reader: Option<tokio::task::JoinHandle<()>>) {
@@ -90,20 +121,41 @@ impl Server {
         self.fail(reason);
     }
 
-    /// Starts the server, confined by `sandbox`, and lists its tools, or records why it
-    /// could not.
+    /// Reaches the server (a stdio one started confined by `sandbox`) and lists its tools,
+    /// or records why it could not.
     pub(super) async fn connect(&self, cwd: &Path, sandbox: &Arc<Policy>) {
-        let TransportSpec::Stdio { command, args, env } = &self.spec.transport else {
-            let kind = self.spec.transport.kind();
-            self.fail(format!(
-                "Heron does not speak the {kind} transport; give the server as a stdio command"
-            ));
-            return;
+        let started = match &self.spec.transport {
+            TransportSpec::Stdio { .. } => match self.connect_stdio(cwd, sandbox).await {
+                Some(client) => client,
+                None => return,
+            },
+            TransportSpec::Http { url, headers } | TransportSpec::Sse { url, headers } => {
+                let sse = matches!(self.spec.transport, TransportSpec::Sse { .. });
+                match tokio::time::timeout(STARTUP_TIMEOUT, self.connect_remote(url, headers, sse)).await {
+                    Ok(Ok(client)) => client,
+                    Ok(Err(failure)) => return self.fail_remote(failure),
+                    Err(_) => {
+                        let reason = format!("it did not answer within {} s", STARTUP_TIMEOUT.as_secs());
+                        return self.fail_remote(RemoteFailure::new(reason));
+                    }
+                }
+            }
         };
+        self.adopt(started).await;
+    }
+
+    /// Starts a stdio server, initializes it and lists its tools; `None` once it failed.
+    async fn connect_stdio(
+        &self,
+        cwd: &Path,
+        sandbox: &Arc<Policy>,
+    ) -> Option<(Running, Vec<rmcp::model::Tool>)> {
+        let TransportSpec::Stdio { command, args, env } = &self.spec.transport else { return None };
         let mut process = tokio::process::Command::new(command);
         process.args(args).envs(env.iter().map(|(k, v)| (k, v))).current_dir(cwd);
         if let Err(error) = sandbox::confine(&mut process, sandbox).await {
-            return self.fail(format!("it was not started: {error}"));
+            self.fail(format!("it was not started: {error}"));
+            return None;
         }
         // The command (and with it the sandbox's ruleset descriptor) is dropped by the spawn.
         let mut wrapped = process_wrap::tokio::CommandWrap::from(process);
@@ -112,7 +164,10 @@ impl Server {
         wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
         let (transport, stderr) = match TokioChildProcess::builder(wrapped).stderr(Stdio::piped()).spawn() {
             Ok(spawned) => spawned,
-            Err(error) => return self.fail(format!("cannot start `{}`: {error}", command.display())),
+            Err(error) => {
+                self.fail(format!("cannot start `{}`: {error}", command.display()));
+                return None;
+            }
         };
         // The leader's id is the group's; what it spawned stays in the group after it exits.
         #[cfg(unix)]
@@ -121,22 +176,77 @@ impl Server {
         }
         let reader = stderr
             .map(|stderr| tokio::spawn(stderr::read(stderr, self.spec.name.clone(), self.stderr.clone())));
+        let client = Client { editor: self.editor.clone() };
         let started = tokio::time::timeout(STARTUP_TIMEOUT, async {
-            let client = ().serve(transport).await.map_err(|e| format!("it did not initialize: {e}"))?;
-            match client.list_all_tools().await {
-                Ok(tools) => Ok((client, tools)),
-                Err(e) => {
-                    let _ = client.cancel().await;
-                    Err(format!("it did not list its tools: {e}"))
-                }
-            }
+            let client = client.serve(transport).await.map_err(|e| format!("it did not initialize: {e}"))?;
+            list_tools(client).await
         })
         .await;
-        let (client, listed) = match started {
-            Ok(Ok(started)) => started,
-            Ok(Err(reason)) => return self.fail_after(reason, reader).await,
-            Err(_) => return self.fail(format!("it did not start within {} s", STARTUP_TIMEOUT.as_secs())),
-        };
+        match started {
+            Ok(Ok(started)) => Some(started),
+            Ok(Err(reason)) => {
+                self.fail_after(reason, reader).await;
+                None
+            }
+            Err(_) => {
+                self.fail(format!("it did not start within {} s", STARTUP_TIMEOUT.as_secs()));
+                None
+            }
+        }
+    }
+
+    /// Connects to a URL (streamable HTTP, or legacy SSE when `sse`), initializes and lists
+    /// the tools; a refused connection is tried again, with backoff, until the caller's
+    /// deadline.
+    async fn connect_remote(
+        &self,
+        url: &str,
+        headers: &[(String, String)],
+        sse: bool,
+    ) -> Result<(Running, Vec<rmcp::model::Tool>), RemoteFailure> {
+        let parsed = remote::parse_url(url).map_err(|e| RemoteFailure::new(format!("the URL {e}")))?;
+        let header_map = remote::header_map(headers).map_err(RemoteFailure::new)?;
+        let http = remote::client()?;
+        let began = Instant::now();
+        let mut wait = FIRST_RETRY_WAIT;
+        loop {
+            let client = Client { editor: self.editor.clone() };
+            let attempt = if sse {
+                match super::sse::connect(http.clone(), parsed.clone(), header_map.clone()).await {
+                    Ok(transport) => {
+                        client.serve(transport).await.map_err(|e| remote::failure_of(&e, url, headers))
+                    }
+                    Err((error, refused)) => {
+                        let mut failure = remote::failure_of(&error, url, headers);
+                        failure.refused = refused;
+                        Err(failure)
+                    }
+                }
+            } else {
+                let config = StreamableHttpClientTransportConfig::with_uri(parsed.as_str())
+                    .custom_headers(
+                        header_map.clone().into_iter().filter_map(|(k, v)| Some((k?, v))).collect(),
+                    )
+                    .max_json_response_size(remote::MAX_MESSAGE)
+                    .max_sse_event_size(remote::MAX_MESSAGE)
+                    .max_error_response_size(remote::MAX_ERROR_BODY);
+                let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
+                client.serve(transport).await.map_err(|e| remote::failure_of(&e, url, headers))
+            };
+            match attempt {
+                Ok(client) => return list_tools(client).await.map_err(RemoteFailure::new),
+                Err(failure) if failure.refused && began.elapsed() + wait < STARTUP_TIMEOUT => {
+                    tracing::debug!(server = %self.spec.name, "the MCP server refused the connection; trying again");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(MAX_RETRY_WAIT);
+                }
+                Err(failure) => return Err(failure),
+            }
+        }
+    }
+
+    /// Offers the tools of a connected server, unless it was stopped meanwhile.
+    async fn adopt(&self, (client, listed): (Running, Vec<rmcp::model::Tool>)) {
         let mut taken = std::collections::HashSet::new();
         let tools = listed
             .into_iter()
@@ -146,9 +256,9 @@ impl Server {
         let mut running = self.running.lock().await;
         let stopped = {
             let mut now = lock(&self.now);
-            let stopped = now.state != ServerState::Starting;
+            let stopped = now.state != ServerState::Connecting;
             if !stopped {
-                *now = Now { state: ServerState::Ready, tools };
+                *now = Now { state: ServerState::Ready, tools, http_status: None };
             }
             stopped
         };
@@ -165,14 +275,28 @@ impl Server {
     pub(super) async fn stop(&self) {
         let client = {
             let mut running = self.running.lock().await;
-            *lock(&self.now) =
-                Now { state: ServerState::Failed("stopped with its session".into()), tools: Vec::new() };
+            *lock(&self.now) = Now {
+                state: ServerState::Failed("stopped with its session".into()),
+                tools: Vec::new(),
+                http_status: None,
+            };
             running.take()
         };
         if let Some(client) = client {
             let _ = client.cancel().await;
         }
         lock(&self.group).kill();
+    }
+}
+
+/// The tools of a connected server; the connection is closed when it cannot list them.
+async fn list_tools(client: Running) -> Result<(Running, Vec<rmcp::model::Tool>), String> {
+    match client.list_all_tools().await {
+        Ok(tools) => Ok((client, tools)),
+        Err(e) => {
+            let _ = client.cancel().await;
+            Err(format!("it did not list its tools: {e}"))
+        }
     }
 }
 
