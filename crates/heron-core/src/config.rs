@@ -793,6 +793,19 @@ query = { a = "1" }
     }
 
     #[test]
+    fn a_check_after_parsing_names_the_line_of_its_key_or_table() {
+        let home = Home::at("/nonexistent-heron-home");
+        let text = "default_model = \"x/m\"\n\n[providers.ok]\nkind = \"scripted\"\n\n[providers.x]\nkind = \"openai\"\n";
+        let invalid = Config::from_text(&home, text).expect_err("refused");
+        assert_eq!((invalid.line, invalid.column), (Some(6), None), "{invalid}");
+        let invalid = Config::from_text(&home, "compact_at = 2.0\n").expect_err("refused");
+        assert_eq!(invalid.line, Some(1), "{invalid}");
+        let invalid = Config::from_text(&home, "\n\nbogus = 1\n").expect_err("refused");
+        assert_eq!((invalid.line, invalid.column), (Some(3), Some(1)), "{invalid}");
+        assert!(invalid.to_string().starts_with("line 3, column 1: "), "{invalid}");
+    }
+
+    #[test]
     fn unknown_keys_are_refused_with_their_name() {
         let err = Config::parse("max_turn_requests = 3\ndefualt_model = \"x/y\"\n").expect_err("refused");
         assert!(err.starts_with("line 2, column 1: ") && err.contains("defualt_model"), "{err}");

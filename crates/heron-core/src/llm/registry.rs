@@ -306,4 +306,28 @@ mod tests {
         assert_eq!(text(&providers, "a/m").await, "one");
         assert_eq!(text(&providers, "b/m").await, "two");
     }
+
+    #[tokio::test]
+    async fn a_rebuild_keeps_unchanged_providers_in_place_builds_the_rest_and_refuses_a_broken_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("s.jsonl"),
+            "{\"steps\": [{\"text\": \"one\"}]}\n{\"steps\": [{\"text\": \"two\"}]}\n",
+        )
+        .expect("script");
+        let table = "[providers.a]\nkind = \"scripted\"\nscript = \"s.jsonl\"\nplayback = \"sequential\"\nmodels = [\"m\"]\n";
+        let config = |text: &str| Arc::new(Config::parse(text).expect("config"));
+        let keys = Arc::new(Keys::default());
+        let first = Providers::new(Home::at(dir.path()), config(table), keys.clone());
+        assert_eq!(text(&first, "a/m").await, "one");
+        let same = first.rebuilt(config(table), keys.clone()).expect("rebuilt");
+        assert_eq!(text(&same, "a/m").await, "two", "an unchanged provider keeps its place");
+        let changed = format!("{table}context_window = 1000\n");
+        let fresh = same.rebuilt(config(&changed), keys.clone()).expect("rebuilt");
+        assert_eq!(text(&fresh, "a/m").await, "one", "a changed provider starts over");
+        let broken =
+            format!("{table}[providers.b]\nkind = \"scripted\"\nscript = \"none.jsonl\"\nmodels = [\"m\"]\n");
+        let refused = fresh.rebuilt(config(&broken), keys).expect_err("refused");
+        assert!(matches!(&refused, ModelError::Broken { provider, .. } if provider == "b"), "{refused}");
+    }
 }

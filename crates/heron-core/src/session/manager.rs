@@ -129,6 +129,18 @@ impl std::fmt::Debug for OpenOptions {
     }
 }
 
+/// Everything read for a session about to open: its record, settings, history and inbox,
+/// its lock, and the runtime and commands it starts with.
+struct Admitted {
+    record: SessionRecord,
+    settings: Settings,
+    history: Vec<Event>,
+    inbox: InboxCounts,
+    lock: Option<SessionLock>,
+    runtime: Arc<Runtime>,
+    catalog: Catalog,
+}
+
 /// A session open in this process, and the lock that keeps it from opening elsewhere.
 struct Open {
     session: Arc<Session>,
@@ -236,17 +248,9 @@ impl Manager {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn spawn(
-        &self,
-        record: &SessionRecord,
-        settings: Settings,
-        history: Vec<Event>,
-        options: OpenOptions,
-        inbox: InboxCounts,
-        lock: Option<SessionLock>,
-        (runtime, catalog): (Arc<Runtime>, Catalog),
-    ) -> Arc<Session> {
+    fn spawn(&self, admitted: Admitted, options: OpenOptions) -> Arc<Session> {
+        let Admitted { record, settings, history, inbox, lock, runtime, catalog } = admitted;
+        let record = &record;
         // A goal or usage this build cannot read is dropped, not fatal: the session still opens.
         let goal = record.goal.clone().and_then(|v| serde_json::from_value::<Goal>(v).ok());
         let usage = record.usage.clone().and_then(|v| serde_json::from_value::<UsageReport>(v).ok());
@@ -341,9 +345,16 @@ impl Manager {
                 .await
                 .map_err(|e| SessionError::Internal(e.to_string()))?
         };
-        let session =
-            self.spawn(&record, settings, history.clone(), options, inbox, lock, (runtime, extensions));
-        Ok((session, history))
+        let admitted = Admitted {
+            record,
+            settings,
+            history: history.clone(),
+            inbox,
+            lock,
+            runtime,
+            catalog: extensions,
+        };
+        Ok((self.spawn(admitted, options), history))
     }
 
     /// Creates a session.

@@ -225,3 +225,29 @@ pub(super) fn plugin_entries(runtime: &Runtime, cwd: &Path) -> Vec<PluginEntry> 
     }
     entries
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_asks_run_and_asks_during_a_turn_queue_exactly_one_reload() {
+        let slot = ReloadSlot::default();
+        assert!(matches!(slot.request(), ReloadRequest::Running(_)));
+        assert_eq!(slot.take().map(|waiting| waiting.len()), Some(1));
+        assert!(slot.begin_turn().is_ok());
+        assert!(matches!(slot.request(), ReloadRequest::Queued));
+        assert!(matches!(slot.request(), ReloadRequest::Queued));
+        slot.end_turn();
+        assert_eq!(slot.take().map(|waiting| waiting.len()), Some(0), "one reload, nobody waiting on it");
+        assert!(slot.take().is_none(), "and only one");
+    }
+
+    #[test]
+    fn a_reload_asked_before_a_turn_begins_goes_first() {
+        let slot = ReloadSlot::default();
+        let _waiting = slot.request();
+        assert_eq!(slot.begin_turn().map_err(|waiting| waiting.len()), Err(1));
+        assert!(slot.begin_turn().is_ok());
+    }
+}
