@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::command::{CustomCommand, Origin};
+use super::command::CustomCommand;
 use super::plugin::Plugin;
 use super::{MAX_COMMANDS, Problem};
 
@@ -76,11 +76,6 @@ impl Catalog {
     pub fn problems(&self) -> &[Problem] {
         &self.problems
     }
-
-    /// How many commands come from `origin`, for logs.
-    pub fn count(&self, origin: &Origin) -> usize {
-        self.commands.values().filter(|c| &c.origin == origin).count()
-    }
 }
 
 #[cfg(test)]
@@ -88,6 +83,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+    use crate::extensions::Origin;
 
     fn command(name: &str, origin: Origin) -> CustomCommand {
         CustomCommand {

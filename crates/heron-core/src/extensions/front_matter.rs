@@ -4,7 +4,7 @@
 //! still works; a line that is not `key: value`, or a block that never closes, is an error
 //! naming its line.
 
-/// What the front matter says, and where the body starts.
+/// What the front matter says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct FrontMatter {
     pub(super) description: Option<String>,
