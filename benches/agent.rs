@@ -315,6 +315,7 @@ fn turn_events(n: usize, ws: &str) -> Vec<Event> {
                     "Request {n}: the parser rejects headers with trailing spaces; find where and fix it."
                 ),
             }],
+            command: None,
         },
         Event::AgentThought {
             message_id: format!("thought_{n}"),

@@ -2573,7 +2573,7 @@ pub struct HeronInboxUpdateResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Connection state of an MCP server. `connecting`: starting, connecting (a URL that refuses connections is tried again until the startup timeout), initializing or listing its tools. `ready`: connected and its tools are available. `failed`: could not connect, or stopped (see `error`, and `httpStatus` for an http or sse server that answered one). `pending`: known but not yet started. `disabled`: configured but turned off. `standby`: started on demand, not running now. `idle`: connected but not used for a while, its connection closed until it is needed. Heron reports `connecting`, `ready` and `failed` today; clients should treat the others, and values they do not know, as not offering tools.
+///Connection state of an MCP server. `connecting`: starting, connecting (a URL that refuses connections is tried again until the startup timeout), initializing or listing its tools. `ready`: connected and its tools are available. `failed`: could not connect, or stopped (see `error`, and `httpStatus` for an http or sse server that answered one). `pending`: known but not yet started. `disabled`: configured but turned off. `standby`: started on demand, not running now. `idle`: connected but not used for a while, its connection closed until it is needed. Heron reports `connecting`, `ready`, `failed` and, under `--safe-mode`, `disabled` today; clients should treat the others, and values they do not know, as not offering tools.
 #[derive(
     ::serde::Deserialize,
     ::serde::Serialize,
@@ -2775,7 +2775,7 @@ impl ::std::str::FromStr for HeronModelId {
         Ok(Self(value.to_string()))
     }
 }
-///Parameters of `_heron/session/reloadExtensions`: re-read Heron's configuration and reconnect the session's MCP servers and slash commands.
+///Parameters of `_heron/session/reloadExtensions`: re-read Heron's configuration (`config.toml`, `.env`), the user's and the project's custom commands and the plugins, and restart the session's plugin MCP servers; all or nothing.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronReloadExtensionsRequest {
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
@@ -2787,7 +2787,7 @@ pub struct HeronReloadExtensionsRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
 }
-///Result of `_heron/session/reloadExtensions`: what the session has after the reload.
+///Result of `_heron/session/reloadExtensions`: what the session has after the reload, or, with `queued`, what it has until the reload runs.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronReloadExtensionsResponse {
     ///The slash commands now available in the session.
@@ -2801,6 +2801,9 @@ pub struct HeronReloadExtensionsResponse {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    ///True when a turn was running: the reload runs once that turn ends (at most one waits, however often it is asked for), `mcpServers` and `availableCommands` are what the session has until then, and an `available_commands_update` follows a reload that succeeds. Absent or false when the reload ran.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub queued: ::std::option::Option<bool>,
 }
 ///Parameters of `_heron/session/mcpStatus`: ask for the state of every MCP server attached to a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -7676,7 +7679,7 @@ pub static METHODS: [crate::runtime::MethodInfo; 44usize] = [
         result: Some("HeronReloadExtensionsResponse"),
         stability: crate::runtime::Stability::Vendor,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::runtime::MethodInfo {
         wire: "_heron/session/status",
@@ -8306,7 +8309,7 @@ pub trait Agent: Send + Sync + 'static {
             Err(crate::runtime::RpcError::method_not_found("_heron/session/mcpStatus")),
         )
     }
-    /// Parameters of `_heron/session/reloadExtensions`: re-read Heron's configuration and reconnect the session's MCP servers and slash commands.
+    /// Parameters of `_heron/session/reloadExtensions`: re-read Heron's configuration (`config.toml`, `.env`), the user's and the project's custom commands and the plugins, and restart the session's plugin MCP servers; all or nothing.
     ///
     /// Wire: `_heron/session/reloadExtensions`, Heron vendor request.
     #[allow(unused_variables)]

@@ -104,13 +104,17 @@ async fn notifications_are_never_answered_even_when_invalid() {
 #[tokio::test]
 async fn vendor_methods_are_routed_through_the_table() {
     let mut editor = support::start();
+    // Known to the table and served: an unknown session reaches the handler's own answer.
     let answer =
         editor.request(json!(10), "_heron/session/reloadExtensions", json!({ "sessionId": "s" })).await;
-    assert_eq!(answer["error"]["code"], -32601);
-    assert_eq!(answer["error"]["data"]["method"], "_heron/session/reloadExtensions");
+    assert_eq!(answer["error"]["code"], -32002, "{answer}");
     // Invalid params are caught before the handler: the method is known to the table.
     let answer =
         editor.request(json!(11), "_heron/session/reloadExtensions", json!({ "sessionId": 1 })).await;
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    // A vendor name the table does not know is method-not-found, named.
+    let answer = editor.request(json!(12), "_heron/session/frobnicate", json!({ "sessionId": "s" })).await;
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    assert_eq!(answer["error"]["data"]["method"], "_heron/session/frobnicate", "{answer}");
     editor.close().await;
 }

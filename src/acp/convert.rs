@@ -316,7 +316,14 @@ fn update_of_call(call_id: &str) -> p::ToolCallUpdate {
 /// path, so a loaded session looks the way it did.
 pub fn event_updates(event: &Event) -> Vec<SessionUpdate> {
     match event {
-        Event::UserMessage { message_id, content } => content
+        // A custom command shows as the user typed it; the model read its expansion.
+        Event::UserMessage { message_id, command: Some(line), .. } => {
+            let mut content = chunk(message_id, text_block(line.clone()));
+            let name = line.trim_start_matches('/').split_whitespace().next().unwrap_or_default();
+            content.meta = json!({ "heron": { "command": name } }).as_object().cloned();
+            vec![SessionUpdate::UserMessageChunk(content)]
+        }
+        Event::UserMessage { message_id, content, command: None } => content
             .iter()
             .map(|c| SessionUpdate::UserMessageChunk(chunk(message_id, user_block(c))))
             .collect(),
@@ -552,27 +559,6 @@ pub fn config_options(options: Vec<OptionSpec>) -> Vec<SessionConfigOption> {
             })
         })
         .collect()
-}
-
-/// The slash commands, as advertised.
-pub fn available_commands() -> SessionUpdate {
-    SessionUpdate::AvailableCommandsUpdate(p::AvailableCommandsUpdate {
-        available_commands: heron_core::session::commands::COMMANDS
-            .iter()
-            .map(|c| p::AvailableCommand {
-                description: c.description.to_owned(),
-                input: c.hint.map(|hint| {
-                    p::AvailableCommandInput(p::UnstructuredCommandInput {
-                        hint: hint.to_owned(),
-                        meta: None,
-                    })
-                }),
-                meta: None,
-                name: c.name.to_owned(),
-            })
-            .collect(),
-        meta: None,
-    })
 }
 
 /// An agent message of one piece (slash command replies).

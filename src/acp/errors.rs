@@ -86,12 +86,15 @@ pub enum ErrorCode {
     /// The session store failed otherwise.
     #[serde(rename = "store.failed")]
     StoreFailed,
+    /// A reload of the extensions found a file it cannot use; nothing changed.
+    #[serde(rename = "extensions.reload_failed")]
+    ReloadFailed,
 }
 
 impl ErrorCode {
     /// Every code, for the naming-scheme test.
     #[cfg(test)]
-    const ALL: [ErrorCode; 22] = [
+    const ALL: [ErrorCode; 23] = [
         ErrorCode::RootRelative,
         ErrorCode::RootMissing,
         ErrorCode::RootNotOwned,
@@ -114,6 +117,7 @@ impl ErrorCode {
         ErrorCode::StoreCorrupt,
         ErrorCode::StoreUnavailable,
         ErrorCode::StoreFailed,
+        ErrorCode::ReloadFailed,
     ];
 
     /// The code of a store failure of `kind`.
@@ -290,6 +294,28 @@ fn setting_error(err: &SettingError) -> RpcError {
             json!({ "path": "value", "value": asked.id(), "ceiling": ceiling.id() }),
         ),
     }
+}
+
+/// -32603 for a reload that kept what the session had: the request was fine, Heron's own
+/// files were not. `data` names the file (`file`, and `line`/`column` when known) and
+/// `reason`, redacted of keys.
+pub fn reload_error(err: &heron_core::extensions::ReloadError, keys: &Keys) -> RpcError {
+    let reason = clip(&redact(&err.reason, keys.all()), MAX_FAILURE_MESSAGE);
+    let file = err.file.display().to_string();
+    let mut data = json!({ "file": file, "reason": reason });
+    if let Some(line) = err.line {
+        data["line"] = json!(line);
+    }
+    if let Some(column) = err.column {
+        data["column"] = json!(column);
+    }
+    let at = err.line.map(|l| format!(" line {l}")).unwrap_or_default();
+    coded(
+        INTERNAL_ERROR,
+        format!("Reload failed, nothing changed: {file}{at}: {reason}"),
+        ErrorCode::ReloadFailed,
+        data,
+    )
 }
 
 /// The wire error for a prompt that failed after it was accepted.

@@ -11,9 +11,8 @@ use super::errors::{ErrorCode, coded};
 use super::{HeronAgent, Inner, Reply};
 use heron_core::secret::clip;
 use heron_core::session::Session;
-use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
+use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec, reaches_home};
 use heron_core::tools::protected::Protected;
-use heron_core::tools::roots::resolve_against;
 use heron_protocol::error::INVALID_PARAMS;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
@@ -31,33 +30,15 @@ fn check_paths(
     cwd: &Path,
     protected: &Protected,
 ) -> Result<(), RpcError> {
-    let looks_like_path = |text: &str| {
-        text.starts_with('/') || text.starts_with("./") || text.starts_with("../") || text.starts_with('~')
-    };
-    let named = std::iter::once(("command".to_owned(), command))
-        .chain(args.iter().enumerate().map(|(at, arg)| (format!("args[{at}]"), arg.as_str())));
-    for (field, text) in named {
-        // An argument may carry a path after `=` (`--config=/x`).
-        let candidate = text.rsplit_once('=').map_or(text, |(_, value)| value);
-        if !looks_like_path(candidate) {
-            continue;
-        }
-        let expanded = match (candidate.strip_prefix('~'), std::env::var_os("HOME")) {
-            (Some(rest), Some(home)) => format!("{}{rest}", home.to_string_lossy()),
-            _ => candidate.to_owned(),
-        };
-        if protected.is_home(&resolve_against(cwd, &expanded)) {
-            let path = format!("mcpServers[{index}].{field}");
-            let reason = format!("{text} is inside Heron's home, which no server Heron starts may use");
-            return Err(coded(
-                INVALID_PARAMS,
-                format!("{path}: {reason}"),
-                ErrorCode::RootProtected,
-                json!({ "path": path, "reason": reason }),
-            ));
-        }
-    }
-    Ok(())
+    let Some((field, text)) = reaches_home(command, args, cwd, protected) else { return Ok(()) };
+    let path = format!("mcpServers[{index}].{field}");
+    let reason = format!("{text} is inside Heron's home, which no server Heron starts may use");
+    Err(coded(
+        INVALID_PARAMS,
+        format!("{path}: {reason}"),
+        ErrorCode::RootProtected,
+        json!({ "path": path, "reason": reason }),
+    ))
 }
 
 /// An http or sse server's URL: http or https only. An MCP URL is never a file path, so
@@ -122,6 +103,7 @@ pub fn statuses(hub: &McpHub) -> Vec<HeronMcpServerStatus> {
             let (state, error) = match status.state {
                 ServerState::Connecting => (HeronMcpServerState::Connecting, None),
                 ServerState::Ready => (HeronMcpServerState::Ready, None),
+                ServerState::Disabled => (HeronMcpServerState::Disabled, None),
                 ServerState::Failed(reason) => {
                     (HeronMcpServerState::Failed, Some(clip(&reason, MAX_STATUS_ERROR)))
                 }

@@ -6,6 +6,7 @@
 //! A method's synchronous part runs on the connection's reader in arrival order (that is
 //! where prompts are queued and cancels take effect); the future it returns does the rest.
 
+mod commands;
 mod convert;
 mod editor;
 mod errors;
@@ -14,6 +15,7 @@ mod init;
 mod mcp;
 pub mod policy;
 mod prompt;
+mod reload;
 mod sessions;
 mod settings;
 mod slot;
@@ -38,14 +40,14 @@ use heron_protocol::{
     HeronInboxListRequest, HeronInboxListResponse, HeronInboxMoveRequest, HeronInboxMoveResponse,
     HeronInboxRefreshRequest, HeronInboxRefreshResponse, HeronInboxRetryRequest, HeronInboxRetryResponse,
     HeronInboxSetPausedRequest, HeronInboxSetPausedResponse, HeronInboxUpdateRequest,
-    HeronInboxUpdateResponse, HeronSessionMcpStatusRequest, HeronSessionMcpStatusResponse,
-    HeronSessionStatusRequest, HeronSessionStatusResponse, HeronSessionSteerRequest,
-    HeronSessionSteerResponse, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
-    PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse, RpcError,
-    SessionConfigOption, SessionId, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, SetSessionModelRequest,
-    SetSessionModelResponse,
+    HeronInboxUpdateResponse, HeronReloadExtensionsRequest, HeronReloadExtensionsResponse,
+    HeronSessionMcpStatusRequest, HeronSessionMcpStatusResponse, HeronSessionStatusRequest,
+    HeronSessionStatusResponse, HeronSessionSteerRequest, HeronSessionSteerResponse, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest,
+    ResumeSessionResponse, RpcError, SessionConfigOption, SessionId, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse, SetSessionModelRequest, SetSessionModelResponse,
 };
 
 use self::editor::AcpEditor;
@@ -70,6 +72,8 @@ struct Inner<O> {
     status: status::StatusFeed,
     /// Sessions whose MCP servers this connection reports on.
     mcp_watched: Mutex<std::collections::HashSet<String>>,
+    /// Sessions whose queued reloads this connection announces.
+    reload_watched: Mutex<std::collections::HashSet<String>>,
 }
 
 type Reply<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, RpcError>> + Send + 'static>>;
@@ -87,6 +91,7 @@ impl<O: Outgoing> HeronAgent<O> {
                 client_capabilities: Mutex::new(ClientCapabilities::default()),
                 status: status::StatusFeed::default(),
                 mcp_watched: Mutex::default(),
+                reload_watched: Mutex::default(),
             }),
         }
     }
@@ -121,7 +126,7 @@ impl<O: Outgoing> Inner<O> {
     /// The session's settings and its config options as the wire shows them.
     fn options_of(&self, session: &Session) -> (Settings, Vec<SessionConfigOption>) {
         let settings = session.state().settings;
-        let options = convert::config_options(settings.options(session.choices()));
+        let options = convert::config_options(settings.options(&session.choices()));
         (settings, options)
     }
 }
@@ -246,6 +251,13 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         params: HeronSessionMcpStatusRequest,
     ) -> impl Future<Output = Result<HeronSessionMcpStatusResponse, RpcError>> + Send + 'static {
         mcp::status(self, params)
+    }
+
+    fn heron_session_reload_extensions(
+        &self,
+        params: HeronReloadExtensionsRequest,
+    ) -> impl Future<Output = Result<HeronReloadExtensionsResponse, RpcError>> + Send + 'static {
+        reload::reload(self, params)
     }
 
     fn heron_session_goal_pause(

@@ -1,7 +1,7 @@
 //! A prompt's path on the wire, in one line: `session/prompt` -> the core's session (or
-//! a slash command, run here without the model; `/compact` queues in the session like a
-//! prompt) -> the turn's updates forwarded as they come -> the answer. `session/cancel`
-//! ends the running and queued turns.
+//! a slash command, run here without the model; `/compact` and custom commands queue in
+//! the session like a prompt) -> the turn's updates forwarded as they come -> the answer.
+//! `session/cancel` ends the running and queued turns.
 
 use heron_core::session::Session;
 use heron_core::session::commands::{self, Invocation};
@@ -19,20 +19,28 @@ use super::{HeronAgent, Inner, Reply, convert, settings, updates};
 /// `session/prompt`. Runs on the reader up to queueing, so prompts keep their order.
 pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) -> Reply<PromptResponse> {
     let mut compact = None;
-    if let [ContentBlock::Text(text)] = params.prompt.as_slice()
-        && let Some(invocation) = commands::parse(&text.text)
-    {
-        if invocation.name != commands::COMPACT {
-            return command(agent, &params, invocation);
+    let mut custom = None;
+    if let [ContentBlock::Text(text)] = params.prompt.as_slice() {
+        if let Some(invocation) = commands::parse(&text.text) {
+            if invocation.name != commands::COMPACT {
+                return command(agent, &params, invocation);
+            }
+            compact = Some(invocation.argument);
+        } else if let Ok(session) = agent.session(&params.session_id) {
+            match session.expand(&text.text) {
+                Some(Ok(expansion)) => custom = Some(expansion),
+                Some(Err(reason)) => return reply(agent, &params, reason),
+                None => {}
+            }
         }
-        compact = Some(invocation.argument);
     }
     // Queue the prompt now, in arrival order; stream its updates in the future.
     let started = agent.session(&params.session_id).and_then(|session| {
         let (updates, stream) = mpsc::unbounded_channel();
-        let queued = match compact {
-            Some(instructions) => session.compact(instructions, updates),
-            None => session.prompt(convert::prompt_input(params.prompt)?, updates),
+        let queued = match (compact, custom) {
+            (Some(instructions), _) => session.compact(instructions, updates),
+            (None, Some(expansion)) => session.run_command(expansion, updates),
+            (None, None) => session.prompt(convert::prompt_input(params.prompt)?, updates),
         };
         // If this request is dropped ($/cancel_request), even before its future first
         // runs, this prompt alone is cancelled.
@@ -55,7 +63,7 @@ pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) 
         guard.disarm();
         // The session's next turn starts once this answer is queued, never before.
         heron_rpc::after_response(async move { delivered.done() });
-        let stop = outcome.map_err(|e| prompt_error(e, manager.providers().keys()))?;
+        let stop = outcome.map_err(|e| prompt_error(e, session.runtime().providers().keys()))?;
         let transcript = manager.transcript_path(session.id());
         let mut heron = json!({ "transcriptPath": transcript.display().to_string() });
         if let Some(outcome) = turn_outcome.filter(|_| stop == heron_core::types::StopReason::EndTurn) {
@@ -79,6 +87,18 @@ fn command<O: Outgoing>(
     Box::pin(async move {
         let session = session?;
         run_command(&inner, &session, &invocation).await?;
+        Ok(PromptResponse { meta: None, stop_reason: StopReason::EndTurn })
+    })
+}
+
+/// A prompt answered at once with `text` as an agent message (a custom command refused).
+fn reply<O: Outgoing>(agent: &HeronAgent<O>, params: &PromptRequest, text: String) -> Reply<PromptResponse> {
+    let session = agent.session(&params.session_id);
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let session = session?;
+        let message_id = uuid::Uuid::new_v4().to_string();
+        inner.send(session.id(), convert::agent_message(&message_id, text)).await?;
         Ok(PromptResponse { meta: None, stop_reason: StopReason::EndTurn })
     })
 }

@@ -26,7 +26,7 @@ use heron_protocol::{
 use serde_json::{Map, Value, json};
 
 use super::errors::{cwd_error, root_error, session_error};
-use super::{HeronAgent, Reply, convert, inbox, mcp, status, updates};
+use super::{HeronAgent, Reply, convert, inbox, mcp, reload, status, updates};
 
 /// How a session is opened.
 enum Opening {
@@ -92,6 +92,7 @@ fn open_session<O: Outgoing>(
         };
         session.attach(agent.editor_for(session.id()));
         mcp::watch(&inner, &session);
+        reload::watch(&inner, &session);
         let usage = session.status().1.usage;
         match opening {
             Opening::Load(_) => {
@@ -105,11 +106,11 @@ fn open_session<O: Outgoing>(
                 if let Some(report) = usage {
                     inner.send(session.id(), convert::usage_update(&report)).await?;
                 }
-                updates::advertise(&inner, session.id(), None);
+                updates::advertise(&inner, &session, None);
             }
             // A resumed session's meter follows the commands, after the answer.
-            Opening::Resume(_) => updates::advertise(&inner, session.id(), usage),
-            Opening::New | Opening::Fork(_) => updates::advertise(&inner, session.id(), None),
+            Opening::Resume(_) => updates::advertise(&inner, &session, usage),
+            Opening::New | Opening::Fork(_) => updates::advertise(&inner, &session, None),
         }
         inbox::serve(&inner, &session);
         let (settings, config_options) = inner.options_of(&session);

@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 
+use heron_core::session::Session;
 use heron_core::session::update::TurnUpdate;
 use heron_core::types::UsageReport;
 use heron_protocol::runtime::Outgoing;
 
-use super::{Inner, convert};
+use super::{Inner, commands, convert};
 
 /// Sends one update of a turn to the editor: status to the status feed, the rest as
 /// `session/update`.
@@ -29,11 +30,12 @@ pub(super) async fn forward<O: Outgoing>(inner: &Inner<O>, session_id: &str, mut
 
 /// Advertises the slash commands once the answer that made the session known is out (a
 /// client drops updates for a session it does not know yet), then `usage`, if given.
-pub(super) fn advertise<O: Outgoing>(inner: &Arc<Inner<O>>, session_id: &str, usage: Option<UsageReport>) {
+pub(super) fn advertise<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session, usage: Option<UsageReport>) {
     let inner = inner.clone();
-    let id = session_id.to_owned();
+    let id = session.id().to_owned();
+    let catalog = session.commands();
     heron_rpc::after_response(async move {
-        if let Err(err) = inner.send(&id, convert::available_commands()).await {
+        if let Err(err) = inner.send(&id, commands::update(&catalog)).await {
             tracing::debug!(%err, "could not advertise commands");
         }
         if let Some(report) = usage

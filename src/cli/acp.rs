@@ -14,6 +14,7 @@ use crate::acp::policy::agent_policy;
 use crate::acp::{HeronAgent, ManagerSlot, Unusable};
 use crate::conformance::record::{Recorder, Sender, Setup, TeeReader, TeeWriter};
 use heron_core::config::{Config, Home, Keys};
+use heron_core::extensions::Runtime;
 use heron_core::llm::registry::Providers;
 use heron_core::session::settings::{Posture, Preset};
 use heron_core::session::{Manager, ManagerOptions};
@@ -67,7 +68,9 @@ pub struct AcpArgs {
     #[arg(long)]
     pub title: Option<String>,
 
-    /// Start new sessions read-only (tool approval `readOnly`); they can be raised later.
+    /// Start without extensions: no plugins, no user or project commands, and the MCP
+    /// servers the editor gives are reported `disabled` instead of started (for a setup that
+    /// misbehaves; `--permission-mode read-only` is the read-only start).
     #[arg(long)]
     pub safe_mode: bool,
 
@@ -151,8 +154,7 @@ pub async fn manager(
         ceiling,
         title: args.title.clone(),
         permission_timeout: None,
-        // Safe mode starts sessions read-only; the user can raise it (up to any ceiling).
-        start_posture: args.safe_mode.then_some(Posture::ReadOnly),
+        start_posture: None,
         witness: recorder.clone().map(|r| r as Arc<dyn heron_core::tools::FileWitness>),
         append_system_prompt: args.append_system_prompt.clone(),
         max_tokens: args.max_tokens,
@@ -161,10 +163,14 @@ pub async fn manager(
     if let Some(recorder) = recorder {
         providers = providers.with_tap(recorder);
     }
-    let providers = Arc::new(providers);
+    // The user's commands and the plugins are read now, off the path to the first answer.
+    let safe_mode = args.safe_mode;
+    let runtime = tokio::task::spawn_blocking(move || Runtime::load(Arc::new(providers), safe_mode))
+        .await
+        .map_err(|e| AcpError::Io(std::io::Error::other(e)))?;
     Ok(Manager::new(
         store,
-        providers,
+        runtime,
         Arc::new(heron_core::tools::builtin()),
         options,
         home.root().join("transcripts"),

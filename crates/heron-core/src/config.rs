@@ -33,6 +33,42 @@ pub enum ConfigError {
     NoHome,
 }
 
+/// Why `config.toml` text is not a valid config: what, and where when it can be told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// The 1-based line at fault.
+    pub line: Option<usize>,
+    /// The 1-based column (in characters) at fault, when the parser knows it.
+    pub column: Option<usize>,
+    /// What is wrong, without quoting the text (it may hold a secret).
+    pub message: String,
+}
+
+impl Invalid {
+    /// A problem with what `text` says about `key` (a top-level key, or a `[table]`
+    /// header), placed on the first line that starts with it when there is one.
+    fn at(text: &str, key: &str, message: String) -> Self {
+        let line = text
+            .lines()
+            .position(|l| {
+                let l = l.trim_start();
+                l.starts_with(key) && (key.starts_with('[') || l[key.len()..].trim_start().starts_with('='))
+            })
+            .map(|i| i + 1);
+        Self { line, column: None, message }
+    }
+}
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.line, self.column) {
+            (Some(line), Some(column)) => write!(f, "line {line}, column {column}: {}", self.message),
+            (Some(line), None) => write!(f, "line {line}: {}", self.message),
+            _ => f.write_str(&self.message),
+        }
+    }
+}
+
 /// The paths under Heron's home.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Home {
@@ -371,9 +407,17 @@ impl Config {
                 return Err(ConfigError::Io { path: path.display().to_string(), reason: e.to_string() });
             }
         };
-        let invalid = |reason| ConfigError::Invalid { path: path.display().to_string(), reason };
-        let mut config = Self::parse(&text).map_err(invalid)?;
-        config.check_writable_outside(home.root()).map_err(invalid)?;
+        Self::from_text(home, &text)
+            .map_err(|e| ConfigError::Invalid { path: path.display().to_string(), reason: e.to_string() })
+    }
+
+    /// The config `text` (the contents of `home`'s `config.toml`) describes, checked against
+    /// the home and with the demo provider added.
+    pub fn from_text(home: &Home, text: &str) -> Result<Self, Invalid> {
+        let mut config = Self::parse_located(text)?;
+        config
+            .check_writable_outside(home.root())
+            .map_err(|message| Invalid::at(text, "sandbox_writable", message))?;
         config.add_demo();
         Ok(config)
     }
@@ -381,32 +425,48 @@ impl Config {
     /// Parses `config.toml` text; an error names its line and column (an unknown key, a bad
     /// value), never quoting the text itself.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let config: Config = toml::from_str(text).map_err(|e| match e.span() {
-            Some(span) => {
-                let (line, column) = line_column_at(text, span.start);
-                format!("line {line}, column {column}: {}", e.message())
-            }
-            None => e.message().to_owned(),
+        Self::parse_located(text).map_err(|e| e.to_string())
+    }
+
+    fn parse_located(text: &str) -> Result<Self, Invalid> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let at = e.span().map(|span| line_column_at(text, span.start));
+            Invalid { line: at.map(|(l, _)| l), column: at.map(|(_, c)| c), message: e.message().to_owned() }
         })?;
         for path in config.sandbox_writable.iter().flatten() {
             if !(path == "~" || path.starts_with("~/") || Path::new(path).is_absolute()) {
-                return Err(format!("sandbox_writable: `{path}` must be absolute or start with `~/`"));
+                let message = format!("sandbox_writable: `{path}` must be absolute or start with `~/`");
+                return Err(Invalid::at(text, "sandbox_writable", message));
             }
         }
-        check_compact_at(config.compact_at, "")?;
+        check_compact_at(config.compact_at, "").map_err(|m| Invalid::at(text, "compact_at", m))?;
         for (name, provider) in &config.providers {
-            check_compact_at(provider.compact_at, &format!("provider `{name}`: "))?;
+            let table = format!("[providers.{name}]");
+            check_compact_at(provider.compact_at, &format!("provider `{name}`: "))
+                .map_err(|m| Invalid::at(text, &table, m))?;
             if name.contains('/') {
-                return Err(format!("provider name `{name}` must not contain `/`"));
+                return Err(Invalid::at(
+                    text,
+                    &table,
+                    format!("provider name `{name}` must not contain `/`"),
+                ));
             }
             if provider.kind == ProviderKind::Openai && provider.base_url.is_none() {
-                return Err(format!("provider `{name}` (kind openai) needs a base_url"));
+                return Err(Invalid::at(
+                    text,
+                    &table,
+                    format!("provider `{name}` (kind openai) needs a base_url"),
+                ));
             }
             if provider.kind != ProviderKind::Openai && provider.shapes_chat_completions() {
-                return Err(format!(
-                    "provider `{name}`: flavor, stream_options, max_tokens_field and reasoning_field \
-                     shape Chat Completions requests; kind {} has its own",
-                    provider.kind.name()
+                return Err(Invalid::at(
+                    text,
+                    &table,
+                    format!(
+                        "provider `{name}`: flavor, stream_options, max_tokens_field and reasoning_field \
+                         shape Chat Completions requests; kind {} has its own",
+                        provider.kind.name()
+                    ),
                 ));
             }
         }
@@ -730,6 +790,19 @@ query = { a = "1" }
     fn an_openai_provider_without_base_url_is_refused() {
         let err = Config::parse("[providers.x]\nkind = \"openai\"\n").expect_err("refused");
         assert!(err.contains("base_url"), "{err}");
+    }
+
+    #[test]
+    fn a_check_after_parsing_names_the_line_of_its_key_or_table() {
+        let home = Home::at("/nonexistent-heron-home");
+        let text = "default_model = \"x/m\"\n\n[providers.ok]\nkind = \"scripted\"\n\n[providers.x]\nkind = \"openai\"\n";
+        let invalid = Config::from_text(&home, text).expect_err("refused");
+        assert_eq!((invalid.line, invalid.column), (Some(6), None), "{invalid}");
+        let invalid = Config::from_text(&home, "compact_at = 2.0\n").expect_err("refused");
+        assert_eq!(invalid.line, Some(1), "{invalid}");
+        let invalid = Config::from_text(&home, "\n\nbogus = 1\n").expect_err("refused");
+        assert_eq!((invalid.line, invalid.column), (Some(3), Some(1)), "{invalid}");
+        assert!(invalid.to_string().starts_with("line 3, column 1: "), "{invalid}");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod extensions;
 pub mod llm;
 pub mod sandbox;
 pub mod secret;

@@ -172,6 +172,63 @@ impl Providers {
         })
     }
 
+    /// The providers of `config` and `keys`, every one built now, so a provider that cannot
+    /// start fails here rather than at its first request (a reload is all or nothing). A
+    /// provider whose table and key are as they were in `self` is kept as it is: its
+    /// connections, and its place in a script played in request order.
+    pub fn rebuilt(&self, config: Arc<Config>, keys: Arc<Keys>) -> Result<Providers, ModelError> {
+        let next = Providers {
+            home: self.home.clone(),
+            config,
+            keys,
+            built: Mutex::new(HashMap::new()),
+            sequential: Mutex::new(HashMap::new()),
+            tap: self.tap.clone(),
+        };
+        let old_built = self.built.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let key_of = |providers: &Providers, config: &ProviderConfig| {
+            config.api_key_env.as_ref().and_then(|k| providers.keys.get(k)).map(|s| s.expose().to_owned())
+        };
+        // Script places are shared by file; the files of kept providers keep theirs.
+        let old_sequential =
+            self.sequential.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        for (name, config) in &next.config.providers {
+            let unchanged = self
+                .config
+                .providers
+                .get(name)
+                .is_some_and(|old| old == config && key_of(self, old) == key_of(&next, config));
+            let provider = match old_built.get(name).filter(|_| unchanged) {
+                Some(kept) => {
+                    if let Some(path) = config.script.as_ref().map(|p| next.home.root().join(p))
+                        && let Some(place) = old_sequential.get(&path)
+                    {
+                        next.sequential
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .insert(path, place.clone());
+                    }
+                    kept.clone()
+                }
+                None => {
+                    let provider = next.build(name).map_err(|reason| ModelError::Broken {
+                        provider: name.clone(),
+                        reason: crate::secret::redact(&reason.to_string(), next.keys.all()),
+                    })?;
+                    match &next.tap {
+                        Some(tap) => Arc::new(Tapped::new(provider, tap.clone())),
+                        None => provider,
+                    }
+                }
+            };
+            next.built
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(name.clone(), provider);
+        }
+        Ok(next)
+    }
+
     fn build(&self, name: &str) -> Result<Arc<dyn Provider>, ProviderError> {
         let Some(config) = self.config.providers.get(name) else {
             return Err(ProviderError::Protocol(format!("no provider `{name}`")));
@@ -248,5 +305,29 @@ mod tests {
         let providers = Providers::new(Home::at(dir.path()), Arc::new(config), Arc::new(Keys::default()));
         assert_eq!(text(&providers, "a/m").await, "one");
         assert_eq!(text(&providers, "b/m").await, "two");
+    }
+
+    #[tokio::test]
+    async fn a_rebuild_keeps_unchanged_providers_in_place_builds_the_rest_and_refuses_a_broken_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("s.jsonl"),
+            "{\"steps\": [{\"text\": \"one\"}]}\n{\"steps\": [{\"text\": \"two\"}]}\n",
+        )
+        .expect("script");
+        let table = "[providers.a]\nkind = \"scripted\"\nscript = \"s.jsonl\"\nplayback = \"sequential\"\nmodels = [\"m\"]\n";
+        let config = |text: &str| Arc::new(Config::parse(text).expect("config"));
+        let keys = Arc::new(Keys::default());
+        let first = Providers::new(Home::at(dir.path()), config(table), keys.clone());
+        assert_eq!(text(&first, "a/m").await, "one");
+        let same = first.rebuilt(config(table), keys.clone()).expect("rebuilt");
+        assert_eq!(text(&same, "a/m").await, "two", "an unchanged provider keeps its place");
+        let changed = format!("{table}context_window = 1000\n");
+        let fresh = same.rebuilt(config(&changed), keys.clone()).expect("rebuilt");
+        assert_eq!(text(&fresh, "a/m").await, "one", "a changed provider starts over");
+        let broken =
+            format!("{table}[providers.b]\nkind = \"scripted\"\nscript = \"none.jsonl\"\nmodels = [\"m\"]\n");
+        let refused = fresh.rebuilt(config(&broken), keys).expect_err("refused");
+        assert!(matches!(&refused, ModelError::Broken { provider, .. } if provider == "b"), "{refused}");
     }
 }

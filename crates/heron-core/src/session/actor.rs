@@ -1,6 +1,8 @@
 //! A session's actor: the one task that runs its turns, in order. Prompts come first; when
 //! none runs or waits it takes the next inbox item. Every prompt is answered exactly once,
-//! and the next turn starts only after that answer has been handed on.
+//! and the next turn starts only after that answer has been handed on. A reload of the
+//! session's extensions (`reload`) runs here too, between turns, never beside one; each
+//! turn reads the session's runtime when it starts, so the one after a reload uses it.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -13,9 +15,8 @@ use super::inbox::{self, Inbox};
 use super::turn::{Carried, Limits, Turn};
 use super::update::ChunkBudget;
 use super::update::TurnUpdate;
-use super::{Job, PromptError, PromptResult, Session, State, Work, attachments, watched};
-use crate::llm::registry::Providers;
-use crate::sandbox::Policy;
+use super::{Job, PromptError, PromptResult, Session, State, Work, attachments, reload, watched};
+use crate::extensions::{Runtime, Shared};
 use crate::tools::mcp::McpHub;
 use crate::tools::protected::Protected;
 use crate::tools::roots::Roots;
@@ -23,18 +24,21 @@ use crate::tools::{Registry, ToolEnv};
 use crate::types::{StopReason, UserContent};
 use heron_store::Store;
 
-/// What the actor needs beyond the session itself.
+/// What the actor needs beyond the session itself. What the config decides is read from
+/// the session's runtime at each turn instead, so a reload reaches the next one.
 pub(super) struct ActorContext {
     pub(super) store: Store,
-    pub(super) providers: Arc<Providers>,
     pub(super) tools: Arc<Registry>,
     pub(super) transcripts: PathBuf,
-    pub(super) permission_timeout: std::time::Duration,
+    /// How long a permission answer may take, when the command line says.
+    pub(super) permission_timeout: Option<std::time::Duration>,
     pub(super) witness: Option<Arc<dyn crate::tools::FileWitness>>,
-    pub(super) max_goal_continuations: u32,
     pub(super) mcp: Arc<McpHub>,
-    pub(super) limits: Limits,
+    /// `--max-tokens`.
+    pub(super) max_reply_tokens: Option<u32>,
     pub(super) append_system_prompt: Option<Arc<str>>,
+    /// The manager's runtime, which a reload replaces too (for sessions opened later).
+    pub(super) shared: Arc<Shared<Runtime>>,
 }
 
 /// What the actor runs next.
@@ -50,8 +54,15 @@ pub(super) async fn run(
     mut carried: Carried,
     context: ActorContext,
     inbox: Arc<Inbox>,
+    reloads: Arc<reload::ReloadSlot>,
 ) {
     while !closed.is_cancelled() {
+        // A reload asked for while idle runs before anything else is taken.
+        if let Some(waiting) = reloads.take() {
+            let Some(session) = session.upgrade() else { break };
+            reload::run(&session, &context, waiting).await;
+            continue;
+        }
         // Prompts come first: the inbox runs only when none waits.
         let next = match queue.try_recv() {
             Ok(job) => Next::Prompt(job),
@@ -64,6 +75,7 @@ pub(super) async fn run(
                         None => break,
                     },
                     () = inbox.woken() => continue,
+                    () = reloads.woken() => continue,
                     () = closed.cancelled() => break,
                 },
             },
@@ -74,10 +86,16 @@ pub(super) async fn run(
             }
             break;
         };
+        // A reload that came in meanwhile still goes first; one asked for from now on,
+        // while this turn runs, waits for its end.
+        while let Err(waiting) = reloads.begin_turn() {
+            reload::run(&session, &context, waiting).await;
+        }
         match next {
             Next::Prompt(job) => run_prompt(&session, &context, job, &mut carried).await,
             Next::Item(item) => run_item(&session, &context, item, &mut carried).await,
         }
+        reloads.end_turn();
     }
     // Whatever is still queued is answered, never dropped silently.
     queue.close();
@@ -152,7 +170,7 @@ async fn run_item(session: &Session, context: &ActorContext, item: inbox::Claime
             };
             run_job(session, context, state, prompted, carried)
                 .await
-                .map_err(|err| inbox::failure(&err, &context.providers))
+                .map_err(|err| inbox::failure(&err, session.runtime().providers()))
         }
         Err(reason) => Err(format!("the stored prompt cannot be read: {reason}")),
     };
@@ -170,9 +188,10 @@ struct Prompted {
     echo: bool,
 }
 
-/// A job with its attachments saved, ready for its turn.
+/// A job with its attachments saved, ready for its turn: the prompt, and the custom
+/// command line it expands, if it does.
 enum Ready {
-    Prompt(Vec<UserContent>),
+    Prompt(Vec<UserContent>, Option<String>),
     Compact(String),
 }
 
@@ -184,32 +203,47 @@ async fn run_job(
     carried: &mut Carried,
 ) -> PromptResult {
     let Prompted { work, updates, cancel, echo: echo_prompt } = prompted;
-    let provider = context.providers.resolve(&state.settings.model)?;
+    // The runtime as the turn starts: a reload later in the turn does not change it.
+    let runtime = session.runtime();
+    let providers = runtime.providers();
+    let provider = providers.resolve(&state.settings.model)?;
     let work = match work {
         Work::Prompt(input) => {
-            let prompt = attachments::save(&state.cwd, input).await.map_err(PromptError::Attachment)?;
-            // A session nobody titled (`--title`) is named by its first prompt.
-            if state.title.is_none()
-                && let Some(title) = super::title::from_prompt(&prompt, context.providers.keys().all())
-                && let Some(updated_at) = session.adopt_title(title.clone()).await
-            {
-                let _ = updates.send(TurnUpdate::Titled { title, updated_at });
-            }
-            Ready::Prompt(prompt)
+            Ready::Prompt(attachments::save(&state.cwd, input).await.map_err(PromptError::Attachment)?, None)
         }
+        Work::Command { prompt, invoked } => Ready::Prompt(
+            attachments::save(&state.cwd, prompt).await.map_err(PromptError::Attachment)?,
+            Some(invoked),
+        ),
         Work::Compact(instructions) => Ready::Compact(instructions),
     };
-    let protected = Protected::for_home(context.providers.home().root());
+    // A session nobody titled (`--title`) is named by its first prompt, or the command line
+    // that stands for it.
+    if let Ready::Prompt(prompt, invoked) = &work
+        && state.title.is_none()
+    {
+        let typed = invoked.as_ref().map(|line| vec![UserContent::Text { text: line.clone() }]);
+        if let Some(title) =
+            super::title::from_prompt(typed.as_ref().unwrap_or(prompt), providers.keys().all())
+            && let Some(updated_at) = session.adopt_title(title.clone()).await
+        {
+            let _ = updates.send(TurnUpdate::Titled { title, updated_at });
+        }
+    }
+    let protected = Protected::for_home(providers.home().root());
     let roots =
         Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()).protecting(protected));
-    let secrets = Arc::new(context.providers.keys().all().cloned().collect::<Vec<_>>());
-    let providers = &context.providers;
-    let sandbox = Arc::new(Policy::from_config(
-        providers.config(),
-        providers.home(),
-        providers.keys(),
-        roots.all().to_vec(),
-    ));
+    let secrets = Arc::new(providers.keys().all().cloned().collect::<Vec<_>>());
+    let sandbox = reload::sandbox(&runtime, roots.all().to_vec());
+    let config = providers.config();
+    let permission_timeout = context
+        .permission_timeout
+        .unwrap_or_else(|| std::time::Duration::from_secs(config.permission_timeout_s.unwrap_or(120)));
+    let limits = Limits {
+        max_reply_bytes: config.reply_cap(),
+        max_reply_tokens: context.max_reply_tokens,
+        ..Limits::default()
+    };
     let tools = with_mcp_tools(&context.tools, &session.mcp, &cancel).await;
     let turn = Turn {
         session_id: session.id.clone(),
@@ -226,25 +260,26 @@ async fn run_job(
             sandbox,
             progress: crate::tools::Progress::default(),
             witness: context.witness.clone(),
-            deadlines: providers.config().deadlines(),
+            deadlines: config.deadlines(),
         },
         approvals: session.approvals.clone(),
-        permission_timeout: context.permission_timeout,
+        permission_timeout,
         updates,
         carried: std::mem::take(carried),
         status: session.status.clone(),
         steers: session.steers.clone(),
-        max_goal_continuations: context.max_goal_continuations,
-        limits: context.limits,
+        max_goal_continuations: config.goal_continuations(),
+        limits,
         budget: ChunkBudget::new(),
         echo_prompt,
         append_system_prompt: context.append_system_prompt.clone(),
-        verify_command: providers.config().verify_command.as_deref().map(Arc::from),
+        verify_command: config.verify_command.as_deref().map(Arc::from),
+        command: None,
     };
     let (outcome, after) = match work {
-        Ready::Prompt(prompt) => {
+        Ready::Prompt(prompt, invoked) => {
             session.steers.open().await;
-            turn.run(prompt).await
+            Turn { command: invoked, ..turn }.run(prompt).await
         }
         Ready::Compact(instructions) => turn.compact(instructions).await,
     };

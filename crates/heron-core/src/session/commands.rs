@@ -51,15 +51,18 @@ pub struct Invocation {
 }
 
 /// Parses a prompt that is exactly one slash command of Heron's; anything else (including
-/// `/unknown` or a path like `/usr/bin`) is an ordinary prompt for the model.
+/// `/unknown` or a path like `/usr/bin`) is an ordinary prompt for the model, or a custom
+/// command ([`split`], then the session's catalog).
 pub fn parse(text: &str) -> Option<Invocation> {
-    let line = text.trim();
-    let rest = line.strip_prefix('/')?;
+    split(text).filter(|invocation| COMMANDS.iter().any(|c| c.name == invocation.name))
+}
+
+/// Splits a prompt that starts with `/` into the command name and the rest, trimmed,
+/// whatever the name.
+pub fn split(text: &str) -> Option<Invocation> {
+    let rest = text.trim().strip_prefix('/')?;
     let (name, argument) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    COMMANDS
-        .iter()
-        .any(|c| c.name == name)
-        .then(|| Invocation { name: name.to_owned(), argument: argument.trim().to_owned() })
+    Some(Invocation { name: name.to_owned(), argument: argument.trim().to_owned() })
 }
 
 /// What running a command changed.

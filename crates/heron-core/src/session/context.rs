@@ -306,7 +306,11 @@ mod tests {
     use crate::types::{ToolKind, ToolStatus, UserContent};
 
     fn user(text: &str) -> Event {
-        Event::UserMessage { message_id: text.into(), content: vec![UserContent::Text { text: text.into() }] }
+        Event::UserMessage {
+            message_id: text.into(),
+            content: vec![UserContent::Text { text: text.into() }],
+            command: None,
+        }
     }
 
     fn said(text: &str) -> Event {

@@ -14,8 +14,12 @@ pub enum Event {
     UserMessage {
         /// Message id.
         message_id: String,
-        /// The content.
+        /// The content: what the model reads.
         content: Vec<UserContent>,
+        /// The custom command line the user typed (`/review src`), when `content` is its
+        /// expansion: what the conversation shows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<String>,
     },
     /// A finished agent message.
     AgentMessage {

@@ -255,6 +255,7 @@ mod tests {
         Event::UserMessage {
             message_id: "m".into(),
             content: vec![UserContent::Image { mime_type: "image/png".into(), path: path.into(), uri: None }],
+            command: None,
         }
     }
 
@@ -312,6 +313,7 @@ mod tests {
             Event::UserMessage {
                 message_id: "u".into(),
                 content: vec![UserContent::Text { text: "hi".into() }],
+                command: None,
             },
             Event::AgentMessage { message_id: "a".into(), text: "looking".into() },
             call("1"),
@@ -331,7 +333,7 @@ mod tests {
         let thought =
             |text: &str, details| Event::AgentThought { message_id: "t".into(), text: text.into(), details };
         let events = vec![
-            Event::UserMessage { message_id: "u".into(), content: vec![] },
+            Event::UserMessage { message_id: "u".into(), content: vec![], command: None },
             thought("I should ", Some(serde_json::json!([{ "type": "reasoning.text" }]))),
             thought("read it.", None),
             call("1"),
@@ -353,7 +355,7 @@ mod tests {
         let events = vec![
             call("1"),
             Event::TurnEnded { stop_reason: crate::types::StopReason::Cancelled },
-            Event::UserMessage { message_id: "u".into(), content: vec![] },
+            Event::UserMessage { message_id: "u".into(), content: vec![], command: None },
         ];
         let messages = chat_messages("sys", &events, &Images::default());
         assert_eq!(messages[2], ChatMessage::Tool { call_id: "1".into(), content: INTERRUPTED.into() });

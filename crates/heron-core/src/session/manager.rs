@@ -16,13 +16,14 @@ use super::actor::ActorContext;
 use super::event::Event;
 use super::goal::{Goal, GoalError};
 use super::lock::{self, LockError, SessionLock};
+use super::reload::{builtin_names, plugin_entries, sandbox};
 use super::settings::{Choices, Effort, Mode, Posture, Preset, SettingError, Settings};
 use super::snapshot::InboxCounts;
 use super::status::Board;
-use super::turn::Limits;
-use super::{Session, State};
+use super::{Offer, Session, State};
+use crate::config::Config;
+use crate::extensions::{Catalog, Runtime, Shared};
 use crate::llm::registry::{ModelError, Providers};
-use crate::sandbox::Policy;
 use crate::tools::Registry;
 use crate::tools::editor::EditorIo;
 use crate::tools::mcp::{McpHub, ServerSpec};
@@ -128,6 +129,18 @@ impl std::fmt::Debug for OpenOptions {
     }
 }
 
+/// Everything read for a session about to open: its record, settings, history and inbox,
+/// its lock, and the runtime and commands it starts with.
+struct Admitted {
+    record: SessionRecord,
+    settings: Settings,
+    history: Vec<Event>,
+    inbox: InboxCounts,
+    lock: Option<SessionLock>,
+    runtime: Arc<Runtime>,
+    catalog: Catalog,
+}
+
 /// A session open in this process, and the lock that keeps it from opening elsewhere.
 struct Open {
     session: Arc<Session>,
@@ -136,10 +149,26 @@ struct Open {
     _lock: Option<SessionLock>,
 }
 
+/// What settings may be changed to under `config`, up to `ceiling`.
+pub(super) fn choices_of(config: &Config, ceiling: Option<Posture>) -> Choices {
+    Choices {
+        models: config
+            .model_ids()
+            .into_iter()
+            .map(|id| {
+                let efforts = config.resolve(&id).map(|r| r.config.efforts.clone()).unwrap_or_default();
+                (id, efforts)
+            })
+            .collect(),
+        ceiling,
+    }
+}
+
 /// The sessions of one agent process.
 pub struct Manager {
     store: Store,
-    providers: Arc<Providers>,
+    /// The runtime sessions open with; a session's reload replaces it.
+    runtime: Arc<Shared<Runtime>>,
     tools: Arc<Registry>,
     options: ManagerOptions,
     transcripts: PathBuf,
@@ -163,21 +192,23 @@ fn require_absolute(path: &Path, what: &str) -> Result<(), SessionError> {
 }
 
 impl Manager {
-    /// A manager over `store`, writing transcripts under `transcripts`.
+    /// A manager over `store` whose sessions open with `runtime`, writing transcripts under
+    /// `transcripts`.
     pub fn new(
         store: Store,
-        providers: Arc<Providers>,
+        runtime: Runtime,
         tools: Arc<Registry>,
         options: ManagerOptions,
         transcripts: PathBuf,
     ) -> Self {
         let locks = lock::locks_dir(store.path());
-        Self { store, providers, tools, options, transcripts, locks, open: Mutex::new(HashMap::new()) }
+        let runtime = Arc::new(Shared::new(Arc::new(runtime)));
+        Self { store, runtime, tools, options, transcripts, locks, open: Mutex::new(HashMap::new()) }
     }
 
-    /// The providers (and so the config and keys).
-    pub fn providers(&self) -> &Providers {
-        &self.providers
+    /// The providers sessions open with now (and so the config and keys).
+    pub fn providers(&self) -> Arc<Providers> {
+        self.runtime.get().providers().clone()
     }
 
     /// Where a session's transcript is written.
@@ -187,29 +218,19 @@ impl Manager {
 
     /// What settings may be changed to.
     pub fn choices(&self) -> Choices {
-        let config = self.providers.config();
-        Choices {
-            models: config
-                .model_ids()
-                .into_iter()
-                .map(|id| {
-                    let efforts = config.resolve(&id).map(|r| r.config.efforts.clone()).unwrap_or_default();
-                    (id, efforts)
-                })
-                .collect(),
-            ceiling: self.options.ceiling,
-        }
+        choices_of(self.runtime.get().providers().config(), self.options.ceiling)
     }
 
     /// The model new sessions use, checked to be usable.
     fn default_model(&self) -> Result<String, ModelError> {
+        let providers = self.providers();
         let model = self
             .options
             .model
             .clone()
-            .or_else(|| self.providers.config().default_model.clone())
+            .or_else(|| providers.config().default_model.clone())
             .ok_or(ModelError::NoModel)?;
-        self.providers.check(&model)?;
+        providers.check(&model)?;
         Ok(model)
     }
 
@@ -227,15 +248,9 @@ impl Manager {
         }
     }
 
-    fn spawn(
-        &self,
-        record: &SessionRecord,
-        settings: Settings,
-        history: Vec<Event>,
-        options: OpenOptions,
-        inbox: InboxCounts,
-        lock: Option<SessionLock>,
-    ) -> Arc<Session> {
+    fn spawn(&self, admitted: Admitted, options: OpenOptions) -> Arc<Session> {
+        let Admitted { record, settings, history, inbox, lock, runtime, catalog } = admitted;
+        let record = &record;
         // A goal or usage this build cannot read is dropped, not fatal: the session still opens.
         let goal = record.goal.clone().and_then(|v| serde_json::from_value::<Goal>(v).ok());
         let usage = record.usage.clone().and_then(|v| serde_json::from_value::<UsageReport>(v).ok());
@@ -246,42 +261,34 @@ impl Manager {
             additional_directories: record.additional_directories.iter().map(PathBuf::from).collect(),
             title: record.title.clone(),
         };
+        let roots: Vec<PathBuf> =
+            std::iter::once(&state.cwd).chain(&state.additional_directories).cloned().collect();
+        let mcp = if runtime.safe_mode() {
+            // Safe mode starts nothing it was given; the servers are listed as disabled.
+            McpHub::disabled(options.mcp_servers)
+        } else if options.mcp_servers.is_empty() {
+            McpHub::empty()
+        } else {
+            McpHub::start(options.mcp_servers, state.cwd.clone(), sandbox(&runtime, roots.clone()))
+        };
+        let plugins = plugin_entries(&runtime, &state.cwd);
+        if !plugins.is_empty() {
+            mcp.replace_plugin_servers(plugins, state.cwd.clone(), sandbox(&runtime, roots));
+        }
         let context = ActorContext {
             store: self.store.clone(),
-            providers: self.providers.clone(),
             tools: self.tools.clone(),
             transcripts: self.transcripts.clone(),
-            permission_timeout: self.options.permission_timeout.unwrap_or_else(|| {
-                std::time::Duration::from_secs(self.providers.config().permission_timeout_s.unwrap_or(120))
-            }),
+            permission_timeout: self.options.permission_timeout,
             witness: self.options.witness.clone(),
-            max_goal_continuations: self.providers.config().goal_continuations(),
-            limits: Limits {
-                max_reply_bytes: self.providers.config().reply_cap(),
-                max_reply_tokens: self.options.max_tokens,
-                ..Limits::default()
-            },
+            max_reply_tokens: self.options.max_tokens,
             append_system_prompt: self.options.append_system_prompt.as_deref().map(Arc::from),
-            mcp: if options.mcp_servers.is_empty() {
-                McpHub::empty()
-            } else {
-                let roots =
-                    std::iter::once(&state.cwd).chain(&state.additional_directories).cloned().collect();
-                let providers = &self.providers;
-                let sandbox =
-                    Policy::from_config(providers.config(), providers.home(), providers.keys(), roots);
-                McpHub::start(options.mcp_servers, state.cwd.clone(), Arc::new(sandbox))
-            },
+            mcp,
+            shared: self.runtime.clone(),
         };
-        let session = Session::spawn(
-            record.id.clone(),
-            state,
-            history,
-            context,
-            self.choices(),
-            options.editor,
-            status,
-        );
+        let offer = Offer { runtime, catalog: Arc::new(catalog), ceiling: self.options.ceiling };
+        let session =
+            Session::spawn(record.id.clone(), state, history, context, offer, options.editor, status);
         let open = Open { session: session.clone(), _lock: lock };
         self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(record.id.clone(), open);
         session
@@ -330,7 +337,24 @@ impl Manager {
         };
         let history = self.history(id).await?;
         let inbox = super::inbox::reopen(&self.store, id).await?;
-        Ok((self.spawn(&record, settings, history.clone(), options, inbox, lock), history))
+        // The project's commands are read once the cwd is known, off the async threads.
+        let runtime = self.runtime.get();
+        let extensions = {
+            let (runtime, cwd) = (runtime.clone(), PathBuf::from(&record.cwd));
+            tokio::task::spawn_blocking(move || runtime.catalog(&cwd, &builtin_names()))
+                .await
+                .map_err(|e| SessionError::Internal(e.to_string()))?
+        };
+        let admitted = Admitted {
+            record,
+            settings,
+            history: history.clone(),
+            inbox,
+            lock,
+            runtime,
+            catalog: extensions,
+        };
+        Ok((self.spawn(admitted, options), history))
     }
 
     /// Creates a session.

@@ -23,6 +23,7 @@ mod manager;
 mod outcome;
 mod permission;
 mod pursuit;
+pub mod reload;
 mod response;
 pub mod settings;
 pub mod snapshot;
@@ -38,19 +39,21 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use self::event::Event;
 use self::goal::Goal;
 use self::inbox::Inbox;
 use self::permission::Approvals;
-use self::settings::{Choices, SettingError, Settings};
+use self::reload::{ReloadRequest, ReloadSlot};
+use self::settings::{Choices, Posture, SettingError, Settings};
 use self::snapshot::Snapshot;
 use self::status::Board;
 use self::steer::Steers;
 pub use self::turn::TurnError;
 use self::update::TurnUpdate;
+use crate::extensions::{Catalog, Expansion, Runtime, Shared};
 use crate::llm::registry::ModelError;
 use crate::tools::editor::EditorIo;
 use crate::tools::mcp::McpHub;
@@ -84,6 +87,13 @@ pub enum PromptError {
 enum Work {
     /// A prompt turn.
     Prompt(Vec<PromptInput>),
+    /// A custom command's prompt: its expansion, and the line the user typed.
+    Command {
+        /// What the model is sent.
+        prompt: Vec<PromptInput>,
+        /// `/name argument`.
+        invoked: String,
+    },
     /// `/compact`, with the user's instructions for the summary.
     Compact(String),
 }
@@ -145,7 +155,15 @@ pub struct Session {
     current: Mutex<CancellationToken>,
     closed: CancellationToken,
     store: Store,
-    choices: Choices,
+    /// The highest posture allowed (`--permission-mode`).
+    ceiling: Option<Posture>,
+    /// The providers, commands and plugins this session's turns use; a reload replaces it.
+    runtime: Shared<Runtime>,
+    /// The session's custom commands.
+    catalog: Shared<Catalog>,
+    reload: Arc<ReloadSlot>,
+    /// Moves when a queued reload succeeded (an asked-for one answers its caller).
+    extensions_changed: watch::Sender<u64>,
     editor: Mutex<Arc<dyn EditorIo>>,
     approvals: Arc<Mutex<Approvals>>,
     status: Arc<Board>,
@@ -160,13 +178,20 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// What a session offers when it opens: its runtime and commands, and the posture ceiling.
+struct Offer {
+    runtime: Arc<Runtime>,
+    catalog: Arc<Catalog>,
+    ceiling: Option<Posture>,
+}
+
 impl Session {
     fn spawn(
         id: String,
         state: State,
         history: Vec<Event>,
         context: actor::ActorContext,
-        choices: Choices,
+        offer: Offer,
         editor: Arc<dyn EditorIo>,
         status: Board,
     ) -> Arc<Session> {
@@ -189,7 +214,11 @@ impl Session {
             current: Mutex::new(CancellationToken::new()),
             closed: CancellationToken::new(),
             store: context.store.clone(),
-            choices,
+            ceiling: offer.ceiling,
+            runtime: Shared::new(offer.runtime),
+            catalog: Shared::new(offer.catalog),
+            reload: Arc::default(),
+            extensions_changed: watch::Sender::new(0),
             editor: Mutex::new(editor),
             approvals: Arc::new(Mutex::new(Approvals::default())),
             status,
@@ -209,7 +238,8 @@ impl Session {
             transcript,
             calibration: Default::default(),
         };
-        tokio::spawn(actor::run(Arc::downgrade(&session), closed, queue, carried, context, inbox));
+        let reloads = session.reload.clone();
+        tokio::spawn(actor::run(Arc::downgrade(&session), closed, queue, carried, context, inbox, reloads));
         session
     }
 
@@ -234,9 +264,46 @@ impl Session {
         self.editor.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// What the settings may be changed to.
-    pub fn choices(&self) -> &Choices {
-        &self.choices
+    /// What the settings may be changed to: the models of the session's runtime, up to the
+    /// ceiling.
+    pub fn choices(&self) -> Choices {
+        manager::choices_of(self.runtime.get().providers().config(), self.ceiling)
+    }
+
+    /// The providers, commands and plugins the session's next turn uses.
+    pub fn runtime(&self) -> Arc<Runtime> {
+        self.runtime.get()
+    }
+
+    /// The session's custom commands, and the problems found reading them.
+    pub fn commands(&self) -> Arc<Catalog> {
+        self.catalog.get()
+    }
+
+    /// The custom command `text` invokes, expanded, when it is exactly one (`/name rest`):
+    /// `None` for anything else, an `Err` (a reply for the user) when it is refused.
+    pub fn expand(&self, text: &str) -> Option<Result<Expansion, String>> {
+        let invocation = commands::split(text)?;
+        let catalog = self.catalog.get();
+        Some(catalog.find(&invocation.name)?.expand(&invocation.argument))
+    }
+
+    /// Queues a custom command's expansion as a prompt, like [`Session::prompt`]; the
+    /// conversation shows the command line, the model reads the expansion.
+    pub fn run_command(&self, expansion: Expansion, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
+        let prompt = vec![PromptInput::Content(crate::types::UserContent::Text { text: expansion.prompt })];
+        self.queue(Work::Command { prompt, invoked: expansion.invoked }, updates)
+    }
+
+    /// Asks for a reload of the session's extensions (see `reload`): run now when the
+    /// session is idle, queued (at most one) while a turn runs.
+    pub fn reload(&self) -> ReloadRequest {
+        self.reload.request()
+    }
+
+    /// Moves each time a queued reload succeeded, for a client to be told the new commands.
+    pub fn extensions_changed(&self) -> watch::Receiver<u64> {
+        self.extensions_changed.subscribe()
     }
 
     /// Queues a prompt; it runs after those queued before it. Updates stream to `updates`
@@ -322,7 +389,7 @@ impl Session {
         let settings = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             let mut settings = state.settings.clone();
-            change(&mut settings, &self.choices).map_err(SessionError::Setting)?;
+            change(&mut settings, &self.choices()).map_err(SessionError::Setting)?;
             state.settings = settings.clone();
             self.status.set_settings(&settings);
             settings

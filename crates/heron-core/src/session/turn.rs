@@ -119,6 +119,9 @@ pub struct Turn {
     pub append_system_prompt: Option<Arc<str>>,
     /// The command whose success verifies changes (`verify_command`), if the config names one.
     pub verify_command: Option<Arc<str>>,
+    /// The custom command line the prompt is the expansion of, when it is one (stored with
+    /// the user message, which the conversation then shows as typed).
+    pub command: Option<String>,
 }
 
 /// Bounds on what one model response may send.
@@ -240,7 +243,9 @@ impl Turn {
             self.adopt_goal(&prompt).await?;
         }
         let message_id = uuid::Uuid::new_v4().to_string();
-        self.record_shown(Event::UserMessage { message_id, content: prompt }, self.echo_prompt).await?;
+        let command = self.command.take();
+        self.record_shown(Event::UserMessage { message_id, content: prompt, command }, self.echo_prompt)
+            .await?;
         let asking = Asking::of(&self.settings, self.append_system_prompt.as_deref());
 
         let mut continuations = 0;
@@ -361,7 +366,7 @@ impl Turn {
             }
         };
         let message_id = uuid::Uuid::new_v4().to_string();
-        let event = Event::UserMessage { message_id, content };
+        let event = Event::UserMessage { message_id, content, command: None };
         let payload = encode(&event)?;
         let applied = self
             .steers

@@ -346,7 +346,7 @@ pub async fn manager_for(
     let store = heron_store::Store::open(home.db_path()).await.expect("store");
     heron_core::session::Manager::new(
         store,
-        Arc::new(providers),
+        heron_core::extensions::Runtime::bare(Arc::new(providers)),
         Arc::new(heron_core::tools::builtin()),
         options,
         home.root().join("transcripts"),

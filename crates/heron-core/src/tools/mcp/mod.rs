@@ -111,6 +111,8 @@ pub enum ServerState {
     Ready,
     /// It could not start, or it stopped; why.
     Failed(String),
+    /// Configured but not started (`--safe-mode`).
+    Disabled,
 }
 
 /// One server's state, for status reports.
@@ -143,9 +145,26 @@ impl EditorSlot {
     }
 }
 
-/// The MCP servers of one session.
+/// A server a plugin declares, as a session's hub takes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginEntry {
+    /// Start it like an editor's server.
+    Start(ServerSpec),
+    /// Report it failed without starting it: its plugin did not load, or its definition
+    /// reaches into Heron's home.
+    Failed {
+        /// The name it is reported under.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The MCP servers of one session: the editor's, fixed when the session opens, and the
+/// plugins', replaced whole by a reload.
 pub struct McpHub {
     servers: Vec<Arc<server::Server>>,
+    plugin_servers: Mutex<Vec<Arc<server::Server>>>,
     changed: watch::Sender<u64>,
     stopped: std::sync::atomic::AtomicBool,
     editor: EditorSlot,
@@ -162,6 +181,7 @@ impl McpHub {
     pub fn empty() -> Arc<McpHub> {
         Arc::new(McpHub {
             servers: Vec::new(),
+            plugin_servers: Mutex::default(),
             changed: watch::Sender::new(0),
             stopped: Default::default(),
             editor: EditorSlot::default(),
@@ -178,14 +198,88 @@ impl McpHub {
             .map(|spec| Arc::new(server::Server::new(spec, editor.clone())))
             .collect();
         for server in &servers {
-            let (server, cwd, changed, sandbox) =
-                (server.clone(), cwd.clone(), changed.clone(), sandbox.clone());
-            tokio::spawn(async move {
-                server.connect(&cwd, &sandbox).await;
-                changed.send_modify(|n| *n += 1);
+            connect(server, &cwd, &sandbox, &changed);
+        }
+        Arc::new(McpHub {
+            servers,
+            plugin_servers: Mutex::default(),
+            changed,
+            stopped: Default::default(),
+            editor,
+        })
+    }
+
+    /// The servers of `specs`, none started: each is reported [`ServerState::Disabled`].
+    pub fn disabled(specs: Vec<ServerSpec>) -> Arc<McpHub> {
+        let editor = EditorSlot::default();
+        let servers = unique_names(specs)
+            .into_iter()
+            .map(|spec| Arc::new(server::Server::with_state(spec, editor.clone(), ServerState::Disabled)))
+            .collect();
+        Arc::new(McpHub {
+            servers,
+            plugin_servers: Mutex::default(),
+            changed: watch::Sender::new(0),
+            stopped: Default::default(),
+            editor,
+        })
+    }
+
+    /// Replaces the plugins' servers with `entries`: the old ones stop (in the background),
+    /// the new ones start in `cwd`, confined by `sandbox`, named apart from every other
+    /// server of the session. Needs a tokio runtime when there are servers.
+    pub fn replace_plugin_servers(&self, entries: Vec<PluginEntry>, cwd: PathBuf, sandbox: Arc<Policy>) {
+        if self.is_stopped() {
+            return;
+        }
+        let mut taken: std::collections::HashSet<String> =
+            self.servers.iter().map(|s| s.name().to_owned()).collect();
+        let fresh: Vec<Arc<server::Server>> = entries
+            .into_iter()
+            .map(|entry| match entry {
+                PluginEntry::Start(mut spec) => {
+                    spec.name = unique_name(&spec.name, &mut taken);
+                    let server = Arc::new(server::Server::new(spec, self.editor.clone()));
+                    connect(&server, &cwd, &sandbox, &self.changed);
+                    server
+                }
+                PluginEntry::Failed { name, reason } => {
+                    let spec = ServerSpec {
+                        name: unique_name(&name, &mut taken),
+                        transport: TransportSpec::Stdio {
+                            command: PathBuf::new(),
+                            args: Vec::new(),
+                            env: Vec::new(),
+                        },
+                    };
+                    Arc::new(server::Server::with_state(
+                        spec,
+                        self.editor.clone(),
+                        ServerState::Failed(reason),
+                    ))
+                }
+            })
+            .collect();
+        let old = std::mem::replace(
+            &mut *self.plugin_servers.lock().unwrap_or_else(PoisonError::into_inner),
+            fresh,
+        );
+        if !old.is_empty()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                for server in old {
+                    server.stop().await;
+                }
             });
         }
-        Arc::new(McpHub { servers, changed, stopped: Default::default(), editor })
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Every server, the editor's first.
+    fn all(&self) -> Vec<Arc<server::Server>> {
+        let plugins = self.plugin_servers.lock().unwrap_or_else(PoisonError::into_inner);
+        self.servers.iter().chain(plugins.iter()).cloned().collect()
     }
 
     /// Sends the servers' elicitations to `editor` from now on.
@@ -195,12 +289,13 @@ impl McpHub {
 
     /// Every server's state, in the order given.
     pub fn statuses(&self) -> Vec<ServerStatus> {
-        self.servers.iter().map(|s| s.status()).collect()
+        self.all().iter().map(|s| s.status()).collect()
     }
 
     /// Whether the hub has no servers.
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
+            && self.plugin_servers.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
     }
 
     /// A receiver that changes whenever a server's state does.
@@ -211,7 +306,7 @@ impl McpHub {
     /// Waits until no server is still starting (each gives up after [`STARTUP_TIMEOUT`]).
     pub async fn started(&self) {
         let mut changes = self.subscribe();
-        while self.servers.iter().any(|s| s.status().state == ServerState::Connecting) {
+        while self.all().iter().any(|s| s.status().state == ServerState::Connecting) {
             if changes.changed().await.is_err() {
                 return;
             }
@@ -220,7 +315,7 @@ impl McpHub {
 
     /// The tools of the servers that are ready.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.servers.iter().flat_map(|s| s.tools()).collect()
+        self.all().iter().flat_map(|s| s.tools()).collect()
     }
 
     /// Whether [`McpHub::shutdown`] was called.
@@ -231,11 +326,26 @@ impl McpHub {
     /// Stops every server (its whole process group).
     pub async fn shutdown(&self) {
         self.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
-        for server in &self.servers {
+        for server in self.all() {
             server.stop().await;
         }
         self.changed.send_modify(|n| *n += 1);
     }
+}
+
+/// Starts connecting `server` in the background; `changed` moves when it is done.
+fn connect(
+    server: &Arc<server::Server>,
+    cwd: &std::path::Path,
+    sandbox: &Arc<Policy>,
+    changed: &watch::Sender<u64>,
+) {
+    let (server, cwd, changed, sandbox) =
+        (server.clone(), cwd.to_path_buf(), changed.clone(), sandbox.clone());
+    tokio::spawn(async move {
+        server.connect(&cwd, &sandbox).await;
+        changed.send_modify(|n| *n += 1);
+    });
 }
 
 /// Names made unique (`name`, `name-2`, ...), so tool names never collide across servers.
@@ -244,13 +354,50 @@ fn unique_names(specs: Vec<ServerSpec>) -> Vec<ServerSpec> {
     specs
         .into_iter()
         .map(|mut spec| {
-            let base = spec.name.clone();
-            let mut n = 1;
-            while !taken.insert(spec.name.clone()) {
-                n += 1;
-                spec.name = format!("{base}-{n}");
-            }
+            spec.name = unique_name(&spec.name, &mut taken);
             spec
         })
         .collect()
+}
+
+/// `base`, or `base-2`, `base-3` ... whichever `taken` does not hold yet (and now does).
+fn unique_name(base: &str, taken: &mut std::collections::HashSet<String>) -> String {
+    let mut name = base.to_owned();
+    let mut n = 1;
+    while !taken.insert(name.clone()) {
+        n += 1;
+        name = format!("{base}-{n}");
+    }
+    name
+}
+
+/// The field of a stdio server's definition (`command`, `args[i]`) that names a path in
+/// Heron's home, with that text: a server started there could read the user's keys. A
+/// path is what starts with `/`, `./`, `../` or `~` (after `=`, for `--flag=/x`),
+/// resolved against `cwd`.
+pub fn reaches_home(
+    command: &str,
+    args: &[String],
+    cwd: &std::path::Path,
+    protected: &crate::tools::protected::Protected,
+) -> Option<(String, String)> {
+    let looks_like_path = |text: &str| {
+        text.starts_with('/') || text.starts_with("./") || text.starts_with("../") || text.starts_with('~')
+    };
+    let named = std::iter::once(("command".to_owned(), command))
+        .chain(args.iter().enumerate().map(|(at, arg)| (format!("args[{at}]"), arg.as_str())));
+    for (field, text) in named {
+        let candidate = text.rsplit_once('=').map_or(text, |(_, value)| value);
+        if !looks_like_path(candidate) {
+            continue;
+        }
+        let expanded = match (candidate.strip_prefix('~'), std::env::var_os("HOME")) {
+            (Some(rest), Some(home)) => format!("{}{rest}", home.to_string_lossy()),
+            _ => candidate.to_owned(),
+        };
+        if protected.is_home(&crate::tools::roots::resolve_against(cwd, &expanded)) {
+            return Some((field, text.to_owned()));
+        }
+    }
+    None
 }

@@ -63,14 +63,24 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Server {
     pub(super) fn new(spec: ServerSpec, editor: EditorSlot) -> Self {
+        Self::with_state(spec, editor, ServerState::Connecting)
+    }
+
+    /// A server that starts out in `state`: connecting, or one that is never started
+    /// (disabled, or failed before it could be).
+    pub(super) fn with_state(spec: ServerSpec, editor: EditorSlot, state: ServerState) -> Self {
         Self {
             spec,
             editor,
-            now: Mutex::new(Now { state: ServerState::Connecting, tools: Vec::new(), http_status: None }),
+            now: Mutex::new(Now { state, tools: Vec::new(), http_status: None }),
             running: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
             group: Mutex::new(ProcessGroup(None)),
         }
+    }
+
+    pub(super) fn name(&self) -> &str {
+        &self.spec.name
     }
 
     pub(super) fn status(&self) -> ServerStatus {

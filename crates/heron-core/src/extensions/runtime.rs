@@ -1,0 +1,202 @@
+//! The runtime a session's turns use: the providers of `config.toml` and `.env`, the user's
+//! commands and the plugins, loaded together and replaced together.
+//!
+//! A reload is all or nothing. [`Runtime::reloaded`] reads and builds everything first
+//! (the config, the keys, every provider, the commands, the plugins) and only a whole new
+//! runtime comes out of it; a config or key file that does not parse, or a provider that
+//! cannot start, is a [`ReloadError`] naming the file and line, and the caller keeps the
+//! runtime it had. Command files and plugins are different: each bad one is a
+//! [`Problem`], left out, as when Heron starts. With safe mode on, no command or plugin is
+//! read at all.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use super::catalog::Catalog;
+use super::command::{CustomCommand, Origin};
+use super::plugin::Plugin;
+use super::{Problem, command_dir, files, log, plugin};
+use crate::config::{Config, ConfigError, Keys};
+use crate::llm::registry::{ModelError, Providers};
+use crate::tools::protected::Protected;
+
+/// The largest `config.toml` a reload reads, in bytes.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// A value many readers share and one writer replaces whole: a reader keeps the `Arc` it
+/// took, so a turn finishes with the runtime it started with.
+#[derive(Debug)]
+pub struct Shared<T>(RwLock<Arc<T>>);
+
+impl<T> Shared<T> {
+    /// Shares `value`.
+    pub fn new(value: Arc<T>) -> Self {
+        Self(RwLock::new(value))
+    }
+
+    /// The value now.
+    pub fn get(&self) -> Arc<T> {
+        self.0.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Replaces the value; readers see it from their next [`Shared::get`].
+    pub fn set(&self, value: Arc<T>) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = value;
+    }
+}
+
+/// Why a reload kept the runtime it had: the file, where in it, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}: {reason}", file.display(), line.map(|l| format!(" line {l}")).unwrap_or_default())]
+pub struct ReloadError {
+    /// The file at fault.
+    pub file: PathBuf,
+    /// Its 1-based line, when known.
+    pub line: Option<usize>,
+    /// Its 1-based column, when known.
+    pub column: Option<usize>,
+    /// What is wrong (secrets redacted).
+    pub reason: String,
+}
+
+/// Providers, commands and plugins, as one swap.
+pub struct Runtime {
+    providers: Arc<Providers>,
+    user_commands: Vec<CustomCommand>,
+    plugins: Vec<Plugin>,
+    broken_plugins: Vec<(String, Problem)>,
+    problems: Vec<Problem>,
+    safe_mode: bool,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("user_commands", &self.user_commands.len())
+            .field("plugins", &self.plugins)
+            .field("problems", &self.problems)
+            .field("safe_mode", &self.safe_mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// `providers` alone, with no commands or plugins.
+    pub fn bare(providers: Arc<Providers>) -> Self {
+        Self {
+            providers,
+            user_commands: Vec::new(),
+            plugins: Vec::new(),
+            broken_plugins: Vec::new(),
+            problems: Vec::new(),
+            safe_mode: false,
+        }
+    }
+
+    /// `providers` with the user's commands and the plugins of their home, unless
+    /// `safe_mode`; each problem is logged once. Blocks.
+    pub fn load(providers: Arc<Providers>, safe_mode: bool) -> Self {
+        let mut runtime = Self { safe_mode, ..Self::bare(providers) };
+        if !safe_mode {
+            runtime.read_home();
+            log(&runtime.problems);
+        }
+        runtime
+    }
+
+    /// The next runtime, from what the home holds now (see the module docs). Blocks.
+    pub fn reloaded(&self) -> Result<Runtime, ReloadError> {
+        let home = self.providers.home().clone();
+        let config_path = home.config_path();
+        let text = match std::fs::symlink_metadata(&config_path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            // The user's own file: a symlink to it is fine, the opener must not follow one.
+            _ => {
+                let real = std::fs::canonicalize(&config_path).unwrap_or_else(|_| config_path.clone());
+                files::read_text_within(&real, MAX_CONFIG_BYTES, &Protected::default())
+                    .map_err(|reason| whole_file(&config_path, reason))?
+            }
+        };
+        let config = Config::from_text(&home, &text).map_err(|invalid| ReloadError {
+            file: config_path.clone(),
+            line: invalid.line,
+            column: invalid.column,
+            reason: invalid.message,
+        })?;
+        let keys = Keys::load(&home).map_err(|e| match e {
+            ConfigError::Invalid { reason, .. } | ConfigError::Io { reason, .. } => {
+                whole_file(&home.env_path(), reason)
+            }
+            ConfigError::NoHome => whole_file(&home.env_path(), e.to_string()),
+        })?;
+        let providers = self.providers.rebuilt(Arc::new(config), Arc::new(keys)).map_err(|e| {
+            let line = match &e {
+                ModelError::Broken { provider, .. } => {
+                    let header = format!("[providers.{provider}]");
+                    text.lines().position(|l| l.trim() == header).map(|i| i + 1)
+                }
+                _ => None,
+            };
+            ReloadError { file: config_path.clone(), line, column: None, reason: e.to_string() }
+        })?;
+        Ok(Self::load(Arc::new(providers), self.safe_mode))
+    }
+
+    fn read_home(&mut self) {
+        let Ok(root) = std::fs::canonicalize(self.providers.home().root()) else { return };
+        let protected = Protected::for_home(&root);
+        self.user_commands =
+            command_dir::load(&root.join("commands"), &Origin::User, &protected, &mut self.problems);
+        let (plugins, broken) = plugin::load_all(&root.join("plugins"), &protected, &mut self.problems);
+        self.plugins = plugins;
+        self.broken_plugins = broken;
+    }
+
+    /// The providers (and through them the config and keys).
+    pub fn providers(&self) -> &Arc<Providers> {
+        &self.providers
+    }
+
+    /// The plugins that loaded.
+    pub fn plugins(&self) -> &[Plugin] {
+        &self.plugins
+    }
+
+    /// The plugins that did not load, by name, and why.
+    pub fn broken_plugins(&self) -> &[(String, Problem)] {
+        &self.broken_plugins
+    }
+
+    /// Whether commands, plugins and MCP servers are off (`--safe-mode`).
+    pub fn safe_mode(&self) -> bool {
+        self.safe_mode
+    }
+
+    /// The commands a session in `cwd` offers: its project's (`.heron/commands/`), the
+    /// user's and the plugins', past Heron's `builtin` ones. Problems the project or a
+    /// clash adds are logged once. Blocks.
+    pub fn catalog(&self, cwd: &Path, builtin: &[&str]) -> Catalog {
+        let mut problems = self.problems.clone();
+        let known = problems.len();
+        let project = if self.safe_mode { Vec::new() } else { self.project_commands(cwd, &mut problems) };
+        let catalog = Catalog::build(builtin, project, &self.user_commands, &self.plugins, problems);
+        log(&catalog.problems()[known..]);
+        catalog
+    }
+
+    fn project_commands(&self, cwd: &Path, problems: &mut Vec<Problem>) -> Vec<CustomCommand> {
+        let Ok(cwd) = std::fs::canonicalize(cwd) else { return Vec::new() };
+        let protected = Protected::for_home(self.providers.home().root());
+        let dir = cwd.join(".heron").join("commands");
+        // A project at the user's home has Heron's home as its `.heron`: those commands are
+        // the user's, already read.
+        if protected.is_home(&dir) {
+            return Vec::new();
+        }
+        command_dir::load(&dir, &Origin::Project, &protected, problems)
+    }
+}
+
+fn whole_file(file: &Path, reason: String) -> ReloadError {
+    ReloadError { file: file.to_path_buf(), line: None, column: None, reason }
+}

@@ -1,0 +1,99 @@
+//! Slash commands on the wire: the `available_commands_update` a session's commands go out
+//! as (Heron's own, then its custom ones, each custom one naming its source in
+//! `_meta.heron.source`, and the files that could not be used in `_meta.heron.problems`),
+//! and the problems' shape, which `_heron/session/reloadExtensions` answers with too.
+
+use serde_json::{Map, Value, json};
+
+use heron_core::extensions::{Catalog, Origin, Problem};
+use heron_core::session::commands::COMMANDS;
+use heron_protocol::{self as p, SessionUpdate};
+
+/// The longest problem message sent, in bytes.
+const MAX_PROBLEM: usize = 1024;
+
+/// The most problems sent at once; the log has all of them.
+const MAX_PROBLEMS: usize = 50;
+
+fn hint(text: &str) -> p::AvailableCommandInput {
+    p::AvailableCommandInput(p::UnstructuredCommandInput { hint: text.to_owned(), meta: None })
+}
+
+/// Every command of a session with `catalog`, Heron's own first.
+pub fn available(catalog: &Catalog) -> Vec<p::AvailableCommand> {
+    let builtin = COMMANDS.iter().map(|c| p::AvailableCommand {
+        description: c.description.to_owned(),
+        input: c.hint.map(hint),
+        meta: None,
+        name: c.name.to_owned(),
+    });
+    let custom = catalog.commands().map(|c| {
+        let source = match &c.origin {
+            Origin::Project => json!({ "source": "project" }),
+            Origin::User => json!({ "source": "user" }),
+            Origin::Plugin(name) => json!({ "source": "plugin", "plugin": name }),
+        };
+        p::AvailableCommand {
+            description: c.description.clone(),
+            input: c.hint.as_deref().map(hint),
+            meta: json!({ "heron": source }).as_object().cloned(),
+            name: c.name.clone(),
+        }
+    });
+    builtin.chain(custom).collect()
+}
+
+/// The update that advertises a session's commands.
+pub fn update(catalog: &Catalog) -> SessionUpdate {
+    SessionUpdate::AvailableCommandsUpdate(p::AvailableCommandsUpdate {
+        available_commands: available(catalog),
+        meta: meta(catalog),
+    })
+}
+
+/// `_meta` with `heron.problems`, when there are any.
+pub fn meta(catalog: &Catalog) -> Option<Map<String, Value>> {
+    if catalog.problems().is_empty() {
+        return None;
+    }
+    json!({ "heron": { "problems": problems(catalog.problems()) } }).as_object().cloned()
+}
+
+/// Problems as `{file, line?, message}` objects, at most [`MAX_PROBLEMS`].
+pub fn problems(problems: &[Problem]) -> Value {
+    Value::Array(
+        problems
+            .iter()
+            .take(MAX_PROBLEMS)
+            .map(|problem| {
+                let mut shown = json!({
+                    "file": problem.file.display().to_string(),
+                    "message": heron_core::secret::clip(&problem.message, MAX_PROBLEM),
+                });
+                if let Some(line) = problem.line {
+                    shown["line"] = json!(line);
+                }
+                shown
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_come_first_and_problems_only_when_there_are_some() {
+        let catalog = Catalog::default();
+        let SessionUpdate::AvailableCommandsUpdate(update) = update(&catalog) else { panic!("not commands") };
+        assert_eq!(update.available_commands.len(), COMMANDS.len());
+        assert_eq!(update.available_commands[0].name, "help");
+        assert!(update.meta.is_none());
+        let shown = problems(&[Problem::at("/x/a.md", 3, "bad"), Problem::new("/x/b.md", "worse")]);
+        assert_eq!(
+            shown,
+            json!([{ "file": "/x/a.md", "line": 3, "message": "bad" }, { "file": "/x/b.md", "message": "worse" }])
+        );
+    }
+}

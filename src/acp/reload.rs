@@ -1,0 +1,99 @@
+//! `_heron/session/reloadExtensions` on the wire, and what follows a reload.
+//!
+//! Idle, the reload runs and answers the session's commands and MCP servers after it (and
+//! the files that could not be used in `_meta.heron.problems`); once that answer is out, a
+//! fresh `available_commands_update` follows, and a `config_option_update` when the models
+//! on offer changed. During a turn it answers at once with `queued: true` and what the
+//! session has now; when the queued reload succeeds, after the turn, the commands and the
+//! config options follow (watched per session and connection, like MCP status). A reload that fails is
+//! -32603 with `data.code: "extensions.reload_failed"` naming the file and line, and the
+//! session keeps everything it had.
+
+use std::sync::{Arc, PoisonError};
+
+use super::errors::reload_error;
+use super::{HeronAgent, Inner, Reply, commands, mcp};
+use heron_core::session::Session;
+use heron_core::session::reload::ReloadRequest;
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::{
+    ConfigOptionUpdate, HeronReloadExtensionsRequest, HeronReloadExtensionsResponse, RpcError, SessionUpdate,
+};
+
+/// `_heron/session/reloadExtensions`.
+pub(super) fn reload<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: HeronReloadExtensionsRequest,
+) -> Reply<HeronReloadExtensionsResponse> {
+    let session = agent.session(&params.session_id);
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        inner.manager.ready().await?;
+        let session = session?;
+        let running = match session.reload() {
+            ReloadRequest::Queued => return Ok(answer(&session, true)),
+            ReloadRequest::Running(running) => running,
+        };
+        let reloaded = running.await.map_err(|_| RpcError::internal(&"the session stopped"))?;
+        let reloaded = reloaded.map_err(|err| reload_error(&err, session.runtime().providers().keys()))?;
+        mcp::watch(&inner, &session);
+        let (follow, id) = (inner.clone(), session.id().to_owned());
+        let update = commands::update(&reloaded.catalog);
+        let options = reloaded.choices_changed.then(|| options_update(&inner, &session));
+        heron_rpc::after_response(async move { announce(&follow, &id, update, options).await });
+        let mut response = answer(&session, false);
+        response.meta = commands::meta(&reloaded.catalog);
+        Ok(response)
+    })
+}
+
+/// What the session offers now.
+fn answer(session: &Session, queued: bool) -> HeronReloadExtensionsResponse {
+    HeronReloadExtensionsResponse {
+        available_commands: commands::available(&session.commands()),
+        mcp_servers: mcp::statuses(session.mcp()),
+        meta: None,
+        queued: queued.then_some(true),
+    }
+}
+
+/// The session's config options as they stand, as an update.
+fn options_update<O: Outgoing>(inner: &Inner<O>, session: &Session) -> SessionUpdate {
+    let (_, config_options) = inner.options_of(session);
+    SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate { config_options, meta: None })
+}
+
+/// Sends the commands, then the config options when given.
+async fn announce<O: Outgoing>(
+    inner: &Inner<O>,
+    id: &str,
+    commands: SessionUpdate,
+    options: Option<SessionUpdate>,
+) {
+    for update in std::iter::once(commands).chain(options) {
+        if let Err(err) = inner.send(id, update).await {
+            tracing::debug!(%err, "could not announce the reload");
+            return;
+        }
+    }
+}
+
+/// Announces each queued reload of `session` that succeeds, until the session is gone.
+/// One watcher per session and connection.
+pub(super) fn watch<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Arc<Session>) {
+    if !inner.reload_watched.lock().unwrap_or_else(PoisonError::into_inner).insert(session.id().to_owned()) {
+        return;
+    }
+    let mut changes = session.extensions_changed();
+    let (inner, id, weak) = (inner.clone(), session.id().to_owned(), Arc::downgrade(session));
+    tokio::spawn(async move {
+        while changes.changed().await.is_ok() {
+            let Some(session) = weak.upgrade() else { break };
+            mcp::watch(&inner, &session);
+            // Nobody was told what changed: the options go out too, changed or not.
+            let options = Some(options_update(&inner, &session));
+            announce(&inner, &id, commands::update(&session.commands()), options).await;
+        }
+        inner.reload_watched.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+    });
+}
