@@ -25,6 +25,35 @@ use tokio_util::sync::CancellationToken;
 /// past it; the turn fails a call over it without running it.
 pub const MAX_TOOL_ARGUMENT_BYTES: usize = 8 * 1024 * 1024;
 
+/// Appends a piece of a tool call's arguments to `held`, keeping at most one byte past
+/// [`MAX_TOOL_ARGUMENT_BYTES`]: enough for the turn to refuse the call without holding what
+/// a runaway model keeps sending. Never cuts a character.
+pub(crate) fn push_arguments(held: &mut String, piece: &str) {
+    let room = (MAX_TOOL_ARGUMENT_BYTES + 1).saturating_sub(held.len());
+    let mut end = room.min(piece.len());
+    while !piece.is_char_boundary(end) {
+        end -= 1;
+    }
+    held.push_str(&piece[..end]);
+}
+
+/// The events every stream ends with, in order: structured reasoning (when any), usage
+/// (when reported), then `Finish`.
+pub(crate) fn end_events(
+    out: &mut Vec<ModelEvent>,
+    details: Vec<Value>,
+    usage: Option<Usage>,
+    reason: FinishReason,
+) {
+    if !details.is_empty() {
+        out.push(ModelEvent::ReasoningDetails { details: Value::Array(details) });
+    }
+    if let Some(usage) = usage {
+        out.push(ModelEvent::Usage { usage });
+    }
+    out.push(ModelEvent::Finish { reason });
+}
+
 /// A chat message in provider-neutral form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::llm::http::{Fold, Progress};
 use crate::llm::sse::Payload;
-use crate::llm::{FinishReason, MAX_TOOL_ARGUMENT_BYTES, ModelEvent, ProviderError, ToolCallRequest, Usage};
+use crate::llm::{FinishReason, ModelEvent, ProviderError, ToolCallRequest, Usage};
 
 /// The most content blocks one message may have; a stream past it is malformed.
 const MAX_BLOCKS: usize = 1024;
@@ -414,14 +414,8 @@ impl MessageAssembler {
             self.close(index, block, out);
         }
         let reason = self.finish_reason();
-        if !self.thinking.is_empty() {
-            let details = std::mem::take(&mut self.thinking).into_values().collect();
-            out.push(ModelEvent::ReasoningDetails { details: Value::Array(details) });
-        }
-        if let Some(counts) = &self.counts {
-            out.push(ModelEvent::Usage { usage: counts.usage() });
-        }
-        out.push(ModelEvent::Finish { reason });
+        let details = std::mem::take(&mut self.thinking).into_values().collect();
+        crate::llm::end_events(out, details, self.counts.as_ref().map(|c| c.usage()), reason);
     }
 }
 
@@ -487,12 +481,7 @@ fn push_thought(out: &mut Vec<ModelEvent>, text: String) {
 /// `held` with `piece` appended, up to one byte past the call input bound: enough for the
 /// turn to refuse the call without holding what a runaway model keeps sending.
 fn clipped(mut held: String, piece: &str) -> String {
-    let room = (MAX_TOOL_ARGUMENT_BYTES + 1).saturating_sub(held.len());
-    let mut end = room.min(piece.len());
-    while !piece.is_char_boundary(end) {
-        end -= 1;
-    }
-    held.push_str(&piece[..end]);
+    crate::llm::push_arguments(&mut held, piece);
     held
 }
 

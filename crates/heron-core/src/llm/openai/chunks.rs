@@ -117,12 +117,7 @@ impl PartialCall {
     /// Appends a piece of arguments. Past the cap, one byte more is kept: enough for the
     /// turn to refuse the call without holding what a runaway model keeps sending.
     fn push_arguments(&mut self, piece: &str) {
-        let room = (crate::llm::MAX_TOOL_ARGUMENT_BYTES + 1).saturating_sub(self.arguments.len());
-        let mut end = room.min(piece.len());
-        while !piece.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.arguments.push_str(&piece[..end]);
+        crate::llm::push_arguments(&mut self.arguments, piece);
     }
 }
 
@@ -343,13 +338,7 @@ impl ChunkAssembler {
             None if self.calls_made > 0 => FinishReason::ToolCalls,
             None => FinishReason::Stop,
         };
-        if !self.details.is_empty() {
-            out.push(ModelEvent::ReasoningDetails { details: Value::Array(self.details) });
-        }
-        if let Some(usage) = self.usage {
-            out.push(ModelEvent::Usage { usage });
-        }
-        out.push(ModelEvent::Finish { reason });
+        crate::llm::end_events(out, self.details, self.usage, reason);
     }
 }
 

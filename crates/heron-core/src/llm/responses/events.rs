@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::llm::http::{Fold, Progress};
 use crate::llm::sse::Payload;
-use crate::llm::{FinishReason, MAX_TOOL_ARGUMENT_BYTES, ModelEvent, ProviderError, ToolCallRequest, Usage};
+use crate::llm::{FinishReason, ModelEvent, ProviderError, ToolCallRequest, Usage};
 
 /// The most function calls one response may make; a stream past it is malformed.
 const MAX_TOOL_CALLS: usize = 256;
@@ -133,12 +133,7 @@ impl PartialCall {
     /// Appends a piece of arguments. Past the cap, one byte more is kept: enough for the
     /// turn to refuse the call without holding what a runaway model keeps sending.
     fn push_arguments(&mut self, piece: &str) {
-        let room = (MAX_TOOL_ARGUMENT_BYTES + 1).saturating_sub(self.arguments.len());
-        let mut end = room.min(piece.len());
-        while !piece.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.arguments.push_str(&piece[..end]);
+        crate::llm::push_arguments(&mut self.arguments, piece);
     }
 
     /// Replaces what the deltas built with the whole arguments a `.done` event carries,
@@ -417,13 +412,7 @@ impl Fold for EventAssembler {
             _ if self.calls_made > 0 => FinishReason::ToolCalls,
             _ => FinishReason::Stop,
         };
-        if !self.reasoning.is_empty() {
-            out.push(ModelEvent::ReasoningDetails { details: Value::Array(self.reasoning) });
-        }
-        if let Some(usage) = self.usage {
-            out.push(ModelEvent::Usage { usage });
-        }
-        out.push(ModelEvent::Finish { reason });
+        crate::llm::end_events(out, self.reasoning, self.usage, reason);
     }
 }
 

@@ -1,6 +1,7 @@
 //! The Messages stream fold against each event and block kind, and each malformed stream.
 
 use super::*;
+use crate::llm::MAX_TOOL_ARGUMENT_BYTES;
 
 fn run(payloads: &[&str]) -> Vec<ModelEvent> {
     let mut assembler = MessageAssembler::default();

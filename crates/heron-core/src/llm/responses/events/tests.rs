@@ -4,6 +4,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::llm::MAX_TOOL_ARGUMENT_BYTES;
 
 fn run(events: &[Value]) -> Vec<ModelEvent> {
     let mut assembler = EventAssembler::default();
