@@ -118,6 +118,29 @@ async fn a_custom_command_runs_as_its_expansion_and_is_stored_as_typed() {
 }
 
 #[tokio::test]
+async fn help_lists_the_custom_commands_and_plugin_actions_with_their_sources() {
+    let dirs = home(ONE_ANSWER);
+    write(dirs.ws(), ".heron/commands/review.md", "---\nargument-hint: <files>\n---\nReview $ARGUMENTS\n");
+    write(dirs.home(), "commands/standup.md", "Summarize what changed since yesterday.\n");
+    docs_plugin(&dirs);
+    let mut editor = support::start_in(support::scripted_args("s"), dirs);
+    let (session, _) = open(&mut editor).await;
+    let (before, answer) = editor.prompt(json!("p"), &session, "/help").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let reply: String = before
+        .iter()
+        .filter(|m| update_kind(m) == Some("agent_message_chunk"))
+        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert!(reply.contains("- /compact"), "Heron's own come first: {reply}");
+    let custom = reply.split("Custom commands:").nth(1).unwrap_or_else(|| panic!("{reply}"));
+    assert!(custom.contains("- /review <files> — Review $ARGUMENTS (project)"), "{custom}");
+    assert!(custom.contains("- /standup — Summarize what changed since yesterday. (user)"), "{custom}");
+    assert!(custom.contains("- /docs:summarize path — Summarize a file (plugin docs)"), "{custom}");
+    editor.close().await;
+}
+
+#[tokio::test]
 async fn the_project_wins_over_the_user_and_built_ins_over_both_and_each_clash_is_reported() {
     let dirs = home(ONE_ANSWER);
     write(dirs.ws(), ".heron/commands/deploy.md", "Deploy from the project.\n");

@@ -110,9 +110,10 @@ async fn run_command<O: Outgoing>(
     invocation: &Invocation,
 ) -> Result<(), RpcError> {
     let mut outcome = None;
+    let custom = session.commands();
     let result = session
         .configure(|settings, choices| {
-            outcome = Some(commands::run(invocation, settings, choices));
+            outcome = Some(commands::run(invocation, settings, choices, &custom));
             // A refused command changes nothing: failing the change rolls it back.
             match &outcome {
                 Some(Err(reason)) => Err(SettingError::Refused(reason.clone())),

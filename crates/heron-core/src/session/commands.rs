@@ -4,6 +4,7 @@
 //! prompt ([`super::Session::compact`]).
 
 use super::settings::{Choices, ConfigId, Settings};
+use crate::extensions::Catalog;
 
 /// A slash command as advertised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,23 +75,18 @@ pub struct Ran {
     pub settings_changed: bool,
 }
 
-/// Runs `invocation` against `settings`; an `Err` is a reply explaining the mistake.
-pub fn run(invocation: &Invocation, settings: &mut Settings, choices: &Choices) -> Result<Ran, String> {
+/// Runs `invocation` against `settings`, with `custom` the session's own commands (which
+/// `/help` lists); an `Err` is a reply explaining the mistake.
+pub fn run(
+    invocation: &Invocation,
+    settings: &mut Settings,
+    choices: &Choices,
+    custom: &Catalog,
+) -> Result<Ran, String> {
     let arg = invocation.argument.as_str();
     let changed = |reply: String| Ok(Ran { reply, settings_changed: true });
     match invocation.name.as_str() {
-        "help" => {
-            let mut reply = String::from("Heron's commands:\n");
-            for c in COMMANDS {
-                reply.push_str(&format!(
-                    "- /{}{} — {}\n",
-                    c.name,
-                    c.hint.map(|h| format!(" <{h}>")).unwrap_or_default(),
-                    c.description
-                ));
-            }
-            Ok(Ran { reply, settings_changed: false })
-        }
+        "help" => Ok(Ran { reply: help(custom), settings_changed: false }),
         "status" => Ok(Ran {
             reply: format!(
                 "Mode: {}. Model: {}. Effort: {}. Preset: {}. Tool approval: {}.",
@@ -117,6 +113,25 @@ pub fn run(invocation: &Invocation, settings: &mut Settings, choices: &Choices) 
         COMPACT => Err("/compact runs in the session, after the prompts before it".to_owned()),
         name => Err(format!("/{name} needs an argument: try /help")),
     }
+}
+
+/// The `/help` reply: Heron's commands, then the session's custom ones with where each
+/// comes from, so the user sees every command the editor's menu offers.
+fn help(custom: &Catalog) -> String {
+    let mut reply = String::from("Heron's commands:\n");
+    for c in COMMANDS {
+        let hint = c.hint.map(|h| format!(" <{h}>")).unwrap_or_default();
+        reply.push_str(&format!("- /{}{hint} — {}\n", c.name, c.description));
+    }
+    let mut commands = custom.commands().peekable();
+    if commands.peek().is_some() {
+        reply.push_str("\nCustom commands:\n");
+    }
+    for c in commands {
+        let hint = c.hint.as_ref().map(|h| format!(" {h}")).unwrap_or_default();
+        reply.push_str(&format!("- /{}{hint} — {} ({})\n", c.name, c.description, c.origin.label()));
+    }
+    reply
 }
 
 #[cfg(test)]
@@ -155,7 +170,8 @@ mod tests {
     #[test]
     fn mode_switches_and_reports() {
         let mut s = settings();
-        let ran = run(&parse("/mode plan").expect("parses"), &mut s, &choices()).expect("runs");
+        let ran = run(&parse("/mode plan").expect("parses"), &mut s, &choices(), &Catalog::default())
+            .expect("runs");
         assert!(ran.settings_changed);
         assert_eq!(s.mode, Mode::Plan);
     }
@@ -163,8 +179,8 @@ mod tests {
     #[test]
     fn a_bad_value_is_explained_and_changes_nothing() {
         let mut s = settings();
-        let err =
-            run(&parse("/approval reckless").expect("parses"), &mut s, &choices()).expect_err("refused");
+        let err = run(&parse("/approval reckless").expect("parses"), &mut s, &choices(), &Catalog::default())
+            .expect_err("refused");
         assert!(err.contains("reckless"), "{err}");
         assert_eq!(s.posture, Posture::Ask);
     }
