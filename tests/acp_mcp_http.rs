@@ -236,3 +236,45 @@ async fn an_editor_without_forms_is_never_shown_one() {
     };
     assert_eq!((answer, asked.len()), (json!({ "action": "decline" }), 0));
 }
+
+#[tokio::test]
+async fn a_session_awaits_input_while_a_servers_form_waits_on_the_user() {
+    let Some(server) = HttpServer::start(&[]) else { return };
+    server.wait_listening();
+    let mut editor = support::start_scripted("s", &calling("ask_color", json!({})));
+    let capabilities = support::wanting_status(json!({ "elicitation": { "form": {} } }));
+    let servers = json!([remote("http", server.url("/mcp"), json!([]))]);
+    let session = session_with(&mut editor, capabilities, servers).await.expect("session");
+    assert_eq!(settled(&mut editor, &session).await["state"], "ready");
+    let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Use the server" }] });
+    editor.send_request(json!("p"), "session/prompt", params).await;
+    let states = |messages: &[Value]| -> Vec<String> {
+        messages
+            .iter()
+            .filter(|m| m["method"] == "_heron/session/status_update")
+            .map(|m| m["params"]["status"]["state"].as_str().unwrap_or("?").to_owned())
+            .collect()
+    };
+    let mut before = Vec::new();
+    loop {
+        let message = editor.recv_within(Duration::from_secs(40)).await;
+        match message["method"].as_str() {
+            Some("session/request_permission") => {
+                let allow = json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } });
+                editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": allow })).await;
+            }
+            Some("elicitation/create") => {
+                // The status said so before the form was shown.
+                assert_eq!(states(&before).last().map(String::as_str), Some("awaiting_input"), "{before:#?}");
+                let reply = json!({ "action": "accept", "content": { "color": "red", "note": "hi" } });
+                editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": reply })).await;
+                break;
+            }
+            _ => before.push(message),
+        }
+    }
+    let (after, answer) = editor.until_answer(&json!("p")).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(states(&after), ["running", "idle"], "back to running once answered");
+    editor.close().await;
+}

@@ -205,7 +205,7 @@ impl Session {
         let status = Arc::new(status);
         let steers = Arc::new(Steers::new(id.clone(), context.store.clone()));
         let inbox = Arc::new(Inbox::new(id.clone(), context.store.clone(), status.clone(), steers.clone()));
-        context.mcp.attach(editor.clone());
+        context.mcp.attach(Arc::new(watched::WatchedEditor::new(editor.clone(), status.clone())));
         let session = Arc::new(Session {
             id,
             state: Mutex::new(state),
@@ -256,7 +256,8 @@ impl Session {
     /// Serves tool I/O through `editor` from now on (the session was opened by a new
     /// connection).
     pub fn attach(&self, editor: Arc<dyn EditorIo>) {
-        self.mcp.attach(editor.clone());
+        // The servers' elicitations wait on the user like a question does: on the board.
+        self.mcp.attach(Arc::new(watched::WatchedEditor::new(editor.clone(), self.status.clone())));
         *self.editor.lock().unwrap_or_else(PoisonError::into_inner) = editor;
     }
 

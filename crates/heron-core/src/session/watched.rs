@@ -1,6 +1,7 @@
-//! The editor as a turn's tools see it, reporting on the session's status board while the
-//! turn waits for the user: `awaiting_permission` during a permission request,
-//! `awaiting_input` during a question. The editor sees the new status before the request.
+//! The editor as a turn's tools and the session's MCP servers see it, reporting on the
+//! session's status board while the turn waits for the user: `awaiting_permission` during
+//! a permission request, `awaiting_input` during a question or an MCP server's
+//! elicitation. The editor sees the new status before the request.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -93,7 +94,11 @@ impl EditorIo for WatchedEditor {
     }
 
     fn elicit(&self, request: Elicitation) -> BoxFuture<Result<ElicitationAnswer, EditorError>> {
-        self.inner.elicit(request)
+        let (inner, board) = (self.inner.clone(), self.board.clone());
+        Box::pin(async move {
+            let _waiting = Waiting::start(board, Activity::AwaitingInput).await;
+            inner.elicit(request).await
+        })
     }
 
     fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
