@@ -1857,6 +1857,34 @@ pub struct HeronCostQuote {
     #[serde(rename = "totalCost")]
     pub total_cost: f64,
 }
+///A command file, plugin or folder Heron could not use, and why. It is left out; the rest loads.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct HeronExtensionProblem {
+    ///The file or folder at fault, as an absolute path.
+    pub file: ::std::string::String,
+    ///Its 1-based line, when the fault has one.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub line: ::std::option::Option<u32>,
+    ///What is wrong, in a sentence (at most 1,024 bytes).
+    pub message: ::std::string::String,
+}
+///A session's extensions as its status shows them: every command file, plugin or folder that could not be used (plugins that failed to load included), and how the last reload ended.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct HeronExtensionsStatus {
+    ///How the last reload ended; null when none has run since the session opened here.
+    #[serde(
+        rename = "lastReload",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub last_reload: ::std::option::Option<HeronReloadOutcome>,
+    ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    ///The files that could not be used, at most 50.
+    pub problems: ::std::vec::Vec<HeronExtensionProblem>,
+}
 ///A long-running objective a session works toward across several turns.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronGoal {
@@ -2805,6 +2833,89 @@ pub struct HeronReloadExtensionsResponse {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub queued: ::std::option::Option<bool>,
 }
+///Why a reload changed nothing: the file at fault, where in it, and what is wrong (keys redacted). The same facts as the `data` of the error a reload that was not queued answers.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct HeronReloadFailure {
+    ///Its 1-based column, when known.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub column: ::std::option::Option<u32>,
+    ///The file at fault, as an absolute path.
+    pub file: ::std::string::String,
+    ///Its 1-based line, when known.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub line: ::std::option::Option<u32>,
+    ///What is wrong, in a sentence.
+    pub reason: ::std::string::String,
+}
+///How the session's last `_heron/session/reloadExtensions` ended. A reload queued while a turn ran has no answer of its own: this is where its failure is told.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct HeronReloadOutcome {
+    ///Why it failed; null when it succeeded.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub error: ::std::option::Option<HeronReloadFailure>,
+    ///When it ended. ISO 8601 timestamp.
+    #[serde(rename = "finishedAt")]
+    pub finished_at: ::std::string::String,
+    ///Whether it succeeded.
+    pub outcome: HeronReloadOutcomeKind,
+    ///Whether it was queued behind a turn (its request answered `queued: true`) rather than run at once.
+    pub queued: bool,
+}
+///How a reload of a session's extensions ended. `succeeded`: the new config, commands and plugins are in use. `failed`: a file could not be used and the session kept everything it had (see `error`).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum HeronReloadOutcomeKind {
+    #[serde(rename = "succeeded")]
+    Succeeded,
+    #[serde(rename = "failed")]
+    Failed,
+}
+impl ::std::fmt::Display for HeronReloadOutcomeKind {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Succeeded => f.write_str("succeeded"),
+            Self::Failed => f.write_str("failed"),
+        }
+    }
+}
+impl ::std::str::FromStr for HeronReloadOutcomeKind {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "succeeded" => Ok(Self::Succeeded),
+            "failed" => Ok(Self::Failed),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for HeronReloadOutcomeKind {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for HeronReloadOutcomeKind {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
 ///Parameters of `_heron/session/mcpStatus`: ask for the state of every MCP server attached to a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronSessionMcpStatusRequest {
@@ -2933,6 +3044,9 @@ pub struct HeronSessionStatus {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub current_mode_id: ::std::option::Option<SessionModeId>,
+    ///The session's extension files that could not be used and how its last reload ended; null when every command file and plugin loaded and no reload has run.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub extensions: ::std::option::Option<HeronExtensionsStatus>,
     ///The session's goal, or null when it has none.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub goal: ::std::option::Option<HeronGoal>,
@@ -9855,6 +9969,18 @@ pub fn canonical_def(
                     .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
+        "HeronExtensionProblem" => {
+            Some(
+                crate::runtime::decode_params::<HeronExtensionProblem>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
+            )
+        }
+        "HeronExtensionsStatus" => {
+            Some(
+                crate::runtime::decode_params::<HeronExtensionsStatus>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
+            )
+        }
         "HeronGoal" => {
             Some(
                 crate::runtime::decode_params::<HeronGoal>(Some(raw))
@@ -10074,6 +10200,24 @@ pub fn canonical_def(
         "HeronReloadExtensionsResponse" => {
             Some(
                 crate::runtime::decode_params::<HeronReloadExtensionsResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
+            )
+        }
+        "HeronReloadFailure" => {
+            Some(
+                crate::runtime::decode_params::<HeronReloadFailure>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
+            )
+        }
+        "HeronReloadOutcome" => {
+            Some(
+                crate::runtime::decode_params::<HeronReloadOutcome>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
+            )
+        }
+        "HeronReloadOutcomeKind" => {
+            Some(
+                crate::runtime::decode_params::<HeronReloadOutcomeKind>(Some(raw))
                     .and_then(|v| crate::runtime::to_value(&v)),
             )
         }

@@ -294,6 +294,10 @@ async fn an_invalid_plugin_is_reported_failed_with_its_line_and_the_session_stil
     );
     let error = servers[0]["error"].as_str().unwrap_or_default();
     assert!(error.contains("plugin.toml line 2") && error.contains("comand"), "{error}");
+    // The session status keeps it, for a client that missed the commands update.
+    let status = editor.ask(json!("s"), "_heron/session/status", json!({ "sessionId": session })).await;
+    let kept = &status["result"]["status"]["extensions"]["problems"][0];
+    assert_eq!(kept, problem, "{status}");
     let (_, answer) = editor.prompt(json!("p"), &session, "Hello").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     editor.close().await;

@@ -1,7 +1,8 @@
 //! `_heron/session/reloadExtensions` and `--safe-mode` over ACP: a reload makes a new
 //! provider's model usable and picks up new commands and plugins, a broken `config.toml`
 //! keeps everything and names its line, a reload asked for during a turn is queued once and
-//! runs after it, and safe mode starts no extension at all.
+//! runs after it (its failure told by the session status), and safe mode starts no
+//! extension at all.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -152,6 +153,43 @@ async fn a_reload_during_a_turn_is_queued_once_and_runs_after_it() {
     // Exactly one reload ran.
     tokio::time::sleep(Duration::from_millis(300)).await;
     editor.expect_silence().await;
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn a_queued_reload_that_fails_is_told_in_the_status_and_changes_nothing() {
+    let mut editor =
+        start("{\"steps\": [{\"text\": \"Working\"}, {\"delay_ms\": 1500}, {\"text\": \" done.\"}]}\n");
+    let session = editor.new_session_with(support::wanting_status(json!({}))).await;
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Work" }] });
+    editor.send_request(json!("p"), "session/prompt", prompt).await;
+    loop {
+        if update_kind(&editor.recv().await) == Some("agent_message_chunk") {
+            break;
+        }
+    }
+    let answer = editor.request(json!("r"), "_heron/session/reloadExtensions", reload_params(&session)).await;
+    assert_eq!(answer["result"]["queued"], true, "{answer}");
+    // Broken before the turn ends: the queued reload reads it.
+    let broken = format!("{}bogus_key = 1\n", support::scripted_provider("s", "s.jsonl"));
+    editor.dirs.write_home("config.toml", &broken);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let told = loop {
+        let message = editor.recv_within(Duration::from_secs(10)).await;
+        assert_ne!(update_kind(&message), Some("available_commands_update"), "nothing changed: {message}");
+        let reload = &message["params"]["status"]["extensions"]["lastReload"];
+        if message["method"] == "_heron/session/status_update" && !reload.is_null() {
+            break reload.clone();
+        }
+        assert!(Instant::now() < deadline, "the failure was never told");
+    };
+    assert_eq!((told["outcome"].as_str(), told["queued"].as_bool()), (Some("failed"), Some(true)), "{told}");
+    assert_eq!(told["error"]["line"], 5, "{told}");
+    assert!(told["error"]["file"].as_str().is_some_and(|f| f.ends_with("config.toml")), "{told}");
+    assert!(told["error"]["reason"].as_str().is_some_and(|r| r.contains("bogus_key")), "{told}");
+    // A status read tells it too, to a client that did not watch.
+    let status = editor.request(json!("s"), "_heron/session/status", json!({ "sessionId": session })).await;
+    assert_eq!(status["result"]["status"]["extensions"]["lastReload"], told, "{status}");
     editor.close().await;
 }
 

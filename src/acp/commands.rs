@@ -1,7 +1,8 @@
 //! Slash commands on the wire: the `available_commands_update` a session's commands go out
 //! as (Heron's own, then its custom ones, each custom one naming its source in
 //! `_meta.heron.source`, and the files that could not be used in `_meta.heron.problems`),
-//! and the problems' shape, which `_heron/session/reloadExtensions` answers with too.
+//! and the problems' shape, which `_heron/session/reloadExtensions` answers with and the
+//! session status carries too.
 
 use serde_json::{Map, Value, json};
 
@@ -61,22 +62,21 @@ pub fn meta(catalog: &Catalog) -> Option<Map<String, Value>> {
 
 /// Problems as `{file, line?, message}` objects, at most [`MAX_PROBLEMS`].
 pub fn problems(problems: &[Problem]) -> Value {
-    Value::Array(
-        problems
-            .iter()
-            .take(MAX_PROBLEMS)
-            .map(|problem| {
-                let mut shown = json!({
-                    "file": problem.file.display().to_string(),
-                    "message": heron_core::secret::clip(&problem.message, MAX_PROBLEM),
-                });
-                if let Some(line) = problem.line {
-                    shown["line"] = json!(line);
-                }
-                shown
-            })
-            .collect(),
-    )
+    serde_json::to_value(wire_problems(problems)).unwrap_or_default()
+}
+
+/// Problems as the session status shows them: at most [`MAX_PROBLEMS`], each message
+/// clipped to [`MAX_PROBLEM`] bytes.
+pub fn wire_problems(problems: &[Problem]) -> Vec<p::HeronExtensionProblem> {
+    problems
+        .iter()
+        .take(MAX_PROBLEMS)
+        .map(|problem| p::HeronExtensionProblem {
+            file: problem.file.display().to_string(),
+            line: problem.line.map(|line| u32::try_from(line).unwrap_or(u32::MAX)),
+            message: heron_core::secret::clip(&problem.message, MAX_PROBLEM),
+        })
+        .collect()
 }
 
 #[cfg(test)]

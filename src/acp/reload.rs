@@ -7,7 +7,9 @@
 //! session has now; when the queued reload succeeds, after the turn, the commands and the
 //! config options follow (watched per session and connection, like MCP status). A reload that fails is
 //! -32603 with `data.code: "extensions.reload_failed"` naming the file and line, and the
-//! session keeps everything it had.
+//! session keeps everything it had; a queued one has no request to fail, so its failure is
+//! told by the session status (`extensions.lastReload`, sent to a client that wants status
+//! updates, and read by `_heron/session/status`).
 
 use std::sync::{Arc, PoisonError};
 
@@ -35,6 +37,9 @@ pub(super) fn reload<O: Outgoing>(
             ReloadRequest::Running(running) => running,
         };
         let reloaded = running.await.map_err(|_| RpcError::internal(&"the session stopped"))?;
+        // The status's `extensions.lastReload` changed either way; a client that wants
+        // updates has it before the answer, as after every vendor method.
+        inner.status.sync(&inner.client, &session).await;
         let reloaded = reloaded.map_err(|err| reload_error(&err, session.runtime().providers().keys()))?;
         mcp::watch(&inner, &session);
         let (follow, id) = (inner.clone(), session.id().to_owned());
@@ -78,8 +83,10 @@ async fn announce<O: Outgoing>(
     }
 }
 
-/// Announces each queued reload of `session` that succeeds, until the session is gone.
-/// One watcher per session and connection.
+/// Tells the client of each queued reload of `session` as it ends, until the session is
+/// gone: the status (`extensions.lastReload`, for a client that wants updates) either way,
+/// and after a success the commands and config options. One watcher per session and
+/// connection.
 pub(super) fn watch<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Arc<Session>) {
     if !inner.reload_watched.lock().unwrap_or_else(PoisonError::into_inner).insert(session.id().to_owned()) {
         return;
@@ -89,6 +96,12 @@ pub(super) fn watch<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Arc<Session>) 
     tokio::spawn(async move {
         while changes.changed().await.is_ok() {
             let Some(session) = weak.upgrade() else { break };
+            inner.status.sync(&inner.client, &session).await;
+            let (_, snapshot) = session.status();
+            if snapshot.extensions.last_reload.is_some_and(|reload| reload.error.is_some()) {
+                // Nothing changed: the status says why, and there is nothing to announce.
+                continue;
+            }
             mcp::watch(&inner, &session);
             // Nobody was told what changed: the options go out too, changed or not.
             let options = Some(options_update(&inner, &session));

@@ -1,4 +1,5 @@
-//! Session status on the wire: the `HeronSessionStatus` and `HeronGoal` shapes, and the
+//! Session status on the wire: the `HeronSessionStatus` and `HeronGoal` shapes (with the
+//! extension files that could not be used and the last reload's outcome), and the
 //! `_heron/session/status_update` feed. The feed sends only to a client that asked for it
 //! in `initialize` (`clientCapabilities._meta.heron.statusUpdates: {"supported": true}`, or
 //! the older `statusUpdates: true`), sends each change
@@ -7,16 +8,20 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use heron_core::secret::clip;
 use heron_core::session::Session;
 use heron_core::session::goal::{Goal, GoalStatus};
 use heron_core::session::settings::Posture;
-use heron_core::session::snapshot::{SessionState, Snapshot};
+use heron_core::session::snapshot::{ExtensionsReport, SessionState, Snapshot};
 use heron_protocol::runtime::{ClientPeer, Outgoing};
 use heron_protocol::{
-    Client, ClientCapabilities, HeronApprovalPosture, HeronContextUsage, HeronCostQuote, HeronGoal,
-    HeronGoalStatus, HeronInboxCounts, HeronModelId, HeronSessionState, HeronSessionStatus,
+    Client, ClientCapabilities, HeronApprovalPosture, HeronContextUsage, HeronCostQuote,
+    HeronExtensionsStatus, HeronGoal, HeronGoalStatus, HeronInboxCounts, HeronModelId, HeronReloadFailure,
+    HeronReloadOutcome, HeronReloadOutcomeKind, HeronSessionState, HeronSessionStatus,
     HeronSessionStatusUpdateNotification, SessionId, SessionModeId,
 };
+
+use super::errors::MAX_FAILURE_MESSAGE;
 
 /// Whether the client asked for status updates.
 pub fn wants_updates(capabilities: &ClientCapabilities) -> bool {
@@ -68,6 +73,7 @@ pub fn status(snapshot: &Snapshot) -> HeronSessionStatus {
             tokens: crate::acp::convert::token_usage(&u.tokens),
         }),
         current_mode_id: Some(SessionModeId(snapshot.mode.id().to_owned())),
+        extensions: extensions(&snapshot.extensions),
         goal: snapshot.goal.as_ref().map(goal),
         inbox: HeronInboxCounts {
             failed: snapshot.inbox.failed,
@@ -88,6 +94,35 @@ pub fn status(snapshot: &Snapshot) -> HeronSessionStatus {
         turn_started_at: snapshot.turn_started_at.clone(),
         updated_at: snapshot.updated_at.clone(),
     }
+}
+
+/// The session's extensions as the status shows them; `None` when there is nothing to tell,
+/// so a session whose files all loaded keeps its small status.
+fn extensions(report: &ExtensionsReport) -> Option<HeronExtensionsStatus> {
+    if report.is_empty() {
+        return None;
+    }
+    let number = |n: Option<usize>| n.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    let last_reload = report.last_reload.as_ref().map(|reload| HeronReloadOutcome {
+        outcome: match reload.error {
+            None => HeronReloadOutcomeKind::Succeeded,
+            Some(_) => HeronReloadOutcomeKind::Failed,
+        },
+        queued: reload.queued,
+        finished_at: reload.finished_at.clone(),
+        // The core redacted the reason of keys already; the cap is the wire's.
+        error: reload.error.as_ref().map(|error| HeronReloadFailure {
+            file: error.file.display().to_string(),
+            line: number(error.line),
+            column: number(error.column),
+            reason: clip(&error.reason, MAX_FAILURE_MESSAGE),
+        }),
+    });
+    Some(HeronExtensionsStatus {
+        problems: super::commands::wire_problems(&report.problems),
+        last_reload,
+        meta: None,
+    })
 }
 
 /// One connection's status updates.

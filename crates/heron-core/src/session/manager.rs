@@ -255,6 +255,9 @@ impl Manager {
         let goal = record.goal.clone().and_then(|v| serde_json::from_value::<Goal>(v).ok());
         let usage = record.usage.clone().and_then(|v| serde_json::from_value::<UsageReport>(v).ok());
         let status = Board::new(&settings, goal, usage, inbox);
+        // What could not be loaded shows in the status from the start, not only in the
+        // commands update the editor may have missed.
+        status.change(|s| s.extensions.problems = catalog.problems().to_vec());
         let state = State {
             settings,
             cwd: PathBuf::from(&record.cwd),

@@ -162,7 +162,7 @@ pub struct Session {
     /// The session's custom commands.
     catalog: Shared<Catalog>,
     reload: Arc<ReloadSlot>,
-    /// Moves when a queued reload succeeded (an asked-for one answers its caller).
+    /// Moves when a queued reload ended, either way (an asked-for one answers its caller).
     extensions_changed: watch::Sender<u64>,
     editor: Mutex<Arc<dyn EditorIo>>,
     approvals: Arc<Mutex<Approvals>>,
@@ -302,7 +302,8 @@ impl Session {
         self.reload.request()
     }
 
-    /// Moves each time a queued reload succeeded, for a client to be told the new commands.
+    /// Moves each time a queued reload ended, for a client to be told the new commands or,
+    /// when it failed ([`Session::status`]'s `extensions`), why nothing changed.
     pub fn extensions_changed(&self) -> watch::Receiver<u64> {
         self.extensions_changed.subscribe()
     }

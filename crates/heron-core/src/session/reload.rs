@@ -5,8 +5,10 @@
 //! idle, it runs at once and its caller gets the result. Asked while a turn runs, it is
 //! queued: at most one reload waits, however often it is asked for (each ask answers
 //! [`ReloadRequest::Queued`]), and it runs when that turn ends, before the next one
-//! starts. A queued reload has no caller to answer, so its success is announced on the
-//! session's [`super::Session::extensions_changed`] instead; its failure is logged.
+//! starts. Every reload's outcome goes on the session's status board (`extensions`), and
+//! a queued one, which has no caller to answer, is also announced on the session's
+//! [`super::Session::extensions_changed`], so its failure reaches the client as surely as
+//! its success.
 //!
 //! What it swaps: the manager's runtime (sessions opened later start with it), the
 //! session's runtime (its next turn uses the new providers), its commands, and its plugin
@@ -22,6 +24,8 @@ use tokio::sync::{Notify, oneshot};
 use super::Session;
 use super::actor::ActorContext;
 use super::commands::COMMANDS;
+use super::goal::now;
+use super::snapshot::ReloadReport;
 use crate::extensions::{Catalog, ReloadError, Runtime};
 use crate::sandbox::Policy;
 use crate::tools::mcp::{PluginEntry, ServerSpec, TransportSpec, reaches_home};
@@ -125,10 +129,22 @@ pub(super) async fn run(
             tracing::warn!(session = %session.id, %err, "reload failed; the session keeps what it had")
         }
     }
-    if waiting.is_empty() {
-        if result.is_ok() {
-            session.extensions_changed.send_modify(|n| *n += 1);
+    let queued = waiting.is_empty();
+    // The status goes to the client as it is: a key quoted from a broken `.env` must not.
+    let runtime = session.runtime.get();
+    let error = result.as_ref().err().map(|err| ReloadError {
+        reason: crate::secret::redact(&err.reason, runtime.providers().keys().all()),
+        ..err.clone()
+    });
+    let report = ReloadReport { queued, finished_at: now(), error };
+    session.status.change(|s| {
+        if let Ok(reloaded) = &result {
+            s.extensions.problems = reloaded.catalog.problems().to_vec();
         }
+        s.extensions.last_reload = Some(report);
+    });
+    if queued {
+        session.extensions_changed.send_modify(|n| *n += 1);
         return;
     }
     for reply in waiting {

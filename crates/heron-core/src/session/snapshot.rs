@@ -1,8 +1,9 @@
 //! A session's status at one moment, as status bars show it: what it is doing, its
-//! settings, goal, context use and inbox.
+//! settings, goal, context use, inbox, and its extension files that could not be used.
 
 use super::goal::{Goal, GoalStatus};
 use super::settings::{Mode, Posture};
+use crate::extensions::{Problem, ReloadError};
 use crate::types::UsageReport;
 use heron_store::{InboxIntent, InboxItem, InboxStatus};
 
@@ -71,6 +72,35 @@ impl InboxCounts {
     }
 }
 
+/// The session's extensions as its status shows them: what could not be used, and how the
+/// last reload ended. A reload queued behind a turn has nobody to answer, so this is where
+/// its failure reaches the client.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExtensionsReport {
+    /// Command files, plugins and folders left out, and why.
+    pub problems: Vec<Problem>,
+    /// The last reload since the session opened here.
+    pub last_reload: Option<ReloadReport>,
+}
+
+impl ExtensionsReport {
+    /// Whether there is nothing to tell.
+    pub fn is_empty(&self) -> bool {
+        self.problems.is_empty() && self.last_reload.is_none()
+    }
+}
+
+/// How one reload ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// It waited for a turn, so no request was answered with its result.
+    pub queued: bool,
+    /// When it ended.
+    pub finished_at: String,
+    /// Why it changed nothing; `None` when it succeeded.
+    pub error: Option<ReloadError>,
+}
+
 /// A session's status at one moment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
@@ -88,6 +118,8 @@ pub struct Snapshot {
     pub usage: Option<UsageReport>,
     /// The stored inbox.
     pub inbox: InboxCounts,
+    /// Its extension files that could not be used, and the last reload.
+    pub extensions: ExtensionsReport,
     /// When the running turn started.
     pub turn_started_at: Option<String>,
     /// When anything above last changed.

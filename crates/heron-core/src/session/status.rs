@@ -57,6 +57,7 @@ impl Board {
             goal,
             usage,
             inbox,
+            extensions: Default::default(),
             turn_started_at: None,
             updated_at: now(),
         };
