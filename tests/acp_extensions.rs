@@ -1,7 +1,8 @@
 //! Custom slash commands and plugins over ACP: project and user command files listed in
 //! `available_commands_update` with their hints and run as prompts of their expansion,
 //! clashes and bad files reported in `_meta.heron.problems`, plugin actions and plugin MCP
-//! servers, and a broken plugin reported failed in `_heron/session/mcpStatus`.
+//! servers, and a broken plugin reported failed in `_heron/session/mcpStatus` and kept in
+//! the session status.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -300,6 +301,23 @@ async fn an_invalid_plugin_is_reported_failed_with_its_line_and_the_session_stil
     assert_eq!(kept, problem, "{status}");
     let (_, answer) = editor.prompt(json!("p"), &session, "Hello").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn a_plugin_server_turned_off_is_listed_disabled_and_a_status_read_never_starts_it() {
+    let dirs = home(ONE_ANSWER);
+    // Started, this program that does not exist would be `failed`.
+    let toml = "[mcp_servers.search]\ncommand = \"no-such-mcp-server-program\"\nenabled = false\n";
+    write(dirs.home(), "plugins/docs/plugin.toml", toml);
+    let mut editor = support::start_in(support::scripted_args("s"), dirs);
+    let (session, _) = open(&mut editor).await;
+    let expected =
+        json!([{ "name": "docs:search", "state": "disabled", "toolCount": 0, "transport": "stdio" }]);
+    for _ in 0..3 {
+        assert_eq!(settled(&mut editor, &session).await, expected.as_array().cloned().unwrap_or_default());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     editor.close().await;
 }
 

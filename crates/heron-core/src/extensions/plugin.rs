@@ -1,6 +1,7 @@
 //! Plugins: `HERON_HOME/plugins/<name>/plugin.toml`, each declaring prompt actions (the
 //! commands `/<plugin>:<action>`) and stdio MCP servers (started for every session like the
-//! editor's, in the same sandbox, named `<plugin>:<server>`). The file is read strictly: an
+//! editor's, in the same sandbox, named `<plugin>:<server>`, unless `enabled = false` turns
+//! one off: then it is listed `disabled` and never started). The file is read strictly: an
 //! unknown key, a bad name or a missing prompt makes the plugin unusable, and the problem
 //! names the file and line. A broken plugin is reported, never fatal; the others load.
 //!
@@ -57,6 +58,8 @@ pub struct PluginServer {
     pub args: Vec<String>,
     /// Variables added to its environment (values may be tokens: never shown).
     pub env: Vec<(String, String)>,
+    /// Whether it is started; a server turned off stays listed, as `disabled`.
+    pub enabled: bool,
 }
 
 impl std::fmt::Debug for PluginServer {
@@ -67,6 +70,7 @@ impl std::fmt::Debug for PluginServer {
             .field("command", &self.command)
             .field("args", &self.args)
             .field("env", &names)
+            .field("enabled", &self.enabled)
             .finish()
     }
 }
@@ -101,6 +105,13 @@ struct Server {
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// `false` keeps the server's definition without starting it.
+    #[serde(default = "enabled_by_default")]
+    enabled: bool,
+}
+
+fn enabled_by_default() -> bool {
+    true
 }
 
 /// Every plugin under `dir` (absolute, canonical), by name, and the plugins that could not
@@ -207,6 +218,7 @@ fn parse(name: &str, text: &str, file: &Path) -> Result<Plugin, Problem> {
             command: spec.command,
             args: spec.args,
             env: spec.env.into_iter().collect(),
+            enabled: spec.enabled,
         });
     }
     Ok(Plugin { name: name.to_owned(), actions, servers })
@@ -239,6 +251,13 @@ env = { TOKEN = "t" }
         assert_eq!(plugin.servers[0].name, "docs:search");
         assert_eq!(plugin.servers[0].env, [("TOKEN".to_owned(), "t".to_owned())]);
         assert!(!format!("{:?}", plugin.servers[0]).contains("\"t\""), "env values stay out of logs");
+    }
+
+    #[test]
+    fn a_server_is_enabled_unless_turned_off() {
+        assert!(parse("docs", GOOD, Path::new("plugin.toml")).expect("parses").servers[0].enabled);
+        let off = "[mcp_servers.search]\ncommand = \"search\"\nenabled = false\n";
+        assert!(!parse("docs", off, Path::new("plugin.toml")).expect("parses").servers[0].enabled);
     }
 
     #[test]

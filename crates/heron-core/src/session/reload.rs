@@ -209,27 +209,33 @@ pub(super) fn sandbox(runtime: &Runtime, roots: Vec<std::path::PathBuf>) -> Arc<
 }
 
 /// The MCP servers `runtime`'s plugins give a session in `cwd`: each loaded plugin's
-/// servers, refused when they name a path in Heron's home (as the editor's are), and each
-/// plugin that did not load, reported failed under its own name.
+/// servers, listed disabled when turned off, refused when they name a path in Heron's home
+/// (as the editor's are), and each plugin that did not load, reported failed under its own
+/// name.
 pub(super) fn plugin_entries(runtime: &Runtime, cwd: &Path) -> Vec<PluginEntry> {
     let protected = Protected::for_home(runtime.providers().home().root());
     let mut entries = Vec::new();
     for server in runtime.plugins().iter().flat_map(|p| &p.servers) {
-        let entry = match reaches_home(&server.command, &server.args, cwd, &protected) {
-            Some((field, text)) => PluginEntry::Failed {
+        let spec = ServerSpec {
+            name: server.name.clone(),
+            transport: TransportSpec::Stdio {
+                command: server.command.clone().into(),
+                args: server.args.clone(),
+                env: server.env.clone(),
+            },
+        };
+        // A server turned off never starts, so where its program lives does not matter.
+        let entry = if !server.enabled {
+            PluginEntry::Disabled(spec)
+        } else if let Some((field, text)) = reaches_home(&server.command, &server.args, cwd, &protected) {
+            PluginEntry::Failed {
                 name: server.name.clone(),
                 reason: format!(
                     "its {field} ({text}) is inside Heron's home, which no server Heron starts may use"
                 ),
-            },
-            None => PluginEntry::Start(ServerSpec {
-                name: server.name.clone(),
-                transport: TransportSpec::Stdio {
-                    command: server.command.clone().into(),
-                    args: server.args.clone(),
-                    env: server.env.clone(),
-                },
-            }),
+            }
+        } else {
+            PluginEntry::Start(spec)
         };
         entries.push(entry);
     }

@@ -111,7 +111,7 @@ pub enum ServerState {
     Ready,
     /// It could not start, or it stopped; why.
     Failed(String),
-    /// Configured but not started (`--safe-mode`).
+    /// Configured but not started: `--safe-mode`, or a plugin's `enabled = false`.
     Disabled,
 }
 
@@ -150,6 +150,8 @@ impl EditorSlot {
 pub enum PluginEntry {
     /// Start it like an editor's server.
     Start(ServerSpec),
+    /// List it [`ServerState::Disabled`] without starting it: its plugin turned it off.
+    Disabled(ServerSpec),
     /// Report it failed without starting it: its plugin did not load, or its definition
     /// reaches into Heron's home.
     Failed {
@@ -242,6 +244,10 @@ impl McpHub {
                     let server = Arc::new(server::Server::new(spec, self.editor.clone()));
                     connect(&server, &cwd, &sandbox, &self.changed);
                     server
+                }
+                PluginEntry::Disabled(mut spec) => {
+                    spec.name = unique_name(&spec.name, &mut taken);
+                    Arc::new(server::Server::with_state(spec, self.editor.clone(), ServerState::Disabled))
                 }
                 PluginEntry::Failed { name, reason } => {
                     let spec = ServerSpec {
