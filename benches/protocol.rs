@@ -1,7 +1,8 @@
 //! Throughput of one incoming line through the real protocol path (envelope parse, method
-//! lookup, typed decode through the generated dispatch glue, handler, envelope encode),
-//! measured in the same run against an untyped `serde_json::Value` round trip of the same
-//! bytes. The typed path must do real work: each fixture is checked once before timing.
+//! lookup, typed decode through the generated dispatch glue, handler, and the encode the
+//! agent's own sending does), measured in the same run against an untyped
+//! `serde_json::Value` round trip of the same bytes. The typed path must do real work: each
+//! fixture is checked once before timing.
 
 use std::future::{Future, ready};
 use std::hint::black_box;
@@ -9,7 +10,7 @@ use std::sync::{Mutex, PoisonError};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures_util::FutureExt;
-use heron_protocol::runtime::{decode_params, encode_result};
+use heron_protocol::runtime::decode_params;
 use heron_protocol::{
     Agent, CancelNotification, Client, InitializeRequest, InitializeResponse, Method, NewSessionRequest,
     NewSessionResponse, PromptRequest, PromptResponse, RequestPermissionRequest, RequestPermissionResponse,
@@ -101,8 +102,8 @@ fn typed_notification(client: &BenchClient, line: &str) -> String {
     let running = dispatch_client_notification(client, found, params.as_deref()).expect("params decode");
     running.now_or_never().expect("handler is ready");
     let update = client.take_update().expect("handler saw the update");
-    let encoded = encode_result(&update).expect("notification encodes");
-    envelope::encode_notification(found.wire(), Some(&encoded))
+    // As the agent sends it with validation off (the default): straight into the line.
+    envelope::encode_notification_of(found.wire(), &update).expect("notification encodes")
 }
 
 /// Typed path for a request: parse, look up, decode and run through the generated agent
@@ -168,8 +169,12 @@ fn typed_stages(c: &mut Criterion) {
         b.iter(|| serde_json::from_str::<SessionNotification>(black_box(params.get())))
     });
     group.bench_function("encode", |b| {
+        b.iter(|| envelope::encode_notification_of("session/update", black_box(&decoded)))
+    });
+    // The way a connection with a validator still encodes (params apart, then the line).
+    group.bench_function("encode_through_raw_value", |b| {
         b.iter(|| {
-            let encoded = encode_result(black_box(&decoded)).expect("notification encodes");
+            let encoded = serde_json::value::to_raw_value(black_box(&decoded)).expect("notification encodes");
             envelope::encode_notification("session/update", Some(&encoded))
         })
     });

@@ -2,9 +2,11 @@
 //! (`x-deserialize-*`), so one odd optional field from a newer or sloppier peer does not
 //! cost the whole message. A field is first captured whole, then decoded: a malformed one
 //! is dropped without failing the message. Captured as raw JSON text when the input is
-//! serde_json's (a copy of the bytes, parsed once), and as a `Value` tree only when serde's
-//! own buffering got there first (inside an internally tagged enum read the derive's way).
+//! serde_json's (a slice of the input when it is text in memory, a copy when it is read
+//! from a stream; parsed once either way), and as a `Value` tree only when serde's own
+//! buffering got there first (inside an internally tagged enum read the derive's way).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{DeserializeOwned, Deserializer, Error as _, MapAccess, Visitor};
@@ -16,14 +18,14 @@ use serde_json::value::RawValue;
 const RAW_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// A field's value, captured whole before it is decoded.
-enum Captured {
+enum Captured<'de> {
     /// Its JSON text, as serde_json read it (so valid JSON, not checked again).
-    Raw(String),
+    Raw(Cow<'de, str>),
     /// Its tree, when the input could not give its text.
     Tree(Value),
 }
 
-impl Captured {
+impl Captured<'_> {
     fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         match self {
             Captured::Raw(text) => serde_json::from_str(text),
@@ -45,7 +47,7 @@ impl Captured {
     }
 }
 
-impl<'de> Deserialize<'de> for Captured {
+impl<'de> Deserialize<'de> for Captured<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_newtype_struct(RAW_TOKEN, CaptureVisitor)
     }
@@ -54,7 +56,7 @@ impl<'de> Deserialize<'de> for Captured {
 struct CaptureVisitor;
 
 impl<'de> Visitor<'de> for CaptureVisitor {
-    type Value = Captured;
+    type Value = Captured<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
@@ -62,12 +64,12 @@ impl<'de> Visitor<'de> for CaptureVisitor {
 
     /// serde_json answers the raw-value name with a one-member map: the name, then the
     /// text. Any other map is a real object from another deserializer.
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Captured, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Captured<'de>, A::Error> {
         let mut object = serde_json::Map::new();
         match map.next_key::<Key>()? {
             None => return Ok(Captured::Tree(Value::Object(object))),
             Some(Key::Raw) => {
-                return map.next_value().map(Captured::Raw);
+                return map.next_value::<RawText<'de>>().map(|text| Captured::Raw(text.0));
             }
             Some(Key::Member(key)) => {
                 object.insert(key, map.next_value()?);
@@ -80,44 +82,69 @@ impl<'de> Visitor<'de> for CaptureVisitor {
     }
 
     /// serde's buffered content hands the value on as is: it is read as a tree.
-    fn visit_newtype_struct<D: Deserializer<'de>>(self, deserializer: D) -> Result<Captured, D::Error> {
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, deserializer: D) -> Result<Captured<'de>, D::Error> {
         Value::deserialize(deserializer).map(Captured::Tree)
     }
 
-    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Captured, E> {
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Captured<'de>, E> {
         Ok(Captured::Tree(Value::Bool(v)))
     }
 
-    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Captured, E> {
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Captured<'de>, E> {
         Ok(Captured::Tree(v.into()))
     }
 
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Captured, E> {
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Captured<'de>, E> {
         Ok(Captured::Tree(v.into()))
     }
 
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Captured, E> {
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Captured<'de>, E> {
         Ok(Captured::Tree(v.into()))
     }
 
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Captured, E> {
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Captured<'de>, E> {
         Ok(Captured::Tree(Value::String(v.to_owned())))
     }
 
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Captured, E> {
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Captured<'de>, E> {
         Ok(Captured::Tree(Value::Null))
     }
 
-    fn visit_none<E: serde::de::Error>(self) -> Result<Captured, E> {
+    fn visit_none<E: serde::de::Error>(self) -> Result<Captured<'de>, E> {
         Ok(Captured::Tree(Value::Null))
     }
 
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Captured, D::Error> {
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Captured<'de>, D::Error> {
         Value::deserialize(deserializer).map(Captured::Tree)
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Captured, A::Error> {
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Captured<'de>, A::Error> {
         Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq)).map(Captured::Tree)
+    }
+}
+
+/// The text of a raw value: borrowed from the input when serde_json reads from memory.
+struct RawText<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for RawText<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = RawText<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a raw JSON value")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<RawText<'de>, E> {
+                Ok(RawText(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawText<'de>, E> {
+                Ok(RawText(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<RawText<'de>, E> {
+                Ok(RawText(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor)
     }
 }
 
@@ -209,7 +236,7 @@ impl<T: DeserializeOwned> ItemList for Option<Vec<T>> {
 }
 
 /// The items of a captured array that decode; the others are dropped and logged.
-fn keep_valid<L: ItemList>(array: Captured) -> L {
+fn keep_valid<L: ItemList>(array: Captured<'_>) -> L {
     let (kept, total): (Vec<L::Item>, usize) = match array {
         Captured::Raw(text) => match serde_json::from_str::<Vec<L::Item>>(&text) {
             // Almost always every item is fine: one pass over the text.

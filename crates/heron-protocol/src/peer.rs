@@ -90,9 +90,7 @@ impl Outgoing for heron_rpc::Peer {
     where
         P: Serialize + Send + 'static,
     {
-        let params = encode_params(&params);
-        let peer = self.clone();
-        async move { peer.notify_raw(method, params?).await }
+        self.notify_serialized(method, &params)
     }
 }
 

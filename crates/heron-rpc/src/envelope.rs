@@ -325,6 +325,30 @@ pub fn encode_notification(method: &str, params: Option<&RawValue>) -> String {
     out
 }
 
+/// Encodes a notification with its params serialized straight into the line: one buffer and
+/// no intermediate text, which is what most of an agent's output (`session/update`) pays.
+/// serde_json writes no raw CR or LF (strings escape them), so the line needs no scan.
+/// Params that serialize to `null` (as `()` does) are omitted, like absent ones.
+pub fn encode_notification_of<P: Serialize + ?Sized>(
+    method: &str,
+    params: &P,
+) -> Result<String, serde_json::Error> {
+    const PARAMS: &str = r#","params":"#;
+    let mut head = String::with_capacity(256);
+    head.push_str(r#"{"jsonrpc":"2.0","method":"#);
+    push_str(&mut head, method);
+    head.push_str(PARAMS);
+    let start = head.len();
+    let mut out = head.into_bytes();
+    serde_json::to_writer(&mut out, params)?;
+    if out[start..] == *b"null" {
+        out.truncate(start - PARAMS.len());
+    }
+    out.push(b'}');
+    // serde_json writes UTF-8 only; were it ever not, the error says so instead of a panic.
+    String::from_utf8(out).map_err(<serde_json::Error as serde::ser::Error>::custom)
+}
+
 /// Encodes a response as one line (no terminator).
 #[must_use]
 pub fn encode_response(id: &Id, result: &Result<Box<RawValue>, RpcError>) -> String {

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
@@ -243,6 +244,34 @@ impl Peer {
         notify_raw(self.shared.clone(), method.to_owned(), params)
     }
 
+    /// Sends a notification, serializing `params` straight into its line; with a validator
+    /// on the connection they are serialized apart first, so the validator sees them.
+    pub fn notify_serialized<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> impl Future<Output = Result<(), RpcError>> + Send + 'static + use<P> {
+        let shared = self.shared.clone();
+        let encoded = match &shared.validator {
+            Some(_) => serde_json::value::to_raw_value(params)
+                .map(|raw| Encoded::Params(method.to_owned(), (raw.get() != "null").then_some(raw))),
+            None => envelope::encode_notification_of(method, params).map(Encoded::Line),
+        }
+        .map_err(|err| RpcError::internal(&err));
+        async move {
+            match encoded? {
+                Encoded::Params(method, params) => notify_raw(shared, method, params).await,
+                Encoded::Line(line) => {
+                    if !shared.closed.is_cancelled() && shared.send(line).await {
+                        Ok(())
+                    } else {
+                        Err(connection_closed())
+                    }
+                }
+            }
+        }
+    }
+
     /// The timeout calls get unless they choose one.
     pub fn call_timeout(&self) -> Option<Duration> {
         self.shared.call_timeout
@@ -263,6 +292,12 @@ impl Peer {
     pub fn close(&self) {
         self.shared.closed.cancel();
     }
+}
+
+/// A notification ready to send: a whole line, or params the validator must see first.
+enum Encoded {
+    Line(String),
+    Params(String, Option<Box<RawValue>>),
 }
 
 /// Removes a call that was given up on and tells the peer, unless the reply already came.

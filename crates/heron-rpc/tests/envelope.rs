@@ -2,7 +2,7 @@
 
 use heron_rpc::RpcError;
 use heron_rpc::envelope::{
-    self, Id, Message, Rejected, encode_notification, encode_request, encode_response,
+    self, Id, Message, Rejected, encode_notification, encode_notification_of, encode_request, encode_response,
 };
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -190,6 +190,25 @@ fn requests_encode_compactly_with_jsonrpc_first() {
         r#"{"jsonrpc":"2.0","id":0,"method":"fs/read_text_file","params":{   "a": 1 }}"#
     );
     assert_eq!(encode_notification("x", None), r#"{"jsonrpc":"2.0","method":"x"}"#);
+}
+
+#[test]
+fn notifications_serialized_into_the_line_match_the_raw_encoding_and_stay_one_line() {
+    let params = json!({"sessionId": "s", "update": {"text": "two\nlines\r\n\"quoted\""}});
+    let line = encode_notification_of("session/update", &params).expect("encodes");
+    let raw_params = serde_json::value::to_raw_value(&params).expect("encodes");
+    assert_eq!(line, encode_notification("session/update", Some(&raw_params)));
+    assert!(!line.contains('\n') && !line.contains('\r'), "one line: {line}");
+    assert_eq!(serde_json::from_str::<Value>(&line).expect("JSON")["params"], params);
+}
+
+#[test]
+fn notifications_whose_params_serialize_to_null_omit_them() {
+    assert_eq!(encode_notification_of("x", &()).expect("encodes"), r#"{"jsonrpc":"2.0","method":"x"}"#);
+    assert_eq!(
+        encode_notification_of("x", &None::<u8>).expect("encodes"),
+        r#"{"jsonrpc":"2.0","method":"x"}"#
+    );
 }
 
 #[test]
