@@ -72,6 +72,11 @@ fn run(args: heron::cli::run::RunArgs) -> ExitCode {
 }
 
 fn acp_or_setup(cli: Cli) -> ExitCode {
+    if matches!(&cli.command, Command::Acp(args) if !args.setup) {
+        // The `initialize` answer reports what the sandbox can do here: probing it now, on
+        // its own thread, overlaps it with starting the runtime and reading the request.
+        heron_core::sandbox::probe_in_background();
+    }
     init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
