@@ -51,14 +51,24 @@ fn one_malloc_arena() {
     }
 }
 
+/// The async runtime of `heron acp` and `heron run`, with two worker threads whatever the
+/// machine: Heron's tasks mostly wait (on the editor, the model, child processes), and the
+/// work that blocks (SQLite, file tools, stdin and stdout) runs on the blocking pool, so
+/// more workers would only cost threads and start-up time on a large machine. Two, not
+/// one, so that a handler busy on the CPU (encoding a long reply, a diff) never holds up
+/// the reader: cancels and the editor's answers still get through (DESIGN.md, invariant 2).
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|err| {
+        eprintln!("heron: cannot start the async runtime: {err}");
+        ExitCode::FAILURE
+    })
+}
+
 fn run(args: heron::cli::run::RunArgs) -> ExitCode {
     init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match runtime() {
         Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("heron: cannot start the async runtime: {err}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let outcome = runtime.block_on(heron::cli::run::run(args));
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
@@ -78,12 +88,9 @@ fn acp_or_setup(cli: Cli) -> ExitCode {
         heron_core::sandbox::probe_in_background();
     }
     init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match runtime() {
         Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("heron: cannot start the async runtime: {err}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let outcome = runtime.block_on(async {
         match cli.command {
