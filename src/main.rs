@@ -6,7 +6,7 @@ use clap::Parser;
 use heron::cli::{Cli, Command, init_logging};
 
 fn main() -> ExitCode {
-    one_malloc_arena();
+    malloc_settings();
     let cli = Cli::parse_from(single_dash_cwd(std::env::args_os()));
     if let Command::Run(args) = cli.command {
         return run(args);
@@ -42,23 +42,41 @@ fn single_dash_cwd(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::f
 /// written by another left its peak at 50 to 58 MiB for 20 MiB of text, against 40 with one
 /// arena (`BENCHMARKS.md`). Heron's threads mostly wait on I/O, and the per-thread caches in
 /// front of the arena take the small allocations, so one arena costs no measurable speed.
+///
+/// Blocks of 128 KiB and more are mapped on their own and given back when freed. glibc
+/// would otherwise raise that threshold to the size of the largest block freed so far (up
+/// to 32 MiB), after which the 1 MiB pieces of a long reply and the copies made to store
+/// them come from the heap, where what is freed between pieces that stay is kept, never
+/// returned: 2 MiB more at the peak of a 20 MiB reply (`BENCHMARKS.md`). Fixing it also
+/// keeps the heap's trim threshold at its 128 KiB default.
 /// Called first, before any thread exists.
-fn one_malloc_arena() {
+fn malloc_settings() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes an allocator setting; no thread has been started yet.
+    // SAFETY: mallopt only changes allocator settings; no thread has been started yet.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
     }
+}
+
+/// The async runtime of `heron acp` and `heron run`, with two worker threads whatever the
+/// machine: Heron's tasks mostly wait (on the editor, the model, child processes), and the
+/// work that blocks (SQLite, file tools, stdin and stdout) runs on the blocking pool, so
+/// more workers would only cost threads and start-up time on a large machine. Two, not
+/// one, so that a handler busy on the CPU (encoding a long reply, a diff) never holds up
+/// the reader: cancels and the editor's answers still get through (DESIGN.md, invariant 2).
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|err| {
+        eprintln!("heron: cannot start the async runtime: {err}");
+        ExitCode::FAILURE
+    })
 }
 
 fn run(args: heron::cli::run::RunArgs) -> ExitCode {
     init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match runtime() {
         Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("heron: cannot start the async runtime: {err}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let outcome = runtime.block_on(heron::cli::run::run(args));
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
@@ -72,13 +90,15 @@ fn run(args: heron::cli::run::RunArgs) -> ExitCode {
 }
 
 fn acp_or_setup(cli: Cli) -> ExitCode {
+    if matches!(&cli.command, Command::Acp(args) if !args.setup) {
+        // The `initialize` answer reports what the sandbox can do here: probing it now, on
+        // its own thread, overlaps it with starting the runtime and reading the request.
+        heron_core::sandbox::probe_in_background();
+    }
     init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match runtime() {
         Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("heron: cannot start the async runtime: {err}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let outcome = runtime.block_on(async {
         match cli.command {

@@ -22,6 +22,7 @@ mod acp_session_lock;
 mod acp_sessions;
 mod acp_settings;
 mod acp_signals;
+mod acp_startup;
 mod acp_status;
 mod acp_steer;
 mod acp_store;

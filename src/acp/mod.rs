@@ -137,7 +137,18 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         &self,
         params: InitializeRequest,
     ) -> impl Future<Output = Result<InitializeResponse, RpcError>> + Send + 'static {
-        ready(init::initialize(self, params))
+        let answer = init::initialize(self, params);
+        // The store, config and extensions are read once the answer is queued, so nothing
+        // but the answer stands between the spawn and the editor's next step. Only while
+        // the build waits: a follow-up holds the reader until its answer is queued, which
+        // an editor that pipelines requests and reads no answers would turn into a stall.
+        let start = (!self.inner.manager.is_wanted()).then(|| self.inner.manager.clone());
+        async move {
+            if let Some(manager) = start {
+                heron_rpc::after_response(async move { manager.want() });
+            }
+            answer
+        }
     }
 
     fn authenticate(

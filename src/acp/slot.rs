@@ -1,5 +1,6 @@
-//! The session manager of a connection, built in the background so `initialize` never
-//! waits on the store or the config.
+//! The session manager of a connection, built in the background once something asks for
+//! it, so `initialize` never waits on the store or the config: the build starts when the
+//! `initialize` answer is queued, or earlier if a request that needs sessions comes first.
 
 use std::sync::Arc;
 
@@ -12,7 +13,11 @@ use heron_protocol::RpcError;
 /// The session manager, built in the background so that `initialize` is answered at once.
 /// Until it is ready no session can exist, so lookups simply find none.
 #[derive(Debug, Clone)]
-pub struct ManagerSlot(tokio::sync::watch::Receiver<Built>);
+pub struct ManagerSlot {
+    built: tokio::sync::watch::Receiver<Built>,
+    /// Whether the build may start: nothing of the home is read before it is set.
+    wanted: Arc<tokio::sync::watch::Sender<bool>>,
+}
 
 /// What building the manager gave: nothing yet, the manager, or why it failed.
 pub type Built = Option<Result<Arc<Manager>, Unusable>>;
@@ -28,28 +33,49 @@ pub struct Unusable {
 }
 
 impl ManagerSlot {
-    /// A slot and the sender that fills it.
+    /// A slot and the sender that fills it; the builder waits for [`ManagerSlot::wanted`].
     pub fn new() -> (tokio::sync::watch::Sender<Built>, Self) {
-        let (fill, slot) = tokio::sync::watch::channel(None);
-        (fill, Self(slot))
+        let (fill, built) = tokio::sync::watch::channel(None);
+        (fill, Self { built, wanted: Arc::new(tokio::sync::watch::Sender::new(false)) })
     }
 
     /// A slot that is already filled.
     pub fn ready_now(manager: Arc<Manager>) -> Self {
-        Self(tokio::sync::watch::channel(Some(Ok(manager))).1)
+        let slot = Self { built: tokio::sync::watch::channel(Some(Ok(manager))).1, ..Self::new().1 };
+        slot.want();
+        slot
     }
 
-    /// The manager, if it is built.
+    /// Lets the build start (again and again: only the first call does anything).
+    pub fn want(&self) {
+        self.wanted.send_if_modified(|wanted| !std::mem::replace(wanted, true));
+    }
+
+    /// Whether the build was allowed to start.
+    pub fn is_wanted(&self) -> bool {
+        *self.wanted.borrow()
+    }
+
+    /// Resolves once the build may start.
+    pub async fn wanted(&self) {
+        // The sender lives in `self`, so the wait cannot fail for want of one.
+        let _ = self.wanted.subscribe().wait_for(|wanted| *wanted).await;
+    }
+
+    /// The manager, if it is built. Does not start the build: before it there is no
+    /// session to find.
     pub fn now(&self) -> Option<Arc<Manager>> {
-        match &*self.0.borrow() {
+        match &*self.built.borrow() {
             Some(Ok(manager)) => Some(manager.clone()),
             _ => None,
         }
     }
 
-    /// Waits for the manager; a failed start (a broken config) is reported to the caller.
+    /// Waits for the manager, starting its build if nothing has yet; a failed start (a
+    /// broken config, a store that cannot be opened) is reported to the caller.
     pub async fn ready(&self) -> Result<Arc<Manager>, RpcError> {
-        let mut slot = self.0.clone();
+        self.want();
+        let mut slot = self.built.clone();
         let built = slot
             .wait_for(Option::is_some)
             .await

@@ -144,9 +144,6 @@ pub async fn manager(
     home: &Home,
     recorder: Option<Arc<Recorder>>,
 ) -> Result<Manager, AcpError> {
-    let config = Arc::new(Config::load(home)?);
-    let keys = Arc::new(Keys::load(home)?);
-    let store = Store::open(home.db_path()).await.map_err(AcpError::Store)?;
     let (ceiling, preset) = flags(args)?;
     let options = ManagerOptions {
         model: args.model.clone(),
@@ -159,22 +156,24 @@ pub async fn manager(
         append_system_prompt: args.append_system_prompt.clone(),
         max_tokens: args.max_tokens,
     };
-    let mut providers = Providers::new(home.clone(), config, keys);
-    if let Some(recorder) = recorder {
-        providers = providers.with_tap(recorder);
-    }
-    // The user's commands and the plugins are read now, off the path to the first answer.
-    let safe_mode = args.safe_mode;
-    let runtime = tokio::task::spawn_blocking(move || Runtime::load(Arc::new(providers), safe_mode))
-        .await
-        .map_err(|e| AcpError::Io(std::io::Error::other(e)))?;
-    Ok(Manager::new(
-        store,
-        runtime,
-        Arc::new(heron_core::tools::builtin()),
-        options,
-        home.root().join("transcripts"),
-    ))
+    // Everything below reads files (the config, the keys, the store, the user's commands
+    // and plugins) and may wait on a lock: it runs on one blocking thread, in order, so no
+    // async worker waits on the disk.
+    let transcripts = home.root().join("transcripts");
+    let (home, safe_mode) = (home.clone(), args.safe_mode);
+    let (store, runtime) = tokio::task::spawn_blocking(move || {
+        let config = Arc::new(Config::load(&home)?);
+        let keys = Arc::new(Keys::load(&home)?);
+        let store = Store::open_blocking(&home.db_path()).map_err(AcpError::Store)?;
+        let mut providers = Providers::new(home, config, keys);
+        if let Some(recorder) = recorder {
+            providers = providers.with_tap(recorder);
+        }
+        Ok::<_, AcpError>((store, Runtime::load(Arc::new(providers), safe_mode)))
+    })
+    .await
+    .map_err(|e| AcpError::Io(std::io::Error::other(e)))??;
+    Ok(Manager::new(store, runtime, Arc::new(heron_core::tools::builtin()), options, transcripts))
 }
 
 /// Why `heron acp` stopped abnormally.
@@ -291,11 +290,13 @@ where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
-    // The store and config are read in the background so `initialize` is answered at once.
+    // The store and config are read in the background, and only once `initialize` is
+    // answered (or a request needs sessions first), so the first answer waits on nothing.
     let (fill, slot) = ManagerSlot::new();
     let building = {
-        let (args, home) = (args.clone(), home.clone());
+        let (args, home, wanted) = (args.clone(), home.clone(), slot.clone());
         tokio::spawn(async move {
+            wanted.wanted().await;
             let built = manager(&args, &home, recorder).await.map(Arc::new).map_err(|e| Unusable {
                 reason: e.to_string(),
                 store: match &e {
@@ -323,7 +324,12 @@ where
             served.await
         }
     };
-    let _ = building.await;
+    // A connection that never asked for sessions ends without reading the home at all.
+    if slot.is_wanted() {
+        let _ = building.await;
+    } else {
+        building.abort();
+    }
     // The editor is gone: stop every turn and tool.
     if let Some(manager) = slot.now() {
         manager.stop_all().await;

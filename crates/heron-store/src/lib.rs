@@ -46,6 +46,13 @@ pub use sessions::{ListQuery, MAX_LIST_LIMIT, NewSession, Page, SessionPatch, Se
 /// How long a write waits for another connection (or process) to release the file lock.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The page cache of the connection, in KiB (SQLite's default is 2,000). Heron appends to
+/// the end of one session's log and reads a session front to back, so the pages worth
+/// keeping are the few interior pages of the tables and indexes; a long message written in
+/// 1 MiB pieces otherwise fills the whole default cache with overflow pages that are never
+/// read again, and that memory stays with the process.
+pub const CACHE_KIB: u32 = 512;
+
 /// A failure of the store. Messages name ids and versions but never payload contents.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
@@ -205,6 +212,8 @@ impl Store {
         }
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", true)?;
+        // Negative: a size in KiB rather than in pages.
+        conn.pragma_update(None, "cache_size", -i64::from(CACHE_KIB))?;
         schema::migrate(&mut conn)?;
         Ok(Store { conn: Arc::new(Mutex::new(conn)), path: Arc::new(path.to_path_buf()) })
     }
@@ -286,4 +295,20 @@ fn decode_json<T: serde::de::DeserializeOwned>(
 /// Encodes a JSON value for storage (a `Value` or a list of strings always encodes).
 fn encode_json(value: &impl serde::Serialize) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|err| StoreError::Corrupt(format!("unencodable value: {err}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_connection_keeps_a_small_page_cache() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path().join("heron.db")).await.expect("open");
+        let kib: i64 = store
+            .run(|conn| Ok(conn.pragma_query_value(None, "cache_size", |row| row.get(0))?))
+            .await
+            .expect("cache_size");
+        assert_eq!(kib, -i64::from(CACHE_KIB));
+    }
 }

@@ -45,7 +45,7 @@ use std::sync::Arc;
 
 pub use self::env::Withheld;
 pub use self::policy::Policy;
-pub use self::support::{Support, support};
+pub use self::support::{Support, probe_in_background, support};
 
 /// Why a child could not be confined (it is then not started).
 #[derive(Debug, thiserror::Error)]

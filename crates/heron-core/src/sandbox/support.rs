@@ -29,10 +29,29 @@ impl Support {
     }
 }
 
-/// This machine's support, probed on the first call.
+/// The probe's result, once known.
+static SUPPORT: OnceLock<Support> = OnceLock::new();
+
+/// This machine's support, probed on the first call (or by [`probe_in_background`], whose
+/// result this waits for if it is still running).
 pub fn support() -> &'static Support {
-    static SUPPORT: OnceLock<Support> = OnceLock::new();
     SUPPORT.get_or_init(probe)
+}
+
+/// Starts the probe on a thread of its own and returns at once, so a caller that starts up
+/// (`heron acp`, which reports the support in its `initialize` answer) does not wait on it
+/// unless it asks before the probe is done. A probe already made or running is not repeated.
+pub fn probe_in_background() {
+    if SUPPORT.get().is_some() {
+        return;
+    }
+    let started = std::thread::Builder::new().name("heron-sandbox-probe".to_owned()).spawn(|| {
+        // This thread is a throwaway, so the mount test may run on it directly.
+        SUPPORT.get_or_init(|| probe_on(ThisThread));
+    });
+    if let Err(error) = started {
+        tracing::debug!(%error, "cannot probe the sandbox in the background; probing when asked");
+    }
 }
 
 /// Says once per process, on stderr, that commands are not confined.
@@ -43,8 +62,21 @@ pub(super) fn warn_unconfined(reason: &str) {
     });
 }
 
-#[cfg(not(target_os = "linux"))]
+/// Where the mount-namespace test may run: on a thread made for it, or on the calling
+/// thread when that is itself a throwaway.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+enum Thread {
+    Throwaway,
+    ThisThread,
+}
+use Thread::ThisThread;
+
 fn probe() -> Support {
+    probe_on(Thread::Throwaway)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn probe_on(_: Thread) -> Support {
     Support::Unavailable { reason: "the sandbox uses Landlock, which only Linux has".to_owned() }
 }
 
@@ -53,7 +85,7 @@ fn probe() -> Support {
 const CREATE_RULESET_VERSION: libc::c_uint = 1;
 
 #[cfg(target_os = "linux")]
-fn probe() -> Support {
+fn probe_on(thread: Thread) -> Support {
     // SAFETY: with a null attribute, a size of 0 and the version flag, the call reads no
     // memory and only returns the ABI version (or -1 with errno).
     let abi = unsafe {
@@ -78,35 +110,51 @@ fn probe() -> Support {
         };
         return Support::Unavailable { reason };
     };
-    Support::Available { abi, hides_home: mount_namespace_works() }
+    let hides_home = match thread {
+        Thread::ThisThread => mount_namespace_works(),
+        Thread::Throwaway => {
+            let probe = std::thread::Builder::new()
+                .name("heron-sandbox-probe".to_owned())
+                .spawn(mount_namespace_works);
+            probe.ok().and_then(|thread| thread.join().ok()).unwrap_or(false)
+        }
+    };
+    Support::Available { abi, hides_home }
 }
 
 /// Whether a child could make its mounts private and mount over the home: tried on a
-/// throwaway thread, whose new mount namespace ends with it. `unshare(CLONE_NEWNS)` is
-/// allowed in a multi-threaded process (it unshares only the calling thread's filesystem
-/// context), and making `/` private there changes nothing outside that namespace.
+/// throwaway thread (the caller's), whose new mount namespace ends with it.
+/// `unshare(CLONE_NEWNS)` is allowed in a multi-threaded process (it unshares only the
+/// calling thread's filesystem context), and making `/` private there changes nothing
+/// outside that namespace.
 #[cfg(target_os = "linux")]
 fn mount_namespace_works() -> bool {
-    let probe = std::thread::Builder::new().name("heron-sandbox-probe".to_owned()).spawn(|| {
-        // SAFETY: both calls take flags and NUL-terminated strings that outlive them; they
-        // change only this thread's view of the mounts, which is dropped when it ends.
-        unsafe {
-            libc::unshare(libc::CLONE_NEWNS) == 0
-                && libc::mount(
-                    std::ptr::null(),
-                    c"/".as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_REC | libc::MS_PRIVATE,
-                    std::ptr::null(),
-                ) == 0
-        }
-    });
-    probe.ok().and_then(|thread| thread.join().ok()).unwrap_or(false)
+    // SAFETY: both calls take flags and NUL-terminated strings that outlive them; they
+    // change only this thread's view of the mounts, which is dropped when it ends.
+    unsafe {
+        libc::unshare(libc::CLONE_NEWNS) == 0
+            && libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) == 0
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_probe_in_the_background_gives_what_asking_gives() {
+        probe_in_background();
+        let first = support();
+        probe_in_background();
+        assert!(std::ptr::eq(first, support()), "probed once, kept");
+        assert_eq!(first, &probe(), "the background probe found what a probe on asking finds");
+    }
 
     #[test]
     fn the_probe_runs_once_and_explains_a_missing_sandbox() {

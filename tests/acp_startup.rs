@@ -1,0 +1,93 @@
+//! The start of a connection: `initialize` is answered without the session manager, which
+//! is built in the background once the answer is queued (or when a request needs sessions
+//! first); what goes wrong while building it (a broken config, a locked store) reaches the
+//! requests that need it, never `initialize`.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use heron::cli::acp::AcpArgs;
+
+use crate::support::{self, Dirs, Editor};
+
+/// How long a request that needs the session manager may wait for it: a debug build on two
+/// shared cores reads the store and the extensions slowly.
+const BUILD_WAIT: Duration = Duration::from_secs(20);
+
+/// The demo model without schema checks, whose validator would only slow the start.
+fn args() -> AcpArgs {
+    AcpArgs { model: Some("demo/demo".into()), ..AcpArgs::default() }
+}
+
+/// Sends a request and waits for its answer, as long as the manager may take.
+async fn ask(editor: &mut Editor, id: u64, method: &str, params: serde_json::Value) -> serde_json::Value {
+    editor.send_request(json!(id), method, params).await;
+    let answer = editor.recv_within(BUILD_WAIT).await;
+    assert_eq!(answer["id"], id, "{answer}");
+    answer
+}
+
+#[tokio::test]
+async fn a_broken_config_answers_initialize_and_fails_session_new_naming_the_home() {
+    let dirs = Dirs::new();
+    dirs.write_home("config.toml", "[providers.broken\nkind = \"openai\"\n");
+    let mut editor = support::start_in(args(), dirs);
+
+    let init = editor.request(json!(1), "initialize", json!({ "protocolVersion": 1 })).await;
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+
+    let cwd = editor.dirs.ws();
+    let new = ask(&mut editor, 2, "session/new", json!({ "cwd": cwd, "mcpServers": [] })).await;
+    assert_eq!(new["error"]["code"], -32603, "{new}");
+    assert_eq!(new["error"]["data"]["code"], "home.unusable", "{new}");
+    let message = new["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("config.toml"), "the reason names the file: {new}");
+}
+
+#[tokio::test]
+async fn initialize_is_answered_while_the_store_is_locked_and_session_new_waits_for_it() {
+    let dirs = Dirs::new();
+    // A store in rollback-journal mode held by an exclusive transaction: nobody else can
+    // even read it until the transaction ends (Heron waits up to its busy timeout, 5 s).
+    let db = dirs.home().join("heron.db");
+    let lock = rusqlite::Connection::open(&db).expect("open the store file");
+    lock.execute_batch("CREATE TABLE held(x); BEGIN EXCLUSIVE; INSERT INTO held VALUES (1);")
+        .expect("lock the store");
+    let mut editor = support::start_in(args(), dirs);
+
+    let init = editor.request(json!(1), "initialize", json!({ "protocolVersion": 1 })).await;
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+
+    let cwd = editor.dirs.ws();
+    editor.send_request(json!(2), "session/new", json!({ "cwd": cwd, "mcpServers": [] })).await;
+    editor.expect_silence().await;
+    lock.execute_batch("COMMIT;").expect("release the store");
+    drop(lock);
+    let new = editor.recv_within(BUILD_WAIT).await;
+    assert_eq!(new["id"], 2, "{new}");
+    assert!(new["result"]["sessionId"].is_string(), "the session opens once the store is free: {new}");
+}
+
+#[tokio::test]
+async fn a_request_needing_sessions_before_initialize_builds_the_manager_itself() {
+    let mut editor = support::start_with(args());
+    let listed = ask(&mut editor, 1, "session/list", json!({})).await;
+    assert_eq!(listed["result"]["sessions"], json!([]), "{listed}");
+}
+
+#[tokio::test]
+async fn after_initialize_the_store_is_opened_without_waiting_for_a_request() {
+    let dirs = Dirs::new();
+    let db = dirs.home().join("heron.db");
+    let mut editor = support::start_in(args(), dirs);
+    let init = editor.request(json!(1), "initialize", json!({ "protocolVersion": 1 })).await;
+    assert!(init["result"].is_object(), "{init}");
+    // Nothing else is sent: the build started when the answer was queued.
+    let mut waited = Duration::ZERO;
+    while !db.exists() {
+        assert!(waited < BUILD_WAIT, "the store was never opened");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        waited += Duration::from_millis(20);
+    }
+}
