@@ -3109,7 +3109,7 @@ pub struct HeronSessionStatusUpdateNotification {
     ///The complete new status; it replaces the previous one.
     pub status: HeronSessionStatus,
 }
-///Parameters of `_heron/session/steer`: add user guidance to the session without cancelling anything. It is committed to the store as an inbox item before the answer; an unknown session is -32002 with `data.sessionId`, as for `session/prompt`; an empty prompt is -32602 with `data.path` naming the field.
+///Parameters of `_heron/session/steer`: add user guidance to the session without cancelling anything. It is committed to the store as an inbox item before the answer; an unknown session or an empty prompt is -32602 with `data.path` naming the field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronSessionSteerRequest {
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
@@ -8455,7 +8455,7 @@ pub trait Agent: Send + Sync + 'static {
             Err(crate::runtime::RpcError::method_not_found("_heron/session/status")),
         )
     }
-    /// Parameters of `_heron/session/steer`: add user guidance to the session without cancelling anything. It is committed to the store as an inbox item before the answer; an unknown session is -32002 with `data.sessionId`, as for `session/prompt`; an empty prompt is -32602 with `data.path` naming the field.
+    /// Parameters of `_heron/session/steer`: add user guidance to the session without cancelling anything. It is committed to the store as an inbox item before the answer; an unknown session or an empty prompt is -32602 with `data.path` naming the field.
     ///
     /// Wire: `_heron/session/steer`, Heron vendor request.
     #[allow(unused_variables)]

@@ -197,10 +197,13 @@ async fn steering_input_is_checked_like_a_prompt() {
         (answer["error"]["code"].as_i64(), answer["error"]["data"]["path"].as_str()),
         (Some(-32602), Some("prompt"))
     );
-    // An unknown session is answered as `session/prompt` answers it.
     let answer = editor.ask(json!(3), "_heron/session/steer", text("nope", "hi")).await;
-    assert_eq!(answer["error"]["code"], -32002, "{answer}");
-    assert_eq!(answer["error"]["data"], json!({ "sessionId": "nope" }), "{answer}");
+    assert_eq!(
+        (answer["error"]["code"].as_i64(), answer["error"]["data"]["path"].as_str()),
+        (Some(-32602), Some("sessionId")),
+        "{answer}"
+    );
+    assert_eq!(answer["error"]["data"]["sessionId"], "nope", "{answer}");
     // Nothing refused was kept.
     let listed = editor.ask(json!(4), "_heron/inbox/list", json!({ "sessionId": session })).await;
     assert_eq!(listed["result"]["items"], json!([]), "{listed}");

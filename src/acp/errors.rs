@@ -160,6 +160,19 @@ pub fn unknown_session(id: &str) -> RpcError {
         .with_data(json!({ "sessionId": id }))
 }
 
+/// -32602 instead of -32002 for a session a method takes as a parameter to act on
+/// (`_heron/session/steer`), with `data.path: "sessionId"` added and the rest of `data`
+/// (`sessionId`, a `code`) kept; any other error passes through.
+pub fn session_as_param(mut err: RpcError) -> RpcError {
+    if err.code == RESOURCE_NOT_FOUND {
+        err.code = INVALID_PARAMS;
+        if let Some(data) = err.data.as_mut().and_then(Value::as_object_mut) {
+            data.insert("path".to_owned(), json!("sessionId"));
+        }
+    }
+    err
+}
+
 /// -32002 for a session another Heron process has open, with `data.sessionId`: it can be
 /// opened here once it is closed there.
 pub fn open_elsewhere(id: &str) -> RpcError {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::errors::{ErrorCode, coded, unknown_session};
+use super::errors::{ErrorCode, coded, session_as_param, unknown_session};
 use super::{HeronAgent, Inner, Reply, convert};
 use heron_core::session::Session;
 use heron_core::session::inbox::{
@@ -222,14 +222,14 @@ pub(super) fn enqueue<O: Outgoing>(
 }
 
 /// `_heron/session/steer`: guidance committed as an inbox item, for the running turn or as
-/// a follow-up. An unknown session is -32002 with `data.sessionId`, as for `session/prompt`
-/// and every inbox method, so a client handles a lost session the same way everywhere.
+/// a follow-up. An unknown session is -32602 naming `sessionId`: the session is a
+/// parameter of this call, not a resource it looks up.
 pub(super) fn steer<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronSessionSteerRequest,
 ) -> Reply<HeronSessionSteerResponse> {
     let prompt = checked_prompt(params.prompt, "steering input must not be empty");
-    ordered(agent, &params.session_id, move |session| async move {
+    let steered = ordered(agent, &params.session_id, move |session| async move {
         let new =
             NewItem { prompt: prompt?, position: None, intent: InboxIntent::Steer, idempotency_key: None };
         let enqueued = session.inbox().enqueue(new).await.map_err(inbox_error)?;
@@ -238,7 +238,8 @@ pub(super) fn steer<O: Outgoing>(
             item_id: HeronInboxItemId(enqueued.item.id),
             meta: None,
         })
-    })
+    });
+    Box::pin(async move { steered.await.map_err(session_as_param) })
 }
 
 /// `_heron/inbox/list`: metadata only.
