@@ -23,7 +23,12 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::runtime::Runtime;
 
-const HERON: &str = env!("CARGO_BIN_EXE_heron");
+/// The binary the memory cases spawn: this build's, or `HERON_BENCH_BIN` (another build's,
+/// to compare two versions with the same driver in the same run).
+fn heron_bin() -> PathBuf {
+    std::env::var_os("HERON_BENCH_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_heron")), PathBuf::from)
+}
 
 /// How long the bench waits for any one line before it calls the agent stuck.
 const LINE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -53,7 +58,7 @@ const PROMPT: &str = "Does the build pass on this branch? Check before changing 
 const LOAD_SIZES: [usize; 3] = [1_000, 5_000, 10_000];
 
 /// Open-session counts at which the idle resident memory is read.
-const IDLE_CHECKPOINTS: [usize; 3] = [1, 50, 200];
+const IDLE_CHECKPOINTS: [usize; 4] = [1, 50, 200, 1_000];
 
 // ---------------------------------------------------------------------------------------------
 // The editor's side of a connection.
@@ -152,7 +157,7 @@ struct Spawned {
 
 impl Spawned {
     async fn start(home: &BenchHome) -> Spawned {
-        let mut child = Command::new(HERON)
+        let mut child = Command::new(heron_bin())
             .args(["acp", "--model", "demo/demo"])
             .env("HERON_HOME", home.home())
             .env_remove("HERON_LOG")
@@ -541,6 +546,8 @@ fn session_load(c: &mut Criterion) {
                         total += elapsed;
                         fixture.check(&reply);
                         after.push(agent.memory_kib("VmHWM"));
+                        // The closed session's actor ends on its own task: let it finish.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
                         resident.push(agent.memory_kib("VmRSS"));
                         agent.stop().await;
                     }
@@ -551,15 +558,18 @@ fn session_load(c: &mut Criterion) {
         if !after.is_empty() {
             let runs = after.len();
             let (before, after, resident) = (median(before), median(after), median(resident));
+            let growth = after.saturating_sub(before);
             println!(
                 "session_load/process/{events}: peak RSS (VmHWM) median {:.2} MiB after initialize, \
-                 {:.2} MiB after the load (+{:.2} MiB, {:.0} bytes per event); \
-                 VmRSS after {:.2} MiB; {runs} runs",
+                 {:.2} MiB after the load (+{:.2} MiB, {:.0} bytes per event, {:.2}x the stored JSON); \
+                 VmRSS after session/close {:.2} MiB (+{:.2} MiB over initialize); {runs} runs",
                 mib(before),
                 mib(after),
-                mib(after.saturating_sub(before)),
-                after.saturating_sub(before) as f64 * 1024.0 / events as f64,
+                mib(growth),
+                growth as f64 * 1024.0 / events as f64,
+                growth as f64 * 1024.0 / fixture.payload_bytes as f64,
                 mib(resident),
+                mib(resident.saturating_sub(before)),
             );
         }
     }

@@ -18,6 +18,7 @@ mod acp_memory;
 mod acp_outcome;
 mod acp_prompt;
 mod acp_reload;
+mod acp_replay;
 mod acp_session_lock;
 mod acp_sessions;
 mod acp_settings;

@@ -5,6 +5,11 @@
 //! servers on the reader (so a bad request fails before anything happens), open it in the
 //! manager, bind this connection's editor to it, watch its MCP servers, replay its history
 //! (load only), then, once the answer is out, advertise its commands and start its inbox.
+//!
+//! A load replays the history as the store reads it, page by page, before the session's
+//! actor starts with that same history (`Manager::load`): each update waits its turn in the
+//! connection's bounded outgoing queue, so a long history never sits in memory twice or
+//! piles up ahead of a slow editor.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -85,10 +90,22 @@ fn open_session<O: Outgoing>(
         let manager = inner.manager.ready().await?;
         let options = options?;
         let failed = |e| session_error(e, &manager);
-        let (session, history) = match &opening {
-            Opening::New => (manager.create(options).await.map_err(failed)?, Vec::new()),
-            Opening::Load(id) | Opening::Resume(id) => manager.open(id, options).await.map_err(failed)?,
-            Opening::Fork(from) => (manager.fork(from, options).await.map_err(failed)?, Vec::new()),
+        let session = match &opening {
+            Opening::New => manager.create(options).await.map_err(failed)?,
+            Opening::Load(id) => {
+                let mut loading = manager.load(id, options).await.map_err(failed)?;
+                // The whole history goes out before the answer.
+                while let Some(events) = loading.next_events().await.map_err(failed)? {
+                    for event in events {
+                        for update in replay(event).await? {
+                            inner.send(id, update).await?;
+                        }
+                    }
+                }
+                loading.open().await.map_err(failed)?
+            }
+            Opening::Resume(id) => manager.open(id, options).await.map_err(failed)?,
+            Opening::Fork(from) => manager.fork(from, options).await.map_err(failed)?,
         };
         session.attach(agent.editor_for(session.id()));
         mcp::watch(&inner, &session);
@@ -96,13 +113,7 @@ fn open_session<O: Outgoing>(
         let usage = session.status().1.usage;
         match opening {
             Opening::Load(_) => {
-                // The whole history goes out before the answer, and the context meter ends
-                // it, so the editor has both when load answers.
-                for event in history {
-                    for update in replay(event).await? {
-                        inner.send(session.id(), update).await?;
-                    }
-                }
+                // The context meter ends the replay, so the editor has both when load answers.
                 if let Some(report) = usage {
                     inner.send(session.id(), convert::usage_update(&report)).await?;
                 }
@@ -120,10 +131,12 @@ fn open_session<O: Outgoing>(
 
 /// The updates a stored event replays as; one whose content lives in files (images,
 /// blobs) is read off the async threads.
-async fn replay(event: Event) -> Result<Vec<SessionUpdate>, RpcError> {
-    if !convert::reads_files(&event) {
-        return Ok(convert::replay_updates(&event));
+async fn replay(event: &Event) -> Result<Vec<SessionUpdate>, RpcError> {
+    if !convert::reads_files(event) {
+        return Ok(convert::replay_updates(event));
     }
+    // Only such an event (rare: a prompt with images or blobs) is copied, for the thread.
+    let event = event.clone();
     tokio::task::spawn_blocking(move || convert::replay_updates(&event))
         .await
         .map_err(|e| RpcError::internal(&e))

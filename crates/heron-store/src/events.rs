@@ -4,6 +4,10 @@
 //! appending `BEGIN IMMEDIATE` transaction, so appends from several connections or processes
 //! interleave without losing or repeating a number. Every append bumps the session's
 //! `updated_at`.
+//!
+//! A long log is read in bounded pages ([`Store::decode_events`]): each row is decoded from
+//! SQLite's own buffer on the blocking thread, so a page costs its decoded events and no
+//! second copy of their text.
 
 use std::borrow::Borrow;
 
@@ -28,6 +32,35 @@ pub struct EventRecord {
 
 /// The largest page [`Store::events`] returns, whatever the caller asks for.
 pub const MAX_EVENTS_LIMIT: usize = 10_000;
+
+/// How much one page of [`Store::decode_events`] reads: at most `rows` rows, and no more
+/// rows once their payloads reach `bytes` (a page always holds at least one row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageBudget {
+    /// The most rows, clamped to `1..=MAX_EVENTS_LIMIT`.
+    pub rows: usize,
+    /// The payload bytes after which the page ends.
+    pub bytes: usize,
+}
+
+impl Default for PageBudget {
+    /// 500 rows or 4 MiB: small next to a long history, large enough that a page's query
+    /// and thread hop cost little per row.
+    fn default() -> Self {
+        PageBudget { rows: 500, bytes: 4 << 20 }
+    }
+}
+
+/// One page read by [`Store::decode_events`].
+#[derive(Debug)]
+pub struct DecodedPage<T> {
+    /// Each row's seq and what the decoder made of its payload, in order. A payload that
+    /// is JSON but not what the decoder wanted is its error here; one that is not JSON at
+    /// all fails the whole read instead.
+    pub rows: Vec<(u64, Result<T, serde_json::Error>)>,
+    /// The seq to pass as `after_seq` for the next page; `None` when this page was the end.
+    pub next_after: Option<u64>,
+}
 
 /// Appends encoded events inside the caller's transaction and returns their seqs.
 pub(crate) fn append<K: AsRef<str>, P: AsRef<str>>(
@@ -154,6 +187,66 @@ impl Store {
                 events.push(event_from_row(&session_id, row)?);
             }
             Ok(events)
+        })
+        .await
+    }
+
+    /// Reads one page of events with seq greater than `after_seq` and decodes each payload
+    /// with `decode`, on the blocking thread, straight from the row's text. A payload that
+    /// is not text, not UTF-8 or not JSON is [`StoreError::Corrupt`], naming its seq but
+    /// none of its content. An unknown session has no events.
+    pub async fn decode_events<T, F>(
+        &self,
+        session_id: &str,
+        after_seq: u64,
+        budget: PageBudget,
+        mut decode: F,
+    ) -> Result<DecodedPage<T>, StoreError>
+    where
+        T: Send + 'static,
+        F: FnMut(&str) -> Result<T, serde_json::Error> + Send + 'static,
+    {
+        let session_id = session_id.to_owned();
+        let after = i64::try_from(after_seq).unwrap_or(i64::MAX);
+        let rows = budget.rows.clamp(1, MAX_EVENTS_LIMIT);
+        let limit = i64::try_from(rows).unwrap_or(1);
+        self.run(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT seq, payload FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )?;
+            let mut found = stmt.query(params![session_id, after, limit])?;
+            let (mut page, mut bytes, mut last) = (Vec::new(), 0_usize, None);
+            while let Some(row) = found.next()? {
+                let seq = to_seq(row.get(0)?)?;
+                let corrupt = |what: String| {
+                    StoreError::Corrupt(format!("event {seq} of session {session_id:?} {what}"))
+                };
+                let text = row.get_ref(1)?.as_str().map_err(|err| match err {
+                    rusqlite::types::FromSqlError::InvalidType => {
+                        corrupt("has a payload that is not text".to_owned())
+                    }
+                    _ => corrupt("has a payload that is not UTF-8".to_owned()),
+                })?;
+                let decoded = decode(text);
+                if let Err(err) = &decoded
+                    && !err.is_data()
+                {
+                    return Err(corrupt(format!(
+                        "is not valid JSON (line {}, column {})",
+                        err.line(),
+                        err.column()
+                    )));
+                }
+                bytes = bytes.saturating_add(text.len());
+                page.push((seq, decoded));
+                last = Some(seq);
+                if bytes >= budget.bytes {
+                    break;
+                }
+            }
+            // A short page is the last one; a full one may have more behind it.
+            let full = page.len() == rows || bytes >= budget.bytes;
+            Ok(DecodedPage { rows: page, next_after: last.filter(|_| full) })
         })
         .await
     }

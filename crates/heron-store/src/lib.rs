@@ -34,7 +34,7 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OpenFlags};
 
-pub use events::{EventRecord, MAX_EVENTS_LIMIT};
+pub use events::{DecodedPage, EventRecord, MAX_EVENTS_LIMIT, PageBudget};
 pub use inbox::{
     Enqueued, INBOX_CAPACITY, InboxIntent, InboxItem, InboxState, InboxStatus, InboxTally, NewInboxItem,
     Placement, Recovery,

@@ -268,6 +268,21 @@ impl Store {
         .await
     }
 
+    /// Creates several sessions in one transaction (an import, or seeding a large store) and
+    /// returns their ids in order. If any fails, none is created.
+    pub async fn create_sessions(&self, news: Vec<NewSession>) -> Result<Vec<String>, StoreError> {
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let ids = news
+                .iter()
+                .map(|new| insert(&tx, new, None).map(|record| record.id))
+                .collect::<Result<Vec<_>, _>>()?;
+            tx.commit()?;
+            Ok(ids)
+        })
+        .await
+    }
+
     /// Reads a session, or `None` when there is no such session.
     pub async fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
         let id = id.to_owned();

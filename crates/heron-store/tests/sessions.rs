@@ -87,6 +87,22 @@ async fn creating_a_taken_id_fails_and_keeps_the_original() {
 }
 
 #[tokio::test]
+async fn sessions_created_together_are_all_there_or_none_is() {
+    let (_dir, store) = open_temp().await;
+    let news = (0..3).map(|n| session_in(&format!("/w{n}"))).collect();
+    let ids = store.create_sessions(news).await.expect("create three");
+    for (n, id) in ids.iter().enumerate() {
+        let record = store.session(id).await.expect("read").expect("created");
+        assert_eq!(record.cwd, format!("/w{n}"));
+    }
+    let clash = vec![session_in("/new"), NewSession { id: Some(ids[0].clone()), ..session_in("/again") }];
+    let err = store.create_sessions(clash).await.expect_err("one id is taken");
+    assert_eq!(err, StoreError::AlreadyExists(ids[0].clone()));
+    let page = store.list_sessions(ListQuery { limit: 10, ..ListQuery::default() }).await.expect("list");
+    assert_eq!(page.sessions.len(), 3, "the failed batch created nothing");
+}
+
+#[tokio::test]
 async fn unknown_session_reads_as_none() {
     let (_dir, store) = open_temp().await;
     assert_eq!(store.session("nope").await.expect("read"), None);

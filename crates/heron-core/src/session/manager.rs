@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::actor::ActorContext;
 use super::event::Event;
 use super::goal::{Goal, GoalError};
+use super::loading::{Loading, StoredHistory};
 use super::lock::{self, LockError, SessionLock};
 use super::reload::{builtin_names, plugin_entries, sandbox};
 use super::settings::{Choices, Effort, Mode, Posture, Preset, SettingError, Settings};
@@ -129,12 +130,11 @@ impl std::fmt::Debug for OpenOptions {
     }
 }
 
-/// Everything read for a session about to open: its record, settings, history and inbox,
-/// its lock, and the runtime and commands it starts with.
-struct Admitted {
+/// Everything read for a session about to open but its history: its record, settings and
+/// inbox, its lock, and the runtime and commands it starts with.
+pub(super) struct Admitted {
     record: SessionRecord,
     settings: Settings,
-    history: Vec<Event>,
     inbox: InboxCounts,
     lock: Option<SessionLock>,
     runtime: Arc<Runtime>,
@@ -248,8 +248,19 @@ impl Manager {
         }
     }
 
-    fn spawn(&self, admitted: Admitted, options: OpenOptions) -> Arc<Session> {
-        let Admitted { record, settings, history, inbox, lock, runtime, catalog } = admitted;
+    /// The store sessions are kept in.
+    pub(super) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Starts the actor of an admitted session with its `history`, and keeps it open.
+    pub(super) fn spawn(
+        &self,
+        admitted: Admitted,
+        history: Vec<Event>,
+        options: OpenOptions,
+    ) -> Arc<Session> {
+        let Admitted { record, settings, inbox, lock, runtime, catalog } = admitted;
         let record = &record;
         // A goal or usage this build cannot read is dropped, not fatal: the session still opens.
         let goal = record.goal.clone().and_then(|v| serde_json::from_value::<Goal>(v).ok());
@@ -317,14 +328,15 @@ impl Manager {
 
     /// The one place a stored session is opened in this process (created, loaded, resumed
     /// or forked): its lock first, then the record, its settings (`settings_of`), the
-    /// directories it opens in, its history and its inbox, all read after the lock, so none
-    /// of it is what another process was still changing.
+    /// directories it opens in and its inbox, all read after the lock, so none of it is
+    /// what another process was still changing. Its history is read after this, still
+    /// under the lock (`loading`).
     async fn admit(
         &self,
         id: &str,
-        options: OpenOptions,
+        options: &OpenOptions,
         settings_of: impl FnOnce(&SessionRecord) -> Settings,
-    ) -> Result<(Arc<Session>, Vec<Event>), SessionError> {
+    ) -> Result<Admitted, SessionError> {
         let lock = self.lock(id).await?;
         let record = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
         let settings = settings_of(&record);
@@ -338,7 +350,6 @@ impl Manager {
         } else {
             record
         };
-        let history = self.history(id).await?;
         let inbox = super::inbox::reopen(&self.store, id).await?;
         // The project's commands are read once the cwd is known, off the async threads.
         let runtime = self.runtime.get();
@@ -348,16 +359,19 @@ impl Manager {
                 .await
                 .map_err(|e| SessionError::Internal(e.to_string()))?
         };
-        let admitted = Admitted {
-            record,
-            settings,
-            history: history.clone(),
-            inbox,
-            lock,
-            runtime,
-            catalog: extensions,
-        };
-        Ok((self.spawn(admitted, options), history))
+        Ok(Admitted { record, settings, inbox, lock, runtime, catalog: extensions })
+    }
+
+    /// Admits session `id` and starts it with its whole stored history.
+    async fn admit_with_history(
+        &self,
+        id: &str,
+        options: OpenOptions,
+        settings_of: impl FnOnce(&SessionRecord) -> Settings,
+    ) -> Result<Arc<Session>, SessionError> {
+        let admitted = self.admit(id, &options, settings_of).await?;
+        let history = StoredHistory::read_all(&self.store, id).await?;
+        Ok(self.spawn(admitted, history, options))
     }
 
     /// Creates a session.
@@ -380,7 +394,9 @@ impl Manager {
                     .map_err(|e| SessionError::Internal(e.to_string()))?,
             })
             .await?;
-        Ok(self.admit(&record.id, options, |_| settings).await?.0)
+        // A new session has no history to read.
+        let admitted = self.admit(&record.id, &options, |_| settings).await?;
+        Ok(self.spawn(admitted, Vec::new(), options))
     }
 
     /// The open session `id`, if it is open in this process.
@@ -394,34 +410,21 @@ impl Manager {
         self.get(id).is_none() && lock::held_elsewhere(&self.locks, id)
     }
 
-    /// Every stored event of `id`, in order (for replay).
+    /// Every stored event of `id`, in order.
     pub async fn history(&self, id: &str) -> Result<Vec<Event>, SessionError> {
-        let mut events = Vec::new();
-        let mut after = 0;
-        loop {
-            let page = self.store.events(id, after, heron_store::MAX_EVENTS_LIMIT).await?;
-            let Some(last) = page.last() else { break };
-            after = last.seq;
-            for record in page {
-                match serde_json::from_value::<Event>(record.payload) {
-                    Ok(event) => events.push(event),
-                    // An event this build cannot read is skipped, not fatal: the rest replays.
-                    Err(err) => {
-                        tracing::warn!(session = id, seq = record.seq, %err, "skipping an unreadable event")
-                    }
-                }
-            }
-        }
-        Ok(events)
+        StoredHistory::read_all(&self.store, id).await
     }
 
-    /// Opens a stored session (for load or resume) in `options.cwd`, or returns it if it is
-    /// already open here. Also returns its history.
-    pub async fn open(
-        &self,
-        id: &str,
-        options: OpenOptions,
-    ) -> Result<(Arc<Session>, Vec<Event>), SessionError> {
+    /// Opens a stored session in `options.cwd` without replaying it (resume), or returns it
+    /// if it is already open here.
+    pub async fn open(&self, id: &str, options: OpenOptions) -> Result<Arc<Session>, SessionError> {
+        self.load(id, options).await?.open().await
+    }
+
+    /// Starts opening a stored session in `options.cwd` (or attaching to it, if it is
+    /// already open here) whose history the caller reads page by page as it replays it;
+    /// [`Loading::open`] then opens it.
+    pub async fn load(&self, id: &str, options: OpenOptions) -> Result<Loading<'_>, SessionError> {
         require_absolute(&options.cwd, "cwd")?;
         if self.store.session(id).await?.is_none() {
             return Err(SessionError::NotFound(id.to_owned()));
@@ -434,18 +437,19 @@ impl Manager {
             if !same_cwd || state.additional_directories != options.additional_directories {
                 return Err(SessionError::OpenWithOtherRoots);
             }
-            let history = self.history(id).await?;
-            session.attach(options.editor);
-            return Ok((session, history));
+            return Ok(Loading::attaching(self, session, options.editor));
         }
-        self.admit(id, options, |record| {
-            let mut settings = serde_json::from_value::<Settings>(record.settings.clone())
-                .unwrap_or_else(|_| self.default_settings(self.default_model().unwrap_or_default()));
-            // A saved posture above today's ceiling opens at the ceiling.
-            settings.posture = self.choices().cap(settings.posture);
-            settings
-        })
-        .await
+        let admitted = self
+            .admit(id, &options, |record| {
+                let mut settings = serde_json::from_value::<Settings>(record.settings.clone())
+                    .unwrap_or_else(|_| self.default_settings(self.default_model().unwrap_or_default()));
+                // A saved posture above today's ceiling opens at the ceiling.
+                settings.posture = self.choices().cap(settings.posture);
+                settings
+            })
+            .await?;
+        let history = StoredHistory::kept(&self.store, id).await?;
+        Ok(Loading::spawning(self, admitted, options, history))
     }
 
     /// One page of stored sessions, most recent first.
@@ -519,7 +523,7 @@ impl Manager {
             ..Default::default()
         };
         let record = self.store.update_session(&record.id, patch).await?;
-        Ok(self.admit(&record.id, options, |_| settings).await?.0)
+        self.admit_with_history(&record.id, options, |_| settings).await
     }
 
     /// Closes every open session (the connection ended).

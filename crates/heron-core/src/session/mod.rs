@@ -18,6 +18,7 @@ pub mod event;
 pub mod goal;
 mod history;
 pub mod inbox;
+mod loading;
 mod lock;
 mod manager;
 mod outcome;
@@ -60,6 +61,7 @@ use crate::tools::mcp::McpHub;
 use crate::types::{PromptInput, StopReason};
 use heron_store::Store;
 
+pub use loading::Loading;
 pub use manager::{Manager, ManagerOptions, OpenOptions, SessionError};
 pub use transcript::transcript_path;
 

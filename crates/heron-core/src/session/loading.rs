@@ -1,0 +1,140 @@
+//! Reading a stored history page by page, and opening a stored session while its history
+//! is replayed ([`Loading`]).
+//!
+//! A history is read in bounded pages ([`PageBudget`]), each row decoded straight into an
+//! [`Event`] on the store's blocking thread. While a session is loaded, each page is handed
+//! to the caller (the editor's replay) and then kept as the actor's history, so there is
+//! one copy of the history at any time, never a second one for the replay, and the replay
+//! goes out as it is read rather than after the whole log is in memory.
+//!
+//! A row that is not JSON fails the read ([`SessionError::Store`], naming its seq); one that
+//! is JSON but no event this build knows is skipped with a warning, so a session written by
+//! a newer build still opens.
+
+use std::sync::Arc;
+
+use heron_store::{PageBudget, Store};
+
+use super::Session;
+use super::event::Event;
+use super::manager::{Admitted, Manager, OpenOptions, SessionError};
+use crate::tools::editor::EditorIo;
+
+/// A session's stored events, read a page at a time.
+pub(super) struct StoredHistory {
+    id: String,
+    /// Where the next page starts; `None` once the end was read.
+    after: Option<u64>,
+    /// The events read: all of them when `keep`, else the last page only.
+    events: Vec<Event>,
+    keep: bool,
+    budget: PageBudget,
+}
+
+impl StoredHistory {
+    /// A reader of session `id` that keeps every event it reads (for an actor).
+    pub(super) async fn kept(store: &Store, id: &str) -> Result<StoredHistory, SessionError> {
+        // Sized once from the count, so a long history is not copied while the list grows.
+        let count = usize::try_from(store.event_count(id).await?).unwrap_or(0);
+        Ok(StoredHistory::new(id, Vec::with_capacity(count), true))
+    }
+
+    /// A reader of session `id` that holds one page at a time (a replay of a session whose
+    /// actor already has its history).
+    pub(super) fn passing(id: &str) -> StoredHistory {
+        StoredHistory::new(id, Vec::new(), false)
+    }
+
+    fn new(id: &str, events: Vec<Event>, keep: bool) -> StoredHistory {
+        StoredHistory { id: id.to_owned(), after: Some(0), events, keep, budget: PageBudget::default() }
+    }
+
+    /// The whole history of session `id`, in order.
+    pub(super) async fn read_all(store: &Store, id: &str) -> Result<Vec<Event>, SessionError> {
+        let mut history = StoredHistory::kept(store, id).await?;
+        while history.next_page(store).await?.is_some() {}
+        Ok(history.events)
+    }
+
+    /// The events of the next page (possibly none, when every row of it was skipped), or
+    /// `None` once the whole history was read.
+    pub(super) async fn next_page(&mut self, store: &Store) -> Result<Option<&[Event]>, SessionError> {
+        let Some(after) = self.after else { return Ok(None) };
+        let page = store
+            .decode_events(&self.id, after, self.budget, |text| serde_json::from_str::<Event>(text))
+            .await?;
+        if !self.keep {
+            self.events.clear();
+        }
+        let start = self.events.len();
+        for (seq, event) in page.rows {
+            match event {
+                Ok(event) => self.events.push(event),
+                // An event this build cannot read is skipped, not fatal: the rest replays.
+                Err(err) => tracing::warn!(session = %self.id, seq, %err, "skipping an unreadable event"),
+            }
+        }
+        self.after = page.next_after;
+        Ok(Some(&self.events[start..]))
+    }
+
+    pub(super) fn into_events(self) -> Vec<Event> {
+        self.events
+    }
+}
+
+/// What a loaded session becomes once its history is read.
+enum Target {
+    /// Not open in this process: its actor starts with the history read.
+    Spawn { admitted: Box<Admitted>, options: OpenOptions },
+    /// Already open here: its actor has its history; the replay reads the store.
+    Attach { session: Arc<Session>, editor: Arc<dyn EditorIo> },
+}
+
+/// A stored session being opened, its history read page by page (see the module docs).
+/// The session's lock is held from the start; dropping this before [`Loading::open`]
+/// releases it and opens nothing.
+pub struct Loading<'m> {
+    manager: &'m Manager,
+    target: Target,
+    history: StoredHistory,
+}
+
+impl<'m> Loading<'m> {
+    /// A load that will start the session's actor.
+    pub(super) fn spawning(
+        manager: &'m Manager,
+        admitted: Admitted,
+        options: OpenOptions,
+        history: StoredHistory,
+    ) -> Self {
+        Loading { manager, target: Target::Spawn { admitted: Box::new(admitted), options }, history }
+    }
+
+    /// A load of a session already open in this process.
+    pub(super) fn attaching(manager: &'m Manager, session: Arc<Session>, editor: Arc<dyn EditorIo>) -> Self {
+        let history = StoredHistory::passing(session.id());
+        Loading { manager, target: Target::Attach { session, editor }, history }
+    }
+
+    /// The next events of the history, in order (possibly none), or `None` at its end.
+    pub async fn next_events(&mut self) -> Result<Option<&[Event]>, SessionError> {
+        let store = self.manager.store();
+        self.history.next_page(store).await
+    }
+
+    /// Opens the session: reads what the caller did not, then starts its actor with the
+    /// history (or binds the session already open here to this load's editor).
+    pub async fn open(mut self) -> Result<Arc<Session>, SessionError> {
+        match self.target {
+            Target::Spawn { admitted, options } => {
+                while self.history.next_page(self.manager.store()).await?.is_some() {}
+                Ok(self.manager.spawn(*admitted, self.history.into_events(), options))
+            }
+            Target::Attach { session, editor } => {
+                session.attach(editor);
+                Ok(session)
+            }
+        }
+    }
+}
