@@ -164,13 +164,17 @@ impl Agent {
     }
 
     fn answer(&mut self, mut each_notification: impl FnMut(&str)) -> String {
-        let id = format!(r#""id":{}"#, self.next_id);
+        // Heron writes every answer with this prefix (`envelope::encode_response`); a request
+        // of its own has `"method"` after the id instead.
+        let answer = format!(r#"{{"jsonrpc":"2.0","id":{},"#, self.next_id);
         self.next_id += 1;
         loop {
             let mut line = String::new();
             assert!(self.output.read_line(&mut line).expect("read the agent") > 0, "heron closed its output");
-            if line.contains(&id) && !line.contains(r#""method":"#) {
-                assert!(line.contains(r#""result":"#), "the request failed: {line}");
+            if let Some(rest) = line.strip_prefix(&answer)
+                && !rest.starts_with(r#""method""#)
+            {
+                assert!(rest.starts_with(r#""result""#), "the request failed: {line}");
                 return line;
             }
             each_notification(&line);
