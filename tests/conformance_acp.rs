@@ -138,7 +138,7 @@ fn the_built_in_acp_profile_passes_on_heron_and_reports_as_junit() {
     assert!(skipped.contains(r#"message="the agent advertises agentCapabilities.loadSession""#), "{xml}");
 }
 
-/// The echo agent on the ACP TypeScript SDK (`benches/peers/ts-echo`) with its pinned
+/// The echo agent on the ACP TypeScript SDK (`tests/agents/ts-echo`) with its pinned
 /// dependencies installed: `HERON_TS_ECHO` names a directory `.ci/run` installed, else the
 /// test installs it under the target directory with `npm ci`. `None`, said loudly, only when
 /// node or npm is missing; an install that fails is a test failure.
@@ -155,7 +155,7 @@ fn ts_echo() -> Option<PathBuf> {
                 return None;
             }
         }
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/ts-echo");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/ts-echo");
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ts-echo");
         std::fs::create_dir_all(&dir).expect("a directory for the echo agent");
         for file in ["package.json", "package-lock.json", "agent.mjs"] {
