@@ -10,12 +10,16 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+
+#[path = "support/spawned.rs"]
+mod spawned;
+use spawned::Spawned;
 
 const HERON: &str = env!("CARGO_BIN_EXE_heron");
 
@@ -112,11 +116,8 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Instant> {
 
 /// A `heron acp` process with one open session.
 struct Agent {
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
+    heron: Spawned,
     session: String,
-    next_id: u64,
 }
 
 /// What one prompt looked like from the editor's side.
@@ -128,82 +129,31 @@ struct TurnSeen {
 
 impl Agent {
     fn start(home: &Path, workspace: &Path) -> Self {
-        let mut child = Command::new(HERON)
-            .arg("acp")
-            .env("HERON_HOME", home)
-            .env_remove("HERON_LOG")
-            .env_remove("HERON_VALIDATE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn heron acp");
-        let input = child.stdin.take().expect("piped stdin");
-        let output = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut agent = Self { child, input, output, session: String::new(), next_id: 0 };
-        agent.request("initialize", r#"{"protocolVersion":1,"clientCapabilities":{}}"#);
-        let params = format!(r#"{{"cwd":{:?},"mcpServers":[]}}"#, workspace.display().to_string());
-        let answer = agent.request("session/new", &params);
-        let value: serde_json::Value = serde_json::from_str(&answer).expect("session/new answer is JSON");
-        agent.session = value["result"]["sessionId"].as_str().expect("a session id").to_owned();
-        agent
+        let mut heron = Spawned::start(Path::new(HERON), &["acp"], home);
+        let opened = heron.call("session/new", json!({ "cwd": workspace, "mcpServers": [] }));
+        let session = opened["sessionId"].as_str().expect("a session id").to_owned();
+        Self { heron, session }
     }
 
-    /// Sends a request and returns its answer line, skipping notifications.
-    fn request(&mut self, method: &str, params: &str) -> String {
-        self.send(method, params);
-        self.answer(|_| {})
-    }
-
-    fn send(&mut self, method: &str, params: &str) {
-        let line =
-            format!(r#"{{"jsonrpc":"2.0","id":{},"method":"{method}","params":{params}}}"#, self.next_id);
-        self.input.write_all(line.as_bytes()).expect("write a request");
-        self.input.write_all(b"\n").expect("write a request");
-        self.input.flush().expect("flush a request");
-    }
-
-    fn answer(&mut self, mut each_notification: impl FnMut(&str)) -> String {
-        // Heron writes every answer with this prefix (`envelope::encode_response`); a request
-        // of its own has `"method"` after the id instead.
-        let answer = format!(r#"{{"jsonrpc":"2.0","id":{},"#, self.next_id);
-        self.next_id += 1;
-        loop {
-            let mut line = String::new();
-            assert!(self.output.read_line(&mut line).expect("read the agent") > 0, "heron closed its output");
-            if let Some(rest) = line.strip_prefix(&answer)
-                && !rest.starts_with(r#""method""#)
-            {
-                assert!(rest.starts_with(r#""result""#), "the request failed: {line}");
-                return line;
-            }
-            each_notification(&line);
-        }
+    fn set_model(&mut self, model: &str) {
+        self.heron.call("session/set_model", json!({ "sessionId": self.session, "modelId": model }));
     }
 
     fn prompt(&mut self) -> TurnSeen {
-        let params = format!(
-            r#"{{"sessionId":"{}","prompt":[{{"type":"text","text":"Does the build pass?"}}]}}"#,
-            self.session
-        );
-        let sent = Instant::now();
-        self.send("session/prompt", &params);
+        let params = json!({
+            "sessionId": self.session,
+            "prompt": [{ "type": "text", "text": "Does the build pass?" }],
+        });
         let mut first_chunk = None;
-        let answer = self.answer(|line| {
+        let sent = Instant::now();
+        let answer = self.heron.call_watching("session/prompt", params, |line| {
             if first_chunk.is_none() && line.contains(r#""sessionUpdate":"agent_message_chunk""#) {
                 first_chunk = Some(Instant::now());
             }
         });
         let answered = Instant::now();
-        assert!(answer.contains("end_turn"), "the turn did not end normally: {answer}");
+        assert_eq!(answer["stopReason"], "end_turn", "the turn did not end normally: {answer}");
         TurnSeen { sent, first_chunk: first_chunk.expect("the turn streamed a chunk"), answered }
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -273,7 +223,7 @@ fn latency(c: &mut Criterion) {
     report("turn overhead, warm connection", &mut warm);
 
     // Scripted: the model takes no time, so the whole turn is Heron's.
-    agent.request("session/set_model", &format!(r#"{{"sessionId":"{}","modelId":"text/m"}}"#, agent.session));
+    agent.set_model("text/m");
     group.bench_function("scripted_turn", |b| {
         b.iter_custom(|iters| {
             (0..iters)

@@ -6,15 +6,17 @@
 //! `HERON_BENCH_BIN` spawns another build instead of this one, to compare two versions with
 //! the same driver in the same run.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use heron_core::config::Home;
 use heron_store::{NewSession, Store};
 use serde_json::{Value, json};
+
+#[path = "support/spawned.rs"]
+mod spawned;
+use spawned::Spawned;
 
 /// Stored sessions before the timed calls.
 const STORED: [usize; 2] = [1_000, 100_000];
@@ -27,9 +29,6 @@ const SEED_DIRS: usize = 100;
 
 /// How many pages in the deep `session/list` case starts (50 sessions a page).
 const DEEP_PAGES: usize = 10;
-
-/// Every agent notification starts with these bytes, so answers are told apart unparsed.
-const NOTIFICATION: &str = r#"{"jsonrpc":"2.0","method":"#;
 
 fn heron_bin() -> PathBuf {
     std::env::var_os("HERON_BENCH_BIN")
@@ -79,56 +78,16 @@ impl Seeded {
     }
 }
 
-/// A spawned `heron acp --model demo/demo`, driven line by line.
-struct Agent {
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
-    next_id: u64,
-}
+/// A spawned `heron acp --model demo/demo` on a seeded home.
+struct Agent(Spawned);
 
 impl Agent {
     fn start(home: &Seeded) -> Agent {
-        let mut child = Command::new(heron_bin())
-            .args(["acp", "--model", "demo/demo"])
-            .env("HERON_HOME", home.home())
-            .env_remove("HERON_LOG")
-            .env_remove("HERON_VALIDATE")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn heron");
-        let input = child.stdin.take().expect("piped stdin");
-        let output = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut agent = Agent { child, input, output, next_id: 0 };
-        agent.call("initialize", json!({ "protocolVersion": 1 }));
-        agent
+        Agent(Spawned::start(&heron_bin(), &["acp", "--model", "demo/demo"], &home.home()))
     }
 
-    /// Sends a request and reads until its answer, skipping notifications; an error answer
-    /// is a bench failure.
     fn call(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let mut line = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
-        line.push('\n');
-        self.input.write_all(line.as_bytes()).expect("write a request");
-        self.input.flush().expect("flush");
-        loop {
-            let mut line = String::new();
-            let read = self.output.read_line(&mut line).expect("read from heron");
-            assert!(read > 0, "heron closed its output during {method}");
-            if line.starts_with(NOTIFICATION) {
-                continue;
-            }
-            let mut message: Value = serde_json::from_str(&line).expect("heron writes JSON lines");
-            assert!(message["id"] == id, "an answer to another request: {line}");
-            match message.get_mut("result") {
-                Some(result) => return result.take(),
-                None => panic!("{method} failed: {line}"),
-            }
-        }
+        self.0.call(method, params)
     }
 
     /// Time to the answer of one call.
@@ -136,15 +95,6 @@ impl Agent {
         let started = Instant::now();
         let result = self.call(method, params);
         (started.elapsed(), result)
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        // Closing stdin ends heron; kill it if it lingers, so no bench leaves one behind.
-        let _ = self.input.flush();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
