@@ -185,6 +185,19 @@ fn open_string_as_str_returns_the_wire_value_of_every_variant() {
 }
 
 #[test]
+fn a_known_value_called_other_leaves_the_catch_all_unknown() {
+    let kind = UnionSpec::OpenString {
+        name: "Kind".into(),
+        doc: String::new(),
+        values: vec![("read".into(), String::new()), ("other".into(), String::new())],
+    };
+    let code = compact(kind);
+    assert!(code.contains(r#"#[serde(rename="other")]Other,"#), "{code}");
+    assert!(code.contains("#[serde(untagged)]Unknown(::std::string::String),}"), "{code}");
+    assert!(code.contains("Self::Unknown(value)=>value,"), "{code}");
+}
+
+#[test]
 fn emitted_unions_parse_as_rust_items() {
     let tokens = unions(&[update(true), severity()]);
     let file: syn::File = syn::parse2(tokens).expect("parses");
