@@ -1,7 +1,8 @@
 //! Generates Heron's protocol layer (types, method table, handler traits, dispatch glue)
-//! from the vendored ACP schema and Heron's vendor-extension schema.
+//! from the vendored ACP schema and Heron's vendor-extension schema, once per protocol
+//! version ([`Version`]: ACP v1 and v2), each through the same stages.
 //!
-//! `build.rs` and the `heron-codegen` binary are thin front ends over [`generate`].
+//! `build.rs` and the `heron-codegen` binary are thin front ends over [`generate_all`].
 
 #![deny(missing_docs)]
 

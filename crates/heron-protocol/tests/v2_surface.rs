@@ -226,6 +226,6 @@ fn v2_validator_checks_against_the_v2_schema() {
     assert!(validator.incoming("initialize", Some(&v2_initialize)).is_ok());
     // v1's initialize names the client `clientInfo`; v2 requires `info`.
     let v1_initialize = raw(json!({ "protocolVersion": 1, "clientCapabilities": {} }));
-    let refused = validator.incoming("initialize", Some(&v1_initialize)).err().expect("refused");
+    let refused = validator.incoming("initialize", Some(&v1_initialize)).expect_err("refused");
     assert_eq!(refused.code, heron_protocol::error::INVALID_PARAMS);
 }
