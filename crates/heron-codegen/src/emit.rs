@@ -25,6 +25,13 @@ fn docs(text: &str) -> TokenStream {
 
 const RT: &str = "crate::runtime";
 
+/// The name of an open union's catch-all variant: `Other`, or `Unknown` when a known value
+/// is itself called `other` (v2's `ToolKind`), so the two never collide.
+fn catch_all<'a>(known: impl IntoIterator<Item = &'a str>) -> Ident {
+    let taken = known.into_iter().any(|value| pascal(value) == "Other");
+    ident(if taken { "Unknown" } else { "Other" })
+}
+
 /// All unions, in definition order, then the `buffered` module with serde's derived reading
 /// of the closed tagged unions.
 pub fn unions(specs: &[UnionSpec]) -> TokenStream {
@@ -70,10 +77,11 @@ fn union(spec: &UnionSpec) -> (TokenStream, Option<TokenStream>) {
             });
             let other = open.then(|| {
                 let text = format!(" A `{tag}` this version of the protocol does not know, kept as sent.");
+                let other = catch_all(variants.iter().map(|v| v.value.as_str()));
                 quote! {
                     #[doc = #text]
                     #[serde(untagged)]
-                    Other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
+                    #other(::serde_json::Map<::std::string::String, ::serde_json::Value>),
                 }
             });
             let item = quote! {
@@ -90,6 +98,7 @@ fn union(spec: &UnionSpec) -> (TokenStream, Option<TokenStream>) {
             let variants: Vec<Ident> = values.iter().map(|(v, _)| ident(&pascal(v))).collect();
             let wire: Vec<&String> = values.iter().map(|(v, _)| v).collect();
             let value_docs = values.iter().map(|(_, d)| docs(d));
+            let other = catch_all(values.iter().map(|(v, _)| v.as_str()));
             let item = quote! {
                 #doc
                 #[derive(Debug, Clone, PartialEq, Eq, Hash, ::serde::Serialize, ::serde::Deserialize)]
@@ -97,7 +106,7 @@ fn union(spec: &UnionSpec) -> (TokenStream, Option<TokenStream>) {
                     #( #value_docs #[serde(rename = #wire)] #variants, )*
                     /// A value this version of the protocol does not know, kept as sent.
                     #[serde(untagged)]
-                    Other(::std::string::String),
+                    #other(::std::string::String),
                 }
 
                 impl #name {
@@ -105,7 +114,7 @@ fn union(spec: &UnionSpec) -> (TokenStream, Option<TokenStream>) {
                     pub fn as_str(&self) -> &str {
                         match self {
                             #( Self::#variants => #wire, )*
-                            Self::Other(value) => value,
+                            Self::#other(value) => value,
                         }
                     }
                 }

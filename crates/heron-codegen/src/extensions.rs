@@ -95,8 +95,12 @@ pub fn emit(extensions: &[ExtensionSpec]) -> TokenStream {
     }
 }
 
-/// The `METHODS.md` section listing each extension, its version and its methods.
+/// The `METHODS.md` section listing each extension, its version and its methods; nothing
+/// when there are none.
 pub fn markdown(extensions: &[ExtensionSpec]) -> String {
+    if extensions.is_empty() {
+        return String::new();
+    }
     let mut out = String::from(
         "\n## Heron's extensions\n\n\
          `initialize` advertises each extension whose methods Heron serves under \

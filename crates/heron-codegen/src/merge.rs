@@ -9,16 +9,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use crate::{Error, ref_name};
+use crate::{Error, Version, ref_name};
 
-/// The three input documents, parsed.
+/// One version's three input documents, parsed.
 #[derive(Debug, Clone)]
 pub struct Inputs {
-    /// `schema/acp/v1/schema.json`.
+    /// The stable ACP schema (`schema/acp/v1/schema.json`).
     pub stable: Value,
-    /// `schema/acp/v1/schema.unstable.json`.
+    /// The unstable ACP schema (`schema/acp/v1/schema.unstable.json`).
     pub unstable: Value,
-    /// `schema/heron/v1.json`.
+    /// Heron's vendor schema (`schema/heron/v1.json`).
     pub vendor: Value,
 }
 
@@ -89,7 +89,11 @@ pub fn collect_refs(value: &Value, out: &mut BTreeSet<String>) {
 pub fn merge(inputs: &Inputs) -> Result<Merged, Error> {
     let stable = defs_of(&inputs.stable, "the stable ACP schema")?;
     let unstable = defs_of(&inputs.unstable, "the unstable ACP schema")?;
-    let vendor = defs_of(&inputs.vendor, "the vendor schema")?;
+    // A vendor schema may add no definitions (one that only says what Heron serves).
+    let vendor = match inputs.vendor.get("$defs") {
+        None => Map::new(),
+        Some(_) => defs_of(&inputs.vendor, "the vendor schema")?,
+    };
 
     let mut defs: BTreeMap<String, Value> = stable.clone().into_iter().collect();
     let mut origin: BTreeMap<String, Origin> = stable.keys().map(|k| (k.clone(), Origin::Stable)).collect();
@@ -164,12 +168,13 @@ pub fn merge(inputs: &Inputs) -> Result<Merged, Error> {
 }
 
 /// The merged document used for runtime validation: every definition, annotations intact.
-pub fn validation_document(merged: &Merged) -> Value {
+pub fn validation_document(merged: &Merged, version: &Version) -> Value {
     let defs: Map<String, Value> = merged.defs.clone().into_iter().collect();
+    let name = version.name;
     serde_json::json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "heron:acp/v1",
-        "title": "ACP v1 as served by Heron: stable, selected unstable and vendor definitions",
+        "$id": format!("heron:acp/{name}"),
+        "title": format!("ACP {name} as served by Heron: stable, selected unstable and vendor definitions"),
         "$defs": defs,
     })
 }

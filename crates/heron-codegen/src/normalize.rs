@@ -6,7 +6,9 @@
 //!    envelope replace them.
 //! 2. `x-*` annotations, `discriminator` and `default` are stripped from every schema
 //!    object (never from `const`, `enum` or example values). Without `default`, optional
-//!    fields stay `Option` and round-trip exactly.
+//!    fields stay `Option` and round-trip exactly. So are the string formats typify would
+//!    make types of crates Heron does not use (`date-time` -> chrono): such strings stay
+//!    `String`, the peer's text as sent. The validation schema keeps every format.
 //! 3. Tagged unions (variants told apart by a required `const` string property) become
 //!    [`UnionSpec::Tagged`]: newtype variants named after their tag, untagged fallbacks
 //!    (`McpServer` stdio), and an `Other` catch-all when the schema marks the union open.
@@ -159,10 +161,16 @@ const SCHEMA_KEYS: [&str; 4] = ["items", "not", "additionalProperties", "contain
 /// Keys whose value is an array of schemas.
 const SCHEMA_LIST_KEYS: [&str; 3] = ["allOf", "anyOf", "oneOf"];
 
+/// String formats typify maps to `chrono` or `uuid` types.
+const FOREIGN_FORMATS: [&str; 3] = ["date", "date-time", "uuid"];
+
 /// Rule 2: strips annotations from a schema object and everything below it.
 pub fn strip(schema: &mut Value) {
     let Value::Object(map) = schema else { return };
     map.retain(|key, _| !key.starts_with("x-") && key != "discriminator" && key != "default");
+    if map.get("format").and_then(Value::as_str).is_some_and(|f| FOREIGN_FORMATS.contains(&f)) {
+        map.remove("format");
+    }
     if let Some(Value::Object(props)) = map.get_mut("properties") {
         props.values_mut().for_each(strip);
     }
@@ -259,6 +267,30 @@ impl Ctx<'_> {
         Ok((properties, required(def)))
     }
 
+    /// The properties and required names of a variant's payload: the union's own, each
+    /// replaced by the variant's of the same name (a variant narrows what the union allows,
+    /// as `IdleStateUpdate`'s `none` narrows `stopReason` to null), then those of the
+    /// definition the variant wraps.
+    fn variant_shape(
+        &self,
+        parent_props: &Map<String, Value>,
+        parent_req: &[String],
+        own: Map<String, Value>,
+        own_req: Vec<String>,
+        target: Option<&str>,
+    ) -> Result<(Map<String, Value>, Vec<String>), Error> {
+        let mut properties = parent_props.clone();
+        properties.extend(own);
+        let mut req = parent_req.to_vec();
+        req.extend(own_req);
+        if let Some(t) = target {
+            let (tp, tr) = self.target_shape(t)?;
+            merge_props(&mut properties, tp);
+            req.extend(tr);
+        }
+        Ok((properties, req))
+    }
+
     fn synthesize(
         &mut self,
         name: String,
@@ -321,15 +353,12 @@ fn tagged_union(name: &str, def: &Value, ctx: &mut Ctx<'_>) -> Result<Option<Uni
                 let payload = if parent_props.is_empty() && own.is_empty() {
                     target.clone()
                 } else {
-                    let mut properties = parent_props.clone();
-                    merge_props(&mut properties, own);
-                    let mut req = parent_req.clone();
-                    req.extend(own_req);
-                    if let Some(t) = &target {
-                        let (tp, tr) = ctx.target_shape(t)?;
-                        merge_props(&mut properties, tp);
-                        req.extend(tr);
-                    }
+                    let (mut properties, req) =
+                        ctx.variant_shape(&parent_props, &parent_req, own, own_req, target.as_deref())?;
+                    // The tag is the enum's to read and write; a union that declares it
+                    // beside its variants (`IdleStateUpdate.stopReason`) must not also put it
+                    // in each payload, where it would be written twice.
+                    properties.remove(&tag);
                     let doc = if doc.is_empty() {
                         target.as_ref().and_then(|t| ctx.defs.get(t)).map(description).unwrap_or_default()
                     } else {
@@ -353,15 +382,8 @@ fn tagged_union(name: &str, def: &Value, ctx: &mut Ctx<'_>) -> Result<Option<Uni
                 let payload = match (&target, parent_props.is_empty() && own.is_empty()) {
                     (Some(t), true) => t.clone(),
                     _ => {
-                        let mut properties = parent_props.clone();
-                        merge_props(&mut properties, own);
-                        let mut req = parent_req.clone();
-                        req.extend(own_req);
-                        if let Some(t) = &target {
-                            let (tp, tr) = ctx.target_shape(t)?;
-                            merge_props(&mut properties, tp);
-                            req.extend(tr);
-                        }
+                        let (properties, req) =
+                            ctx.variant_shape(&parent_props, &parent_req, own, own_req, target.as_deref())?;
                         ctx.synthesize(format!("{name}{variant}"), doc.clone(), properties, req)
                     }
                 };

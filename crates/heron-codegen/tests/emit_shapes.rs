@@ -1,13 +1,7 @@
-//! Tests the Rust `heron_codegen::emit` writes for Heron's own unions, and runs the whole
-//! generator once over the vendored schemas.
-
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+//! Tests the Rust `heron_codegen::emit` writes for Heron's own unions.
 
 use heron_codegen::emit::unions;
 use heron_codegen::normalize::{Fallback, TaggedVariant, UnionSpec};
-use heron_codegen::{generate, merge, methods, normalize, read_inputs};
-use serde_json::Value;
 
 /// The emitted tokens as text with all whitespace removed, so assertions do not depend on
 /// how `proc_macro2` spaces tokens.
@@ -185,6 +179,19 @@ fn open_string_as_str_returns_the_wire_value_of_every_variant() {
 }
 
 #[test]
+fn a_known_value_called_other_leaves_the_catch_all_unknown() {
+    let kind = UnionSpec::OpenString {
+        name: "Kind".into(),
+        doc: String::new(),
+        values: vec![("read".into(), String::new()), ("other".into(), String::new())],
+    };
+    let code = compact(kind);
+    assert!(code.contains(r#"#[serde(rename="other")]Other,"#), "{code}");
+    assert!(code.contains("#[serde(untagged)]Unknown(::std::string::String),}"), "{code}");
+    assert!(code.contains("Self::Unknown(value)=>value,"), "{code}");
+}
+
+#[test]
 fn emitted_unions_parse_as_rust_items() {
     let tokens = unions(&[update(true), severity()]);
     let file: syn::File = syn::parse2(tokens).expect("parses");
@@ -195,123 +202,4 @@ fn emitted_unions_parse_as_rust_items() {
 fn emitted_closed_union_parses_as_rust_items() {
     let file: syn::File = syn::parse2(unions(&[block()])).expect("parses");
     assert_eq!(file.items.len(), 5, "the enum, three impls and the buffered module");
-}
-
-// End to end over the vendored schemas.
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn vendored() -> heron_codegen::Inputs {
-    read_inputs(&repo_root()).expect("reads the vendored schemas")
-}
-
-fn vendored_table() -> Vec<methods::MethodSpec> {
-    let inputs = vendored();
-    let merged = merge::merge(&inputs).expect("merges");
-    methods::method_table(&inputs, &merged).expect("builds the table")
-}
-
-/// Every `x-method` in a document's `$defs`.
-fn x_methods(doc: &Value) -> BTreeSet<String> {
-    doc["$defs"]
-        .as_object()
-        .expect("$defs")
-        .values()
-        .filter_map(|def| def.get("x-method").and_then(Value::as_str))
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Whether `text` has `Variant` followed by a digit: typify's name for an untitled variant.
-fn has_numbered_variant(text: &str) -> bool {
-    text.match_indices("Variant").any(|(i, m)| text[i + m.len()..].starts_with(|c: char| c.is_ascii_digit()))
-}
-
-#[test]
-fn numbered_variant_detector_finds_typify_names() {
-    assert!(has_numbered_variant("enum X { Variant0(u8) }"));
-    assert!(!has_numbered_variant("enum X { TaggedVariant(u8) }"));
-}
-
-#[test]
-fn vendored_schemas_generate_rust_without_typify_fallback_names() {
-    let output = generate(&vendored()).expect("generates");
-    assert!(!has_numbered_variant(&output.rust), "typify named a variant by its position");
-    assert!(!output.rust.contains("subtype_"), "typify named a type `subtype_*`");
-}
-
-#[test]
-fn methods_md_has_one_row_per_method() {
-    let output = generate(&vendored()).expect("generates");
-    // The method table is the first section; the extensions' table follows under its own heading.
-    let methods = output.methods_md.split("\n## ").next().unwrap_or_default();
-    let rows: Vec<&str> = methods.lines().filter(|l| l.starts_with("| `")).collect();
-    let table = vendored_table();
-    assert_eq!(rows.len(), table.len());
-    for (row, method) in rows.iter().zip(&table) {
-        assert!(row.starts_with(&format!("| `{}` |", method.wire)), "{row} is not {}", method.wire);
-    }
-}
-
-#[test]
-fn every_stable_and_vendor_method_is_in_the_table() {
-    let inputs = vendored();
-    let wires: BTreeSet<String> = vendored_table().into_iter().map(|m| m.wire).collect();
-    let expected: BTreeSet<String> =
-        x_methods(&inputs.stable).into_iter().chain(x_methods(&inputs.vendor)).collect();
-    let missing: Vec<&String> = expected.difference(&wires).collect();
-    assert!(missing.is_empty(), "missing from the table: {missing:?}");
-}
-
-#[test]
-fn unstable_methods_are_in_the_table_only_when_selected() {
-    let inputs = vendored();
-    let wires: BTreeSet<String> = vendored_table().into_iter().map(|m| m.wire).collect();
-    let selected = merge::merge(&inputs).expect("merges").unstable_methods;
-    let known: BTreeSet<String> =
-        x_methods(&inputs.stable).into_iter().chain(x_methods(&inputs.vendor)).collect();
-    for wire in x_methods(&inputs.unstable).difference(&known) {
-        assert_eq!(wires.contains(wire), selected.contains(wire), "`{wire}`: in table vs selected");
-    }
-    assert!(!selected.is_empty(), "the vendor schema selects at least one unstable method");
-}
-
-/// Every schema keyword rule 2 should have removed, with its path, skipping property names
-/// and `const`/`enum`/`examples` values.
-fn leftover_annotations(schema: &Value, path: &str, out: &mut Vec<String>) {
-    let Value::Object(map) = schema else { return };
-    for (key, child) in map {
-        let here = format!("{path}/{key}");
-        if key.starts_with("x-") || key == "discriminator" || key == "default" {
-            out.push(here.clone());
-        }
-        match (key.as_str(), child) {
-            ("const" | "enum" | "examples", _) => {}
-            ("properties", Value::Object(props)) => {
-                for (name, prop) in props {
-                    leftover_annotations(prop, &format!("{here}/{name}"), out);
-                }
-            }
-            (_, Value::Array(items)) => {
-                for (i, item) in items.iter().enumerate() {
-                    leftover_annotations(item, &format!("{here}/{i}"), out);
-                }
-            }
-            (_, child) => leftover_annotations(child, &here, out),
-        }
-    }
-}
-
-#[test]
-
-fn normalized_vendored_definitions_carry_no_annotations() {
-    let merged = merge::merge(&vendored()).expect("merges");
-    let normalized = normalize::normalize(&merged.defs).expect("normalizes");
-    let mut leftovers = Vec::new();
-    for (name, def) in &normalized.defs {
-        leftover_annotations(def, name, &mut leftovers);
-    }
-    assert!(leftovers.is_empty(), "annotations left: {leftovers:?}");
 }

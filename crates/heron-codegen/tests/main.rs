@@ -3,3 +3,4 @@
 mod emit_shapes;
 mod merge_and_table;
 mod normalize_rules;
+mod vendored;

@@ -176,6 +176,21 @@ fn strip_keeps_properties_named_like_keywords_and_strips_their_schemas() {
 }
 
 #[test]
+fn strip_drops_string_formats_that_need_foreign_crates_and_keeps_the_rest() {
+    let schema = json!({ "type": "object", "properties": {
+        "at": { "type": ["string", "null"], "format": "date-time" },
+        "id": { "type": "string", "format": "uuid" },
+        "site": { "type": "string", "format": "uri" },
+        "count": { "type": "integer", "format": "uint32" } } });
+    let expected = json!({ "type": "object", "properties": {
+        "at": { "type": ["string", "null"] },
+        "id": { "type": "string" },
+        "site": { "type": "string", "format": "uri" },
+        "count": { "type": "integer", "format": "uint32" } } });
+    assert_eq!(stripped(schema), expected);
+}
+
+#[test]
 fn normalize_strips_plain_definitions() {
     let out = normalized(json!({
         "Thing": { "type": "object", "x-method": "thing", "properties": { "name": annotated() } },
@@ -268,6 +283,42 @@ fn tagged_variant_with_own_properties_gets_a_synthesized_payload_without_the_tag
     assert_eq!(tagged(&out, "Value").variants[0].payload.as_deref(), Some("ValueBoolean"));
     assert_eq!(keys(&out.defs["ValueBoolean"]), ["value"]);
     assert_eq!(out.defs["ValueBoolean"]["required"], json!(["value"]));
+}
+
+/// `IdleStateUpdate`-like: the union declares its tag beside the variants, and a titled
+/// `none` variant narrows the tag to null.
+fn idle() -> Value {
+    json!({
+        "Idle": {
+            "type": "object",
+            "properties": {
+                "background": { "type": "array" },
+                "stopReason": { "type": ["string", "null"], "x-deserialize-default-on-error": true },
+            },
+            "anyOf": [
+                { "type": "object", "properties": { "stopReason": { "type": "string", "const": "end_turn" } },
+                  "required": ["stopReason"] },
+                { "title": "none", "type": "object", "properties": { "stopReason": { "type": "null" } } },
+            ],
+        },
+    })
+}
+
+#[test]
+fn a_tag_the_union_declares_is_not_repeated_in_the_tagged_payloads() {
+    let out = normalized(idle());
+    assert_eq!(tagged(&out, "Idle").variants[0].payload.as_deref(), Some("IdleEndTurn"));
+    assert_eq!(keys(&out.defs["IdleEndTurn"]), ["background"]);
+    assert!(!out.lenient.get("IdleEndTurn").is_some_and(|l| l.contains_key("stopReason")));
+}
+
+#[test]
+fn a_variant_property_replaces_the_union_property_of_the_same_name() {
+    let out = normalized(idle());
+    assert_eq!(tagged(&out, "Idle").fallbacks[0].payload, "IdleNone");
+    assert_eq!(out.defs["IdleNone"]["properties"]["stopReason"], json!({ "type": "null" }));
+    // The narrowed property is read strictly, so a non-null value is no `none`.
+    assert!(!out.lenient.get("IdleNone").is_some_and(|l| l.contains_key("stopReason")));
 }
 
 #[test]

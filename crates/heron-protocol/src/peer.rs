@@ -1,5 +1,8 @@
 //! The typed calling side of a connection: [`Outgoing`], what the generated `Agent` and
-//! `Client` peer handles send through, implemented for the raw [`heron_rpc::Peer`].
+//! `Client` peer handles of every protocol version send through, implemented for the raw
+//! [`heron_rpc::Peer`]; and ACP v1's handles (v2's are [`crate::v2::AgentPeer`] and
+//! [`crate::v2::ClientPeer`], so one version's peer cannot be passed where the other's is
+//! expected).
 
 use std::time::Duration;
 
@@ -94,10 +97,10 @@ impl Outgoing for heron_rpc::Peer {
     }
 }
 
-/// A connection's remote agent: implements the generated `Agent` trait by sending.
+/// A connection's remote ACP v1 agent: implements the generated v1 `Agent` trait by sending.
 #[derive(Debug, Clone)]
 pub struct AgentPeer<O>(pub O);
 
-/// A connection's remote editor: implements the generated `Client` trait by sending.
+/// A connection's remote ACP v1 editor: implements the generated v1 `Client` trait by sending.
 #[derive(Debug, Clone)]
 pub struct ClientPeer<O>(pub O);

@@ -1,5 +1,5 @@
-//! The shapes of the generated method table: which side handles a method, whether it is a
-//! request or a notification, and where it is specified.
+//! The shapes of the generated method table, shared by every protocol version: which side
+//! handles a method, whether it is a request or a notification, and where it is specified.
 
 /// The side that receives and handles a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -24,7 +24,7 @@ pub enum Kind {
 /// Where a method is specified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Stability {
-    /// The stable ACP v1 schema.
+    /// The stable ACP schema of its version.
     Stable,
     /// The unstable ACP schema, or a legacy method kept for older clients.
     Unstable,

@@ -1,7 +1,10 @@
 //! Runtime validation of messages against the schema the types were generated from
 //! (`--validate` / `HERON_VALIDATE=1`): incoming params answer -32602 with the JSON pointer
-//! of the violation; outgoing messages that break the schema are logged loudly.
+//! of the violation; outgoing messages that break the schema are logged loudly. Written
+//! once for every protocol version: [`SchemaValidator`] checks ACP v1 connections,
+//! [`crate::v2::SchemaValidator`] ACP v2 ones.
 
+use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use jsonschema::ValidatorMap;
@@ -12,15 +15,42 @@ use heron_rpc::{OutgoingKind, RpcError, Validate};
 
 use crate::table::Side;
 use crate::types::Method;
+use crate::version::ProtocolMethod;
 
-/// Compiled validators for every definition of the merged schema, checking the messages
-/// of one side of a connection.
-pub struct SchemaValidator {
-    map: Arc<ValidatorMap>,
-    serving: Side,
+/// One version's merged schema, embedded in the binary and compiled on first use, once per
+/// process, then shared by every validator of that version.
+pub struct EmbeddedSchema {
+    json: &'static str,
+    compiled: OnceLock<Result<Arc<ValidatorMap>, String>>,
 }
 
-impl std::fmt::Debug for SchemaValidator {
+impl EmbeddedSchema {
+    /// The schema whose text is `json`, not yet compiled.
+    pub const fn new(json: &'static str) -> Self {
+        Self { json, compiled: OnceLock::new() }
+    }
+
+    fn validators(&self) -> Result<Arc<ValidatorMap>, SchemaError> {
+        let compiled = self.compiled.get_or_init(|| {
+            let schema: Value = serde_json::from_str(self.json).map_err(|e| e.to_string())?;
+            jsonschema::validator_map_for(&schema).map(Arc::new).map_err(|e| e.to_string())
+        });
+        compiled.as_ref().map(Arc::clone).map_err(|e| SchemaError(e.clone()))
+    }
+}
+
+/// Compiled validators for every definition of one version's merged schema, checking the
+/// messages of one side of a connection; `M` is the version's `Method`.
+pub struct Validator<M> {
+    map: Arc<ValidatorMap>,
+    serving: Side,
+    version: PhantomData<fn() -> M>,
+}
+
+/// The validator of ACP v1 connections.
+pub type SchemaValidator = Validator<Method>;
+
+impl<M> std::fmt::Debug for Validator<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SchemaValidator")
             .field("validators", &self.map.len())
@@ -34,20 +64,14 @@ impl std::fmt::Debug for SchemaValidator {
 #[error("the embedded protocol schema does not compile: {0}")]
 pub struct SchemaError(String);
 
-impl SchemaValidator {
+impl<M: ProtocolMethod> Validator<M> {
     /// A validator for the side that serves `serving`'s methods (`Side::Agent` for `heron
     /// acp`). The schema is compiled once per process and shared.
     pub fn new(serving: Side) -> Result<Self, SchemaError> {
-        static COMPILED: OnceLock<Result<Arc<ValidatorMap>, String>> = OnceLock::new();
-        let compiled = COMPILED.get_or_init(|| {
-            let schema: Value = serde_json::from_str(crate::SCHEMA_JSON).map_err(|e| e.to_string())?;
-            jsonschema::validator_map_for(&schema).map(Arc::new).map_err(|e| e.to_string())
-        });
-        let map = compiled.as_ref().map_err(|e| SchemaError(e.clone()))?.clone();
-        Ok(Self { map, serving })
+        Ok(Self { map: M::schema().validators()?, serving, version: PhantomData })
     }
 
-    fn serves(&self, method: Method) -> bool {
+    fn serves(&self, method: M) -> bool {
         let side = method.info().side;
         side == self.serving || side == Side::Protocol
     }
@@ -72,18 +96,18 @@ fn parse(raw: Option<&RawValue>) -> Result<Value, String> {
     }
 }
 
-impl Validate for SchemaValidator {
+impl<M: ProtocolMethod> Validate for Validator<M> {
     fn incoming(&self, method: &str, params: Option<&RawValue>) -> Result<(), RpcError> {
         // Unknown methods, and methods the other side serves, are the dispatcher's to answer.
-        let Some(method) = Method::from_wire(method).filter(|m| self.serves(*m)) else { return Ok(()) };
-        let params = crate::legacy::upgrade(method, params);
+        let Some(method) = M::from_wire(method).filter(|m| self.serves(*m)) else { return Ok(()) };
+        let params = method.upgrade(params);
         let params = parse(params.as_deref()).map_err(|reason| RpcError::schema_violation("", reason))?;
         self.check(method.info().params, &params)
             .map_err(|(pointer, reason)| RpcError::schema_violation(pointer, reason))
     }
 
     fn outgoing(&self, kind: OutgoingKind, method: &str, payload: &RawValue) {
-        let Some(method) = Method::from_wire(method) else { return };
+        let Some(method) = M::from_wire(method) else { return };
         let def = match kind {
             OutgoingKind::Request | OutgoingKind::Notification if !self.serves(method) => {
                 Some(method.info().params)
@@ -91,14 +115,14 @@ impl Validate for SchemaValidator {
             OutgoingKind::Result if self.serves(method) => method.info().result,
             // A message this side should never send is a bug the peer will reject anyway.
             _ => {
-                tracing::error!(method = method.wire(), ?kind, "sending a message of the wrong side");
+                tracing::error!(method = method.info().wire, ?kind, "sending a message of the wrong side");
                 return;
             }
         };
         let Some(def) = def else { return };
         let outcome = parse(Some(payload)).map_err(|e| (String::new(), e)).and_then(|v| self.check(def, &v));
         if let Err((pointer, reason)) = outcome {
-            tracing::error!(method = method.wire(), ?kind, %pointer, %reason, "outgoing message violates the ACP schema");
+            tracing::error!(method = method.info().wire, ?kind, %pointer, %reason, "outgoing message violates the ACP schema");
         }
     }
 }

@@ -1,6 +1,7 @@
-//! The committed copy under `generated/` must match what `build.rs` produces.
+//! The committed copy under `generated/` must match what `build.rs` produces, for every
+//! protocol version (v1 in `generated/`, v2 in `generated/v2/`).
 
-use heron_protocol::{GENERATED_METHODS_MD, GENERATED_RUST, SCHEMA_JSON};
+use heron_protocol::{GENERATED_METHODS_MD, GENERATED_RUST, SCHEMA_JSON, v2};
 
 fn committed(name: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../generated").join(name);
@@ -30,13 +31,25 @@ fn committed_schema_matches_the_build() {
 }
 
 #[test]
+fn committed_v2_rust_matches_the_build() {
+    assert_in_sync("v2/acp.rs", v2::GENERATED_RUST);
+}
+
+#[test]
+fn committed_v2_schema_matches_the_build() {
+    assert_in_sync("v2/schema.json", v2::SCHEMA_JSON);
+}
+
+#[test]
 fn generated_code_has_no_positional_names() {
-    for (line_no, line) in committed("acp.rs").lines().enumerate() {
-        let positional = line.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').any(|word| {
-            word.strip_prefix("Variant")
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-                || word.starts_with("subtype_")
-        });
-        assert!(!positional, "positional name at generated/acp.rs:{}: {line}", line_no + 1);
+    for name in ["acp.rs", "v2/acp.rs"] {
+        for (line_no, line) in committed(name).lines().enumerate() {
+            let positional = line.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').any(|word| {
+                word.strip_prefix("Variant")
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                    || word.starts_with("subtype_")
+            });
+            assert!(!positional, "positional name at generated/{name}:{}: {line}", line_no + 1);
+        }
     }
 }

@@ -5,3 +5,5 @@ mod generated_drift;
 mod legacy;
 mod lenient;
 mod tagged;
+mod v2_messages;
+mod v2_surface;
