@@ -23,8 +23,11 @@
 // response whose result fails the schema; `rejectedUpdates` names the failing fields of each
 // `session/update` the SDK refused. `violations` is what the v2 schema's descriptions
 // require and the SDK does not check: the agent advertises `capabilities.session`, echoes the
-// prompt as a user message with the answer's `messageId`, and reports foreground work before
-// the idle that ends it.
+// prompt as a user message with the answer's `messageId` before the turn ends, sends only
+// v2's `session/update` kinds (or `_` extensions; the SDK takes any other as a future kind),
+// and offers an allow option in each permission question (one without is answered
+// `cancelled`). An idle before any `running` or `requires_action` ends nothing, as in the
+// Rust SDK's one-shot client, so an agent that never reports work times out.
 //
 // Exit status: 0 all of it held; 1 a schema error; 2 timeout (default 60 s); 3 the agent
 // exited before the turn was over, or with a nonzero status once its stdin was closed; 4 an
@@ -110,9 +113,8 @@ function describe(value) {
 }
 
 function isSchemaError(error) {
-  // A result that fails its zod schema rejects the request with the ZodError itself; the
-  // initialize answer for another protocol version is a -32600 RequestError from the SDK.
-  return error?.name === "ZodError" || (error instanceof acp.RequestError && error.code === -32600);
+  // A result that fails its zod schema rejects the request with the ZodError itself.
+  return error?.name === "ZodError";
 }
 
 // --- The agent process and the wire, tapped line by line. ------------------------------
@@ -243,6 +245,11 @@ const app = acp
   .client({ name: CLIENT_INFO.name })
   .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
     summary.permissionRequests += 1;
+    // A tool-call subject is applied like a tool_call_update, and may be its first sight.
+    if (params.subject?.type === "tool_call") {
+      toolCallIds.add(params.subject.toolCall.toolCallId);
+      summary.toolCalls = toolCallIds.size;
+    }
     const option = allowOption(params.options);
     if (!option) {
       summary.violations.push(`permission request "${params.title}" offers no allow option; answered cancelled`);
@@ -253,6 +260,12 @@ const app = acp
   .onNotification(acp.methods.client.session.update, ({ params }) => {
     const { update } = params;
     summary.updates.push(update.sessionUpdate);
+    // The SDK takes any other kind as a custom or future one; from an agent that speaks v2
+    // now, one without the `_` of an extension is a kind v2 does not have (v1's `tool_call`,
+    // `plan`, `current_mode_update`...).
+    if (!(update.sessionUpdate in VARIANT_SCHEMAS) && !update.sessionUpdate.startsWith("_")) {
+      summary.violations.push(`session/update kind ${JSON.stringify(update.sessionUpdate)} is not one of ACP v2's`);
+    }
     if (update.sessionUpdate === "tool_call_update") toolCallIds.add(update.toolCallId);
     if (update.sessionUpdate === "user_message" || update.sessionUpdate === "user_message_chunk") {
       userMessageIds.add(update.messageId);
