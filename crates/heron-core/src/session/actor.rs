@@ -143,8 +143,15 @@ async fn run_prompt(session: &Session, context: &ActorContext, job: Job, carried
     }
     let state = session.state();
     session.status.begin_turn(job.updates.clone());
-    // The editor shows what it sent itself: its own prompt is not echoed back.
-    let prompted = Prompted { work: job.work, updates: job.updates, cancel: token, echo: false };
+    // An editor that shows what it sent itself does not get its prompt echoed back; one that
+    // shows only what the agent reports (ACP v2) gets it under the id it was given.
+    let prompted = Prompted {
+        work: job.work,
+        updates: job.updates,
+        cancel: token,
+        echo: job.shown.is_some(),
+        message_id: job.shown,
+    };
     let result = run_job(session, context, state, prompted, carried).await;
     carried.transcript.sync(&carried.history).await;
     // The idle status goes out on the prompt's stream, before its answer.
@@ -167,6 +174,7 @@ async fn run_item(session: &Session, context: &ActorContext, item: inbox::Claime
                 updates: item.updates,
                 cancel: item.cancel,
                 echo: true,
+                message_id: None,
             };
             run_job(session, context, state, prompted, carried)
                 .await
@@ -186,6 +194,8 @@ struct Prompted {
     cancel: CancellationToken,
     /// Whether the prompt is shown as a user message (see [`Turn::echo_prompt`]).
     echo: bool,
+    /// The id of that user message, when the client was already given one.
+    message_id: Option<String>,
 }
 
 /// A job with its attachments saved, ready for its turn: the prompt, and the custom
@@ -202,7 +212,7 @@ async fn run_job(
     prompted: Prompted,
     carried: &mut Carried,
 ) -> PromptResult {
-    let Prompted { work, updates, cancel, echo: echo_prompt } = prompted;
+    let Prompted { work, updates, cancel, echo: echo_prompt, message_id } = prompted;
     // The runtime as the turn starts: a reload later in the turn does not change it.
     let runtime = session.runtime();
     let providers = runtime.providers();
@@ -272,6 +282,8 @@ async fn run_job(
         limits,
         budget: ChunkBudget::new(),
         echo_prompt,
+        prompt_message_id: message_id,
+        calls: session.calls.clone(),
         append_system_prompt: context.append_system_prompt.clone(),
         verify_command: config.verify_command.as_deref().map(Arc::from),
         command: None,

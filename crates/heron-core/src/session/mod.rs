@@ -11,6 +11,7 @@
 
 mod actor;
 pub mod attachments;
+mod calls;
 pub mod commands;
 mod compact;
 mod context;
@@ -109,6 +110,9 @@ struct Job {
     generation: u64,
     /// Cancels this prompt alone, queued or running.
     cancel: CancellationToken,
+    /// The id the prompt is shown under as a user message, for a client that shows only
+    /// what the agent reports; `None` when the client shows what it sent itself.
+    shown: Option<String>,
 }
 
 /// A queued prompt: its result, the token that cancels it alone, and the handshake that
@@ -172,6 +176,8 @@ pub struct Session {
     steers: Arc<Steers>,
     mcp: Arc<McpHub>,
     inbox: Arc<Inbox>,
+    /// Tool calls that can be cancelled one by one.
+    calls: Arc<calls::RunningCalls>,
 }
 
 impl std::fmt::Debug for Session {
@@ -227,6 +233,7 @@ impl Session {
             steers,
             mcp: context.mcp.clone(),
             inbox: inbox.clone(),
+            calls: Arc::default(),
         });
         let closed = session.closed.clone();
         let transcript = transcript::Transcript::new(&context.transcripts, session.id());
@@ -295,7 +302,7 @@ impl Session {
     /// conversation shows the command line, the model reads the expansion.
     pub fn run_command(&self, expansion: Expansion, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
         let prompt = vec![PromptInput::Content(crate::types::UserContent::Text { text: expansion.prompt })];
-        self.queue(Work::Command { prompt, invoked: expansion.invoked }, updates)
+        self.queue(Work::Command { prompt, invoked: expansion.invoked }, updates, None)
     }
 
     /// Asks for a reload of the session's extensions (see `reload`): run now when the
@@ -313,17 +320,36 @@ impl Session {
     /// Queues a prompt; it runs after those queued before it. Updates stream to `updates`
     /// (closed when the turn ends, before the result is sent).
     pub fn prompt(&self, input: Vec<PromptInput>, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
-        self.queue(Work::Prompt(input), updates)
+        self.queue(Work::Prompt(input), updates, None)
+    }
+
+    /// Queues a prompt like [`Session::prompt`], for a client that shows only what the agent
+    /// reports: when its turn starts the prompt is sent back as a user message with id
+    /// `message_id`, the id the client was given when the prompt was accepted.
+    pub fn prompt_shown(
+        &self,
+        input: Vec<PromptInput>,
+        updates: mpsc::UnboundedSender<TurnUpdate>,
+        message_id: String,
+    ) -> Queued {
+        self.queue(Work::Prompt(input), updates, Some(message_id))
+    }
+
+    /// Cancels one tool call of the running turn, waiting for approval or running; the turn
+    /// goes on, and the model reads that the user cancelled the call. False when no call
+    /// with that id is waiting or running.
+    pub fn cancel_tool_call(&self, call_id: &str) -> bool {
+        self.calls.cancel(call_id)
     }
 
     /// Queues `/compact`: once the prompts queued before it have run, the model summarizes
     /// the conversation so far (following `instructions`, which may be empty) and later
     /// requests start from that summary. It streams and answers like a prompt.
     pub fn compact(&self, instructions: String, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
-        self.queue(Work::Compact(instructions), updates)
+        self.queue(Work::Compact(instructions), updates, None)
     }
 
-    fn queue(&self, work: Work, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
+    fn queue(&self, work: Work, updates: mpsc::UnboundedSender<TurnUpdate>, shown: Option<String>) -> Queued {
         let (reply, result) = oneshot::channel();
         let (delivered, handed_on) = oneshot::channel();
         let cancel = CancellationToken::new();
@@ -334,6 +360,7 @@ impl Session {
             delivered: handed_on,
             generation: self.generation.load(Ordering::SeqCst),
             cancel: cancel.clone(),
+            shown,
         };
         if let Err(mpsc::error::SendError(job)) = self.jobs.send(job) {
             let _ = job.reply.send(Err(PromptError::Closed));

@@ -115,6 +115,11 @@ pub struct Turn {
     /// Whether the prompt is shown as a user message: not when the editor sent it (it shows
     /// it already), yes when it came from elsewhere (the inbox).
     pub echo_prompt: bool,
+    /// The id the prompt's user message takes, when the client was given one on accepting it.
+    pub prompt_message_id: Option<String>,
+    /// The session's cancellable calls; each of this turn's calls is registered while it waits
+    /// for approval or runs.
+    pub calls: Arc<super::calls::RunningCalls>,
     /// Text the user appends to the system prompt (`--append-system-prompt`).
     pub append_system_prompt: Option<Arc<str>>,
     /// The command whose success verifies changes (`verify_command`), if the config names one.
@@ -145,6 +150,9 @@ impl Default for Limits {
         }
     }
 }
+
+/// What the model reads of a call the user cancelled alone (`tool_call/cancel`).
+const CALL_CANCELLED: &str = "The user cancelled this tool call; nothing more of it ran. The turn goes on.";
 
 const SYSTEM_PROMPT: &str = "You are Heron, a coding agent working in the user's project through tools. \
 Be direct. Prefer reading before editing. Keep changes minimal and explain what you did.";
@@ -242,7 +250,7 @@ impl Turn {
         if pursuing {
             self.adopt_goal(&prompt).await?;
         }
-        let message_id = uuid::Uuid::new_v4().to_string();
+        let message_id = self.prompt_message_id.take().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let command = self.command.take();
         self.record_shown(Event::UserMessage { message_id, content: prompt, command }, self.echo_prompt)
             .await?;
@@ -438,11 +446,18 @@ impl Turn {
         for (call, tool, described) in prepared {
             // The sink of the call that ran, to run what it left for after its result.
             let mut sink = None;
-            let outcome = match (tool, described) {
+            // This call's own token: `tool_call/cancel` ends it, the turn goes on.
+            let call_cancel = self.env.cancel.child_token();
+            let _registered = self.calls.register(&call.id, call_cancel.clone());
+            let mut outcome = match (tool, described) {
                 _ if self.cancel().is_cancelled() => {
                     Outcome::failed("The turn was cancelled before this tool ran.")
                 }
-                (Some(tool), Ok(prepared)) => match self.gate(&call, tool.as_ref(), prepared).await {
+                (Some(tool), Ok(prepared)) => match tokio::select! {
+                    // Dropping a pending question withdraws it at the editor.
+                    gated = self.gate(&call, tool.as_ref(), prepared) => gated,
+                    () = call_cancel.cancelled() => Err(CALL_CANCELLED.to_owned()),
+                } {
                     Ok(prepared) => {
                         self.live(TurnUpdate::ToolProgress {
                             call_id: call.id.clone(),
@@ -454,7 +469,7 @@ impl Turn {
                         // The editor sees the call running before the tool asks it anything
                         // (fs/*, terminal/*, elicitation/create).
                         progress.flushed().await;
-                        let env = ToolEnv { progress, ..self.env.clone() };
+                        let env = ToolEnv { progress, cancel: call_cancel.clone(), ..self.env.clone() };
                         crate::tools::deadline::run_within(tool.as_ref(), prepared, env).await
                     }
                     Err(refused) => Outcome::failed(refused),
@@ -462,6 +477,9 @@ impl Turn {
                 (_, Err(message)) => Outcome::failed(message),
                 (None, Ok(_)) => Outcome::failed(format!("There is no tool called `{}`.", call.name)),
             };
+            if call_cancel.is_cancelled() && !self.cancel().is_cancelled() {
+                outcome = Outcome::failed(CALL_CANCELLED);
+            }
             if let Some(entries) = outcome.plan.clone() {
                 self.record(Event::Plan { entries }).await?;
             }
