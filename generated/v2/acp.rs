@@ -6331,7 +6331,7 @@ pub static METHODS: [crate::runtime::MethodInfo; 18usize] = [
         result: Some("LogoutAuthResponse"),
         stability: crate::runtime::Stability::Stable,
         baseline: false,
-        implemented: true,
+        implemented: false,
     },
     crate::runtime::MethodInfo {
         wire: "initialize",
@@ -6430,7 +6430,7 @@ pub static METHODS: [crate::runtime::MethodInfo; 18usize] = [
         result: Some("SetSessionConfigOptionResponse"),
         stability: crate::runtime::Stability::Stable,
         baseline: false,
-        implemented: true,
+        implemented: false,
     },
     crate::runtime::MethodInfo {
         wire: "terminal/cancel",
@@ -6474,7 +6474,7 @@ pub static METHODS: [crate::runtime::MethodInfo; 18usize] = [
         result: Some("CreateElicitationResponse"),
         stability: crate::runtime::Stability::Stable,
         baseline: false,
-        implemented: true,
+        implemented: false,
     },
     crate::runtime::MethodInfo {
         wire: "session/request_permission",
