@@ -30,6 +30,7 @@ mod acp_store;
 mod acp_titles;
 mod acp_tools;
 mod acp_trust;
+mod acp_v2;
 mod acpx;
 mod conformance;
 mod conformance_acp;

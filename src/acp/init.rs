@@ -93,7 +93,7 @@ pub(super) fn initialize<O: Outgoing>(
 
 /// `_meta.heron` of the answer: what the OS sandbox of commands and MCP servers can do here,
 /// so a client can tell its user when they run unconfined.
-fn meta(support: &Support) -> Map<String, Value> {
+pub(super) fn meta(support: &Support) -> Map<String, Value> {
     let sandbox = match support {
         Support::Available { abi, hides_home } => {
             json!({ "supported": true, "abi": abi, "hidesHome": hides_home })

@@ -13,6 +13,7 @@ mod errors;
 mod inbox;
 mod init;
 mod mcp;
+pub mod negotiate;
 pub mod policy;
 mod prompt;
 mod reload;
@@ -21,6 +22,7 @@ mod settings;
 mod slot;
 mod status;
 mod updates;
+pub mod v2;
 mod vendor;
 
 use std::future::{Future, ready};

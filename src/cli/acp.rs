@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use crate::acp::negotiate::{Negotiated, NegotiatedValidator, Negotiation, Protocol};
 use crate::acp::policy::agent_policy;
+use crate::acp::v2::HeronAgentV2;
 use crate::acp::{HeronAgent, ManagerSlot, Unusable};
 use crate::conformance::record::{Recorder, Sender, Setup, TeeReader, TeeWriter};
 use heron_core::config::{Config, Home, Keys};
@@ -78,6 +80,11 @@ pub struct AcpArgs {
     #[arg(long)]
     pub setup: bool,
 
+    /// The ACP version served: v1 (the default), v2 (the draft protocol; a client asking
+    /// for another version is refused), or auto (what the client's `initialize` asks for).
+    #[arg(long, value_enum, default_value_t = Protocol::V1, value_name = "VERSION")]
+    pub protocol: Protocol,
+
     /// Record the session into FILE as a conformance transcript, model turns and workspace
     /// files included; replay it with `heron conformance FILE`.
     #[arg(long, value_name = "FILE")]
@@ -99,6 +106,7 @@ impl Default for AcpArgs {
             title: None,
             safe_mode: false,
             setup: false,
+            protocol: Protocol::V1,
             record: None,
         }
     }
@@ -196,10 +204,21 @@ pub enum AcpError {
     Io(#[from] std::io::Error),
 }
 
-/// Connection options for `args`.
-pub fn connection_options(args: &AcpArgs) -> Result<ConnectionOptions, AcpError> {
-    let validator: Option<Arc<dyn Validate>> =
-        if args.validate { Some(Arc::new(SchemaValidator::new(Side::Agent)?)) } else { None };
+/// Connection options for `args`, validating (`--validate`) against the schema of the
+/// version `negotiation` settles on.
+pub fn connection_options(
+    args: &AcpArgs,
+    negotiation: &Arc<Negotiation>,
+) -> Result<ConnectionOptions, AcpError> {
+    let validator: Option<Arc<dyn Validate>> = match (args.validate, args.protocol) {
+        (false, _) => None,
+        (true, Protocol::V1) => Some(Arc::new(SchemaValidator::new(Side::Agent)?)),
+        (true, _) => Some(Arc::new(NegotiatedValidator::new(
+            negotiation.clone(),
+            Arc::new(SchemaValidator::new(Side::Agent)?),
+            Arc::new(heron_protocol::v2::SchemaValidator::new(Side::Agent)?),
+        ))),
+    };
     Ok(ConnectionOptions {
         max_line_bytes: args.max_line_bytes.max(1),
         validator,
@@ -275,6 +294,11 @@ fn replay_args(args: &AcpArgs) -> Vec<String> {
     if args.safe_mode {
         replay.push("--safe-mode".to_owned());
     }
+    if let Some(protocol) =
+        clap::ValueEnum::to_possible_value(&args.protocol).filter(|_| args.protocol != Protocol::V1)
+    {
+        replay.extend(["--protocol".to_owned(), protocol.get_name().to_owned()]);
+    }
     replay
 }
 
@@ -310,10 +334,19 @@ where
             let _ = fill.send(Some(built));
         })
     };
-    let connection = Connection::new(reader, writer, connection_options(args)?);
+    let negotiation = Negotiation::new(args.protocol);
+    let connection = Connection::new(reader, writer, connection_options(args, &negotiation)?);
     let peer = connection.peer();
     let agent = HeronAgent::new(connection.peer(), slot.clone(), home.root().to_path_buf());
-    let served = connection.serve(Arc::new(AgentService::new(agent, agent_policy)));
+    let v1 = Arc::new(AgentService::new(agent, agent_policy));
+    let served = if args.protocol == Protocol::V1 {
+        connection.serve(v1)
+    } else {
+        // Both adapters share the manager: a session made over v1 resumes over v2.
+        let agent = HeronAgentV2::new(connection.peer(), slot.clone(), home.root().to_path_buf());
+        let v2 = Arc::new(heron_protocol::v2::AgentService::new(agent, crate::acp::v2::policy::agent_policy));
+        connection.serve(Arc::new(Negotiated::new(negotiation, v1, v2)))
+    };
     tokio::pin!(served, stop);
     let served = tokio::select! {
         served = &mut served => served,

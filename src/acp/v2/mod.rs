@@ -1,0 +1,239 @@
+//! The ACP v2 adapter: Heron's implementation of the generated v2 `Agent` trait, a second
+//! edge over the same core as v1's (`super`), converting v2's types to and from the core's
+//! (`convert`). Sessions, turns, tools, permissions and the store are the core's; only the
+//! wire forms differ: a prompt is answered once accepted, with the id of its user message,
+//! and the turn reports `state_update` `running`, its output, then `idle` with how it ended;
+//! tool calls can be cancelled one by one; editors serve no files or terminals.
+//!
+//! What v2 offers that Heron does not serve yet is not advertised: MCP servers from the
+//! client, config options, slash commands, images and audio in prompts, elicitation, the
+//! `_heron/` extensions, agent-side terminals (commands run as tool calls, their output in
+//! the call's content).
+
+mod convert;
+mod editor;
+pub mod policy;
+mod prompt;
+mod sessions;
+
+use std::future::{Future, ready};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use heron_core::session::Session;
+use heron_protocol::RpcError;
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::v2::{
+    Agent, AgentCapabilities, AuthMethod, AuthMethodId, AuthMethodTerminal, CancelSessionNotification,
+    CancelTerminalRequest, CancelTerminalResponse, CancelToolCallRequest, CancelToolCallResponse, Client,
+    ClientCapabilities, ClientPeer, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest,
+    DeleteSessionResponse, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoginAuthRequest, LoginAuthResponse, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptEmbeddedContextCapabilities, PromptRequest, PromptResponse, ProtocolVersion,
+    ResumeSessionRequest, ResumeSessionResponse, SessionAdditionalDirectoriesCapabilities,
+    SessionCapabilities, SessionDeleteCapabilities, SessionId, SessionUpdate, UpdateSessionNotification,
+};
+
+use super::errors::{open_elsewhere, unknown_session};
+use super::{ManagerSlot, SETUP_METHOD};
+
+/// The protocol version this adapter speaks.
+pub const PROTOCOL_VERSION: u16 = 2;
+
+/// Heron as an ACP v2 agent on one connection.
+#[derive(Debug, Clone)]
+pub struct HeronAgentV2<O> {
+    inner: Arc<Inner<O>>,
+}
+
+#[derive(Debug)]
+struct Inner<O> {
+    client: ClientPeer<O>,
+    manager: ManagerSlot,
+    home_root: PathBuf,
+    client_capabilities: Mutex<ClientCapabilities>,
+    turns: prompt::Turns,
+}
+
+type Reply<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, RpcError>> + Send + 'static>>;
+
+impl<O: Outgoing> HeronAgentV2<O> {
+    /// An agent that talks to the editor through `client` and keeps sessions in the manager
+    /// `slot` yields once built, with Heron's home at `home_root`.
+    pub fn new(client: O, manager: ManagerSlot, home_root: PathBuf) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                client: ClientPeer(client),
+                manager,
+                home_root,
+                client_capabilities: Mutex::new(ClientCapabilities::default()),
+                turns: prompt::Turns::default(),
+            }),
+        }
+    }
+
+    /// The open session `id`; -32002 when it is not open here.
+    fn session(&self, id: &SessionId) -> Result<Arc<Session>, RpcError> {
+        let manager = self.inner.manager.now();
+        match manager.as_ref().and_then(|m| m.get(&id.0)) {
+            Some(session) => Ok(session),
+            None if manager.is_some_and(|m| m.is_open_elsewhere(&id.0)) => Err(open_elsewhere(&id.0)),
+            None => Err(unknown_session(&id.0)),
+        }
+    }
+}
+
+impl<O: Outgoing> Inner<O> {
+    /// Sends one `session/update`.
+    async fn send(&self, session_id: &str, update: SessionUpdate) -> Result<(), RpcError> {
+        let note =
+            UpdateSessionNotification { meta: None, session_id: SessionId(session_id.to_owned()), update };
+        self.client.session_update(note).await
+    }
+}
+
+/// What Heron advertises over v2: only what this adapter serves.
+fn capabilities() -> AgentCapabilities {
+    AgentCapabilities {
+        auth: None,
+        meta: None,
+        session: Some(SessionCapabilities {
+            additional_directories: Some(SessionAdditionalDirectoriesCapabilities { meta: None }),
+            delete: Some(SessionDeleteCapabilities { meta: None }),
+            mcp: None,
+            meta: None,
+            prompt: Some(PromptCapabilities {
+                audio: None,
+                embedded_context: Some(PromptEmbeddedContextCapabilities { meta: None }),
+                image: None,
+                meta: None,
+            }),
+        }),
+    }
+}
+
+fn initialize<O: Outgoing>(agent: &HeronAgentV2<O>, params: InitializeRequest) -> InitializeResponse {
+    let client = params.capabilities.unwrap_or_default();
+    // The terminal method is only offered to clients that can run it.
+    let terminal_auth = client.auth.as_ref().and_then(|a| a.terminal.as_ref()).is_some();
+    *agent.inner.client_capabilities.lock().unwrap_or_else(PoisonError::into_inner) = client;
+    let auth_methods = if terminal_auth {
+        vec![AuthMethod::Terminal(AuthMethodTerminal {
+            args: vec!["--setup".to_owned()],
+            description: Some("Choose a model provider and store its key".to_owned()),
+            env: Vec::new(),
+            meta: None,
+            method_id: AuthMethodId(SETUP_METHOD.to_owned()),
+            name: "Set up Heron".to_owned(),
+        })]
+    } else {
+        Vec::new()
+    };
+    InitializeResponse {
+        auth_methods,
+        capabilities: Some(capabilities()),
+        info: Implementation {
+            meta: None,
+            name: "heron".to_owned(),
+            title: Some("Heron".to_owned()),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        },
+        meta: Some(super::init::meta(heron_core::sandbox::support())),
+        protocol_version: ProtocolVersion(PROTOCOL_VERSION),
+    }
+}
+
+/// Each v2 method, and where it is served.
+impl<O: Outgoing> Agent for HeronAgentV2<O> {
+    fn initialize(
+        &self,
+        params: InitializeRequest,
+    ) -> impl Future<Output = Result<InitializeResponse, RpcError>> + Send + 'static {
+        let answer = initialize(self, params);
+        // As over v1: the store and config are read once the answer is queued.
+        let start = (!self.inner.manager.is_wanted()).then(|| self.inner.manager.clone());
+        async move {
+            if let Some(manager) = start {
+                heron_rpc::after_response(async move { manager.want() });
+            }
+            Ok(answer)
+        }
+    }
+
+    fn auth_login(
+        &self,
+        params: LoginAuthRequest,
+    ) -> impl Future<Output = Result<LoginAuthResponse, RpcError>> + Send + 'static {
+        // Heron's one method runs in a terminal, as over v1.
+        let err = if params.method_id.0 == SETUP_METHOD {
+            RpcError::invalid_params("methodId", "this method runs in a terminal: launch `heron acp --setup`")
+        } else {
+            RpcError::invalid_params("methodId", format!("unknown auth method `{}`", params.method_id.0))
+        };
+        ready(Err(err))
+    }
+
+    fn session_new(
+        &self,
+        params: NewSessionRequest,
+    ) -> impl Future<Output = Result<NewSessionResponse, RpcError>> + Send + 'static {
+        sessions::new(self, params)
+    }
+
+    fn session_resume(
+        &self,
+        params: ResumeSessionRequest,
+    ) -> impl Future<Output = Result<ResumeSessionResponse, RpcError>> + Send + 'static {
+        sessions::resume(self, params)
+    }
+
+    fn session_list(
+        &self,
+        params: ListSessionsRequest,
+    ) -> impl Future<Output = Result<ListSessionsResponse, RpcError>> + Send + 'static {
+        sessions::list(self, params)
+    }
+
+    fn session_close(
+        &self,
+        params: CloseSessionRequest,
+    ) -> impl Future<Output = Result<CloseSessionResponse, RpcError>> + Send + 'static {
+        sessions::close(self, params)
+    }
+
+    fn session_delete(
+        &self,
+        params: DeleteSessionRequest,
+    ) -> impl Future<Output = Result<DeleteSessionResponse, RpcError>> + Send + 'static {
+        sessions::delete(self, params)
+    }
+
+    fn session_prompt(
+        &self,
+        params: PromptRequest,
+    ) -> impl Future<Output = Result<PromptResponse, RpcError>> + Send + 'static {
+        prompt::prompt(self, params)
+    }
+
+    fn session_cancel(
+        &self,
+        params: CancelSessionNotification,
+    ) -> impl Future<Output = Result<(), RpcError>> + Send + 'static {
+        prompt::cancel(self, &params);
+        ready(Ok(()))
+    }
+
+    fn tool_call_cancel(
+        &self,
+        params: CancelToolCallRequest,
+    ) -> impl Future<Output = Result<CancelToolCallResponse, RpcError>> + Send + 'static {
+        ready(prompt::cancel_tool_call(self, &params))
+    }
+
+    fn terminal_cancel(
+        &self,
+        params: CancelTerminalRequest,
+    ) -> impl Future<Output = Result<CancelTerminalResponse, RpcError>> + Send + 'static {
+        ready(prompt::cancel_terminal(self, &params))
+    }
+}

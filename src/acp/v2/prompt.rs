@@ -1,0 +1,169 @@
+//! A prompt over ACP v2: `session/prompt` queues it in the core's session and is answered at
+//! once with the id its user message will carry; the turn then reports, as `session/update`s,
+//! `state_update` `running`, the user message, its output, and `idle` with the stop reason
+//! (or the error the turn failed with). `session/cancel` ends the running and queued turns;
+//! `tool_call/cancel` ends one call and the turn goes on.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use heron_core::session::update::TurnUpdate;
+use heron_core::session::{Queued, Session};
+use heron_protocol::RpcError;
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::v2::{
+    CancelSessionNotification, CancelTerminalRequest, CancelTerminalResponse, CancelToolCallRequest,
+    CancelToolCallResponse, MessageId, PromptRequest, PromptResponse,
+};
+use tokio::sync::{mpsc, watch};
+
+use super::super::errors::prompt_error;
+use super::{HeronAgentV2, Inner, Reply, convert};
+
+/// `session/prompt`. Runs on the reader up to queueing, so prompts keep their order.
+pub(super) fn prompt<O: Outgoing>(agent: &HeronAgentV2<O>, params: PromptRequest) -> Reply<PromptResponse> {
+    let message_id = uuid::Uuid::new_v4().to_string();
+    let queued = agent.session(&params.session_id).and_then(|session| {
+        let input = convert::prompt_input(params.prompt)?;
+        let (updates, stream) = mpsc::unbounded_channel();
+        let queued = session.prompt_shown(input, updates, message_id.clone());
+        Ok((session, stream, queued))
+    });
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let (session, stream, queued) = queued?;
+        let active = inner.turns.begin(session.id());
+        // The turn's updates follow the answer that gave the client the message id; the
+        // follow-up only starts the forwarding, which lasts as long as the turn.
+        let forwarding = forward(inner, session, stream, queued, active);
+        heron_rpc::after_response(async move {
+            tokio::spawn(forwarding);
+        });
+        Ok(PromptResponse { message_id: MessageId(message_id), meta: None })
+    })
+}
+
+/// Forwards one prompt's turn to the editor, from `running` to `idle`.
+async fn forward<O: Outgoing>(
+    inner: Arc<Inner<O>>,
+    session: Arc<Session>,
+    mut stream: mpsc::UnboundedReceiver<TurnUpdate>,
+    queued: Queued,
+    active: Active,
+) {
+    let id = session.id().to_owned();
+    let mut started = false;
+    while let Some(mut update) = stream.recv().await {
+        // The first thing a turn sends (its status) says it started.
+        if !started {
+            started = true;
+            let _ = inner.send(&id, convert::running()).await;
+        }
+        // The chunk's share of the turn's budget goes back once it is queued for the
+        // editor, so a slow editor slows the turn down.
+        let held = update.take_held();
+        for update in convert::turn_updates(update) {
+            // A client that stopped reading does not stop the turn.
+            let _ = inner.send(&id, update).await;
+        }
+        drop(held);
+    }
+    let ended = match queued.result.await {
+        Ok(Ok(stop)) => Ok(stop),
+        Ok(Err(err)) => Err(prompt_error(err, session.runtime().providers().keys())),
+        Err(_) => Err(RpcError::internal(&"the session stopped")),
+    };
+    // A prompt cancelled before it ran still ends where the client can see it.
+    if !started {
+        let _ = inner.send(&id, convert::running()).await;
+    }
+    let _ = inner.send(&id, convert::idle(ended)).await;
+    // The session's next turn starts once this one's end is queued, never before.
+    queued.delivered.done();
+    drop(active);
+}
+
+/// `session/cancel`: ends the running turn and every queued one; unknown or idle sessions
+/// are a silent no-op.
+pub(super) fn cancel<O: Outgoing>(agent: &HeronAgentV2<O>, params: &CancelSessionNotification) {
+    if let Ok(session) = agent.session(&params.session_id) {
+        session.cancel();
+    }
+}
+
+/// `tool_call/cancel`: ends one call waiting for approval or running; the model reads that
+/// the user cancelled it and the turn goes on.
+pub(super) fn cancel_tool_call<O: Outgoing>(
+    agent: &HeronAgentV2<O>,
+    params: &CancelToolCallRequest,
+) -> Result<CancelToolCallResponse, RpcError> {
+    let session = agent.session(&params.session_id)?;
+    if session.cancel_tool_call(&params.tool_call_id.0) {
+        Ok(CancelToolCallResponse { meta: None })
+    } else {
+        Err(RpcError::invalid_params(
+            "toolCallId",
+            format!("no tool call `{}` is waiting or running in this session", params.tool_call_id.0),
+        ))
+    }
+}
+
+/// `terminal/cancel`: Heron reports no terminals over v2 (a command is a tool call, and
+/// `tool_call/cancel` ends it), so no id names one.
+pub(super) fn cancel_terminal<O: Outgoing>(
+    agent: &HeronAgentV2<O>,
+    params: &CancelTerminalRequest,
+) -> Result<CancelTerminalResponse, RpcError> {
+    agent.session(&params.session_id)?;
+    Err(RpcError::invalid_params(
+        "terminalId",
+        format!(
+            "no terminal `{}`: Heron runs commands as tool calls over ACP v2; cancel one with tool_call/cancel",
+            params.terminal_id.0
+        ),
+    ))
+}
+
+/// Cancels the session's turns and resolves once this connection has reported each of them
+/// ended (`session/close` answers after that).
+pub(super) fn ending<O: Outgoing>(inner: &Inner<O>, session: &Session) -> impl Future<Output = ()> + use<O> {
+    session.cancel();
+    inner.turns.ended(session.id())
+}
+
+/// The turns this connection is forwarding, counted per session.
+#[derive(Debug, Default)]
+pub(super) struct Turns(Mutex<HashMap<String, watch::Sender<usize>>>);
+
+impl Turns {
+    fn begin(&self, session_id: &str) -> Active {
+        let mut turns = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = turns.entry(session_id.to_owned()).or_insert_with(|| watch::channel(0).0).clone();
+        count.send_modify(|n| *n += 1);
+        Active(count)
+    }
+
+    fn ended(&self, session_id: &str) -> impl Future<Output = ()> + use<> {
+        let watching = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session_id)
+            .map(watch::Sender::subscribe);
+        async move {
+            if let Some(mut count) = watching {
+                let _ = count.wait_for(|n| *n == 0).await;
+            }
+        }
+    }
+}
+
+/// One forwarded turn; dropping it counts the turn ended.
+struct Active(watch::Sender<usize>);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}

@@ -1,0 +1,189 @@
+//! Sessions over ACP v2: `session/new`, `session/resume` (with the history replayed in v2's
+//! whole-message forms when `replayFrom` asks, then the session's state), `list`, `close`
+//! and `delete`, on the core's manager, the same one v1 connections use: a session made over
+//! v1 resumes here.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use heron_core::session::{OpenOptions, Session};
+use heron_core::tools::editor::NoEditor;
+use heron_core::tools::protected::Protected;
+use heron_core::tools::roots::{validate_additional_directories, validate_cwd};
+use heron_protocol::RpcError;
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::v2::{
+    AbsolutePath, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
+    ListSessionsRequest, ListSessionsResponse, McpServer, NewSessionRequest, NewSessionResponse, ReplayFrom,
+    ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionInfo, SessionListCursor,
+};
+
+use super::super::errors::{cwd_error, root_error, session_error};
+use super::editor::V2Editor;
+use super::{HeronAgentV2, Reply, convert};
+
+/// Where the session opens, checked on the reader so a bad request fails before anything
+/// happens. MCP servers from a v2 client are refused, not dropped: Heron does not advertise
+/// `session.mcp` over v2 yet.
+fn open_options(
+    home_root: &Path,
+    cwd: &AbsolutePath,
+    additional: &[AbsolutePath],
+    mcp_servers: &[McpServer],
+) -> Result<OpenOptions, RpcError> {
+    if !mcp_servers.is_empty() {
+        return Err(RpcError::invalid_params(
+            "mcpServers",
+            "Heron does not take MCP servers from the client over ACP v2 yet (session.mcp is not advertised)",
+        ));
+    }
+    let guarded = Protected::for_home(home_root);
+    let cwd = validate_cwd(&cwd.0, &guarded).map_err(|(problem, reason)| cwd_error(problem, reason))?;
+    let protected = [home_root.to_path_buf()];
+    let additional: Vec<String> = additional.iter().map(|p| p.0.clone()).collect();
+    let additional_directories =
+        validate_additional_directories(&additional, &cwd, &protected).map_err(|e| root_error(&e))?;
+    Ok(OpenOptions { cwd, additional_directories, editor: Arc::new(NoEditor), mcp_servers: Vec::new() })
+}
+
+/// Binds this connection's editor to a session it opened.
+fn attach<O: Outgoing>(agent: &HeronAgentV2<O>, session: &Session) {
+    session.attach(Arc::new(V2Editor::new(agent.inner.client.clone(), session.id().to_owned())));
+}
+
+/// `session/new`.
+pub(super) fn new<O: Outgoing>(
+    agent: &HeronAgentV2<O>,
+    params: NewSessionRequest,
+) -> Reply<NewSessionResponse> {
+    let options = open_options(
+        &agent.inner.home_root,
+        &params.cwd,
+        &params.additional_directories,
+        &params.mcp_servers,
+    );
+    let agent = agent.clone();
+    Box::pin(async move {
+        let manager = agent.inner.manager.ready().await?;
+        let session = manager.create(options?).await.map_err(|e| session_error(e, &manager))?;
+        attach(&agent, &session);
+        Ok(NewSessionResponse {
+            available_commands: Vec::new(),
+            config_options: Vec::new(),
+            meta: None,
+            session_id: SessionId(session.id().to_owned()),
+        })
+    })
+}
+
+/// `session/resume`: with `replayFrom: {"type": "start"}` the whole history goes out first,
+/// page by page as the store reads it; either way the session's state (at rest) follows,
+/// before the answer.
+pub(super) fn resume<O: Outgoing>(
+    agent: &HeronAgentV2<O>,
+    params: ResumeSessionRequest,
+) -> Reply<ResumeSessionResponse> {
+    let options = open_options(
+        &agent.inner.home_root,
+        &params.cwd,
+        &params.additional_directories,
+        &params.mcp_servers,
+    );
+    let replay = match &params.replay_from {
+        None => Ok(false),
+        Some(ReplayFrom::Start(_)) => Ok(true),
+        Some(_) => Err(RpcError::invalid_params("replayFrom", "Heron replays from the start only")),
+    };
+    let agent = agent.clone();
+    let id = params.session_id.0;
+    Box::pin(async move {
+        let inner = agent.inner.clone();
+        let manager = inner.manager.ready().await?;
+        let (options, replay) = (options?, replay?);
+        let failed = |e| session_error(e, &manager);
+        let session = if replay {
+            let mut loading = manager.load(&id, options).await.map_err(failed)?;
+            while let Some(events) = loading.next_events().await.map_err(failed)? {
+                for event in events {
+                    for update in convert::replay_updates(event) {
+                        inner.send(&id, update).await?;
+                    }
+                }
+            }
+            loading.open().await.map_err(failed)?
+        } else {
+            manager.open(&id, options).await.map_err(failed)?
+        };
+        attach(&agent, &session);
+        if let Some(report) = session.status().1.usage {
+            inner.send(session.id(), convert::usage_update(&report)).await?;
+        }
+        inner.send(session.id(), convert::at_rest()).await?;
+        Ok(ResumeSessionResponse { available_commands: Vec::new(), config_options: Vec::new(), meta: None })
+    })
+}
+
+/// `session/list`: one page, most recent first.
+pub(super) fn list<O: Outgoing>(
+    agent: &HeronAgentV2<O>,
+    params: ListSessionsRequest,
+) -> Reply<ListSessionsResponse> {
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let manager = inner.manager.ready().await?;
+        let cwd = params.cwd.map(|c| c.0);
+        if cwd.as_deref().is_some_and(|c| !Path::new(c).is_absolute()) {
+            return Err(RpcError::invalid_params("cwd", "must be an absolute path"));
+        }
+        let cursor = params.cursor.map(|c| c.0);
+        let page = manager.list(cwd, cursor).await.map_err(|e| session_error(e, &manager))?;
+        Ok(ListSessionsResponse {
+            meta: None,
+            next_cursor: page.next_cursor.map(SessionListCursor),
+            sessions: page
+                .sessions
+                .into_iter()
+                .map(|s| SessionInfo {
+                    additional_directories: s.additional_directories.into_iter().map(AbsolutePath).collect(),
+                    cwd: AbsolutePath(s.cwd),
+                    meta: None,
+                    session_id: SessionId(s.id),
+                    title: s.title,
+                    updated_at: Some(s.updated_at),
+                })
+                .collect(),
+        })
+    })
+}
+
+/// `session/close`: a running turn is cancelled and ends (`idle` `cancelled`) before the
+/// answer.
+pub(super) fn close<O: Outgoing>(
+    agent: &HeronAgentV2<O>,
+    params: CloseSessionRequest,
+) -> Reply<CloseSessionResponse> {
+    let inner = agent.inner.clone();
+    let ending =
+        agent.session(&params.session_id).ok().map(|session| super::prompt::ending(&inner, &session));
+    Box::pin(async move {
+        let manager = inner.manager.ready().await?;
+        if let Some(ending) = ending {
+            ending.await;
+        }
+        manager.close(&params.session_id.0).await.map_err(|e| session_error(e, &manager))?;
+        Ok(CloseSessionResponse { meta: None })
+    })
+}
+
+/// `session/delete`: an unknown id succeeds.
+pub(super) fn delete<O: Outgoing>(
+    agent: &HeronAgentV2<O>,
+    params: DeleteSessionRequest,
+) -> Reply<DeleteSessionResponse> {
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let manager = inner.manager.ready().await?;
+        manager.delete(&params.session_id.0).await.map_err(|e| session_error(e, &manager))?;
+        Ok(DeleteSessionResponse { meta: None })
+    })
+}

@@ -1,0 +1,287 @@
+//! ACP v2 end to end: the negotiation (`--protocol v1|v2|auto`), a turn the v2 way (the
+//! prompt answered with its user message's id, `running`, output, `idle` with the stop
+//! reason), an approval with the call shown, `tool_call/cancel` ending one call while the
+//! turn goes on, a v1 session resumed over v2 with its history in v2's forms, and the two
+//! official v2 clients (the TypeScript SDK's and the Rust SDK's one-shot client) completing
+//! sessions against the binary. `.ci/run` installs those clients and names them in
+//! `HERON_TS_V2` and `HERON_V2_ONE_SHOT`; without them the client tests say loudly that
+//! they were skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use heron::acp::negotiate::Protocol;
+use serde_json::{Value, json};
+
+use crate::support::{self, Editor};
+
+const WRITE: &str = r##"{"steps":[{"text":"I'll write a note."},{"tool_call":{"name":"write_file","arguments":{"path":"NOTES.md","content":"# Notes\n"}}}]}
+{"steps":[{"text":"Done."}]}
+"##;
+
+fn v2_args(name: &str, protocol: Protocol) -> heron::cli::acp::AcpArgs {
+    heron::cli::acp::AcpArgs { protocol, ..support::scripted_args(name) }
+}
+
+async fn v2_session(editor: &mut Editor) -> String {
+    let init =
+        json!({ "protocolVersion": 2, "info": { "name": "test", "version": "1" }, "capabilities": {} });
+    let answer = editor.request(json!(0), "initialize", init).await;
+    assert_eq!(answer["result"]["protocolVersion"], 2, "{answer}");
+    let cwd = editor.dirs.ws();
+    let answer = editor.request(json!(1), "session/new", json!({ "cwd": cwd })).await;
+    answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_owned()
+}
+
+fn state(message: &Value) -> Option<&str> {
+    let update = &message["params"]["update"];
+    (update["sessionUpdate"] == "state_update").then(|| update["state"].as_str()).flatten()
+}
+
+/// Everything up to and including the turn's `idle`, answering permission requests with
+/// `option` (when given).
+async fn until_idle(editor: &mut Editor, option: Option<&str>) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let message = editor.recv_within(Duration::from_secs(20)).await;
+        if message["method"] == "session/request_permission"
+            && let Some(option) = option
+        {
+            let reply = json!({
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "result": { "outcome": { "outcome": "selected", "optionId": option } },
+            });
+            editor.send_json(reply).await;
+        }
+        let idle = state(&message) == Some("idle");
+        seen.push(message);
+        if idle {
+            return seen;
+        }
+    }
+}
+
+fn position(seen: &[Value], what: impl Fn(&Value) -> bool) -> usize {
+    seen.iter().position(what).unwrap_or_else(|| panic!("not seen in {seen:#?}"))
+}
+
+#[tokio::test]
+async fn a_v2_turn_is_accepted_then_runs_asks_with_the_call_shown_and_ends_idle() {
+    let dirs = support::scripted_home("s", "", WRITE);
+    let mut editor = support::start_in(v2_args("s", Protocol::V2), dirs);
+    let session = v2_session(&mut editor).await;
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Leave a note" }] });
+    editor.send_request(json!(2), "session/prompt", prompt).await;
+    let seen = until_idle(&mut editor, Some("allow_once")).await;
+
+    let answer = &seen[position(&seen, |m| m["id"] == 2 && m.get("method").is_none())];
+    let message_id = answer["result"]["messageId"].as_str().unwrap_or_else(|| panic!("{answer}"));
+    let user = position(&seen, |m| m["params"]["update"]["sessionUpdate"] == "user_message");
+    assert_eq!(seen[user]["params"]["update"]["messageId"], message_id, "the echo carries the answer's id");
+    assert_eq!(seen[user]["params"]["update"]["content"][0]["text"], "Leave a note");
+    let running = position(&seen, |m| state(m) == Some("running"));
+    assert!(running < user, "running comes before the turn's output");
+
+    let call = position(&seen, |m| m["params"]["update"]["name"] == "write_file");
+    let call = &seen[call]["params"]["update"];
+    assert_eq!(call["sessionUpdate"], "tool_call_update");
+    assert_eq!(call["capabilities"]["cancel"], json!({}), "a live call can be cancelled: {call}");
+    let asked = position(&seen, |m| m["method"] == "session/request_permission");
+    let asked = &seen[asked]["params"];
+    assert_eq!(asked["subject"]["type"], "tool_call");
+    assert_eq!(asked["subject"]["toolCall"]["name"], "write_file");
+    let patch = asked["subject"]["toolCall"]["content"][0]["patch"]["text"].as_str().unwrap_or_default();
+    assert!(patch.contains("+# Notes"), "the approval shows the diff: {asked}");
+    let kinds: Vec<&Value> =
+        asked["options"].as_array().map(|o| o.iter().map(|o| &o["kind"]).collect()).unwrap_or_default();
+    assert!(kinds.contains(&&json!("allow_once")) && kinds.contains(&&json!("reject_once")), "{asked}");
+    let waiting = position(&seen, |m| state(m) == Some("requires_action"));
+    assert!(waiting < position(&seen, |m| m["method"] == "session/request_permission"));
+
+    let last = seen.last().expect("idle");
+    assert_eq!(last["params"]["update"]["stopReason"], "end_turn", "{last}");
+    let kinds: Vec<&str> = seen.iter().filter_map(support::update_kind).collect();
+    assert!(
+        !kinds.contains(&"tool_call") && !kinds.contains(&"plan"),
+        "v1's kinds never go out over v2: {kinds:?}"
+    );
+    let written = std::fs::read_to_string(Path::new(&editor.dirs.ws()).join("NOTES.md")).expect("written");
+    assert_eq!(written, "# Notes\n");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn a_rejected_v2_call_leaves_the_file_untouched_and_the_turn_ends() {
+    let dirs = support::scripted_home("s", "", WRITE);
+    let mut editor = support::start_in(v2_args("s", Protocol::V2), dirs);
+    let session = v2_session(&mut editor).await;
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Leave a note" }] });
+    editor.send_request(json!(2), "session/prompt", prompt).await;
+    let seen = until_idle(&mut editor, Some("reject_once")).await;
+    let failed = seen.iter().any(|m| m["params"]["update"]["status"] == "failed");
+    assert!(failed, "the refused call ends failed: {seen:#?}");
+    assert_eq!(seen.last().expect("idle")["params"]["update"]["stopReason"], "end_turn");
+    assert!(!Path::new(&editor.dirs.ws()).join("NOTES.md").exists());
+    editor.close().await;
+}
+
+const SLOW: &str = r##"{"steps":[{"tool_call":{"name":"run_command","arguments":{"command":"sleep 30"}}}]}
+{"steps":[{"text":"The command was cancelled; moving on."}]}
+"##;
+
+#[tokio::test]
+async fn tool_call_cancel_ends_one_running_call_and_the_turn_goes_on() {
+    let dirs = support::scripted_home("s", "", SLOW);
+    let args = heron::cli::acp::AcpArgs {
+        permission_mode: Some("bypassPermissions".to_owned()),
+        ..v2_args("s", Protocol::V2)
+    };
+    let mut editor = support::start_in(args, dirs);
+    let session = v2_session(&mut editor).await;
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Wait" }] });
+    editor.send_request(json!(2), "session/prompt", prompt).await;
+    let call_id = loop {
+        let message = editor.recv_within(Duration::from_secs(20)).await;
+        let update = &message["params"]["update"];
+        if update["status"] == "in_progress" {
+            break update["toolCallId"].clone();
+        }
+    };
+    let began = std::time::Instant::now();
+    let cancel = json!({ "sessionId": session, "toolCallId": call_id });
+    editor.send_request(json!(3), "tool_call/cancel", cancel.clone()).await;
+    let seen = until_idle(&mut editor, None).await;
+    assert!(began.elapsed() < Duration::from_secs(20), "the command did not run its 30 s");
+    let answered = position(&seen, |m| m["id"] == 3);
+    assert_eq!(seen[answered]["result"], json!({}), "{}", seen[answered]);
+    let ended = position(&seen, |m| {
+        m["params"]["update"]["toolCallId"] == call_id && m["params"]["update"]["status"] == "failed"
+    });
+    let text = seen[ended]["params"]["update"]["content"].to_string();
+    assert!(text.contains("cancelled this tool call"), "the model reads why: {text}");
+    let reply = position(&seen, |m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk");
+    assert!(reply > ended, "the turn went on after the cancel");
+    assert_eq!(seen.last().expect("idle")["params"]["update"]["stopReason"], "end_turn");
+
+    // The call is over: cancelling it again names the field.
+    let again = editor.request(json!(4), "tool_call/cancel", cancel).await;
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    assert_eq!(again["error"]["data"]["path"], "toolCallId", "{again}");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn a_session_made_over_v1_resumes_over_v2_with_its_history_in_v2_forms() {
+    let dirs = support::scripted_home("s", "", WRITE);
+    let mut v1 = support::start_in(support::scripted_args("s"), dirs.clone());
+    let session = v1.new_session().await;
+    let (_, answer) = v1.prompt(json!(2), &session, "Leave a note").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    v1.close().await;
+
+    let mut editor = support::start_in(v2_args("s", Protocol::Auto), dirs);
+    let init = json!({ "protocolVersion": 2, "info": { "name": "test", "version": "1" } });
+    assert_eq!(editor.request(json!(0), "initialize", init).await["result"]["protocolVersion"], 2);
+    let resume = json!({ "sessionId": session, "cwd": editor.dirs.ws(), "replayFrom": { "type": "start" } });
+    let (replayed, answer) = editor.call(json!(1), "session/resume", resume).await;
+    assert!(answer.get("error").is_none(), "{answer}");
+    let kinds: Vec<&str> = replayed.iter().filter_map(support::update_kind).collect();
+    assert_eq!(kinds.first(), Some(&"user_message"), "{kinds:?}");
+    assert!(kinds.contains(&"agent_message"), "finished messages replay whole: {kinds:?}");
+    assert!(!kinds.contains(&"agent_message_chunk") && !kinds.contains(&"tool_call"), "{kinds:?}");
+    let done =
+        replayed.iter().find(|m| m["params"]["update"]["status"] == "completed").expect("the call's end");
+    assert_eq!(done["params"]["update"]["content"][0]["type"], "diff", "{done}");
+    assert_eq!(replayed.last().and_then(state), Some("idle"), "the state after the replay: {replayed:#?}");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn versions_are_negotiated_per_connection() {
+    let v1_init = json!({ "protocolVersion": 1 });
+    // The default stays v1 whatever is asked.
+    let mut editor = support::start_in(support::scripted_args("s"), support::scripted_home("s", "", WRITE));
+    let answer = editor.request(json!(0), "initialize", json!({ "protocolVersion": 2 })).await;
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    editor.close().await;
+    // auto: a v1 client gets v1, unchanged.
+    let mut editor = support::start_in(v2_args("s", Protocol::Auto), support::scripted_home("s", "", WRITE));
+    let answer = editor.request(json!(0), "initialize", v1_init.clone()).await;
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    assert!(answer["result"]["agentCapabilities"]["loadSession"] == true, "{answer}");
+    editor.close().await;
+    // v2: another version is refused with the versions served, and the connection serves on.
+    let mut editor = support::start_in(v2_args("s", Protocol::V2), support::scripted_home("s", "", WRITE));
+    let answer = editor.request(json!(0), "initialize", v1_init).await;
+    assert_eq!(answer["error"]["code"], -32022, "{answer}");
+    assert_eq!(answer["error"]["data"], json!({ "requested": 1, "supported": [2] }));
+    let session = v2_session(&mut editor).await;
+    assert!(!session.is_empty());
+    // v1-only methods are not there.
+    let load = editor.request(json!(5), "session/load", json!({ "sessionId": session, "cwd": "/" })).await;
+    assert_eq!(load["error"]["code"], -32601, "{load}");
+    editor.close().await;
+}
+
+/// A client test's binary: `var`, else skipped loudly.
+fn client(var: &str, what: &str) -> Option<PathBuf> {
+    let found = std::env::var_os(var).map(PathBuf::from).filter(|p| p.exists());
+    if found.is_none() {
+        eprintln!("SKIPPED: {what} is not installed (set {var}, as .ci/run does, to run this test)");
+    }
+    found
+}
+
+#[test]
+fn the_typescript_sdk_v2_client_completes_a_session_with_an_approved_write() {
+    let Some(dir) = client("HERON_TS_V2", "the TypeScript SDK v2 client") else { return };
+    let dirs = support::scripted_home("s", "", WRITE);
+    let output = Command::new("node")
+        .arg(dir.join("client.mjs"))
+        .args(["--cwd", &dirs.ws(), "--prompt", "Leave a note", "--timeout", "60", "--"])
+        .arg(support::heron_bin())
+        .args(["acp", "--protocol", "v2", "--model", "s/m", "--validate"])
+        .env("HERON_HOME", dirs.home())
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the client failed:\n{stdout}\n{stderr}");
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no summary ({e}):\n{stdout}"));
+    assert_eq!(summary["schemaErrors"], json!([]), "{summary}");
+    assert_eq!(summary["violations"], json!([]), "{summary}");
+    assert_eq!(summary["toolCalls"], 1, "{summary}");
+    assert_eq!(summary["permissionRequests"], 1, "{summary}");
+    assert_eq!(summary["stopReason"], "end_turn", "{summary}");
+    let written = std::fs::read_to_string(Path::new(&dirs.ws()).join("NOTES.md")).expect("written");
+    assert_eq!(written, "# Notes\n");
+}
+
+#[test]
+fn the_rust_sdk_v2_one_shot_client_completes_a_prompt() {
+    let Some(bin) = client("HERON_V2_ONE_SHOT", "the Rust SDK's v2_one_shot_client") else { return };
+    let dirs = support::scripted_home("s", "", WRITE);
+    let agent = format!(
+        "HERON_HOME={} {} acp --protocol v2 --model s/m --validate",
+        dirs.home().display(),
+        support::heron_bin().display()
+    );
+    // The client waits forever on an agent that never goes idle: bound it here.
+    let output = Command::new("timeout")
+        .arg("120")
+        .arg(bin)
+        .args(["--command", &agent, "Leave a note"])
+        .current_dir(dirs.ws())
+        .output()
+        .expect("the client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the client failed ({:?}):\n{stdout}\n{stderr}", output.status);
+    assert!(stdout.contains("Done."), "the agent's text reached it:\n{stdout}\n{stderr}");
+    assert!(stderr.contains("Session is idle: Some(EndTurn)"), "{stderr}");
+    // It rejects every permission request: the file is untouched.
+    assert!(!Path::new(&dirs.ws()).join("NOTES.md").exists(), "{stderr}");
+}
