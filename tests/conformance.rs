@@ -76,6 +76,13 @@ transcripts!(
     acp_unknown_method,
     acp_unknown_session,
     acp_unknown_session_load,
+    acp_v2_cancel_request,
+    acp_v2_initialize,
+    acp_v2_prompt_turn,
+    acp_v2_session_cancel,
+    acp_v2_unknown_session,
+    acp_v2_unsupported_version,
+    acp_v2_v1_methods_gone,
     authenticate,
     cancel_prompt,
     cancel_request,
@@ -114,6 +121,7 @@ transcripts!(
     session_status,
     session_steer,
     turn_outcome_paused,
+    v2_session,
 );
 
 fn all_scenarios() -> Vec<Scenario> {
@@ -182,6 +190,22 @@ fn every_implemented_method_has_a_scenario() {
         }
     }
     assert!(missing.is_empty(), "implemented methods without a conformance scenario: {missing:?}");
+}
+
+#[test]
+fn every_method_served_over_v2_has_a_v2_scenario() {
+    let mut used: BTreeSet<String> = BTreeSet::new();
+    for scenario in all_scenarios() {
+        if scenario.header.args.windows(2).any(|pair| pair == ["--protocol", "v2"]) {
+            used.extend(scenario.methods());
+        }
+    }
+    let missing: Vec<&str> = heron_protocol::v2::METHODS
+        .iter()
+        .filter(|info| info.implemented && !used.contains(info.wire))
+        .map(|info| info.wire)
+        .collect();
+    assert!(missing.is_empty(), "methods served over v2 without a v2 scenario: {missing:?}");
 }
 
 /// A transport that answers each line the client sends with canned lines.

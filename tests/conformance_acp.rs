@@ -138,6 +138,18 @@ fn the_built_in_acp_profile_passes_on_heron_and_reports_as_junit() {
     assert!(skipped.contains(r#"message="the agent advertises agentCapabilities.loadSession""#), "{xml}");
 }
 
+#[test]
+fn the_built_in_acp_v2_profile_passes_on_heron() {
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let (ok, xml) = heron_conformance(&["--profile", "acp-v2", "--format", "junit"], cwd.path());
+    assert!(ok, "{xml}");
+    let suite = format!(
+        r#"<testsuite name="acp-v2" tests="{}" failures="0" errors="0" skipped="0""#,
+        bundled::ACP_V2.len()
+    );
+    assert!(xml.contains(&suite), "{xml}");
+}
+
 /// The echo agent on the ACP TypeScript SDK (`tests/agents/ts-echo`) with its pinned
 /// dependencies installed: `HERON_TS_ECHO` names a directory `.ci/run` installed, else the
 /// test installs it under the target directory with `npm ci`. `None`, said loudly, only when

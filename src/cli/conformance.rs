@@ -1,8 +1,8 @@
 //! `heron conformance [--profile P] [--agent CMD] [--format F] [FILES...]`: replays ACP
 //! transcripts against Heron (this executable's `acp --validate` with each scenario's
 //! arguments) or any agent command, reports pass, fail or skip per scenario (a table, JUnit
-//! XML or JSON), and exits non-zero when any scenario fails. `--profile acp` without files
-//! runs the acp profile built into the binary.
+//! XML or JSON), and exits non-zero when any scenario fails. `--profile acp` (or
+//! `acp-v2`) without files runs that profile built into the binary.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,12 +18,12 @@ use crate::conformance::{
 /// Options of `heron conformance`.
 #[derive(Debug, Clone, Args)]
 pub struct ConformanceArgs {
-    /// Transcript files (`*.ndjson`) or directories of them; with `--profile acp` and none
-    /// given, the acp profile built into this binary.
+    /// Transcript files (`*.ndjson`) or directories of them; with `--profile acp` or
+    /// `acp-v2` and none given, that profile built into this binary.
     #[arg(value_name = "FILES")]
     pub files: Vec<PathBuf>,
-    /// Run only the scenarios of this profile: `acp` (what ACP v1 asks of any agent) or
-    /// `heron` (Heron's own behaviour).
+    /// Run only the scenarios of this profile: `acp` (what ACP v1 asks of any agent),
+    /// `acp-v2` (the same for ACP v2, a draft) or `heron` (Heron's own behaviour).
     #[arg(long, value_name = "PROFILE", value_parser = str::parse::<Profile>)]
     pub profile: Option<Profile>,
     /// An agent command line to test instead of Heron, e.g. "other-agent --acp" (run with
@@ -60,15 +60,19 @@ fn agent(args: &ConformanceArgs) -> Result<AgentCommand, String> {
 fn outcomes(args: &ConformanceArgs, agent: &AgentCommand) -> Result<Vec<Outcome>, String> {
     if args.files.is_empty() {
         return match args.profile {
-            Some(Profile::Acp) if args.update => {
-                Err("--update rewrites files; the built-in acp profile has none (name the files)".into())
+            Some(Profile::Acp | Profile::AcpV2) if args.update => {
+                Err("--update rewrites files; the built-in profiles have none (name the files)".into())
             }
             Some(Profile::Acp) => {
                 Ok(bundled::ACP.iter().map(|(name, text)| run_text(name, text, agent)).collect())
             }
-            _ => {
-                Err("name transcript files or directories, or use --profile acp for the built-in ones".into())
+            Some(Profile::AcpV2) => {
+                Ok(bundled::ACP_V2.iter().map(|(name, text)| run_text(name, text, agent)).collect())
             }
+            _ => Err(
+                "name transcript files or directories, or use --profile acp or acp-v2 for the built-in ones"
+                    .into(),
+            ),
         };
     }
     let files = transcript_files(&args.files).map_err(|e| format!("cannot list the transcripts: {e}"))?;

@@ -1,7 +1,7 @@
-//! The acp profile built into the binary: every `conformance/*.ndjson` whose header says
-//! `"profile": "acp"`, embedded at compile time, so `heron conformance --profile acp` tests
-//! any agent without a checkout of the transcripts. A test keeps this list and the files'
-//! headers in step.
+//! The acp and acp-v2 profiles built into the binary: every `conformance/*.ndjson` whose
+//! header says `"profile": "acp"` (or `"acp-v2"`), embedded at compile time, so `heron
+//! conformance --profile acp` (or `acp-v2`) tests any agent without a checkout of the
+//! transcripts. A test keeps these lists and the files' headers in step.
 
 /// `(name, text)` of one embedded transcript per name, read from `conformance/NAME.ndjson`.
 macro_rules! bundle {
@@ -30,33 +30,53 @@ pub const ACP: &[(&str, &str)] = bundle!(
     acp_unknown_session_load,
 );
 
+/// The acp-v2 profile's transcripts (ACP v2, a draft), by name, in name order.
+pub const ACP_V2: &[(&str, &str)] = bundle!(
+    acp_v2_cancel_request,
+    acp_v2_initialize,
+    acp_v2_prompt_turn,
+    acp_v2_session_cancel,
+    acp_v2_unknown_session,
+    acp_v2_unsupported_version,
+    acp_v2_v1_methods_gone,
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::conformance::format::{Profile, Scenario};
 
-    #[test]
-    fn the_bundle_is_exactly_the_acp_profile_files_in_name_order() {
+    fn profile_files(profile: Profile) -> Vec<String> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance");
         let files = crate::conformance::transcript_files(&[dir]).expect("conformance/ lists");
-        let acp: Vec<String> = files
+        files
             .iter()
             .map(|file| Scenario::load(file).unwrap_or_else(|e| panic!("{e}")))
-            .filter(|scenario| scenario.header.profile == Profile::Acp)
+            .filter(|scenario| scenario.header.profile == profile)
             .map(|scenario| scenario.name)
-            .collect();
-        let bundled: Vec<&str> = ACP.iter().map(|(name, _)| *name).collect();
-        assert_eq!(
-            bundled, acp,
-            "list each acp-profile transcript in bundle!() in src/conformance/bundled.rs"
-        );
+            .collect()
     }
 
     #[test]
-    fn every_bundled_transcript_parses_and_says_it_is_acp() {
-        for (name, text) in ACP {
-            let scenario = Scenario::parse(name, text).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(scenario.header.profile, Profile::Acp, "{name}");
+    fn each_bundle_is_exactly_its_profile_files_in_name_order() {
+        for (profile, bundle) in [(Profile::Acp, ACP), (Profile::AcpV2, ACP_V2)] {
+            let bundled: Vec<&str> = bundle.iter().map(|(name, _)| *name).collect();
+            assert_eq!(
+                bundled,
+                profile_files(profile),
+                "list each {}-profile transcript in bundle!() in src/conformance/bundled.rs",
+                profile.name()
+            );
+        }
+    }
+
+    #[test]
+    fn every_bundled_transcript_parses_and_says_its_profile() {
+        for (profile, bundle) in [(Profile::Acp, ACP), (Profile::AcpV2, ACP_V2)] {
+            for (name, text) in bundle {
+                let scenario = Scenario::parse(name, text).unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(scenario.header.profile, profile, "{name}");
+            }
         }
     }
 }

@@ -54,6 +54,9 @@ pub enum Profile {
     /// Only what ACP v1 and JSON-RPC 2.0 ask of every agent; Heron's wording, `_meta`,
     /// titles and ids are never matched.
     Acp,
+    /// The same for ACP v2 (a draft): what v2 asks of every agent that speaks it.
+    #[serde(rename = "acp-v2")]
+    AcpV2,
     /// Heron's own behaviour.
     #[default]
     Heron,
@@ -68,6 +71,7 @@ impl Profile {
     pub fn name(self) -> &'static str {
         match self {
             Profile::Acp => "acp",
+            Profile::AcpV2 => "acp-v2",
             Profile::Heron => "heron",
         }
     }
@@ -79,8 +83,9 @@ impl std::str::FromStr for Profile {
     fn from_str(text: &str) -> Result<Profile, String> {
         match text {
             "acp" => Ok(Profile::Acp),
+            "acp-v2" => Ok(Profile::AcpV2),
             "heron" => Ok(Profile::Heron),
-            _ => Err(format!("`{text}` is not a profile (acp or heron)")),
+            _ => Err(format!("`{text}` is not a profile (acp, acp-v2 or heron)")),
         }
     }
 }

@@ -36,6 +36,7 @@ const ALLOWED: &[(&str, Takes)] = &[
     ("--profile", Takes::Value),
     ("--permission-mode", Takes::Value),
     ("--title", Takes::Value),
+    ("--protocol", Takes::Value),
     ("--max-line-bytes", Takes::Value),
     ("--safe-mode", Takes::Nothing),
     ("--validate", Takes::OptionalAttached),
