@@ -285,3 +285,20 @@ fn the_rust_sdk_v2_one_shot_client_completes_a_prompt() {
     // It rejects every permission request: the file is untouched.
     assert!(!Path::new(&dirs.ws()).join("NOTES.md").exists(), "{stderr}");
 }
+
+const LONG: &str = r##"{"steps":[{"text":"Working"},{"delay_ms":30000},{"text":"done."}]}
+"##;
+
+#[tokio::test]
+async fn closing_a_v2_session_mid_turn_ends_the_turn_cancelled_before_the_answer() {
+    let mut editor = support::start_in(v2_args("s", Protocol::V2), support::scripted_home("s", "", LONG));
+    let session = v2_session(&mut editor).await;
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Work" }] });
+    let answer = editor.request(json!(2), "session/prompt", prompt).await;
+    assert!(answer["result"]["messageId"].is_string(), "{answer}");
+    let (before, closed) = editor.call(json!(3), "session/close", json!({ "sessionId": session })).await;
+    assert_eq!(closed["result"], json!({}), "{closed}");
+    let idle = before.iter().find(|m| state(m) == Some("idle")).unwrap_or_else(|| panic!("{before:#?}"));
+    assert_eq!(idle["params"]["update"]["stopReason"], "cancelled", "{idle}");
+    editor.close().await;
+}
