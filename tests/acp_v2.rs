@@ -302,3 +302,48 @@ async fn closing_a_v2_session_mid_turn_ends_the_turn_cancelled_before_the_answer
     assert_eq!(idle["params"]["update"]["stopReason"], "cancelled", "{idle}");
     editor.close().await;
 }
+
+const ECHO: &str = r#"{"steps": [{"tool_call": {"name": "mcp__fake__echo", "arguments": {"text": "ping"}}}]}
+{"steps": [{"text": "Done."}]}
+"#;
+
+/// The absolute path of `python3` (v2 names a stdio server's command by absolute path).
+fn python3() -> String {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("python3"))
+        .find(|candidate| candidate.is_file())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "/usr/bin/python3".to_owned())
+}
+
+#[tokio::test]
+async fn a_v2_client_s_mcp_server_starts_and_the_model_uses_its_tool() {
+    let mut editor = support::start_in(v2_args("s", Protocol::V2), support::scripted_home("s", "", ECHO));
+    let init = json!({ "protocolVersion": 2, "info": { "name": "test", "version": "1" } });
+    let answer = editor.request(json!(0), "initialize", init).await;
+    assert_eq!(
+        answer["result"]["capabilities"]["session"]["mcp"],
+        json!({ "http": {}, "stdio": {} }),
+        "{answer}"
+    );
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py");
+    let server =
+        json!({ "type": "stdio", "name": "fake", "command": python3(), "args": [fixture], "env": [] });
+    let new = json!({ "cwd": editor.dirs.ws(), "mcpServers": [server] });
+    let answer = editor.request(json!(1), "session/new", new).await;
+    let session = answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned();
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Use the server" }] });
+    editor.send_request(json!(2), "session/prompt", prompt).await;
+    let seen = until_idle(&mut editor, Some("allow_once")).await;
+    let done = position(&seen, |m| m["params"]["update"]["status"] == "completed");
+    assert_eq!(seen[done]["params"]["update"]["content"][0]["content"]["text"], "ping", "{}", seen[done]);
+    assert_eq!(seen.last().expect("idle")["params"]["update"]["stopReason"], "end_turn");
+
+    // A server type this version does not know is refused by name, not dropped.
+    let odd = json!({ "cwd": editor.dirs.ws(), "mcpServers": [{ "type": "carrier-pigeon", "name": "x" }] });
+    let answer = editor.request(json!(3), "session/new", odd).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["data"]["path"], "mcpServers[0].type", "{answer}");
+    editor.close().await;
+}

@@ -54,38 +54,91 @@ fn headers(headers: &[HttpHeader]) -> Vec<(String, String)> {
     headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect()
 }
 
+/// One server definition as the editor gave it, from whichever protocol version carried it.
+#[derive(Debug)]
+pub enum Definition<'a> {
+    /// A command Heron starts, speaking MCP on its stdio.
+    Stdio {
+        /// The server's name.
+        name: &'a str,
+        /// Its executable.
+        command: &'a str,
+        /// Its arguments.
+        args: &'a [String],
+        /// Its environment, name and value.
+        env: Vec<(String, String)>,
+    },
+    /// A streamable HTTP server.
+    Http {
+        /// The server's name.
+        name: &'a str,
+        /// Its URL.
+        url: &'a str,
+        /// The headers to send, name and value (secrets: never shown).
+        headers: Vec<(String, String)>,
+    },
+    /// A legacy SSE server.
+    Sse {
+        /// The server's name.
+        name: &'a str,
+        /// Its URL.
+        url: &'a str,
+        /// The headers to send.
+        headers: Vec<(String, String)>,
+    },
+}
+
 /// The servers as Heron starts them. Headers come only from the editor's definition.
 pub fn specs(servers: &[McpServer], cwd: &Path, protected: &Protected) -> Result<Vec<ServerSpec>, RpcError> {
-    servers
-        .iter()
+    let definitions = servers.iter().map(|server| match server {
+        McpServer::Stdio(stdio) => Definition::Stdio {
+            name: &stdio.name,
+            command: &stdio.command,
+            args: &stdio.args,
+            env: stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
+        },
+        McpServer::Http(http) => {
+            Definition::Http { name: &http.name, url: &http.url, headers: headers(&http.headers) }
+        }
+        McpServer::Sse(sse) => {
+            Definition::Sse { name: &sse.name, url: &sse.url, headers: headers(&sse.headers) }
+        }
+    });
+    specs_of(definitions, cwd, protected)
+}
+
+/// The servers `definitions` name, checked: a command must be named and must not reach into
+/// Heron's home, a URL must be http(s); an unnamed server is named by its place.
+pub fn specs_of<'a>(
+    definitions: impl IntoIterator<Item = Definition<'a>>,
+    cwd: &Path,
+    protected: &Protected,
+) -> Result<Vec<ServerSpec>, RpcError> {
+    definitions
+        .into_iter()
         .enumerate()
-        .map(|(index, server)| {
-            let (name, transport) = match server {
-                McpServer::Stdio(stdio) => {
-                    if stdio.command.trim().is_empty() {
+        .map(|(index, definition)| {
+            let (name, transport) = match definition {
+                Definition::Stdio { name, command, args, env } => {
+                    if command.trim().is_empty() {
                         return Err(RpcError::invalid_params(
                             format!("mcpServers[{index}].command"),
                             "must name the server's executable",
                         ));
                     }
-                    check_paths(&stdio.command, &stdio.args, index, cwd, protected)?;
-                    let transport = TransportSpec::Stdio {
-                        command: stdio.command.clone().into(),
-                        args: stdio.args.clone(),
-                        env: stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
-                    };
-                    (stdio.name.clone(), transport)
+                    check_paths(command, args, index, cwd, protected)?;
+                    let transport =
+                        TransportSpec::Stdio { command: command.into(), args: args.to_vec(), env };
+                    (name, transport)
                 }
-                McpServer::Http(http) => {
-                    let url = check_url(&http.url, index)?;
-                    (http.name.clone(), TransportSpec::Http { url, headers: headers(&http.headers) })
+                Definition::Http { name, url, headers } => {
+                    (name, TransportSpec::Http { url: check_url(url, index)?, headers })
                 }
-                McpServer::Sse(sse) => {
-                    let url = check_url(&sse.url, index)?;
-                    (sse.name.clone(), TransportSpec::Sse { url, headers: headers(&sse.headers) })
+                Definition::Sse { name, url, headers } => {
+                    (name, TransportSpec::Sse { url: check_url(url, index)?, headers })
                 }
             };
-            let name = if name.trim().is_empty() { format!("server{}", index + 1) } else { name };
+            let name = if name.trim().is_empty() { format!("server{}", index + 1) } else { name.to_owned() };
             Ok(ServerSpec { name, transport })
         })
         .collect()

@@ -5,8 +5,7 @@
 //! and the turn reports `state_update` `running`, its output, then `idle` with how it ended;
 //! tool calls can be cancelled one by one; editors serve no files or terminals.
 //!
-//! What v2 offers that Heron does not serve yet is not advertised: MCP servers from the
-//! client, config options, slash commands, images and audio in prompts, elicitation, the
+//! What v2 offers that Heron does not serve yet is not advertised: config options, slash commands, images and audio in prompts, elicitation, the
 //! `_heron/` extensions, agent-side terminals (commands run as tool calls, their output in
 //! the call's content).
 
@@ -28,10 +27,11 @@ use heron_protocol::v2::{
     CancelTerminalRequest, CancelTerminalResponse, CancelToolCallRequest, CancelToolCallResponse, Client,
     ClientCapabilities, ClientPeer, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest,
     DeleteSessionResponse, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoginAuthRequest, LoginAuthResponse, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptEmbeddedContextCapabilities, PromptRequest, PromptResponse, ProtocolVersion,
-    ResumeSessionRequest, ResumeSessionResponse, SessionAdditionalDirectoriesCapabilities,
-    SessionCapabilities, SessionDeleteCapabilities, SessionId, SessionUpdate, UpdateSessionNotification,
+    ListSessionsResponse, LoginAuthRequest, LoginAuthResponse, McpCapabilities, McpHttpCapabilities,
+    McpStdioCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptEmbeddedContextCapabilities, PromptRequest, PromptResponse, ProtocolVersion, ResumeSessionRequest,
+    ResumeSessionResponse, SessionAdditionalDirectoriesCapabilities, SessionCapabilities,
+    SessionDeleteCapabilities, SessionId, SessionUpdate, UpdateSessionNotification,
 };
 
 use super::errors::{open_elsewhere, unknown_session};
@@ -100,7 +100,12 @@ fn capabilities() -> AgentCapabilities {
         session: Some(SessionCapabilities {
             additional_directories: Some(SessionAdditionalDirectoriesCapabilities { meta: None }),
             delete: Some(SessionDeleteCapabilities { meta: None }),
-            mcp: None,
+            // Servers the editor names start here; a session's tools include theirs.
+            mcp: Some(McpCapabilities {
+                http: Some(McpHttpCapabilities { meta: None }),
+                meta: None,
+                stdio: Some(McpStdioCapabilities { meta: None }),
+            }),
             meta: None,
             prompt: Some(PromptCapabilities {
                 audio: None,

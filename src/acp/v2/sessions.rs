@@ -19,31 +19,50 @@ use heron_protocol::v2::{
 };
 
 use super::super::errors::{cwd_error, root_error, session_error};
+use super::super::mcp::{Definition, specs_of};
 use super::editor::V2Editor;
 use super::{HeronAgentV2, Reply, convert};
 
 /// Where the session opens, checked on the reader so a bad request fails before anything
-/// happens. MCP servers from a v2 client are refused, not dropped: Heron does not advertise
-/// `session.mcp` over v2 yet.
+/// happens: the roots as over v1, and the MCP servers through v1's checks (a command must not
+/// reach into Heron's home, a URL must be http(s)); a server type v2 may add later is refused
+/// by name rather than dropped.
 fn open_options(
     home_root: &Path,
     cwd: &AbsolutePath,
     additional: &[AbsolutePath],
     mcp_servers: &[McpServer],
 ) -> Result<OpenOptions, RpcError> {
-    if !mcp_servers.is_empty() {
-        return Err(RpcError::invalid_params(
-            "mcpServers",
-            "Heron does not take MCP servers from the client over ACP v2 yet (session.mcp is not advertised)",
-        ));
-    }
     let guarded = Protected::for_home(home_root);
     let cwd = validate_cwd(&cwd.0, &guarded).map_err(|(problem, reason)| cwd_error(problem, reason))?;
     let protected = [home_root.to_path_buf()];
     let additional: Vec<String> = additional.iter().map(|p| p.0.clone()).collect();
     let additional_directories =
         validate_additional_directories(&additional, &cwd, &protected).map_err(|e| root_error(&e))?;
-    Ok(OpenOptions { cwd, additional_directories, editor: Arc::new(NoEditor), mcp_servers: Vec::new() })
+    let mut definitions = Vec::with_capacity(mcp_servers.len());
+    for (index, server) in mcp_servers.iter().enumerate() {
+        definitions.push(match server {
+            McpServer::Stdio(stdio) => Definition::Stdio {
+                name: &stdio.name,
+                command: &stdio.command.0,
+                args: &stdio.args,
+                env: stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
+            },
+            McpServer::Http(http) => Definition::Http {
+                name: &http.name,
+                url: &http.url,
+                headers: http.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
+            },
+            McpServer::Other(_) => {
+                return Err(RpcError::invalid_params(
+                    format!("mcpServers[{index}].type"),
+                    "Heron starts stdio and http servers (session.mcp advertises which)",
+                ));
+            }
+        });
+    }
+    let mcp_servers = specs_of(definitions, &cwd, &guarded)?;
+    Ok(OpenOptions { cwd, additional_directories, editor: Arc::new(NoEditor), mcp_servers })
 }
 
 /// Binds this connection's editor to a session it opened.
