@@ -121,6 +121,7 @@ transcripts!(
     session_status,
     session_steer,
     turn_outcome_paused,
+    v2_config_option,
     v2_session,
 );
 

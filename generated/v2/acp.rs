@@ -6430,7 +6430,7 @@ pub static METHODS: [crate::runtime::MethodInfo; 18usize] = [
         result: Some("SetSessionConfigOptionResponse"),
         stability: crate::runtime::Stability::Stable,
         baseline: false,
-        implemented: false,
+        implemented: true,
     },
     crate::runtime::MethodInfo {
         wire: "terminal/cancel",

@@ -122,7 +122,7 @@ pub(super) async fn announce<O: Outgoing>(inner: &Inner<O>, session: &Session) -
 }
 
 /// The config option an id names; `work_mode` is the older name of `agent_preset`.
-fn config_id(id: &str) -> Result<ConfigId, RpcError> {
+pub(super) fn config_id(id: &str) -> Result<ConfigId, RpcError> {
     match id {
         "work_mode" => Ok(ConfigId::AgentPreset),
         _ => ConfigId::from_id(id).ok_or_else(|| {
@@ -152,7 +152,7 @@ fn mode_changes(id: &str) -> Result<Vec<Change>, SettingError> {
 }
 
 /// What setting `option` to value id `value` asks for, older names included.
-fn option_changes(option: ConfigId, value: &str) -> Result<Vec<Change>, SettingError> {
+pub(super) fn option_changes(option: ConfigId, value: &str) -> Result<Vec<Change>, SettingError> {
     match option {
         ConfigId::Mode => mode_changes(value),
         ConfigId::AgentPreset => preset(value)
@@ -163,7 +163,11 @@ fn option_changes(option: ConfigId, value: &str) -> Result<Vec<Change>, SettingE
 }
 
 /// Applies `changes` in order; the caller's `configure` keeps none of them if one fails.
-fn apply_all(settings: &mut Settings, changes: Vec<Change>, choices: &Choices) -> Result<(), SettingError> {
+pub(super) fn apply_all(
+    settings: &mut Settings,
+    changes: Vec<Change>,
+    choices: &Choices,
+) -> Result<(), SettingError> {
     changes.into_iter().try_for_each(|change| settings.change(change, choices))
 }
 

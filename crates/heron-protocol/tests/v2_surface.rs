@@ -63,10 +63,7 @@ fn v2_table_has_its_18_methods_on_their_sides() {
     assert!(v2::METHODS.iter().all(|m| m.stability == Stability::Stable && m.aliases.is_empty()));
     let unserved: Vec<&str> = v2::METHODS.iter().filter(|m| !m.implemented).map(|m| m.wire).collect();
     // Declined (elicitation/complete, auth/logout) or not yet served over v2.
-    assert_eq!(
-        unserved,
-        ["auth/logout", "session/set_config_option", "elicitation/complete", "elicitation/create"]
-    );
+    assert_eq!(unserved, ["auth/logout", "elicitation/complete", "elicitation/create"]);
     assert!(v2::EXTENSIONS.is_empty(), "no `_heron/` extension is advertised over v2");
 }
 

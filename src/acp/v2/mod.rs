@@ -14,6 +14,7 @@ mod editor;
 pub mod policy;
 mod prompt;
 mod sessions;
+mod settings;
 
 use std::future::{Future, ready};
 use std::path::PathBuf;
@@ -31,7 +32,8 @@ use heron_protocol::v2::{
     McpStdioCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities,
     PromptEmbeddedContextCapabilities, PromptRequest, PromptResponse, ProtocolVersion, ResumeSessionRequest,
     ResumeSessionResponse, SessionAdditionalDirectoriesCapabilities, SessionCapabilities,
-    SessionDeleteCapabilities, SessionId, SessionUpdate, UpdateSessionNotification,
+    SessionDeleteCapabilities, SessionId, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, UpdateSessionNotification,
 };
 
 use super::errors::{open_elsewhere, unknown_session};
@@ -211,6 +213,13 @@ impl<O: Outgoing> Agent for HeronAgentV2<O> {
         params: DeleteSessionRequest,
     ) -> impl Future<Output = Result<DeleteSessionResponse, RpcError>> + Send + 'static {
         sessions::delete(self, params)
+    }
+
+    fn session_set_config_option(
+        &self,
+        params: SetSessionConfigOptionRequest,
+    ) -> impl Future<Output = Result<SetSessionConfigOptionResponse, RpcError>> + Send + 'static {
+        settings::set_config_option(self, params)
     }
 
     fn session_prompt(

@@ -88,7 +88,7 @@ pub(super) fn new<O: Outgoing>(
         attach(&agent, &session);
         Ok(NewSessionResponse {
             available_commands: Vec::new(),
-            config_options: Vec::new(),
+            config_options: super::settings::options_of(&session),
             meta: None,
             session_id: SessionId(session.id().to_owned()),
         })
@@ -138,7 +138,8 @@ pub(super) fn resume<O: Outgoing>(
             inner.send(session.id(), convert::usage_update(&report)).await?;
         }
         inner.send(session.id(), convert::at_rest()).await?;
-        Ok(ResumeSessionResponse { available_commands: Vec::new(), config_options: Vec::new(), meta: None })
+        let config_options = super::settings::options_of(&session);
+        Ok(ResumeSessionResponse { available_commands: Vec::new(), config_options, meta: None })
     })
 }
 
