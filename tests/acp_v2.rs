@@ -220,7 +220,7 @@ async fn versions_are_negotiated_per_connection() {
     let session = v2_session(&mut editor).await;
     assert!(!session.is_empty());
     // v1-only methods are not there.
-    let load = editor.request(json!(5), "session/load", json!({ "sessionId": session, "cwd": "/" })).await;
+    let load = editor.ask(json!(5), "session/load", json!({ "sessionId": session, "cwd": "/" })).await;
     assert_eq!(load["error"]["code"], -32601, "{load}");
     editor.close().await;
 }
@@ -294,7 +294,7 @@ async fn closing_a_v2_session_mid_turn_ends_the_turn_cancelled_before_the_answer
     let mut editor = support::start_in(v2_args("s", Protocol::V2), support::scripted_home("s", "", LONG));
     let session = v2_session(&mut editor).await;
     let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Work" }] });
-    let answer = editor.request(json!(2), "session/prompt", prompt).await;
+    let answer = editor.ask(json!(2), "session/prompt", prompt).await;
     assert!(answer["result"]["messageId"].is_string(), "{answer}");
     let (before, closed) = editor.call(json!(3), "session/close", json!({ "sessionId": session })).await;
     assert_eq!(closed["result"], json!({}), "{closed}");
@@ -345,5 +345,42 @@ async fn a_v2_client_s_mcp_server_starts_and_the_model_uses_its_tool() {
     let answer = editor.request(json!(3), "session/new", odd).await;
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     assert_eq!(answer["error"]["data"]["path"], "mcpServers[0].type", "{answer}");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn heron_s_own_commands_are_advertised_and_run_here_as_a_turn_the_v2_way() {
+    let mut editor = support::start_in(v2_args("s", Protocol::V2), support::scripted_home("s", "", WRITE));
+    let session = v2_session(&mut editor).await;
+    let advertised = editor.recv_within(Duration::from_secs(10)).await;
+    let commands = &advertised["params"]["update"];
+    assert_eq!(commands["sessionUpdate"], "available_commands_update", "{advertised}");
+    let names: Vec<&str> = commands["availableCommands"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert!(names.contains(&"mode") && names.contains(&"help"), "{names:?}");
+
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "/mode plan" }] });
+    editor.send_request(json!(2), "session/prompt", prompt).await;
+    let seen = until_idle(&mut editor, None).await;
+    let answer = &seen[position(&seen, |m| m["id"] == 2)];
+    let message_id = &answer["result"]["messageId"];
+    let user = position(&seen, |m| m["params"]["update"]["sessionUpdate"] == "user_message");
+    assert_eq!(&seen[user]["params"]["update"]["messageId"], message_id);
+    assert_eq!(seen[user]["params"]["update"]["content"][0]["text"], "/mode plan");
+    assert!(position(&seen, |m| state(m) == Some("running")) < user);
+    let reply = position(&seen, |m| m["params"]["update"]["sessionUpdate"] == "agent_message");
+    assert!(reply > user);
+    let options = position(&seen, |m| m["params"]["update"]["sessionUpdate"] == "config_option_update");
+    let mode = seen[options]["params"]["update"]["configOptions"]
+        .as_array()
+        .and_then(|o| o.iter().find(|o| o["configId"] == "mode"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(mode["currentValue"], "plan", "{mode}");
+    assert_eq!(seen.last().expect("idle")["params"]["update"]["stopReason"], "end_turn");
     editor.close().await;
 }

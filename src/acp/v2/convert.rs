@@ -389,6 +389,15 @@ pub fn usage_update(report: &UsageReport) -> p::SessionUpdate {
     })
 }
 
+/// A line the user typed, shown as their message under `message_id`.
+pub fn user_line(line: String, message_id: String) -> p::SessionUpdate {
+    p::SessionUpdate::UserMessage(p::UserMessage {
+        content: Some(vec![text(line)]),
+        message_id: p::MessageId(message_id),
+        meta: None,
+    })
+}
+
 /// `state_update` `running`: foreground work started.
 pub fn running() -> p::SessionUpdate {
     p::SessionUpdate::StateUpdate(p::StateUpdate::Running(p::RunningStateUpdate {

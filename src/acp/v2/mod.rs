@@ -9,6 +9,7 @@
 //! `_heron/` extensions, agent-side terminals (commands run as tool calls, their output in
 //! the call's content).
 
+mod commands;
 mod convert;
 mod editor;
 pub mod policy;

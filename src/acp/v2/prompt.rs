@@ -8,40 +8,110 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use heron_core::extensions::Expansion;
+use heron_core::session::commands::{self, Invocation};
 use heron_core::session::update::TurnUpdate;
 use heron_core::session::{Queued, Session};
 use heron_protocol::RpcError;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::v2::{
-    CancelSessionNotification, CancelTerminalRequest, CancelTerminalResponse, CancelToolCallRequest,
-    CancelToolCallResponse, MessageId, PromptRequest, PromptResponse,
+    self as p, CancelSessionNotification, CancelTerminalRequest, CancelTerminalResponse,
+    CancelToolCallRequest, CancelToolCallResponse, MessageId, PromptRequest, PromptResponse,
 };
 use tokio::sync::{mpsc, watch};
 
 use super::super::errors::prompt_error;
-use super::{HeronAgentV2, Inner, Reply, convert};
+use super::{HeronAgentV2, Inner, Reply, commands as wire_commands, convert};
+
+/// What a prompt asks for.
+enum Asked {
+    /// The model, with this input.
+    Prompt(Vec<heron_core::types::PromptInput>),
+    /// One of Heron's own commands, run here (the line as typed).
+    Local(Invocation, String),
+    /// `/compact` with the user's instructions (the line as typed).
+    Compact(String, String),
+    /// A custom command, expanded.
+    Custom(Expansion),
+    /// A custom command refused: the line as typed, and why.
+    Refused(String, String),
+}
+
+fn asked(session: &Session, blocks: Vec<p::ContentBlock>) -> Result<Asked, RpcError> {
+    if let [p::ContentBlock::Text(text)] = blocks.as_slice() {
+        let line = text.text.clone();
+        if let Some(invocation) = commands::parse(&line) {
+            return Ok(if invocation.name == commands::COMPACT {
+                Asked::Compact(invocation.argument, line)
+            } else {
+                Asked::Local(invocation, line)
+            });
+        }
+        match session.expand(&line) {
+            Some(Ok(expansion)) => return Ok(Asked::Custom(expansion)),
+            Some(Err(reason)) => return Ok(Asked::Refused(line, reason)),
+            None => {}
+        }
+    }
+    Ok(Asked::Prompt(convert::prompt_input(blocks)?))
+}
 
 /// `session/prompt`. Runs on the reader up to queueing, so prompts keep their order.
 pub(super) fn prompt<O: Outgoing>(agent: &HeronAgentV2<O>, params: PromptRequest) -> Reply<PromptResponse> {
     let message_id = uuid::Uuid::new_v4().to_string();
-    let queued = agent.session(&params.session_id).and_then(|session| {
-        let input = convert::prompt_input(params.prompt)?;
+    let started = agent.session(&params.session_id).and_then(|session| {
+        let asked = asked(&session, params.prompt)?;
         let (updates, stream) = mpsc::unbounded_channel();
-        let queued = session.prompt_shown(input, updates, message_id.clone());
+        let shown = message_id.clone();
+        let queued = match asked {
+            Asked::Prompt(input) => Queuing::Turn(session.prompt_shown(input, updates, shown), None),
+            Asked::Custom(expansion) => {
+                Queuing::Turn(session.run_command_shown(expansion, updates, shown), None)
+            }
+            // A compaction records no user message: the line is shown here.
+            Asked::Compact(instructions, line) => {
+                Queuing::Turn(session.compact(instructions, updates), Some(line))
+            }
+            Asked::Local(invocation, line) => Queuing::Local(invocation, line),
+            Asked::Refused(line, reason) => Queuing::Refused(line, reason),
+        };
         Ok((session, stream, queued))
     });
     let inner = agent.inner.clone();
     Box::pin(async move {
-        let (session, stream, queued) = queued?;
-        let active = inner.turns.begin(session.id());
-        // The turn's updates follow the answer that gave the client the message id; the
-        // follow-up only starts the forwarding, which lasts as long as the turn.
-        let forwarding = forward(inner, session, stream, queued, active);
+        let (session, stream, queued) = started?;
+        // What follows goes out after the answer that gave the client the message id; the
+        // follow-up only starts it, since a turn lasts.
+        let following: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = match queued {
+            Queuing::Turn(queued, echo) => {
+                let active = inner.turns.begin(session.id());
+                let shown = echo.map(|line| (line, message_id.clone()));
+                Box::pin(forward(inner, session, stream, queued, active, shown))
+            }
+            Queuing::Local(invocation, line) => {
+                let id = message_id.clone();
+                Box::pin(async move { wire_commands::run(&inner, &session, invocation, line, id).await })
+            }
+            Queuing::Refused(line, reason) => {
+                let id = message_id.clone();
+                Box::pin(
+                    async move { wire_commands::answer(&inner, &session, line, id, reason, false).await },
+                )
+            }
+        };
         heron_rpc::after_response(async move {
-            tokio::spawn(forwarding);
+            tokio::spawn(following);
         });
         Ok(PromptResponse { message_id: MessageId(message_id), meta: None })
     })
+}
+
+/// A prompt on its way: a turn queued in the session (with the line to show for it, when the
+/// session records none), or a command answered here.
+enum Queuing {
+    Turn(Queued, Option<String>),
+    Local(Invocation, String),
+    Refused(String, String),
 }
 
 /// Forwards one prompt's turn to the editor, from `running` to `idle`.
@@ -51,14 +121,19 @@ async fn forward<O: Outgoing>(
     mut stream: mpsc::UnboundedReceiver<TurnUpdate>,
     queued: Queued,
     active: Active,
+    shown: Option<(String, String)>,
 ) {
     let id = session.id().to_owned();
     let mut started = false;
+    let mut shown = shown;
     while let Some(mut update) = stream.recv().await {
         // The first thing a turn sends (its status) says it started.
         if !started {
             started = true;
             let _ = inner.send(&id, convert::running()).await;
+            if let Some((line, message_id)) = shown.take() {
+                let _ = inner.send(&id, convert::user_line(line, message_id)).await;
+            }
         }
         // The chunk's share of the turn's budget goes back once it is queued for the
         // editor, so a slow editor slows the turn down.
@@ -142,6 +217,15 @@ impl Turns {
         let count = turns.entry(session_id.to_owned()).or_insert_with(|| watch::channel(0).0).clone();
         count.send_modify(|n| *n += 1);
         Active(count)
+    }
+
+    /// Whether a turn of `session_id` is being forwarded now.
+    pub(super) fn busy(&self, session_id: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session_id)
+            .is_some_and(|count| *count.borrow() > 0)
     }
 
     fn ended(&self, session_id: &str) -> impl Future<Output = ()> + use<> {

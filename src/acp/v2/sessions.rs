@@ -86,6 +86,7 @@ pub(super) fn new<O: Outgoing>(
         let manager = agent.inner.manager.ready().await?;
         let session = manager.create(options?).await.map_err(|e| session_error(e, &manager))?;
         attach(&agent, &session);
+        super::commands::advertise(&agent.inner, &session);
         Ok(NewSessionResponse {
             available_commands: Vec::new(),
             config_options: super::settings::options_of(&session),
@@ -134,6 +135,7 @@ pub(super) fn resume<O: Outgoing>(
             manager.open(&id, options).await.map_err(failed)?
         };
         attach(&agent, &session);
+        super::commands::advertise(&inner, &session);
         if let Some(report) = session.status().1.usage {
             inner.send(session.id(), convert::usage_update(&report)).await?;
         }

@@ -305,6 +305,18 @@ impl Session {
         self.queue(Work::Command { prompt, invoked: expansion.invoked }, updates, None)
     }
 
+    /// Queues a custom command like [`Session::run_command`], shown back under
+    /// `message_id` as [`Session::prompt_shown`] shows a prompt.
+    pub fn run_command_shown(
+        &self,
+        expansion: Expansion,
+        updates: mpsc::UnboundedSender<TurnUpdate>,
+        message_id: String,
+    ) -> Queued {
+        let prompt = vec![PromptInput::Content(crate::types::UserContent::Text { text: expansion.prompt })];
+        self.queue(Work::Command { prompt, invoked: expansion.invoked }, updates, Some(message_id))
+    }
+
     /// Asks for a reload of the session's extensions (see `reload`): run now when the
     /// session is idle, queued (at most one) while a turn runs.
     pub fn reload(&self) -> ReloadRequest {

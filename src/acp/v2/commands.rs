@@ -1,0 +1,120 @@
+//! Slash commands over ACP v2: the session's commands advertised as v2's
+//! `available_commands_update`, and Heron's own commands (`/help`, `/status`, `/mode`, ...)
+//! run here without the model, as a turn the v2 way: `running`, the command line as the
+//! user message under the prompt's id, the reply as an agent message, `idle`.
+
+use std::sync::Arc;
+
+use heron_core::extensions::Catalog;
+use heron_core::session::Session;
+use heron_core::session::commands::{self, COMMANDS, Invocation};
+use heron_core::session::settings::SettingError;
+use heron_core::types::StopReason;
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::v2::{
+    self as p, AgentMessage, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, Command,
+    ConfigOptionUpdate, ContentBlock, MessageId, SessionUpdate, TextCommandInput, TextContent, UserMessage,
+};
+
+use super::{Inner, convert, settings};
+
+fn hint(text: &str) -> AvailableCommandInput {
+    AvailableCommandInput::Text(TextCommandInput { hint: text.to_owned(), meta: None })
+}
+
+/// Every command of a session with `catalog`, Heron's own first.
+fn available(catalog: &Catalog) -> Vec<AvailableCommand> {
+    let builtin = COMMANDS.iter().map(|c| Command {
+        description: c.description.to_owned(),
+        input: c.hint.map(hint),
+        meta: None,
+        name: c.name.to_owned(),
+    });
+    let custom = catalog.commands().map(|c| Command {
+        description: c.description.clone(),
+        input: c.hint.as_deref().map(hint),
+        meta: None,
+        name: c.name.clone(),
+    });
+    builtin.chain(custom).map(AvailableCommand::Command).collect()
+}
+
+/// Advertises the session's commands once the answer that made it known is out.
+pub(super) fn advertise<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
+    let (inner, id, catalog) = (inner.clone(), session.id().to_owned(), session.commands());
+    heron_rpc::after_response(async move {
+        let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate {
+            available_commands: available(&catalog),
+            meta: super::super::commands::meta(&catalog),
+        });
+        if let Err(err) = inner.send(&id, update).await {
+            tracing::debug!(%err, "could not advertise commands");
+        }
+    });
+}
+
+fn text(text: String) -> ContentBlock {
+    ContentBlock::Text(TextContent { annotations: None, meta: None, text })
+}
+
+/// Runs one of Heron's own commands, typed as `line`, and answers under `message_id`.
+pub(super) async fn run<O: Outgoing>(
+    inner: &Inner<O>,
+    session: &Session,
+    invocation: Invocation,
+    line: String,
+    message_id: String,
+) {
+    let mut outcome = None;
+    let custom = session.commands();
+    let result = session
+        .configure(|settings, choices| {
+            outcome = Some(commands::run(&invocation, settings, choices, &custom));
+            // A refused command changes nothing: failing the change rolls it back.
+            match &outcome {
+                Some(Err(reason)) => Err(SettingError::Refused(reason.clone())),
+                _ => Ok(()),
+            }
+        })
+        .await;
+    let (reply, changed) = match (outcome, result) {
+        (Some(Ok(ran)), Ok(_)) => (ran.reply, ran.settings_changed),
+        (Some(Err(reason)), _) => (reason, false),
+        (_, Err(err)) => (err.to_string(), false),
+        (None, Ok(_)) => (String::new(), false),
+    };
+    answer(inner, session, line, message_id, reply, changed).await;
+}
+
+/// Shows `line` as the user's message under `message_id` and `reply` as the agent's, as a
+/// turn of its own (`running` to `idle`) unless a turn is already running, whose state it
+/// leaves alone; with `changed`, the new config options follow.
+pub(super) async fn answer<O: Outgoing>(
+    inner: &Inner<O>,
+    session: &Session,
+    line: String,
+    message_id: String,
+    reply: String,
+    changed: bool,
+) {
+    let id = session.id();
+    let own_turn = !inner.turns.busy(id);
+    if own_turn {
+        let _ = inner.send(id, convert::running()).await;
+    }
+    let user = UserMessage { content: Some(vec![text(line)]), message_id: MessageId(message_id), meta: None };
+    let _ = inner.send(id, SessionUpdate::UserMessage(user)).await;
+    let answer = AgentMessage {
+        content: Some(vec![text(reply)]),
+        message_id: MessageId(uuid::Uuid::new_v4().to_string()),
+        meta: None,
+    };
+    let _ = inner.send(id, SessionUpdate::AgentMessage(answer)).await;
+    if changed {
+        let options = ConfigOptionUpdate { config_options: settings::options_of(session), meta: None };
+        let _ = inner.send(id, p::SessionUpdate::ConfigOptionUpdate(options)).await;
+    }
+    if own_turn {
+        let _ = inner.send(id, convert::idle(Ok(StopReason::EndTurn))).await;
+    }
+}
