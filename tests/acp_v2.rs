@@ -384,3 +384,28 @@ async fn heron_s_own_commands_are_advertised_and_run_here_as_a_turn_the_v2_way()
     assert_eq!(seen.last().expect("idle")["params"]["update"]["stopReason"], "end_turn");
     editor.close().await;
 }
+
+#[tokio::test]
+async fn v2_prompts_take_checked_images_and_refuse_audio_by_index() {
+    let text_only = r#"{"steps":[{"text":"Seen."}]}
+"#;
+    let mut editor =
+        support::start_in(v2_args("s", Protocol::V2), support::scripted_home("s", "", text_only));
+    let session = v2_session(&mut editor).await;
+    let png = json!({ "type": "image", "mimeType": "image/png", "data": "iVBORw0KGgowMDAw" });
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Look" }, png] });
+    let answer = editor.ask(json!(2), "session/prompt", prompt).await;
+    assert!(answer["result"]["messageId"].is_string(), "{answer}");
+    let seen = until_idle(&mut editor, None).await;
+    assert_eq!(seen.last().expect("idle")["params"]["update"]["stopReason"], "end_turn");
+
+    let lying = json!({ "type": "image", "mimeType": "image/jpeg", "data": "iVBORw0KGgowMDAw" });
+    let answer =
+        editor.ask(json!(3), "session/prompt", json!({ "sessionId": session, "prompt": [lying] })).await;
+    assert_eq!(answer["error"]["data"]["path"], "prompt[0].mimeType", "{answer}");
+    let audio = json!({ "type": "audio", "mimeType": "audio/wav", "data": "AAAA" });
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Hear" }, audio] });
+    let answer = editor.ask(json!(4), "session/prompt", prompt).await;
+    assert_eq!(answer["error"]["data"]["path"], "prompt[1]", "{answer}");
+    editor.close().await;
+}

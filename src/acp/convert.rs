@@ -62,33 +62,54 @@ fn text_block(text: String) -> ContentBlock {
     ContentBlock::Text(TextContent { annotations: None, meta: None, text })
 }
 
+/// An image block of prompt block `at` (either protocol version: the fields are the same),
+/// checked: a type Heron takes, valid base64, bytes that are that type.
+pub fn image_input(
+    data: &str,
+    mime_type: String,
+    uri: Option<String>,
+    at: usize,
+) -> Result<PromptInput, RpcError> {
+    if !IMAGE_TYPES.contains(&mime_type.as_str()) {
+        return Err(RpcError::invalid_params(
+            format!("prompt[{at}].mimeType"),
+            format!("unsupported image type `{mime_type}`; use one of {}", IMAGE_TYPES.join(", ")),
+        ));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|e| {
+        RpcError::invalid_params(format!("prompt[{at}].data"), format!("invalid base64: {e}"))
+    })?;
+    let data = checked_image(bytes, &mime_type, at)?;
+    Ok(PromptInput::Attachment { image: true, mime_type, data, uri })
+}
+
+/// An embedded binary resource of prompt block `at` (either version), its base64 checked.
+pub fn blob_input(
+    blob: &str,
+    mime_type: Option<String>,
+    uri: String,
+    at: usize,
+) -> Result<PromptInput, RpcError> {
+    let data = base64::engine::general_purpose::STANDARD.decode(blob.trim()).map_err(|e| {
+        RpcError::invalid_params(format!("prompt[{at}].resource.blob"), format!("invalid base64: {e}"))
+    })?;
+    Ok(PromptInput::Attachment {
+        image: false,
+        mime_type: mime_type.unwrap_or_else(|| "application/octet-stream".to_owned()),
+        data,
+        uri: Some(uri),
+    })
+}
+
 /// Reads a prompt, refusing what Heron cannot take: bad base64, unsupported images, audio.
 /// `field` names the offending block in errors, e.g. `prompt[2].data`.
 pub fn prompt_input(blocks: Vec<ContentBlock>) -> Result<Vec<PromptInput>, RpcError> {
-    let decode = |data: &str, at: usize| {
-        base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|e| {
-            RpcError::invalid_params(format!("prompt[{at}].data"), format!("invalid base64: {e}"))
-        })
-    };
     blocks
         .into_iter()
         .enumerate()
         .map(|(at, block)| match block {
             ContentBlock::Text(text) => Ok(PromptInput::Content(UserContent::Text { text: text.text })),
-            ContentBlock::Image(image) => {
-                if !IMAGE_TYPES.contains(&image.mime_type.as_str()) {
-                    return Err(RpcError::invalid_params(
-                        format!("prompt[{at}].mimeType"),
-                        format!(
-                            "unsupported image type `{}`; use one of {}",
-                            image.mime_type,
-                            IMAGE_TYPES.join(", ")
-                        ),
-                    ));
-                }
-                let data = checked_image(decode(&image.data, at)?, &image.mime_type, at)?;
-                Ok(PromptInput::Attachment { image: true, mime_type: image.mime_type, data, uri: image.uri })
-            }
+            ContentBlock::Image(image) => image_input(&image.data, image.mime_type, image.uri, at),
             ContentBlock::Audio(_) => Err(RpcError::invalid_params(
                 format!("prompt[{at}]"),
                 "audio prompts are not supported (promptCapabilities.audio is false)",
@@ -110,19 +131,7 @@ pub fn prompt_input(blocks: Vec<ContentBlock>) -> Result<Vec<PromptInput>, RpcEr
                     }))
                 }
                 EmbeddedResourceResource::BlobResourceContents(blob) => {
-                    let data =
-                        base64::engine::general_purpose::STANDARD.decode(blob.blob.trim()).map_err(|e| {
-                            RpcError::invalid_params(
-                                format!("prompt[{at}].resource.blob"),
-                                format!("invalid base64: {e}"),
-                            )
-                        })?;
-                    Ok(PromptInput::Attachment {
-                        image: false,
-                        mime_type: blob.mime_type.unwrap_or_else(|| "application/octet-stream".to_owned()),
-                        data,
-                        uri: Some(blob.uri),
-                    })
+                    blob_input(&blob.blob, blob.mime_type, blob.uri, at)
                 }
             },
         })

@@ -12,16 +12,22 @@ use heron_core::types::{
 };
 use heron_protocol::RpcError;
 use heron_protocol::v2 as p;
+
+use super::super::convert as v1;
 use serde_json::json;
 
-/// A v2 prompt as the core's input: text, embedded text resources and resource links, the
-/// blocks Heron advertises over v2 (`embeddedContext`, no images or audio yet). Anything
-/// else is refused with the offending block's index, so nothing the user sent is dropped.
+/// A v2 prompt as the core's input: text, images, resource links and embedded resources,
+/// checked as over v1 (an image must be base64 of the type it claims). Audio is refused
+/// with the offending block's index, so nothing the user sent is dropped.
 pub fn prompt_input(blocks: Vec<p::ContentBlock>) -> Result<Vec<PromptInput>, RpcError> {
     let mut input = Vec::with_capacity(blocks.len());
     for (at, block) in blocks.into_iter().enumerate() {
         let content = match block {
             p::ContentBlock::Text(text) => UserContent::Text { text: text.text },
+            p::ContentBlock::Image(image) => {
+                input.push(v1::image_input(&image.data, image.mime_type.0, image.uri, at)?);
+                continue;
+            }
             p::ContentBlock::ResourceLink(link) => UserContent::Link {
                 uri: link.uri,
                 name: link.name,
@@ -30,18 +36,21 @@ pub fn prompt_input(blocks: Vec<p::ContentBlock>) -> Result<Vec<PromptInput>, Rp
                 description: link.description,
                 size: link.size.and_then(|s| i64::try_from(s).ok()),
             },
-            p::ContentBlock::Resource(p::EmbeddedResource {
-                resource: p::EmbeddedResourceResource::TextResourceContents(text),
-                ..
-            }) => UserContent::Resource {
-                uri: text.uri,
-                mime_type: text.mime_type.map(|m| m.0),
-                text: text.text,
+            p::ContentBlock::Resource(p::EmbeddedResource { resource, .. }) => match resource {
+                p::EmbeddedResourceResource::TextResourceContents(text) => UserContent::Resource {
+                    uri: text.uri,
+                    mime_type: text.mime_type.map(|m| m.0),
+                    text: text.text,
+                },
+                p::EmbeddedResourceResource::BlobResourceContents(blob) => {
+                    input.push(v1::blob_input(&blob.blob, blob.mime_type.map(|m| m.0), blob.uri, at)?);
+                    continue;
+                }
             },
             _ => {
                 return Err(RpcError::invalid_params(
                     format!("prompt[{at}]"),
-                    "over ACP v2 Heron takes text, resource links and embedded text resources",
+                    "audio and unknown blocks are not taken (session.prompt advertises what is)",
                 ));
             }
         };

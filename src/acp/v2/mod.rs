@@ -5,9 +5,9 @@
 //! and the turn reports `state_update` `running`, its output, then `idle` with how it ended;
 //! tool calls can be cancelled one by one; editors serve no files or terminals.
 //!
-//! What v2 offers that Heron does not serve yet is not advertised: config options, slash commands, images and audio in prompts, elicitation, the
-//! `_heron/` extensions, agent-side terminals (commands run as tool calls, their output in
-//! the call's content).
+//! What v2 offers that Heron does not serve yet is not advertised: audio in prompts,
+//! elicitation, the `_heron/` extensions, agent-side terminals (commands run as tool calls,
+//! their output in the call's content).
 
 mod commands;
 mod convert;
@@ -31,9 +31,9 @@ use heron_protocol::v2::{
     DeleteSessionResponse, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
     ListSessionsResponse, LoginAuthRequest, LoginAuthResponse, McpCapabilities, McpHttpCapabilities,
     McpStdioCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptEmbeddedContextCapabilities, PromptRequest, PromptResponse, ProtocolVersion, ResumeSessionRequest,
-    ResumeSessionResponse, SessionAdditionalDirectoriesCapabilities, SessionCapabilities,
-    SessionDeleteCapabilities, SessionId, SessionUpdate, SetSessionConfigOptionRequest,
+    PromptEmbeddedContextCapabilities, PromptImageCapabilities, PromptRequest, PromptResponse,
+    ProtocolVersion, ResumeSessionRequest, ResumeSessionResponse, SessionAdditionalDirectoriesCapabilities,
+    SessionCapabilities, SessionDeleteCapabilities, SessionId, SessionUpdate, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, UpdateSessionNotification,
 };
 
@@ -113,7 +113,7 @@ fn capabilities() -> AgentCapabilities {
             prompt: Some(PromptCapabilities {
                 audio: None,
                 embedded_context: Some(PromptEmbeddedContextCapabilities { meta: None }),
-                image: None,
+                image: Some(PromptImageCapabilities { meta: None }),
                 meta: None,
             }),
         }),
