@@ -19,7 +19,7 @@ mod settings;
 
 use std::future::{Future, ready};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use heron_core::session::Session;
 use heron_protocol::RpcError;
@@ -27,13 +27,13 @@ use heron_protocol::runtime::Outgoing;
 use heron_protocol::v2::{
     Agent, AgentCapabilities, AuthMethod, AuthMethodId, AuthMethodTerminal, CancelSessionNotification,
     CancelTerminalRequest, CancelTerminalResponse, CancelToolCallRequest, CancelToolCallResponse, Client,
-    ClientCapabilities, ClientPeer, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest,
-    DeleteSessionResponse, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoginAuthRequest, LoginAuthResponse, McpCapabilities, McpHttpCapabilities,
-    McpStdioCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptEmbeddedContextCapabilities, PromptImageCapabilities, PromptRequest, PromptResponse,
-    ProtocolVersion, ResumeSessionRequest, ResumeSessionResponse, SessionAdditionalDirectoriesCapabilities,
-    SessionCapabilities, SessionDeleteCapabilities, SessionId, SessionUpdate, SetSessionConfigOptionRequest,
+    ClientPeer, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
+    LoginAuthRequest, LoginAuthResponse, McpCapabilities, McpHttpCapabilities, McpStdioCapabilities,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptEmbeddedContextCapabilities,
+    PromptImageCapabilities, PromptRequest, PromptResponse, ProtocolVersion, ResumeSessionRequest,
+    ResumeSessionResponse, SessionAdditionalDirectoriesCapabilities, SessionCapabilities,
+    SessionDeleteCapabilities, SessionId, SessionUpdate, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, UpdateSessionNotification,
 };
 
@@ -54,7 +54,6 @@ struct Inner<O> {
     client: ClientPeer<O>,
     manager: ManagerSlot,
     home_root: PathBuf,
-    client_capabilities: Mutex<ClientCapabilities>,
     turns: prompt::Turns,
 }
 
@@ -69,7 +68,6 @@ impl<O: Outgoing> HeronAgentV2<O> {
                 client: ClientPeer(client),
                 manager,
                 home_root,
-                client_capabilities: Mutex::new(ClientCapabilities::default()),
                 turns: prompt::Turns::default(),
             }),
         }
@@ -120,11 +118,11 @@ fn capabilities() -> AgentCapabilities {
     }
 }
 
-fn initialize<O: Outgoing>(agent: &HeronAgentV2<O>, params: InitializeRequest) -> InitializeResponse {
+fn initialize(params: InitializeRequest) -> InitializeResponse {
+    // The terminal method is only offered to clients that can run it. Nothing else a v2
+    // client advertises changes what Heron does yet (elicitation over v2 is not served).
     let client = params.capabilities.unwrap_or_default();
-    // The terminal method is only offered to clients that can run it.
     let terminal_auth = client.auth.as_ref().and_then(|a| a.terminal.as_ref()).is_some();
-    *agent.inner.client_capabilities.lock().unwrap_or_else(PoisonError::into_inner) = client;
     let auth_methods = if terminal_auth {
         vec![AuthMethod::Terminal(AuthMethodTerminal {
             args: vec!["--setup".to_owned()],
@@ -157,7 +155,7 @@ impl<O: Outgoing> Agent for HeronAgentV2<O> {
         &self,
         params: InitializeRequest,
     ) -> impl Future<Output = Result<InitializeResponse, RpcError>> + Send + 'static {
-        let answer = initialize(self, params);
+        let answer = initialize(params);
         // As over v1: the store and config are read once the answer is queued.
         let start = (!self.inner.manager.is_wanted()).then(|| self.inner.manager.clone());
         async move {
