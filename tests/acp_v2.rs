@@ -409,3 +409,29 @@ async fn v2_prompts_take_checked_images_and_refuse_audio_by_index() {
     assert_eq!(answer["error"]["data"]["path"], "prompt[1]", "{answer}");
     editor.close().await;
 }
+
+#[tokio::test]
+async fn custom_commands_and_compact_queue_as_turns_shown_under_the_prompts_id() {
+    let script = r#"{"steps":[{"text":"Looks fine."}]}
+{"steps":[{"text":"A summary."}]}
+"#;
+    let mut editor = support::start_in(v2_args("s", Protocol::V2), support::scripted_home("s", "", script));
+    let commands = Path::new(&editor.dirs.ws()).join(".heron/commands");
+    std::fs::create_dir_all(&commands).expect("commands dir");
+    let review = "---\ndescription: Review files\nargument-hint: <files>\n---\nReview $ARGUMENTS for bugs.\n";
+    std::fs::write(commands.join("review.md"), review).expect("command file");
+    let session = v2_session(&mut editor).await;
+    for (id, line) in [(2, "/review src"), (3, "/compact")] {
+        let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": line }] });
+        let answer = editor.ask(json!(id), "session/prompt", prompt).await;
+        let message_id = answer["result"]["messageId"].clone();
+        assert!(message_id.is_string(), "{answer}");
+        let seen = until_idle(&mut editor, None).await;
+        let user = position(&seen, |m| m["params"]["update"]["sessionUpdate"] == "user_message");
+        assert_eq!(seen[user]["params"]["update"]["messageId"], message_id, "{line}: {}", seen[user]);
+        assert_eq!(seen[user]["params"]["update"]["content"][0]["text"], line, "shown as typed");
+        assert!(position(&seen, |m| state(m) == Some("running")) < user, "{line}");
+        assert_eq!(seen.last().expect("idle")["params"]["update"]["stopReason"], "end_turn", "{line}");
+    }
+    editor.close().await;
+}

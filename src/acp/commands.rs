@@ -7,7 +7,9 @@
 use serde_json::{Map, Value, json};
 
 use heron_core::extensions::{Catalog, Origin, Problem};
-use heron_core::session::commands::COMMANDS;
+use heron_core::session::Session;
+use heron_core::session::commands::{self, COMMANDS, Invocation};
+use heron_core::session::settings::SettingError;
 use heron_protocol::{self as p, SessionUpdate};
 
 /// The longest problem message sent, in bytes.
@@ -42,6 +44,29 @@ pub fn available(catalog: &Catalog) -> Vec<p::AvailableCommand> {
         }
     });
     builtin.chain(custom).collect()
+}
+
+/// Runs one of Heron's own commands on `session`, whichever protocol version asked: the
+/// reply for the user, and whether the settings changed. A refused command changes nothing.
+pub(super) async fn run_here(session: &Session, invocation: &Invocation) -> (String, bool) {
+    let mut outcome = None;
+    let custom = session.commands();
+    let result = session
+        .configure(|settings, choices| {
+            outcome = Some(commands::run(invocation, settings, choices, &custom));
+            // Failing the change rolls it back.
+            match &outcome {
+                Some(Err(reason)) => Err(SettingError::Refused(reason.clone())),
+                _ => Ok(()),
+            }
+        })
+        .await;
+    match (outcome, result) {
+        (Some(Ok(ran)), Ok(_)) => (ran.reply, ran.settings_changed),
+        (Some(Err(reason)), _) => (reason, false),
+        (_, Err(err)) => (err.to_string(), false),
+        (None, Ok(_)) => (String::new(), false),
+    }
 }
 
 /// The update that advertises a session's commands.

@@ -5,7 +5,6 @@
 
 use heron_core::session::Session;
 use heron_core::session::commands::{self, Invocation};
-use heron_core::session::settings::SettingError;
 use heron_core::session::update::TurnUpdate;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{CancelNotification, ContentBlock, PromptRequest, PromptResponse, RpcError, StopReason};
@@ -109,24 +108,7 @@ async fn run_command<O: Outgoing>(
     session: &Session,
     invocation: &Invocation,
 ) -> Result<(), RpcError> {
-    let mut outcome = None;
-    let custom = session.commands();
-    let result = session
-        .configure(|settings, choices| {
-            outcome = Some(commands::run(invocation, settings, choices, &custom));
-            // A refused command changes nothing: failing the change rolls it back.
-            match &outcome {
-                Some(Err(reason)) => Err(SettingError::Refused(reason.clone())),
-                _ => Ok(()),
-            }
-        })
-        .await;
-    let (reply, changed) = match (outcome, result) {
-        (Some(Ok(ran)), Ok(_)) => (ran.reply, ran.settings_changed),
-        (Some(Err(reason)), _) => (reason, false),
-        (_, Err(err)) => (err.to_string(), false),
-        (None, Ok(_)) => (String::new(), false),
-    };
+    let (reply, changed) = super::commands::run_here(session, invocation).await;
     let message_id = uuid::Uuid::new_v4().to_string();
     inner.send(session.id(), convert::agent_message(&message_id, reply)).await?;
     if changed {

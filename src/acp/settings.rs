@@ -3,10 +3,10 @@
 //! the core's changes; the protocol category of each option; and telling the editor that
 //! settings changed.
 
-use heron_core::session::Session;
 use heron_core::session::settings::{
     Change, Choices, ConfigId, Mode, Posture, Preset, SettingError, Settings,
 };
+use heron_core::session::{Manager, Session};
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
     ConfigOptionUpdate, CurrentModeUpdate, RpcError, SessionConfigOptionCategory, SessionId, SessionModeId,
@@ -73,10 +73,7 @@ pub(super) fn set_config_option<O: Outgoing>(
         let (_, option, value) = request?;
         let session = session?;
         let before = session.state().settings;
-        session
-            .configure(|s, c| apply_all(s, option_changes(option, &value)?, c))
-            .await
-            .map_err(|e| session_error(e, &manager))?;
+        set_option(&session, &manager, option, &value).await?;
         if session.state().settings.mode != before.mode {
             let (settings, _) = inner.options_of(&session);
             inner.send(session.id(), mode_update(&settings)).await?;
@@ -152,7 +149,7 @@ fn mode_changes(id: &str) -> Result<Vec<Change>, SettingError> {
 }
 
 /// What setting `option` to value id `value` asks for, older names included.
-pub(super) fn option_changes(option: ConfigId, value: &str) -> Result<Vec<Change>, SettingError> {
+fn option_changes(option: ConfigId, value: &str) -> Result<Vec<Change>, SettingError> {
     match option {
         ConfigId::Mode => mode_changes(value),
         ConfigId::AgentPreset => preset(value)
@@ -162,12 +159,23 @@ pub(super) fn option_changes(option: ConfigId, value: &str) -> Result<Vec<Change
     }
 }
 
+/// Sets `option` of `session` to value id `value` (older names included), whichever
+/// protocol version asked; a refusal keeps every setting as it was.
+pub(super) async fn set_option(
+    session: &Session,
+    manager: &Manager,
+    option: ConfigId,
+    value: &str,
+) -> Result<(), RpcError> {
+    session
+        .configure(|s, c| apply_all(s, option_changes(option, value)?, c))
+        .await
+        .map(drop)
+        .map_err(|e| session_error(e, manager))
+}
+
 /// Applies `changes` in order; the caller's `configure` keeps none of them if one fails.
-pub(super) fn apply_all(
-    settings: &mut Settings,
-    changes: Vec<Change>,
-    choices: &Choices,
-) -> Result<(), SettingError> {
+fn apply_all(settings: &mut Settings, changes: Vec<Change>, choices: &Choices) -> Result<(), SettingError> {
     changes.into_iter().try_for_each(|change| settings.change(change, choices))
 }
 

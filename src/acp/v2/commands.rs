@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use heron_core::extensions::Catalog;
 use heron_core::session::Session;
-use heron_core::session::commands::{self, COMMANDS, Invocation};
-use heron_core::session::settings::SettingError;
+use heron_core::session::commands::{COMMANDS, Invocation};
 use heron_core::types::StopReason;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::v2::{
@@ -65,24 +64,7 @@ pub(super) async fn run<O: Outgoing>(
     line: String,
     message_id: String,
 ) {
-    let mut outcome = None;
-    let custom = session.commands();
-    let result = session
-        .configure(|settings, choices| {
-            outcome = Some(commands::run(&invocation, settings, choices, &custom));
-            // A refused command changes nothing: failing the change rolls it back.
-            match &outcome {
-                Some(Err(reason)) => Err(SettingError::Refused(reason.clone())),
-                _ => Ok(()),
-            }
-        })
-        .await;
-    let (reply, changed) = match (outcome, result) {
-        (Some(Ok(ran)), Ok(_)) => (ran.reply, ran.settings_changed),
-        (Some(Err(reason)), _) => (reason, false),
-        (_, Err(err)) => (err.to_string(), false),
-        (None, Ok(_)) => (String::new(), false),
-    };
+    let (reply, changed) = super::super::commands::run_here(session, &invocation).await;
     answer(inner, session, line, message_id, reply, changed).await;
 }
 

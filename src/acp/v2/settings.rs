@@ -12,8 +12,7 @@ use heron_protocol::v2::{
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
 };
 
-use super::super::errors::session_error;
-use super::super::settings::{apply_all, config_id, option_changes};
+use super::super::settings::{config_id, set_option};
 use super::{HeronAgentV2, Reply};
 
 /// v2's category of an option: ACP's own where one fits, Heron's otherwise.
@@ -82,10 +81,7 @@ pub(super) fn set_config_option<O: Outgoing>(
         let manager = inner.manager.ready().await?;
         let (_, option, value) = request?;
         let session = session?;
-        session
-            .configure(|s, c| apply_all(s, option_changes(option, &value)?, c))
-            .await
-            .map_err(|e| session_error(e, &manager))?;
+        set_option(&session, &manager, option, &value).await?;
         Ok(SetSessionConfigOptionResponse { config_options: options_of(&session), meta: None })
     })
 }
