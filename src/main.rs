@@ -7,6 +7,9 @@ use heron::cli::{Cli, Command, init_logging};
 
 fn main() -> ExitCode {
     malloc_settings();
+    // Before any key is read: the commands Heron starts must not read its memory or its
+    // environment through /proc.
+    heron_core::sandbox::keep_this_process_private();
     let cli = Cli::parse_from(single_dash_cwd(std::env::args_os()));
     if let Command::Run(args) = cli.command {
         return run(args);

@@ -143,3 +143,65 @@ async fn a_key_the_model_echoes_in_pieces_never_reaches_the_client_or_the_store(
         "the store kept the key"
     );
 }
+
+/// A key the user exported, so that the editor and Heron hold it in their environment, is
+/// not read back by a command through `/proc/PID/environ`: Heron is not dumpable, commands
+/// lose `CAP_SYS_PTRACE`, and where a mount namespace can be made the environment files of
+/// Heron's lineage are covered. Over the real binary, started by a shell that holds the key
+/// (the editor).
+#[test]
+fn a_command_cannot_read_an_exported_key_from_heron_or_its_editor() {
+    let support = heron_core::sandbox::support();
+    if !support.is_available() {
+        eprintln!("SKIPPED: the sandbox is unavailable here: {support:?}");
+        return;
+    }
+    const EXPORTED: &str = "sk-exported-7d41c9a2e8b3";
+    let scan = format!(
+        "for f in $(grep -l -F {EXPORTED} /proc/[0-9]*/environ 2>/dev/null); do \
+         echo found $(cat $(dirname $f)/comm); done; echo scanned"
+    );
+    let step =
+        json!({ "steps": [{ "tool_call": { "name": "run_command", "arguments": { "command": scan } } }] });
+    let dirs =
+        support::scripted_home("s", "", &format!("{step}\n{}\n", json!({ "steps": [{ "text": "ok" }] })));
+    dirs.write_home(".env", &format!("EXPORTED_TEST_KEY={EXPORTED}\n"));
+    let editor = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("\"$0\" acp --model s/m --permission-mode bypassPermissions; exit 0")
+        .arg(support::heron_bin())
+        .env("HERON_HOME", dirs.home())
+        .env("HERON_LOG", "warn")
+        .env("EXPORTED_TEST_KEY", EXPORTED)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the editor's shell");
+    let mut heron = support::Process::started(editor);
+    let session = heron.new_session(&dirs.ws());
+    heron.send(json!({ "jsonrpc": "2.0", "id": "p", "method": "session/prompt",
+        "params": { "sessionId": session, "prompt": [{ "type": "text", "text": "scan" }] } }));
+    let mut output = String::new();
+    loop {
+        let message = heron.next();
+        if message["id"] == "p" {
+            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+            break;
+        }
+        if update_kind(&message) == Some("tool_call_update")
+            && message["params"]["update"]["status"] == "completed"
+        {
+            output = message["params"]["update"].to_string();
+        }
+    }
+    assert!(output.contains("scanned"), "the scan ran: {output}");
+    assert!(!output.contains("found heron"), "Heron's environment was read: {output}");
+    if matches!(support, heron_core::sandbox::Support::Available { hides_home: true, .. }) {
+        assert!(!output.contains("found"), "an environment of Heron's lineage was read: {output}");
+    } else {
+        eprintln!("SKIPPED (in part): no mount namespace here, so the editor's environment stays readable");
+    }
+    heron.close_input();
+    assert!(heron.exited_within(support::PROCESS_WAIT).is_some(), "heron and its shell exit on EOF");
+}

@@ -343,7 +343,12 @@ pub const PROCESS_WAIT: Duration = Duration::from_secs(30);
 impl Process {
     /// Starts `heron acp args...` on `home` (see [`spawn_heron`]).
     pub fn spawn(home: &std::path::Path, args: &[&str]) -> Process {
-        let mut child = spawn_heron(home, args);
+        Self::started(spawn_heron(home, args))
+    }
+
+    /// Drives a child already started with piped stdin and stdout that speaks ACP on them
+    /// (`heron acp` behind a wrapper, say).
+    pub fn started(mut child: std::process::Child) -> Process {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("piped stdout");
         let (sender, lines) = std::sync::mpsc::channel();

@@ -13,22 +13,30 @@ use super::{Policy, SandboxError, rules};
 pub(super) struct Steps {
     /// The Landlock ruleset, open until the command holding these steps is dropped.
     ruleset: OwnedFd,
-    /// The home, to cover with an empty read-only tmpfs in a private mount namespace.
-    cover: Option<CString>,
+    /// What the child covers in a private mount namespace, when it may make one.
+    cover: Option<Cover>,
+}
+
+/// The paths a child covers in its own mount namespace.
+struct Cover {
+    /// The home, covered with an empty read-only tmpfs.
+    home: Option<CString>,
+    /// The `/proc/PID/environ` files of Heron and its ancestors, covered with `/dev/null`.
+    environs: Vec<CString>,
 }
 
 impl Steps {
     /// Builds the ruleset (reads directories: call it on the blocking pool) and, when
-    /// `hides_home`, the path to cover.
+    /// `hides_home`, the paths to cover.
     pub(super) fn prepare(policy: &Policy, hides_home: bool) -> Result<Self, SandboxError> {
         let home = rules::real_home(&policy.home)?;
         let ruleset = rules::build(policy, &home)?;
-        let cover = if hides_home && home.is_dir() {
-            // A path with a NUL byte cannot exist, so there is nothing to cover.
-            CString::new(home.as_os_str().as_bytes()).ok()
-        } else {
-            None
-        };
+        // A path with a NUL byte cannot exist, so there is nothing to cover.
+        let c_path = |path: &std::path::Path| CString::new(path.as_os_str().as_bytes()).ok();
+        let cover = hides_home.then(|| Cover {
+            home: if home.is_dir() { c_path(&home) } else { None },
+            environs: super::own::lineage_environs().iter().filter_map(|path| c_path(path)).collect(),
+        });
         Ok(Self { ruleset, cover })
     }
 
@@ -47,9 +55,10 @@ impl Steps {
     /// error is built from `errno` alone (`io::Error` stores the number, nothing on the
     /// heap) and makes `spawn` fail in the parent with it.
     fn in_child(&self) -> std::io::Result<()> {
-        if let Some(target) = &self.cover {
-            cover(target);
+        if let Some(cover) = &self.cover {
+            cover.mount();
         }
+        drop_ptrace_capability()?;
         // SAFETY: prctl with integer arguments touches no memory of ours. Landlock requires
         // it (or CAP_SYS_ADMIN), and it keeps setuid programs from regaining rights.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
@@ -67,33 +76,100 @@ impl Steps {
     }
 }
 
-/// Covers `target` with an empty read-only tmpfs in a new private mount namespace. Best
-/// effort: Landlock hides the home on its own, so a step that fails leaves the child as it
-/// was. Mounting must come first, since a Landlock-confined process may not mount.
-fn cover(target: &CString) {
-    // SAFETY: each call takes flags and NUL-terminated strings that outlive it (`target`
-    // is owned by the steps; the others are literals).
-    unsafe {
-        if libc::unshare(libc::CLONE_NEWNS) != 0 {
-            return;
+impl Cover {
+    /// Covers the home with an empty read-only tmpfs and each environment file with
+    /// `/dev/null`, in a new private mount namespace. Best effort: Landlock hides the home on
+    /// its own and Heron is not dumpable, so a step that fails leaves the child as it was.
+    /// Mounting must come first, since a Landlock-confined process may not mount.
+    fn mount(&self) {
+        // SAFETY: each call takes flags and NUL-terminated strings that outlive it (the
+        // paths are owned by the steps; the others are literals).
+        unsafe {
+            if libc::unshare(libc::CLONE_NEWNS) != 0 {
+                return;
+            }
+            // Without this, a mount under a shared tree would propagate back to Heron's view.
+            let private = libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            );
+            if private != 0 {
+                return;
+            }
+            if let Some(home) = &self.home {
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    home.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    c"mode=000,size=4k".as_ptr().cast(),
+                );
+            }
+            for environ in &self.environs {
+                libc::mount(
+                    c"/dev/null".as_ptr(),
+                    environ.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                );
+            }
         }
-        // Without this, a mount under a shared tree would propagate back to Heron's view.
-        let private = libc::mount(
-            std::ptr::null(),
-            c"/".as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        );
-        if private != 0 {
-            return;
-        }
-        libc::mount(
-            c"tmpfs".as_ptr(),
-            target.as_ptr(),
-            c"tmpfs".as_ptr(),
-            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            c"mode=000,size=4k".as_ptr().cast(),
-        );
     }
+}
+
+/// `CAP_SYS_PTRACE`'s number (linux/capability.h): what lets root read the `/proc` files of
+/// a process that is not dumpable, such as Heron.
+const CAP_SYS_PTRACE: u32 = 19;
+
+/// The header and one of the two data words of `capget`/`capset` (version 3, 64 bits).
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Keeps `CAP_SYS_PTRACE` from the program: out of the bounding set (so `exec` does not
+/// give it back to root), the ambient set and this process's own sets. A process that
+/// holds it still after this (root that may not drop it) does not start.
+fn drop_ptrace_capability() -> std::io::Result<()> {
+    let bit = 1u32 << CAP_SYS_PTRACE;
+    let mut header = CapHeader { version: 0x2008_0522, pid: 0 };
+    let mut data = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
+    // SAFETY: prctl with integer arguments touches no memory of ours; capget and capset
+    // read and write the header and the two data words on this stack frame.
+    unsafe {
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0);
+        // Fails (EPERM) without CAP_SETPCAP, that is, for a process that holds no
+        // capabilities to begin with; checked below.
+        libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE as libc::c_ulong, 0, 0, 0);
+        if libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if (data[0].effective | data[0].permitted | data[0].inheritable) & bit != 0 {
+            data[0].effective &= !bit;
+            data[0].permitted &= !bit;
+            data[0].inheritable &= !bit;
+            if libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        // Root regains every capability of the bounding set at `exec`.
+        let bounded = libc::prctl(libc::PR_CAPBSET_READ, CAP_SYS_PTRACE as libc::c_ulong, 0, 0, 0) == 1;
+        if bounded && libc::geteuid() == 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+        }
+    }
+    Ok(())
 }

@@ -8,6 +8,8 @@
 //! - `support`: whether this kernel has Landlock (probed once per process) and whether a
 //!   private mount namespace can also cover the home; said once on stderr when it cannot.
 //! - `policy`: what a session allows, from its roots and `config.toml`.
+//! - `own`: what Heron does to its own process (not dumpable), and the lineage whose
+//!   environment files a child covers.
 //! - `env`: the keys withheld from every child's environment (sandbox on or off).
 //! - `rules` (Linux): the Landlock ruleset, built in the parent, with the carve-out that
 //!   keeps the home out of every granted hierarchy.
@@ -25,13 +27,21 @@
 //! in the child while it runs and closes in the parent when the command is dropped after
 //! spawning; the kernel opens it close-on-exec, so the program never inherits it.
 //!
-//! What it does not do: it does not restrict the network or signals, nor reading other
-//! processes' start-up environment in `/proc/PID/environ` (Landlock refuses their memory,
-//! descriptors and links, but not that file, on the kernels tested). Postures (tool
+//! Other processes' `/proc` files: Landlock refuses a confined child the memory of
+//! processes outside its domain, but on some kernels not their start-up environment
+//! (`/proc/PID/environ`), where a key the user exported would be. So Heron is not dumpable
+//! (`own`), no child keeps `CAP_SYS_PTRACE` (which would let root read it anyway), and where
+//! the child gets a mount namespace, the environment files of Heron and its ancestors (the
+//! editor) are covered too.
+//!
+//! What it does not do: it does not restrict the network or signals, nor hide the
+//! environment of the user's processes outside Heron's lineage (nor the lineage's own
+//! where no mount namespace can be made). Postures (tool
 //! approval) decide what is asked; the sandbox is the boundary, and only `sandbox = "off"`
 //! in `config.toml` turns it off.
 
 mod env;
+mod own;
 mod policy;
 mod support;
 
@@ -44,6 +54,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use self::env::Withheld;
+pub use self::own::keep_this_process_private;
 pub use self::policy::Policy;
 pub use self::support::{Support, probe_in_background, support};
 
