@@ -414,3 +414,18 @@ fn heron_runs_its_commands_in_our_terminals_and_their_output_is_shown() {
         "{finished:?}"
     );
 }
+
+#[test]
+fn an_agent_error_is_printed_with_the_reason_its_data_gives() {
+    let setup = Setup::new();
+    let config = crate::support::scripted_provider("broken", "broken.jsonl");
+    std::fs::write(setup.home().join("config.toml"), config).expect("config");
+    std::fs::write(setup.home().join("broken.jsonl"), "{not a script\n").expect("script");
+    let finished = run(&setup, &["--model", "broken/m", "hello"], "");
+    assert!(!finished.status.success(), "{finished:?}");
+    assert!(
+        finished.stderr.contains("Authentication required (provider `broken` cannot start: script line 1"),
+        "{}",
+        finished.stderr
+    );
+}

@@ -98,8 +98,27 @@ pub enum RunError {
     #[error("{0}")]
     Agent(String),
     /// The agent answered with an error.
-    #[error("the agent answered {}: {}", .0.code, .0.message)]
+    #[error("the agent answered {}: {}{}", .0.code, .0.message, detail(.0))]
     Rpc(RpcError),
+}
+
+/// What an error's `data` says beyond its message, for a person: its `reason` or
+/// `message` text when it has one (an agent's explanation, such as why a provider cannot
+/// start), clipped and stripped of control characters, in parentheses. A one-word code
+/// (`auth_required`) explains nothing and is left out.
+fn detail(err: &RpcError) -> String {
+    let Some(data) = &err.data else { return String::new() };
+    let text = ["reason", "message", "details"]
+        .iter()
+        .filter_map(|key| data.get(*key).and_then(serde_json::Value::as_str))
+        .find(|text| text.contains(' ') && *text != err.message);
+    match text {
+        Some(text) => {
+            let clean: String = text.chars().filter(|c| !c.is_control()).take(500).collect();
+            format!(" ({clean})")
+        }
+        None => String::new(),
+    }
 }
 
 impl From<RpcError> for RunError {
