@@ -36,10 +36,11 @@ use heron_protocol::{
 pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
     let (updates, mut stream) = mpsc::unbounded_channel();
     let (forwarding, id) = (inner.clone(), session.id().to_owned());
-    // Ends when the session, which holds the sending end, is closed.
+    // Ends when the session, which holds the sending end, is closed. Each forward is boxed
+    // so that the task an idle session keeps is only the loop, not the forwarding machinery.
     tokio::spawn(async move {
         while let Some(update) = stream.recv().await {
-            super::updates::forward(&forwarding, &id, update).await;
+            Box::pin(super::updates::forward(&forwarding, &id, update)).await;
         }
     });
     let inbox = session.inbox().clone();

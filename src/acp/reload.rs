@@ -93,20 +93,26 @@ pub(super) fn watch<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Arc<Session>) 
     }
     let mut changes = session.extensions_changed();
     let (inner, id, weak) = (inner.clone(), session.id().to_owned(), Arc::downgrade(session));
+    // Each reload's telling is boxed: the task an idle session keeps is only the loop.
     tokio::spawn(async move {
         while changes.changed().await.is_ok() {
             let Some(session) = weak.upgrade() else { break };
-            inner.status.sync(&inner.client, &session).await;
-            let (_, snapshot) = session.status();
-            if snapshot.extensions.last_reload.is_some_and(|reload| reload.error.is_some()) {
-                // Nothing changed: the status says why, and there is nothing to announce.
-                continue;
-            }
-            mcp::watch(&inner, &session);
-            // Nobody was told what changed: the options go out too, changed or not.
-            let options = Some(options_update(&inner, &session));
-            announce(&inner, &id, commands::update(&session.commands()), options).await;
+            Box::pin(tell(&inner, &id, &session)).await;
         }
         inner.reload_watched.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
     });
+}
+
+/// Tells the client of one ended reload of `session`.
+async fn tell<O: Outgoing>(inner: &Arc<Inner<O>>, id: &str, session: &Arc<Session>) {
+    inner.status.sync(&inner.client, session).await;
+    let (_, snapshot) = session.status();
+    if snapshot.extensions.last_reload.is_some_and(|reload| reload.error.is_some()) {
+        // Nothing changed: the status says why, and there is nothing to announce.
+        return;
+    }
+    mcp::watch(inner, session);
+    // Nobody was told what changed: the options go out too, changed or not.
+    let options = Some(options_update(inner, session));
+    announce(inner, id, commands::update(&session.commands()), options).await;
 }

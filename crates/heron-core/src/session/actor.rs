@@ -60,7 +60,7 @@ pub(super) async fn run(
         // A reload asked for while idle runs before anything else is taken.
         if let Some(waiting) = reloads.take() {
             let Some(session) = session.upgrade() else { break };
-            reload::run(&session, &context, waiting).await;
+            Box::pin(reload::run(&session, &context, waiting)).await;
             continue;
         }
         // Prompts come first: the inbox runs only when none waits.
@@ -89,11 +89,13 @@ pub(super) async fn run(
         // A reload that came in meanwhile still goes first; one asked for from now on,
         // while this turn runs, waits for its end.
         while let Err(waiting) = reloads.begin_turn() {
-            reload::run(&session, &context, waiting).await;
+            Box::pin(reload::run(&session, &context, waiting)).await;
         }
+        // Boxed: the turn's machinery is large, and inline it would make every idle actor
+        // that large for its whole life (1,000 open sessions are mostly idle actors).
         match next {
-            Next::Prompt(job) => run_prompt(&session, &context, job, &mut carried).await,
-            Next::Item(item) => run_item(&session, &context, item, &mut carried).await,
+            Next::Prompt(job) => Box::pin(run_prompt(&session, &context, job, &mut carried)).await,
+            Next::Item(item) => Box::pin(run_item(&session, &context, item, &mut carried)).await,
         }
         reloads.end_turn();
     }
