@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::support::{Dirs, FakeEditor, Script, call, text_of};
 use heron_core::secret::Secret;
 use heron_core::tools::edit_file::EditFile;
+use heron_core::tools::grep::Grep;
 use heron_core::tools::read_file::ReadFile;
 use heron_core::tools::write_file::WriteFile;
 use heron_core::tools::{Tool, ToolEnv};
@@ -384,6 +385,32 @@ async fn secrets_are_scrubbed_from_what_tools_return() {
     assert!(!outcome.for_model.contains("sk-live-123456"), "{}", outcome.for_model);
     assert!(!text_of(&outcome).contains("sk-live-123456"));
     assert!(outcome.for_model.contains("KEY=***"));
+}
+
+/// A hostile model pads the line holding a key so that a clip falls inside the key: what
+/// is clipped was redacted first, so no part of the key survives the cut.
+#[tokio::test]
+async fn a_clip_inside_a_key_leaves_no_part_of_it() {
+    let key = "sk-live-0123456789abcdefghij";
+    let dirs = Dirs::new();
+    // grep clips each matching line at 400 characters; here the key starts at 390.
+    dirs.write("padded.txt", format!("{}{key} tail\n", "y".repeat(390)));
+    // read_file clips a single line longer than its cap (256 KiB).
+    dirs.write("long.txt", format!("{}{key}\n", "z".repeat(256 * 1024 - 12)));
+    let env = ToolEnv { secrets: Arc::new(vec![Secret::new(key)]), ..dirs.env() };
+    let grep = call(&Grep, &env, json!({"pattern": "tail", "path": "padded.txt"})).await;
+    let read = call(&ReadFile, &env, json!({"path": "long.txt"})).await;
+    for (what, outcome) in [("grep", &grep), ("read_file", &read)] {
+        for text in [outcome.for_model.clone(), text_of(outcome)] {
+            assert!(!text.contains("sk-live-0"), "{what} kept part of the key: …{}", tail(&text));
+        }
+    }
+    assert!(grep.for_model.contains("y***"), "{}", tail(&grep.for_model));
+}
+
+fn tail(text: &str) -> &str {
+    let start = (0..=text.len().saturating_sub(120)).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+    &text[start..]
 }
 
 #[tokio::test]

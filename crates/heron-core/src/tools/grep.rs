@@ -14,6 +14,7 @@ use super::roots::ReadAccess;
 use super::{Outcome, Prepared, Tool, ToolEnv, call, files, fsio, walk};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
+use crate::secret::Secret;
 use crate::types::ToolKind;
 
 const NAME: &str = "grep";
@@ -120,12 +121,13 @@ async fn search(prepared: Prepared, env: ToolEnv) -> Outcome {
         return Outcome::failed(format!("{} does not exist", root.display()));
     }
     let (cancel, witness, roots) = (env.cancel.clone(), env.witness.clone(), env.roots.clone());
+    let secrets = env.secrets.clone();
     let cwd = call::resolve(&env, ".");
     let searched = tokio::task::spawn_blocking(move || {
         let mut found = Found::default();
         let protected = roots.protected();
         let walked = walk::files(&root, filter.as_ref(), &cancel, witness.as_deref(), protected, |path| {
-            search_file(&regex, &cwd, path, protected, &mut found)
+            search_file(&regex, &cwd, path, protected, &secrets, &mut found)
         });
         (found, walked)
     })
@@ -156,6 +158,7 @@ fn search_file(
     cwd: &Path,
     path: &Path,
     protected: &Protected,
+    secrets: &[Secret],
     found: &mut Found,
 ) -> ControlFlow<()> {
     // Regular files only, read within the cap; another name of a home file is skipped.
@@ -172,6 +175,9 @@ fn search_file(
             continue;
         }
         let line = String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line));
+        // Redacted before it is clipped: a cut inside a key leaves a part that redaction of
+        // the result could no longer recognise.
+        let line = crate::secret::redact(&line, secrets);
         let mut clipped: String = line.chars().take(MAX_LINE_CHARS).collect();
         if clipped.len() < line.len() {
             clipped.push('…');

@@ -100,7 +100,10 @@ async fn read(prepared: &Prepared, env: &ToolEnv) -> Outcome {
     };
     let offset = usize::try_from(args.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
     let limit = usize::try_from(args.limit.unwrap_or(MAX_LINES as u64)).unwrap_or(MAX_LINES).min(MAX_LINES);
-    let shown = window(&decoded.text, offset, limit);
+    // Redacted before the window is cut from it: a single line longer than the cap is
+    // clipped, and a clip inside a key would leave a part no later redaction recognises.
+    let text = crate::secret::redact(&decoded.text, env.secrets.iter());
+    let shown = window(&text, offset, limit);
     let mut for_model = shown.numbered;
     let mut for_user = shown.plain;
     if decoded.encoding == Encoding::Latin1 {

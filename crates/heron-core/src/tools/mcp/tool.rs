@@ -136,7 +136,7 @@ impl Tool for McpTool {
                 () = env.cancel.cancelled() => Outcome::failed("cancelled"),
                 result = peer.call_tool(params) => match result {
                     Err(error) => Outcome::failed(format!("the MCP server `{server}` failed: {error}")),
-                    Ok(result) => outcome_of(serde_json::to_value(&result).unwrap_or_default()),
+                    Ok(result) => outcome_of(serde_json::to_value(&result).unwrap_or_default(), &env.secrets),
                 },
             };
             call::scrub(&env, outcome)
@@ -144,8 +144,10 @@ impl Tool for McpTool {
     }
 }
 
-/// A `tools/call` result as the model and the editor see it.
-fn outcome_of(result: Value) -> Outcome {
+/// A `tools/call` result as the model and the editor see it, with `secrets` redacted from
+/// its text before the text is capped (a cap inside a key would leave a part no later
+/// redaction recognises).
+fn outcome_of(result: Value, secrets: &[crate::secret::Secret]) -> Outcome {
     let mut parts = Vec::new();
     for block in result.get("content").and_then(Value::as_array).into_iter().flatten() {
         let kind = block.get("type").and_then(Value::as_str).unwrap_or_default();
@@ -167,7 +169,7 @@ fn outcome_of(result: Value) -> Outcome {
     {
         parts.push(structured.to_string());
     }
-    let mut text = parts.join("\n");
+    let mut text = crate::secret::redact(&parts.join("\n"), secrets);
     if text.len() > MAX_OUTPUT {
         let cut = (0..=MAX_OUTPUT).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
         text.truncate(cut);
@@ -201,11 +203,21 @@ mod tests {
             {"type": "resource", "resource": {"uri": "file:///a", "text": "body"}},
             {"type": "resource_link", "uri": "file:///b", "name": "b"}
         ], "isError": true});
-        let outcome = outcome_of(result);
+        let outcome = outcome_of(result, &[]);
         assert_eq!(outcome.for_model, "one\n[image image/png]\nbody\n[resource file:///b]");
         assert_eq!(outcome.status, ToolStatus::Failed);
-        let empty = outcome_of(serde_json::json!({"content": [], "structuredContent": {"n": 1}}));
+        let empty = outcome_of(serde_json::json!({"content": [], "structuredContent": {"n": 1}}), &[]);
         assert_eq!(empty.for_model, "{\"n\":1}");
         assert_eq!(empty.status, ToolStatus::Completed);
+    }
+
+    #[test]
+    fn a_key_across_the_output_cap_is_masked_not_cut_in_two() {
+        let key = crate::secret::Secret::new("sk-cut-0123456789abcdef");
+        // The key starts 10 bytes before the cap, so capping first would keep its start.
+        let text = format!("{}{}", "x".repeat(MAX_OUTPUT - 10), key.expose());
+        let outcome = outcome_of(serde_json::json!({"content": [{"type": "text", "text": text}]}), &[key]);
+        assert!(!outcome.for_model.contains("sk-cut-012"), "{}", &outcome.for_model[MAX_OUTPUT - 20..]);
+        assert!(outcome.for_model.ends_with("x***"), "{}", &outcome.for_model[MAX_OUTPUT - 20..]);
     }
 }
