@@ -205,3 +205,47 @@ fn a_command_cannot_read_an_exported_key_from_heron_or_its_editor() {
     heron.close_input();
     assert!(heron.exited_within(support::PROCESS_WAIT).is_some(), "heron and its shell exit on EOF");
 }
+
+/// A key the model puts into a tool call (its arguments or its name) is masked before the
+/// call is shown, asked about, stored or run: the editor, the store and the file all get
+/// `***`, which is what the approval showed.
+#[tokio::test]
+async fn a_key_in_a_tool_call_is_masked_in_what_is_shown_stored_and_run() {
+    let dirs = Dirs::new();
+    dirs.write_home("config.toml", &support::scripted_provider("s", "s.jsonl"));
+    dirs.write_home(".env", &format!("SOME_KEY={KEY}\n"));
+    let calls = json!({ "steps": [
+        { "tool_call": { "name": "write_file", "arguments": { "path": "k.txt", "content": format!("KEY={KEY}\n") } } },
+        // Escaped in the JSON text: only the decoded string shows the key.
+        { "tool_call": { "name": "write_file", "arguments": format!(
+            r#"{{"path":"e.txt","content":"\u0073{}"}}"#, &KEY[1..]) } },
+        { "tool_call": { "name": format!("no_such_tool_{KEY}"), "arguments": {} } },
+    ] });
+    dirs.write_home("s.jsonl", &format!("{calls}\n{}\n", json!({ "steps": [{ "text": "done" }] })));
+    let args = AcpArgs { permission_mode: Some("bypassPermissions".into()), ..support::scripted_args("s") };
+    let mut editor = support::start_in(args, dirs.clone());
+    let session = editor.new_session().await;
+    let (messages, answer) = editor.prompt(json!("p"), &session, "write it").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let shown = serde_json::to_string(&messages).expect("json");
+    assert!(!shown.contains("0123456789abcdef"), "the editor was shown the key: {shown}");
+    let ws = std::path::Path::new(&dirs.ws()).to_path_buf();
+    assert_eq!(std::fs::read_to_string(ws.join("k.txt")).expect("k.txt"), "KEY=***\n");
+    assert_eq!(std::fs::read_to_string(ws.join("e.txt")).expect("e.txt"), "***");
+    let (replayed, _) = editor
+        .exchange(
+            json!("load"),
+            "session/load",
+            json!({ "sessionId": session, "cwd": dirs.ws(), "mcpServers": [] }),
+        )
+        .await;
+    assert!(
+        !serde_json::to_string(&replayed).expect("json").contains("0123456789abcdef"),
+        "the store kept the key"
+    );
+    let transcripts = std::fs::read_dir(dirs.home().join("transcripts")).expect("transcripts");
+    for file in transcripts.flatten() {
+        let text = std::fs::read_to_string(file.path()).expect("transcript");
+        assert!(!text.contains("0123456789abcdef"), "the transcript kept the key");
+    }
+}

@@ -49,6 +49,62 @@ pub fn redact<'a>(text: &str, secrets: impl IntoIterator<Item = &'a Secret>) -> 
     out
 }
 
+/// [`redact`] for JSON text (a model's tool-call arguments): the text as written, and where
+/// it is JSON whose decoded strings still hold a secret (written with escapes, such as
+/// `\u0073k-...`), those strings too, the value then written anew. Text that is not JSON is
+/// redacted as text.
+pub fn redact_json_text(text: &str, secrets: &[Secret]) -> String {
+    let written = redact(text, secrets);
+    if secrets.iter().all(|s| s.0.len() < 4) {
+        return written;
+    }
+    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&written) else { return written };
+    if scrub_strings(&mut value, secrets) { value.to_string() } else { written }
+}
+
+/// Redacts every string (and object key) of `value`; whether anything changed.
+fn scrub_strings(value: &mut serde_json::Value, secrets: &[Secret]) -> bool {
+    use serde_json::Value;
+    let clean = |text: &str| {
+        let redacted = redact(text, secrets);
+        (redacted != text).then_some(redacted)
+    };
+    match value {
+        Value::String(text) => match clean(text) {
+            Some(redacted) => {
+                *text = redacted;
+                true
+            }
+            None => false,
+        },
+        Value::Array(items) => {
+            // Every item is scrubbed: no short cut after the first change.
+            let mut changed = false;
+            for item in items {
+                changed |= scrub_strings(item, secrets);
+            }
+            changed
+        }
+        Value::Object(map) => {
+            let entries = std::mem::take(map);
+            let mut changed = false;
+            for (key, mut item) in entries {
+                changed |= scrub_strings(&mut item, secrets);
+                let key = match clean(&key) {
+                    Some(redacted) => {
+                        changed = true;
+                        redacted
+                    }
+                    None => key,
+                };
+                map.insert(key, item);
+            }
+            changed
+        }
+        _ => false,
+    }
+}
+
 /// Redacts secrets from output that arrives in pieces (a model's deltas, a command's
 /// reads): it holds back the end of what it saw while that end could still be the start of
 /// a secret, so a key split across pieces is caught too. Concatenating every piece it hands
@@ -162,6 +218,22 @@ pub fn clip(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_arguments_are_redacted_as_written_and_as_decoded() {
+        let secrets = [Secret::new("sk-json-123456")];
+        assert_eq!(
+            redact_json_text(r#"{"content":"KEY=sk-json-123456"}"#, &secrets),
+            r#"{"content":"KEY=***"}"#
+        );
+        // Escaped in the JSON text, the key is only visible once decoded.
+        let escaped = r#"{"content":"\u0073k-json-123456","n":1}"#;
+        assert_eq!(redact_json_text(escaped, &secrets), r#"{"content":"***","n":1}"#);
+        assert_eq!(redact_json_text(r#"{"sk-json-123456":1}"#, &secrets), r#"{"***":1}"#);
+        assert_eq!(redact_json_text("{not json sk-json-123456", &secrets), "{not json ***");
+        let untouched = r#"{ "path" : "a.txt" }"#;
+        assert_eq!(redact_json_text(untouched, &secrets), untouched, "unchanged text keeps its bytes");
+    }
 
     #[test]
     fn debug_and_display_never_show_the_value() {

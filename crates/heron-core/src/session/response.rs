@@ -163,7 +163,14 @@ impl Turn {
                         break;
                     }
                 }
-                ModelEvent::ToolCall { call } => calls.push(call),
+                ModelEvent::ToolCall { mut call } => {
+                    // The model's calls are its output too: a key in a name or an argument
+                    // is masked before anything shows, stores or runs it, so what the user
+                    // is asked to approve (`***`) is what runs.
+                    call.name = crate::secret::redact(&call.name, self.env.secrets.iter());
+                    call.arguments = crate::secret::redact_json_text(&call.arguments, &self.env.secrets);
+                    calls.push(call);
+                }
                 ModelEvent::ReasoningDetails { details: sent } => details = Some(sent),
                 ModelEvent::Usage { usage } => {
                     usage_seen = true;
