@@ -249,3 +249,57 @@ async fn a_key_in_a_tool_call_is_masked_in_what_is_shown_stored_and_run() {
         assert!(!text.contains("0123456789abcdef"), "the transcript kept the key");
     }
 }
+
+/// In yolo (`bypassPermissions`) a read in a credential folder still asks first, showing
+/// the file; a rejection leaves the key unread. Over the real binary, with `HOME` pointed
+/// at a home holding `.ssh/id_rsa`.
+#[test]
+fn yolo_still_asks_before_reading_a_credential_folder() {
+    let dirs = Dirs::new();
+    let user_home = std::path::PathBuf::from(dirs.other("user"));
+    std::fs::create_dir_all(user_home.join(".ssh")).expect(".ssh");
+    std::fs::write(user_home.join(".ssh/id_rsa"), "PRIVATE-KEY-BODY\n").expect("id_rsa");
+    let read = json!({ "steps": [{ "tool_call": { "name": "read_file",
+        "arguments": { "path": user_home.join(".ssh/id_rsa").display().to_string() } } }] });
+    dirs.write_home("config.toml", &support::scripted_provider("s", "s.jsonl"));
+    dirs.write_home("s.jsonl", &format!("{read}\n{}\n", json!({ "steps": [{ "text": "ok" }] })));
+    let child = std::process::Command::new(support::heron_bin())
+        .args(["acp", "--model", "s/m", "--permission-mode", "bypassPermissions"])
+        .env("HERON_HOME", dirs.home())
+        .env("HOME", &user_home)
+        .env("HERON_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn heron");
+    let mut heron = support::Process::started(child);
+    let session = heron.new_session(&dirs.ws());
+    heron.send(json!({ "jsonrpc": "2.0", "id": "p", "method": "session/prompt",
+        "params": { "sessionId": session, "prompt": [{ "type": "text", "text": "read it" }] } }));
+    let mut asked = None;
+    let mut seen = String::new();
+    loop {
+        let message = heron.next();
+        if message["method"] == "session/request_permission" {
+            let reject = message["params"]["options"]
+                .as_array()
+                .and_then(|options| options.iter().find(|o| o["kind"] == "reject_once"))
+                .map(|o| o["optionId"].clone())
+                .expect("a reject option");
+            heron.send(json!({ "jsonrpc": "2.0", "id": message["id"],
+                "result": { "outcome": { "outcome": "selected", "optionId": reject } } }));
+            asked = Some(message);
+            continue;
+        }
+        if message["id"] == "p" {
+            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+            break;
+        }
+        seen.push_str(&message.to_string());
+    }
+    let asked = asked.expect("yolo asked before reading a credential folder");
+    let shown = asked["params"]["toolCall"]["locations"][0]["path"].as_str().unwrap_or_default().to_owned();
+    assert!(shown.ends_with(".ssh/id_rsa"), "the question shows the file: {asked}");
+    assert!(!seen.contains("PRIVATE-KEY-BODY"), "the rejected read ran: {seen}");
+}

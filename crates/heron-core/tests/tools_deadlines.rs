@@ -43,6 +43,7 @@ impl Tool for Stuck {
             locations: Vec::new(),
             raw_input: json!({}),
             outside_roots: false,
+            credentials: false,
             content: Vec::new(),
             planned: None,
         })

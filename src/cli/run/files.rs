@@ -46,7 +46,7 @@ impl Workspace {
         match self.roots.read_access(&resolved, path) {
             Err(refusal) => Err(RpcError::invalid_params(field, refusal)),
             Ok(ReadAccess::Inside) => Ok(resolved),
-            Ok(ReadAccess::Ask) => Err(RpcError::invalid_params(
+            Ok(ReadAccess::Ask | ReadAccess::Credentials) => Err(RpcError::invalid_params(
                 field,
                 format!(
                     "{path} resolves to {}, which is outside the session's cwd {} (or in a credential folder); \

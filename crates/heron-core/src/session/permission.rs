@@ -90,6 +90,11 @@ impl Approvals {
         self.remembered.push((tool.to_owned(), scope, allow));
     }
 
+    /// The answer given for exactly `scope`, not for a directory above it.
+    fn get_exact(&self, tool: &str, scope: &Scope) -> Option<bool> {
+        self.remembered.iter().rev().find(|(t, s, _)| t == tool && s == scope).map(|(_, _, allow)| *allow)
+    }
+
     fn get(&self, tool: &str, scope: &Scope) -> Option<bool> {
         self.remembered
             .iter()
@@ -118,6 +123,9 @@ pub fn decide(
         return Decision::Allow;
     }
     let posture = if plan_mode { Posture::ReadOnly } else { posture };
+    if prepared.credentials {
+        return credentials(posture, tool, prepared, approvals);
+    }
     if posture == Posture::Yolo {
         return Decision::Allow;
     }
@@ -152,6 +160,24 @@ pub fn decide(
     }
 }
 
+/// A read in a credential folder: asked in every posture (yolo skips questions about the
+/// workspace, not about the user's keys), unless this very path was allowed always (a
+/// grant for a folder above it was not shown the credentials); refused where nothing may
+/// ask.
+fn credentials(posture: Posture, tool: &str, prepared: &Prepared, approvals: &Approvals) -> Decision {
+    let scope = Scope::of(prepared);
+    if approvals.get(tool, &scope) == Some(false) {
+        return Decision::Deny(format!("The user refused `{tool}` for the rest of this session."));
+    }
+    match posture {
+        Posture::ReadOnly | Posture::DontAsk => Decision::Deny(format!(
+            "`{tool}` reads a credential folder, which is only read after asking, and tool approval does not ask."
+        )),
+        _ if approvals.get_exact(tool, &scope) == Some(true) => Decision::Allow,
+        _ => Decision::Ask,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +190,7 @@ mod tests {
             locations: path.map(|p| Location { path: p.into(), line: None }).into_iter().collect(),
             raw_input: serde_json::json!({}),
             outside_roots: outside,
+            credentials: false,
             content: Vec::new(),
             planned: None,
         }
@@ -207,6 +234,29 @@ mod tests {
         assert_eq!(decide(Posture::Ask, false, "read_file", &hostname, &approvals), Decision::Allow);
         let key = call(ToolKind::Read, Some("/root/.ssh/id_rsa"), true);
         assert_eq!(decide(Posture::Ask, false, "read_file", &key, &approvals), Decision::Ask);
+    }
+
+    #[test]
+    fn a_credential_read_asks_in_every_posture_and_only_its_own_grant_covers_it() {
+        let key = Prepared { credentials: true, ..call(ToolKind::Read, Some("/root/.ssh/id_rsa"), true) };
+        let ask = |posture, approvals: &Approvals| decide(posture, false, "read_file", &key, approvals);
+        let none = Approvals::default();
+        assert_eq!(ask(Posture::Yolo, &none), Decision::Ask, "yolo still asks");
+        assert_eq!(ask(Posture::Auto, &none), Decision::Ask);
+        assert!(matches!(ask(Posture::DontAsk, &none), Decision::Deny(_)));
+        assert!(matches!(ask(Posture::ReadOnly, &none), Decision::Deny(_)));
+        assert!(
+            matches!(decide(Posture::Yolo, true, "read_file", &key, &none), Decision::Deny(_)),
+            "plan mode"
+        );
+        // A grant for the folder above, for listing it, was not shown the credentials.
+        let mut approvals = Approvals::default();
+        let home = call(ToolKind::Search, Some("/root"), true);
+        approvals.remember("list_files", Scope::of(&home), PermissionAnswer::AllowAlways);
+        let listing = Prepared { credentials: true, ..call(ToolKind::Search, Some("/root/.ssh"), true) };
+        assert_eq!(decide(Posture::Yolo, false, "list_files", &listing, &approvals), Decision::Ask);
+        approvals.remember("read_file", Scope::of(&key), PermissionAnswer::AllowAlways);
+        assert_eq!(ask(Posture::Yolo, &approvals), Decision::Allow, "its own grant covers it");
     }
 
     #[test]

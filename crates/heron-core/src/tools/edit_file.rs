@@ -59,6 +59,7 @@ impl Tool for EditFile {
             locations: vec![call::location(&path, None)],
             raw_input,
             outside_roots: false,
+            credentials: false,
             content: Vec::new(),
             planned: None,
         })

@@ -63,6 +63,7 @@ impl Tool for FinishGoal {
             locations: Vec::new(),
             raw_input,
             outside_roots: false,
+            credentials: false,
             content: Vec::new(),
             planned: None,
         })

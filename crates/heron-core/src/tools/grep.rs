@@ -79,7 +79,8 @@ impl Tool for Grep {
             kind: ToolKind::Search,
             locations: vec![call::location(&path, None)],
             raw_input,
-            outside_roots: access == ReadAccess::Ask,
+            outside_roots: access != ReadAccess::Inside,
+            credentials: access == ReadAccess::Credentials,
             content: Vec::new(),
             planned: None,
         })

@@ -154,6 +154,8 @@ pub struct Prepared {
     pub raw_input: Value,
     /// Whether it reads something outside the session's roots (the gate asks first).
     pub outside_roots: bool,
+    /// Whether it reads a credential folder (`~/.ssh`, ...): asked in every posture.
+    pub credentials: bool,
     /// What it will do, shown before it runs and in a permission request: the command
     /// line of a command; the diff of a write once [`Tool::preview`] worked it out.
     pub content: Vec<ToolOutput>,

@@ -55,6 +55,7 @@ impl Tool for Question {
             locations: Vec::new(),
             raw_input,
             outside_roots: false,
+            credentials: false,
             content: Vec::new(),
             planned: None,
         })

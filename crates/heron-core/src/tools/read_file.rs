@@ -61,7 +61,8 @@ impl Tool for ReadFile {
             kind: ToolKind::Read,
             locations: vec![call::location(&path, line)],
             raw_input,
-            outside_roots: access == ReadAccess::Ask,
+            outside_roots: access != ReadAccess::Inside,
+            credentials: access == ReadAccess::Credentials,
             content: Vec::new(),
             planned: None,
         })

@@ -41,8 +41,11 @@ pub struct Roots {
 pub enum ReadAccess {
     /// Inside the roots: it runs as the posture says for reads.
     Inside,
-    /// Outside the roots, or in a credential folder: the user is asked first.
+    /// Outside the roots: the user is asked first, as the posture says.
     Ask,
+    /// In a credential folder (`~/.ssh`, ...): the user is asked first in every posture,
+    /// yolo included, and the read is refused where nothing may ask.
+    Credentials,
 }
 
 impl Roots {
@@ -70,7 +73,9 @@ impl Roots {
         if let Some(refusal) = self.protected.refusal(resolved, shown) {
             return Err(refusal);
         }
-        if self.is_inside(resolved) && !self.protected.is_credentials(resolved) {
+        if self.protected.is_credentials(resolved) {
+            Ok(ReadAccess::Credentials)
+        } else if self.is_inside(resolved) {
             Ok(ReadAccess::Inside)
         } else {
             Ok(ReadAccess::Ask)

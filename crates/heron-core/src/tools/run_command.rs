@@ -102,6 +102,7 @@ impl Tool for RunCommand {
             locations: vec![call::location(&checked.cwd, None)],
             raw_input,
             outside_roots: false,
+            credentials: false,
             content: vec![ToolOutput::Text { text: call::scrub_text(env, &shown) }],
             planned: None,
         })

@@ -56,6 +56,7 @@ impl Tool for TodoWrite {
             locations: Vec::new(),
             raw_input,
             outside_roots: false,
+            credentials: false,
             content: Vec::new(),
             planned: None,
         })

@@ -54,6 +54,7 @@ impl Tool for WriteFile {
             locations: vec![call::location(&path, None)],
             raw_input,
             outside_roots: false,
+            credentials: false,
             content: Vec::new(),
             planned: None,
         })

@@ -120,6 +120,7 @@ impl Tool for McpTool {
             locations: Vec::new(),
             raw_input: value,
             outside_roots: false,
+            credentials: false,
             content: Vec::new(),
             planned: None,
         })
