@@ -141,6 +141,20 @@ fn an_env_file_others_can_read_is_a_warning() {
 }
 
 #[test]
+fn an_env_file_with_another_name_is_a_warning_saying_how_to_find_it() {
+    let home =
+        home_with(&[("config.toml", "default_model = \"demo/demo\"\n"), (".env", "UNUSED_KEY=abcd1234\n")]);
+    set_mode(&home.path().join(".env"), 0o600);
+    let elsewhere = tempfile::tempdir().expect("another folder");
+    std::fs::hard_link(home.path().join(".env"), elsewhere.path().join("notes.txt")).expect("hard link");
+    let output = heron(home.path(), &["doctor"]);
+    let text = stdout(&output);
+    assert!(text.contains("warn .env: the file has 2 names (hard links)"), "{text}");
+    assert!(text.contains("-samefile"), "{text}");
+    assert!(output.status.success(), "{text}");
+}
+
+#[test]
 fn no_part_of_a_provider_key_is_printed_even_when_the_server_quotes_it() {
     let url = server(refuses_and_quotes_the_key);
     let config = openai_provider("local", &url, Some("LOCAL_API_KEY"), "\"fast\"");

@@ -167,7 +167,20 @@ fn check_env(home: &Home, report: &mut Report) -> Keys {
 
 #[cfg(unix)]
 fn check_env_mode(path: &Path, metadata: &std::fs::Metadata, report: &mut Report) {
+    use std::os::unix::fs::MetadataExt;
     use std::os::unix::fs::PermissionsExt;
+    if metadata.nlink() > 1 {
+        report.push(
+            Level::Warn,
+            format!(
+                ".env: the file has {} names (hard links); the OS sandbox hides it only under HERON_HOME, so a \
+                 command can read it through another name: find the others with `find / -xdev -samefile {}` \
+                 and remove them",
+                metadata.nlink(),
+                path.display()
+            ),
+        );
+    }
     let mode = metadata.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         report.push(

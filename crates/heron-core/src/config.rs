@@ -621,6 +621,28 @@ pub struct Keys {
     keys: BTreeMap<String, Secret>,
 }
 
+/// Says once per process, on stderr, that `.env` has another name (a hard link): the
+/// sandbox hides the home by path, so a command could read the keys through that name.
+fn warn_if_linked(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        static SAID: std::sync::Once = std::sync::Once::new();
+        if let Ok(metadata) = std::fs::metadata(path)
+            && metadata.nlink() > 1
+        {
+            SAID.call_once(|| {
+                tracing::warn!(
+                    path = %path.display(),
+                    names = metadata.nlink(),
+                    "the key file has another name (a hard link), through which commands could read it; \
+                     `heron doctor` says how to find it"
+                );
+            });
+        }
+    }
+}
+
 impl Keys {
     /// Reads `.env`; a missing file means no keys.
     pub fn load(home: &Home) -> Result<Self, ConfigError> {
@@ -643,6 +665,7 @@ impl Keys {
             })?;
             keys.insert(name, Secret::new(value));
         }
+        warn_if_linked(&path);
         Ok(Self { keys })
     }
 
