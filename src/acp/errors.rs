@@ -29,7 +29,7 @@ pub enum ErrorCode {
     /// A workspace root belongs to another user.
     #[serde(rename = "workspace_roots.not_owned")]
     RootNotOwned,
-    /// A workspace root is, contains or is inside a protected path.
+    /// A workspace root is or is inside a protected path.
     #[serde(rename = "workspace_roots.protected")]
     RootProtected,
     /// A workspace root overlaps another.

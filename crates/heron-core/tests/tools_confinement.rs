@@ -185,16 +185,20 @@ fn additional_directory_owned_by_someone_else_is_refused() {
 }
 
 #[test]
-fn protected_directory_is_refused_directly_inside_around_and_through_a_symlink() {
+fn protected_directory_is_refused_directly_inside_and_through_a_symlink_but_may_be_contained() {
     let dirs = Dirs::new();
-    let home = dirs.root.path().join("heron-home");
+    let around = dirs.root.path().join("box");
+    let home = around.join("heron-home");
     std::fs::create_dir_all(home.join("logs")).expect("home");
     let protected = [home.clone()];
     let cwd = dirs.ws();
-    for dir in [home.clone(), home.join("logs"), dirs.root.path().to_path_buf()] {
-        // The root contains the workspace too; protection is checked first.
+    for dir in [home.clone(), home.join("logs")] {
         assert_eq!(code_of(&[dir.display().to_string()], &cwd, &protected), (0, RootProblem::Protected));
     }
+    // As for a cwd, a directory around the home is a root the tools and the sandbox step
+    // around the home in.
+    let accepted = validate_additional_directories(&[around.display().to_string()], &cwd, &protected);
+    assert_eq!(accepted, Ok(vec![std::fs::canonicalize(&around).expect("canonical")]));
     symlink(&home, dirs.outside().join("sneaky")).expect("symlink");
     let via_link = dirs.outside().join("sneaky").display().to_string();
     assert_eq!(code_of(&[via_link], &cwd, &protected), (0, RootProblem::Protected));

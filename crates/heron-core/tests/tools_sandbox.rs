@@ -20,6 +20,7 @@ use crate::support::Dirs;
 use heron_core::config::{Config, Home, Keys};
 use heron_core::sandbox::{Policy, Support, support};
 use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
+use heron_core::tools::protected::credential_folders;
 use heron_core::tools::run_command::RunCommand;
 use heron_core::tools::{Tool, ToolEnv};
 use heron_core::types::ToolStatus;
@@ -292,6 +293,42 @@ async fn the_home_is_also_covered_in_a_private_mount_namespace_where_allowed() {
     assert!(std::fs::read_to_string(home.join(".env")).expect("Heron reads its home").contains(KEY));
     let own = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
     assert!(!own.contains(&*home.to_string_lossy()), "the mount leaked into Heron's namespace");
+}
+
+/// An editor opened on the user's home: the workspace contains `~/.ssh` and `~/.gnupg`,
+/// which commands may read but not change (no planted `authorized_keys`).
+#[tokio::test]
+async fn credential_folders_inside_the_workspace_stay_read_only() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let user = dirs.ws();
+    std::fs::create_dir_all(user.join(".ssh")).expect(".ssh");
+    std::fs::create_dir_all(user.join(".gnupg")).expect(".gnupg");
+    std::fs::write(user.join(".ssh/authorized_keys"), "ssh-ed25519 AAAA mine\n").expect("authorized_keys");
+    std::fs::create_dir_all(user.join("project")).expect("project");
+    let base = policy_from("", &dirs.home(), vec![user.clone()]);
+    let policy = Arc::new(Policy { read_only: credential_folders(&user), ..(*base).clone() });
+    let env = env_with(&dirs, policy);
+    let (ok, output) = sh(&env, "cat .ssh/authorized_keys").await;
+    assert!(ok && output.contains("mine"), "reading stays allowed: {output}");
+    for planting in [
+        "echo 'ssh-ed25519 BBBB theirs' >> .ssh/authorized_keys",
+        "mkdir -p .gnupg/x",
+        "rm .ssh/authorized_keys",
+    ] {
+        let (ok, output) = sh(&env, planting).await;
+        let refused = output.contains("Permission denied") || output.contains("Operation not permitted");
+        assert!(!ok && refused, "{planting}: {output}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(user.join(".ssh/authorized_keys")).expect("read"),
+        "ssh-ed25519 AAAA mine\n"
+    );
+    assert!(!user.join(".gnupg/x").exists());
+    let (ok, output) = sh(&env, "echo made > project/out.txt && cat project/out.txt").await;
+    assert!(ok && output.contains("made"), "the rest of the workspace stays writable: {output}");
 }
 
 fn mcp_fixture() -> PathBuf {

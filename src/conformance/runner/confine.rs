@@ -202,6 +202,7 @@ pub(super) fn agent_command(program: &Path, args: &[String], sandbox: &Sandbox) 
         home: callers_home,
         roots: vec![sandbox.root().to_path_buf()],
         writable: Vec::new(),
+        read_only: Vec::new(),
         withheld: Withheld::default(),
         // The agent may sandbox its own tools (Heron does), which needs to list `/`.
         list_carved: true,

@@ -144,6 +144,7 @@ mod tests {
             home: home.to_path_buf(),
             roots: vec![ws.to_path_buf()],
             writable: Vec::new(),
+            read_only: Vec::new(),
             withheld: Withheld::default(),
             list_carved: false,
         })

@@ -19,6 +19,9 @@ pub struct Policy {
     /// More writable paths: the temp folders (`TMPDIR` and `/tmp`), then `sandbox_writable`
     /// expanded. The device files programs need are always writable and not listed here.
     pub writable: Vec<PathBuf>,
+    /// Paths children may read but never write, even inside a write root: the user's
+    /// credential folders (`~/.ssh`, ...), when an editor opens `~` as the workspace.
+    pub read_only: Vec<PathBuf>,
     /// The key names and values no child inherits.
     pub withheld: Withheld,
     /// Whether the directories on the way to the home may be listed. Landlock grants
@@ -37,6 +40,9 @@ impl Policy {
             home: home.root().to_path_buf(),
             roots,
             writable: temp_folders().into_iter().chain(config.writable_paths()).collect(),
+            read_only: crate::tools::protected::user_home()
+                .map(|home| crate::tools::protected::credential_folders(&home))
+                .unwrap_or_default(),
             withheld: Withheld::from_keys(keys),
             list_carved: false,
         }

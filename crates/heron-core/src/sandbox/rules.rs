@@ -90,11 +90,17 @@ pub(super) fn build(policy: &Policy, home: &Path) -> Result<OwnedFd, SandboxErro
     hidden.extend(raw_devices());
     let ruleset =
         Ruleset::default().handle_access(write_rights()).and_then(Ruleset::create).map_err(prepare)?;
-    let mut rules = Rules { ruleset, hidden, list_carved: policy.list_carved, count: 0 };
+    // Only those that exist: carving a missing one would carve its parent, and a carved
+    // directory takes no new entries (`touch ~/new` would fail in a workspace on `~`).
+    let read_only = policy.read_only.iter().filter_map(|path| std::fs::canonicalize(path).ok()).collect();
+    let mut rules =
+        Rules { ruleset, hidden, read_only, writing: false, list_carved: policy.list_carved, count: 0 };
 
     let (root_fd, root) =
         open_following(Path::new("/")).map_err(|e| prepare(format!("cannot open /: {e}")))?;
     rules.grant(root_fd, &root, read_rights())?;
+    // From here on rights include writing, which the read-only paths are carved out of.
+    rules.writing = true;
     for root in &policy.roots {
         let (fd, real) = open_following(root)
             .map_err(|e| prepare(format!("cannot open the workspace root {}: {e}", root.display())))?;
@@ -122,18 +128,27 @@ fn prepare(reason: impl std::fmt::Display) -> SandboxError {
 struct Rules {
     ruleset: RulesetCreated,
     hidden: Vec<PathBuf>,
+    /// Left out of write grants only (the read grant on `/` covers them).
+    read_only: Vec<PathBuf>,
+    /// Whether the grants being made include writing.
+    writing: bool,
     /// [`Policy::list_carved`].
     list_carved: bool,
     count: usize,
 }
 
 impl Rules {
+    /// The paths the grant being made must leave out.
+    fn left_out(&self) -> impl Iterator<Item = &PathBuf> {
+        self.hidden.iter().chain(self.read_only.iter().filter(|_| self.writing))
+    }
+
     fn is_hidden(&self, path: &Path) -> bool {
-        self.hidden.iter().any(|hidden| path.starts_with(hidden))
+        self.left_out().any(|hidden| path.starts_with(hidden))
     }
 
     fn leads_to_hidden(&self, path: &Path) -> bool {
-        self.hidden.iter().any(|hidden| hidden.starts_with(path))
+        self.left_out().any(|hidden| hidden.starts_with(path))
     }
 
     /// Grants `rights` on the hierarchy at `real` (opened as `fd`): whole, carved, or not
@@ -261,6 +276,8 @@ mod tests {
         Rules {
             ruleset,
             hidden: hidden.iter().map(|p| p.to_path_buf()).collect(),
+            read_only: Vec::new(),
+            writing: false,
             list_carved: false,
             count: 0,
         }

@@ -14,6 +14,17 @@ use std::path::{Path, PathBuf};
 /// Credential folders under the user's home: read only after asking, never written.
 const CREDENTIALS_UNDER_HOME: [&str; 4] = [".ssh", ".gnupg", ".aws", ".config/gcloud"];
 
+/// The credential folders under `user_home` (whether they exist or not): what the OS
+/// sandbox keeps read-only when a write root contains them.
+pub fn credential_folders(user_home: &Path) -> Vec<PathBuf> {
+    CREDENTIALS_UNDER_HOME.iter().map(|dir| user_home.join(dir)).collect()
+}
+
+/// The user's home, from `$HOME`.
+pub(crate) fn user_home() -> Option<PathBuf> {
+    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from)
+}
+
 /// What a session's tools may never touch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Protected {
@@ -58,8 +69,7 @@ impl Protected {
     /// Protection for this process: Heron's home at `heron_home`, and the credential
     /// folders under `$HOME`.
     pub fn for_home(heron_home: &Path) -> Self {
-        let user = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
-        Self::new(heron_home, user.as_deref())
+        Self::new(heron_home, user_home().as_deref())
     }
 
     /// Whether `resolved` is Heron's home or inside it.

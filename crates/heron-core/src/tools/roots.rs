@@ -214,7 +214,7 @@ pub enum RootProblem {
     Missing,
     /// Owned by another user.
     NotOwned,
-    /// Is, contains or is inside a protected path (Heron's home, credential folders).
+    /// Is or is inside a protected path (Heron's home, credential folders).
     Protected,
     /// Overlaps the cwd or another root.
     Overlap,
@@ -266,8 +266,8 @@ pub fn validate_cwd(cwd: &str, protected: &Protected) -> Result<PathBuf, (RootPr
 }
 
 /// Checks a session's additional directories and returns them canonicalized. `protected`
-/// lists paths no root may be, contain or be inside (such as HERON_HOME), besides the
-/// credential directories under the user's home.
+/// lists paths no root may be or be inside (such as HERON_HOME), besides the credential
+/// directories under the user's home; like the cwd, a root may contain them.
 pub fn validate_additional_directories(
     dirs: &[String],
     cwd: &Path,
@@ -307,11 +307,13 @@ pub fn validate_additional_directories(
         if let Some(reason) = not_owned(&canonical) {
             return Err(RootError::new(index, RootProblem::NotOwned, format!("{dir} {reason}")));
         }
-        if let Some(p) = protected.iter().find(|p| overlaps(&canonical, p)) {
+        // One that contains a protected path is accepted, as a cwd is: tools step around
+        // it and the sandbox carves it out.
+        if let Some(p) = protected.iter().find(|p| canonical.starts_with(p)) {
             return Err(RootError::new(
                 index,
                 RootProblem::Protected,
-                format!("{dir} is, contains or is inside the protected path {}", p.display()),
+                format!("{dir} is or is inside the protected path {}", p.display()),
             ));
         }
         if overlaps(&canonical, &cwd) {
