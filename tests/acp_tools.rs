@@ -157,9 +157,40 @@ async fn no_answer_within_the_timeout_is_a_rejection() {
     assert_eq!(answer["result"]["stopReason"], "end_turn");
     assert_eq!(written(&editor, "note.txt"), None);
     assert_eq!(final_status(&seen).as_deref(), Some("failed"));
-    // The unanswered request is withdrawn.
+    // The unanswered request is withdrawn, and the model is told why nothing ran.
     assert!(seen.iter().any(|m| m["method"] == "$/cancel_request"), "{seen:?}");
+    assert!(
+        failure(&seen).contains("Nobody answered the permission request for `write_file` within 1 s"),
+        "{seen:?}"
+    );
     editor.close().await;
+}
+
+/// The text of the last failed tool call update: what the model is told.
+fn failure(seen: &[Value]) -> String {
+    seen.iter()
+        .rev()
+        .find(|m| m["params"]["update"]["status"] == "failed")
+        .map(|m| m["params"]["update"]["content"].to_string())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn an_editor_error_or_a_withdrawn_question_says_so_and_the_turn_goes_on() {
+    let error = json!({ "error": { "code": -32603, "message": "the dialog crashed" } });
+    let withdrawn = json!({ "result": { "outcome": { "outcome": "cancelled" } } });
+    for (reply, says) in [
+        (error, "The editor could not ask the user about `write_file`"),
+        (withdrawn, "The editor withdrew the permission request for `write_file` without an answer"),
+    ] {
+        let mut editor = start(WRITE_SCRIPT, "", support::demo_args());
+        let sid = new_session(&mut editor, json!({})).await;
+        let (seen, answer) = prompt_replying(&mut editor, &sid, |_| Some(reply.clone())).await;
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+        assert_eq!(written(&editor, "note.txt"), None);
+        assert!(failure(&seen).contains(says), "{}", failure(&seen));
+        editor.close().await;
+    }
 }
 
 #[tokio::test]

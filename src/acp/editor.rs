@@ -11,7 +11,7 @@ use std::time::Duration;
 use heron_core::BoxFuture;
 use heron_core::tools::editor::{
     EditorError, EditorIo, Elicitation, ElicitationAnswer, ElicitationModes, ExitStatus, FieldKind,
-    FormField, PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand, TerminalOutput,
+    FormField, PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand, TerminalOutput, Unanswered,
 };
 use heron_protocol::runtime::{ClientPeer, Outgoing};
 use heron_protocol::{
@@ -202,11 +202,21 @@ fn answer_of(response: Result<RequestPermissionResponse, RpcError>) -> Permissio
                 _ => PermissionAnswer::RejectOnce,
             }
         }
-        // An error, a malformed reply or a timeout is a rejection.
-        Err(err) => {
-            tracing::info!(%err, "permission request failed; treating it as a rejection");
-            PermissionAnswer::RejectOnce
-        }
+        // An error, a malformed reply or a timeout runs nothing either, and says which.
+        Err(err) => unanswered(&err),
+    }
+}
+
+/// What a failed permission request means: a timeout (`$/cancel_request` went out with
+/// `reason: "timeout"`), or an editor that answered with an error.
+pub(crate) fn unanswered(err: &RpcError) -> PermissionAnswer {
+    let timed_out =
+        err.data.as_ref().and_then(|d| d.get("reason")).and_then(|r| r.as_str()) == Some("timeout");
+    if timed_out {
+        PermissionAnswer::Unanswered(Unanswered::TimedOut)
+    } else {
+        tracing::info!(%err, "permission request failed; nothing runs");
+        PermissionAnswer::Unanswered(Unanswered::Failed)
     }
 }
 

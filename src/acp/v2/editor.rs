@@ -61,10 +61,7 @@ fn answer_of(response: Result<RequestPermissionResponse, RpcError>) -> Permissio
         // An outcome this version does not know, an error, a malformed reply or a timeout is
         // a rejection.
         Ok(_) => PermissionAnswer::RejectOnce,
-        Err(err) => {
-            tracing::info!(%err, "permission request failed; treating it as a rejection");
-            PermissionAnswer::RejectOnce
-        }
+        Err(err) => crate::acp::editor::unanswered(&err),
     }
 }
 

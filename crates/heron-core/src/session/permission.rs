@@ -82,7 +82,10 @@ impl Approvals {
         let allow = match answer {
             PermissionAnswer::AllowAlways => true,
             PermissionAnswer::RejectAlways => false,
-            PermissionAnswer::AllowOnce | PermissionAnswer::RejectOnce | PermissionAnswer::Cancelled => {
+            PermissionAnswer::AllowOnce
+            | PermissionAnswer::RejectOnce
+            | PermissionAnswer::Cancelled
+            | PermissionAnswer::Unanswered(_) => {
                 return;
             }
         };

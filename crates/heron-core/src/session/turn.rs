@@ -25,7 +25,7 @@ use super::transcript::Transcript;
 use super::update::{ChunkBudget, TurnUpdate};
 use crate::llm::registry::ResolvedProvider;
 use crate::llm::{ModelRequest, ProviderError, ToolCallRequest, Usage};
-use crate::tools::editor::{PermissionAnswer, PermissionAsk};
+use crate::tools::editor::{PermissionAnswer, PermissionAsk, Unanswered};
 use crate::tools::{Outcome, Registry, ToolEnv, finish_goal};
 use crate::types::{StopReason, ToolStatus, TurnOutcome, UsageReport, UserContent};
 use heron_store::Store;
@@ -555,9 +555,21 @@ impl Turn {
                     PermissionAnswer::RejectOnce | PermissionAnswer::RejectAlways => {
                         Err(format!("The user did not allow `{name}` to run."))
                     }
-                    PermissionAnswer::Cancelled => {
+                    PermissionAnswer::Cancelled if self.env.cancel.is_cancelled() => {
                         Err("The turn was cancelled while waiting for permission.".into())
                     }
+                    PermissionAnswer::Cancelled => Err(format!(
+                        "The editor withdrew the permission request for `{name}` without an answer; it was not run."
+                    )),
+                    PermissionAnswer::Unanswered(Unanswered::TimedOut) => Err(format!(
+                        "Nobody answered the permission request for `{name}` within {} s \
+                         (permission_timeout_s); it was not run.",
+                        self.permission_timeout.as_secs()
+                    )),
+                    PermissionAnswer::Unanswered(Unanswered::Failed) => Err(format!(
+                        "The editor could not ask the user about `{name}` (its permission request failed); \
+                         it was not run."
+                    )),
                 }
             }
         }

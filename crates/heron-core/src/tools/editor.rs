@@ -77,8 +77,20 @@ pub enum PermissionAnswer {
     RejectOnce,
     /// Do not run it, nor calls like it for the rest of the session.
     RejectAlways,
-    /// The request was cancelled (the turn was).
+    /// The request was cancelled (the turn was, or the editor withdrew it).
     Cancelled,
+    /// No answer came: the request timed out, or the editor answered it with an error.
+    /// Nothing runs, and nothing is remembered.
+    Unanswered(Unanswered),
+}
+
+/// Why a permission request got no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unanswered {
+    /// Nobody answered within the request's timeout.
+    TimedOut,
+    /// The editor answered with an error (or something that is not an answer).
+    Failed,
 }
 
 /// The answer to a question.
