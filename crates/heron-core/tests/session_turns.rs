@@ -95,6 +95,32 @@ async fn a_text_turn_streams_its_answer_and_stores_the_conversation() {
     assert_eq!(kinds, ["user_message", "agent_message", "turn_ended"]);
 }
 
+/// A response's message is stored with the event after it; a turn that fails after
+/// streaming has no such event, and what it streamed is stored all the same, in order,
+/// as is a message followed by a tool call.
+#[tokio::test]
+async fn what_a_turn_streamed_is_stored_whether_it_ends_fails_or_calls_a_tool() {
+    let script = concat!(
+        r#"{"steps": [{"text": "Let me look."}, {"tool_call": {"name": "list_files", "arguments": {}}}]}"#,
+        "\n",
+        r#"{"steps": [{"text": "Half an answer"}, {"error": "the server went away"}]}"#,
+        "\n"
+    );
+    let harness = Harness::new(script).await;
+    let session = harness.session().await;
+    let (updates, stream) = mpsc::unbounded_channel();
+    let queued = session.prompt(text("look around"), updates);
+    let seen = drain(stream).await;
+    assert!(queued.result.await.expect("answered").is_err(), "the second request failed");
+    queued.delivered.done();
+    assert_eq!(streamed_text(&seen), "Let me look.Half an answer");
+    let history = harness.manager.history(session.id()).await.expect("history");
+    let kinds: Vec<&str> = history.iter().map(Event::kind).collect();
+    assert_eq!(kinds, ["user_message", "agent_message", "tool_call", "tool_result", "agent_message"]);
+    let last = history.last().expect("an event");
+    assert!(matches!(last, Event::AgentMessage { text, .. } if text == "Half an answer"), "{last:?}");
+}
+
 #[tokio::test]
 async fn the_next_prompt_waits_until_the_previous_answer_was_handed_on() {
     let script = "{\"steps\": [{\"text\": \"one\"}]}\n{\"steps\": [{\"text\": \"two\"}]}\n";

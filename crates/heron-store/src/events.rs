@@ -139,6 +139,23 @@ impl Store {
         seqs.first().copied().ok_or_else(|| StoreError::Corrupt("an append assigned no seq".to_owned()))
     }
 
+    /// Appends several events whose payloads are already JSON text (see
+    /// [`Store::append_event_json`]) in one transaction; their seqs, in order.
+    pub async fn append_events_json(
+        &self,
+        session_id: &str,
+        events: Vec<(String, std::sync::Arc<str>)>,
+    ) -> Result<Vec<u64>, StoreError> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let seqs = append(&tx, &session_id, &events)?;
+            tx.commit()?;
+            Ok(seqs)
+        })
+        .await
+    }
+
     /// Appends several events in one transaction and returns their seqs, in order.
     pub async fn append_events<K, P>(
         &self,

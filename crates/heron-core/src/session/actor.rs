@@ -289,6 +289,7 @@ async fn run_job(
         append_system_prompt: context.append_system_prompt.clone(),
         verify_command: config.verify_command.as_deref().map(Arc::from),
         command: None,
+        unstored: Vec::new(),
     };
     let (outcome, after) = match work {
         Ready::Prompt(prompt, invoked) => {

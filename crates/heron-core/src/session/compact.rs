@@ -205,6 +205,9 @@ impl Turn {
             _ if self.cancel().is_cancelled() => Ok(StopReason::Cancelled),
             other => other,
         };
+        if let Err(err) = self.store_unstored().await {
+            tracing::warn!(session = %self.session_id, %err, "cannot store the summary's last message");
+        }
         (outcome, self.carried)
     }
 

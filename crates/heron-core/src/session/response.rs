@@ -130,6 +130,7 @@ impl Turn {
         let mut cancelled = false;
         let mut capped = false;
         let mut usage_seen = false;
+        let mut failed = None;
         while let Some(item) = stream.next().await {
             let event = match item {
                 Ok(event) => event,
@@ -138,7 +139,12 @@ impl Turn {
                     cancelled = true;
                     break;
                 }
-                Err(other) => return Err(other.into()),
+                // What streamed before the failure was seen by the user too: it is kept, and
+                // the failure reported after it.
+                Err(other) => {
+                    failed = Some(other);
+                    break;
+                }
             };
             match event {
                 ModelEvent::Attempt { number } if number > 1 => {
@@ -199,12 +205,17 @@ impl Turn {
         if thought.pieces.is_empty() && details.is_some() {
             thought.pieces.push(String::new());
         }
+        // Stored with the event after them (a tool call, the turn's end): the editor has
+        // seen them already, and nothing is answered before they are stored.
         for text in thought.pieces {
             let details = details.take();
-            self.record(Event::AgentThought { message_id: thought.id.clone(), text, details }).await?;
+            self.record_with_next(Event::AgentThought { message_id: thought.id.clone(), text, details })?;
         }
         for text in message.pieces {
-            self.record(Event::AgentMessage { message_id: message.id.clone(), text }).await?;
+            self.record_with_next(Event::AgentMessage { message_id: message.id.clone(), text })?;
+        }
+        if let Some(failure) = failed {
+            return Err(failure.into());
         }
         let stop = match finish.unwrap_or(FinishReason::Stop) {
             _ if cancelled || self.cancel().is_cancelled() => Some(StopReason::Cancelled),

@@ -54,6 +54,18 @@ impl Transcript {
         }
     }
 
+    /// Adds the event `lines` (their JSON, in order) that follow `history`, in one write.
+    pub(super) async fn append_all(&mut self, history: &[Event], lines: Vec<Arc<str>>) {
+        let holds = history.len() + lines.len();
+        let mut text = if self.written == Some(history.len()) { String::new() } else { whole(history) };
+        let replace_file = self.written != Some(history.len());
+        for line in &lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        self.write(replace_file, move |file| file.write_all(text.as_bytes()), holds).await;
+    }
+
     /// Writes the whole of `history` if the file does not hold it yet.
     pub(super) async fn sync(&mut self, history: &[Event]) {
         if self.written == Some(history.len()) {

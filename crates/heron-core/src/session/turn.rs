@@ -127,6 +127,11 @@ pub struct Turn {
     /// The custom command line the prompt is the expansion of, when it is one (stored with
     /// the user message, which the conversation then shows as typed).
     pub command: Option<String>,
+    /// Events already in the history (and streamed to the editor) but not yet stored: a
+    /// response's finished message and thought, which go to the store together with the
+    /// event after them (a tool call, the turn's end) in one transaction and one
+    /// transcript append. Nothing is answered before they are stored.
+    pub unstored: Vec<(Event, Arc<str>)>,
 }
 
 /// Bounds on what one model response may send.
@@ -204,15 +209,56 @@ impl Turn {
         self.record_shown(event, true).await
     }
 
-    /// Records `event`; `shown` says whether the editor is sent it too.
+    /// Records `event`; `shown` says whether the editor is sent it too. The events not yet
+    /// stored go first, in the same transaction.
     async fn record_shown(&mut self, event: Event, shown: bool) -> Result<(), TurnError> {
         let payload = encode(&event)?;
+        let mut batch: Vec<(String, Arc<str>)> =
+            self.unstored.iter().map(|(e, p)| (e.kind().to_owned(), p.clone())).collect();
+        batch.push((event.kind().to_owned(), payload.clone()));
         self.store
-            .append_event_json(&self.session_id, event.kind(), payload.clone())
+            .append_events_json(&self.session_id, batch)
             .await
             .map_err(|e| TurnError::Store(e.to_string()))?;
+        self.stored_unstored().await;
         self.recorded(event, payload, shown).await;
         Ok(())
+    }
+
+    /// Puts a finished message or thought into the history now and into the store with the
+    /// next event (see [`Turn::unstored`]). The editor saw it already, as chunks.
+    pub(super) fn record_with_next(&mut self, event: Event) -> Result<(), TurnError> {
+        let payload = encode(&event)?;
+        self.carried.history.push(event.clone());
+        self.unstored.push((event, payload));
+        Ok(())
+    }
+
+    /// Stores the events waiting for the next one, when the turn has no next event (it
+    /// failed, or something else must be stored after them first).
+    pub(super) async fn store_unstored(&mut self) -> Result<(), TurnError> {
+        if self.unstored.is_empty() {
+            return Ok(());
+        }
+        let batch = self.unstored.iter().map(|(e, p)| (e.kind().to_owned(), p.clone())).collect();
+        self.store
+            .append_events_json(&self.session_id, batch)
+            .await
+            .map_err(|e| TurnError::Store(e.to_string()))?;
+        self.stored_unstored().await;
+        Ok(())
+    }
+
+    /// The waiting events were stored: they go to the transcript, which holds the history
+    /// before them.
+    async fn stored_unstored(&mut self) {
+        if self.unstored.is_empty() {
+            return;
+        }
+        let waiting = std::mem::take(&mut self.unstored);
+        let before = self.carried.history.len() - waiting.len();
+        let lines = waiting.into_iter().map(|(_, payload)| payload).collect();
+        self.carried.transcript.append_all(&self.carried.history[..before], lines).await;
     }
 
     /// What follows an event's store write: the transcript, the editor, the history.
@@ -240,6 +286,10 @@ impl Turn {
         };
         if let Ok(stop_reason) = outcome {
             let _ = self.record(Event::TurnEnded { stop_reason }).await;
+        }
+        // A failed turn has no end event: what it streamed is stored on its own.
+        if let Err(err) = self.store_unstored().await {
+            tracing::warn!(session = %self.session_id, %err, "cannot store the turn's last message");
         }
         (outcome, self.carried)
     }
@@ -376,6 +426,8 @@ impl Turn {
         let message_id = uuid::Uuid::new_v4().to_string();
         let event = Event::UserMessage { message_id, content, command: None };
         let payload = encode(&event)?;
+        // Stored in its own transaction, with the inbox: what came before it goes first.
+        self.store_unstored().await?;
         let applied = self
             .steers
             .apply(&steer.id, event.kind(), payload.clone())
