@@ -104,6 +104,27 @@ pub(super) async fn run(
     while let Some(job) = queue.recv().await {
         let _ = job.reply.send(Ok(StopReason::Cancelled));
     }
+    let large = carried.history.len() >= GIVE_BACK_AFTER_EVENTS;
+    drop(carried);
+    if large {
+        give_back_memory().await;
+    }
+}
+
+/// How long a closed session's history must have been for its memory to be handed back
+/// to the system when it ends: below this, what it freed is reused by the next turns.
+const GIVE_BACK_AFTER_EVENTS: usize = 1_000;
+
+/// Returns the heap's free pages to the system. glibc keeps what a large history freed
+/// (one arena, fragmented by the allocations made while it was loaded), so a closed
+/// session's memory stayed with the process; trimming walks the heap, so it runs off the
+/// async threads.
+async fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: malloc_trim only releases free memory of the allocator's own heap.
+        let _ = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
+    }
 }
 
 /// Answers a prompt, then waits until its caller has handed the answer on (or the session
