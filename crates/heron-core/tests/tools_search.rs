@@ -53,6 +53,27 @@ async fn list_files_caps_with_a_marker() {
     assert!(lines[1000].starts_with("[truncated: showing the first 1000 files"), "{}", lines[1000]);
 }
 
+/// A directory that is a symlink loop is said to be one, not to be missing.
+#[tokio::test]
+async fn list_files_and_grep_name_a_symlink_loop() {
+    let dirs = Dirs::new();
+    std::os::unix::fs::symlink("loop2", dirs.ws().join("loop1")).expect("link");
+    std::os::unix::fs::symlink("loop1", dirs.ws().join("loop2")).expect("link");
+    let listed = call(&ListFiles, &dirs.env(), json!({"path": "loop1"})).await;
+    assert_eq!(listed.status, ToolStatus::Failed);
+    assert!(
+        listed
+            .for_model
+            .ends_with("loop1 is a symlink loop (too many levels of symbolic links); it leads to no file"),
+        "{}",
+        listed.for_model
+    );
+    let searched = call(&Grep, &dirs.env(), json!({"pattern": "x", "path": "loop1"})).await;
+    assert!(searched.for_model.contains("loop1 is a symlink loop"), "{}", searched.for_model);
+    let missing = call(&ListFiles, &dirs.env(), json!({"path": "nope"})).await;
+    assert!(missing.for_model.ends_with("nope does not exist"), "{}", missing.for_model);
+}
+
 #[tokio::test]
 async fn list_files_refuses_an_invalid_glob() {
     let dirs = Dirs::new();

@@ -116,8 +116,9 @@ async fn search(prepared: Prepared, env: ToolEnv) -> Outcome {
         Ok(root) => root,
         Err(refusal) => return Outcome::failed(refusal),
     };
-    if !root.exists() {
-        return Outcome::failed(format!("{} does not exist", root.display()));
+    // Missing, a symlink loop or a dangling link: each said as what it is.
+    if let Err(unusable) = fsio::must_exist(&root) {
+        return Outcome::failed(unusable.to_string());
     }
     let (cancel, witness, roots) = (env.cancel.clone(), env.witness.clone(), env.roots.clone());
     let cwd = call::resolve(&env, ".");

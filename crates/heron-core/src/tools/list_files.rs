@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::roots::ReadAccess;
-use super::{Outcome, Prepared, Tool, ToolEnv, call, walk};
+use super::{Outcome, Prepared, Tool, ToolEnv, call, fsio, walk};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
 use crate::types::ToolKind;
@@ -94,8 +94,9 @@ async fn list(prepared: Prepared, env: ToolEnv) -> Outcome {
         Ok(root) => root,
         Err(refusal) => return Outcome::failed(refusal),
     };
-    if !root.exists() {
-        return Outcome::failed(format!("{} does not exist", root.display()));
+    // Missing, a symlink loop or a dangling link: each said as what it is.
+    if let Err(unusable) = fsio::must_exist(&root) {
+        return Outcome::failed(unusable.to_string());
     }
     let (cancel, witness, roots) = (env.cancel.clone(), env.witness.clone(), env.roots.clone());
     let cwd = call::resolve(&env, ".");

@@ -9,8 +9,8 @@
 //!    appended. A symlinked parent directory is therefore judged by where it points.
 //! 2. The resolved path must be inside a root, component-wise (`/work/ws-evil` is not inside
 //!    `/work/ws`).
-//! 3. A symlink that could not be followed (dangling) anywhere on the way is refused: writing
-//!    through it would create a file wherever it points.
+//! 3. A symlink that could not be followed (dangling, or a loop) anywhere on the way is
+//!    refused: writing through it would create a file wherever it points.
 //! 4. A path written with a trailing `/` names a directory and is refused.
 //!
 //! Checking and writing are separate system calls, so a process racing the agent could
@@ -133,8 +133,11 @@ impl Roots {
         loop {
             if let Ok(meta) = std::fs::symlink_metadata(&probe) {
                 if meta.file_type().is_symlink() {
+                    let looping =
+                        std::fs::metadata(&probe).is_err_and(|e| e.raw_os_error() == Some(libc::ELOOP));
+                    let what = if looping { "a symlink loop" } else { "a symlink that points nowhere" };
                     return Err(format!(
-                        "{shown}: {} is a symlink that points nowhere; refusing to write through it",
+                        "{shown}: {} is {what}; refusing to write through it",
                         probe.display()
                     ));
                 }
