@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use super::protected::Protected;
 use super::roots::ReadAccess;
+use super::walk::{Links, Seen};
 use super::{Outcome, Prepared, Tool, ToolEnv, call, files, fsio, walk};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
@@ -125,9 +126,18 @@ async fn search(prepared: Prepared, env: ToolEnv) -> Outcome {
     let searched = tokio::task::spawn_blocking(move || {
         let mut found = Found::default();
         let protected = roots.protected();
-        let walked = walk::files(&root, filter.as_ref(), &cancel, witness.as_deref(), protected, |path| {
-            search_file(&regex, &cwd, path, protected, &mut found)
-        });
+        let walked = walk::files(
+            &root,
+            filter.as_ref(),
+            &cancel,
+            witness.as_deref(),
+            protected,
+            Links::Skip,
+            |seen| match seen {
+                Seen::File(path) => search_file(&regex, &cwd, path, protected, &mut found),
+                Seen::Link(..) => ControlFlow::Continue(()),
+            },
+        );
         (found, walked)
     })
     .await;
