@@ -43,6 +43,22 @@ async fn without_validation_decode_errors_name_the_field_path() {
 }
 
 #[tokio::test]
+async fn without_validation_a_missing_field_is_named_by_its_path() {
+    let mut editor =
+        support::start_with(heron::cli::acp::AcpArgs { validate: false, ..support::demo_args() });
+    let answer = editor.request(json!(1), "initialize", json!({})).await;
+    assert_eq!(answer["error"]["data"]["path"], "protocolVersion", "{answer}");
+    let answer = editor.request(json!(2), "initialize", json!({ "protocolVersion": 1 })).await;
+    assert!(answer["result"].is_object(), "{answer}");
+    let answer = editor.request(json!(3), "session/new", json!({ "mcpServers": [] })).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["data"]["path"], "cwd", "{answer}");
+    let answer = editor.request(json!(4), "session/prompt", json!({ "sessionId": "s" })).await;
+    assert_eq!(answer["error"]["data"]["path"], "prompt", "{answer}");
+    editor.close().await;
+}
+
+#[tokio::test]
 async fn validation_names_the_pointer_of_a_nested_violation() {
     let mut editor = support::start();
     let params = json!({ "sessionId": "s", "prompt": [{ "type": "text", "text": 5 }] });

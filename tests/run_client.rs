@@ -135,6 +135,26 @@ fn a_fifo_is_refused_and_a_missing_file_is_not_found() {
     assert_eq!(error_of(&replies[4])["data"]["path"], "line", "{replies:?}");
 }
 
+/// A NUL byte in the path is the agent's mistake, answered like any other bad path; it
+/// is not a failure of the client.
+#[test]
+fn a_path_holding_a_nul_byte_is_invalid_params_naming_the_path() {
+    let setup = Setup::new();
+    std::fs::write(setup.ws().join("a.txt"), "a").expect("fixture");
+    let nul = format!("{}\u{0}x", setup.at("a.txt"));
+    let plan = json!({"steps": [read(&nul), write(&nul, "x")]});
+    let finished = run_fake(&setup, &plan, "");
+    assert!(finished.status.success(), "{finished:?}");
+    let replies = setup.replies();
+    for reply in &replies[..2] {
+        let error = error_of(reply);
+        assert_eq!(error["code"], -32602, "{replies:?}");
+        assert_eq!(error["data"]["path"], "path", "{replies:?}");
+        assert!(error["data"]["reason"].as_str().is_some_and(|r| r.contains("NUL byte")), "{replies:?}");
+    }
+    assert!(!finished.stderr.contains("ERROR"), "nothing failed inside the client: {}", finished.stderr);
+}
+
 #[test]
 fn a_request_for_another_session_is_not_found() {
     let setup = Setup::new();

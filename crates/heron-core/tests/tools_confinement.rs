@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::support::Dirs;
 use heron_core::tools::Tool;
 use heron_core::tools::edit_file::EditFile;
+use heron_core::tools::read_file::ReadFile;
 use heron_core::tools::roots::{RootProblem, Roots, validate_additional_directories};
 use heron_core::tools::run_command::RunCommand;
 use heron_core::tools::write_file::WriteFile;
@@ -64,6 +65,46 @@ fn symlinked_directory_pointing_out_is_judged_by_its_target() {
     assert!(err.contains(&dirs.outside().display().to_string()), "{err}");
     let roots = Roots::new(dirs.ws(), Vec::new());
     assert_eq!(roots.resolve("link/new/x.txt"), dirs.outside().join("new/x.txt"));
+}
+
+/// `..` after a symlink leaves the directory the link points to, as the kernel (and so
+/// every command) takes it: the tools read what `cat` reads.
+#[tokio::test]
+async fn dotdot_after_a_symlink_leaves_the_directory_it_points_to() {
+    let dirs = Dirs::new();
+    dirs.write("config.txt", "workspace");
+    dirs.write("vendor/real/config.txt", "vendor");
+    std::fs::create_dir_all(dirs.ws().join("vendor/real/sub")).expect("sub");
+    symlink("vendor/real/sub", dirs.ws().join("build")).expect("symlink");
+    let roots = Roots::new(dirs.ws(), Vec::new());
+    assert_eq!(roots.resolve("build/../config.txt"), dirs.ws().join("vendor/real/config.txt"));
+    assert_eq!(roots.resolve("build/./../../config.txt"), dirs.ws().join("vendor/config.txt"));
+    // A part that does not exist has no link to follow: its `..` is collapsed as written.
+    assert_eq!(roots.resolve("missing/../build/../config.txt"), dirs.ws().join("vendor/real/config.txt"));
+    let env = dirs.env();
+    let read = crate::support::call(&ReadFile, &env, json!({"path": "build/../config.txt"})).await;
+    assert!(read.for_model.contains("vendor"), "{}", read.for_model);
+    let shell = crate::support::call(&RunCommand, &env, json!({"command": "cat build/../config.txt"})).await;
+    assert!(shell.for_model.contains("vendor"), "{}", shell.for_model);
+}
+
+/// The final path is what is judged: a link inside the workspace whose `..` lands outside
+/// it is refused for writing and asks first for reading, and Heron's home stays refused.
+#[test]
+fn dotdot_through_a_symlink_out_is_judged_where_it_lands() {
+    let dirs = Dirs::new();
+    std::fs::create_dir_all(dirs.outside().join("inner")).expect("inner");
+    symlink(dirs.outside().join("inner"), dirs.ws().join("deep")).expect("symlink");
+    let err = refused(&dirs, "deep/../x.txt");
+    assert!(err.contains(&dirs.outside().join("x.txt").display().to_string()), "{err}");
+    outside_untouched(&dirs);
+    let prepared = ReadFile.prepare(r#"{"path":"deep/../x.txt"}"#, &dirs.env()).expect("prepared");
+    assert!(prepared.outside_roots, "a read outside asks first");
+    std::fs::create_dir_all(dirs.home().join("logs")).expect("home");
+    symlink(dirs.home().join("logs"), dirs.ws().join("logs")).expect("symlink");
+    let env = dirs.env_protecting(&dirs.home());
+    let err = ReadFile.prepare(r#"{"path":"logs/../.env"}"#, &env).expect_err("home refused");
+    assert!(err.contains("Heron's home"), "{err}");
 }
 
 #[test]

@@ -124,6 +124,48 @@ async fn read_file_reports_a_missing_file() {
     assert!(outcome.for_model.contains("does not exist"));
 }
 
+/// A link that loops, a socket and a link to a pipe are each refused as what they are:
+/// nothing changed while they were opened, so the refusal must not say so.
+#[tokio::test]
+async fn read_file_says_what_an_unreadable_path_is() {
+    let dirs = Dirs::new();
+    let ws = dirs.ws();
+    std::os::unix::fs::symlink("loop2", ws.join("loop1")).expect("link");
+    std::os::unix::fs::symlink("loop1", ws.join("loop2")).expect("link");
+    let _socket = std::os::unix::net::UnixListener::bind(ws.join("sock")).expect("socket");
+    // What `/dev/stdin` is when stdin is a pipe: a link to a `/proc` fd link that names no path.
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe writes.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    std::os::unix::fs::symlink(format!("/proc/self/fd/{}", fds[0]), ws.join("stdin")).expect("link");
+    let failed = |outcome: heron_core::tools::Outcome| {
+        assert_eq!(outcome.status, ToolStatus::Failed, "{}", outcome.for_model);
+        assert!(!outcome.for_model.contains("changed"), "{}", outcome.for_model);
+        outcome.for_model
+    };
+    let looped = failed(call(&ReadFile, &dirs.env(), json!({"path": "loop1"})).await);
+    assert!(looped.contains("loop1 is a symlink loop"), "{looped}");
+    let below = failed(call(&ReadFile, &dirs.env(), json!({"path": "loop1/a.txt"})).await);
+    assert!(below.contains("loop1 is a symlink loop"), "{below}");
+    let write = WriteFile.prepare(&json!({"path": "loop1", "content": "x"}).to_string(), &dirs.env());
+    assert!(write.as_ref().is_err_and(|e| e.contains("loop1 is a symlink loop")), "{write:?}");
+    let socket = failed(call(&ReadFile, &dirs.env(), json!({"path": "sock"})).await);
+    assert!(socket.contains("sock is a socket, not a regular file"), "{socket}");
+    let written = failed(call(&WriteFile, &dirs.env(), json!({"path": "sock", "content": "x"})).await);
+    assert!(written.contains("sock is a socket, not a regular file"), "{written}");
+    let pipe = failed(call(&ReadFile, &dirs.env(), json!({"path": "stdin"})).await);
+    assert!(pipe.contains("stdin is a symlink to pipe:["), "{pipe}");
+    assert!(pipe.contains("a FIFO, not a regular file"), "{pipe}");
+    let file = dirs.write("file.txt", "x");
+    let under_a_file = failed(call(&ReadFile, &dirs.env(), json!({"path": "file.txt/x"})).await);
+    assert!(under_a_file.contains(&format!("{} is not a directory", file.display())), "{under_a_file}");
+    // SAFETY: both descriptors are this test's own.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+}
+
 #[tokio::test]
 async fn read_file_outside_the_roots_is_flagged_for_the_gate() {
     let dirs = Dirs::new();

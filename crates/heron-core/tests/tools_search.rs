@@ -53,6 +53,62 @@ async fn list_files_caps_with_a_marker() {
     assert!(lines[1000].starts_with("[truncated: showing the first 1000 files"), "{}", lines[1000]);
 }
 
+/// Symlinks are listed in their place as `name -> target`, target as the link names it,
+/// and a linked directory is not walked: nothing outside the workspace is listed through
+/// it, and a link to an ancestor cannot loop.
+#[tokio::test]
+async fn list_files_shows_symlinks_with_their_targets_without_following_them() {
+    use std::os::unix::fs::symlink;
+    let dirs = Dirs::new();
+    dirs.write("a.txt", "a");
+    dirs.write("sub/b.txt", "b");
+    std::fs::write(dirs.outside().join("secret.txt"), "s").expect("outside");
+    symlink("a.txt", dirs.ws().join("alias.txt")).expect("file link");
+    symlink(dirs.outside(), dirs.ws().join("out")).expect("directory link");
+    symlink("..", dirs.ws().join("sub/up")).expect("loop link");
+    symlink("nowhere", dirs.ws().join("dangling")).expect("dangling link");
+    symlink("new\nline", dirs.ws().join("odd")).expect("odd link");
+    let outcome = call(&ListFiles, &dirs.env(), json!({})).await;
+    let out = format!("out -> {}", dirs.outside().display());
+    assert_eq!(
+        outcome.for_model.lines().collect::<Vec<_>>(),
+        [
+            "a.txt",
+            "alias.txt -> a.txt",
+            "dangling -> nowhere",
+            "odd -> new\\nline",
+            out.as_str(),
+            "sub/b.txt",
+            "sub/up -> .."
+        ],
+        "{}",
+        outcome.for_model
+    );
+    let outcome = call(&ListFiles, &dirs.env(), json!({"pattern": "*.txt"})).await;
+    assert_eq!(outcome.for_model, "a.txt\nalias.txt -> a.txt\nsub/b.txt");
+}
+
+/// A directory that is a symlink loop is said to be one, not to be missing.
+#[tokio::test]
+async fn list_files_and_grep_name_a_symlink_loop() {
+    let dirs = Dirs::new();
+    std::os::unix::fs::symlink("loop2", dirs.ws().join("loop1")).expect("link");
+    std::os::unix::fs::symlink("loop1", dirs.ws().join("loop2")).expect("link");
+    let listed = call(&ListFiles, &dirs.env(), json!({"path": "loop1"})).await;
+    assert_eq!(listed.status, ToolStatus::Failed);
+    assert!(
+        listed
+            .for_model
+            .ends_with("loop1 is a symlink loop (too many levels of symbolic links); it leads to no file"),
+        "{}",
+        listed.for_model
+    );
+    let searched = call(&Grep, &dirs.env(), json!({"pattern": "x", "path": "loop1"})).await;
+    assert!(searched.for_model.contains("loop1 is a symlink loop"), "{}", searched.for_model);
+    let missing = call(&ListFiles, &dirs.env(), json!({"path": "nope"})).await;
+    assert!(missing.for_model.ends_with("nope does not exist"), "{}", missing.for_model);
+}
+
 #[tokio::test]
 async fn list_files_refuses_an_invalid_glob() {
     let dirs = Dirs::new();

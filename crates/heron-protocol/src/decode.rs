@@ -26,9 +26,8 @@ pub fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T
     with_buffered_unions(|| {
         let mut de = serde_json::Deserializer::from_str(text);
         serde_path_to_error::deserialize(&mut de).map_err(|err| {
-            let path = err.path().to_string();
-            let path = if path == "." { String::new() } else { path };
-            RpcError::invalid_params(path, err.into_inner().to_string())
+            let reason = err.inner().to_string();
+            RpcError::invalid_params(field_path(err.path(), &reason), reason)
         })
     })
 }
@@ -46,12 +45,29 @@ pub fn decode_result<T: DeserializeOwned>(result: &RawValue) -> Result<T, RpcErr
     with_buffered_unions(|| {
         let mut de = serde_json::Deserializer::from_str(text);
         serde_path_to_error::deserialize(&mut de).map_err(|err| {
-            let path = err.path().to_string();
+            let path = field_path(err.path(), &err.inner().to_string());
             tracing::warn!(%path, error = %err.inner(), "peer sent a result that does not decode");
             RpcError::new(heron_rpc::error::INTERNAL_ERROR, "Peer sent an invalid result")
                 .with_data(serde_json::json!({ "path": path, "reason": err.into_inner().to_string() }))
         })
     })
+}
+
+/// The JSON path of the field a decode error is about, as `prompt[0].text`. serde reports a
+/// missing field at the object that lacks it, so for that error the path it tracked is the
+/// parent's and the field's own name, known only from the message, is appended: a client
+/// told `""` for a missing `cwd` could not tell which of its fields to add.
+fn field_path(tracked: &serde_path_to_error::Path, reason: &str) -> String {
+    let parent = tracked.to_string();
+    let parent = if parent == "." { "" } else { parent.as_str() };
+    // serde's own wording (`de::Error::missing_field`); field names are Rust identifiers
+    // renamed by the schema, so they hold no backtick.
+    let missing = reason.strip_prefix("missing field `").and_then(|rest| rest.split_once('`'));
+    match missing {
+        Some((field, _)) if parent.is_empty() => field.to_owned(),
+        Some((field, _)) => format!("{parent}.{field}"),
+        None => parent.to_owned(),
+    }
 }
 
 /// Encodes a handler's result for the wire.

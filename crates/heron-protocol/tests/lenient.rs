@@ -61,8 +61,25 @@ fn a_malformed_prompt_block_rejects_the_request_naming_the_field() {
         .expect_err("a text block without text is invalid");
     assert_eq!(err.code, -32602);
     let data = err.data.expect("data");
-    assert_eq!(data["path"], "prompt[0]", "{data}");
+    assert_eq!(data["path"], "prompt[0].text", "{data}");
     assert!(data["reason"].as_str().is_some_and(|r| r.contains("text")), "{data}");
+}
+
+#[test]
+fn a_missing_field_is_named_by_its_own_path() {
+    fn path_of<T: serde::de::DeserializeOwned + std::fmt::Debug>(params: Value) -> Value {
+        let err = decode::<T>(params).expect_err("a required field is missing");
+        assert_eq!(err.code, -32602);
+        err.data.expect("data")["path"].clone()
+    }
+    assert_eq!(path_of::<heron_protocol::NewSessionRequest>(json!({ "mcpServers": [] })), "cwd");
+    assert_eq!(path_of::<PromptRequest>(json!({ "sessionId": "s" })), "prompt");
+    assert_eq!(path_of::<heron_protocol::InitializeRequest>(json!({})), "protocolVersion");
+    // A field missing below the top keeps its parent's path.
+    let blocks = json!({ "sessionId": "s", "prompt": [
+        { "type": "text", "text": "hi" }, { "type": "resource_link", "name": "a" }
+    ] });
+    assert_eq!(path_of::<PromptRequest>(blocks), "prompt[1].uri");
 }
 
 #[test]

@@ -77,10 +77,11 @@ fn not_found(path: &str) -> RpcError {
 }
 
 /// The wire error of a file that could not be used. The system's own failures are
-/// internal errors: logged, not sent.
+/// internal errors: logged, not sent; anything the request itself names wrongly (a NUL in
+/// the path, a symlink loop, a socket) is the agent's to fix, so it says why.
 fn file_error(path: &str, err: FileError) -> RpcError {
     match err {
-        FileError::Missing(_) => not_found(path),
+        FileError::Missing(_) | FileError::Dangling { .. } => not_found(path),
         FileError::Io { .. } => RpcError::internal(&err),
         refused => RpcError::invalid_params("path", refused.to_string()),
     }

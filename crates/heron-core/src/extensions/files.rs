@@ -106,7 +106,13 @@ pub(super) fn read_text_within(path: &Path, cap: u64, protected: &Protected) -> 
     let bytes = match fsio::read_capped(path, cap, refuse) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Err("disappeared while it was read".to_owned()),
-        Err(FileError::Changed(_)) => {
+        // Whatever the link leads to (a file, nothing, itself): extensions follow none.
+        Err(
+            FileError::Changed(_)
+            | FileError::SymlinkLoop(_)
+            | FileError::Dangling { .. }
+            | FileError::LinkToSpecial { .. },
+        ) => {
             return Err(
                 "is a symlink or is reached through one; extensions are read from real files only".into()
             );

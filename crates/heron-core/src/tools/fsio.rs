@@ -4,8 +4,10 @@
 //! - A path is opened one component at a time from `/`, every component with `O_NOFOLLOW`,
 //!   so a directory swapped for a symlink after the path was resolved and checked is
 //!   refused at open, not followed. Directories on the way are opened `O_PATH`: a lookup,
-//!   not a read, so it works in a sandbox that may not list `/`. (`resolve_against` already followed every symlink, so a
-//!   resolved path has none left; one found now appeared in between.)
+//!   not a read, so it works in a sandbox that may not list `/`. (`resolve_against` already
+//!   followed every symlink it could, so a resolved path holds only those that loop, dangle
+//!   or lead to something that is no file or directory; any other appeared in between.
+//!   Each is refused, and told as what it is.)
 //! - Only regular files are read or replaced. Files are opened `O_NONBLOCK`, so opening a
 //!   FIFO never waits for a writer; a FIFO, socket or device is refused after `fstat`.
 //! - A read stops one byte past its cap: the size is learnt by reading, never from
@@ -49,6 +51,35 @@ pub enum FileError {
     /// A component of the path changed into a symlink after it was checked.
     #[error("{0} changed while it was being opened (a symlink appeared on the way); refusing to follow it")]
     Changed(String),
+    /// The path is (or goes through) a symlink that leads back to itself.
+    #[error("{0} is a symlink loop (too many levels of symbolic links); it leads to no file")]
+    SymlinkLoop(String),
+    /// The path is a symlink whose target does not exist.
+    #[error("{path} is a symlink to {target}, which does not exist")]
+    Dangling {
+        /// The path.
+        path: String,
+        /// What the link names, as it names it.
+        target: String,
+    },
+    /// The path is a symlink that leads to a FIFO, socket or device (`/dev/stdin`).
+    #[error(
+        "{path} is a symlink to {target}, a {kind}, not a regular file; tools only read and write regular files"
+    )]
+    LinkToSpecial {
+        /// The path.
+        path: String,
+        /// What the chain of links ends at, as the last link names it.
+        target: String,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// A component on the way is a file, not a directory.
+    #[error("{0} is not a directory, so nothing is below it")]
+    NotADirectory(String),
+    /// The path holds a NUL byte, which no file name can.
+    #[error("{0} holds a NUL byte, which no file name can; name the file without it")]
+    NulByte(String),
     /// The file holds more than the cap.
     #[error("{path} is larger than the {cap} bytes a tool reads whole; use grep to find what you need")]
     TooLarge {
@@ -76,17 +107,74 @@ fn io_error(path: &Path, err: &std::io::Error) -> FileError {
     let shown = path.display().to_string();
     match err.raw_os_error() {
         Some(libc::ENOENT) => FileError::Missing(shown),
-        Some(libc::ELOOP) => FileError::Changed(shown),
+        Some(libc::ELOOP) => symlink_error(path),
         Some(libc::EISDIR) => FileError::Directory(shown),
+        Some(libc::ENOTDIR) => FileError::NotADirectory(shown),
         _ => FileError::Io { path: shown, reason: err.to_string() },
     }
 }
 
+/// Why `path`, a symlink met where none was expected (an open without following, or a
+/// lookup that gave up), cannot be used. `roots` followed every link it could, so one left
+/// is a loop, dangles, leads to something that is not a file (`/dev/stdin` to a pipe), or
+/// appeared after the path was checked; only the last is a change, and each is told as
+/// what it is. The file system is asked again only to word the refusal: whatever it says
+/// now, nothing is followed.
+fn symlink_error(path: &Path) -> FileError {
+    let shown = path.display().to_string();
+    match std::fs::metadata(path) {
+        Err(err) if err.raw_os_error() == Some(libc::ELOOP) => FileError::SymlinkLoop(first_loop(path)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            FileError::Dangling { path: shown, target: last_target(path) }
+        }
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+            FileError::LinkToSpecial { path: shown, target: last_target(path), kind: kind_of(meta.mode()) }
+        }
+        _ => FileError::Changed(shown),
+    }
+}
+
+/// The shortest prefix of `path` that is a symlink loop, so the refusal names the link
+/// itself rather than a file below it.
+fn first_loop(path: &Path) -> String {
+    let mut prefixes: Vec<&Path> = path.ancestors().collect();
+    prefixes.reverse();
+    let looping = prefixes
+        .into_iter()
+        .find(|p| std::fs::metadata(p).is_err_and(|e| e.raw_os_error() == Some(libc::ELOOP)))
+        .unwrap_or(path);
+    looping.display().to_string()
+}
+
+/// What the chain of symlinks starting at `path` ends at, as the last link names it (a
+/// `/proc` fd link names a pipe `pipe:[123]`, which is no path). Bounded like the kernel's
+/// own lookup.
+fn last_target(path: &Path) -> String {
+    const MAX_HOPS: usize = 40;
+    let mut link = path.to_path_buf();
+    let mut named = String::new();
+    for _ in 0..MAX_HOPS {
+        let Ok(target) = std::fs::read_link(&link) else { break };
+        let next = match link.parent() {
+            Some(parent) if target.is_relative() => parent.join(&target),
+            _ => target.clone(),
+        };
+        named = target.display().to_string();
+        if !std::fs::symlink_metadata(&next).is_ok_and(|m| m.file_type().is_symlink()) {
+            if std::fs::symlink_metadata(&next).is_ok() {
+                named = next.display().to_string();
+            }
+            break;
+        }
+        link = next;
+    }
+    super::walk::shown_name(&named)
+}
+
 fn c_name(name: &OsStr, path: &Path) -> Result<CString, FileError> {
-    CString::new(name.as_bytes()).map_err(|_| FileError::Io {
-        path: path.display().to_string(),
-        reason: "the name holds a NUL byte".into(),
-    })
+    // A NUL is the caller's input, not a failure of the system: told as such, not as an I/O error.
+    CString::new(name.as_bytes())
+        .map_err(|_| FileError::NulByte(super::walk::shown_name(&path.display().to_string())))
 }
 
 /// `openat(dir, name, flags)` as an owned descriptor.
@@ -120,14 +208,16 @@ fn open_dir(dir: &Path) -> Result<OwnedFd, FileError> {
     }
     // SAFETY: `fd` was just returned by open.
     let mut current = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut so_far = std::path::PathBuf::from("/");
     for component in dir.components() {
         match component {
             Component::RootDir => {}
             Component::Normal(name) => {
-                let name = c_name(name, dir)?;
-                current = open_at(&current, &name, flags, 0).map_err(|e| match e.raw_os_error() {
-                    // A component that is not a directory (or a symlink) now.
-                    Some(libc::ENOTDIR) | Some(libc::ELOOP) => FileError::Changed(dir.display().to_string()),
+                let c = c_name(name, dir)?;
+                so_far.push(name);
+                current = open_at(&current, &c, flags, 0).map_err(|e| match e.raw_os_error() {
+                    // The component, not the whole directory, is what the refusal names.
+                    Some(libc::ENOTDIR) | Some(libc::ELOOP) => link_or_file(&so_far),
                     _ => io_error(dir, &e),
                 })?;
             }
@@ -138,6 +228,39 @@ fn open_dir(dir: &Path) -> Result<OwnedFd, FileError> {
         }
     }
     Ok(current)
+}
+
+/// Why the component `at` of a directory path could not be opened as a directory: a
+/// symlink (see [`symlink_error`]) or a file.
+fn link_or_file(at: &Path) -> FileError {
+    match std::fs::symlink_metadata(at) {
+        Ok(meta) if meta.file_type().is_symlink() => symlink_error(at),
+        Ok(_) => FileError::NotADirectory(at.display().to_string()),
+        // Gone since the open failed: it changed.
+        Err(_) => FileError::Changed(at.display().to_string()),
+    }
+}
+
+/// Why opening `name` in `dir` for reading failed: a socket refuses the open itself
+/// (`ENXIO`), so what is there is looked up, not opened, to say what it is.
+fn open_error(dir: &OwnedFd, name: &CString, path: &Path, err: &std::io::Error) -> FileError {
+    if err.raw_os_error() != Some(libc::ELOOP)
+        && let Ok(fd) = open_at(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0)
+        && let Ok(meta) = File::from(fd).metadata()
+        && let Err(not_regular) = regular(path, &meta)
+    {
+        return not_regular;
+    }
+    io_error(path, err)
+}
+
+/// Fails with what `path` is when nothing usable is there: missing, a symlink loop or
+/// dangling link, or a failure of the system. For the tools that walk a directory.
+pub(crate) fn must_exist(path: &Path) -> Result<(), FileError> {
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(()),
+        Err(err) => Err(io_error(path, &err)),
+    }
 }
 
 fn split(path: &Path) -> Result<(&Path, &OsStr), FileError> {
@@ -183,7 +306,7 @@ pub(crate) fn open_regular(path: &Path) -> Result<Option<(File, std::fs::Metadat
     let fd = match open_at(&dir, &name, flags, 0) {
         Ok(fd) => fd,
         Err(err) if err.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
-        Err(err) => return Err(io_error(path, &err)),
+        Err(err) => return Err(open_error(&dir, &name, path, &err)),
     };
     let file = File::from(fd);
     let meta = file.metadata().map_err(|e| io_error(path, &e))?;

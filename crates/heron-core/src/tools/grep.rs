@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use super::protected::Protected;
 use super::roots::ReadAccess;
+use super::walk::{Links, Seen};
 use super::{Outcome, Prepared, Tool, ToolEnv, call, files, fsio, walk};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
@@ -118,8 +119,9 @@ async fn search(prepared: Prepared, env: ToolEnv) -> Outcome {
         Ok(root) => root,
         Err(refusal) => return Outcome::failed(refusal),
     };
-    if !root.exists() {
-        return Outcome::failed(format!("{} does not exist", root.display()));
+    // Missing, a symlink loop or a dangling link: each said as what it is.
+    if let Err(unusable) = fsio::must_exist(&root) {
+        return Outcome::failed(unusable.to_string());
     }
     let (cancel, witness, roots) = (env.cancel.clone(), env.witness.clone(), env.roots.clone());
     let secrets = env.secrets.clone();
@@ -127,9 +129,18 @@ async fn search(prepared: Prepared, env: ToolEnv) -> Outcome {
     let searched = tokio::task::spawn_blocking(move || {
         let mut found = Found::default();
         let protected = roots.protected();
-        let walked = walk::files(&root, filter.as_ref(), &cancel, witness.as_deref(), protected, |path| {
-            search_file(&regex, &cwd, path, protected, &secrets, &mut found)
-        });
+        let walked = walk::files(
+            &root,
+            filter.as_ref(),
+            &cancel,
+            witness.as_deref(),
+            protected,
+            Links::Skip,
+            |seen| match seen {
+                Seen::File(path) => search_file(&regex, &cwd, path, protected, &secrets, &mut found),
+                Seen::Link(..) => ControlFlow::Continue(()),
+            },
+        );
         (found, walked)
     })
     .await;

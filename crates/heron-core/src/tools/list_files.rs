@@ -1,6 +1,7 @@
 //! `list_files`: the files under a directory, as a developer sees them (ignored and hidden
-//! files left out), sorted. Invariant: never more than [`MAX_FILES`] entries, and a cut
-//! list says so.
+//! files left out), sorted, with symlinks shown as `name -> target` and never followed (a
+//! linked directory is not descended into). Invariant: never more than [`MAX_FILES`]
+//! entries, and a cut list says so.
 
 use std::ops::ControlFlow;
 
@@ -8,7 +9,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::roots::ReadAccess;
-use super::{Outcome, Prepared, Tool, ToolEnv, call, walk};
+use super::walk::{Links, Seen};
+use super::{Outcome, Prepared, Tool, ToolEnv, call, fsio, walk};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
 use crate::types::ToolKind;
@@ -40,7 +42,8 @@ impl Tool for ListFiles {
         call::spec::<ListFilesArgs>(
             NAME,
             "List the files under a directory recursively, sorted, skipping hidden files and what \
-             .gitignore ignores. Filter with a glob pattern.",
+             .gitignore ignores. Filter with a glob pattern. Symlinks are shown as `name -> target` \
+             and not followed; list a linked directory by its own path.",
         )
     }
 
@@ -95,23 +98,41 @@ async fn list(prepared: Prepared, env: ToolEnv) -> Outcome {
         Ok(root) => root,
         Err(refusal) => return Outcome::failed(refusal),
     };
-    if !root.exists() {
-        return Outcome::failed(format!("{} does not exist", root.display()));
+    // Missing, a symlink loop or a dangling link: each said as what it is.
+    if let Err(unusable) = fsio::must_exist(&root) {
+        return Outcome::failed(unusable.to_string());
     }
     let (cancel, witness, roots) = (env.cancel.clone(), env.witness.clone(), env.roots.clone());
     let cwd = call::resolve(&env, ".");
     let walked = tokio::task::spawn_blocking(move || {
         let mut found = Vec::new();
         let mut more = false;
-        let walked =
-            walk::files(&root, filter.as_ref(), &cancel, witness.as_deref(), roots.protected(), |path| {
+        let protected = roots.protected();
+        let walked = walk::files(
+            &root,
+            filter.as_ref(),
+            &cancel,
+            witness.as_deref(),
+            protected,
+            Links::Show,
+            |seen| {
                 if found.len() == MAX_FILES {
                     more = true;
                     return ControlFlow::Break(());
                 }
-                found.push(walk::shown_name(&call::shown_from(&cwd, path)));
+                found.push(match seen {
+                    Seen::File(path) => walk::shown_name(&call::shown_from(&cwd, path)),
+                    // The target as the link names it: the listing says where it points
+                    // without following it.
+                    Seen::Link(path, target) => format!(
+                        "{} -> {}",
+                        walk::shown_name(&call::shown_from(&cwd, path)),
+                        walk::shown_name(&target.display().to_string())
+                    ),
+                });
                 ControlFlow::Continue(())
-            });
+            },
+        );
         (found, more, walked)
     })
     .await;

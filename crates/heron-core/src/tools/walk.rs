@@ -1,6 +1,7 @@
 //! Walking a directory tree for the search tools the way a developer would: `.gitignore`
 //! and friends respected (with or without a git repository), hidden files and `.git`
-//! skipped, symlinks not followed, entries in sorted order. Heron's home is stepped around
+//! skipped, symlinks never followed (a walk cannot leave its root through one or loop on
+//! one; a listing may show them as links), entries in sorted order. Heron's home is stepped around
 //! when a walk contains it. Stops as soon as cancelled, and says what it could not see:
 //! trees deeper than [`MAX_DEPTH`], entries it could not read.
 
@@ -54,17 +55,37 @@ impl Walked {
     }
 }
 
+/// What a walk hands its visitor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Seen<'a> {
+    /// A regular file.
+    File(&'a Path),
+    /// A symlink (to a file, a directory or nothing), not followed, and what it names, as
+    /// it names it.
+    Link(&'a Path, &'a Path),
+}
+
+/// Whether a walk hands its visitor the symlinks it passes, or only files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Links {
+    /// Files only: what is read (grep) is never reached through a link.
+    Skip,
+    /// Files and links: a listing shows that the link is there and where it points.
+    Show,
+}
+
 /// Calls `visit` with every file under `root` (or `root` itself when it is a file) whose
-/// path relative to `root` matches `filter`, in sorted order, until `visit` breaks or
-/// `cancel` fires; `witness` sees each file first. Nothing inside `protected`'s Heron home
-/// is visited or listed.
+/// path relative to `root` matches `filter`, and with every symlink when `links` says so,
+/// in sorted order, until `visit` breaks or `cancel` fires; `witness` sees each file first.
+/// Nothing inside `protected`'s Heron home is visited or listed.
 pub(crate) fn files(
     root: &Path,
     filter: Option<&GlobMatcher>,
     cancel: &CancellationToken,
     witness: Option<&dyn FileWitness>,
     protected: &Protected,
-    mut visit: impl FnMut(&Path) -> ControlFlow<()>,
+    links: Links,
+    mut visit: impl FnMut(Seen<'_>) -> ControlFlow<()>,
 ) -> Walked {
     let skip_home = protected.contains_home(root);
     let home = protected.clone();
@@ -98,7 +119,8 @@ pub(crate) fn files(
             walked.too_deep += 1;
             continue;
         }
-        if !kind.is_file() {
+        let link = kind.is_symlink() && links == Links::Show;
+        if !kind.is_file() && !link {
             continue;
         }
         let path = entry.path();
@@ -109,10 +131,23 @@ pub(crate) fn files(
                 continue;
             }
         }
-        if let Some(witness) = witness {
-            witness.before_use(path);
-        }
-        if visit(path).is_break() {
+        let seen = if link {
+            // Only the link itself is read, never what it points to.
+            match std::fs::read_link(path) {
+                Ok(target) => visit(Seen::Link(path, &target)),
+                Err(err) => {
+                    walked.unreadable += 1;
+                    walked.first_error.get_or_insert_with(|| format!("{}: {err}", path.display()));
+                    continue;
+                }
+            }
+        } else {
+            if let Some(witness) = witness {
+                witness.before_use(path);
+            }
+            visit(Seen::File(path))
+        };
+        if seen.is_break() {
             break;
         }
     }
