@@ -135,6 +135,13 @@ impl Agent {
         Self { heron, session }
     }
 
+    /// Moves to a new session of the same process, on `model`.
+    fn fresh_session(&mut self, workspace: &Path, model: &str) {
+        let opened = self.heron.call("session/new", json!({ "cwd": workspace, "mcpServers": [] }));
+        self.session = opened["sessionId"].as_str().expect("a session id").to_owned();
+        self.set_model(model);
+    }
+
     fn set_model(&mut self, model: &str) {
         self.heron.call("session/set_model", json!({ "sessionId": self.session, "modelId": model }));
     }
@@ -228,6 +235,20 @@ fn latency(c: &mut Criterion) {
         b.iter_custom(|iters| {
             (0..iters)
                 .map(|_| {
+                    let seen = agent.prompt();
+                    seen.answered.duration_since(seen.sent)
+                })
+                .sum()
+        })
+    });
+    // The same in a session of its own each time: its second turn (the first sets the
+    // title and writes the transcript whole), before a long history weighs on the request.
+    group.bench_function("scripted_turn_fresh_session", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    agent.fresh_session(workspace.path(), "text/m");
+                    agent.prompt();
                     let seen = agent.prompt();
                     seen.answered.duration_since(seen.sent)
                 })
