@@ -27,7 +27,10 @@ async fn stored_session(dirs: &Arc<Dirs>, corrupt_seq: Option<u64>) -> String {
             let event = Event::AgentMessage { message_id: format!("m{n}"), text: format!("message {n}") };
             serde_json::to_string(&event).expect("encode")
         };
-        store.append_event_json(&id, "agent_message", Arc::from(text)).await.expect("append");
+        store
+            .append_events_json(&id, vec![("agent_message".to_owned(), Arc::from(text))])
+            .await
+            .expect("append");
     }
     id
 }

@@ -16,6 +16,18 @@ async fn new_session_error(editor: &mut support::Editor, cwd: &str) -> Value {
     answer["error"].clone()
 }
 
+/// Replays `session` with `session/load` and asserts that no stored event holds `part`.
+async fn assert_replay_lacks(editor: &mut support::Editor, session: &str, cwd: &str, part: &str) {
+    let (replayed, _) = editor
+        .exchange(
+            json!("load"),
+            "session/load",
+            json!({ "sessionId": session, "cwd": cwd, "mcpServers": [] }),
+        )
+        .await;
+    assert!(!serde_json::to_string(&replayed).expect("json").contains(part), "the store kept the key");
+}
+
 #[tokio::test]
 async fn a_cwd_that_is_not_a_usable_directory_is_invalid_params_with_a_code() {
     let dirs = Dirs::new();
@@ -131,17 +143,7 @@ async fn a_key_the_model_echoes_in_pieces_never_reaches_the_client_or_the_store(
         .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
         .collect();
     assert_eq!(text, "Your key is ***, enjoy.");
-    let (replayed, _) = editor
-        .exchange(
-            json!("load"),
-            "session/load",
-            json!({ "sessionId": session, "cwd": dirs.ws(), "mcpServers": [] }),
-        )
-        .await;
-    assert!(
-        !serde_json::to_string(&replayed).expect("json").contains("0123456789ab"),
-        "the store kept the key"
-    );
+    assert_replay_lacks(&mut editor, &session, &dirs.ws(), "0123456789ab").await;
 }
 
 /// A key the user exported, so that the editor and Heron hold it in their environment, is
@@ -232,17 +234,7 @@ async fn a_key_in_a_tool_call_is_masked_in_what_is_shown_stored_and_run() {
     let ws = std::path::Path::new(&dirs.ws()).to_path_buf();
     assert_eq!(std::fs::read_to_string(ws.join("k.txt")).expect("k.txt"), "KEY=***\n");
     assert_eq!(std::fs::read_to_string(ws.join("e.txt")).expect("e.txt"), "***");
-    let (replayed, _) = editor
-        .exchange(
-            json!("load"),
-            "session/load",
-            json!({ "sessionId": session, "cwd": dirs.ws(), "mcpServers": [] }),
-        )
-        .await;
-    assert!(
-        !serde_json::to_string(&replayed).expect("json").contains("0123456789abcdef"),
-        "the store kept the key"
-    );
+    assert_replay_lacks(&mut editor, &session, &dirs.ws(), "0123456789abcdef").await;
     let transcripts = std::fs::read_dir(dirs.home().join("transcripts")).expect("transcripts");
     for file in transcripts.flatten() {
         let text = std::fs::read_to_string(file.path()).expect("transcript");

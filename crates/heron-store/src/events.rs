@@ -119,32 +119,23 @@ impl Store {
         seqs.first().copied().ok_or_else(|| StoreError::Corrupt("an append assigned no seq".to_owned()))
     }
 
-    /// Appends one event whose payload is already JSON text (the caller encoded it, so a
-    /// large event is not held twice); its text must be one JSON value.
-    pub async fn append_event_json(
-        &self,
-        session_id: &str,
-        kind: &str,
-        payload: std::sync::Arc<str>,
-    ) -> Result<u64, StoreError> {
-        let (session_id, kind) = (session_id.to_owned(), kind.to_owned());
-        let seqs = self
-            .run(move |conn| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let seqs = append(&tx, &session_id, &[(kind, &*payload)])?;
-                tx.commit()?;
-                Ok(seqs)
-            })
-            .await?;
-        seqs.first().copied().ok_or_else(|| StoreError::Corrupt("an append assigned no seq".to_owned()))
-    }
-
-    /// Appends several events whose payloads are already JSON text (see
-    /// [`Store::append_event_json`]) in one transaction; their seqs, in order.
+    /// Appends several events whose payloads are already JSON text (the caller encoded
+    /// them, so a large event is not held twice; each must be one JSON value) in one
+    /// transaction; their seqs, in order.
     pub async fn append_events_json(
         &self,
         session_id: &str,
         events: Vec<(String, std::sync::Arc<str>)>,
+    ) -> Result<Vec<u64>, StoreError> {
+        self.append_texts(session_id, events).await
+    }
+
+    /// Appends events whose payloads are JSON text in one transaction: the one body of
+    /// every append.
+    async fn append_texts<P: AsRef<str> + Send + 'static>(
+        &self,
+        session_id: &str,
+        events: Vec<(String, P)>,
     ) -> Result<Vec<u64>, StoreError> {
         let session_id = session_id.to_owned();
         self.run(move |conn| {
@@ -171,14 +162,7 @@ impl Store {
             .into_iter()
             .map(|(kind, payload)| Ok((kind.as_ref().to_owned(), encode_json(payload.borrow())?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
-        let session_id = session_id.to_owned();
-        self.run(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let seqs = append(&tx, &session_id, &events)?;
-            tx.commit()?;
-            Ok(seqs)
-        })
-        .await
+        self.append_texts(session_id, events).await
     }
 
     /// Reads up to `limit` events with seq greater than `after_seq`, in order. Page through a

@@ -213,14 +213,7 @@ impl Turn {
     /// stored go first, in the same transaction.
     async fn record_shown(&mut self, event: Event, shown: bool) -> Result<(), TurnError> {
         let payload = encode(&event)?;
-        let mut batch: Vec<(String, Arc<str>)> =
-            self.unstored.iter().map(|(e, p)| (e.kind().to_owned(), p.clone())).collect();
-        batch.push((event.kind().to_owned(), payload.clone()));
-        self.store
-            .append_events_json(&self.session_id, batch)
-            .await
-            .map_err(|e| TurnError::Store(e.to_string()))?;
-        self.stored_unstored().await;
+        self.store_with(Some((event.kind(), payload.clone()))).await?;
         self.recorded(event, payload, shown).await;
         Ok(())
     }
@@ -240,7 +233,13 @@ impl Turn {
         if self.unstored.is_empty() {
             return Ok(());
         }
-        let batch = self.unstored.iter().map(|(e, p)| (e.kind().to_owned(), p.clone())).collect();
+        self.store_with(None).await
+    }
+
+    /// Stores the waiting events and then `next`, if any, in one transaction.
+    async fn store_with(&mut self, next: Option<(&str, Arc<str>)>) -> Result<(), TurnError> {
+        let waiting = self.unstored.iter().map(|(event, payload)| (event.kind(), payload.clone()));
+        let batch = waiting.chain(next).map(|(kind, payload)| (kind.to_owned(), payload)).collect();
         self.store
             .append_events_json(&self.session_id, batch)
             .await
