@@ -282,6 +282,12 @@ impl Peer {
         self.shared.closed.is_cancelled()
     }
 
+    /// True once no call to the peer can be answered any more: the input ended (the
+    /// connection may still be finishing requests already running) or it closed.
+    pub fn calls_closed(&self) -> bool {
+        self.is_closed() || self.shared.pending().closed
+    }
+
     /// Resolves when the connection closes.
     pub fn closed(&self) -> impl Future<Output = ()> + Send + 'static {
         self.shared.closed.clone().cancelled_owned()

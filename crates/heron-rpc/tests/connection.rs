@@ -754,6 +754,27 @@ async fn eof_fails_pending_calls_cancels_handlers_and_ends_serve() {
 }
 
 #[tokio::test]
+async fn a_call_failed_by_eof_sees_calls_closed_while_handlers_still_finish() {
+    let mut editor = Editor::start();
+    let peer = editor.peer.clone();
+    let call = tokio::spawn(call(&peer, "fs/read_text_file", json!({}), None));
+    assert_eq!(editor.recv().await["id"], json!(0));
+    editor.send(r#"{"jsonrpc":"2.0","id":7,"method":"slow"}"#).await;
+    editor.state.wait_started(1).await;
+    assert!(!peer.calls_closed());
+    let Editor { input, output, serve, .. } = editor;
+    drop(input);
+    let failed = tokio::time::timeout(WAIT, call).await.expect("call ends").expect("task");
+    assert_eq!(failed, Err(RpcError::new(-32603, "Connection closed")));
+    // The slow handler holds the connection open for its grace, yet the caller can already
+    // tell its call failed because the peer went away.
+    assert!(!peer.is_closed(), "the drain grace is still running");
+    assert!(peer.calls_closed());
+    let _ = tokio::time::timeout(Duration::from_secs(2), serve).await;
+    drop(output);
+}
+
+#[tokio::test]
 async fn a_broken_output_closes_the_connection() {
     let editor = Editor::start();
     let Editor { input, output, peer, serve, .. } = editor;

@@ -367,9 +367,10 @@ async fn converse(
     Ok(ended.unwrap_or(Ended::Stopped(stop)))
 }
 
-/// A failed call, said as the agent having gone when the connection is closed.
+/// A failed call, said as the agent having gone when its output ended: that fails the
+/// pending calls before the connection itself closes, so `is_closed` alone races it.
 fn closed_or(peer: &Peer, err: RpcError) -> RunError {
-    if peer.is_closed() {
+    if peer.calls_closed() {
         RunError::Agent("the agent stopped before it answered".to_owned())
     } else {
         RunError::Rpc(err)
