@@ -125,6 +125,17 @@ impl<O: Outgoing> Inner<O> {
         self.client.session_update(note).await
     }
 
+    /// Sends `updates` of one session, in order, as one burst the connection writes
+    /// together (a replay: one queue entry rather than one per update).
+    async fn send_batch(&self, session_id: &str, updates: Vec<SessionUpdate>) -> Result<(), RpcError> {
+        let session_id = SessionId(session_id.to_owned());
+        let notes: Vec<_> = updates
+            .into_iter()
+            .map(|update| SessionNotification { meta: None, session_id: session_id.clone(), update })
+            .collect();
+        self.client.0.notify_batch(heron_protocol::Method::SessionUpdate.wire(), notes).await
+    }
+
     /// The session's settings and its config options as the wire shows them.
     fn options_of(&self, session: &Session) -> (Settings, Vec<SessionConfigOption>) {
         let settings = session.state().settings;

@@ -33,6 +33,12 @@ use serde_json::{Map, Value, json};
 use super::errors::{cwd_error, root_error, session_error};
 use super::{HeronAgent, Reply, convert, inbox, mcp, reload, status, updates};
 
+/// How many replayed updates go to the writer as one entry: about 40 KiB of lines, enough
+/// to make the per-entry costs (a queue slot, a budget wait, a writer wake-up, a write)
+/// vanish, small enough that the editor gets the first ones at once and the writer keeps
+/// writing while the next burst is encoded.
+const REPLAY_BURST: usize = 64;
+
 /// How a session is opened.
 enum Opening {
     /// A new one.
@@ -94,14 +100,17 @@ fn open_session<O: Outgoing>(
             Opening::New => manager.create(options).await.map_err(failed)?,
             Opening::Load(id) => {
                 let mut loading = manager.load(id, options).await.map_err(failed)?;
-                // The whole history goes out before the answer.
+                // The whole history goes out before the answer, in bursts of updates.
+                let mut burst = Vec::with_capacity(REPLAY_BURST);
                 while let Some(events) = loading.next_events().await.map_err(failed)? {
                     for event in events {
-                        for update in replay(event).await? {
-                            inner.send(id, update).await?;
+                        burst.extend(replay(event).await?);
+                        if burst.len() >= REPLAY_BURST {
+                            inner.send_batch(id, std::mem::take(&mut burst)).await?;
                         }
                     }
                 }
+                inner.send_batch(id, burst).await?;
                 loading.open().await.map_err(failed)?
             }
             Opening::Resume(id) => manager.open(id, options).await.map_err(failed)?,

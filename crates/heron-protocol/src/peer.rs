@@ -46,6 +46,25 @@ pub trait Outgoing: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), RpcError>> + Send + 'static
     where
         P: Serialize + Send + 'static;
+
+    /// Sends notifications of one method, in order, as one burst: a connection may write
+    /// them together (one queue entry for all). Fails only when the connection is closed.
+    fn notify_batch<P>(
+        &self,
+        method: &'static str,
+        params: Vec<P>,
+    ) -> impl Future<Output = Result<(), RpcError>> + Send + 'static
+    where
+        P: Serialize + Send + 'static,
+    {
+        let this = self.clone();
+        async move {
+            for params in params {
+                this.notify(method, params).await?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// Serializes params; `null` (as from `()`) means "no params" and is omitted.
@@ -94,6 +113,17 @@ impl Outgoing for heron_rpc::Peer {
         P: Serialize + Send + 'static,
     {
         self.notify_serialized(method, &params)
+    }
+
+    fn notify_batch<P>(
+        &self,
+        method: &'static str,
+        params: Vec<P>,
+    ) -> impl Future<Output = Result<(), RpcError>> + Send + 'static
+    where
+        P: Serialize + Send + 'static,
+    {
+        self.notify_batch_serialized(method, &params)
     }
 }
 

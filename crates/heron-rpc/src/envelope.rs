@@ -333,20 +333,40 @@ pub fn encode_notification_of<P: Serialize + ?Sized>(
     method: &str,
     params: &P,
 ) -> Result<String, serde_json::Error> {
+    let mut out = Vec::with_capacity(256);
+    push_notification_of(&mut out, method, params)?;
+    // serde_json writes UTF-8 only; were it ever not, the error says so instead of a panic.
+    String::from_utf8(out).map_err(<serde_json::Error as serde::ser::Error>::custom)
+}
+
+/// Appends the line [`encode_notification_of`] makes to `out` (no terminator); on an error
+/// `out` is left as it was.
+pub(crate) fn push_notification_of<P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    method: &str,
+    params: &P,
+) -> Result<(), serde_json::Error> {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","method":"#;
     const PARAMS: &str = r#","params":"#;
-    let mut head = String::with_capacity(256);
-    head.push_str(r#"{"jsonrpc":"2.0","method":"#);
-    push_str(&mut head, method);
-    head.push_str(PARAMS);
-    let start = head.len();
-    let mut out = head.into_bytes();
-    serde_json::to_writer(&mut out, params)?;
+    let begin = out.len();
+    out.extend_from_slice(HEAD.as_bytes());
+    let written = serde_json::to_writer(&mut *out, method).and_then(|()| {
+        out.extend_from_slice(PARAMS.as_bytes());
+        let start = out.len();
+        serde_json::to_writer(&mut *out, params).map(|()| start)
+    });
+    let start = match written {
+        Ok(start) => start,
+        Err(err) => {
+            out.truncate(begin);
+            return Err(err);
+        }
+    };
     if out[start..] == *b"null" {
         out.truncate(start - PARAMS.len());
     }
     out.push(b'}');
-    // serde_json writes UTF-8 only; were it ever not, the error says so instead of a panic.
-    String::from_utf8(out).map_err(<serde_json::Error as serde::ser::Error>::custom)
+    Ok(())
 }
 
 /// Encodes a response as one line (no terminator).

@@ -724,6 +724,28 @@ async fn notifications_are_sent_as_one_line() {
     );
 }
 
+#[tokio::test]
+async fn a_batch_of_notifications_arrives_as_its_lines_in_order() {
+    let mut editor = Editor::start();
+    let params = [json!({ "n": 1, "text": "a\nb" }), json!({ "n": 2 }), json!(null)];
+    editor.peer.notify_batch_serialized("session/update", &params).await.expect("batch");
+    editor.peer.notify_raw("after", None).await.expect("notify");
+    assert_eq!(
+        editor.recv_line().await,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"n":1,"text":"a\nb"}}"#
+    );
+    assert_eq!(editor.recv_line().await, r#"{"jsonrpc":"2.0","method":"session/update","params":{"n":2}}"#);
+    assert_eq!(editor.recv_line().await, r#"{"jsonrpc":"2.0","method":"session/update"}"#, "null: no params");
+    assert_eq!(editor.recv_line().await, r#"{"jsonrpc":"2.0","method":"after"}"#);
+    editor.peer.notify_batch_serialized::<Value>("empty", &[]).await.expect("nothing to send");
+    editor.peer.notify_raw("last", None).await.expect("notify");
+    assert_eq!(
+        editor.recv_line().await,
+        r#"{"jsonrpc":"2.0","method":"last"}"#,
+        "an empty batch sends no line"
+    );
+}
+
 // ---- Shutdown ----
 
 #[tokio::test]
@@ -845,12 +867,22 @@ async fn the_validator_checks_incoming_params_and_sees_outgoing_payloads() {
     call.await.expect("task").expect("reply");
     editor.peer.notify_raw("session/update", raw(&json!({ "u": 1 }))).await.expect("notify");
     editor.recv().await;
+    editor
+        .peer
+        .notify_batch_serialized("session/update", &[json!({ "u": 2 }), json!({ "u": 3 })])
+        .await
+        .expect("batch");
+    assert_eq!(editor.recv().await["params"], json!({ "u": 2 }));
+    assert_eq!(editor.recv().await["params"], json!({ "u": 3 }));
+    let note = |u: u8| (OutgoingKind::Notification, "session/update".to_owned(), format!(r#"{{"u":{u}}}"#));
     assert_eq!(
         *recorder.seen.lock().expect("seen"),
         vec![
             (OutgoingKind::Result, "echo".to_owned(), r#"{"ok":1}"#.to_owned()),
             (OutgoingKind::Request, "fs/read_text_file".to_owned(), r#"{"path":"/p"}"#.to_owned()),
-            (OutgoingKind::Notification, "session/update".to_owned(), r#"{"u":1}"#.to_owned()),
+            note(1),
+            note(2),
+            note(3),
         ]
     );
 }

@@ -7,13 +7,18 @@
 //! one copy of the history at any time, never a second one for the replay, and the replay
 //! goes out as it is read rather than after the whole log is in memory.
 //!
+//! While the caller works on one page, the next is already being read and decoded on the
+//! store's blocking thread, so a replay costs about the larger of reading and sending, not
+//! their sum; at most one page is read ahead.
+//!
 //! A row that is not JSON fails the read ([`SessionError::Store`], naming its seq); one that
 //! is JSON but no event this build knows is skipped with a warning, so a session written by
 //! a newer build still opens.
 
 use std::sync::Arc;
 
-use heron_store::{PageBudget, Store};
+use heron_store::{DecodedPage, PageBudget, Store, StoreError};
+use tokio::task::JoinHandle;
 
 use super::Session;
 use super::event::Event;
@@ -29,7 +34,12 @@ pub(super) struct StoredHistory {
     events: Vec<Event>,
     keep: bool,
     budget: PageBudget,
+    /// The page after the last one returned, being read.
+    ahead: Option<JoinHandle<Result<Page, StoreError>>>,
 }
+
+/// One page as the store decodes it.
+type Page = DecodedPage<Event>;
 
 impl StoredHistory {
     /// A reader of session `id` that keeps every event it reads (for an actor).
@@ -46,7 +56,22 @@ impl StoredHistory {
     }
 
     fn new(id: &str, events: Vec<Event>, keep: bool) -> StoredHistory {
-        StoredHistory { id: id.to_owned(), after: Some(0), events, keep, budget: PageBudget::default() }
+        StoredHistory {
+            id: id.to_owned(),
+            after: Some(0),
+            events,
+            keep,
+            budget: PageBudget::default(),
+            ahead: None,
+        }
+    }
+
+    /// Starts reading the page after `after` on the store's thread.
+    fn read(&self, store: &Store, after: u64) -> JoinHandle<Result<Page, StoreError>> {
+        let (store, id, budget) = (store.clone(), self.id.clone(), self.budget);
+        tokio::spawn(async move {
+            store.decode_events(&id, after, budget, |text| serde_json::from_str::<Event>(text)).await
+        })
     }
 
     /// The whole history of session `id`, in order.
@@ -60,9 +85,12 @@ impl StoredHistory {
     /// `None` once the whole history was read.
     pub(super) async fn next_page(&mut self, store: &Store) -> Result<Option<&[Event]>, SessionError> {
         let Some(after) = self.after else { return Ok(None) };
-        let page = store
-            .decode_events(&self.id, after, self.budget, |text| serde_json::from_str::<Event>(text))
-            .await?;
+        let reading = match self.ahead.take() {
+            Some(reading) => reading,
+            None => self.read(store, after),
+        };
+        let page = reading.await.map_err(|err| StoreError::Task(err.to_string()))??;
+        self.ahead = page.next_after.map(|next| self.read(store, next));
         if !self.keep {
             self.events.clear();
         }
