@@ -208,6 +208,57 @@ fn a_command_cannot_read_an_exported_key_from_heron_or_its_editor() {
     assert!(heron.exited_within(support::PROCESS_WAIT).is_some(), "heron and its shell exit on EOF");
 }
 
+/// Credentials the editor's environment holds but `.env` does not name (a `GITHUB_TOKEN`
+/// exported in the user's shell) are not inherited by commands either, sandbox on or off;
+/// one the user passes by name in `sandbox_pass_env` is.
+#[test]
+fn a_command_does_not_inherit_credentials_from_the_editors_environment() {
+    let step = json!({ "steps": [{ "tool_call": { "name": "run_command", "arguments": { "command": "env; echo listed" } } }] });
+    let script = format!("{step}\n{}\n", json!({ "steps": [{ "text": "ok" }] }));
+    for config in
+        ["sandbox_pass_env = [\"GH_TOKEN\"]\n", "sandbox = \"off\"\nsandbox_pass_env = [\"GH_TOKEN\"]\n"]
+    {
+        let dirs = support::scripted_home("s", config, &script);
+        let child = std::process::Command::new(support::heron_bin())
+            .args(["acp", "--model", "s/m", "--permission-mode", "bypassPermissions"])
+            .env("HERON_HOME", dirs.home())
+            .env("HERON_LOG", "warn")
+            .env("GITHUB_TOKEN", "ghp-exported-1f2e")
+            .env("AWS_SECRET_ACCESS_KEY", "aws-exported-3c4d")
+            .env("GH_TOKEN", "gh-passed-5a6b")
+            .env("TOKENIZERS_PARALLELISM", "false")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn heron");
+        let mut heron = support::Process::started(child);
+        let session = heron.new_session(&dirs.ws());
+        heron.send(json!({ "jsonrpc": "2.0", "id": "p", "method": "session/prompt",
+            "params": { "sessionId": session, "prompt": [{ "type": "text", "text": "env" }] } }));
+        let mut output = String::new();
+        loop {
+            let message = heron.next();
+            if message["id"] == "p" {
+                break;
+            }
+            if update_kind(&message) == Some("tool_call_update")
+                && message["params"]["update"]["status"] == "completed"
+            {
+                output = message["params"]["update"].to_string();
+            }
+        }
+        assert!(
+            output.contains("listed") && output.contains("TOKENIZERS_PARALLELISM=false"),
+            "{config}: {output}"
+        );
+        assert!(!output.contains("ghp-exported") && !output.contains("aws-exported"), "{config}: {output}");
+        assert!(output.contains("GH_TOKEN=gh-passed-5a6b"), "passed by name ({config}): {output}");
+        heron.close_input();
+        assert!(heron.exited_within(support::PROCESS_WAIT).is_some(), "heron exits on EOF");
+    }
+}
+
 /// A key the model puts into a tool call (its arguments or its name) is masked before the
 /// call is shown, asked about, stored or run: the editor, the store and the file all get
 /// `***`, which is what the approval showed.

@@ -313,6 +313,10 @@ pub struct Config {
     /// More paths sandboxed commands may write, `~` expanded; when absent, the tool caches
     /// of [`DEFAULT_SANDBOX_WRITABLE`]. None may lie inside `HERON_HOME`.
     pub sandbox_writable: Option<Vec<String>>,
+    /// Variables of Heron's environment that look like credentials (`GH_TOKEN`) but that
+    /// commands and MCP servers may still inherit. A key of `.env` is never passed.
+    #[serde(default)]
+    pub sandbox_pass_env: Vec<String>,
     /// Providers by name.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,

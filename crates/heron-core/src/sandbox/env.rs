@@ -1,6 +1,10 @@
 //! The keys no child inherits: every variable of Heron's environment named like a key in
-//! `HERON_HOME/.env`, or whose value contains one of their values. What a command sets
-//! itself (an MCP server's `env`) is its definition's choice and is kept.
+//! `HERON_HOME/.env` or whose value contains one of their values, and every variable whose
+//! name says it holds a credential (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
+//! `ANTHROPIC_API_KEY`, ...): editors start agents with the user's shell environment, so
+//! those are the user's keys too. `sandbox_pass_env` in `config.toml` lets named ones
+//! through (never a `.env` key). What a command sets itself (an MCP server's `env`) is its
+//! definition's choice and is kept.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -14,17 +18,34 @@ use crate::secret::Secret;
 /// floor as redaction).
 const SHORTEST_CONTAINED: usize = 4;
 
+/// Words of a variable's name (split on `_`, any case) that mark it as a credential
+/// wherever they stand. Whole words only, so `TOKENIZERS_PARALLELISM` or `KEYMAP` pass.
+const CREDENTIAL_WORDS: [&str; 9] =
+    ["KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS"];
+
+/// Endings of a name that mark a credential even inside a word (`PGPASSWORD`).
+const CREDENTIAL_ENDINGS: [&str; 5] = ["PASSWORD", "PASSWD", "TOKEN", "SECRET", "APIKEY"];
+
+/// Words that mark a credential only as the last of several (`MYSQL_PWD`, `NPM_CONFIG__AUTH`):
+/// `PWD` alone is the working folder, and `SSH_AUTH_SOCK` is a socket, not a key.
+const CREDENTIAL_LAST_WORDS: [&str; 2] = ["PWD", "AUTH"];
+
 /// Key names and values kept out of children's environments.
 #[derive(Debug, Clone, Default)]
 pub struct Withheld {
     names: BTreeSet<String>,
     values: Vec<Secret>,
+    /// Names that look like credentials but the user lets through.
+    passed: BTreeSet<String>,
 }
 
 impl Withheld {
-    /// Every name and non-empty value of `.env`.
-    pub fn from_keys(keys: &Keys) -> Self {
-        Self::new(keys.names().map(str::to_owned), keys.all().cloned())
+    /// Every name and non-empty value of `.env`; of the names that look like credentials,
+    /// `passed` still reach children.
+    pub fn from_keys(keys: &Keys, passed: &[String]) -> Self {
+        let mut withheld = Self::new(keys.names().map(str::to_owned), keys.all().cloned());
+        withheld.passed = passed.iter().filter(|name| !withheld.names.contains(*name)).cloned().collect();
+        withheld
     }
 
     /// These names and values.
@@ -32,13 +53,17 @@ impl Withheld {
         Self {
             names: names.into_iter().collect(),
             values: values.into_iter().filter(|v| !v.is_empty()).collect(),
+            passed: BTreeSet::new(),
         }
     }
 
     /// Whether a variable must not reach a child.
     fn withholds(&self, name: &OsStr, value: &OsStr) -> bool {
         let value = value.as_bytes();
-        name.to_str().is_some_and(|name| self.names.contains(name))
+        let named = name.to_str().is_none_or(|name| {
+            self.names.contains(name) || (looks_like_a_credential(name) && !self.passed.contains(name))
+        });
+        named
             || self.values.iter().map(|secret| secret.expose().as_bytes()).any(|secret| {
                 value == secret || (secret.len() >= SHORTEST_CONTAINED && contains(value, secret))
             })
@@ -60,6 +85,16 @@ impl Withheld {
     }
 }
 
+/// Whether a variable's name says it holds a credential (see [`CREDENTIAL_WORDS`] and the
+/// lists after it).
+fn looks_like_a_credential(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    let words: Vec<&str> = upper.split(['_', '-', '.']).filter(|word| !word.is_empty()).collect();
+    words.iter().any(|word| CREDENTIAL_WORDS.contains(word))
+        || CREDENTIAL_ENDINGS.iter().any(|ending| upper.ends_with(ending))
+        || (words.len() > 1 && words.last().is_some_and(|last| CREDENTIAL_LAST_WORDS.contains(last)))
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|window| window == needle)
 }
@@ -79,6 +114,41 @@ mod tests {
         assert!(w.withholds(OsStr::new("COPY"), OsStr::new("sk-live-123456")));
         assert!(w.withholds(OsStr::new("URL"), OsStr::new("https://x/?key=sk-live-123456&a=1")));
         assert!(!w.withholds(OsStr::new("PATH"), OsStr::new("/usr/bin:/bin")));
+    }
+
+    #[test]
+    fn a_variable_named_like_a_credential_is_withheld_unless_passed() {
+        let w = Withheld::from_keys(
+            &Keys::from_pairs([("LOCAL_KEY".to_owned(), "v".to_owned())]),
+            &["GH_TOKEN".to_owned(), "LOCAL_KEY".to_owned()],
+        );
+        for name in [
+            "GITHUB_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+            "ANTHROPIC_API_KEY",
+            "npm_config__auth",
+            "PGPASSWORD",
+            "MYSQL_PWD",
+            "DB_PASSWORD",
+            "HF_TOKEN",
+            "LOCAL_KEY",
+            "stripe.secret",
+        ] {
+            assert!(w.withholds(OsStr::new(name), OsStr::new("x")), "{name} is withheld");
+        }
+        for name in [
+            "PATH",
+            "PWD",
+            "OLDPWD",
+            "TOKENIZERS_PARALLELISM",
+            "KEYMAP",
+            "SSH_AUTH_SOCK",
+            "XAUTHORITY",
+            "GH_TOKEN",
+        ] {
+            assert!(!w.withholds(OsStr::new(name), OsStr::new("x")), "{name} passes");
+        }
     }
 
     #[test]

@@ -43,7 +43,7 @@ impl Policy {
             read_only: crate::tools::protected::user_home()
                 .map(|home| crate::tools::protected::credential_folders(&home))
                 .unwrap_or_default(),
-            withheld: Withheld::from_keys(keys),
+            withheld: Withheld::from_keys(keys, &config.sandbox_pass_env),
             list_carved: false,
         }
     }
