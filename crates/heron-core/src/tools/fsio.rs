@@ -16,6 +16,8 @@
 //!   file's permissions and is renamed over the target, so a failure or a kill at any
 //!   moment leaves the old content or the new, never part of either. A file with other
 //!   hard links is replaced, not written through: its other names keep the old content.
+//!   A file its permissions keep this user from writing is refused, although the rename
+//!   would only need the directory's.
 //!
 //! Everything here blocks; callers run it on the blocking pool.
 //!
@@ -93,6 +95,10 @@ pub enum FileError {
         "{0} is another name for a file of Heron's home, which holds the user's keys; no tool may read it"
     )]
     Protected(String),
+    /// The file's permissions do not let this user write it: replacing it by a rename
+    /// would ignore that, so it is left alone.
+    #[error("{0} is read-only (its permissions do not let it be written); it was left unchanged")]
+    ReadOnly(String),
     /// Any other failure of the system.
     #[error("{path}: {reason}")]
     Io {
@@ -353,6 +359,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<Replaced, FileError> {
         Ok(fd) => {
             let meta = File::from(fd).metadata().map_err(|e| io_error(path, &e))?;
             regular(path, &meta)?;
+            if !writable_at(&dir, &target) {
+                return Err(FileError::ReadOnly(path.display().to_string()));
+            }
             Some(meta)
         }
         Err(err) if err.raw_os_error() == Some(libc::ENOENT) => None,
@@ -390,6 +399,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<Replaced, FileError> {
         File::from(listing).sync_all().map_err(|e| io_error(path, &e))?;
     }
     Ok(Replaced { other_links: existing.map_or(0, |m| m.nlink().saturating_sub(1)) })
+}
+
+/// Whether this process's user may write the file `name` in `dir` by its permissions (root
+/// may write any, as `echo >` would): the rename that replaces a file needs only the
+/// directory's permission, so the file's own is asked here.
+fn writable_at(dir: &OwnedFd, name: &CString) -> bool {
+    // SAFETY: `dir` is open and `name` NUL-terminated; the call only reads them.
+    unsafe { libc::faccessat(dir.as_raw_fd(), name.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0 }
 }
 
 fn unlink_at(dir: &OwnedFd, name: &CString) {
@@ -548,5 +565,50 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&file).expect("read"), old, "the old file is whole");
         let left: Vec<_> = std::fs::read_dir(&root).expect("dir").flatten().map(|e| e.file_name()).collect();
         assert_eq!(left, [std::ffi::OsString::from("notes.txt")], "no temp file is left behind");
+    }
+
+    /// The child half of `a_read_only_file_is_not_replaced`: does nothing unless that test
+    /// started this binary to run it.
+    #[test]
+    fn write_in_a_child_a_read_only_file() {
+        let Some(path) = std::env::var_os("HERON_FSIO_CHILD_READ_ONLY") else { return };
+        match write_atomic(Path::new(&path), b"new") {
+            Ok(_) => println!("CHILD wrote"),
+            Err(err) => println!("CHILD failed: {err}"),
+        }
+    }
+
+    /// A file whose permissions say it may not be written is left alone, although its
+    /// directory would let a rename replace it. Run as an unprivileged user (root may write
+    /// anything), in a child when this test runs as root.
+    #[test]
+    fn a_read_only_file_is_not_replaced() {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = canonical(&dir);
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).expect("chmod dir");
+        let file = root.join("locked.txt");
+        std::fs::write(&file, "old").expect("write");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).expect("chmod file");
+        let exe = std::env::current_exe().expect("this test binary");
+        let mut child = std::process::Command::new(exe);
+        child
+            .args(["--exact", "tools::fsio::tests::write_in_a_child_a_read_only_file", "--nocapture"])
+            .env("HERON_FSIO_CHILD_READ_ONLY", &file);
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            child.pre_exec(|| {
+                if libc::geteuid() == 0 && (libc::setgid(65534) != 0 || libc::setuid(65534) != 0) {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let output = child.output().expect("the child runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains("CHILD failed:") && stdout.contains("read-only"), "{stdout}");
+        assert_eq!(std::fs::read_to_string(&file).expect("read"), "old", "the file is unchanged");
+        let left: Vec<_> = std::fs::read_dir(&root).expect("dir").flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left, [std::ffi::OsString::from("locked.txt")], "no temp file is left behind");
     }
 }
