@@ -87,6 +87,28 @@ async fn read_file_caps_long_files_at_2000_lines() {
     );
 }
 
+/// A single line longer than the cap shows its start, and says so (in the text and in
+/// `raw_output`) rather than passing the clip off as the whole line.
+#[tokio::test]
+async fn a_line_longer_than_the_cap_is_marked_as_cut() {
+    let dirs = Dirs::new();
+    dirs.write("one-line.json", format!("{}\nend\n", "q".repeat(300 * 1024)));
+    let outcome = call(&ReadFile, &dirs.env(), json!({"path": "one-line.json"})).await;
+    assert!(
+        outcome.for_model.contains("line 1 is 307200 bytes long and only its start is shown"),
+        "{}",
+        tail(&outcome.for_model)
+    );
+    assert!(
+        outcome.for_model.contains("call read_file with offset 2 to read on"),
+        "{}",
+        tail(&outcome.for_model)
+    );
+    assert!(text_of(&outcome).contains("only its start is shown"));
+    let raw = outcome.raw_output.expect("raw output");
+    assert_eq!((raw["truncated"].clone(), raw["lastLine"].clone()), (json!(true), json!(1)));
+}
+
 #[tokio::test]
 async fn read_file_caps_output_bytes() {
     let dirs = Dirs::new();

@@ -162,6 +162,7 @@ pub fn window(text: &str, offset: usize, limit: usize) -> Window {
     }
     let (mut numbered, mut plain) = (String::new(), String::new());
     let mut shown = 0usize;
+    let mut clipped = None;
     for (index, line) in text.lines().enumerate().skip(offset - 1).take(limit) {
         let line = line.strip_suffix('\r').unwrap_or(line);
         let with_number = format!("{:>6}\t{line}\n", index + 1);
@@ -173,6 +174,7 @@ pub fn window(text: &str, offset: usize, limit: usize) -> Window {
                 plain.push_str(&crate::secret::clip(line, MAX_BYTES));
                 plain.push('\n');
                 shown = 1;
+                clipped = Some((index + 1, line.len()));
             }
             break;
         }
@@ -182,8 +184,17 @@ pub fn window(text: &str, offset: usize, limit: usize) -> Window {
         shown += 1;
     }
     let last = offset + shown - 1;
-    let truncated = last < total;
-    if truncated {
+    if let Some((number, bytes)) = clipped {
+        // The rest of such a line is out of this tool's reach: say so, and what reaches it.
+        let marker = format!(
+            "[truncated: line {number} is {bytes} bytes long and only its start is shown; search it with grep, \
+             or read parts of it with run_command (e.g. `cut -c`)]\n"
+        );
+        numbered.push_str(&marker);
+        plain.push_str(&marker);
+    }
+    let truncated = last < total || clipped.is_some();
+    if last < total {
         let marker = format!(
             "[truncated: showing lines {offset}-{last} of {total}; call read_file with offset {} to read on]",
             last + 1
