@@ -299,6 +299,45 @@ fn an_execute_question_shows_the_command_and_its_folder() {
     assert!(finished.stderr.contains(&format!("in {}", setup.at(""))), "{}", finished.stderr);
 }
 
+/// A command padded so that its end would scroll off (or be cut) shows its padding as a
+/// length and its end in the question; a diff longer than a question shows is said to be
+/// cut, and `v` shows all of it before the answer.
+#[test]
+fn nothing_of_a_call_is_hidden_from_its_question() {
+    let setup = Setup::new();
+    let padded = format!("echo safe{}; touch HIDDEN\u{202e}", " ".repeat(3000));
+    let long_command = format!("echo {}; rm -rf ./END", "x".repeat(3000));
+    let new_text: String = (1..=200).map(|n| format!("line {n}\n")).collect();
+    let plan = json!({"steps": [
+        ["update", {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Run", "kind": "execute",
+            "status": "pending", "rawInput": {"command": padded}}],
+        permission(offered(&[("yes", "allow_once"), ("no", "reject_once")])),
+        ["update", {"sessionUpdate": "tool_call", "toolCallId": "c2", "title": "Run long", "kind": "execute",
+            "status": "pending", "rawInput": {"command": long_command}}],
+        call("session/request_permission", json!({"sessionId": "$SESSION", "toolCall": {"toolCallId": "c2"},
+            "options": offered(&[("yes", "allow_once"), ("no", "reject_once")])})),
+        ["update", {"sessionUpdate": "tool_call", "toolCallId": "c3", "title": "Write", "kind": "edit",
+            "status": "pending", "content": [{"type": "diff", "path": setup.at("b.txt"), "newText": new_text}]}],
+        call("session/request_permission", json!({"sessionId": "$SESSION", "toolCall": {"toolCallId": "c3"},
+            "options": offered(&[("yes", "allow_once"), ("no", "reject_once")])})),
+    ]});
+    let finished = run_fake(&setup, &plan, "n\nv\nn\nv\ny\n");
+    assert!(finished.status.success(), "{finished:?}");
+    let err = &finished.stderr;
+    assert!(err.contains("$ echo safe⟨3000 blanks⟩; touch HIDDEN⟨U+202E⟩"), "{err}");
+    assert!(err.contains("! not shown above: 1019 more characters of the command; answer `v`"), "{err}");
+    assert!(err.contains("rm -rf ./END"), "`v` shows the end of the command: {err}");
+    assert!(err.contains("[v] view all"), "{err}");
+    assert!(
+        err.contains("… 123 more diff lines") && err.contains("not shown above: the rest of the diff"),
+        "{err}"
+    );
+    assert!(err.contains("+line 200"), "`v` shows the whole diff: {err}");
+    let replies = setup.replies();
+    let picked: Vec<_> = replies.iter().map(|r| r["result"]["outcome"]["optionId"].clone()).collect();
+    assert_eq!(picked, [json!("no"), json!("no"), json!("yes")], "`v` is no answer: {replies:?}");
+}
+
 #[test]
 fn an_answer_the_agent_did_not_offer_is_asked_again() {
     let setup = Setup::new();

@@ -1,7 +1,8 @@
 //! Permission questions: what the request is about (title, paths, the diff or the command)
 //! is shown first, then only the answers the agent offered, each with a key: `y` allow
 //! once, `a` allow always, `n` reject once, `N` (or `r`) reject always, and a number for
-//! every option. The answer is a line read from stdin, a terminal or a pipe. Invariants:
+//! every option; `v` shows the whole call when the question had to cut any of it (a long
+//! command or diff). The answer is a line read from stdin, a terminal or a pipe. Invariants:
 //! only an offered option is ever selected; an answer that matches none is asked again, a
 //! bounded number of times, then the request is rejected; end of input, Ctrl-C or the
 //! agent withdrawing the request end the question at once; questions are asked one at a
@@ -20,6 +21,7 @@ use heron_protocol::{
 use super::Approve;
 use super::lines::BoundedLines;
 use super::screen::{Paint, Screen, Stream};
+use super::shown::{clipped, visible};
 use super::view::View;
 
 /// How many answers that match no option are taken before the request is rejected.
@@ -176,10 +178,15 @@ impl Asker {
         let screen = view.screen();
         let mut asking = Asking { screen, settled: false };
         screen.set_busy(false);
-        screen.lines(Stream::Err, &describe(view, request));
-        let choices = choices(options);
+        let (about, whole) = describe(view, request);
+        screen.lines(Stream::Err, &about);
+        let mut choices = choices(options);
+        if whole.is_some() {
+            choices.push_str("  [v] view all");
+        }
         let mut outcome = reject(options);
-        for attempt in 0..MAX_ATTEMPTS {
+        let (mut attempt, mut views) = (0, 0);
+        while attempt < MAX_ATTEMPTS {
             screen.prompt(&format!("{choices}: "));
             let line = tokio::select! {
                 line = answers.next() => line,
@@ -198,7 +205,13 @@ impl Asker {
                 outcome = selected(&options[index]);
                 break;
             }
-            if attempt + 1 < MAX_ATTEMPTS {
+            if let Some(whole) = whole.as_ref().filter(|_| line.trim() == "v" && views < MAX_VIEWS) {
+                views += 1;
+                screen.lines(Stream::Err, whole);
+                continue;
+            }
+            attempt += 1;
+            if attempt < MAX_ATTEMPTS {
                 screen.line(
                     Stream::Err,
                     Paint::Plain,
@@ -241,24 +254,49 @@ fn choices(options: &[PermissionOption]) -> String {
     format!("{}  (or 1-{})", listed.join("  "), options.len())
 }
 
-/// What the question is about: title, kind, paths, the command and its folder, the diff.
-fn describe(view: &View, request: &RequestPermissionRequest) -> Vec<(Paint, String)> {
+/// Characters of a command a question shows before it says how many more there are.
+const MAX_COMMAND_SHOWN: usize = 2000;
+/// How many times one question shows the whole call on `v`.
+const MAX_VIEWS: usize = 2;
+
+/// Lines of a question, each with its paint.
+type Lines = Vec<(Paint, String)>;
+
+/// What the question is about: title, kind, paths, the command and its folder, the diff;
+/// and, when any of that was cut to fit, the whole of it for `v`.
+fn describe(view: &View, request: &RequestPermissionRequest) -> (Lines, Option<Lines>) {
     let (info, diffs) = view.call_for_question(&request.tool_call);
     let title = info.title.clone().unwrap_or_else(|| request.tool_call.tool_call_id.0.clone());
     let kind = info.kind.map(|k| format!(" ({k})")).unwrap_or_default();
-    let mut lines = vec![(Paint::Bold, format!("Permission asked: {title}{kind}"))];
+    let mut lines = vec![(Paint::Bold, format!("Permission asked: {}{kind}", visible(&title)))];
+    let mut whole = Vec::new();
+    let mut cut = Vec::new();
     if info.kind == Some(ToolKind::Execute) {
-        let command = info.command.clone().unwrap_or_else(|| title.clone());
-        lines.push((Paint::Cyan, format!("  $ {command}")));
+        let command = visible(info.command.as_deref().unwrap_or(&title));
+        let (shown, left_out) = clipped(&command, MAX_COMMAND_SHOWN);
+        lines.push((Paint::Cyan, format!("  $ {shown}")));
+        if left_out > 0 {
+            cut.push(format!("{left_out} more characters of the command"));
+            whole.push((Paint::Cyan, format!("  $ {command}")));
+        }
         if let Some(cwd) = &info.command_cwd {
-            lines.push((Paint::Dim, format!("  in {cwd}")));
+            lines.push((Paint::Dim, format!("  in {}", visible(cwd))));
         }
     }
     for path in &info.locations {
-        lines.push((Paint::Dim, format!("  at {path}")));
+        lines.push((Paint::Dim, format!("  at {}", visible(path))));
     }
     lines.extend(diffs);
-    lines
+    if info.diffs_cut() {
+        cut.push("the rest of the diff".to_owned());
+        whole.extend(info.full_diffs());
+    }
+    if cut.is_empty() {
+        return (lines, None);
+    }
+    let note = format!("  ! not shown above: {}; answer `v` to see all of it", cut.join(" and "));
+    lines.push((Paint::Bold, note));
+    (lines, Some(whole))
 }
 
 #[cfg(test)]

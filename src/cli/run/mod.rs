@@ -22,6 +22,7 @@ mod files;
 mod group;
 mod lines;
 mod screen;
+mod shown;
 mod terminals;
 mod view;
 

@@ -16,6 +16,7 @@ use heron_protocol::{
 };
 
 use super::screen::{Paint, Screen, Stream};
+use super::shown::visible;
 use super::terminals::Terminals;
 
 /// Tool calls remembered; the oldest is forgotten first.
@@ -25,9 +26,10 @@ const MAX_DIFF_TEXT: usize = 2 * 1024 * 1024;
 /// Lines of a diff shown, and how long computing one may take.
 const MAX_DIFF_LINES: usize = 80;
 const DIFF_TIMEOUT: Duration = Duration::from_millis(300);
-/// Lines of a tool's text output shown, and of a command.
+/// Lines of a tool's text output shown.
 const MAX_TEXT_LINES: usize = 12;
-const MAX_COMMAND_CHARS: usize = 2000;
+/// Characters of a command (and its folder) kept for the question that asks about it.
+const MAX_COMMAND_KEPT: usize = 64 * 1024;
 
 /// What is known of one tool call.
 #[derive(Debug, Default, Clone)]
@@ -93,11 +95,21 @@ impl CallInfo {
             _ => None,
         };
         if let Some(command) = command {
-            self.command = Some(command.chars().take(MAX_COMMAND_CHARS).collect());
+            self.command = Some(command.chars().take(MAX_COMMAND_KEPT).collect());
         }
         if let Some(cwd) = raw["cwd"].as_str() {
-            self.command_cwd = Some(cwd.chars().take(MAX_COMMAND_CHARS).collect());
+            self.command_cwd = Some(cwd.chars().take(MAX_COMMAND_KEPT).collect());
         }
+    }
+
+    /// Every diff of the call rendered whole (for a question's "view all").
+    pub fn full_diffs(&self) -> Vec<(Paint, String)> {
+        self.diffs.iter().flat_map(|diff| render_diff(diff, usize::MAX)).collect()
+    }
+
+    /// Whether a diff of the call is longer than a question shows.
+    pub fn diffs_cut(&self) -> bool {
+        self.diffs.iter().any(|diff| render_diff(diff, MAX_DIFF_LINES).len() > MAX_DIFF_LINES)
     }
 
     /// The diffs not shown yet, rendered; marks them shown.
@@ -105,7 +117,7 @@ impl CallInfo {
         let mut lines = Vec::new();
         for diff in &self.diffs {
             if self.shown.insert(fingerprint(diff)) {
-                lines.extend(render_diff(diff));
+                lines.extend(render_diff(diff, MAX_DIFF_LINES));
             }
         }
         lines
@@ -149,8 +161,9 @@ fn fingerprint(diff: &Diff) -> u64 {
     hasher.finish()
 }
 
-/// A unified diff of `diff`, coloured by line, clipped to [`MAX_DIFF_LINES`].
-pub fn render_diff(diff: &Diff) -> Vec<(Paint, String)> {
+/// A unified diff of `diff`, coloured by line, clipped to `max_lines` (then a line says how
+/// many more there are), each line [`visible`].
+pub fn render_diff(diff: &Diff, max_lines: usize) -> Vec<(Paint, String)> {
     let old = diff.old_text.as_deref().unwrap_or("");
     let text_diff = similar::TextDiff::configure().timeout(DIFF_TIMEOUT).diff_lines(old, &diff.new_text);
     let old_name = if diff.old_text.is_some() { diff.path.as_str() } else { "/dev/null" };
@@ -158,7 +171,7 @@ pub fn render_diff(diff: &Diff) -> Vec<(Paint, String)> {
     let all: Vec<&str> = body.lines().collect();
     let mut lines: Vec<(Paint, String)> = all
         .iter()
-        .take(MAX_DIFF_LINES)
+        .take(max_lines)
         .map(|line| {
             let paint = if line.starts_with("+++") || line.starts_with("---") {
                 Paint::Bold
@@ -171,11 +184,11 @@ pub fn render_diff(diff: &Diff) -> Vec<(Paint, String)> {
             } else {
                 Paint::Plain
             };
-            (paint, format!("  {line}"))
+            (paint, format!("  {}", visible(line)))
         })
         .collect();
-    if all.len() > MAX_DIFF_LINES {
-        lines.push((Paint::Dim, format!("  … {} more diff lines", all.len() - MAX_DIFF_LINES)));
+    if all.len() > max_lines {
+        lines.push((Paint::Dim, format!("  … {} more diff lines", all.len() - max_lines)));
     }
     if all.is_empty() {
         lines.push((Paint::Dim, format!("  {} is unchanged", diff.path)));
@@ -330,7 +343,7 @@ mod tests {
     #[test]
     fn a_new_file_diffs_against_dev_null_and_long_diffs_are_clipped() {
         let diff = Diff { meta: None, new_text: "x\n".repeat(200), old_text: None, path: "/ws/a.txt".into() };
-        let lines = render_diff(&diff);
+        let lines = render_diff(&diff, MAX_DIFF_LINES);
         assert_eq!(lines[0].1, "  --- /dev/null");
         assert_eq!(lines[1].1, "  +++ /ws/a.txt");
         assert_eq!(lines.len(), MAX_DIFF_LINES + 1);
