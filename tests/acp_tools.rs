@@ -444,3 +444,35 @@ async fn an_editor_that_never_answers_a_read_fails_the_call_at_its_deadline() {
     );
     editor.close().await;
 }
+
+/// Call ids the model repeats (in one response, or from an earlier one, as local servers
+/// numbering every response's calls from `call_0` do) reach the editor as distinct tool
+/// calls, each with its own result, and the model gets back the ids the editor saw.
+#[tokio::test]
+async fn repeated_call_ids_become_distinct_tool_calls() {
+    let read = |id: &str| json!({ "tool_call": { "name": "list_files", "arguments": {}, "id": id } });
+    let script = format!(
+        "{}\n{}\n{}\n",
+        json!({ "steps": [read("dup"), read("dup")] }),
+        json!({ "steps": [read("dup"), read("")] }),
+        json!({ "steps": [{ "text": "Done." }] }),
+    );
+    let mut editor = start(
+        &script,
+        "",
+        AcpArgs { permission_mode: Some("bypassPermissions".into()), ..support::demo_args() },
+    );
+    let sid = new_session(&mut editor, json!({})).await;
+    let (seen, answer) = editor.prompt(json!("p"), &sid, "list twice").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let ids = |kind: &str| -> Vec<String> {
+        seen.iter()
+            .filter(|m| update_kind(m) == Some(kind))
+            .filter(|m| kind == "tool_call" || m["params"]["update"]["status"] == "completed")
+            .map(|m| m["params"]["update"]["toolCallId"].as_str().unwrap_or("?").to_owned())
+            .collect()
+    };
+    assert_eq!(ids("tool_call"), ["dup", "dup-2", "dup-3", "call-2"]);
+    assert_eq!(ids("tool_call_update"), ["dup", "dup-2", "dup-3", "call-2"], "one result each");
+    editor.close().await;
+}

@@ -20,6 +20,25 @@ use crate::types::StopReason;
 /// The most text one stored message event holds.
 pub(super) const PIECE_BYTES: usize = 1 << 20;
 
+/// The id a call of the model keeps: its own, unless it is empty or another call of this
+/// response or of the session already has it (local servers number each response's calls
+/// from `call_0`, and a hostile model may repeat one). An editor shows one card per id,
+/// and results are matched to calls by id, so a repeat gets `-2`, `-3`, ... appended; the
+/// model sees the new id with the call and its result from then on.
+fn unique_call_id(id: String, calls: &[ToolCallRequest], history: &[Event]) -> String {
+    let taken = |candidate: &str| {
+        calls.iter().any(|call| call.id == candidate)
+            || history
+                .iter()
+                .any(|event| matches!(event, Event::ToolCall { call_id, .. } if call_id == candidate))
+    };
+    if !id.is_empty() && !taken(&id) {
+        return id;
+    }
+    let base = if id.is_empty() { "call".to_owned() } else { id };
+    (2_u64..).map(|n| format!("{base}-{n}")).find(|candidate| !taken(candidate)).unwrap_or(base)
+}
+
 /// A message or thought being streamed.
 struct Draft {
     id: String,
@@ -175,6 +194,7 @@ impl Turn {
                     // is asked to approve (`***`) is what runs.
                     call.name = crate::secret::redact(&call.name, self.env.secrets.iter());
                     call.arguments = crate::secret::redact_json_text(&call.arguments, &self.env.secrets);
+                    call.id = unique_call_id(call.id, &calls, &self.carried.history);
                     calls.push(call);
                 }
                 ModelEvent::ReasoningDetails { details: sent } => details = Some(sent),
