@@ -380,3 +380,40 @@ async fn a_prompt_on_a_fork_leaves_the_source_unchanged() {
     assert!(of_fork.len() > before.len(), "the fork has the new turn");
     editor.close().await;
 }
+
+/// A client that keeps opening sessions is refused once the process holds its most (half
+/// its file descriptors, here with `ulimit -n 40`: 20), with a code and the limit in
+/// `data`; the connection keeps serving, and closing one makes room for the next.
+#[test]
+fn opening_sessions_without_end_is_refused_at_the_limit_and_the_connection_serves_on() {
+    let dirs = support::scripted_home("s", "", &format!("{}\n", json!({ "steps": [{ "text": "ok" }] })));
+    let child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 40 && exec \"$0\" acp --model s/m")
+        .arg(support::heron_bin())
+        .env("HERON_HOME", dirs.home())
+        .env("HERON_LOG", "error")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn heron");
+    let mut heron = support::Process::started(child);
+    let first = heron.new_session(&dirs.ws());
+    let open = |heron: &mut support::Process, n: usize| {
+        heron.request(json!(format!("new-{n}")), "session/new", json!({ "cwd": dirs.ws(), "mcpServers": [] }))
+    };
+    for n in 2..=20 {
+        let answer = open(&mut heron, n);
+        assert!(answer["result"]["sessionId"].is_string(), "session {n}: {answer}");
+    }
+    let refused = open(&mut heron, 21);
+    assert_eq!(refused["error"]["data"]["code"], "session.too_many_open", "{refused}");
+    assert_eq!(refused["error"]["data"]["max"], 20, "{refused}");
+    let closed = heron.request(json!("close"), "session/close", json!({ "sessionId": first }));
+    assert!(closed.get("result").is_some(), "{closed}");
+    let again = open(&mut heron, 22);
+    assert!(again["result"]["sessionId"].is_string(), "room was made: {again}");
+    heron.close_input();
+    assert!(heron.exited_within(support::PROCESS_WAIT).is_some(), "heron exits on EOF");
+}

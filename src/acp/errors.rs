@@ -53,6 +53,9 @@ pub enum ErrorCode {
     /// The session is open in another Heron process.
     #[serde(rename = "session.open_elsewhere")]
     OpenElsewhere,
+    /// This process holds the most sessions it may open at once.
+    #[serde(rename = "session.too_many_open")]
+    TooManyOpen,
     /// The session has no goal.
     #[serde(rename = "goal.none")]
     NoGoal,
@@ -94,7 +97,7 @@ pub enum ErrorCode {
 impl ErrorCode {
     /// Every code, for the naming-scheme test.
     #[cfg(test)]
-    const ALL: [ErrorCode; 23] = [
+    const ALL: [ErrorCode; 24] = [
         ErrorCode::RootRelative,
         ErrorCode::RootMissing,
         ErrorCode::RootNotOwned,
@@ -106,6 +109,7 @@ impl ErrorCode {
         ErrorCode::TurnFailed,
         ErrorCode::SessionClosed,
         ErrorCode::OpenElsewhere,
+        ErrorCode::TooManyOpen,
         ErrorCode::NoGoal,
         ErrorCode::GoalEnded,
         ErrorCode::ItemNotFound,
@@ -267,6 +271,12 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
         SessionError::BadPath(reason) => RpcError::invalid_params("cwd", reason),
         SessionError::OpenElsewhere(id) => open_elsewhere(&id),
         SessionError::Store { kind, reason } => store_error(kind, &reason, manager.providers().keys()),
+        SessionError::TooManyOpen(most) => coded(
+            INTERNAL_ERROR,
+            SessionError::TooManyOpen(most).to_string(),
+            ErrorCode::TooManyOpen,
+            json!({ "max": most }),
+        ),
         SessionError::Internal(cause) => RpcError::internal(&cause),
     }
 }

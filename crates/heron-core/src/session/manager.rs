@@ -18,6 +18,7 @@ use super::goal::{Goal, GoalError};
 use super::loading::{Loading, StoredHistory};
 use super::lock::{self, LockError, SessionLock};
 use super::reload::{builtin_names, plugin_entries, sandbox};
+use super::seats::{Seat, Seats, max_open_sessions};
 use super::settings::{Choices, Effort, Mode, Posture, Preset, SettingError, Settings};
 use super::snapshot::InboxCounts;
 use super::status::Board;
@@ -69,6 +70,9 @@ pub enum SessionError {
         /// What the store said.
         reason: String,
     },
+    /// This process holds the most sessions it may open at once.
+    #[error("{0} sessions are open in this process, the most it holds; close one first")]
+    TooManyOpen(usize),
     /// Something else failed.
     #[error("{0}")]
     Internal(String),
@@ -139,6 +143,8 @@ pub(super) struct Admitted {
     lock: Option<SessionLock>,
     runtime: Arc<Runtime>,
     catalog: Catalog,
+    /// Its place among the sessions open here, until it is open.
+    _seat: Seat,
 }
 
 /// A session open in this process, and the lock that keeps it from opening elsewhere.
@@ -175,6 +181,8 @@ pub struct Manager {
     /// The session locks, beside the store file they protect.
     locks: PathBuf,
     open: Mutex<HashMap<String, Open>>,
+    /// The sessions being opened (see `seats`).
+    seats: Seats,
 }
 
 impl std::fmt::Debug for Manager {
@@ -203,7 +211,16 @@ impl Manager {
     ) -> Self {
         let locks = lock::locks_dir(store.path());
         let runtime = Arc::new(Shared::new(Arc::new(runtime)));
-        Self { store, runtime, tools, options, transcripts, locks, open: Mutex::new(HashMap::new()) }
+        Self {
+            store,
+            runtime,
+            tools,
+            options,
+            transcripts,
+            locks,
+            open: Mutex::new(HashMap::new()),
+            seats: Seats::default(),
+        }
     }
 
     /// The providers sessions open with now (and so the config and keys).
@@ -260,7 +277,7 @@ impl Manager {
         history: Vec<Event>,
         options: OpenOptions,
     ) -> Arc<Session> {
-        let Admitted { record, settings, inbox, lock, runtime, catalog } = admitted;
+        let Admitted { record, settings, inbox, lock, runtime, catalog, _seat } = admitted;
         let record = &record;
         // A goal or usage this build cannot read is dropped, not fatal: the session still opens.
         let goal = record.goal.clone().and_then(|v| serde_json::from_value::<Goal>(v).ok());
@@ -308,6 +325,12 @@ impl Manager {
         session
     }
 
+    /// A place for one more open session, or the refusal that the process holds the most.
+    fn seat(&self) -> Result<Seat, SessionError> {
+        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner).len();
+        self.seats.take(open).ok_or_else(|| SessionError::TooManyOpen(max_open_sessions()))
+    }
+
     /// Takes the lock of session `id` for this process. A file system that cannot lock
     /// (some network mounts) opens the session unlocked, with a warning, rather than not at
     /// all.
@@ -337,6 +360,7 @@ impl Manager {
         options: &OpenOptions,
         settings_of: impl FnOnce(&SessionRecord) -> Settings,
     ) -> Result<Admitted, SessionError> {
+        let seat = self.seat()?;
         let lock = self.lock(id).await?;
         let record = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
         let settings = settings_of(&record);
@@ -359,7 +383,7 @@ impl Manager {
                 .await
                 .map_err(|e| SessionError::Internal(e.to_string()))?
         };
-        Ok(Admitted { record, settings, inbox, lock, runtime, catalog: extensions })
+        Ok(Admitted { record, settings, inbox, lock, runtime, catalog: extensions, _seat: seat })
     }
 
     /// Admits session `id` and starts it with its whole stored history.
@@ -377,6 +401,8 @@ impl Manager {
     /// Creates a session.
     pub async fn create(&self, options: OpenOptions) -> Result<Arc<Session>, SessionError> {
         require_absolute(&options.cwd, "cwd")?;
+        // Refused before a record is made; the seat that counts is the one `admit` takes.
+        drop(self.seat()?);
         let model = self.default_model()?;
         let settings = self.default_settings(model);
         let record = self

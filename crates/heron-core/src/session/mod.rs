@@ -27,6 +27,7 @@ mod permission;
 mod pursuit;
 pub mod reload;
 mod response;
+mod seats;
 pub mod settings;
 pub mod snapshot;
 mod status;
@@ -64,6 +65,7 @@ use heron_store::Store;
 
 pub use loading::Loading;
 pub use manager::{Manager, ManagerOptions, OpenOptions, SessionError};
+pub use seats::{MAX_OPEN_SESSIONS, max_open_sessions};
 pub use transcript::transcript_path;
 
 /// How a prompt ended.
