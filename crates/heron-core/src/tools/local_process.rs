@@ -1,6 +1,7 @@
 //! Running a shell command on this machine for `run_command`, in its own process group and
 //! the session's sandbox. Invariant: when the run ends (exit, timeout, cancel, or the future
-//! being dropped) the whole group is killed, so no grandchild outlives the call.
+//! being dropped) the whole group is killed, so no grandchild in it outlives the call. One
+//! that leaves the group (`setsid`) is not reached: that needs a PID namespace or a cgroup.
 
 use std::collections::VecDeque;
 use std::path::Path;
