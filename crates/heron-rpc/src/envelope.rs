@@ -97,7 +97,11 @@ impl Visitor<'_> for IdVisitor {
         i64::try_from(n).map(Id::Int).map_err(|_| E::custom("id is out of the int64 range"))
     }
 
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Id, E> {
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Id, E> {
+        // An integer too large for 64 bits reaches here as a float; say what it is.
+        if n.fract() == 0.0 && n.abs() >= 9_223_372_036_854_775_808.0 {
+            return Err(E::custom("id is out of the int64 range"));
+        }
         Err(E::custom("id must be an integer, not a fractional or exponent number"))
     }
 

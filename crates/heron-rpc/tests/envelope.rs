@@ -69,6 +69,21 @@ fn fractional_exponent_and_out_of_range_ids_are_invalid_requests_with_null_id() 
 }
 
 #[test]
+fn an_integer_id_beyond_64_bits_is_said_to_be_out_of_range() {
+    for (id, reason) in [
+        ("1180591620717411303424", "out of the int64 range"),
+        ("-18446744073709551616", "out of the int64 range"),
+        ("18446744073709551615", "out of the int64 range"),
+        ("1.5", "fractional or exponent"),
+        ("1e3", "fractional or exponent"),
+    ] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"a"}}"#);
+        let rejected = envelope::parse(&line).expect_err("rejected");
+        assert!(format!("{rejected:?}").contains(reason), "{id}: {rejected:?}");
+    }
+}
+
+#[test]
 fn extreme_integer_ids_are_accepted() {
     for (text, id) in [("9223372036854775807", i64::MAX), ("-9223372036854775808", i64::MIN)] {
         let line = format!(r#"{{"jsonrpc":"2.0","id":{text},"method":"a"}}"#);
