@@ -73,3 +73,44 @@ fn sigterm_during_a_running_command_exits_within_two_seconds_and_leaves_no_child
     assert!(exited.is_some(), "heron still runs 2 s after SIGTERM");
     assert!(gone, "the command outlived heron: {left:?}");
 }
+
+/// Heron killed outright (SIGKILL: no cleanup of its own runs) still leaves no command
+/// behind, not even one that left its process group: each command's keeper learns of
+/// Heron's death from the kernel and ends what it holds.
+#[test]
+fn sigkill_of_heron_leaves_no_command_even_one_that_left_its_group() {
+    let marker = format!("heron-signal-{}", uuid::Uuid::new_v4());
+    let command = format!(
+        "HERON_TEST_MARKER={marker} setsid sleep 31 >/dev/null 2>&1 </dev/null & HERON_TEST_MARKER={marker} sleep 30"
+    );
+    let script = format!(
+        "{}\n{}\n",
+        json!({"steps": [{"tool_call": {"name": "run_command", "arguments": {"command": command}}}]}),
+        json!({"steps": [{"text": "Done."}]}),
+    );
+    let dirs = support::scripted_home("t", "", &script);
+    let mut heron =
+        Process::spawn(&dirs.home(), &["--model", "t/m", "--permission-mode", "bypassPermissions"]);
+    let session = heron.new_session(&dirs.ws());
+    heron.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}}));
+    assert!(
+        eventually(support::PROCESS_WAIT, || marked(&marker).len() >= 3),
+        "the shell and both sleeps never started"
+    );
+
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &heron.child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -KILL failed");
+    assert!(heron.exited_within(Duration::from_secs(2)).is_some(), "heron survived SIGKILL");
+    let left = marked(&marker);
+    let gone = eventually(Duration::from_secs(2), || marked(&marker).is_empty());
+    if !gone {
+        for pid in &left {
+            let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        }
+    }
+    assert!(gone, "the command outlived heron's SIGKILL: {left:?}");
+}

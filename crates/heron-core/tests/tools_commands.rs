@@ -95,7 +95,7 @@ async fn local_output_is_capped_with_a_marker() {
 async fn local_timeout_kills_the_whole_group() {
     let dirs = Dirs::new();
     let started = Instant::now();
-    let args = json!({"command": "echo $$ > pgid; sleep 30 & sleep 30", "timeout_ms": 500});
+    let args = json!({"command": "read -r _ _ _ _ g _ < /proc/$$/stat; echo $g > pgid; sleep 30 & sleep 30", "timeout_ms": 500});
     let outcome = call(&RunCommand, &dirs.env(), args).await;
     assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
     assert_eq!(outcome.status, ToolStatus::Failed);
@@ -109,7 +109,12 @@ async fn local_cancel_kills_the_whole_group() {
     let env = dirs.env();
     let cancel = env.cancel.clone();
     let run = tokio::spawn(async move {
-        call(&RunCommand, &env, json!({"command": "echo $$ > pgid; sleep 30 & sleep 30"})).await
+        call(
+            &RunCommand,
+            &env,
+            json!({"command": "read -r _ _ _ _ g _ < /proc/$$/stat; echo $g > pgid; sleep 30 & sleep 30"}),
+        )
+        .await
     });
     let group = group_of(&dirs).await;
     assert!(!live_members(group).is_empty(), "the group should be running");
@@ -125,7 +130,12 @@ async fn local_dropped_call_kills_the_whole_group() {
     let dirs = Dirs::new();
     let env = dirs.env();
     let run = tokio::spawn(async move {
-        call(&RunCommand, &env, json!({"command": "echo $$ > pgid; sleep 30 & sleep 30"})).await
+        call(
+            &RunCommand,
+            &env,
+            json!({"command": "read -r _ _ _ _ g _ < /proc/$$/stat; echo $g > pgid; sleep 30 & sleep 30"}),
+        )
+        .await
     });
     let group = group_of(&dirs).await;
     assert!(!live_members(group).is_empty(), "the group should be running");
@@ -137,10 +147,75 @@ async fn local_dropped_call_kills_the_whole_group() {
 #[tokio::test]
 async fn local_background_jobs_do_not_outlive_a_finished_command() {
     let dirs = Dirs::new();
-    let outcome =
-        call(&RunCommand, &dirs.env(), json!({"command": "echo $$ > pgid; sleep 30 & echo done"})).await;
+    let outcome = call(
+        &RunCommand,
+        &dirs.env(),
+        json!({"command": "read -r _ _ _ _ g _ < /proc/$$/stat; echo $g > pgid; sleep 30 & echo done"}),
+    )
+    .await;
     assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model);
     wait_until_group_gone(group_of(&dirs).await);
+}
+
+/// Whether `pid` is a live (not zombie) process.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rfind(')').map(|i| stat[i + 2..].starts_with('Z')))
+        .is_some_and(|zombie| !zombie)
+}
+
+fn wait_until_dead(pid: i32, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "{what} ({pid}) outlived the command");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+async fn pid_in(dirs: &Dirs, file: &str) -> i32 {
+    for _ in 0..250 {
+        if let Ok(text) = std::fs::read_to_string(dirs.ws().join(file))
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the command never wrote {file}");
+}
+
+/// A process that leaves the command's group (`setsid`, or a double fork that detaches) is
+/// still ended with the command: when it finishes, when it times out, and when it fails.
+#[tokio::test]
+async fn a_process_that_leaves_the_group_does_not_outlive_the_command() {
+    let escape = "setsid sleep 300 >/dev/null 2>&1 </dev/null & echo $! > escaped; \
+                  (setsid sh -c 'sleep 301 & echo $! > detached; wait' >/dev/null 2>&1 </dev/null &)";
+    for (ending, args) in [
+        ("finished", json!({ "command": format!("{escape}; sleep 0.2; echo done") })),
+        ("timed out", json!({ "command": format!("{escape}; sleep 30"), "timeout_ms": 700 })),
+        ("failed", json!({ "command": format!("{escape}; sleep 0.2; exit 4") })),
+    ] {
+        let dirs = Dirs::new();
+        let outcome = call(&RunCommand, &dirs.env(), args).await;
+        let (escaped, detached) = (pid_in(&dirs, "escaped").await, pid_in(&dirs, "detached").await);
+        wait_until_dead(escaped, &format!("a setsid process of a command that {ending}"));
+        wait_until_dead(detached, &format!("a detached grandchild of a command that {ending}"));
+        match ending {
+            "finished" => assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model),
+            "timed out" => assert!(outcome.for_model.starts_with("Timed out"), "{}", outcome.for_model),
+            _ => assert!(outcome.for_model.starts_with("Exit code: 4\n"), "{}", outcome.for_model),
+        }
+    }
+}
+
+/// The shell's own end is the command's: a signal that kills it is reported as that signal.
+#[tokio::test]
+async fn a_shell_killed_by_a_signal_is_reported_as_that_signal() {
+    let dirs = Dirs::new();
+    let outcome = call(&RunCommand, &dirs.env(), json!({ "command": "kill -TERM $$" })).await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert!(outcome.for_model.contains("SIGTERM"), "{}", outcome.for_model);
 }
 
 #[tokio::test]

@@ -250,6 +250,31 @@ async fn keys_never_reach_a_commands_environment() {
     assert!(!output.contains("CARGO_PKG_NAME=") && !output.contains(&secret), "{output}");
 }
 
+/// The keeper that ends what leaves a command's group works inside the sandbox too (it is
+/// confined with the command, and reads its own children from `/proc`).
+#[tokio::test]
+async fn a_confined_command_that_escapes_its_group_is_still_ended() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let (ok, output) =
+        sandboxed_sh(&dirs, "setsid sleep 303 >/dev/null 2>&1 </dev/null & echo $! > escaped; echo started")
+            .await;
+    assert!(ok && output.contains("started"), "{output}");
+    let pid: i32 =
+        std::fs::read_to_string(dirs.ws().join("escaped")).expect("pid").trim().parse().expect("a pid");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| stat.rfind(')').is_some_and(|i| !stat[i + 2..].starts_with('Z')))
+    };
+    while alive() {
+        assert!(std::time::Instant::now() < deadline, "the setsid process {pid} outlived the command");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 #[tokio::test]
 async fn the_ruleset_descriptor_does_not_reach_the_program() {
     if !sandboxed() {

@@ -1,7 +1,8 @@
 //! Running a shell command on this machine for `run_command`, in its own process group and
-//! the session's sandbox. Invariant: when the run ends (exit, timeout, cancel, or the future
-//! being dropped) the whole group is killed, so no grandchild in it outlives the call. One
-//! that leaves the group (`setsid`) is not reached: that needs a PID namespace or a cgroup.
+//! the session's sandbox, under a keeper (`keeper`). Invariant: when the run ends (exit,
+//! timeout, cancel, or the future being dropped) the whole group is killed, and the keeper
+//! then kills whatever left the group (`setsid`), so nothing the command started outlives
+//! the call. The keeper itself is never killed from here: it ends once it has swept.
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -18,6 +19,9 @@ use crate::secret::{Secret, StreamRedactor};
 
 /// How long the output of processes that outlive the shell is still collected.
 const DRAIN: Duration = Duration::from_secs(2);
+
+/// How long the keeper may take to sweep before it is killed too.
+const KEEPER_WAIT: Duration = Duration::from_secs(5);
 
 /// How a local command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,9 +75,11 @@ pub async fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .process_group(0);
     sandbox::confine(&mut shell, sandbox).await.map_err(|e| format!("the command was not run: {e}"))?;
+    // After the sandbox's step, so the keeper is confined as well.
+    #[cfg(target_os = "linux")]
+    super::keeper::install(&mut shell);
     let spawned = shell.spawn();
     // The command holds the sandbox's ruleset descriptor: closed here, once the child has it.
     drop(shell);
@@ -98,10 +104,13 @@ pub async fn run(
         () = tokio::time::sleep(timeout) => Ending::TimedOut,
         () = cancel.cancelled() => Ending::Cancelled,
     };
-    // Whatever the shell left running (background jobs) goes with it.
+    // Whatever the shell left running (background jobs) goes with it; the keeper then
+    // sweeps what left the group and exits. Killing the keeper itself would let that go.
     group.kill();
-    let _ = child.start_kill();
-    let _ = child.wait().await;
+    if tokio::time::timeout(KEEPER_WAIT, child.wait()).await.is_err() {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
     // Readers end when every holder of the pipes is gone; a process that left the group
     // could hold them forever, so they get a short grace period.
     let deadline = tokio::time::Instant::now() + DRAIN;

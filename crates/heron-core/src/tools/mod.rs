@@ -9,6 +9,8 @@ pub mod files;
 pub(crate) mod finish_goal;
 pub mod fsio;
 pub mod grep;
+#[cfg(target_os = "linux")]
+pub mod keeper;
 pub mod list_files;
 mod local_process;
 pub mod mcp;
