@@ -209,11 +209,16 @@ fn a_command_cannot_read_an_exported_key_from_heron_or_its_editor() {
 }
 
 /// Credentials the editor's environment holds but `.env` does not name (a `GITHUB_TOKEN`
-/// exported in the user's shell) are not inherited by commands either, sandbox on or off;
-/// one the user passes by name in `sandbox_pass_env` is.
+/// exported in the user's shell) are not inherited by commands either, sandbox on or off,
+/// nor readable from the command's keeper (a fork of Heron); one the user passes by name
+/// in `sandbox_pass_env` is.
 #[test]
 fn a_command_does_not_inherit_credentials_from_the_editors_environment() {
-    let step = json!({ "steps": [{ "tool_call": { "name": "run_command", "arguments": { "command": "env; echo listed" } } }] });
+    // The parent of the shell is its keeper, a fork of Heron that never execs: its
+    // `/proc` environment must not hold Heron's start-up environment either.
+    let command = "env; echo listed; tr '\\0' '\\n' < /proc/$PPID/environ; echo keeper-read";
+    let step =
+        json!({ "steps": [{ "tool_call": { "name": "run_command", "arguments": { "command": command } } }] });
     let script = format!("{step}\n{}\n", json!({ "steps": [{ "text": "ok" }] }));
     for config in
         ["sandbox_pass_env = [\"GH_TOKEN\"]\n", "sandbox = \"off\"\nsandbox_pass_env = [\"GH_TOKEN\"]\n"]
@@ -249,7 +254,7 @@ fn a_command_does_not_inherit_credentials_from_the_editors_environment() {
             }
         }
         assert!(
-            output.contains("listed") && output.contains("TOKENIZERS_PARALLELISM=false"),
+            output.contains("keeper-read") && output.contains("TOKENIZERS_PARALLELISM=false"),
             "{config}: {output}"
         );
         assert!(!output.contains("ghp-exported") && !output.contains("aws-exported"), "{config}: {output}");

@@ -275,6 +275,38 @@ async fn a_confined_command_that_escapes_its_group_is_still_ended() {
     }
 }
 
+/// A confined command cannot signal outside its own domain (Landlock ABI 6): not its
+/// keeper, so `kill -9 $PPID` neither frees what left the group nor ends the sweep.
+#[tokio::test]
+async fn a_confined_command_cannot_kill_or_stop_its_keeper() {
+    if !sandboxed() {
+        return;
+    }
+    if let Support::Available { abi, .. } = support()
+        && *abi < 6
+    {
+        eprintln!("SKIPPED: Landlock ABI {abi} cannot scope signals (needs 6, Linux 6.12)");
+        return;
+    }
+    let dirs = dirs();
+    let script = "setsid sleep 305 >/dev/null 2>&1 </dev/null & echo $! > escaped; \
+                  kill -9 $PPID 2>&1; kill -STOP $PPID 2>&1; echo tried";
+    let (ok, output) = sandboxed_sh(&dirs, script).await;
+    assert!(ok && output.contains("tried"), "the keeper survived and reported the shell: {output}");
+    assert!(output.contains("not permitted"), "{output}");
+    let pid: i32 =
+        std::fs::read_to_string(dirs.ws().join("escaped")).expect("pid").trim().parse().expect("a pid");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| stat.rfind(')').is_some_and(|i| !stat[i + 2..].starts_with('Z')))
+    };
+    while alive() {
+        assert!(std::time::Instant::now() < deadline, "the setsid process {pid} outlived the command");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 #[tokio::test]
 async fn the_ruleset_descriptor_does_not_reach_the_program() {
     if !sandboxed() {

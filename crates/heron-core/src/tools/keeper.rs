@@ -73,6 +73,7 @@ fn split() -> io::Result<()> {
         if shell == 0 {
             // The command: a subreaper's children are not subreapers; its mask is its own.
             libc::sigprocmask(libc::SIG_SETMASK, &raw const before, std::ptr::null_mut());
+            scope_signals();
             return Ok(());
         }
         keep(shell, heron, &waited)
@@ -89,9 +90,15 @@ unsafe fn keep(shell: libc::pid_t, heron: libc::pid_t, waited: &libc::sigset_t) 
         // Heron's death (however it dies) stops the keeper, which then sweeps.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0);
         let mut stop = libc::getppid() != heron;
+        // A fork that never `exec`s still shows Heron's start-up environment (keys the
+        // editor exported) in `/proc/<keeper>/environ`, which the command could read.
+        wipe_environment();
         // Out of the command's group, so that killing the group leaves the keeper to sweep.
         libc::setpgid(0, libc::getpgid(heron));
         close_inherited();
+        // Opened now, so a command that lowers the keeper's descriptor limit cannot keep it
+        // from listing what it must kill.
+        let children = libc::open(c"/proc/thread-self/children".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
         let mut ended = None;
         while ended.is_none() && !stop {
             let signal = libc::sigwaitinfo(waited, std::ptr::null_mut());
@@ -103,7 +110,7 @@ unsafe fn keep(shell: libc::pid_t, heron: libc::pid_t, waited: &libc::sigset_t) 
         }
         // The command's group is led by the keeper's pid (the group it was made in).
         libc::killpg(libc::getpid(), libc::SIGKILL);
-        sweep();
+        sweep(children);
         exit_as(ended)
     }
 }
@@ -132,12 +139,12 @@ unsafe fn reap(shell: libc::pid_t) -> Option<libc::c_int> {
 ///
 /// # Safety
 /// As [`keep`].
-unsafe fn sweep() {
+unsafe fn sweep(children: libc::c_int) {
     // SAFETY: raw system calls on stack values (see the module docs).
     unsafe {
         for _ in 0..SWEEPS {
             // Without the list (no `/proc`), what left the group cannot be found.
-            let Some(killed) = kill_children() else { return };
+            let Some(killed) = kill_children(children) else { return };
             let mut status = 0;
             while libc::waitpid(-1, &raw mut status, libc::WNOHANG) > 0 {}
             if killed == 0 && libc::waitpid(-1, &raw mut status, libc::WNOHANG) < 0 {
@@ -150,16 +157,15 @@ unsafe fn sweep() {
     }
 }
 
-/// Sends SIGKILL to each child listed in `/proc/thread-self/children`; how many it found,
-/// or `None` when the list cannot be read.
+/// Sends SIGKILL to each child listed in `/proc/thread-self/children` (open as `fd`, read
+/// anew from its start); how many it found, or `None` when the list cannot be read.
 ///
 /// # Safety
 /// As [`keep`].
-unsafe fn kill_children() -> Option<usize> {
+unsafe fn kill_children(fd: libc::c_int) -> Option<usize> {
     // SAFETY: raw system calls on stack values (see the module docs).
     unsafe {
-        let fd = libc::open(c"/proc/thread-self/children".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-        if fd < 0 {
+        if fd < 0 || libc::lseek(fd, 0, libc::SEEK_SET) != 0 {
             return None;
         }
         let mut buffer = [0u8; 4096];
@@ -185,8 +191,90 @@ unsafe fn kill_children() -> Option<usize> {
             libc::kill(pid, libc::SIGKILL);
             found += 1;
         }
-        libc::close(fd);
         Some(found)
+    }
+}
+
+/// `LANDLOCK_SCOPE_SIGNAL` (linux/landlock.h, ABI 6): no signal to a process outside the
+/// domain.
+const SCOPE_SIGNAL: u64 = 1 << 1;
+
+/// `struct landlock_ruleset_attr` of ABI 6 and later.
+#[repr(C)]
+struct ScopeOnly {
+    handled_access_fs: u64,
+    handled_access_net: u64,
+    scoped: u64,
+}
+
+/// In the command, when the sandbox confined it (`no_new_privs` is set): a nested Landlock
+/// domain that may not signal outside itself, so the command can neither kill nor stop its
+/// keeper (nor Heron, nor the editor). Best effort: a kernel before ABI 6 refuses the
+/// ruleset, and the command then runs as the sandbox alone confined it.
+///
+/// # Safety
+/// Only in the child between `fork` and `exec`.
+unsafe fn scope_signals() {
+    // SAFETY: raw system calls on a stack value that outlives them.
+    unsafe {
+        if libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1 {
+            return;
+        }
+        let attr = ScopeOnly { handled_access_fs: 0, handled_access_net: 0, scoped: SCOPE_SIGNAL };
+        let size = std::mem::size_of::<ScopeOnly>();
+        let ruleset =
+            libc::syscall(libc::SYS_landlock_create_ruleset, &raw const attr, size, 0 as libc::c_uint);
+        let Ok(ruleset) = libc::c_int::try_from(ruleset) else { return };
+        if ruleset >= 0 {
+            libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0 as libc::c_uint);
+            libc::close(ruleset);
+        }
+    }
+}
+
+/// Overwrites the keeper's copy of the start-up environment (`env_start..env_end` of
+/// `/proc/self/stat`, fields 50 and 51) with zeros, so `/proc/<keeper>/environ` shows none
+/// of it. The memory is the keeper's own copy: Heron's is untouched.
+///
+/// # Safety
+/// As [`keep`].
+unsafe fn wipe_environment() {
+    // SAFETY: raw system calls on stack values; the range written is the one the kernel
+    // reports as this process's environment, mapped and writable (the initial stack).
+    unsafe {
+        let fd = libc::open(c"/proc/self/stat".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return;
+        }
+        let mut buffer = [0u8; 2048];
+        let read = libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len());
+        libc::close(fd);
+        let Ok(read) = usize::try_from(read) else { return };
+        let stat = &buffer[..read];
+        // Fields count from the one after the command name, which ends at the last ')'.
+        let Some(close) = stat.iter().rposition(|&b| b == b')') else { return };
+        let (mut field, mut value) = (2usize, 0usize);
+        let (mut start, mut end) = (0usize, 0usize);
+        for &byte in &stat[close + 1..] {
+            if byte.is_ascii_digit() {
+                value = value.saturating_mul(10).saturating_add(usize::from(byte - b'0'));
+            } else if byte == b' ' || byte == b'\n' {
+                match field {
+                    50 => start = value,
+                    51 => end = value,
+                    _ => {}
+                }
+                field += 1;
+                value = 0;
+            }
+        }
+        if start == 0 || end <= start || end - start > 1 << 24 {
+            return;
+        }
+        let bytes = start as *mut u8;
+        for offset in 0..end - start {
+            bytes.add(offset).write_volatile(0);
+        }
     }
 }
 
