@@ -1,19 +1,28 @@
 //! Text shown for a permission question, with nothing hidden in plain sight: a long run of
-//! spaces or tabs (which pushes the rest of a command off the screen) is shown as its
-//! length, and characters that print nothing or reorder text (zero-width, bidi controls,
-//! other control characters) by their code point. What runs is the text as the agent sent
+//! spaces or tabs, or of line breaks (which push the rest of a command off the screen), is
+//! shown as its length, and characters that print nothing, print as a blank other than a
+//! space (a no-break or em space, which the shell reads as part of a word) or reorder text
+//! (zero-width, bidi controls, tags, other control characters) by their code point. What runs is the text as the agent sent
 //! it; only its picture changes.
 
-/// A run of whitespace longer than this is shown as its length.
+/// A run of spaces and tabs longer than this is shown as its length.
 const LONGEST_RUN: usize = 24;
 
-/// Whether `c` prints nothing, or changes how the text around it prints.
+/// More line breaks in a row than this are shown as their count.
+const MOST_LINE_BREAKS: usize = 3;
+
+/// Whether `c` prints nothing, prints as a blank that is not a space or tab (which the
+/// shell reads as part of a word), breaks lines by other means, or changes how the text
+/// around it prints.
 fn invisible(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{FEFF}')
+        || (c.is_whitespace() && c != ' ' && c != '\t' && c != '\n')
+        || matches!(c, '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{180E}' | '\u{FEFF}')
         || ('\u{200B}'..='\u{200F}').contains(&c)
         || ('\u{202A}'..='\u{202E}').contains(&c)
-        || ('\u{2060}'..='\u{2069}').contains(&c)
+        || ('\u{2060}'..='\u{206F}').contains(&c)
+        || ('\u{FE00}'..='\u{FE0F}').contains(&c)
+        || ('\u{E0000}'..='\u{E0FFF}').contains(&c)
 }
 
 /// `text` as it is safe to show (see the module docs).
@@ -31,6 +40,16 @@ pub fn visible(text: &str) -> String {
                 out.push_str(&format!("⟨{} blanks⟩", run.len()));
             } else {
                 out.push_str(&run);
+            }
+        } else if c == '\n' {
+            let mut breaks = 1;
+            while chars.next_if_eq(&'\n').is_some() {
+                breaks += 1;
+            }
+            if breaks > MOST_LINE_BREAKS {
+                out.push_str(&format!("\n⟨{breaks} line breaks⟩\n"));
+            } else {
+                out.push_str(&"\n".repeat(breaks));
             }
         } else if invisible(c) {
             out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
@@ -57,6 +76,10 @@ mod tests {
         assert_eq!(visible(&padded), "echo safe⟨3000 blanks⟩; touch HIDDEN");
         assert_eq!(visible("a\u{202E}b\u{200B}c\u{1b}[2J"), "a⟨U+202E⟩b⟨U+200B⟩c⟨U+001B⟩[2J");
         assert_eq!(visible("if x:\n        y\tz"), "if x:\n        y\tz", "ordinary indentation stays");
+        let pushed = format!("echo top{}echo bottom", "\n".repeat(400));
+        assert_eq!(visible(&pushed), "echo top\n⟨400 line breaks⟩\necho bottom");
+        assert_eq!(visible("a\u{a0}b\u{2003}c\u{3000}d"), "a⟨U+00A0⟩b⟨U+2003⟩c⟨U+3000⟩d");
+        assert_eq!(visible("x\u{2028}y\u{e0041}z"), "x⟨U+2028⟩y⟨U+E0041⟩z");
     }
 
     #[test]

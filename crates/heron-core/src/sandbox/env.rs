@@ -20,15 +20,35 @@ const SHORTEST_CONTAINED: usize = 4;
 
 /// Words of a variable's name (split on `_`, any case) that mark it as a credential
 /// wherever they stand. Whole words only, so `TOKENIZERS_PARALLELISM` or `KEYMAP` pass.
-const CREDENTIAL_WORDS: [&str; 9] =
-    ["KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS"];
+const CREDENTIAL_WORDS: [&str; 13] = [
+    "KEY",
+    "APIKEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASS",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "PAT",
+    "JWT",
+    "AUTH",
+];
+
+/// Names with a credential word that hold none: the ssh agent's socket, which `git` and
+/// `ssh` need to reach the agent (the keys stay in it).
+const NOT_CREDENTIALS: [&str; 1] = ["SSH_AUTH_SOCK"];
+
+/// Password managers' session variables (`BW_SESSION`, `OP_SESSION_<account>`).
+const CREDENTIAL_PREFIXES: [&str; 2] = ["BW_SESSION", "OP_SESSION_"];
 
 /// Endings of a name that mark a credential even inside a word (`PGPASSWORD`).
 const CREDENTIAL_ENDINGS: [&str; 5] = ["PASSWORD", "PASSWD", "TOKEN", "SECRET", "APIKEY"];
 
-/// Words that mark a credential only as the last of several (`MYSQL_PWD`, `NPM_CONFIG__AUTH`):
-/// `PWD` alone is the working folder, and `SSH_AUTH_SOCK` is a socket, not a key.
-const CREDENTIAL_LAST_WORDS: [&str; 2] = ["PWD", "AUTH"];
+/// Words that mark a credential only as the last of several (`MYSQL_PWD`): `PWD` alone is
+/// the working folder.
+const CREDENTIAL_LAST_WORDS: [&str; 1] = ["PWD"];
 
 /// Key names and values kept out of children's environments.
 #[derive(Debug, Clone, Default)]
@@ -64,6 +84,7 @@ impl Withheld {
             self.names.contains(name) || (looks_like_a_credential(name) && !self.passed.contains(name))
         });
         named
+            || holds_url_password(value)
             || self.values.iter().map(|secret| secret.expose().as_bytes()).any(|secret| {
                 value == secret || (secret.len() >= SHORTEST_CONTAINED && contains(value, secret))
             })
@@ -89,10 +110,32 @@ impl Withheld {
 /// lists after it).
 fn looks_like_a_credential(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
+    if NOT_CREDENTIALS.contains(&upper.as_str()) {
+        return false;
+    }
+    if CREDENTIAL_PREFIXES.iter().any(|prefix| upper.starts_with(prefix)) {
+        return true;
+    }
     let words: Vec<&str> = upper.split(['_', '-', '.']).filter(|word| !word.is_empty()).collect();
     words.iter().any(|word| CREDENTIAL_WORDS.contains(word))
         || CREDENTIAL_ENDINGS.iter().any(|ending| upper.ends_with(ending))
         || (words.len() > 1 && words.last().is_some_and(|last| CREDENTIAL_LAST_WORDS.contains(last)))
+}
+
+/// Whether `value` holds a URL with a password in it (`postgres://user:pw@host/db`, an
+/// `HTTPS_PROXY` with credentials): `scheme://`, then `user:password@` before any `/`.
+fn holds_url_password(value: &[u8]) -> bool {
+    let mut rest = value;
+    while let Some(at) = rest.windows(3).position(|window| window == b"://") {
+        rest = &rest[at + 3..];
+        let authority = rest.split(|&b| b == b'/' || b == b'?' || b == b'#').next().unwrap_or_default();
+        if let Some(userinfo) = authority.iter().rposition(|&b| b == b'@').map(|end| &authority[..end])
+            && userinfo.iter().position(|&b| b == b':').is_some_and(|colon| colon + 1 < userinfo.len())
+        {
+            return true;
+        }
+    }
+    false
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -134,6 +177,13 @@ mod tests {
             "HF_TOKEN",
             "LOCAL_KEY",
             "stripe.secret",
+            "DB_PASS",
+            "GITHUB_PAT",
+            "CI_JOB_JWT",
+            "BW_SESSION",
+            "OP_SESSION_my",
+            "YARN_NPM_AUTH_IDENT",
+            "DOCKER_AUTH_CONFIG",
         ] {
             assert!(w.withholds(OsStr::new(name), OsStr::new("x")), "{name} is withheld");
         }
@@ -148,6 +198,18 @@ mod tests {
             "GH_TOKEN",
         ] {
             assert!(!w.withholds(OsStr::new(name), OsStr::new("x")), "{name} passes");
+        }
+    }
+
+    #[test]
+    fn a_url_with_a_password_is_withheld_and_one_without_is_not() {
+        let w = Withheld::default();
+        for value in ["postgres://app:hunter2@db:5432/app", "http://u:p@proxy:3128", "x https://a:b@h"] {
+            assert!(w.withholds(OsStr::new("DATABASE_URL"), OsStr::new(value)), "{value}");
+        }
+        for value in ["https://example.com/a:b@c", "ssh://git@github.com/x", "http://host:8080/", "u:p@host"]
+        {
+            assert!(!w.withholds(OsStr::new("URL"), OsStr::new(value)), "{value}");
         }
     }
 

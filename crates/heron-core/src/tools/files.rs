@@ -201,5 +201,5 @@ pub(crate) async fn write(
     tokio::task::spawn_blocking(move || fsio::write_atomic(&owned, &bytes))
         .await
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?
-        .map_err(|e| format!("cannot write {e}"))
+        .map_err(|e| format!("cannot write: {e}"))
 }
