@@ -387,18 +387,14 @@ async fn a_prompt_on_a_fork_leaves_the_source_unchanged() {
 #[test]
 fn opening_sessions_without_end_is_refused_at_the_limit_and_the_connection_serves_on() {
     let dirs = support::scripted_home("s", "", &format!("{}\n", json!({ "steps": [{ "text": "ok" }] })));
-    let child = std::process::Command::new("sh")
+    let mut child = std::process::Command::new("sh");
+    child
         .arg("-c")
         .arg("ulimit -n 40 && exec \"$0\" acp --model s/m")
         .arg(support::heron_bin())
         .env("HERON_HOME", dirs.home())
-        .env("HERON_LOG", "error")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn heron");
-    let mut heron = support::Process::started(child);
+        .env("HERON_LOG", "error");
+    let mut heron = support::Process::piped(child);
     let first = heron.new_session(&dirs.ws());
     let open = |heron: &mut support::Process, n: usize| {
         heron.request(json!(format!("new-{n}")), "session/new", json!({ "cwd": dirs.ws(), "mcpServers": [] }))

@@ -38,51 +38,14 @@ fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     check()
 }
 
-#[test]
-fn sigterm_during_a_running_command_exits_within_two_seconds_and_leaves_no_child() {
+/// Heron in a prompt turn whose model ran `command` (given the marker to carry), once at
+/// least `started` processes carry the marker; the marker, and the home to keep.
+fn running(
+    command: impl Fn(&str) -> String,
+    started: usize,
+) -> (Process, String, std::sync::Arc<support::Dirs>) {
     let marker = format!("heron-signal-{}", uuid::Uuid::new_v4());
-    let command = format!("HERON_TEST_MARKER={marker} sleep 30");
-    let script = format!(
-        "{}\n{}\n",
-        json!({"steps": [{"tool_call": {"name": "run_command", "arguments": {"command": command}}}]}),
-        json!({"steps": [{"text": "Done."}]}),
-    );
-    let dirs = support::scripted_home("t", "", &script);
-    let mut heron =
-        Process::spawn(&dirs.home(), &["--model", "t/m", "--permission-mode", "bypassPermissions"]);
-    let session = heron.new_session(&dirs.ws());
-    heron.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}}));
-    assert!(eventually(support::PROCESS_WAIT, || !marked(&marker).is_empty()), "the command never started");
-
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &heron.child.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill -TERM failed");
-
-    let exited = heron.exited_within(Duration::from_secs(2));
-    // What is left is killed here, so a failure leaves nothing behind either.
-    let left = marked(&marker);
-    let gone = eventually(Duration::from_millis(500), || marked(&marker).is_empty());
-    if !gone {
-        for pid in &left {
-            let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-        }
-    }
-    assert!(exited.is_some(), "heron still runs 2 s after SIGTERM");
-    assert!(gone, "the command outlived heron: {left:?}");
-}
-
-/// Heron killed outright (SIGKILL: no cleanup of its own runs) still leaves no command
-/// behind, not even one that left its process group: each command's keeper learns of
-/// Heron's death from the kernel and ends what it holds.
-#[test]
-fn sigkill_of_heron_leaves_no_command_even_one_that_left_its_group() {
-    let marker = format!("heron-signal-{}", uuid::Uuid::new_v4());
-    let command = format!(
-        "HERON_TEST_MARKER={marker} setsid sleep 31 >/dev/null 2>&1 </dev/null & HERON_TEST_MARKER={marker} sleep 30"
-    );
+    let command = command(&marker);
     let script = format!(
         "{}\n{}\n",
         json!({"steps": [{"tool_call": {"name": "run_command", "arguments": {"command": command}}}]}),
@@ -95,22 +58,59 @@ fn sigkill_of_heron_leaves_no_command_even_one_that_left_its_group() {
     heron.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
         "params": {"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}}));
     assert!(
-        eventually(support::PROCESS_WAIT, || marked(&marker).len() >= 3),
-        "the shell and both sleeps never started"
+        eventually(support::PROCESS_WAIT, || marked(&marker).len() >= started),
+        "the command's {started} processes never started"
     );
+    (heron, marker, dirs)
+}
 
+/// Sends `signal` to Heron.
+fn signal(heron: &Process, signal: &str) {
     let status = std::process::Command::new("kill")
-        .args(["-KILL", &heron.child.id().to_string()])
+        .args([signal, &heron.child.id().to_string()])
         .status()
         .expect("run kill");
-    assert!(status.success(), "kill -KILL failed");
-    assert!(heron.exited_within(Duration::from_secs(2)).is_some(), "heron survived SIGKILL");
-    let left = marked(&marker);
-    let gone = eventually(Duration::from_secs(2), || marked(&marker).is_empty());
+    assert!(status.success(), "kill {signal} failed");
+}
+
+/// Whether every process carrying `marker` is gone within `limit`, and those that were
+/// left; what is left is killed here, so a failure leaves nothing behind either.
+fn all_gone(marker: &str, limit: Duration) -> (bool, Vec<u32>) {
+    let left = marked(marker);
+    let gone = eventually(limit, || marked(marker).is_empty());
     if !gone {
         for pid in &left {
             let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
         }
     }
+    (gone, left)
+}
+
+#[test]
+fn sigterm_during_a_running_command_exits_within_two_seconds_and_leaves_no_child() {
+    let (mut heron, marker, _dirs) = running(|marker| format!("HERON_TEST_MARKER={marker} sleep 30"), 1);
+    signal(&heron, "-TERM");
+    let exited = heron.exited_within(Duration::from_secs(2));
+    let (gone, left) = all_gone(&marker, Duration::from_millis(500));
+    assert!(exited.is_some(), "heron still runs 2 s after SIGTERM");
+    assert!(gone, "the command outlived heron: {left:?}");
+}
+
+/// Heron killed outright (SIGKILL: no cleanup of its own runs) still leaves no command
+/// behind, not even one that left its process group: each command's keeper learns of
+/// Heron's death from the kernel and ends what it holds.
+#[test]
+fn sigkill_of_heron_leaves_no_command_even_one_that_left_its_group() {
+    let command = |marker: &str| {
+        format!(
+            "HERON_TEST_MARKER={marker} setsid sleep 31 >/dev/null 2>&1 </dev/null & \
+             HERON_TEST_MARKER={marker} sleep 30"
+        )
+    };
+    // The shell (its command line names the marker) and both sleeps.
+    let (mut heron, marker, _dirs) = running(command, 3);
+    signal(&heron, "-KILL");
+    assert!(heron.exited_within(Duration::from_secs(2)).is_some(), "heron survived SIGKILL");
+    let (gone, left) = all_gone(&marker, Duration::from_secs(2));
     assert!(gone, "the command outlived heron's SIGKILL: {left:?}");
 }

@@ -146,6 +146,26 @@ async fn a_key_the_model_echoes_in_pieces_never_reaches_the_client_or_the_store(
     assert_replay_lacks(&mut editor, &session, &dirs.ws(), "0123456789ab").await;
 }
 
+/// Prompts a new session of `heron` once with `text` (its model runs one command) and
+/// returns the prompt's answer and the completed command's update, as text.
+fn command_output(heron: &mut support::Process, dirs: &support::Dirs, text: &str) -> (Value, String) {
+    let session = heron.new_session(&dirs.ws());
+    heron.send(json!({ "jsonrpc": "2.0", "id": "p", "method": "session/prompt",
+        "params": { "sessionId": session, "prompt": [{ "type": "text", "text": text }] } }));
+    let mut output = String::new();
+    loop {
+        let message = heron.next();
+        if message["id"] == "p" {
+            return (message, output);
+        }
+        if update_kind(&message) == Some("tool_call_update")
+            && message["params"]["update"]["status"] == "completed"
+        {
+            output = message["params"]["update"].to_string();
+        }
+    }
+}
+
 /// A key the user exported, so that the editor and Heron hold it in their environment, is
 /// not read back by a command through `/proc/PID/environ`: Heron is not dumpable, commands
 /// lose `CAP_SYS_PTRACE`, and where a mount namespace can be made the environment files of
@@ -168,35 +188,17 @@ fn a_command_cannot_read_an_exported_key_from_heron_or_its_editor() {
     let dirs =
         support::scripted_home("s", "", &format!("{step}\n{}\n", json!({ "steps": [{ "text": "ok" }] })));
     dirs.write_home(".env", &format!("EXPORTED_TEST_KEY={EXPORTED}\n"));
-    let editor = std::process::Command::new("sh")
+    let mut editor = std::process::Command::new("sh");
+    editor
         .arg("-c")
         .arg("\"$0\" acp --model s/m --permission-mode bypassPermissions; exit 0")
         .arg(support::heron_bin())
         .env("HERON_HOME", dirs.home())
         .env("HERON_LOG", "warn")
-        .env("EXPORTED_TEST_KEY", EXPORTED)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the editor's shell");
-    let mut heron = support::Process::started(editor);
-    let session = heron.new_session(&dirs.ws());
-    heron.send(json!({ "jsonrpc": "2.0", "id": "p", "method": "session/prompt",
-        "params": { "sessionId": session, "prompt": [{ "type": "text", "text": "scan" }] } }));
-    let mut output = String::new();
-    loop {
-        let message = heron.next();
-        if message["id"] == "p" {
-            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
-            break;
-        }
-        if update_kind(&message) == Some("tool_call_update")
-            && message["params"]["update"]["status"] == "completed"
-        {
-            output = message["params"]["update"].to_string();
-        }
-    }
+        .env("EXPORTED_TEST_KEY", EXPORTED);
+    let mut heron = support::Process::piped(editor);
+    let (answer, output) = command_output(&mut heron, &dirs, "scan");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert!(output.contains("scanned"), "the scan ran: {output}");
     assert!(!output.contains("found heron"), "Heron's environment was read: {output}");
     if matches!(support, heron_core::sandbox::Support::Available { hides_home: true, .. }) {
@@ -224,35 +226,18 @@ fn a_command_does_not_inherit_credentials_from_the_editors_environment() {
         ["sandbox_pass_env = [\"GH_TOKEN\"]\n", "sandbox = \"off\"\nsandbox_pass_env = [\"GH_TOKEN\"]\n"]
     {
         let dirs = support::scripted_home("s", config, &script);
-        let child = std::process::Command::new(support::heron_bin())
+        let mut child = std::process::Command::new(support::heron_bin());
+        child
             .args(["acp", "--model", "s/m", "--permission-mode", "bypassPermissions"])
             .env("HERON_HOME", dirs.home())
             .env("HERON_LOG", "warn")
             .env("GITHUB_TOKEN", "ghp-exported-1f2e")
             .env("AWS_SECRET_ACCESS_KEY", "aws-exported-3c4d")
             .env("GH_TOKEN", "gh-passed-5a6b")
-            .env("TOKENIZERS_PARALLELISM", "false")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn heron");
-        let mut heron = support::Process::started(child);
-        let session = heron.new_session(&dirs.ws());
-        heron.send(json!({ "jsonrpc": "2.0", "id": "p", "method": "session/prompt",
-            "params": { "sessionId": session, "prompt": [{ "type": "text", "text": "env" }] } }));
-        let mut output = String::new();
-        loop {
-            let message = heron.next();
-            if message["id"] == "p" {
-                break;
-            }
-            if update_kind(&message) == Some("tool_call_update")
-                && message["params"]["update"]["status"] == "completed"
-            {
-                output = message["params"]["update"].to_string();
-            }
-        }
+            .env("TOKENIZERS_PARALLELISM", "false");
+        let mut heron = support::Process::piped(child);
+        let (answer, output) = command_output(&mut heron, &dirs, "env");
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{config}: {answer}");
         assert!(
             output.contains("keeper-read") && output.contains("TOKENIZERS_PARALLELISM=false"),
             "{config}: {output}"

@@ -346,6 +346,16 @@ impl Process {
         Self::started(spawn_heron(home, args))
     }
 
+    /// Starts `command` (`heron acp`, or a wrapper around it) with piped stdin and stdout
+    /// and no stderr, and drives it.
+    pub fn piped(mut command: std::process::Command) -> Process {
+        command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        Self::started(command.spawn().expect("spawn heron"))
+    }
+
     /// Drives a child already started with piped stdin and stdout that speaks ACP on them
     /// (`heron acp` behind a wrapper, say).
     pub fn started(mut child: std::process::Child) -> Process {

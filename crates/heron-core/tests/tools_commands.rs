@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::{Dirs, FakeEditor, Script, call};
+use crate::support::{Dirs, FakeEditor, Script, call, pid_in, wait_until_dead};
 use heron_core::tools::Tool;
 use heron_core::tools::run_command::RunCommand;
 use heron_core::types::{ToolKind, ToolOutput, ToolStatus};
@@ -36,16 +36,7 @@ fn wait_until_group_gone(group: i32) {
 }
 
 async fn group_of(dirs: &Dirs) -> i32 {
-    let file = dirs.ws().join("pgid");
-    for _ in 0..250 {
-        if let Ok(text) = std::fs::read_to_string(&file)
-            && let Ok(group) = text.trim().parse()
-        {
-            return group;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the command never wrote its group id");
+    pid_in(dirs, "pgid").await
 }
 
 #[tokio::test]
@@ -155,34 +146,6 @@ async fn local_background_jobs_do_not_outlive_a_finished_command() {
     .await;
     assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model);
     wait_until_group_gone(group_of(&dirs).await);
-}
-
-/// Whether `pid` is a live (not zombie) process.
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| stat.rfind(')').map(|i| stat[i + 2..].starts_with('Z')))
-        .is_some_and(|zombie| !zombie)
-}
-
-fn wait_until_dead(pid: i32, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while alive(pid) {
-        assert!(Instant::now() < deadline, "{what} ({pid}) outlived the command");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-async fn pid_in(dirs: &Dirs, file: &str) -> i32 {
-    for _ in 0..250 {
-        if let Ok(text) = std::fs::read_to_string(dirs.ws().join(file))
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the command never wrote {file}");
 }
 
 /// A process that leaves the command's group (`setsid`, or a double fork that detaches) is

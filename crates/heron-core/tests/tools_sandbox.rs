@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::Dirs;
+use crate::support::{Dirs, pid_in, wait_until_dead};
 use heron_core::config::{Config, Home, Keys};
 use heron_core::sandbox::{Policy, Support, support};
 use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
@@ -262,17 +262,7 @@ async fn a_confined_command_that_escapes_its_group_is_still_ended() {
         sandboxed_sh(&dirs, "setsid sleep 303 >/dev/null 2>&1 </dev/null & echo $! > escaped; echo started")
             .await;
     assert!(ok && output.contains("started"), "{output}");
-    let pid: i32 =
-        std::fs::read_to_string(dirs.ws().join("escaped")).expect("pid").trim().parse().expect("a pid");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let alive = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|stat| stat.rfind(')').is_some_and(|i| !stat[i + 2..].starts_with('Z')))
-    };
-    while alive() {
-        assert!(std::time::Instant::now() < deadline, "the setsid process {pid} outlived the command");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until_dead(pid_in(&dirs, "escaped").await, "a setsid process of a confined command");
 }
 
 /// A confined command cannot signal outside its own domain (Landlock ABI 6): not its
@@ -294,17 +284,7 @@ async fn a_confined_command_cannot_kill_or_stop_its_keeper() {
     let (ok, output) = sandboxed_sh(&dirs, script).await;
     assert!(ok && output.contains("tried"), "the keeper survived and reported the shell: {output}");
     assert!(output.contains("not permitted"), "{output}");
-    let pid: i32 =
-        std::fs::read_to_string(dirs.ws().join("escaped")).expect("pid").trim().parse().expect("a pid");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let alive = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|stat| stat.rfind(')').is_some_and(|i| !stat[i + 2..].starts_with('Z')))
-    };
-    while alive() {
-        assert!(std::time::Instant::now() < deadline, "the setsid process {pid} outlived the command");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until_dead(pid_in(&dirs, "escaped").await, "a setsid process of a confined command");
 }
 
 #[tokio::test]

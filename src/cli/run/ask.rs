@@ -287,9 +287,10 @@ fn describe(view: &View, request: &RequestPermissionRequest) -> (Lines, Option<L
         lines.push((Paint::Dim, format!("  at {}", visible(path))));
     }
     lines.extend(diffs);
-    if info.diffs_cut() {
+    let (full_diffs, diffs_cut) = info.full_diffs();
+    if diffs_cut {
         cut.push("the rest of the diff".to_owned());
-        whole.extend(info.full_diffs());
+        whole.extend(full_diffs);
     }
     if cut.is_empty() {
         return (lines, None);

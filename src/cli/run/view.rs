@@ -102,14 +102,17 @@ impl CallInfo {
         }
     }
 
-    /// Every diff of the call rendered whole (for a question's "view all").
-    pub fn full_diffs(&self) -> Vec<(Paint, String)> {
-        self.diffs.iter().flat_map(|diff| render_diff(diff, usize::MAX)).collect()
-    }
-
-    /// Whether a diff of the call is longer than a question shows.
-    pub fn diffs_cut(&self) -> bool {
-        self.diffs.iter().any(|diff| render_diff(diff, MAX_DIFF_LINES).len() > MAX_DIFF_LINES)
+    /// Every diff of the call rendered whole (for a question's "view all"), and whether any
+    /// is longer than a question shows.
+    pub fn full_diffs(&self) -> (Vec<(Paint, String)>, bool) {
+        let mut cut = false;
+        let mut lines = Vec::new();
+        for diff in &self.diffs {
+            let whole = render_diff(diff, usize::MAX);
+            cut |= whole.len() > MAX_DIFF_LINES;
+            lines.extend(whole);
+        }
+        (lines, cut)
     }
 
     /// The diffs not shown yet, rendered; marks them shown.

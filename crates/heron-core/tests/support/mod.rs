@@ -353,3 +353,33 @@ pub async fn manager_for(
         home.root().join("transcripts"),
     )
 }
+
+/// Whether `pid` is a live (not zombie) process, from `/proc`.
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rfind(')').map(|i| stat[i + 2..].starts_with('Z')))
+        .is_some_and(|zombie| !zombie)
+}
+
+/// Waits up to 5 s for `pid` to be gone; fails naming `what` if it is not.
+pub fn wait_until_dead(pid: i32, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while alive(pid) {
+        assert!(std::time::Instant::now() < deadline, "{what} ({pid}) outlived the command");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The number a command wrote into `file` of the workspace, waiting up to 5 s for it.
+pub async fn pid_in(dirs: &Dirs, file: &str) -> i32 {
+    for _ in 0..250 {
+        if let Ok(text) = std::fs::read_to_string(dirs.ws().join(file))
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the command never wrote {file}");
+}
