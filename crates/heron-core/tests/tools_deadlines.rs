@@ -43,7 +43,7 @@ impl Tool for Stuck {
             locations: Vec::new(),
             raw_input: json!({}),
             outside_roots: false,
-            credentials: false,
+            always_ask: None,
             content: Vec::new(),
             planned: None,
         })

@@ -5,13 +5,14 @@
 //! An "always" answer covers what the request showed, nothing more ([`Scope`]): the
 //! resolved file for a file tool, the directory for a listing or a search (and what is
 //! below it, for the same tool), the exact command line and cwd for a command, the tool for
-//! an MCP tool. Heron's home never reaches the gate: its tools refuse it before asking.
+//! an MCP tool. Heron's home never reaches the gate: its tools refuse it before asking. A
+//! read of a credential folder and a write in a `.git` folder ask in every posture.
 
 use std::path::PathBuf;
 
 use super::settings::Posture;
-use crate::tools::Prepared;
 use crate::tools::editor::PermissionAnswer;
+use crate::tools::{AlwaysAsk, Prepared};
 use crate::types::ToolKind;
 
 /// What one permission request showed, and so what an "always" answer to it covers.
@@ -126,8 +127,8 @@ pub fn decide(
         return Decision::Allow;
     }
     let posture = if plan_mode { Posture::ReadOnly } else { posture };
-    if prepared.credentials {
-        return credentials(posture, tool, prepared, approvals);
+    if let Some(reason) = prepared.always_ask {
+        return always_asked(posture, tool, prepared, approvals, reason);
     }
     if posture == Posture::Yolo {
         return Decision::Allow;
@@ -163,18 +164,25 @@ pub fn decide(
     }
 }
 
-/// A read in a credential folder: asked in every posture (yolo skips questions about the
-/// workspace, not about the user's keys), unless this very path was allowed always (a
-/// grant for a folder above it was not shown the credentials); refused where nothing may
-/// ask.
-fn credentials(posture: Posture, tool: &str, prepared: &Prepared, approvals: &Approvals) -> Decision {
+/// A read in a credential folder, a write in a `.git` folder: asked in every posture (yolo
+/// skips questions about the workspace, not about the user's keys or what runs outside the
+/// sandbox), unless this very path was allowed always (a grant for a folder above it was
+/// not shown what is in it); refused where nothing may ask.
+fn always_asked(
+    posture: Posture,
+    tool: &str,
+    prepared: &Prepared,
+    approvals: &Approvals,
+    reason: AlwaysAsk,
+) -> Decision {
     let scope = Scope::of(prepared);
     if approvals.get(tool, &scope) == Some(false) {
         return Decision::Deny(format!("The user refused `{tool}` for the rest of this session."));
     }
     match posture {
         Posture::ReadOnly | Posture::DontAsk => Decision::Deny(format!(
-            "`{tool}` reads a credential folder, which is only read after asking, and tool approval does not ask."
+            "`{tool}` {}, which is only done after asking, and tool approval does not ask.",
+            reason.what()
         )),
         _ if approvals.get_exact(tool, &scope) == Some(true) => Decision::Allow,
         _ => Decision::Ask,
@@ -193,7 +201,7 @@ mod tests {
             locations: path.map(|p| Location { path: p.into(), line: None }).into_iter().collect(),
             raw_input: serde_json::json!({}),
             outside_roots: outside,
-            credentials: false,
+            always_ask: None,
             content: Vec::new(),
             planned: None,
         }
@@ -241,7 +249,10 @@ mod tests {
 
     #[test]
     fn a_credential_read_asks_in_every_posture_and_only_its_own_grant_covers_it() {
-        let key = Prepared { credentials: true, ..call(ToolKind::Read, Some("/root/.ssh/id_rsa"), true) };
+        let key = Prepared {
+            always_ask: Some(AlwaysAsk::Credentials),
+            ..call(ToolKind::Read, Some("/root/.ssh/id_rsa"), true)
+        };
         let ask = |posture, approvals: &Approvals| decide(posture, false, "read_file", &key, approvals);
         let none = Approvals::default();
         assert_eq!(ask(Posture::Yolo, &none), Decision::Ask, "yolo still asks");
@@ -256,10 +267,37 @@ mod tests {
         let mut approvals = Approvals::default();
         let home = call(ToolKind::Search, Some("/root"), true);
         approvals.remember("list_files", Scope::of(&home), PermissionAnswer::AllowAlways);
-        let listing = Prepared { credentials: true, ..call(ToolKind::Search, Some("/root/.ssh"), true) };
+        let listing = Prepared {
+            always_ask: Some(AlwaysAsk::Credentials),
+            ..call(ToolKind::Search, Some("/root/.ssh"), true)
+        };
         assert_eq!(decide(Posture::Yolo, false, "list_files", &listing, &approvals), Decision::Ask);
         approvals.remember("read_file", Scope::of(&key), PermissionAnswer::AllowAlways);
         assert_eq!(ask(Posture::Yolo, &approvals), Decision::Allow, "its own grant covers it");
+    }
+
+    #[test]
+    fn a_write_in_a_git_folder_asks_in_every_posture_that_may_ask() {
+        let hook = Prepared {
+            always_ask: Some(AlwaysAsk::GitFolder),
+            ..call(ToolKind::Edit, Some("/w/.git/hooks/pre-commit"), false)
+        };
+        let none = Approvals::default();
+        let ask = |posture, approvals: &Approvals| decide(posture, false, "write_file", &hook, approvals);
+        assert_eq!(ask(Posture::Yolo, &none), Decision::Ask, "yolo still asks");
+        assert_eq!(ask(Posture::Auto, &none), Decision::Ask, "auto runs other edits unasked");
+        let Decision::Deny(why) = ask(Posture::DontAsk, &none) else { panic!("don't-ask refuses it") };
+        assert!(why.contains(".git folder"), "{why}");
+        // A grant for another file does not cover it; its own does.
+        let mut approvals = Approvals::default();
+        approvals.remember(
+            "write_file",
+            Scope::of(&call(ToolKind::Edit, Some("/w/.git/hooks/post-merge"), false)),
+            PermissionAnswer::AllowAlways,
+        );
+        assert_eq!(ask(Posture::Yolo, &approvals), Decision::Ask);
+        approvals.remember("write_file", Scope::of(&hook), PermissionAnswer::AllowAlways);
+        assert_eq!(ask(Posture::Yolo, &approvals), Decision::Allow);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::roots::{ReadAccess, resolve_against};
-use super::{Outcome, Prepared, ToolEnv};
+use super::{AlwaysAsk, Outcome, Prepared, ToolEnv};
 use crate::llm::ToolSpec;
 use crate::types::{Location, ToolOutput, ToolStatus};
 
@@ -76,6 +76,17 @@ pub(crate) fn still_approved(prepared: &Prepared, fresh: &Path) -> Result<PathBu
 /// Resolves a path argument for writing and checks it against the write roots.
 pub(crate) fn resolve_for_write(env: &ToolEnv, path: &str) -> Result<PathBuf, String> {
     env.roots.check_write_resolved(resolve(env, path), path)
+}
+
+/// The title of a write of `path` (resolved), and why it is always asked, if it is: a
+/// write inside a `.git` folder says in its title why it asks.
+pub(crate) fn write_title(env: &ToolEnv, verb: &str, path: &Path) -> (String, Option<AlwaysAsk>) {
+    let always_ask = path.components().any(|c| c.as_os_str() == ".git").then_some(AlwaysAsk::GitFolder);
+    let mut title = format!("{verb} {}", shown(env, path));
+    if always_ask.is_some() {
+        title.push_str(" (in .git: git runs its hooks and obeys its config outside the sandbox)");
+    }
+    (scrub_text(env, &title), always_ask)
 }
 
 /// How a path is shown in titles and listings: relative to the cwd when inside it.

@@ -53,13 +53,14 @@ impl Tool for EditFile {
             return Err("old_string and new_string are the same; there is nothing to change".to_owned());
         }
         let path = call::resolve_for_write(env, &args.path)?;
+        let (title, always_ask) = call::write_title(env, "Edit", &path);
         Ok(Prepared {
-            title: call::scrub_text(env, &format!("Edit {}", call::shown(env, &path))),
+            title,
             kind: ToolKind::Edit,
             locations: vec![call::location(&path, None)],
             raw_input,
             outside_roots: false,
-            credentials: false,
+            always_ask,
             content: Vec::new(),
             planned: None,
         })

@@ -63,7 +63,7 @@ impl Tool for FinishGoal {
             locations: Vec::new(),
             raw_input,
             outside_roots: false,
-            credentials: false,
+            always_ask: None,
             content: Vec::new(),
             planned: None,
         })

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::protected::Protected;
 use super::roots::ReadAccess;
 use super::walk::{Links, Seen};
-use super::{Outcome, Prepared, Tool, ToolEnv, call, files, fsio, walk};
+use super::{AlwaysAsk, Outcome, Prepared, Tool, ToolEnv, call, files, fsio, walk};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
 use crate::secret::Secret;
@@ -81,7 +81,7 @@ impl Tool for Grep {
             locations: vec![call::location(&path, None)],
             raw_input,
             outside_roots: access != ReadAccess::Inside,
-            credentials: access == ReadAccess::Credentials,
+            always_ask: AlwaysAsk::for_read(access),
             content: Vec::new(),
             planned: None,
         })

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::roots::ReadAccess;
 use super::walk::{Links, Seen};
-use super::{Outcome, Prepared, Tool, ToolEnv, call, fsio, walk};
+use super::{AlwaysAsk, Outcome, Prepared, Tool, ToolEnv, call, fsio, walk};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
 use crate::types::ToolKind;
@@ -70,7 +70,7 @@ impl Tool for ListFiles {
             locations: vec![call::location(&path, None)],
             raw_input,
             outside_roots: access != ReadAccess::Inside,
-            credentials: access == ReadAccess::Credentials,
+            always_ask: AlwaysAsk::for_read(access),
             content: Vec::new(),
             planned: None,
         })

@@ -156,13 +156,41 @@ pub struct Prepared {
     pub raw_input: Value,
     /// Whether it reads something outside the session's roots (the gate asks first).
     pub outside_roots: bool,
-    /// Whether it reads a credential folder (`~/.ssh`, ...): asked in every posture.
-    pub credentials: bool,
+    /// Why it is asked in every posture, yolo included, if it is: a read of a credential
+    /// folder, a write into a `.git` folder.
+    pub always_ask: Option<AlwaysAsk>,
     /// What it will do, shown before it runs and in a permission request: the command
     /// line of a command; the diff of a write once [`Tool::preview`] worked it out.
     pub content: Vec<ToolOutput>,
     /// The exact change a write will make, once previewed: what runs is what was shown.
     pub planned: Option<files::PlannedChange>,
+}
+
+/// Why a call is asked about in every posture (and refused where nothing may ask).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlwaysAsk {
+    /// It reads a credential folder (`~/.ssh`, ...).
+    Credentials,
+    /// It writes inside a `.git` folder, where git finds the hooks it runs and the config
+    /// it obeys, later and outside the sandbox, whenever the user runs git.
+    GitFolder,
+}
+
+impl AlwaysAsk {
+    /// What the call does, for the model when it is refused: "`tool` {what}".
+    pub fn what(self) -> &'static str {
+        match self {
+            AlwaysAsk::Credentials => "reads a credential folder",
+            AlwaysAsk::GitFolder => {
+                "writes inside a .git folder (git runs its hooks and obeys its config outside the sandbox)"
+            }
+        }
+    }
+
+    /// Why a read of `access` is always asked, if it is.
+    pub(crate) fn for_read(access: roots::ReadAccess) -> Option<Self> {
+        (access == roots::ReadAccess::Credentials).then_some(AlwaysAsk::Credentials)
+    }
 }
 
 /// How a call ended.

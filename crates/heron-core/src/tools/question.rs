@@ -55,7 +55,7 @@ impl Tool for Question {
             locations: Vec::new(),
             raw_input,
             outside_roots: false,
-            credentials: false,
+            always_ask: None,
             content: Vec::new(),
             planned: None,
         })

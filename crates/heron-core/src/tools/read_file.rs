@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::call;
 use super::roots::ReadAccess;
 use super::text::Encoding;
-use super::{Outcome, Prepared, Tool, ToolEnv, files};
+use super::{AlwaysAsk, Outcome, Prepared, Tool, ToolEnv, files};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
 use crate::types::{ToolKind, ToolOutput, ToolStatus};
@@ -62,7 +62,7 @@ impl Tool for ReadFile {
             locations: vec![call::location(&path, line)],
             raw_input,
             outside_roots: access != ReadAccess::Inside,
-            credentials: access == ReadAccess::Credentials,
+            always_ask: AlwaysAsk::for_read(access),
             content: Vec::new(),
             planned: None,
         })

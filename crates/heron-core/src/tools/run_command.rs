@@ -102,7 +102,7 @@ impl Tool for RunCommand {
             locations: vec![call::location(&checked.cwd, None)],
             raw_input,
             outside_roots: false,
-            credentials: false,
+            always_ask: None,
             content: vec![ToolOutput::Text { text: call::scrub_text(env, &shown) }],
             planned: None,
         })

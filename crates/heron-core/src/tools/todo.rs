@@ -56,7 +56,7 @@ impl Tool for TodoWrite {
             locations: Vec::new(),
             raw_input,
             outside_roots: false,
-            credentials: false,
+            always_ask: None,
             content: Vec::new(),
             planned: None,
         })

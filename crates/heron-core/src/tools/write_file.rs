@@ -48,13 +48,14 @@ impl Tool for WriteFile {
         let (args, raw_input): (WriteFileArgs, _) = call::parse(NAME, arguments)?;
         let path = call::resolve_for_write(env, &args.path)?;
         let verb = if path.exists() { "Write" } else { "Create" };
+        let (title, always_ask) = call::write_title(env, verb, &path);
         Ok(Prepared {
-            title: call::scrub_text(env, &format!("{verb} {}", call::shown(env, &path))),
+            title,
             kind: ToolKind::Edit,
             locations: vec![call::location(&path, None)],
             raw_input,
             outside_roots: false,
-            credentials: false,
+            always_ask,
             content: Vec::new(),
             planned: None,
         })

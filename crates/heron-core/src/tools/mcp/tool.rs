@@ -120,7 +120,7 @@ impl Tool for McpTool {
             locations: Vec::new(),
             raw_input: value,
             outside_roots: false,
-            credentials: false,
+            always_ask: None,
             content: Vec::new(),
             planned: None,
         })
