@@ -111,6 +111,28 @@ async fn cached_tokens_reach_the_usage_report_and_cost_their_own_price() {
 }
 
 #[tokio::test]
+async fn deepseek_cache_hits_reach_the_usage_report_and_cost_the_cached_price() {
+    use crate::support::servers::{self, DEEPSEEK_CACHE_HITS as HITS, DEEPSEEK_PROMPT_TOKENS as PROMPT};
+    let played = servers::deepseek();
+    let table = format!(
+        "{}context_window = 64000\n[providers.net.prices.m]\ninput = 0.56\noutput = 1.68\ncached_input = 0.07\n",
+        played.table
+    );
+    let ended = Served::open(&table).await.run("read the notes").await;
+    assert_eq!(ended.result.map_err(|e| e.to_string()), Ok(StopReason::EndTurn));
+    let report = ended.usage.last().expect("a usage report");
+    // Three requests: the first finds the cache empty, the next two hit it.
+    assert_eq!(
+        report.tokens,
+        TokenTotals { input: 3 * PROMPT, output: 60, cached_read: 2 * HITS, cache_write: 0, thought: 15 },
+    );
+    let (cost, _) = report.cost.clone().expect("a cost");
+    let plain = 3 * PROMPT - 2 * HITS;
+    let expected = (plain as f64 * 0.56 + (2 * HITS) as f64 * 0.07 + 60.0 * 1.68) / 1e6;
+    assert!((cost - expected).abs() < 1e-12, "{cost} != {expected}");
+}
+
+#[tokio::test]
 async fn requests_after_a_compaction_repeat_each_other_byte_for_byte() {
     use crate::support::served::big_file;
     use crate::support::windowed::{self, is_summary_request};

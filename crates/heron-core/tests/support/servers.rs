@@ -162,6 +162,21 @@ pub fn mistral() -> Played {
     Played { server, table, requests: 2 }
 }
 
+/// The prompt tokens every request of the DeepSeek mock takes.
+pub const DEEPSEEK_PROMPT_TOKENS: u64 = 1000;
+/// The prompt tokens DeepSeek serves from its cache on the mock's second and third request
+/// (its cache works in units of 64 tokens; the first request finds it empty).
+pub const DEEPSEEK_CACHE_HITS: u64 = 768;
+
+/// DeepSeek's usage chunk: the prompt's cache hits and misses in fields of its own, not in
+/// `prompt_tokens_details`.
+fn deepseek_usage(hits: u64) -> Value {
+    json!({ "id": "c", "object": "chat.completion.chunk", "choices": [], "usage": {
+        "prompt_tokens": DEEPSEEK_PROMPT_TOKENS, "completion_tokens": 20, "total_tokens": DEEPSEEK_PROMPT_TOKENS + 20,
+        "prompt_cache_hit_tokens": hits, "prompt_cache_miss_tokens": DEEPSEEK_PROMPT_TOKENS - hits,
+        "completion_tokens_details": { "reasoning_tokens": 5 } } })
+}
+
 /// DeepSeek thinking mode: every tool-calling message must come back with its `reasoning_content`, even an empty one.
 pub fn deepseek() -> Played {
     let server = MockServer::start(|n, request| {
@@ -194,13 +209,22 @@ pub fn deepseek() -> Played {
                 call(0, "call_00_ds", json!("{\"path\":")),
                 delta(json!({ "tool_calls": [{ "index": 0, "function": { "arguments": "\"a.txt\"}" } }] })),
                 finish("tool_calls"),
+                deepseek_usage(0),
             ])),
             1 => Answer::Stream(sse(&[
                 delta(json!({ "role": "assistant", "content": null, "reasoning_content": "" })),
                 call(0, "call_01_ds", json!("{\"path\":\"b.txt\"}")),
                 finish("tool_calls"),
+                deepseek_usage(DEEPSEEK_CACHE_HITS),
             ])),
-            _ => final_answer(request, "call_00_ds"),
+            _ => match final_answer(request, "call_00_ds") {
+                Answer::Stream(_) => Answer::Stream(sse(&[
+                    delta(json!({ "content": ANSWER })),
+                    finish("stop"),
+                    deepseek_usage(DEEPSEEK_CACHE_HITS),
+                ])),
+                refused => refused,
+            },
         }
     });
     let table = format!("kind = \"openai\"\nbase_url = \"{}\"\nflavor = \"deepseek\"\n", server.origin);

@@ -79,6 +79,10 @@ struct WireUsage {
     completion_tokens: Option<u64>,
     prompt_tokens_details: Option<PromptDetails>,
     completion_tokens_details: Option<CompletionDetails>,
+    /// DeepSeek counts its prompt cache here rather than in `prompt_tokens_details`: the
+    /// prompt tokens it served from the cache, and the ones it did not.
+    prompt_cache_hit_tokens: Option<u64>,
+    prompt_cache_miss_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -95,10 +99,15 @@ struct CompletionDetails {
 
 impl From<WireUsage> for Usage {
     fn from(wire: WireUsage) -> Self {
+        let hits = wire.prompt_cache_hit_tokens;
+        // DeepSeek's prompt is its hits and misses; a server that sends only those still
+        // said how long the prompt was.
+        let split = hits.zip(wire.prompt_cache_miss_tokens).map(|(hit, miss)| hit.saturating_add(miss));
+        let cached = wire.prompt_tokens_details.and_then(|d| d.cached_tokens).or(hits);
         Usage {
-            input_tokens: wire.prompt_tokens.unwrap_or(0),
+            input_tokens: wire.prompt_tokens.or(split).unwrap_or(0),
             output_tokens: wire.completion_tokens.unwrap_or(0),
-            cached_input_tokens: wire.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0),
+            cached_input_tokens: cached.unwrap_or(0),
             reasoning_tokens: wire.completion_tokens_details.and_then(|d| d.reasoning_tokens).unwrap_or(0),
             cache_write_input_tokens: 0,
         }

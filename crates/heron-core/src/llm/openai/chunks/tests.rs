@@ -227,3 +227,18 @@ fn reasoning_details_merge_across_deltas_and_go_out_before_finish() {
     );
     assert_eq!(events.last(), Some(&ModelEvent::Finish { reason: FinishReason::Stop }));
 }
+
+#[test]
+fn deepseek_cache_hits_count_as_cached_input() {
+    let events = run(&[
+        r#"{"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":10,"prompt_cache_hit_tokens":768,"prompt_cache_miss_tokens":232}}"#,
+    ]);
+    let usage = Usage { input_tokens: 1000, output_tokens: 10, cached_input_tokens: 768, ..Usage::default() };
+    assert!(events.contains(&ModelEvent::Usage { usage }), "{events:?}");
+    // Without `prompt_tokens`, the hits and misses are the prompt.
+    let split =
+        run(&[r#"{"choices":[],"usage":{"prompt_cache_hit_tokens":5,"prompt_cache_miss_tokens":7}}"#]);
+    let usage = Usage { input_tokens: 12, cached_input_tokens: 5, ..Usage::default() };
+    assert!(split.contains(&ModelEvent::Usage { usage }), "{split:?}");
+}
