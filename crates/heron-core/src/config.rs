@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::llm::openai::flavor::{Flavor, MaxTokensField, ReasoningField, RequestShape};
+use crate::llm::openai::flavor::{DropField, Flavor, MaxTokensField, ReasoningField, RequestShape};
 use crate::secret::Secret;
 
 /// Why the home could not be read.
@@ -254,6 +254,9 @@ pub struct ProviderConfig {
     pub max_tokens_field: Option<MaxTokensField>,
     /// How reasoning is passed back: `none`, `reasoning_content` or `reasoning_details`.
     pub reasoning_field: Option<ReasoningField>,
+    /// Fields left out of every request, last: `KEY` of the body, `messages.KEY` of every
+    /// message; for a server that refuses one no preset knows.
+    pub drop_fields: Option<Vec<DropField>>,
 }
 
 impl ProviderConfig {
@@ -268,6 +271,7 @@ impl ProviderConfig {
             || self.stream_options.is_some()
             || self.max_tokens_field.is_some()
             || self.reasoning_field.is_some()
+            || self.drop_fields.is_some()
     }
 
     /// The flavor in effect (`openai` kind only): the configured one, else the one the
@@ -293,6 +297,9 @@ impl ProviderConfig {
         }
         if let Some(set) = &self.key_header {
             shape.key_header = Some(set.clone());
+        }
+        if let Some(set) = &self.drop_fields {
+            shape.drop_fields = set.clone();
         }
         shape.headers.extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
         shape.query.extend(self.query.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -467,8 +474,8 @@ impl Config {
                     text,
                     &table,
                     format!(
-                        "provider `{name}`: flavor, stream_options, max_tokens_field and reasoning_field \
-                         shape Chat Completions requests; kind {} has its own",
+                        "provider `{name}`: flavor, stream_options, max_tokens_field, reasoning_field and \
+                         drop_fields shape Chat Completions requests; kind {} has its own",
                         provider.kind.name()
                     ),
                 ));
@@ -499,6 +506,7 @@ impl Config {
             stream_options: None,
             max_tokens_field: None,
             reasoning_field: None,
+            drop_fields: None,
         });
     }
 
@@ -765,6 +773,27 @@ query = { a = "1" }
         assert!(err.starts_with("line 4, column 10: ") && err.contains("gemini"), "{err}");
         let err = Config::parse(&format!("{table}key_heder = \"a\"\n")).expect_err("refused");
         assert!(err.starts_with("line 4, column 1: ") && err.contains("key_heder"), "{err}");
+    }
+
+    #[test]
+    fn drop_fields_reach_the_shape_and_a_bad_entry_is_refused_with_its_line() {
+        let table = "[providers.x]\nkind = \"openai\"\nbase_url = \"http://h\"\n";
+        let config =
+            Config::parse(&format!("{table}drop_fields = [\"parallel_tool_calls\", \"messages.name\"]\n"))
+                .expect("parses");
+        assert_eq!(
+            config.providers["x"].request_shape().drop_fields,
+            [DropField::Body("parallel_tool_calls".into()), DropField::Message("name".into())]
+        );
+        for (bad, why) in
+            [("\"model\"", "cannot be dropped"), ("\"tools.x\"", "neither"), ("\"a b\"", "not a field")]
+        {
+            let err = Config::parse(&format!("{table}drop_fields = [\"seed\", {bad}]\n")).expect_err(bad);
+            assert!(err.starts_with("line 4, column ") && err.contains(why), "{err}");
+        }
+        let err = Config::parse("[providers.a]\nkind = \"anthropic\"\ndrop_fields = [\"seed\"]\n")
+            .expect_err("refused");
+        assert!(err.contains("kind anthropic has its own"), "{err}");
     }
 
     #[test]

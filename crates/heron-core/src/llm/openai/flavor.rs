@@ -3,6 +3,8 @@
 //! reasoning back), so a provider carries a [`RequestShape`], preset by its [`Flavor`] and
 //! overridden key by key from `config.toml`.
 
+use std::fmt;
+
 use serde::Deserialize;
 
 /// The server family a provider talks to, which presets its [`RequestShape`].
@@ -50,6 +52,65 @@ pub enum ReasoningField {
     ReasoningDetails,
 }
 
+/// A field left out of every request body, after everything else is built: the escape
+/// hatch for a server that refuses a field no preset knows about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DropField {
+    /// A key of the body itself, e.g. `parallel_tool_calls`.
+    Body(String),
+    /// A key of every message, written `messages.KEY`, e.g. `messages.name`.
+    Message(String),
+}
+
+/// Body keys without which no streamed completion can be asked for or read.
+const KEPT_BODY_FIELDS: [&str; 3] = ["model", "messages", "stream"];
+
+/// Message keys without which a conversation with tool calls means nothing.
+const KEPT_MESSAGE_FIELDS: [&str; 4] = ["role", "content", "tool_calls", "tool_call_id"];
+
+impl DropField {
+    /// Reads `KEY` or `messages.KEY`; a key is letters, digits, `_` and `-`, and none of the
+    /// ones every request needs.
+    pub fn parse(text: &str) -> Result<DropField, String> {
+        let is_key = |key: &str| {
+            !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        };
+        let (field, key, kept) = match text.split_once('.') {
+            None => (DropField::Body(text.to_owned()), text, &KEPT_BODY_FIELDS[..]),
+            Some(("messages", key)) => (DropField::Message(key.to_owned()), key, &KEPT_MESSAGE_FIELDS[..]),
+            Some(_) => {
+                return Err(format!(
+                    "drop_fields: `{text}` is neither a body key nor `messages.KEY` (a key of every message)"
+                ));
+            }
+        };
+        if !is_key(key) {
+            return Err(format!("drop_fields: `{text}` is not a field name (letters, digits, `_`, `-`)"));
+        }
+        if kept.contains(&key) {
+            return Err(format!("drop_fields: `{text}` cannot be dropped: no request works without it"));
+        }
+        Ok(field)
+    }
+}
+
+impl fmt::Display for DropField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DropField::Body(key) => f.write_str(key),
+            DropField::Message(key) => write!(f, "messages.{key}"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DropField {
+    /// Checked while the config is read, so a bad entry is refused with its line.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        DropField::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 /// What a provider's requests look like beyond the common body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestShape {
@@ -66,6 +127,8 @@ pub struct RequestShape {
     /// Query parameters added to the endpoint, replacing those of the same name in the
     /// base URL.
     pub query: Vec<(String, String)>,
+    /// Fields removed from the body last, whatever put them there.
+    pub drop_fields: Vec<DropField>,
 }
 
 impl Default for RequestShape {
@@ -78,6 +141,7 @@ impl Default for RequestShape {
             key_header: None,
             headers: Vec::new(),
             query: Vec::new(),
+            drop_fields: Vec::new(),
         }
     }
 }
@@ -144,6 +208,21 @@ mod tests {
         ];
         for (url, flavor) in cases {
             assert_eq!(Flavor::detect(url), flavor, "{url}");
+        }
+    }
+
+    #[test]
+    fn drop_fields_name_a_body_key_or_a_key_of_every_message_and_never_a_needed_one() {
+        assert_eq!(
+            DropField::parse("parallel_tool_calls"),
+            Ok(DropField::Body("parallel_tool_calls".into()))
+        );
+        assert_eq!(DropField::parse("messages.name"), Ok(DropField::Message("name".into())));
+        assert_eq!(DropField::parse("messages.name").map(|f| f.to_string()).as_deref(), Ok("messages.name"));
+        for bad in
+            ["", "model", "stream", "messages", "messages.role", "messages.tool_call_id", "tools.x", "a b"]
+        {
+            assert!(DropField::parse(bad).is_err(), "`{bad}` was accepted");
         }
     }
 }

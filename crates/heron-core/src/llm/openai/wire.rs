@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::flavor::{MaxTokensField, ReasoningField, RequestShape};
+use super::flavor::{DropField, MaxTokensField, ReasoningField, RequestShape};
 use crate::llm::{ChatMessage, ModelRequest, Reasoning, UserPart};
 
 /// The JSON body of a streamed chat completion request.
@@ -39,7 +39,28 @@ pub(crate) fn request_body(request: &ModelRequest, shape: &RequestShape) -> Valu
         };
         body.insert(field.into(), json!(max_tokens));
     }
+    drop_fields(&mut body, &shape.drop_fields);
     Value::Object(body)
+}
+
+/// Removes the configured fields: last, so that they go whichever part of the body (or
+/// preset) added them.
+fn drop_fields(body: &mut Map<String, Value>, fields: &[DropField]) {
+    for field in fields {
+        match field {
+            DropField::Body(key) => {
+                body.remove(key);
+            }
+            DropField::Message(key) => {
+                let messages = body.get_mut("messages").and_then(Value::as_array_mut);
+                for message in messages.into_iter().flatten() {
+                    if let Value::Object(message) = message {
+                        message.remove(key);
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn message(message: &ChatMessage, reasoning_field: ReasoningField) -> Value {
@@ -186,6 +207,42 @@ mod tests {
         let shaped = request_body(&request, &shape);
         assert_eq!(shaped["max_completion_tokens"], 10);
         assert!(shaped.get("max_tokens").is_none() && shaped.get("stream_options").is_none());
+    }
+
+    #[test]
+    fn dropped_fields_leave_the_body_and_every_message_whatever_added_them() {
+        let request = ModelRequest {
+            model: "m".into(),
+            messages: vec![ChatMessage::Assistant {
+                text: String::new(),
+                tool_calls: vec![crate::llm::ToolCallRequest {
+                    id: "c".into(),
+                    name: "t".into(),
+                    arguments: "{}".into(),
+                }],
+                reasoning: None,
+            }],
+            tools: Vec::new(),
+            effort: Some("high".into()),
+            max_tokens: None,
+        };
+        let shape = RequestShape {
+            reasoning_field: ReasoningField::ReasoningContent,
+            drop_fields: vec![
+                DropField::Body("reasoning_effort".into()),
+                DropField::Body("stream_options".into()),
+                DropField::Message("reasoning_content".into()),
+            ],
+            ..RequestShape::default()
+        };
+        let body = request_body(&request, &shape);
+        for gone in ["reasoning_effort", "stream_options"] {
+            assert!(body.get(gone).is_none(), "{gone} was sent: {body}");
+        }
+        let message = &body["messages"][0];
+        assert!(message.get("reasoning_content").is_none(), "{message}");
+        assert_eq!(message["tool_calls"][0]["id"], "c", "the rest of the message stays");
+        assert_eq!(body["model"], "m");
     }
 
     #[test]
