@@ -7,6 +7,9 @@
 //!
 //! - Every attempt starts with `Attempt { number }` (1 first); text of an earlier attempt
 //!   is void.
+//! - A request the server refuses for something optional the API added on its own (the
+//!   Responses API's encrypted reasoning, which some models do not support) is sent once
+//!   more without it, at once and beside the retries below.
 //! - Retried, at most `max_retries` times, with exponential backoff and jitter (or the
 //!   server's `Retry-After` seconds, up to [`MAX_RETRY_DELAY`]): connect and send
 //!   failures, 429, 500, 502, 503, 504, 529, a stream that breaks before the answer
@@ -145,6 +148,18 @@ pub(crate) trait Api: std::fmt::Debug + Send + Sync + 'static {
     fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
         &[]
     }
+
+    /// The body of `request` without what the server just refused with `error`, when that
+    /// was something optional the API added on its own; `None` when nothing can go. Asked
+    /// once per request, after a failure that is not retried.
+    fn without_refused(
+        &self,
+        _request: &ModelRequest,
+        _shape: &RequestShape,
+        _error: &ProviderError,
+    ) -> Option<Value> {
+        None
+    }
 }
 
 /// A [`Provider`] for one streamed HTTP API.
@@ -241,10 +256,10 @@ impl Failure {
 
 impl<A: Api> Shared<A> {
     async fn run(&self, request: &ModelRequest, emit: &Emitter) -> Result<(), ProviderError> {
-        let body = serde_json::to_vec(&self.api.body(request, &self.config.shape))
-            .map_err(|error| ProviderError::Protocol(format!("cannot encode the request: {error}")))?;
-        let body = Bytes::from(body);
+        let mut body = encode(&self.api.body(request, &self.config.shape))?;
         let mut number = 1;
+        let mut retries = 0;
+        let mut lightened = false;
         loop {
             emit.emit(ModelEvent::Attempt { number }).await;
             let failure = match self.attempt(body.clone(), emit).await {
@@ -252,7 +267,19 @@ impl<A: Api> Shared<A> {
                 Err(failure) => failure,
             };
             let error = scrub(failure.error, self.config.api_key.as_ref());
-            if !failure.retryable || number > self.config.max_retries {
+            // Once per request, and not counted as a retry: the same body would fail the
+            // same way, while one without the part refused may well succeed.
+            if !failure.retryable
+                && !lightened
+                && let Some(lighter) = self.api.without_refused(request, &self.config.shape, &error)
+            {
+                tracing::warn!(attempt = number, %error, "the server refused an optional part; asking without it");
+                body = encode(&lighter)?;
+                lightened = true;
+                number += 1;
+                continue;
+            }
+            if !failure.retryable || retries >= self.config.max_retries {
                 tracing::debug!(attempt = number, %error, "model request failed");
                 return Err(error);
             }
@@ -262,6 +289,7 @@ impl<A: Api> Shared<A> {
             };
             tracing::warn!(attempt = number, delay_ms = delay.as_millis() as u64, %error, "model request failed; retrying");
             tokio::time::sleep(delay).await;
+            retries += 1;
             number += 1;
         }
     }
@@ -346,6 +374,13 @@ impl<A: Api> Shared<A> {
         // Rounded up, so a sub-second test timeout does not read as "after 0 s".
         ProviderError::Timeout(limit.as_secs() + u64::from(limit.subsec_nanos() > 0))
     }
+}
+
+/// A request body as the bytes sent.
+fn encode(body: &Value) -> Result<Bytes, ProviderError> {
+    serde_json::to_vec(body)
+        .map(Bytes::from)
+        .map_err(|error| ProviderError::Protocol(format!("cannot encode the request: {error}")))
 }
 
 /// `error.message` of a JSON error body (OpenAI's and Anthropic's shapes both), or the
