@@ -125,35 +125,94 @@ fn extra_forbidden(field: &str) -> Answer {
     Answer::Status(422, body.to_string())
 }
 
-/// Mistral: 422 for any field it forbids; its 9-character call ids must come back as they came.
-pub fn mistral() -> Played {
-    let server = MockServer::start(|n, request| {
-        for field in ["stream_options", "max_completion_tokens"] {
-            if request.body.get(field).is_some() {
-                return extra_forbidden(field);
+/// The request fields Mistral's chat completions endpoint documents; it refuses any other
+/// with 422 `extra_forbidden`.
+const MISTRAL_FIELDS: [&str; 18] = [
+    "model",
+    "messages",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "stream",
+    "stop",
+    "random_seed",
+    "response_format",
+    "tools",
+    "tool_choice",
+    "presence_penalty",
+    "frequency_penalty",
+    "n",
+    "prediction",
+    "parallel_tool_calls",
+    "safe_prompt",
+    "prompt_mode",
+];
+
+/// The keys a Mistral message may have, whatever its role.
+const MISTRAL_MESSAGE_FIELDS: [&str; 6] = ["role", "content", "tool_calls", "tool_call_id", "name", "prefix"];
+
+/// Mistral's own call ids, 9 letters and digits: the only ones it takes back.
+pub const MISTRAL_CALL_ID: &str = "aB3dE5fG7";
+
+/// What Mistral refuses in a request: a field it does not document, a message key it does
+/// not know (`reasoning_content`), or a tool-call id that is not 9 letters and digits.
+fn mistral_refusal(request: &Seen) -> Option<Answer> {
+    let fields = request.body.as_object().map(|body| body.keys().cloned().collect::<Vec<_>>());
+    if let Some(field) =
+        fields.unwrap_or_default().into_iter().find(|f| !MISTRAL_FIELDS.contains(&f.as_str()))
+    {
+        return Some(extra_forbidden(&field));
+    }
+    for (at, message) in request.messages().iter().enumerate() {
+        let keys = message.as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+        if let Some(key) = keys.iter().find(|k| !MISTRAL_MESSAGE_FIELDS.contains(&k.as_str())) {
+            return Some(extra_forbidden(&format!("messages.{at}.{key}")));
+        }
+        let calls = message["tool_calls"].as_array().into_iter().flatten().map(|call| &call["id"]);
+        for id in calls.chain(message.get("tool_call_id")) {
+            let id = id.as_str().unwrap_or_default();
+            if id.len() != 9 || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                let text = format!("Tool call id was {id} but must be a-z, A-Z, 0-9, with a length of 9.");
+                return Some(Answer::Status(
+                    400,
+                    json!({ "object": "error", "message": text, "type": "invalid_request_message_error",
+                        "param": null, "code": "3280" })
+                    .to_string(),
+                ));
             }
         }
-        if request.messages().iter().any(|m| m.get("reasoning_content").is_some()) {
-            return extra_forbidden("messages.2.assistant.reasoning_content");
+    }
+    None
+}
+
+/// Mistral: 422 for any field it does not document (`stream_options`,
+/// `max_completion_tokens`, `reasoning_effort`, `reasoning_content` in a message), 400 for a
+/// tool-call id not its own shape; its own 9-character ids must come back as they came.
+pub fn mistral() -> Played {
+    let server = MockServer::start(|n, request| {
+        if let Some(refused) = mistral_refusal(request) {
+            return refused;
         }
         match n {
             0 => Answer::Stream(sse(&[
                 delta(json!({ "role": "assistant", "content": "" })),
                 // Mistral sends whole calls with 9-character ids.
-                json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [{ "id": "aB3dE5fG7", "function":
+                json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [{ "id": MISTRAL_CALL_ID, "function":
                     { "name": "read_file", "arguments": "{\"path\": \"a.txt\"}" }, "index": 0 }] },
                     "finish_reason": "tool_calls" }], "usage": { "prompt_tokens": 9, "completion_tokens": 3 } }),
             ])),
             _ => {
-                let assistant = request.messages().iter().find(|m| m["role"] == "assistant");
+                // The last assistant message is the call this turn made; a session that
+                // came from another model has older ones before it.
+                let assistant = request.messages().iter().rfind(|m| m["role"] == "assistant");
                 let id = assistant.and_then(|m| m["tool_calls"][0]["id"].as_str());
-                if id != Some("aB3dE5fG7") {
+                if id != Some(MISTRAL_CALL_ID) {
                     return Answer::Status(
                         400,
                         json!({ "message": format!("bad tool call id {id:?}") }).to_string(),
                     );
                 }
-                final_answer(request, "aB3dE5fG7")
+                final_answer(request, MISTRAL_CALL_ID)
             }
         }
     });

@@ -52,6 +52,19 @@ pub enum ReasoningField {
     ReasoningDetails,
 }
 
+/// Which tool-call ids a server accepts in the history sent back to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CallIds {
+    /// Any id, sent as it was recorded.
+    #[default]
+    AsRecorded,
+    /// Exactly 9 letters and digits (Mistral, which refuses the `call_...` and `toolu_...`
+    /// ids other servers gave earlier in a session that switched models). Other ids are
+    /// mapped to such ids, the same one for a call and its result, and the same in every
+    /// request, so the prompt cache still matches.
+    NineAlphanumeric,
+}
+
 /// A field left out of every request body, after everything else is built: the escape
 /// hatch for a server that refuses a field no preset knows about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,6 +133,10 @@ pub struct RequestShape {
     pub max_tokens_field: MaxTokensField,
     /// How reasoning goes back.
     pub reasoning_field: ReasoningField,
+    /// Whether a chosen effort goes as `reasoning_effort` (Mistral has no such field).
+    pub reasoning_effort: bool,
+    /// Which tool-call ids the server accepts.
+    pub call_ids: CallIds,
     /// The header carrying the key as it is; `None` sends `Authorization: Bearer KEY`.
     pub key_header: Option<String>,
     /// Extra headers, sent with every request.
@@ -138,6 +155,8 @@ impl Default for RequestShape {
             stream_options: true,
             max_tokens_field: MaxTokensField::MaxTokens,
             reasoning_field: ReasoningField::None,
+            reasoning_effort: true,
+            call_ids: CallIds::AsRecorded,
             key_header: None,
             headers: Vec::new(),
             query: Vec::new(),
@@ -178,8 +197,14 @@ impl Flavor {
                 key_header: Some("api-key".to_owned()),
                 ..common
             },
-            // Mistral answers 422 `extra_forbidden` to `stream_options`.
-            Flavor::Mistral => RequestShape { stream_options: false, ..common },
+            // Mistral answers 422 `extra_forbidden` to `stream_options` and to
+            // `reasoning_effort`, and 400 to a tool-call id other than 9 letters and digits.
+            Flavor::Mistral => RequestShape {
+                stream_options: false,
+                reasoning_effort: false,
+                call_ids: CallIds::NineAlphanumeric,
+                ..common
+            },
             Flavor::Deepseek => RequestShape { reasoning_field: ReasoningField::ReasoningContent, ..common },
             Flavor::Openrouter => {
                 RequestShape { reasoning_field: ReasoningField::ReasoningDetails, ..common }
@@ -208,6 +233,71 @@ mod tests {
         ];
         for (url, flavor) in cases {
             assert_eq!(Flavor::detect(url), flavor, "{url}");
+        }
+    }
+
+    /// Every flavor, in the order the README lists them. The match fails to compile when a
+    /// flavor is added, until it is added here and to the table below.
+    fn every_flavor() -> [Flavor; 7] {
+        let _exhaustive = |flavor: Flavor| match flavor {
+            Flavor::Openai
+            | Flavor::Azure
+            | Flavor::Mistral
+            | Flavor::Deepseek
+            | Flavor::Openrouter
+            | Flavor::Ollama
+            | Flavor::Llamacpp => (),
+        };
+        [
+            Flavor::Openai,
+            Flavor::Azure,
+            Flavor::Mistral,
+            Flavor::Deepseek,
+            Flavor::Openrouter,
+            Flavor::Ollama,
+            Flavor::Llamacpp,
+        ]
+    }
+
+    #[test]
+    fn each_flavor_presets_the_request_shape_its_server_accepts() {
+        use MaxTokensField::{MaxCompletionTokens, MaxTokens};
+        use ReasoningField::{ReasoningContent, ReasoningDetails};
+        // name in config.toml, stream_options, token field, reasoning passed back as,
+        // reasoning_effort sent, call ids, key header
+        let table = [
+            ("openai", true, MaxCompletionTokens, ReasoningField::None, true, CallIds::AsRecorded, None),
+            (
+                "azure",
+                true,
+                MaxCompletionTokens,
+                ReasoningField::None,
+                true,
+                CallIds::AsRecorded,
+                Some("api-key"),
+            ),
+            ("mistral", false, MaxTokens, ReasoningField::None, false, CallIds::NineAlphanumeric, None),
+            ("deepseek", true, MaxTokens, ReasoningContent, true, CallIds::AsRecorded, None),
+            ("openrouter", true, MaxTokens, ReasoningDetails, true, CallIds::AsRecorded, None),
+            ("ollama", true, MaxTokens, ReasoningField::None, true, CallIds::AsRecorded, None),
+            ("llamacpp", true, MaxTokens, ReasoningField::None, true, CallIds::AsRecorded, None),
+        ];
+        assert_eq!(table.len(), every_flavor().len());
+        for (flavor, (name, stream_options, max_tokens_field, reasoning_field, effort, call_ids, key)) in
+            every_flavor().into_iter().zip(table)
+        {
+            let named: Flavor = serde_json::from_value(serde_json::json!(name)).expect("a flavor name");
+            assert_eq!(named, flavor, "{name}");
+            let expected = RequestShape {
+                stream_options,
+                max_tokens_field,
+                reasoning_field,
+                reasoning_effort: effort,
+                call_ids,
+                key_header: key.map(str::to_owned),
+                ..RequestShape::default()
+            };
+            assert_eq!(flavor.shape(), expected, "{name}");
         }
     }
 
