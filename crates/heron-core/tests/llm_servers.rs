@@ -46,6 +46,11 @@ async fn openrouter_gets_its_reasoning_details_back_and_keep_alive_comments_are_
 }
 
 #[tokio::test]
+async fn openrouter_gemini_gets_its_encrypted_reasoning_details_back() {
+    completes(servers::openrouter_gemini).await;
+}
+
+#[tokio::test]
 async fn ollama_parallel_calls_at_index_zero_run_as_separate_calls() {
     completes(servers::ollama).await;
 }

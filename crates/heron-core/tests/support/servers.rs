@@ -320,6 +320,44 @@ pub fn openrouter() -> Played {
     Played { server, table, requests: 2 }
 }
 
+/// OpenRouter in front of Gemini: the thought signature travels as a `reasoning.encrypted`
+/// detail beside the summary, and Gemini refuses a function call sent back without it.
+pub fn openrouter_gemini() -> Played {
+    let server = MockServer::start(|n, request| match n {
+        0 => Answer::Stream(sse(&[
+            delta(json!({ "role": "assistant", "content": "", "reasoning": "**Reading** the notes",
+                "reasoning_details": [{ "type": "reasoning.text", "text": "**Reading** the notes",
+                    "format": "google-gemini-v1", "index": 0 }] })),
+            delta(json!({ "content": "", "reasoning_details": [{ "type": "reasoning.encrypted",
+                "data": "CiQB0e2Kb7gemini-thought-signature==", "id": "tool_read_file_x1",
+                "format": "google-gemini-v1", "index": 1 }] })),
+            call(0, "tool_read_file_x1", json!("{\"path\":\"a.txt\"}")),
+            finish("tool_calls"),
+        ])),
+        _ => {
+            let assistant = request.messages().iter().find(|m| m["role"] == "assistant");
+            let details = assistant.map(|m| m["reasoning_details"].clone());
+            let expected = json!([
+                { "type": "reasoning.text", "text": "**Reading** the notes", "format": "google-gemini-v1", "index": 0 },
+                { "type": "reasoning.encrypted", "data": "CiQB0e2Kb7gemini-thought-signature==",
+                    "id": "tool_read_file_x1", "format": "google-gemini-v1", "index": 1 },
+            ]);
+            if details != Some(expected) {
+                return openai_error(
+                    400,
+                    &format!(
+                        "Function call is missing a thought_signature in functionCall parts: {details:?}"
+                    ),
+                );
+            }
+            final_answer(request, "tool_read_file_x1")
+        }
+    });
+    let table =
+        format!("kind = \"openai\"\nbase_url = \"{}/api/v1\"\nflavor = \"openrouter\"\n", server.origin);
+    Played { server, table, requests: 2 }
+}
+
 /// Ollama: parallel calls all at index 0, told apart by id.
 pub fn ollama() -> Played {
     let server = MockServer::start(|n, request| match n {
@@ -382,9 +420,23 @@ fn anthropic_result(request: &Seen, id: &str) -> Option<String> {
     })
 }
 
+/// The signed thinking block the Anthropic mock thinks when asked to.
+fn anthropic_thinking() -> Value {
+    json!({ "type": "thinking", "thinking": "The notes are in a.txt.", "signature": "EqQBCkYIBRgCKkDmock==" })
+}
+
+/// Whether the last block of the request's last message carries a `cache_control`
+/// breakpoint, so that the next request reads what this one wrote.
+fn ends_with_breakpoint(request: &Seen) -> bool {
+    let last = request.messages().last().and_then(|m| m["content"].as_array()).and_then(|c| c.last());
+    last.is_some_and(|block| block.get("cache_control").is_some())
+}
+
 /// Anthropic's Messages API: the key in `x-api-key` with an `anthropic-version`, a
 /// required `max_tokens`, the call's input streamed as partial JSON, and the result back
-/// as a `tool_result` block of a user message.
+/// as a `tool_result` block of a user message ending on a cache breakpoint. With thinking
+/// asked for, the model thinks first, and Anthropic refuses the follow-up unless the
+/// signed thinking block opens the assistant message again, unchanged.
 pub fn anthropic() -> Played {
     let server = MockServer::start(|n, request| {
         if request.target() != "/v1/messages" {
@@ -400,33 +452,70 @@ pub fn anthropic() -> Played {
                 "anthropic-version and max_tokens are required",
             );
         }
+        let thinks = request.body["thinking"]["type"] == "enabled";
         let start = json!({ "type": "message_start", "message": { "id": "msg_1", "type": "message",
             "role": "assistant", "content": [], "usage": { "input_tokens": 40, "output_tokens": 1 } } });
         match n {
-            0 => Answer::Stream(typed_sse(&[
-                start,
-                json!({ "type": "content_block_start", "index": 0, "content_block":
-                    { "type": "tool_use", "id": "toolu_01A", "name": "read_file", "input": {} } }),
-                json!({ "type": "content_block_delta", "index": 0, "delta":
-                    { "type": "input_json_delta", "partial_json": "{\"path\": \"a" } }),
-                json!({ "type": "ping" }),
-                json!({ "type": "content_block_delta", "index": 0, "delta":
-                    { "type": "input_json_delta", "partial_json": ".txt\"}" } }),
-                json!({ "type": "content_block_stop", "index": 0 }),
-                json!({ "type": "message_delta", "delta": { "stop_reason": "tool_use" }, "usage": { "output_tokens": 9 } }),
-                json!({ "type": "message_stop" }),
-            ])),
-            _ => match anthropic_result(request, "toolu_01A") {
-                Some(result) if result.contains(NOTES) => Answer::Stream(typed_sse(&[
-                    start,
-                    json!({ "type": "content_block_start", "index": 0, "content_block": { "type": "text", "text": "" } }),
-                    json!({ "type": "content_block_delta", "index": 0, "delta": { "type": "text_delta", "text": ANSWER } }),
-                    json!({ "type": "content_block_stop", "index": 0 }),
-                    json!({ "type": "message_delta", "delta": { "stop_reason": "end_turn" }, "usage": { "output_tokens": 5 } }),
+            0 => {
+                let mut events = vec![start];
+                let mut at = 0;
+                if thinks {
+                    events.extend([
+                        json!({ "type": "content_block_start", "index": 0, "content_block":
+                            { "type": "thinking", "thinking": "", "signature": "" } }),
+                        json!({ "type": "content_block_delta", "index": 0, "delta":
+                            { "type": "thinking_delta", "thinking": anthropic_thinking()["thinking"] } }),
+                        json!({ "type": "content_block_delta", "index": 0, "delta":
+                            { "type": "signature_delta", "signature": anthropic_thinking()["signature"] } }),
+                        json!({ "type": "content_block_stop", "index": 0 }),
+                    ]);
+                    at = 1;
+                }
+                events.extend([
+                    json!({ "type": "content_block_start", "index": at, "content_block":
+                        { "type": "tool_use", "id": "toolu_01A", "name": "read_file", "input": {} } }),
+                    json!({ "type": "content_block_delta", "index": at, "delta":
+                        { "type": "input_json_delta", "partial_json": "{\"path\": \"a" } }),
+                    json!({ "type": "ping" }),
+                    json!({ "type": "content_block_delta", "index": at, "delta":
+                        { "type": "input_json_delta", "partial_json": ".txt\"}" } }),
+                    json!({ "type": "content_block_stop", "index": at }),
+                    json!({ "type": "message_delta", "delta": { "stop_reason": "tool_use" }, "usage": { "output_tokens": 9 } }),
                     json!({ "type": "message_stop" }),
-                ])),
-                other => anthropic_error(400, "invalid_request_error", &format!("no tool_result: {other:?}")),
-            },
+                ]);
+                Answer::Stream(typed_sse(&events))
+            }
+            _ => {
+                let assistant = request.messages().iter().find(|m| m["role"] == "assistant");
+                let opening = assistant.map(|m| m["content"][0].clone());
+                if thinks && opening != Some(anthropic_thinking()) {
+                    return anthropic_error(
+                        400,
+                        "invalid_request_error",
+                        &format!("messages.1.content.0: expected `thinking`, found {opening:?}"),
+                    );
+                }
+                if !ends_with_breakpoint(request) {
+                    return anthropic_error(
+                        400,
+                        "invalid_request_error",
+                        "expected a cache breakpoint at the end",
+                    );
+                }
+                match anthropic_result(request, "toolu_01A") {
+                    Some(result) if result.contains(NOTES) => Answer::Stream(typed_sse(&[
+                        start,
+                        json!({ "type": "content_block_start", "index": 0, "content_block": { "type": "text", "text": "" } }),
+                        json!({ "type": "content_block_delta", "index": 0, "delta": { "type": "text_delta", "text": ANSWER } }),
+                        json!({ "type": "content_block_stop", "index": 0 }),
+                        json!({ "type": "message_delta", "delta": { "stop_reason": "end_turn" }, "usage": { "output_tokens": 5 } }),
+                        json!({ "type": "message_stop" }),
+                    ])),
+                    other => {
+                        anthropic_error(400, "invalid_request_error", &format!("no tool_result: {other:?}"))
+                    }
+                }
+            }
         }
     });
     let table = format!("kind = \"anthropic\"\nbase_url = \"{}/v1\"\n", server.origin);
@@ -442,8 +531,14 @@ fn responses_result<'a>(request: &'a Seen, call_id: &str) -> Option<&'a str> {
         .and_then(|item| item["output"].as_str())
 }
 
-/// OpenAI's Responses API: bearer auth, flat tools, the call's arguments streamed in
-/// deltas, and the call and its output sent back as input items.
+/// The encrypted copy of the Responses mock's reasoning, sent only to a request that asks.
+pub const ENCRYPTED_REASONING: &str = "gAAAAABmock-encrypted-reasoning";
+
+/// OpenAI's Responses API, as a reasoning model: bearer auth, flat tools, the call's
+/// arguments streamed in deltas, and the call and its output sent back as input items. The
+/// model reasons before its call at any effort; with `store: false` the server keeps none
+/// of it, so it wants the reasoning item back with the call, which only the encrypted copy
+/// (asked for with `include`) makes possible.
 pub fn responses() -> Played {
     let server = MockServer::start(|n, request| {
         if request.target() != "/v1/responses"
@@ -462,27 +557,51 @@ pub fn responses() -> Played {
                 "output": output, "usage": { "input_tokens": 30, "output_tokens": 7,
                 "input_tokens_details": { "cached_tokens": 0 } } } })
         };
+        let encrypted = request.body["include"]
+            .as_array()
+            .is_some_and(|i| i.contains(&json!("reasoning.encrypted_content")));
+        let mut reasoning = json!({ "type": "reasoning", "id": "rs_1", "summary": [] });
+        if encrypted {
+            reasoning["encrypted_content"] = json!(ENCRYPTED_REASONING);
+        }
         let item = json!({ "type": "function_call", "id": "fc_1", "call_id": "call_r1", "name": "read_file", "arguments": "" });
         match n {
             0 => Answer::Stream(typed_sse(&[
                 json!({ "type": "response.created", "response": { "id": "resp_1", "status": "in_progress" } }),
-                json!({ "type": "response.output_item.added", "output_index": 0, "item": item }),
-                json!({ "type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": "{\"path\":" }),
-                json!({ "type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": "\"a.txt\"}" }),
-                json!({ "type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0, "arguments": "{\"path\":\"a.txt\"}" }),
-                json!({ "type": "response.output_item.done", "output_index": 0, "item":
+                json!({ "type": "response.output_item.added", "output_index": 0, "item": { "type": "reasoning", "id": "rs_1", "summary": [] } }),
+                json!({ "type": "response.output_item.done", "output_index": 0, "item": reasoning }),
+                json!({ "type": "response.output_item.added", "output_index": 1, "item": item }),
+                json!({ "type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1, "delta": "{\"path\":" }),
+                json!({ "type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1, "delta": "\"a.txt\"}" }),
+                json!({ "type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 1, "arguments": "{\"path\":\"a.txt\"}" }),
+                json!({ "type": "response.output_item.done", "output_index": 1, "item":
                     { "type": "function_call", "id": "fc_1", "call_id": "call_r1", "name": "read_file", "arguments": "{\"path\":\"a.txt\"}", "status": "completed" } }),
                 done(json!([])),
             ])),
-            _ => match responses_result(request, "call_r1") {
-                Some(result) if result.contains(NOTES) => Answer::Stream(typed_sse(&[
-                    json!({ "type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": ANSWER }),
-                    done(json!([])),
-                ])),
-                other => {
-                    openai_error(400, &format!("No tool output found for function call call_r1: {other:?}"))
+            _ => {
+                let input = request.body["input"].as_array().cloned().unwrap_or_default();
+                let at = |kind: &str| input.iter().position(|i| i["type"] == kind);
+                let replayed = at("reasoning").is_some_and(|r| {
+                    input[r]["encrypted_content"] == ENCRYPTED_REASONING
+                        && at("function_call").is_some_and(|c| r < c)
+                });
+                if !replayed {
+                    return openai_error(
+                        400,
+                        "Item 'fc_1' of type 'function_call' was provided without its required 'reasoning' item: 'rs_1'.",
+                    );
                 }
-            },
+                match responses_result(request, "call_r1") {
+                    Some(result) if result.contains(NOTES) => Answer::Stream(typed_sse(&[
+                        json!({ "type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": ANSWER }),
+                        done(json!([])),
+                    ])),
+                    other => openai_error(
+                        400,
+                        &format!("No tool output found for function call call_r1: {other:?}"),
+                    ),
+                }
+            }
         }
     });
     let table = format!("kind = \"openai-responses\"\nbase_url = \"{}/v1\"\n", server.origin);
