@@ -13,8 +13,10 @@
 //! - Retried, at most `max_retries` times, with exponential backoff and jitter (or the
 //!   server's `Retry-After` seconds, up to [`MAX_RETRY_DELAY`]): connect and send
 //!   failures, 429, 500, 502, 503, 504, 529, a stream that breaks before the answer
-//!   finished, one that (for APIs that mark their end) ends cleanly before it, and an
-//!   error sent inside the stream that says the server is busy (429, 503, 529). Any other status fails at once with the provider's message.
+//!   finished, one that ends cleanly before it (no finish reason nor `[DONE]`, no stop
+//!   reason, no `response.completed`: a proxy or upstream that dropped it), and an error
+//!   sent inside the stream that says the server is busy (429, 503, 529). Any other status
+//!   fails at once with the provider's message.
 //! - Not retried: a request that receives no byte for `request_timeout` fails with
 //!   `Timeout`. A stalled model tends to stall again, and retrying would multiply the
 //!   wait the user chose.
@@ -115,13 +117,10 @@ pub(crate) trait Fold: Default + Send + 'static {
     ) -> Result<Progress, ProviderError>;
 
     /// Whether the answer has finished (what may follow is usage and the end marker).
+    /// Every API says when an answer is done (a finish reason or `[DONE]`, Anthropic's stop
+    /// reason, the Responses API's `response.completed`), so a body that ends cleanly
+    /// before saying so was cut off and is retried like a break, never taken as the answer.
     fn has_finished(&self) -> bool;
-
-    /// Whether the API always says when an answer is done (Anthropic's stop reason, the
-    /// Responses API's `response.completed`), so that a body which ends cleanly before
-    /// saying so was cut off (a proxy, a dropped upstream) and is retried like a break.
-    /// Chat Completions servers differ too much in how they end to tell.
-    const MARKS_ITS_END: bool = false;
 
     /// Ends the stream: what is still held, then usage, then `Finish`.
     fn finish(self, out: &mut Vec<ModelEvent>);
@@ -344,10 +343,7 @@ impl<A: Api> Shared<A> {
             }
         }
         decoder.finish(&mut payloads);
-        if feed(&mut fold, &mut payloads, emit).await? == Progress::More
-            && A::Fold::MARKS_ITS_END
-            && !fold.has_finished()
-        {
+        if feed(&mut fold, &mut payloads, emit).await? == Progress::More && !fold.has_finished() {
             let message = "the stream ended before the answer finished".to_owned();
             return Err(Failure::transient(ProviderError::Unreachable(message)));
         }

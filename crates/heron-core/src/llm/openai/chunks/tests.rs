@@ -242,3 +242,22 @@ fn deepseek_cache_hits_count_as_cached_input() {
     let usage = Usage { input_tokens: 12, cached_input_tokens: 5, ..Usage::default() };
     assert!(split.contains(&ModelEvent::Usage { usage }), "{split:?}");
 }
+
+#[test]
+fn mistral_content_parts_split_into_thoughts_and_text_in_order() {
+    let events = run(&[
+        r#"{"choices":[{"delta":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"Let me "},{"type":"text","text":"look."}]}]}}]}"#,
+        r#"{"choices":[{"delta":{"content":[{"type":"text","text":"It "},{"type":"reference","reference_ids":[1]},{"type":"text","text":"is."}]}}]}"#,
+        r#"{"choices":[{"delta":{"content":"Done."},"finish_reason":"stop"}]}"#,
+    ]);
+    assert_eq!(
+        events,
+        [
+            ModelEvent::ThoughtDelta { text: "Let me look.".into() },
+            ModelEvent::TextDelta { text: "It ".into() },
+            ModelEvent::TextDelta { text: "is.".into() },
+            ModelEvent::TextDelta { text: "Done.".into() },
+            ModelEvent::Finish { reason: FinishReason::Stop },
+        ]
+    );
+}
