@@ -106,10 +106,7 @@ pub fn render() -> Result<String, String> {
 /// Runs `heron manifest`: the entry on stdout.
 pub fn run(_args: ManifestArgs) -> ExitCode {
     match render() {
-        Ok(json) => {
-            print!("{json}");
-            ExitCode::SUCCESS
-        }
+        Ok(json) => super::after_output(super::write_stdout(&json), ExitCode::SUCCESS),
         Err(err) => {
             eprintln!("heron: {err}");
             ExitCode::FAILURE
