@@ -122,35 +122,127 @@ async fn a_command_asks_with_its_line_and_its_cwd() {
 }
 
 /// Each shape an editor's error comes in: a plain message, and the TypeScript SDK's answer to
-/// a thrown error ("Internal error" with the text in `data.details`).
+/// a thrown error ("Internal error" with the text in `data.details`); and each request it can
+/// fail: a write, a read for `read_file`, a read before a change, creating a terminal.
 #[tokio::test]
 async fn an_error_the_editor_gives_reaches_the_model_with_its_message() {
     for error in [
         json!({ "code": -32603, "message": "disk full (client says)" }),
         json!({ "code": -32603, "message": "Internal error", "data": { "details": "disk full (client says)" } }),
     ] {
-        editor_write_fails_with(error).await;
+        editor_write_fails_with(error.clone()).await;
+        editor_read_for_view_fails_with(error.clone()).await;
+        editor_read_for_change_fails_with(error.clone()).await;
+        editor_terminal_fails_with(error).await;
     }
 }
 
-async fn editor_write_fails_with(error: Value) {
-    let script = r#"{"steps":[{"tool_call":{"name":"write_file","arguments":{"path":"note.txt","content":"hello\n"}}}]}
-{"steps":[{"text":"Done."}]}
-"#;
+/// What the model was told about each tool call, from the session's transcript.
+fn told_the_model(answer: &Value) -> Vec<String> {
+    let path = answer["result"]["_meta"]["heron"]["transcriptPath"].as_str().expect("a transcript path");
+    std::fs::read_to_string(path)
+        .expect("the transcript")
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
+        .filter(|event| event["kind"] == "tool_result")
+        .map(|event| event["for_model"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// A session whose model makes `call` (a tool call step), then says it is done, with the
+/// editor offering `capabilities`; every approval is given.
+async fn one_call(call: Value, capabilities: Value) -> (support::Editor, String) {
+    let script = format!(
+        "{}\n{}\n",
+        json!({ "steps": [{ "tool_call": call }] }),
+        json!({ "steps": [{ "text": "Done." }] })
+    );
     let args = heron::cli::acp::AcpArgs {
         permission_mode: Some("bypassPermissions".into()),
         ..support::demo_args()
     };
-    let mut editor = start(script, "", args);
-    let sid =
-        new_session(&mut editor, json!({ "fs": { "readTextFile": true, "writeTextFile": true } })).await;
-    let (seen, _) = prompt_replying(&mut editor, &sid, |request| {
+    let mut editor = start(&script, "", args);
+    let sid = new_session(&mut editor, capabilities).await;
+    (editor, sid)
+}
+
+async fn editor_write_fails_with(error: Value) {
+    let call = json!({ "name": "write_file", "arguments": { "path": "note.txt", "content": "hello\n" } });
+    let (mut editor, sid) =
+        one_call(call, json!({ "fs": { "readTextFile": true, "writeTextFile": true } })).await;
+    let (seen, answer) = prompt_replying(&mut editor, &sid, |request| {
         (request["method"] == "fs/write_text_file").then(|| json!({ "error": error.clone() }))
     })
     .await;
     assert_eq!(final_status(&seen).as_deref(), Some("failed"));
     let said = serde_json::to_string(&seen).expect("json");
     assert!(said.contains("disk full (client says)"), "{said}");
+    let told = told_the_model(&answer);
+    assert!(
+        told[0].contains("the editor could not write") && told[0].contains("disk full (client says)"),
+        "{told:?}"
+    );
+    editor.close().await;
+}
+
+/// `read_file` shows the disk copy when the editor cannot read, and says so: the model reads
+/// the editor's message and that an unsaved buffer may differ.
+async fn editor_read_for_view_fails_with(error: Value) {
+    let call = json!({ "name": "read_file", "arguments": { "path": "notes.txt" } });
+    let (mut editor, sid) = one_call(call, json!({ "fs": { "readTextFile": true } })).await;
+    let file = ws_file(&editor, "notes.txt");
+    std::fs::write(&file, "saved text\n").expect("write");
+    let (seen, answer) = prompt_replying(&mut editor, &sid, |request| {
+        (request["method"] == "fs/read_text_file").then(|| json!({ "error": error.clone() }))
+    })
+    .await;
+    assert_eq!(requests(&seen, "fs/read_text_file").len(), 1, "the editor was asked first");
+    assert_eq!(final_status(&seen).as_deref(), Some("completed"));
+    let told = told_the_model(&answer);
+    let expected = format!("the editor could not read {}: ", file.display());
+    assert!(told[0].contains(&expected) && told[0].contains("disk full (client says)"), "{told:?}");
+    assert!(told[0].contains("copy saved on disk") && told[0].contains("saved text"), "{told:?}");
+    let said = serde_json::to_string(&seen).expect("json");
+    assert!(said.contains(&expected), "the user sees it too: {said}");
+    editor.close().await;
+}
+
+/// A change is never worked out against the disk copy when the editor, which may hold
+/// unsaved text, cannot read the file: nothing is asked, nothing is written.
+async fn editor_read_for_change_fails_with(error: Value) {
+    let call = json!({ "name": "edit_file", "arguments": { "path": "notes.txt", "old_string": "two", "new_string": "TWO" } });
+    let (mut editor, sid) =
+        one_call(call, json!({ "fs": { "readTextFile": true, "writeTextFile": true } })).await;
+    let file = ws_file(&editor, "notes.txt");
+    std::fs::write(&file, "one\ntwo\n").expect("write");
+    let (seen, answer) = prompt_replying(&mut editor, &sid, |request| {
+        (request["method"] == "fs/read_text_file").then(|| json!({ "error": error.clone() }))
+    })
+    .await;
+    assert_eq!(final_status(&seen).as_deref(), Some("failed"));
+    assert!(requests(&seen, "fs/write_text_file").is_empty(), "nothing was written through the editor");
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "one\ntwo\n", "nor on disk");
+    let told = told_the_model(&answer);
+    let expected = format!("the editor could not read {}: ", file.display());
+    assert!(told[0].contains(&expected) && told[0].contains("disk full (client says)"), "{told:?}");
+    assert!(told[0].contains("Nothing was changed"), "{told:?}");
+    editor.close().await;
+}
+
+async fn editor_terminal_fails_with(error: Value) {
+    let call = json!({ "name": "run_command", "arguments": { "command": "echo hi" } });
+    let (mut editor, sid) = one_call(call, json!({ "terminal": true })).await;
+    let (seen, answer) = prompt_replying(&mut editor, &sid, |request| {
+        (request["method"] == "terminal/create").then(|| json!({ "error": error.clone() }))
+    })
+    .await;
+    assert_eq!(final_status(&seen).as_deref(), Some("failed"));
+    let told = told_the_model(&answer);
+    assert!(
+        told[0].contains("the editor could not start the command")
+            && told[0].contains("disk full (client says)"),
+        "{told:?}"
+    );
     editor.close().await;
 }
 
