@@ -266,3 +266,83 @@ async fn a_read_outside_the_roots_asks_naming_the_resolved_target_not_the_link()
     assert_eq!(final_status(&seen).as_deref(), Some("failed"), "rejected, so not read");
     editor.close().await;
 }
+
+/// A file that does not exist is not asked of the editor, not even to work out the diff the
+/// question shows (acpx printed every such miss as an error); the diff says `oldText: null`.
+#[tokio::test]
+async fn creating_a_file_through_the_editor_reads_nothing_and_diffs_against_null() {
+    let script = r#"{"steps":[{"tool_call":{"name":"write_file","arguments":{"path":"fresh.txt","content":"new\n"}}}]}
+{"steps":[{"text":"Done."}]}
+"#;
+    let mut editor = start(script, "", support::demo_args());
+    let sid =
+        new_session(&mut editor, json!({ "fs": { "readTextFile": true, "writeTextFile": true } })).await;
+    let (seen, answer) = prompt_answering(&mut editor, &sid, |request| match request["method"].as_str() {
+        Some("fs/write_text_file") => Some(json!({})),
+        Some("session/request_permission") => Some(select("allow_once")),
+        _ => None,
+    })
+    .await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let reads = requests(&seen, "fs/read_text_file");
+    assert!(reads.is_empty(), "a new file is not read through the editor: {reads:?}");
+    assert_eq!(requests(&seen, "fs/write_text_file").len(), 1);
+    let asked = requests(&seen, "session/request_permission");
+    let diff = diff_of(&asked.first().expect("asked")["params"]["toolCall"]).expect("the diff");
+    let diff = diff.as_object().expect("an object");
+    assert_eq!(diff.get("oldText"), Some(&Value::Null), "oldText is there, and null: {diff:?}");
+    assert_eq!(diff.get("newText"), Some(&json!("new\n")));
+    editor.close().await;
+}
+
+/// ACP tells a client to answer its open permission requests `cancelled` after it sends
+/// `session/cancel`; Heron has withdrawn the request by then, and the late answer is
+/// expected, not a warning in the editor's log.
+#[test]
+fn a_late_cancelled_answer_after_session_cancel_logs_no_warning() {
+    let script = r#"{"steps":[{"tool_call":{"name":"write_file","arguments":{"path":"note.txt","content":"hello\n"}}}]}
+{"steps":[{"text":"Done."}]}
+"#;
+    let dirs = support::scripted_home("t", "", script);
+    let log = dirs.home().join("stderr.log");
+    let child = std::process::Command::new(support::heron_bin())
+        .args(["acp", "--model", "t/m"])
+        .env("HERON_HOME", dirs.home())
+        .env("HERON_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log).expect("a log file"))
+        .spawn()
+        .expect("spawn heron");
+    let mut heron = support::Process::started(child);
+    let sid = heron.new_session(&dirs.ws());
+    let prompt = json!({ "sessionId": sid, "prompt": [{ "type": "text", "text": "go" }] });
+    heron.send(json!({ "jsonrpc": "2.0", "id": "p", "method": "session/prompt", "params": prompt }));
+    let asked = loop {
+        let message = heron.next();
+        if message["method"] == "session/request_permission" {
+            break message["id"].clone();
+        }
+    };
+    heron.send(json!({ "jsonrpc": "2.0", "method": "session/cancel", "params": { "sessionId": sid } }));
+    loop {
+        let message = heron.next();
+        if message["id"] == "p" && message.get("method").is_none() {
+            assert_eq!(message["result"]["stopReason"], "cancelled", "{message}");
+            break;
+        }
+    }
+    heron.send(json!({ "jsonrpc": "2.0", "id": asked, "result": { "outcome": { "outcome": "cancelled" } } }));
+    // Answered after the late answer was read: it has been dealt with by then.
+    let listed = heron.request(json!("list"), "session/list", json!({}));
+    assert!(listed["result"]["sessions"].is_array(), "{listed}");
+    heron.close_input();
+    assert!(heron.exited_within(std::time::Duration::from_secs(10)).is_some(), "heron exits at EOF");
+    let logged = std::fs::read_to_string(&log).expect("the log");
+    assert!(!logged.contains("WARN"), "the late answer was logged as a warning:\n{logged}");
+    assert!(!written_in(&dirs.ws(), "note.txt"), "the cancelled write did not run");
+}
+
+fn written_in(ws: &str, name: &str) -> bool {
+    std::path::Path::new(ws).join(name).exists()
+}
