@@ -251,6 +251,25 @@ fn output_into_a_closed_pipe_ends_quietly_with_the_commands_own_status() {
 }
 
 #[test]
+fn the_doctor_leaves_no_new_file_beside_an_existing_store() {
+    let home = home_with(&[("config.toml", "default_model = \"demo/demo\"\n")]);
+    drop(heron_store::Store::open_blocking(&home.path().join("heron.db")).expect("a store Heron wrote"));
+    let listing = || {
+        let mut names: Vec<String> = std::fs::read_dir(home.path())
+            .expect("list the home")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing();
+    assert_eq!(before, ["config.toml", "heron.db"]);
+    let output = heron(home.path(), &["doctor"]);
+    assert!(stdout(&output).contains("ok   store: "), "{}", stdout(&output));
+    assert_eq!(listing(), before, "no heron.db-wal or heron.db-shm left behind");
+}
+
+#[test]
 fn models_lists_provider_slash_model_with_demo() {
     let config = openai_provider("local", "http://127.0.0.1:1/v1", None, "\"fast\", \"smart\"");
     let home = home_with(&[("config.toml", &config)]);
