@@ -140,6 +140,22 @@ async fn session_new_without_any_model_is_auth_required_and_creates_nothing() {
     editor.close().await;
 }
 
+/// Logging in cannot fix a model the config does not have, so it is not -32000 (which sends
+/// an editor to its login screen): the error names the model.
+#[tokio::test]
+async fn session_new_with_an_unknown_model_names_it_and_is_not_auth_required() {
+    let mut editor = support::start_with(AcpArgs { model: Some("nowhere/m".into()), ..support::demo_args() });
+    initialize(&mut editor).await;
+    let cwd = editor.dirs.ws();
+    let answer = editor.open_session(json!(1), &cwd).await;
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "provider.unknown_model", "{answer}");
+    assert_eq!(answer["error"]["data"]["model"], "nowhere/m", "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`nowhere/m` is not a configured model"), "{answer}");
+    editor.close().await;
+}
+
 #[tokio::test]
 async fn load_after_a_restart_replays_the_whole_turn_before_answering() {
     let mut first = support::start();

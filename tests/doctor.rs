@@ -216,6 +216,59 @@ fn the_doctor_creates_nothing_in_a_missing_home() {
     assert!(!home.exists(), "the doctor must not create the home");
 }
 
+/// Runs `heron ARGS` with its stdout a pipe whose reader is already gone, as in
+/// `heron models | head -1` once `head` has exited.
+fn into_a_closed_pipe(home: &Path, args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    Command::new(heron_bin())
+        .args(args)
+        .env("HERON_HOME", home)
+        .env("HERON_LOG", "warn")
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("heron runs")
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly_with_the_commands_own_status() {
+    let home = home_with(&[("config.toml", "default_model = \"demo/demo\"\n")]);
+    let transcript = concat!(env!("CARGO_MANIFEST_DIR"), "/conformance/error_auth_required.ndjson");
+    for (args, status) in [
+        (vec!["doctor"], 0),
+        (vec!["models"], 0),
+        (vec!["models", "--json"], 0),
+        (vec!["manifest"], 0),
+        // `true` is no agent, so the scenario fails: the status says so, pipe or not.
+        (vec!["conformance", "--agent", "true", transcript], 1),
+    ] {
+        let output = into_a_closed_pipe(home.path(), &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(status), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn the_doctor_leaves_no_new_file_beside_an_existing_store() {
+    let home = home_with(&[("config.toml", "default_model = \"demo/demo\"\n")]);
+    drop(heron_store::Store::open_blocking(&home.path().join("heron.db")).expect("a store Heron wrote"));
+    let listing = || {
+        let mut names: Vec<String> = std::fs::read_dir(home.path())
+            .expect("list the home")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing();
+    assert_eq!(before, ["config.toml", "heron.db"]);
+    let output = heron(home.path(), &["doctor"]);
+    assert!(stdout(&output).contains("ok   store: "), "{}", stdout(&output));
+    assert_eq!(listing(), before, "no heron.db-wal or heron.db-shm left behind");
+}
+
 #[test]
 fn models_lists_provider_slash_model_with_demo() {
     let config = openai_provider("local", "http://127.0.0.1:1/v1", None, "\"fast\", \"smart\"");

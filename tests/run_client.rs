@@ -420,6 +420,7 @@ fn output_carries_no_escape_codes_without_a_terminal_and_no_text_glued_to_stderr
     let out = std::fs::read_to_string(&combined).expect("read");
     assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
     assert!(out.contains("half a line\n[context 5 / 100 tokens]\n"), "{out:?}");
+    assert!(!out.contains("working (Ctrl-C"), "no spinner off a terminal: {out:?}");
     assert!(out.contains("[completed] look\n  [in progress] write\n  [pending] check\n"), "{out:?}");
 }
 
@@ -435,6 +436,9 @@ fn the_demo_writes_its_note_after_a_piped_yes() {
     assert!(finished.stdout.contains("» Create NOTES.md"), "{}", finished.stdout);
     assert!(finished.stdout.ends_with("[end_turn]\n"), "{}", finished.stdout);
     assert!(finished.stderr.contains("[y] Allow once"), "{}", finished.stderr);
+    // The question and its diff went to stderr; stdout, the record of the turn, still says
+    // what was allowed.
+    assert!(finished.stdout.contains("  approved (Allow once): Create NOTES.md\n"), "{}", finished.stdout);
     assert!(!finished.stdout.contains('\u{1b}') && !finished.stderr.contains('\u{1b}'));
 }
 
@@ -468,10 +472,12 @@ fn heron_runs_its_commands_in_our_terminals_and_their_output_is_shown() {
     std::fs::write(setup.home().join("s.jsonl"), script).expect("script");
     let finished = run(&setup, &["--model", "s/m", "--approve", "all", "run it"], "");
     assert!(finished.status.success(), "{finished:?}");
-    assert!(
-        finished.stdout.contains(&format!("  made in {}\n  [completed]", setup.ws().display())),
-        "{finished:?}"
-    );
+    let out = &finished.stdout;
+    let made = format!("made in {}", setup.ws().display());
+    assert!(out.contains(&format!("  {made}\n  [completed]")), "{finished:?}");
+    // Each once: the command in the title only, the output from the call's own account.
+    assert_eq!(out.matches("echo made in").count(), 1, "{out}");
+    assert_eq!(out.matches(&made).count(), 1, "{out}");
 }
 
 #[test]
@@ -487,4 +493,89 @@ fn an_agent_error_is_printed_with_the_reason_its_data_gives() {
         "{}",
         finished.stderr
     );
+}
+
+/// Runs `heron run args...` with stdout and stderr on a pseudo-terminal, as in a terminal
+/// window, with `env` set; returns its exit status and everything the terminal showed.
+fn run_on_a_terminal(
+    setup: &Setup,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty stores two new descriptors in the integers it is given; a null name,
+    // terminal settings and window size are allowed.
+    let opened = unsafe {
+        libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null())
+    };
+    assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened, and nothing else owns them.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut command = crate::run_harness::command(setup, args);
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(slave.try_clone().expect("a second descriptor of the terminal"))
+        .stderr(slave);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("heron run");
+    // Our copies of the terminal's side close here, so that the reader sees its end when
+    // heron run's do.
+    drop(command);
+    let shown = std::thread::spawn(move || {
+        let mut terminal = std::fs::File::from(master);
+        let mut all = Vec::new();
+        let mut buffer = [0u8; 4096];
+        // Once every descriptor of the other side is closed, a read fails (EIO).
+        while let Ok(n) = terminal.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&buffer[..n]);
+        }
+        all
+    });
+    let began = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(began.elapsed() < crate::run_harness::RUN_WAIT, "heron run did not end");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let shown = shown.join().expect("the terminal reader");
+    (status, String::from_utf8_lossy(&shown).into_owned())
+}
+
+/// On a terminal there is colour, and a spinner while the agent is quiet; `NO_COLOR` and
+/// `TERM=dumb` ask for plain output, so neither shows then.
+#[test]
+fn colour_and_the_spinner_show_on_a_terminal_only_without_no_color_or_a_dumb_term() {
+    let setup = Setup::new();
+    let plan = json!({"steps": [
+        ["update", {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Looking.\n"}}],
+        // Quiet for longer than the spinner waits before it turns.
+        ["sleep", 1.2],
+        ["update", {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "List src/", "kind": "read",
+            "status": "completed"}],
+    ]});
+    let agent = setup.fake_agent(&plan);
+    let args = ["--agent", agent.as_str(), "go"];
+    let spinner = " working (Ctrl-C to cancel)";
+
+    let (status, shown) = run_on_a_terminal(&setup, &args, &[("TERM", "xterm-256color")]);
+    assert!(status.success(), "{shown:?}");
+    assert!(shown.contains("\u{1b}[1m» List src/\u{1b}[0m"), "the title in bold: {shown:?}");
+    assert!(shown.contains(spinner), "a spinner while the agent was quiet: {shown:?}");
+
+    for plain in [[("TERM", "xterm-256color"), ("NO_COLOR", "1")], [("TERM", "dumb"), ("NO_COLOR", "")]] {
+        let (status, shown) = run_on_a_terminal(&setup, &args, &plain);
+        assert!(status.success(), "{plain:?}: {shown:?}");
+        assert!(shown.contains("» List src/"), "{plain:?}: {shown:?}");
+        assert!(!shown.contains('\u{1b}'), "{plain:?}: no escape codes: {shown:?}");
+        assert!(!shown.contains(spinner), "{plain:?}: no spinner: {shown:?}");
+    }
 }

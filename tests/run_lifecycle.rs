@@ -132,8 +132,83 @@ fn a_session_is_continued_by_its_id() {
     let second = run(&setup, &["--model", "s/m", "--session", &id, "two"], "");
     assert!(second.status.success(), "{second:?}");
     // The model plays turn 1 only when the conversation holds turn 0: the load carried it.
-    assert!(second.stdout.contains("Second answer, after the first."), "{}", second.stdout);
-    assert!(second.stdout.contains("First answer."), "the load replays the first turn: {}", second.stdout);
+    let out = &second.stdout;
+    assert!(out.contains("Second answer, after the first."), "{out}");
+    // The replay shows both sides of the first turn, then a line marks where the new turn
+    // starts, with its prompt.
+    let at = |text: &str| out.find(text).unwrap_or_else(|| panic!("no {text:?} in {out}"));
+    let (asked, answered, marked, answered_again) =
+        (at("> one\n"), at("First answer."), at("──── new turn ────\n> two\n"), at("Second answer"));
+    assert!(asked < answered && answered < marked && marked < answered_again, "{out}");
+}
+
+#[test]
+fn a_session_is_resumed_when_the_agent_can_only_resume() {
+    let setup = Setup::new();
+    let plan = json!({"resume": true, "steps": []});
+    let agent = setup.fake_agent(&plan);
+    let finished = run(&setup, &["--agent", &agent, "--session", "sess-fake-1", "go on"], "");
+    assert!(finished.status.success(), "{finished:?}");
+    let resumes = setup.events("session/resume");
+    assert_eq!(resumes.len(), 1, "{:?}", setup.log());
+    assert_eq!(resumes[0]["params"]["sessionId"], "sess-fake-1");
+    assert_eq!(resumes[0]["params"]["cwd"], setup.ws().display().to_string());
+    assert!(setup.events("session/load").is_empty() && setup.events("session/new").is_empty());
+    assert!(finished.stderr.contains("resuming session sess-fake-1"), "{}", finished.stderr);
+    assert!(finished.stdout.starts_with("──── new turn ────\n> go on\n"), "{}", finished.stdout);
+}
+
+/// A user message the agent shows (a steer, an inbox item) reads as the user's, apart from
+/// the answer around it.
+#[test]
+fn user_messages_the_agent_shows_are_quoted() {
+    let setup = Setup::new();
+    let plan = json!({"steps": [
+        ["update", {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Working"}}],
+        ["update", {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "also fix\nthe docs"}}],
+        ["update", {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Will do."}}],
+    ]});
+    let finished = crate::run_harness::run_fake(&setup, &plan, "");
+    assert!(finished.status.success(), "{finished:?}");
+    assert!(finished.stdout.contains("Working\n> also fix\n> the docs\nWill do."), "{}", finished.stdout);
+}
+
+/// `heron run ... | head -3`: once nobody reads stdout, the turn is cancelled as by a
+/// Ctrl-C (the agent is told), and the run ends quietly instead of panicking or going on.
+#[test]
+fn a_closed_stdout_cancels_the_turn_without_a_panic() {
+    let setup = Setup::new();
+    let plan = json!({"stop": "cancelled", "steps": [
+        ["update", {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "first line\n"}}],
+        ["wait_cancel"],
+    ]});
+    let agent = setup.fake_agent(&plan);
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    // Closed before heron starts: its first write to stdout finds nobody reading.
+    drop(reader);
+    let mut child = crate::run_harness::command(&setup, &["--agent", &agent, "go"])
+        .stdin(std::process::Stdio::null())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("heron run");
+    let began = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if began.elapsed() > crate::run_harness::RUN_WAIT {
+            let _ = child.kill();
+            panic!("heron run went on with nobody reading its output");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr).expect("stderr");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("stdout was closed; cancelling the turn"), "{stderr}");
+    assert_eq!(setup.events("cancel").len(), 1, "the agent was told: {:?}", setup.log());
 }
 
 #[test]

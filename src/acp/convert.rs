@@ -53,7 +53,9 @@ fn checked_image(data: Vec<u8>, claimed: &str, at: usize) -> Result<Vec<u8>, Rpc
         )),
         None => Err(RpcError::invalid_params(
             format!("prompt[{at}].data"),
-            format!("the data is not a {claimed} image (its first bytes are no image Heron knows)"),
+            format!(
+                "the data is not an image of type `{claimed}` (its first bytes match no image format Heron knows)"
+            ),
         )),
     }
 }

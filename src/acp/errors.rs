@@ -77,6 +77,9 @@ pub enum ErrorCode {
     /// A provider cannot start (a bad script, a bad URL).
     #[serde(rename = "provider.unavailable")]
     ProviderUnavailable,
+    /// The model asked for (`--model`, `default_model`) is not in `config.toml`.
+    #[serde(rename = "provider.unknown_model")]
+    UnknownModel,
     /// HERON_HOME cannot be used (a broken config, an unreadable store).
     #[serde(rename = "home.unusable")]
     HomeUnusable,
@@ -97,7 +100,7 @@ pub enum ErrorCode {
 impl ErrorCode {
     /// Every code, for the naming-scheme test.
     #[cfg(test)]
-    const ALL: [ErrorCode; 24] = [
+    const ALL: [ErrorCode; 25] = [
         ErrorCode::RootRelative,
         ErrorCode::RootMissing,
         ErrorCode::RootNotOwned,
@@ -117,6 +120,7 @@ impl ErrorCode {
         ErrorCode::ItemNotFailed,
         ErrorCode::InboxFull,
         ErrorCode::ProviderUnavailable,
+        ErrorCode::UnknownModel,
         ErrorCode::HomeUnusable,
         ErrorCode::StoreCorrupt,
         ErrorCode::StoreUnavailable,
@@ -222,12 +226,27 @@ impl WithField for RpcError {
 }
 
 fn model_error(err: &ModelError, manager: &Manager) -> RpcError {
-    let message = redact(&err.to_string(), manager.providers().keys().all());
+    model_rpc_error(err, manager.providers().keys())
+}
+
+/// The wire error for a model that cannot be used. No model at all, or a missing key, is
+/// -32000 (authentication required): the `heron setup` auth method fixes both. A model that
+/// is not configured is not something logging in fixes, so it is not -32000 (which sends an
+/// editor to its login screen); it is a clear -32603 naming the model in `data.model`, the
+/// way a provider that cannot start is.
+fn model_rpc_error(err: &ModelError, keys: &Keys) -> RpcError {
+    let message = redact(&err.to_string(), keys.all());
     match err {
-        ModelError::NoModel | ModelError::MissingKey { .. } => heron_protocol::error::auth_required(message)
-            .with_data(json!({ "reason": "auth_required", "message": err.to_string() })),
-        ModelError::UnknownModel(model) => heron_protocol::error::auth_required(message)
-            .with_data(json!({ "reason": "unknown_model", "model": model })),
+        ModelError::NoModel | ModelError::MissingKey { .. } => {
+            heron_protocol::error::auth_required(message.clone())
+                .with_data(json!({ "reason": "auth_required", "message": message }))
+        }
+        ModelError::UnknownModel(model) => coded(
+            INTERNAL_ERROR,
+            format!("{message} (`heron models` lists the configured ones)"),
+            ErrorCode::UnknownModel,
+            json!({ "model": model }),
+        ),
         ModelError::Broken { .. } => {
             coded(INTERNAL_ERROR, message, ErrorCode::ProviderUnavailable, json!({}))
         }
@@ -331,6 +350,7 @@ pub fn reload_error(err: &heron_core::extensions::ReloadError, keys: &Keys) -> R
 /// The wire error for a prompt that failed after it was accepted.
 pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
     match err {
+        PromptError::Model(model @ ModelError::UnknownModel(_)) => model_rpc_error(&model, keys),
         PromptError::Model(model) => {
             let message = redact(&model.to_string(), keys.all());
             heron_protocol::error::auth_required(message)

@@ -103,6 +103,7 @@ pub fn run(args: ConformanceArgs) -> ExitCode {
         }
     };
     let suite = args.profile.map_or("conformance", Profile::name);
-    print!("{}", report::render(&outcomes, args.format, suite));
-    if outcomes.iter().all(|o| o.result.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    let status =
+        if outcomes.iter().all(|o| o.result.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    super::after_output(super::write_stdout(&report::render(&outcomes, args.format, suite)), status)
 }

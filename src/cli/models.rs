@@ -49,8 +49,7 @@ pub fn run(args: ModelsArgs) -> ExitCode {
         }
     };
     if !args.remote {
-        print!("{}", render(&config, args.json));
-        return ExitCode::SUCCESS;
+        return super::after_output(super::write_stdout(&render(&config, args.json)), ExitCode::SUCCESS);
     }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -61,8 +60,7 @@ pub fn run(args: ModelsArgs) -> ExitCode {
     };
     let served = runtime.block_on(ask_all(&config, &keys, Duration::from_secs(args.timeout.max(1))));
     let text = if args.json { render_remote_json(&config, &served) } else { render_remote(&config, &served) };
-    print!("{}", redact(&text, keys.all()));
-    ExitCode::SUCCESS
+    super::after_output(super::write_stdout(&redact(&text, keys.all())), ExitCode::SUCCESS)
 }
 
 /// What `heron models` prints for `config`.

@@ -244,7 +244,7 @@ fn report(ending: &Ending, output: &str, timeout: Duration) -> Outcome {
         Ending::Exited(code) => (
             format!("Exit code: {code}"),
             if *code == 0 { ToolStatus::Completed } else { ToolStatus::Failed },
-            json!({ "exit_code": code }),
+            json!({ "exitCode": code }),
         ),
         Ending::Signalled(signal) => {
             (format!("Killed by {signal}"), ToolStatus::Failed, json!({ "signal": signal }))
@@ -252,7 +252,7 @@ fn report(ending: &Ending, output: &str, timeout: Duration) -> Outcome {
         Ending::TimedOut => (
             format!("Timed out after {} ms; the command was killed", timeout.as_millis()),
             ToolStatus::Failed,
-            json!({ "timed_out": true }),
+            json!({ "timedOut": true }),
         ),
         Ending::Cancelled => {
             ("Cancelled; the command was killed".to_owned(), ToolStatus::Failed, json!({ "cancelled": true }))
