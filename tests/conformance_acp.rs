@@ -262,9 +262,25 @@ fn an_agent_named_by_a_relative_path_is_found_from_the_callers_directory() {
     let mut permissions = std::fs::metadata(&agent).expect("metadata").permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&agent, permissions).expect("chmod");
+    // A script handed to an interpreter by a relative path: the argument is resolved too.
+    let heron_js = serde_json::to_string(env!("CARGO_BIN_EXE_heron")).expect("a JSON string");
+    let script = format!(
+        "import {{ spawn }} from \"node:child_process\";\n\
+         const agent = spawn({heron_js}, [\"acp\", \"--validate\"], {{ stdio: \"inherit\" }});\n\
+         agent.on(\"exit\", (code) => process.exit(code ?? 1));\n"
+    );
+    std::fs::write(dir.path().join("agent.mjs"), script).expect("write");
     let transcript = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/acp_initialize.ndjson");
     let transcript = transcript.to_string_lossy();
-    let (ok, table) = heron_conformance(&["--agent", "./bin/agent.sh", &transcript], dir.path());
-    assert!(ok, "{table}");
-    assert!(table.contains("pass   acp_initialize"), "{table}");
+    let mut lines = vec!["./bin/agent.sh", "sh ./bin/agent.sh"];
+    if Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        lines.push("node ./agent.mjs");
+    } else {
+        eprintln!("SKIPPED: `node` is missing, so `node ./agent.mjs` is not tried");
+    }
+    for line in lines {
+        let (ok, table) = heron_conformance(&["--agent", line, &transcript], dir.path());
+        assert!(ok, "{line}: {table}");
+        assert!(table.contains("pass   acp_initialize"), "{line}: {table}");
+    }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::format::{FormatError, Scenario};
 
-pub use agent_line::resolve_program;
+pub use agent_line::resolve_paths;
 use confine::CheckedArgs;
 pub use replay::{Replayed, replay};
 pub use sandbox::Sandbox;
