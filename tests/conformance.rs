@@ -66,6 +66,7 @@ transcripts!(
     acp_invalid_params,
     acp_invalid_request,
     acp_parse_error,
+    acp_permission_request,
     acp_prompt_turn,
     acp_session_cancel,
     acp_session_close,
