@@ -314,7 +314,7 @@ impl Turn {
             let rest = redactor.finish();
             self.add_to_summary(&id, &mut summary, &rest, cap).await;
         }
-        if usage_seen && self.provider.context_window.is_some() {
+        if usage_seen {
             self.status
                 .save(&self.store, &self.session_id)
                 .await
