@@ -386,6 +386,7 @@ fn compaction_thought(compaction: &Compaction, text: String) -> SessionUpdate {
     let stage = match compaction.stage {
         CompactionStage::Clipped => "clipped",
         CompactionStage::Summarized => "summarized",
+        CompactionStage::Dropped => "dropped",
     };
     let mut marker = json!({
         "stage": stage,
