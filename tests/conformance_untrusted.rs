@@ -76,6 +76,22 @@ fn a_header_with_flags_off_the_allow_list_is_refused() {
 }
 
 #[test]
+fn home_files_land_in_the_scenarios_home_and_none_may_climb_out_or_replace_the_config() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, says) in [
+        ("../escaped.md", "outside the home"),
+        ("/tmp/escaped.md", "outside the home"),
+        ("config.toml", "written from the header's `config`"),
+    ] {
+        let header = serde_json::json!({ "scenario": "A home file.", "home_files": { name: "x" } });
+        let path = transcript(dir.path(), &format!("{header}\n{HANDSHAKE}"));
+        let failure = run_file(&path, &heron(), false).result.expect_err("refused");
+        assert!(failure.summary.contains(says), "{name}: {failure}");
+    }
+    assert!(!dir.path().join("escaped.md").exists());
+}
+
+#[test]
 fn a_session_opened_outside_the_sandbox_is_refused_before_its_tools_can_write_there() {
     let dir = tempfile::tempdir().expect("tempdir");
     let outside = tempfile::tempdir().expect("a directory of the user's");

@@ -16,6 +16,7 @@ mod acp_mcp;
 mod acp_mcp_http;
 mod acp_memory;
 mod acp_outcome;
+mod acp_process;
 mod acp_prompt;
 mod acp_reload;
 mod acp_replay;

@@ -388,6 +388,7 @@ fn compaction_thought(compaction: &Compaction, text: String) -> SessionUpdate {
     let stage = match compaction.stage {
         CompactionStage::Clipped => "clipped",
         CompactionStage::Summarized => "summarized",
+        CompactionStage::Dropped => "dropped",
     };
     let mut marker = json!({
         "stage": stage,
@@ -464,7 +465,7 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
             }
             vec![SessionUpdate::ToolCallUpdate(update)]
         }
-        TurnUpdate::Usage(report) => vec![usage_update(&report)],
+        TurnUpdate::Usage(report) => usage_update(&report).into_iter().collect(),
         TurnUpdate::Titled { title, updated_at } => {
             vec![SessionUpdate::SessionInfoUpdate(p::SessionInfoUpdate {
                 meta: None,
@@ -484,18 +485,21 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
     }
 }
 
-/// A usage report as a `usage_update`.
-pub fn usage_update(report: &UsageReport) -> SessionUpdate {
-    SessionUpdate::UsageUpdate(p::UsageUpdate {
+/// A usage report as a `usage_update`; `None` when the model's context window is unknown.
+/// ACP requires `size` in every `usage_update`, and a made-up window (0, or a guess) would
+/// draw a wrong meter, so without one no update is sent: the tokens and the cost are still
+/// in `_heron/session/status` (`costQuote`).
+pub fn usage_update(report: &UsageReport) -> Option<SessionUpdate> {
+    Some(SessionUpdate::UsageUpdate(p::UsageUpdate {
         cost: report.cost.as_ref().map(|(amount, currency)| p::Cost {
             amount: *amount,
             currency: currency.clone(),
             meta: None,
         }),
         meta: Some(tokens_meta(&report.tokens)),
-        size: report.size,
+        size: report.size?,
         used: report.used,
-    })
+    }))
 }
 
 /// A session's token totals as the wire shows them.

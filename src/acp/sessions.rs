@@ -123,8 +123,8 @@ fn open_session<O: Outgoing>(
         match opening {
             Opening::Load(_) => {
                 // The context meter ends the replay, so the editor has both when load answers.
-                if let Some(report) = usage {
-                    inner.send(session.id(), convert::usage_update(&report)).await?;
+                if let Some(update) = usage.as_ref().and_then(convert::usage_update) {
+                    inner.send(session.id(), update).await?;
                 }
                 updates::advertise(&inner, &session, None);
             }

@@ -38,8 +38,8 @@ pub(super) fn advertise<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session, u
         if let Err(err) = inner.send(&id, commands::update(&catalog)).await {
             tracing::debug!(%err, "could not advertise commands");
         }
-        if let Some(report) = usage
-            && let Err(err) = inner.send(&id, convert::usage_update(&report)).await
+        if let Some(update) = usage.as_ref().and_then(convert::usage_update)
+            && let Err(err) = inner.send(&id, update).await
         {
             tracing::debug!(%err, "could not send the usage");
         }

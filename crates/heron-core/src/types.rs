@@ -225,8 +225,9 @@ impl StopReason {
 pub struct UsageReport {
     /// Tokens in the context now.
     pub used: u64,
-    /// The context window.
-    pub size: u64,
+    /// The context window, when the model's is known (`context_window`). Without it the
+    /// report still carries the tokens and the cost; only the meter has nothing to fill.
+    pub size: Option<u64>,
     /// Cost so far, with its currency, when the model has a price.
     pub cost: Option<(f64, String)>,
     /// Tokens the session's requests took so far, by kind.

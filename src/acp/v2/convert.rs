@@ -367,7 +367,7 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<p::SessionUpdate> {
             }
             vec![p::SessionUpdate::ToolCallUpdate(update)]
         }
-        TurnUpdate::Usage(report) => vec![usage_update(&report)],
+        TurnUpdate::Usage(report) => usage_update(&report).into_iter().collect(),
         TurnUpdate::Titled { title, updated_at } => {
             vec![p::SessionUpdate::SessionInfoUpdate(p::SessionInfoUpdate {
                 meta: None,
@@ -384,18 +384,19 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<p::SessionUpdate> {
     }
 }
 
-/// A usage report as a `usage_update`.
-pub fn usage_update(report: &UsageReport) -> p::SessionUpdate {
-    p::SessionUpdate::UsageUpdate(p::UsageUpdate {
+/// A usage report as a `usage_update`; `None` without a context window, which v2 requires
+/// (`size`) as v1 does.
+pub fn usage_update(report: &UsageReport) -> Option<p::SessionUpdate> {
+    Some(p::SessionUpdate::UsageUpdate(p::UsageUpdate {
         cost: report.cost.as_ref().map(|(amount, currency)| p::Cost {
             amount: *amount,
             currency: currency.clone(),
             meta: None,
         }),
         meta: None,
-        size: report.size,
+        size: report.size?,
         used: report.used,
-    })
+    }))
 }
 
 /// A line the user typed, shown as their message under `message_id`.

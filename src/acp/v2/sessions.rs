@@ -136,8 +136,8 @@ pub(super) fn resume<O: Outgoing>(
         };
         attach(&agent, &session);
         super::commands::advertise(&inner, &session);
-        if let Some(report) = session.status().1.usage {
-            inner.send(session.id(), convert::usage_update(&report)).await?;
+        if let Some(update) = session.status().1.usage.as_ref().and_then(convert::usage_update) {
+            inner.send(session.id(), update).await?;
         }
         inner.send(session.id(), convert::at_rest()).await?;
         let config_options = super::settings::options_of(&session);

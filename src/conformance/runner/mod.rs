@@ -1,9 +1,11 @@
 //! Runs a transcript against an agent: checks what the transcript asks for (`confine`),
 //! prepares its sandbox (`sandbox`), starts the agent (`transport`), replays the exchange
-//! (`replay`) and, in refresh mode, rewrites the expectations that no longer hold
-//! (`refresh`), then replays once more to prove them.
+//! (`replay`, answering as the client in the acp profile: `client`) and, in refresh mode,
+//! rewrites the expectations that no longer hold (`refresh`), then replays once more to
+//! prove them.
 
 mod agent_line;
+mod client;
 mod confine;
 mod refresh;
 mod replay;
@@ -15,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::format::{FormatError, Scenario};
 
-pub use agent_line::resolve_program;
+pub use agent_line::resolve_paths;
 use confine::CheckedArgs;
 pub use replay::{Replayed, replay};
 pub use sandbox::Sandbox;

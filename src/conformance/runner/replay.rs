@@ -4,15 +4,21 @@
 //! Messages the header's `ignore` patterns name are passed over wherever the expectation at
 //! hand does not match them, and a scenario whose `requires` the agent's `initialize`
 //! answer does not meet stops there, skipped, before anything more is sent.
+//!
+//! In the acp profile the runner is also the client an agent may lean on during a turn:
+//! a request the expectation at hand does not match is answered by the runner instead of
+//! failing the scenario (`client`), and an agent that answers `session/new` with ACP's
+//! auth_required (-32000) is reported as skipped, since nothing after it can be tested.
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::client::{AUTH_REQUIRED, Client};
 use super::refresh::rewrite_segment;
 use super::transport::{Received, Transport};
 use super::{DEFAULT_TIMEOUT, EOF_WAIT, Failure, GRACE};
-use crate::conformance::format::{Expectation, Item, Scenario, requirement_met};
+use crate::conformance::format::{Expectation, Item, Profile, Scenario, requirement_met};
 use crate::conformance::matcher::{self, Bindings, Paths, fill, matches, merge, side_by_side, signature};
 
 /// How a replay that did not fail ended.
@@ -40,6 +46,15 @@ struct Replay<'a> {
     ignore: &'a [Value],
     /// The ids of the `initialize` requests sent, and the first result one of them got.
     initialize: (Vec<Value>, Option<Value>),
+    /// In the acp profile, the client that answers the agent's own requests: what the
+    /// scenario's `initialize` advertised. `None` in other profiles, whose transcripts say
+    /// every answer themselves.
+    client: Option<super::client::Client>,
+    /// The ids of the `session/new` requests sent (acp profile: an auth_required answer to
+    /// one skips the scenario).
+    session_new: Vec<Value>,
+    /// Why the scenario stopped short as skipped, once the agent said so mid-segment.
+    skipped: Option<String>,
 }
 
 impl Replay<'_> {
@@ -51,6 +66,40 @@ impl Replay<'_> {
     /// Passes over the message just read: it is not part of the exchange.
     fn pass_over(&mut self) {
         self.seen.pop();
+    }
+
+    /// Answers `message` when it is a request of the agent the runner serves as the client
+    /// (acp profile); `false` when it is not one, so it counts against the scenario.
+    fn answered(&mut self, message: &Value, line: usize) -> Result<bool, Failure> {
+        let Some(answer) = self.client.as_ref().and_then(|client| client.answer(message)) else {
+            return Ok(false);
+        };
+        self.transport.send(&answer.to_string()).map_err(|e| Failure::new(line, e, ""))?;
+        Ok(true)
+    }
+
+    /// Why the scenario is skipped when `message` is an agent's auth_required answer to a
+    /// `session/new` (acp profile): it cannot open a session without credentials the
+    /// runner does not have.
+    fn needs_auth(&self, message: &Value) -> Option<String> {
+        let id = message.get("id")?;
+        let code = message.get("error")?.get("code")?.as_i64()?;
+        (self.client.is_some() && code == AUTH_REQUIRED && self.session_new.contains(id))
+            .then(|| "the agent requires authentication".to_owned())
+    }
+
+    /// Whether a message no expectation matched is passed over: ignored by the header,
+    /// answered by the runner as the client, or the auth_required that skips the scenario.
+    fn passed_over(&mut self, message: &Value, line: usize) -> Result<bool, Failure> {
+        if let Some(reason) = self.needs_auth(message) {
+            self.skipped = Some(reason);
+            return Ok(true);
+        }
+        if self.ignorable(message) || self.answered(message, line)? {
+            self.pass_over();
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// Keeps the first answer to an `initialize` request, for the header's `requires`.
@@ -72,6 +121,9 @@ impl Replay<'_> {
 
     /// The next message, or `None` when nothing came within `wait`.
     fn next(&mut self, wait: Duration, line: usize) -> Result<Option<Value>, Failure> {
+        if self.skipped.is_some() {
+            return Ok(None);
+        }
         if let Some(message) = self.pushed.take() {
             self.seen.push(message.clone());
             return Ok(Some(message));
@@ -134,7 +186,11 @@ impl Replay<'_> {
             let message = self.required(&e.pattern, e.line)?;
             match matches(&e.pattern, &message, self.paths, &mut self.bindings) {
                 Ok(()) => break,
-                Err(_) if self.ignorable(&message) => self.pass_over(),
+                Err(_) if self.passed_over(&message, e.line)? => {
+                    if self.skipped.is_some() {
+                        return Ok(());
+                    }
+                }
                 Err(mismatch) => {
                     return Err(Failure::new(
                         e.line,
@@ -166,7 +222,11 @@ impl Replay<'_> {
                     let _ = matches(&entries[index].pattern, &message, self.paths, &mut self.bindings);
                     used[index] += 1;
                 }
-                None if self.ignorable(&message) => self.pass_over(),
+                None if self.passed_over(&message, begin)? => {
+                    if self.skipped.is_some() {
+                        return Ok(());
+                    }
+                }
                 None => {
                     let unmatched: Vec<&Expectation> = entries
                         .iter()
@@ -218,6 +278,9 @@ impl Replay<'_> {
     /// Matches one segment (the expectations between two sends).
     fn segment(&mut self, items: &[&Item], followed_by_expectation_at_end: bool) -> Result<(), Failure> {
         for (index, item) in items.iter().enumerate() {
+            if self.skipped.is_some() {
+                break;
+            }
             let followed = index + 1 < items.len() || followed_by_expectation_at_end;
             match item {
                 Item::Expect(e) => self.expect(e, followed)?,
@@ -231,9 +294,7 @@ impl Replay<'_> {
     /// Reads whatever else arrives until the agent is quiet for `quiet`.
     fn drain(&mut self, quiet: Duration, line: usize) -> Result<(), Failure> {
         while let Some(message) = self.next(quiet, line)? {
-            if self.ignorable(&message) {
-                self.pass_over();
-            }
+            self.passed_over(&message, line)?;
         }
         Ok(())
     }
@@ -265,6 +326,9 @@ pub fn replay(
         seen: Vec::new(),
         ignore: &scenario.header.ignore,
         initialize: (Vec::new(), None),
+        client: (scenario.header.profile == Profile::Acp).then(|| Client::of(scenario)),
+        session_new: Vec::new(),
+        skipped: None,
     };
     let outcome = replay_items(scenario, &mut replay, refresh);
     outcome.map_err(|mut failure| {
@@ -295,10 +359,13 @@ fn replay_items(scenario: &Scenario, replay: &mut Replay<'_>, refresh: bool) -> 
                 return Ok(Replayed::Skipped(reason));
             }
             if let Item::Send { message, .. } = &items[index]
-                && message.get("method").and_then(Value::as_str) == Some("initialize")
                 && let Some(id) = message.get("id")
             {
-                replay.initialize.0.push(id.clone());
+                match message.get("method").and_then(Value::as_str) {
+                    Some("initialize") => replay.initialize.0.push(id.clone()),
+                    Some("session/new") => replay.session_new.push(id.clone()),
+                    _ => {}
+                }
             }
             replay.send(&items[index])?;
             index += 1;
@@ -314,6 +381,9 @@ fn replay_items(scenario: &Scenario, replay: &mut Replay<'_>, refresh: bool) -> 
         replay.seen.clear();
         if !refresh {
             replay.segment(&segment, false)?;
+            if let Some(reason) = replay.skipped.take() {
+                return Ok(Replayed::Skipped(reason));
+            }
             continue;
         }
         let changed = match replay.segment(&segment, false) {
@@ -327,6 +397,9 @@ fn replay_items(scenario: &Scenario, replay: &mut Replay<'_>, refresh: bool) -> 
                 true
             }
         };
+        if let Some(reason) = replay.skipped.take() {
+            return Ok(Replayed::Skipped(reason));
+        }
         if changed {
             let lines = rewrite_segment(&segment, &replay.seen, replay.paths, &mut replay.bindings);
             replacements.push((first_line, end_line, lines));
@@ -343,8 +416,16 @@ fn replay_items(scenario: &Scenario, replay: &mut Replay<'_>, refresh: bool) -> 
         ));
     }
     // Nothing may follow the last expectation: end the input and read to the end.
-    match replay.pushed.take() {
-        Some(message) if replay.ignorable(&message) => replay.seen.clear(),
+    let pushed = replay.pushed.take();
+    let passed = match &pushed {
+        Some(message) => replay.passed_over(message, last_line)?,
+        None => false,
+    };
+    if let Some(reason) = replay.skipped.take() {
+        return Ok(Replayed::Skipped(reason));
+    }
+    match pushed {
+        Some(_) if passed => replay.seen.clear(),
         Some(message) if !refresh => return Err(unexpected(last_line, &message)),
         Some(message) => replay.seen = vec![message],
         None => replay.seen.clear(),
@@ -359,7 +440,10 @@ fn replay_items(scenario: &Scenario, replay: &mut Replay<'_>, refresh: bool) -> 
         match replay.transport.recv(left) {
             Received::Line(text) => {
                 let message = serde_json::from_str(&text).unwrap_or(Value::String(text));
-                if replay.ignorable(&message) {
+                // A request of the agent's after the input closed has no one left to answer
+                // it; in the acp profile it is the runner's as the client, so not a deviation.
+                let clients = replay.client.as_ref().is_some_and(|c| c.answer(&message).is_some());
+                if replay.ignorable(&message) || clients {
                     continue;
                 }
                 if !refresh {

@@ -654,10 +654,11 @@ impl Turn {
         }
         self.carried.tokens = self.carried.tokens.plus(&usage);
         self.carried.calibration.reported(usage.input_tokens);
-        let Some(size) = self.provider.context_window else { return };
+        // Tokens and cost count whether or not the window is known; the edge decides what
+        // a report without a window can be sent as.
         let report = UsageReport {
             used: usage.input_tokens + usage.output_tokens,
-            size,
+            size: self.provider.context_window,
             cost: self.carried.currency.as_ref().map(|currency| (self.carried.cost, currency.clone())),
             tokens: self.carried.tokens,
             cost_complete: self.carried.cost_complete,
