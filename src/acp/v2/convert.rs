@@ -221,19 +221,22 @@ fn update_of_call(call_id: &str) -> p::ToolCallUpdate {
 
 /// What a live call can do: every call Heron runs can be cancelled alone while it waits
 /// for approval or runs (`tool_call/cancel`).
-fn cancellable() -> Option<p::ToolCallCapabilities> {
-    Some(p::ToolCallCapabilities { cancel: Some(p::ToolCallCancelCapabilities { meta: None }), meta: None })
+fn cancellable() -> Option<Option<p::ToolCallCapabilities>> {
+    Some(Some(p::ToolCallCapabilities {
+        cancel: Some(p::ToolCallCancelCapabilities { meta: None }),
+        meta: None,
+    }))
 }
 
 /// The tool call a permission request shows: all of it, so the user judges what will run.
 pub fn permission_call(ask: &PermissionAsk) -> p::ToolCallUpdate {
     p::ToolCallUpdate {
         content: (!ask.content.is_empty()).then(|| tool_content(&ask.content)),
-        kind: Some(tool_kind(ask.kind)),
+        kind: Some(Some(tool_kind(ask.kind))),
         locations: (!ask.locations.is_empty()).then(|| locations(&ask.locations)),
-        name: Some(ask.name.clone()),
+        name: Some(Some(ask.name.clone())),
         raw_input: Some(ask.raw_input.clone()),
-        title: Some(ask.title.clone()),
+        title: Some(Some(ask.title.clone())),
         ..update_of_call(&ask.call_id)
     }
 }
@@ -311,18 +314,18 @@ fn event_updates(event: &Event, live: bool) -> Vec<p::SessionUpdate> {
         Event::ToolCall { call_id, name, title, tool_kind: kind, raw_input, locations: locs, .. } => {
             vec![p::SessionUpdate::ToolCallUpdate(p::ToolCallUpdate {
                 capabilities: if live { cancellable() } else { None },
-                kind: Some(tool_kind(*kind)),
+                kind: Some(Some(tool_kind(*kind))),
                 locations: Some(locations(locs)),
-                name: Some(name.clone()),
+                name: Some(Some(name.clone())),
                 raw_input: Some(raw_input.clone()),
-                status: Some(p::ToolCallStatus::Pending),
-                title: Some(title.clone()),
+                status: Some(Some(p::ToolCallStatus::Pending)),
+                title: Some(Some(title.clone())),
                 ..update_of_call(call_id)
             })]
         }
         Event::ToolResult { call_id, status, output, raw_output, for_model } => {
             let mut update = update_of_call(call_id);
-            update.status = Some(tool_status(*status));
+            update.status = Some(Some(tool_status(*status)));
             let mut content = tool_content(output);
             // What ran in a terminal on v1 has no terminal here: show what the model read.
             if content.is_empty() {
@@ -361,7 +364,7 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<p::SessionUpdate> {
         }
         TurnUpdate::ToolProgress { call_id, status, output } => {
             let mut update = update_of_call(&call_id);
-            update.status = Some(tool_status(status));
+            update.status = Some(Some(tool_status(status)));
             if !output.is_empty() {
                 update.content = Some(tool_content(&output));
             }
@@ -387,10 +390,9 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<p::SessionUpdate> {
 /// A usage report as a `usage_update`.
 pub fn usage_update(report: &UsageReport) -> p::SessionUpdate {
     p::SessionUpdate::UsageUpdate(p::UsageUpdate {
-        cost: report.cost.as_ref().map(|(amount, currency)| p::Cost {
-            amount: *amount,
-            currency: currency.clone(),
-            meta: None,
+        // A report without a cost leaves the last one as it was.
+        cost: report.cost.as_ref().map(|(amount, currency)| {
+            Some(p::Cost { amount: *amount, currency: currency.clone(), meta: None })
         }),
         meta: None,
         size: report.size,
