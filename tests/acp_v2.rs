@@ -157,9 +157,11 @@ async fn tool_call_cancel_ends_one_running_call_and_the_turn_goes_on() {
     let answered = position(&seen, |m| m["id"] == 3);
     assert_eq!(seen[answered]["result"], json!({}), "{}", seen[answered]);
     let ended = position(&seen, |m| {
-        m["params"]["update"]["toolCallId"] == call_id && m["params"]["update"]["status"] == "failed"
+        m["params"]["update"]["toolCallId"] == call_id && m["params"]["update"]["status"] == "cancelled"
     });
-    let text = seen[ended]["params"]["update"]["content"].to_string();
+    let update = &seen[ended]["params"]["update"];
+    assert_eq!(update.get("capabilities"), Some(&Value::Null), "the cancel offer is withdrawn: {update}");
+    let text = update["content"].to_string();
     assert!(text.contains("cancelled this tool call"), "the model reads why: {text}");
     let reply = position(&seen, |m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk");
     assert!(reply > ended, "the turn went on after the cancel");
@@ -169,6 +171,79 @@ async fn tool_call_cancel_ends_one_running_call_and_the_turn_goes_on() {
     let again = editor.request(json!(4), "tool_call/cancel", cancel).await;
     assert_eq!(again["error"]["code"], -32602, "{again}");
     assert_eq!(again["error"]["data"]["path"], "toolCallId", "{again}");
+    editor.close().await;
+}
+
+/// The update of call `call_id` that reports `status`.
+fn update_of<'a>(seen: &'a [Value], call_id: &Value, status: &str) -> &'a Value {
+    let at = position(seen, |m| {
+        m["params"]["update"]["toolCallId"] == *call_id && m["params"]["update"]["status"] == status
+    });
+    &seen[at]["params"]["update"]
+}
+
+/// Everything up to the first permission question, and the question.
+async fn until_asked(editor: &mut Editor) -> (Vec<Value>, Value) {
+    let mut seen = Vec::new();
+    loop {
+        let message = editor.recv_within(Duration::from_secs(20)).await;
+        if message["method"] == "session/request_permission" {
+            return (seen, message);
+        }
+        seen.push(message);
+    }
+}
+
+const TWO_WRITES: &str = r##"{"steps":[{"tool_call":{"name":"write_file","arguments":{"path":"a.md","content":"a\n"}}},{"tool_call":{"name":"write_file","arguments":{"path":"b.md","content":"b\n"}}}]}
+{"steps":[{"text":"Wrote one of them."}]}
+"##;
+
+#[tokio::test]
+async fn a_call_cancelled_while_an_earlier_one_waits_for_approval_never_runs_and_ends_cancelled() {
+    let mut editor =
+        support::start_in(v2_args("s", Protocol::V2), support::scripted_home("s", "", TWO_WRITES));
+    let session = v2_session(&mut editor).await;
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Write two notes" }] });
+    editor.send_request(json!(2), "session/prompt", prompt).await;
+    let (seen, question) = until_asked(&mut editor).await;
+    let pending: Vec<&Value> = seen
+        .iter()
+        .map(|m| &m["params"]["update"])
+        .filter(|u| u["status"] == "pending" && u["name"] == "write_file")
+        .collect();
+    assert_eq!(pending.len(), 2, "both calls show before the first is asked about: {seen:#?}");
+    assert!(pending.iter().all(|u| u["capabilities"]["cancel"] == json!({})), "{pending:?}");
+    let (first, second) = (pending[0]["toolCallId"].clone(), pending[1]["toolCallId"].clone());
+    assert_eq!(question["params"]["subject"]["toolCall"]["toolCallId"], first, "{question}");
+
+    // The second call is offered cancel, so cancelling it while the first waits is taken.
+    let cancel = json!({ "sessionId": session, "toolCallId": second });
+    editor.send_request(json!(3), "tool_call/cancel", cancel).await;
+    let answer = loop {
+        let message = editor.recv_within(Duration::from_secs(20)).await;
+        if message["id"] == 3 {
+            break message;
+        }
+    };
+    assert_eq!(answer["result"], json!({}), "{answer}");
+    let allow = json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } });
+    editor.send_json(json!({ "jsonrpc": "2.0", "id": question["id"], "result": allow })).await;
+    let rest = until_idle(&mut editor, Some("allow_once")).await;
+
+    assert!(!rest.iter().any(|m| m["method"] == "session/request_permission"), "never asked: {rest:#?}");
+    let ran = rest.iter().any(|m| {
+        m["params"]["update"]["toolCallId"] == second && m["params"]["update"]["status"] == "in_progress"
+    });
+    assert!(!ran, "the cancelled call never ran: {rest:#?}");
+    let cancelled = update_of(&rest, &second, "cancelled");
+    assert_eq!(cancelled.get("capabilities"), Some(&Value::Null), "no cancel offered any more: {cancelled}");
+    assert!(cancelled["content"].to_string().contains("cancelled this tool call"), "{cancelled}");
+    let done = update_of(&rest, &first, "completed");
+    assert_eq!(done.get("capabilities"), Some(&Value::Null), "a finished call offers no cancel: {done}");
+    assert_eq!(rest.last().expect("idle")["params"]["update"]["stopReason"], "end_turn");
+    let ws = PathBuf::from(editor.dirs.ws());
+    assert_eq!(std::fs::read_to_string(ws.join("a.md")).expect("the first call wrote"), "a\n");
+    assert!(!ws.join("b.md").exists(), "the cancelled call wrote nothing");
     editor.close().await;
 }
 

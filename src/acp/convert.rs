@@ -244,7 +244,8 @@ fn tool_status(status: ToolStatus) -> p::ToolCallStatus {
         ToolStatus::Pending => p::ToolCallStatus::Pending,
         ToolStatus::InProgress => p::ToolCallStatus::InProgress,
         ToolStatus::Completed => p::ToolCallStatus::Completed,
-        ToolStatus::Failed => p::ToolCallStatus::Failed,
+        // v1 has no cancelled status: a cancelled call shows as failed, as it always has.
+        ToolStatus::Failed | ToolStatus::Cancelled => p::ToolCallStatus::Failed,
     }
 }
 

@@ -141,6 +141,7 @@ fn tool_status(status: ToolStatus) -> p::ToolCallStatus {
         ToolStatus::InProgress => p::ToolCallStatus::InProgress,
         ToolStatus::Completed => p::ToolCallStatus::Completed,
         ToolStatus::Failed => p::ToolCallStatus::Failed,
+        ToolStatus::Cancelled => p::ToolCallStatus::Cancelled,
     }
 }
 
@@ -219,13 +220,19 @@ fn update_of_call(call_id: &str) -> p::ToolCallUpdate {
     }
 }
 
-/// What a live call can do: every call Heron runs can be cancelled alone while it waits
-/// for approval or runs (`tool_call/cancel`).
+/// What a live call can do: every call Heron runs can be cancelled alone while it is
+/// pending, waits for approval or runs (`tool_call/cancel`).
 fn cancellable() -> Option<Option<p::ToolCallCapabilities>> {
     Some(Some(p::ToolCallCapabilities {
         cancel: Some(p::ToolCallCancelCapabilities { meta: None }),
         meta: None,
     }))
+}
+
+/// What a call at its final status can do: nothing any more. `null` clears the cancel
+/// offered while it ran, where leaving the field out would keep it.
+fn no_longer_cancellable() -> Option<Option<p::ToolCallCapabilities>> {
+    Some(None)
 }
 
 /// The tool call a permission request shows: all of it, so the user judges what will run.
@@ -326,6 +333,10 @@ fn event_updates(event: &Event, live: bool) -> Vec<p::SessionUpdate> {
         Event::ToolResult { call_id, status, output, raw_output, for_model } => {
             let mut update = update_of_call(call_id);
             update.status = Some(Some(tool_status(*status)));
+            // Live, the call was offered cancel; replayed, it never was.
+            if live {
+                update.capabilities = no_longer_cancellable();
+            }
             let mut content = tool_content(output);
             // What ran in a terminal on v1 has no terminal here: show what the model read.
             if content.is_empty() {

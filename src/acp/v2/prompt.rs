@@ -167,8 +167,9 @@ pub(super) fn cancel<O: Outgoing>(agent: &HeronAgentV2<O>, params: &CancelSessio
     }
 }
 
-/// `tool_call/cancel`: ends one call waiting for approval or running; the model reads that
-/// the user cancelled it and the turn goes on.
+/// `tool_call/cancel`: ends one call that is pending, waiting for approval or running (one
+/// pending never starts); it ends `cancelled`, the model reads that the user cancelled it,
+/// and the turn goes on.
 pub(super) fn cancel_tool_call<O: Outgoing>(
     agent: &HeronAgentV2<O>,
     params: &CancelToolCallRequest,
@@ -179,7 +180,7 @@ pub(super) fn cancel_tool_call<O: Outgoing>(
     } else {
         Err(RpcError::invalid_params(
             "toolCallId",
-            format!("no tool call `{}` is waiting or running in this session", params.tool_call_id.0),
+            format!("no tool call `{}` is pending or running in this session", params.tool_call_id.0),
         ))
     }
 }
