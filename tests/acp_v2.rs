@@ -248,6 +248,32 @@ async fn a_call_cancelled_while_an_earlier_one_waits_for_approval_never_runs_and
 }
 
 #[tokio::test]
+async fn a_call_cancelled_during_its_question_ends_cancelled_and_the_turn_reports_running_again() {
+    let mut editor = support::start_in(v2_args("s", Protocol::V2), support::scripted_home("s", "", WRITE));
+    let session = v2_session(&mut editor).await;
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Leave a note" }] });
+    editor.send_request(json!(2), "session/prompt", prompt).await;
+    let (seen, question) = until_asked(&mut editor).await;
+    assert_eq!(seen.iter().rev().find_map(state), Some("requires_action"), "{seen:#?}");
+    let call = question["params"]["subject"]["toolCall"]["toolCallId"].clone();
+    let cancel = json!({ "sessionId": session, "toolCallId": call });
+    editor.send_request(json!(3), "tool_call/cancel", cancel).await;
+    let rest = until_idle(&mut editor, None).await;
+
+    assert_eq!(rest[position(&rest, |m| m["id"] == 3)]["result"], json!({}), "{rest:#?}");
+    let running = position(&rest, |m| state(m) == Some("running"));
+    let ended = position(&rest, |m| {
+        m["params"]["update"]["toolCallId"] == call && m["params"]["update"]["status"] == "cancelled"
+    });
+    let reply = position(&rest, |m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk");
+    assert!(running < ended && ended < reply, "requires_action, then running, then the turn: {rest:#?}");
+    assert_eq!(rest[ended]["params"]["update"].get("capabilities"), Some(&Value::Null));
+    assert_eq!(rest.last().expect("idle")["params"]["update"]["stopReason"], "end_turn");
+    assert!(!Path::new(&editor.dirs.ws()).join("NOTES.md").exists());
+    editor.close().await;
+}
+
+#[tokio::test]
 async fn a_session_made_over_v1_resumes_over_v2_with_its_history_in_v2_forms() {
     let dirs = support::scripted_home("s", "", WRITE);
     let mut v1 = support::start_in(support::scripted_args("s"), dirs.clone());

@@ -55,6 +55,8 @@ struct Inner<O> {
     manager: ManagerSlot,
     home_root: PathBuf,
     turns: prompt::Turns,
+    /// Sessions a dropped permission question left at `requires_action`.
+    abandoned: Arc<editor::Abandoned>,
 }
 
 type Reply<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, RpcError>> + Send + 'static>>;
@@ -69,6 +71,7 @@ impl<O: Outgoing> HeronAgentV2<O> {
                 manager,
                 home_root,
                 turns: prompt::Turns::default(),
+                abandoned: Arc::default(),
             }),
         }
     }

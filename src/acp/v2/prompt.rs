@@ -138,12 +138,19 @@ async fn forward<O: Outgoing>(
         // The chunk's share of the turn's budget goes back once it is queued for the
         // editor, so a slow editor slows the turn down.
         let held = update.take_held();
-        for update in convert::turn_updates(update) {
+        let updates = convert::turn_updates(update);
+        // The turn goes on after a question dropped unanswered: it runs again.
+        if !updates.is_empty() && inner.abandoned.take(&id) {
+            let _ = inner.send(&id, convert::running()).await;
+        }
+        for update in updates {
             // A client that stopped reading does not stop the turn.
             let _ = inner.send(&id, update).await;
         }
         drop(held);
     }
+    // `idle` ends a wait as well as `running` would.
+    inner.abandoned.take(&id);
     let ended = match queued.result.await {
         Ok(Ok(stop)) => Ok(stop),
         Ok(Err(err)) => Err(prompt_error(err, session.runtime().providers().keys())),
