@@ -274,6 +274,42 @@ async fn a_call_cancelled_during_its_question_ends_cancelled_and_the_turn_report
 }
 
 #[tokio::test]
+async fn a_compaction_shows_as_a_compaction_update_live_and_on_replay() {
+    let script = "{\"steps\":[{\"text\":\"Hello.\"}]}\n{\"steps\":[{\"text\":\"A summary.\"}]}\n";
+    let dirs = support::scripted_home("s", "", script);
+    let mut editor = support::start_in(v2_args("s", Protocol::V2), dirs.clone());
+    let session = v2_session(&mut editor).await;
+    let mut seen = Vec::new();
+    for (id, line) in [(2, "hi"), (3, "/compact")] {
+        let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": line }] });
+        editor.send_request(json!(id), "session/prompt", prompt).await;
+        seen = until_idle(&mut editor, None).await;
+    }
+    let marked = |m: &&Value| !m["params"]["update"]["_meta"]["heron"]["compaction"].is_null();
+    let live: Vec<&Value> = seen.iter().filter(marked).collect();
+    assert_eq!(live.len(), 1, "{seen:#?}");
+    let live = &live[0]["params"]["update"];
+    assert_eq!(live["sessionUpdate"], "compaction_update", "{live}");
+    assert_eq!(live["status"], "completed", "{live}");
+    assert!(live["summary"][0]["text"].as_str().is_some_and(|t| t.contains("A summary.")), "{live}");
+    assert_eq!(live["_meta"]["heron"]["compaction"]["stage"], "summarized", "{live}");
+    editor.close().await;
+
+    let mut editor = support::start_in(v2_args("s", Protocol::V2), dirs);
+    let init = json!({ "protocolVersion": 2, "info": { "name": "test", "version": "1" } });
+    editor.request(json!(0), "initialize", init).await;
+    let resume = json!({ "sessionId": session, "cwd": editor.dirs.ws(), "replayFrom": { "type": "start" } });
+    let (replayed, answer) = editor.call(json!(1), "session/resume", resume).await;
+    assert!(answer.get("error").is_none(), "{answer}");
+    let again: Vec<&Value> = replayed.iter().filter(marked).collect();
+    assert_eq!(again.len(), 1, "{replayed:#?}");
+    let again = &again[0]["params"]["update"];
+    assert_eq!(again["sessionUpdate"], "compaction_update", "{again}");
+    assert_eq!((&again["compactionId"], &again["summary"]), (&live["compactionId"], &live["summary"]));
+    editor.close().await;
+}
+
+#[tokio::test]
 async fn a_session_made_over_v1_resumes_over_v2_with_its_history_in_v2_forms() {
     let dirs = support::scripted_home("s", "", WRITE);
     let mut v1 = support::start_in(support::scripted_args("s"), dirs.clone());

@@ -347,12 +347,16 @@ fn event_updates(event: &Event, live: bool) -> Vec<p::SessionUpdate> {
             vec![p::SessionUpdate::ToolCallUpdate(update)]
         }
         Event::Plan { entries } => vec![plan(entries)],
+        // Live and replayed alike: the compaction, done, with what the model now reads in
+        // place of what it replaced (the summary, or the note of what was clipped).
         Event::Compacted(compaction) => {
-            let shown = if live { compaction.note() } else { compaction.shown() };
-            vec![p::SessionUpdate::AgentThought(p::AgentThought {
-                content: Some(vec![text(shown)]),
-                message_id: p::MessageId(compaction.message_id.clone()),
-                meta: json!({ "heron": { "compaction": true } }).as_object().cloned(),
+            let marker = v1::compaction_marker(compaction);
+            vec![p::SessionUpdate::CompactionUpdate(p::CompactionUpdate {
+                compaction_id: p::CompactionId(compaction.message_id.clone()),
+                error: None,
+                meta: json!({ "heron": { "compaction": marker } }).as_object().cloned(),
+                status: p::CompactionStatus::Completed,
+                summary: Some(vec![text(compaction.shown())]),
             })]
         }
     }
