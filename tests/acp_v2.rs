@@ -273,6 +273,60 @@ async fn a_call_cancelled_during_its_question_ends_cancelled_and_the_turn_report
     editor.close().await;
 }
 
+/// A command that prints, then waits for the file `go` in its directory before it ends.
+const WAITING: &str = r##"{"steps":[{"tool_call":{"name":"run_command","arguments":{"command":"echo started; while [ ! -e go ]; do sleep 0.05; done; echo finished","timeout_ms":20000}}}]}
+{"steps":[{"text":"It ran."}]}
+"##;
+
+#[tokio::test]
+async fn a_running_command_streams_its_output_over_v2_and_over_v1_shows_it_with_the_result() {
+    let bypass = |args: heron::cli::acp::AcpArgs| heron::cli::acp::AcpArgs {
+        permission_mode: Some("bypassPermissions".to_owned()),
+        ..args
+    };
+    let mut editor =
+        support::start_in(bypass(v2_args("s", Protocol::V2)), support::scripted_home("s", "", WAITING));
+    let session = v2_session(&mut editor).await;
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Run it" }] });
+    editor.send_request(json!(2), "session/prompt", prompt).await;
+    // The command cannot end before `go` exists: what arrives first arrives while it runs.
+    let chunk = loop {
+        let message = editor.recv_within(Duration::from_secs(20)).await;
+        if support::update_kind(&message) == Some("tool_call_content_chunk") {
+            break message["params"]["update"].clone();
+        }
+    };
+    assert_eq!(chunk["content"]["type"], "content", "{chunk}");
+    assert_eq!(chunk["content"]["content"]["text"], "started\n", "{chunk}");
+    std::fs::write(Path::new(&editor.dirs.ws()).join("go"), "").expect("go");
+    let rest = until_idle(&mut editor, None).await;
+    let done = update_of(&rest, &chunk["toolCallId"], "completed");
+    let whole = done["content"].to_string();
+    assert!(
+        whole.contains("started") && whole.contains("finished"),
+        "the result replaces the chunks: {done}"
+    );
+    assert_eq!(rest.last().expect("idle")["params"]["update"]["stopReason"], "end_turn");
+    editor.close().await;
+
+    // v1 has no chunks: the call's updates are its states, the output comes with the result.
+    let dirs = support::scripted_home("s", "", WAITING);
+    std::fs::write(Path::new(&dirs.ws()).join("go"), "").expect("go");
+    let mut editor = support::start_in(bypass(support::scripted_args("s")), dirs);
+    let session = editor.new_session().await;
+    let (messages, answer) = editor.prompt(json!(2), &session, "Run it").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let calls: Vec<&Value> = messages
+        .iter()
+        .filter(|m| matches!(support::update_kind(m), Some("tool_call" | "tool_call_update")))
+        .map(|m| &m["params"]["update"])
+        .collect();
+    let states: Vec<&str> = calls.iter().filter_map(|u| u["status"].as_str()).collect();
+    assert_eq!(states, ["pending", "in_progress", "completed"], "{calls:#?}");
+    assert_eq!(states.len(), calls.len(), "no update without a state: {calls:#?}");
+    editor.close().await;
+}
+
 #[tokio::test]
 async fn a_compaction_shows_as_a_compaction_update_live_and_on_replay() {
     let script = "{\"steps\":[{\"text\":\"Hello.\"}]}\n{\"steps\":[{\"text\":\"A summary.\"}]}\n";

@@ -468,6 +468,8 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
             }
             vec![SessionUpdate::ToolCallUpdate(update)]
         }
+        // v1 shows a local command's output when it ends, as the call's result.
+        TurnUpdate::ToolOutputChunk { .. } => Vec::new(),
         TurnUpdate::Usage(report) => vec![usage_update(&report)],
         TurnUpdate::Titled { title, updated_at } => {
             vec![SessionUpdate::SessionInfoUpdate(p::SessionInfoUpdate {

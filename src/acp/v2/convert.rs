@@ -1,6 +1,7 @@
 //! The ACP v2 edge's conversions between the core's types and v2's: prompts in, and a
 //! turn's updates and a stored history out in v2's forms (whole `agent_message`s on replay,
-//! tool calls as `tool_call_update`s that carry their cancel capability, `plan_update`,
+//! tool calls as `tool_call_update`s that offer cancel until their final status, a running
+//! command's output as `tool_call_content_chunk`s, `plan_update`, `compaction_update`,
 //! `state_update` for the turn's start and end).
 
 use heron_core::session::event::Event;
@@ -385,6 +386,17 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<p::SessionUpdate> {
             }
             vec![p::SessionUpdate::ToolCallUpdate(update)]
         }
+        // Appended to what the call shows; its final update replaces the whole content.
+        TurnUpdate::ToolOutputChunk { call_id, output } => tool_content(&[output])
+            .into_iter()
+            .map(|content| {
+                p::SessionUpdate::ToolCallContentChunk(p::ToolCallContentChunk {
+                    content,
+                    meta: None,
+                    tool_call_id: p::ToolCallId(call_id.clone()),
+                })
+            })
+            .collect(),
         TurnUpdate::Usage(report) => vec![usage_update(&report)],
         TurnUpdate::Titled { title, updated_at } => {
             vec![p::SessionUpdate::SessionInfoUpdate(p::SessionInfoUpdate {

@@ -7,7 +7,7 @@
 //!
 //! What v2 offers that Heron does not serve yet is not advertised: audio in prompts,
 //! elicitation, the `_heron/` extensions, agent-side terminals (commands run as tool calls,
-//! their output in the call's content).
+//! their output streamed into the call's content as it arrives).
 
 mod commands;
 mod convert;
