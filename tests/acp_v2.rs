@@ -364,6 +364,50 @@ async fn a_compaction_shows_as_a_compaction_update_live_and_on_replay() {
 }
 
 #[tokio::test]
+async fn a_v2_command_cannot_write_outside_the_roots_or_read_heron_s_home() {
+    let sandbox = heron_core::sandbox::support();
+    if !sandbox.is_available() {
+        eprintln!("SKIPPED: the sandbox is unavailable here: {sandbox:?}");
+        return;
+    }
+    const KEY: &str = "sk-v2-sandbox-5e8a1c";
+    // Unconfined, the same command does both: the test would see the sandbox missing.
+    for (config, confined) in [("", true), ("sandbox = \"off\"\n", false)] {
+        // Outside the temp folder, which commands may write: "outside" must be out of reach.
+        let dirs = support::Dirs::outside_temp();
+        let escaped = Path::new(&dirs.other("outside")).join("escaped");
+        let command = format!(
+            "echo x > '{}'; echo wrote=$?; cat '{}/.env'; echo read=$?",
+            escaped.display(),
+            dirs.home().display()
+        );
+        let step = json!({ "steps": [{ "tool_call": { "name": "run_command", "arguments": { "command": command } } }] });
+        dirs.write_home("config.toml", &format!("{config}{}", support::scripted_provider("s", "s.jsonl")));
+        dirs.write_home("s.jsonl", &format!("{step}\n{}\n", json!({ "steps": [{ "text": "ok" }] })));
+        dirs.write_home(".env", &format!("V2_SANDBOX_KEY={KEY}\n"));
+        let args = heron::cli::acp::AcpArgs {
+            permission_mode: Some("bypassPermissions".to_owned()),
+            ..v2_args("s", Protocol::V2)
+        };
+        let mut editor = support::start_in(args, dirs);
+        let session = v2_session(&mut editor).await;
+        let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Try" }] });
+        editor.send_request(json!(2), "session/prompt", prompt).await;
+        let seen = until_idle(&mut editor, None).await;
+        let ended = position(&seen, |m| m["params"]["update"]["status"] == "completed");
+        let output = seen[ended]["params"]["update"]["content"].to_string();
+        assert!(!serde_json::to_string(&seen).expect("json").contains(KEY), "the key reached the client");
+        if confined {
+            assert!(!escaped.exists() && !output.contains("wrote=0"), "wrote outside the roots: {output}");
+            assert!(output.contains("read=") && !output.contains("read=0"), "read the home: {output}");
+        } else {
+            assert!(escaped.exists() && output.contains("read=0"), "sandbox off: {output}");
+        }
+        editor.close().await;
+    }
+}
+
+#[tokio::test]
 async fn a_session_made_over_v1_resumes_over_v2_with_its_history_in_v2_forms() {
     let dirs = support::scripted_home("s", "", WRITE);
     let mut v1 = support::start_in(support::scripted_args("s"), dirs.clone());

@@ -2,6 +2,7 @@
 //! every call, serves an in-memory buffer map and fake terminals, and answers questions.
 
 pub mod mcp_python;
+pub mod scratch;
 pub mod served;
 pub mod server_mock;
 pub mod servers;
