@@ -5,7 +5,7 @@
 //! official v2 clients (the TypeScript SDK's and the Rust SDK's one-shot client) completing
 //! sessions against the binary. `.ci/run` installs those clients and names them in
 //! `HERON_TS_V2` and `HERON_V2_ONE_SHOT`; without them the client tests say loudly that
-//! they were skipped.
+//! they were skipped, or fail where `HERON_REQUIRE_CLIENTS` requires them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -460,11 +460,12 @@ async fn versions_are_negotiated_per_connection() {
     editor.close().await;
 }
 
-/// A client test's binary: `var`, else skipped loudly.
+/// A client test's binary: `var`, else skipped loudly (or failed, where
+/// `HERON_REQUIRE_CLIENTS` requires it).
 fn client(var: &str, what: &str) -> Option<PathBuf> {
     let found = std::env::var_os(var).map(PathBuf::from).filter(|p| p.exists());
     if found.is_none() {
-        eprintln!("SKIPPED: {what} is not installed (set {var}, as .ci/run does, to run this test)");
+        support::clients::skip(var, what);
     }
     found
 }

@@ -1,5 +1,7 @@
 //! Drives `heron acp` over in-memory pipes: send lines, read answers with a deadline.
 
+#[path = "../../crates/heron-core/tests/support/clients.rs"]
+pub mod clients;
 pub mod endpoint;
 #[path = "../../crates/heron-core/tests/support/mcp_python.rs"]
 pub mod mcp_python;
