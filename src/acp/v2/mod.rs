@@ -129,11 +129,11 @@ fn initialize(params: InitializeRequest) -> InitializeResponse {
     let auth_methods = if terminal_auth {
         vec![AuthMethod::Terminal(AuthMethodTerminal {
             args: vec!["--setup".to_owned()],
-            description: Some("Choose a model provider and store its key".to_owned()),
+            description: Some(super::init::SETUP_DESCRIPTION.to_owned()),
             env: Vec::new(),
             meta: None,
             method_id: AuthMethodId(SETUP_METHOD.to_owned()),
-            name: "Set up Heron".to_owned(),
+            name: super::init::SETUP_NAME.to_owned(),
         })]
     } else {
         Vec::new()
@@ -174,12 +174,7 @@ impl<O: Outgoing> Agent for HeronAgentV2<O> {
         params: LoginAuthRequest,
     ) -> impl Future<Output = Result<LoginAuthResponse, RpcError>> + Send + 'static {
         // Heron's one method runs in a terminal, as over v1.
-        let err = if params.method_id.0 == SETUP_METHOD {
-            RpcError::invalid_params("methodId", "this method runs in a terminal: launch `heron acp --setup`")
-        } else {
-            RpcError::invalid_params("methodId", format!("unknown auth method `{}`", params.method_id.0))
-        };
-        ready(Err(err))
+        ready(Err(super::init::auth_refusal(&params.method_id.0)))
     }
 
     fn session_new(
