@@ -1,17 +1,22 @@
 //! A real ACP client, acpx (npm), drives the real binary through one approved write and one
 //! command in acpx's terminal: no error lines, the diff and the command's output shown, the
-//! file written; and acpx's permission policies match Heron's requests as the README says. `.ci/run` installs a pinned acpx and names it in `HERON_ACPX`; without it
-//! (and with no `acpx` on PATH) the test says loudly that it was skipped.
+//! file written; and acpx's permission policies match Heron's requests as the README says.
+//! `.ci/run` installs a pinned acpx and names it in `HERON_ACPX`; without it (and with no
+//! `acpx` on PATH) the test says loudly that it was skipped, or fails where
+//! `HERON_REQUIRE_CLIENTS` requires it.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::support;
+use crate::support::{self, clients};
 
-/// The acpx to run: `HERON_ACPX`, else `acpx` on PATH.
+/// The acpx to run: `HERON_ACPX`, else (unless that one is required) `acpx` on PATH.
 fn acpx() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("HERON_ACPX") {
         return Some(PathBuf::from(path));
+    }
+    if clients::required("HERON_ACPX") {
+        return None;
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|dir| dir.join("acpx")).find(|candidate| candidate.is_file())
@@ -27,7 +32,7 @@ const SCRIPT: &str = r##"{"steps":[{"text":"I'll write a note."},{"tool_call":{"
 /// workspace. `None` when acpx is not installed.
 fn run_acpx(more: &[&str]) -> Option<(String, bool, std::sync::Arc<support::Dirs>)> {
     let Some(acpx) = acpx() else {
-        eprintln!("SKIPPED: acpx is not installed (set HERON_ACPX, as .ci/run does, to run this test)");
+        clients::skip("HERON_ACPX", "acpx");
         return None;
     };
     let dirs = support::scripted_home("s", "", SCRIPT);

@@ -315,12 +315,16 @@ fn the_built_in_acp_v2_profile_passes_on_heron() {
 /// The echo agent on the ACP TypeScript SDK (`tests/agents/ts-echo`) with its pinned
 /// dependencies installed: `HERON_TS_ECHO` names a directory `.ci/run` installed, else the
 /// test installs it under the target directory with `npm ci`. `None`, said loudly, only when
-/// node or npm is missing; an install that fails is a test failure.
+/// node or npm is missing; an install that fails is a test failure, and so is a missing
+/// `HERON_TS_ECHO` where `HERON_REQUIRE_CLIENTS` requires it.
 fn ts_echo() -> Option<PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
         if let Some(dir) = std::env::var_os("HERON_TS_ECHO") {
             return Some(PathBuf::from(dir));
+        }
+        if crate::support::clients::required("HERON_TS_ECHO") {
+            crate::support::clients::skip("HERON_TS_ECHO", "the TypeScript echo agent");
         }
         for tool in ["node", "npm"] {
             let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());

@@ -2,7 +2,7 @@
 //! place where ACP shapes meet session events.
 
 use base64::Engine as _;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use heron_core::session::attachments;
 use heron_core::session::event::{Compaction, CompactionStage, Event};
@@ -246,7 +246,8 @@ fn tool_status(status: ToolStatus) -> p::ToolCallStatus {
         ToolStatus::Pending => p::ToolCallStatus::Pending,
         ToolStatus::InProgress => p::ToolCallStatus::InProgress,
         ToolStatus::Completed => p::ToolCallStatus::Completed,
-        ToolStatus::Failed => p::ToolCallStatus::Failed,
+        // v1 has no cancelled status: a cancelled call shows as failed, as it always has.
+        ToolStatus::Failed | ToolStatus::Cancelled => p::ToolCallStatus::Failed,
     }
 }
 
@@ -385,6 +386,12 @@ pub fn event_updates(event: &Event) -> Vec<SessionUpdate> {
 /// where the conversation the model sees was compacted.
 fn compaction_thought(compaction: &Compaction, text: String) -> SessionUpdate {
     let mut content = chunk(&compaction.message_id, text_block(text));
+    content.meta = json!({ "heron": { "compaction": compaction_marker(compaction) } }).as_object().cloned();
+    SessionUpdate::AgentThoughtChunk(content)
+}
+
+/// What a compaction changed, as `_meta.heron.compaction` carries it (over v2 too).
+pub(super) fn compaction_marker(compaction: &Compaction) -> Value {
     let stage = match compaction.stage {
         CompactionStage::Clipped => "clipped",
         CompactionStage::Summarized => "summarized",
@@ -400,8 +407,7 @@ fn compaction_thought(compaction: &Compaction, text: String) -> SessionUpdate {
     if let Some(instructions) = &compaction.instructions {
         marker["instructions"] = json!(instructions);
     }
-    content.meta = json!({ "heron": { "compaction": marker } }).as_object().cloned();
-    SessionUpdate::AgentThoughtChunk(content)
+    marker
 }
 
 /// Whether replaying `event` reads files (the images and blobs a prompt attached).
@@ -465,6 +471,8 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
             }
             vec![SessionUpdate::ToolCallUpdate(update)]
         }
+        // v1 shows a local command's output when it ends, as the call's result.
+        TurnUpdate::ToolOutputChunk { .. } => Vec::new(),
         TurnUpdate::Usage(report) => usage_update(&report).into_iter().collect(),
         TurnUpdate::Titled { title, updated_at } => {
             vec![SessionUpdate::SessionInfoUpdate(p::SessionInfoUpdate {

@@ -1,8 +1,12 @@
 //! Drives `heron acp` over in-memory pipes: send lines, read answers with a deadline.
 
+#[path = "../../crates/heron-core/tests/support/clients.rs"]
+pub mod clients;
 pub mod endpoint;
 #[path = "../../crates/heron-core/tests/support/mcp_python.rs"]
 pub mod mcp_python;
+#[path = "../../crates/heron-core/tests/support/scratch.rs"]
+pub mod scratch;
 #[path = "../../crates/heron-core/tests/support/server_mock.rs"]
 pub mod server_mock;
 #[path = "../../crates/heron-core/tests/support/servers.rs"]
@@ -54,8 +58,17 @@ impl Dirs {
         Self::with_home_at("ws/.heron")
     }
 
+    /// Fresh directories like [`Dirs::new`], outside the temp folder every sandboxed
+    /// command may write, so that what the sandbox refuses beside the workspace shows.
+    pub fn outside_temp() -> Arc<Dirs> {
+        Self::in_root(tempfile::tempdir_in(scratch::dir()).expect("tempdir"), "home")
+    }
+
     fn with_home_at(home: &'static str) -> Arc<Dirs> {
-        let root = tempfile::tempdir().expect("tempdir");
+        Self::in_root(tempfile::tempdir().expect("tempdir"), home)
+    }
+
+    fn in_root(root: tempfile::TempDir, home: &'static str) -> Arc<Dirs> {
         std::fs::create_dir_all(root.path().join("ws")).expect("workspace");
         std::fs::create_dir_all(root.path().join(home)).expect("home");
         Arc::new(Dirs { root, home })

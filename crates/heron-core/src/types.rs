@@ -117,8 +117,11 @@ pub enum ToolStatus {
     InProgress,
     /// Finished.
     Completed,
-    /// Failed, refused or cancelled.
+    /// Failed or refused.
     Failed,
+    /// Stopped by a cancel (the call's own or its turn's) before it finished. A protocol
+    /// with no such status shows it as failed.
+    Cancelled,
 }
 
 /// A file a tool call touches.

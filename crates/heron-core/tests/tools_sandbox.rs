@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::{Dirs, pid_in, wait_until_dead};
+use crate::support::{Dirs, pid_in, scratch, wait_until_dead};
 use heron_core::config::{Config, Home, Keys};
 use heron_core::sandbox::{Policy, Support, support};
 use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
@@ -38,24 +38,9 @@ fn sandboxed() -> bool {
     true
 }
 
-/// Where the layouts go: the build's temp folder, unless the checkout itself lives in a
-/// temp folder (a clone under /tmp), in which case a scratch folder in the user's home.
-fn scratch() -> PathBuf {
-    let build = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let temp = [std::env::temp_dir(), PathBuf::from("/tmp")];
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    if !temp.iter().any(|t| canonical(&build).starts_with(canonical(t))) {
-        return build;
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from).expect("HOME, for a scratch folder outside /tmp");
-    let scratch = home.join(".heron-sandbox-tests");
-    std::fs::create_dir_all(&scratch).expect("scratch folder");
-    scratch
-}
-
 /// The workspace layout of the tool tests, outside /tmp, with a home holding a key.
 fn dirs() -> Dirs {
-    let root = tempfile::tempdir_in(scratch()).expect("tempdir");
+    let root = tempfile::tempdir_in(scratch::dir()).expect("tempdir");
     let dirs = Dirs::in_dir(root);
     std::fs::write(dirs.home().join(".env"), format!("SANDBOX_TEST_KEY={KEY}\n")).expect(".env");
     std::fs::write(dirs.home().join("config.toml"), "default_model = \"demo/demo\"\n").expect("config");

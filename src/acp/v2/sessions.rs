@@ -67,7 +67,9 @@ fn open_options(
 
 /// Binds this connection's editor to a session it opened.
 fn attach<O: Outgoing>(agent: &HeronAgentV2<O>, session: &Session) {
-    session.attach(Arc::new(V2Editor::new(agent.inner.client.clone(), session.id().to_owned())));
+    let editor =
+        V2Editor::new(agent.inner.client.clone(), session.id().to_owned(), agent.inner.abandoned.clone());
+    session.attach(Arc::new(editor));
 }
 
 /// `session/new`.

@@ -83,6 +83,9 @@ impl ToolEnv {
 pub trait ProgressSink: Send + Sync + 'static {
     /// Shows `output` in the call (replacing what it showed before); the call stays running.
     fn show(&self, output: Vec<ToolOutput>);
+    /// Adds `output` after what the call shows so far, as it arrives (a command's output);
+    /// the call stays running, and its result replaces all of it.
+    fn append(&self, output: ToolOutput);
     /// Resolves once everything shown so far has been handed to the editor's connection.
     fn flushed(&self) -> BoxFuture<()>;
     /// Takes `task` to run once the call's final update has reached the editor (releasing
@@ -114,6 +117,14 @@ impl Progress {
     pub fn show(&self, output: Vec<ToolOutput>) {
         if let Some(sink) = &self.0 {
             sink.show(output);
+        }
+    }
+
+    /// Adds `output` after what the call shows so far; the call stays running, and its
+    /// result replaces all of it.
+    pub fn append(&self, output: ToolOutput) {
+        if let Some(sink) = &self.0 {
+            sink.append(output);
         }
     }
 

@@ -128,6 +128,7 @@ async fn locally(env: &ToolEnv, checked: Checked) -> Outcome {
         timeout: checked.timeout,
         cap: OUTPUT_CAP,
         secrets: &env.secrets,
+        progress: &env.progress,
     };
     let finished = match local_process::run(&checked.command, limits, &env.cancel, &env.sandbox).await {
         Ok(finished) => finished,

@@ -1,7 +1,9 @@
 //! A scriptable stand-in for the editor side of a session, for the tool tests: it records
 //! every call, serves an in-memory buffer map and fake terminals, and answers questions.
 
+pub mod clients;
 pub mod mcp_python;
+pub mod scratch;
 pub mod served;
 pub mod server_mock;
 pub mod servers;
