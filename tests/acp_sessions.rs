@@ -135,6 +135,7 @@ async fn session_new_without_any_model_is_auth_required_and_creates_nothing() {
     let cwd = editor.dirs.ws();
     let answer = editor.open_session(json!(1), &cwd).await;
     assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert_eq!(answer["error"]["data"]["reason"], "auth_required", "{answer}");
     let listed = editor.ask(json!(2), "session/list", json!({})).await;
     assert_eq!(listed["result"], json!({ "sessions": [] }), "{listed}");
     editor.close().await;
@@ -412,4 +413,16 @@ fn opening_sessions_without_end_is_refused_at_the_limit_and_the_connection_serve
     assert!(again["result"]["sessionId"].is_string(), "room was made: {again}");
     heron.close_input();
     assert!(heron.exited_within(support::PROCESS_WAIT).is_some(), "heron exits on EOF");
+}
+
+#[tokio::test]
+async fn session_new_with_a_model_no_provider_offers_is_auth_required_naming_it() {
+    let mut editor = support::start_with(AcpArgs { model: Some("nope/m".into()), ..support::demo_args() });
+    initialize(&mut editor).await;
+    let cwd = editor.dirs.ws();
+    let answer = editor.open_session(json!(1), &cwd).await;
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert_eq!(answer["error"]["data"]["reason"], "unknown_model", "{answer}");
+    assert_eq!(answer["error"]["data"]["model"], "nope/m", "{answer}");
+    editor.close().await;
 }

@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use heron_protocol::{
-    ContentBlock, Diff, Plan, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
-    ToolKind,
+    ContentBlock, Diff, Plan, PlanEntryStatus, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus,
+    ToolCallUpdate, ToolKind,
 };
 
 use super::screen::{Paint, Screen, Stream};
@@ -332,7 +332,8 @@ impl View {
         let mut lines = vec![(Paint::Bold, "Plan:".to_owned())];
         for entry in &plan.entries {
             let status = entry.status.to_string().replace('_', " ");
-            let paint = if status == "completed" { Paint::Dim } else { Paint::Plain };
+            let paint =
+                if matches!(entry.status, PlanEntryStatus::Completed) { Paint::Dim } else { Paint::Plain };
             lines.push((paint, format!("  [{status}] {}", entry.content)));
         }
         self.screen.lines(Stream::Out, &lines);

@@ -36,6 +36,13 @@ impl GoalStatus {
     }
 }
 
+/// As the wire spells it (`completed`), for messages.
+impl std::fmt::Display for GoalStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
 /// A long-running objective.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Goal {
@@ -60,8 +67,8 @@ pub enum GoalError {
     /// The goal has already ended.
     #[error("the goal is already {status}; a new prompt in goal mode sets a new one")]
     Ended {
-        /// `completed` or `failed`.
-        status: &'static str,
+        /// How it ended: completed or failed.
+        status: GoalStatus,
     },
 }
 
@@ -117,7 +124,7 @@ pub fn resume(goal: &mut Option<Goal>) -> Result<Goal, GoalError> {
 fn change(goal: &mut Option<Goal>, to: GoalStatus) -> Result<Goal, GoalError> {
     let goal = goal.as_mut().ok_or(GoalError::NoGoal)?;
     if goal.status.is_final() {
-        return Err(GoalError::Ended { status: goal.status.id() });
+        return Err(GoalError::Ended { status: goal.status });
     }
     goal.set(to);
     Ok(goal.clone())
@@ -162,7 +169,7 @@ mod tests {
         if let Some(g) = goal.as_mut() {
             g.finish(false);
         }
-        assert_eq!(resume(&mut goal), Err(GoalError::Ended { status: "failed" }));
+        assert_eq!(resume(&mut goal), Err(GoalError::Ended { status: GoalStatus::Failed }));
         assert_eq!(pause(&mut None), Err(GoalError::NoGoal));
     }
 
