@@ -186,6 +186,32 @@ async fn an_item_enqueued_while_idle_starts_after_its_answer() {
 }
 
 #[tokio::test]
+async fn an_item_with_an_image_is_echoed_with_the_image_it_carries() {
+    // A whole PNG signature and header start: the bytes are checked against the type.
+    let png =
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let (mut editor, session) = start(TWO_ANSWERS).await;
+    let prompt = json!([
+        { "type": "text", "text": "What is this?" },
+        { "type": "image", "mimeType": "image/png", "data": png },
+    ]);
+    let answer = inbox(&mut editor, "enqueue", &session, json!({ "prompt": prompt })).await;
+    assert_eq!(answer["result"]["status"], "queued", "{answer}");
+    let seen = read_until(&mut editor, drained).await;
+    let shown: Vec<&Value> = seen
+        .iter()
+        .filter(|m| update_kind(m) == Some("user_message_chunk"))
+        .map(|m| &m["params"]["update"]["content"])
+        .collect();
+    assert_eq!(shown.len(), 2, "the text and the image: {seen:#?}");
+    assert_eq!(shown[0]["text"], "What is this?");
+    assert_eq!(shown[1]["type"], "image", "{:#}", shown[1]);
+    assert_eq!(shown[1]["mimeType"], "image/png");
+    assert_eq!(shown[1]["data"], png, "the image as sent, read back from where it was saved");
+    editor.close().await;
+}
+
+#[tokio::test]
 async fn a_prompt_during_inbox_work_runs_before_the_next_item() {
     let (mut editor, session) = start(SLOW_FIRST).await;
     set_paused(&mut editor, &session, true).await;

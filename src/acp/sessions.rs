@@ -14,7 +14,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use heron_core::session::event::Event;
 use heron_core::session::goal::Goal;
 use heron_core::session::{OpenOptions, Session};
 use heron_core::tools::editor::NoEditor;
@@ -26,7 +25,6 @@ use heron_protocol::{
     ForkSessionRequest, ForkSessionResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, ResumeSessionRequest,
     ResumeSessionResponse, RpcError, SessionConfigOption, SessionId, SessionInfo, SessionModeState,
-    SessionUpdate,
 };
 use serde_json::{Map, Value, json};
 
@@ -104,7 +102,9 @@ fn open_session<O: Outgoing>(
                 let mut burst = Vec::with_capacity(REPLAY_BURST);
                 while let Some(events) = loading.next_events().await.map_err(failed)? {
                     for event in events {
-                        burst.extend(replay(event).await?);
+                        // Images and blobs a prompt attached are read on the blocking pool.
+                        let files = convert::files_shown(event).await;
+                        burst.extend(convert::replay_updates(event, &files));
                         if burst.len() >= REPLAY_BURST {
                             inner.send_batch(id, std::mem::take(&mut burst)).await?;
                         }
@@ -136,19 +136,6 @@ fn open_session<O: Outgoing>(
         let (settings, config_options) = inner.options_of(&session);
         Ok(Opened { modes: convert::modes(&settings), config_options, session })
     })
-}
-
-/// The updates a stored event replays as; one whose content lives in files (images,
-/// blobs) is read off the async threads.
-async fn replay(event: &Event) -> Result<Vec<SessionUpdate>, RpcError> {
-    if !convert::reads_files(event) {
-        return Ok(convert::replay_updates(event));
-    }
-    // Only such an event (rare: a prompt with images or blobs) is copied, for the thread.
-    let event = event.clone();
-    tokio::task::spawn_blocking(move || convert::replay_updates(&event))
-        .await
-        .map_err(|e| RpcError::internal(&e))
 }
 
 /// Opens a session the way `opening` says and answers with `respond`'s shape of it.
