@@ -10,6 +10,7 @@
 pub mod config;
 pub mod extensions;
 pub mod llm;
+pub mod local;
 pub mod sandbox;
 pub mod secret;
 pub mod session;

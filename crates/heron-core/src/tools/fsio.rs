@@ -21,9 +21,9 @@
 //!
 //! Everything here blocks; callers run it on the blocking pool.
 //!
-//! Public for the other file layer that must keep these rules, `heron run`'s answers to an
-//! agent's `fs/*` requests: [`read_capped`], [`write_atomic`] and their error. Paths given
-//! here must already be resolved and checked (`roots`); this module only opens them safely.
+//! [`read_capped`], [`write_atomic`] and their error are also the core's to clients that must
+//! keep these rules outside the tools, through `crate::local`. Paths given here must already
+//! be resolved and checked (`roots`); this module only opens them safely.
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
