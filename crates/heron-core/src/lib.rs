@@ -6,6 +6,8 @@
 //! place that converts between the protocol and the types here.
 
 #![deny(missing_docs)]
+// A `pub` item is the crate's API or it is narrowed to where it is used.
+#![warn(unreachable_pub)]
 
 pub mod config;
 pub mod extensions;

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::types::Method;
 
 /// The params as today's schema expects them; borrowed when nothing changes.
-pub fn upgrade(method: Method, params: Option<&RawValue>) -> Option<Cow<'_, RawValue>> {
+pub(crate) fn upgrade(method: Method, params: Option<&RawValue>) -> Option<Cow<'_, RawValue>> {
     let params = params?;
     let rewritten = match method {
         Method::SessionPrompt => prompt(params),

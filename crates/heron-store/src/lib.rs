@@ -21,6 +21,8 @@
 //! precision (`2025-01-31T12:00:00.123Z`). They have a fixed width, so text order is time order.
 
 #![deny(missing_docs)]
+// A `pub` item is the crate's API or it is narrowed to where it is used.
+#![warn(unreachable_pub)]
 
 mod events;
 mod inbox;

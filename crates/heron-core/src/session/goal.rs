@@ -98,7 +98,7 @@ impl Goal {
     }
 
     /// Counts one more continuation.
-    pub fn continued(&mut self) {
+    pub(crate) fn continued(&mut self) {
         self.continuation_count += 1;
         self.updated_at = now();
     }
@@ -131,7 +131,7 @@ fn change(goal: &mut Option<Goal>, to: GoalStatus) -> Result<Goal, GoalError> {
 }
 
 /// The objective a prompt states: its text, or a note when it has none.
-pub fn objective_of(prompt: &[UserContent]) -> String {
+pub(crate) fn objective_of(prompt: &[UserContent]) -> String {
     let text: Vec<&str> = prompt
         .iter()
         .filter_map(|c| match c {
@@ -148,7 +148,7 @@ pub fn objective_of(prompt: &[UserContent]) -> String {
 }
 
 /// The user message that asks the model to go on.
-pub fn continuation_text(goal: &Goal) -> String {
+pub(crate) fn continuation_text(goal: &Goal) -> String {
     format!(
         "Continue working toward the goal: {}\nIf it is reached, or you find it cannot be reached, call \
          `finish_goal`.",

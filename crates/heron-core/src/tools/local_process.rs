@@ -25,7 +25,7 @@ const KEEPER_WAIT: Duration = Duration::from_secs(5);
 
 /// How a local command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ending {
+pub(super) enum Ending {
     /// It exited with a code.
     Exited(i32),
     /// A signal ended it (its name, e.g. `SIGKILL`).
@@ -38,7 +38,7 @@ pub enum Ending {
 
 /// A finished local command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finished {
+pub(super) struct Finished {
     /// How it ended.
     pub ending: Ending,
     /// Its stdout and stderr, interleaved as they arrived, capped.
@@ -46,7 +46,7 @@ pub struct Finished {
 }
 
 /// Where and how long a local command runs, and what its output may hold.
-pub struct Limits<'a> {
+pub(super) struct Limits<'a> {
     /// Its working directory.
     pub cwd: &'a Path,
     /// How long it may run before it is killed.
@@ -60,7 +60,7 @@ pub struct Limits<'a> {
 
 /// Runs `sh -c command` in a new process group, confined by `sandbox`, collecting its
 /// output (redacted, then capped) until it exits, times out or `cancel` fires.
-pub async fn run(
+pub(super) async fn run(
     command: &str,
     limits: Limits<'_>,
     cancel: &CancellationToken,

@@ -5,7 +5,7 @@ mod call;
 pub mod deadline;
 pub mod edit_file;
 pub mod editor;
-pub mod files;
+mod files;
 pub(crate) mod finish_goal;
 pub(crate) mod fsio;
 pub mod grep;
