@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::acp_tools::{
+use crate::support::turns::{
     final_status, new_session, prompt_answering, prompt_replying, requests, select, start, written,
 };
 use crate::support::{self, update_kind};

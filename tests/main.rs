@@ -43,5 +43,4 @@ mod providers;
 mod record;
 mod registry;
 mod run_client;
-mod run_harness;
 mod run_lifecycle;
