@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::acp_tools::{
+use crate::support::turns::{
     final_status, new_session, prompt_answering, prompt_replying, requests, select, start, written,
 };
 use crate::support::{self, update_kind};
@@ -304,17 +304,7 @@ fn a_late_cancelled_answer_after_session_cancel_logs_no_warning() {
 {"steps":[{"text":"Done."}]}
 "#;
     let dirs = support::scripted_home("t", "", script);
-    let log = dirs.home().join("stderr.log");
-    let child = std::process::Command::new(support::heron_bin())
-        .args(["acp", "--model", "t/m"])
-        .env("HERON_HOME", dirs.home())
-        .env("HERON_LOG", "warn")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(&log).expect("a log file"))
-        .spawn()
-        .expect("spawn heron");
-    let mut heron = support::Process::started(child);
+    let mut heron = support::Launch::acp(&dirs.home(), &["--model", "t/m"]).capture_stderr().start();
     let sid = heron.new_session(&dirs.ws());
     let prompt = json!({ "sessionId": sid, "prompt": [{ "type": "text", "text": "go" }] });
     heron.send(json!({ "jsonrpc": "2.0", "id": "p", "method": "session/prompt", "params": prompt }));
@@ -336,9 +326,7 @@ fn a_late_cancelled_answer_after_session_cancel_logs_no_warning() {
     // Answered after the late answer was read: it has been dealt with by then.
     let listed = heron.request(json!("list"), "session/list", json!({}));
     assert!(listed["result"]["sessions"].is_array(), "{listed}");
-    heron.close_input();
-    assert!(heron.exited_within(std::time::Duration::from_secs(10)).is_some(), "heron exits at EOF");
-    let logged = std::fs::read_to_string(&log).expect("the log");
+    let logged = heron.finish(std::time::Duration::from_secs(10)).stderr;
     assert!(!logged.contains("WARN"), "the late answer was logged as a warning:\n{logged}");
     assert!(!written_in(&dirs.ws(), "note.txt"), "the cancelled write did not run");
 }

@@ -135,6 +135,7 @@ async fn session_new_without_any_model_is_auth_required_and_creates_nothing() {
     let cwd = editor.dirs.ws();
     let answer = editor.open_session(json!(1), &cwd).await;
     assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert_eq!(answer["error"]["data"]["reason"], "auth_required", "{answer}");
     let listed = editor.ask(json!(2), "session/list", json!({})).await;
     assert_eq!(listed["result"], json!({ "sessions": [] }), "{listed}");
     editor.close().await;

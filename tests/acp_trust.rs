@@ -2,7 +2,7 @@
 //! reach in every posture (yolo included) even when the cwd contains it, and MCP servers
 //! cannot be pointed into it.
 
-use crate::support::{self, Dirs, update_kind};
+use crate::support::{self, Dirs, Launch, update_kind};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
 
@@ -226,16 +226,13 @@ fn a_command_does_not_inherit_credentials_from_the_editors_environment() {
         ["sandbox_pass_env = [\"GH_TOKEN\"]\n", "sandbox = \"off\"\nsandbox_pass_env = [\"GH_TOKEN\"]\n"]
     {
         let dirs = support::scripted_home("s", config, &script);
-        let mut child = std::process::Command::new(support::heron_bin());
-        child
-            .args(["acp", "--model", "s/m", "--permission-mode", "bypassPermissions"])
-            .env("HERON_HOME", dirs.home())
-            .env("HERON_LOG", "warn")
-            .env("GITHUB_TOKEN", "ghp-exported-1f2e")
-            .env("AWS_SECRET_ACCESS_KEY", "aws-exported-3c4d")
-            .env("GH_TOKEN", "gh-passed-5a6b")
-            .env("TOKENIZERS_PARALLELISM", "false");
-        let mut heron = support::Process::piped(child);
+        let mut heron =
+            Launch::acp(&dirs.home(), &["--model", "s/m", "--permission-mode", "bypassPermissions"])
+                .env("GITHUB_TOKEN", "ghp-exported-1f2e")
+                .env("AWS_SECRET_ACCESS_KEY", "aws-exported-3c4d")
+                .env("GH_TOKEN", "gh-passed-5a6b")
+                .env("TOKENIZERS_PARALLELISM", "false")
+                .start();
         let (answer, output) = command_output(&mut heron, &dirs, "env");
         assert_eq!(answer["result"]["stopReason"], "end_turn", "{config}: {answer}");
         assert!(
@@ -289,17 +286,9 @@ fn start_yolo(dirs: &Dirs, user_home: &std::path::Path, call: Value) -> support:
     let first = json!({ "steps": [{ "tool_call": call }] });
     dirs.write_home("config.toml", &support::scripted_provider("s", "s.jsonl"));
     dirs.write_home("s.jsonl", &format!("{first}\n{}\n", json!({ "steps": [{ "text": "ok" }] })));
-    let child = std::process::Command::new(support::heron_bin())
-        .args(["acp", "--model", "s/m", "--permission-mode", "bypassPermissions"])
-        .env("HERON_HOME", dirs.home())
+    Launch::acp(&dirs.home(), &["--model", "s/m", "--permission-mode", "bypassPermissions"])
         .env("HOME", user_home)
-        .env("HERON_LOG", "warn")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn heron");
-    support::Process::started(child)
+        .start()
 }
 
 /// Runs one prompt turn in a new session, rejecting every permission request: the last

@@ -14,7 +14,7 @@ use heron::conformance::format::requirement_met;
 use heron::conformance::runner::{Received, Transport};
 use serde_json::json;
 
-use crate::conformance::replay_text;
+use crate::support::conformance::replay_text;
 
 const INITIALIZE: &str = concat!(
     r#"{"send": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}}"#,

@@ -44,5 +44,4 @@ mod providers;
 mod record;
 mod registry;
 mod run_client;
-mod run_harness;
 mod run_lifecycle;

@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use heron_core::session::attachments;
+use heron_core::session::attachments::{self, ReadBack};
 use heron_core::session::event::{Compaction, CompactionStage, Event};
 use heron_core::session::settings::{Mode, OptionSpec, Settings};
 use heron_core::session::update::TurnUpdate;
@@ -142,10 +142,13 @@ pub fn prompt_input(blocks: Vec<ContentBlock>) -> Result<Vec<PromptInput>, RpcEr
 
 /// The content blocks a prompt shows as (an inbox item's, before it runs).
 pub fn prompt_blocks(input: &[PromptInput]) -> Vec<ContentBlock> {
+    // Before it runs, a prompt carries its images and blobs as `Attachment`s: its content
+    // refers to no saved file.
+    let no_files = ReadBack::default();
     input
         .iter()
         .map(|item| match item {
-            PromptInput::Content(content) => user_block(content),
+            PromptInput::Content(content) => user_block(content, &no_files),
             PromptInput::Attachment { image: true, mime_type, data, uri } => {
                 ContentBlock::Image(ImageContent {
                     annotations: None,
@@ -171,19 +174,19 @@ pub fn prompt_blocks(input: &[PromptInput]) -> Vec<ContentBlock> {
         .collect()
 }
 
-/// The content block a stored user message replays as.
-fn user_block(content: &UserContent) -> ContentBlock {
+/// The content block a stored user message replays as, its saved files from `files`.
+fn user_block(content: &UserContent, files: &ReadBack) -> ContentBlock {
     match content {
         UserContent::Text { text } => text_block(text.clone()),
-        UserContent::Image { mime_type, path, uri } => match attachments::read(path) {
-            Ok(bytes) => ContentBlock::Image(ImageContent {
+        UserContent::Image { mime_type, path, uri } => match files.get(path) {
+            Some(bytes) => ContentBlock::Image(ImageContent {
                 annotations: None,
                 data: base64::engine::general_purpose::STANDARD.encode(bytes),
                 meta: None,
                 mime_type: mime_type.clone(),
                 uri: uri.clone(),
             }),
-            Err(_) => text_block(format!("[image no longer available at {path}]")),
+            None => text_block(format!("[image no longer available at {path}]")),
         },
         UserContent::Resource { uri, mime_type, text } => ContentBlock::Resource(EmbeddedResource {
             annotations: None,
@@ -195,8 +198,8 @@ fn user_block(content: &UserContent) -> ContentBlock {
                 uri: uri.clone(),
             }),
         }),
-        UserContent::Blob { uri, mime_type, path } => match attachments::read(path) {
-            Ok(bytes) => ContentBlock::Resource(EmbeddedResource {
+        UserContent::Blob { uri, mime_type, path } => match files.get(path) {
+            Some(bytes) => ContentBlock::Resource(EmbeddedResource {
                 annotations: None,
                 meta: None,
                 resource: EmbeddedResourceResource::BlobResourceContents(BlobResourceContents {
@@ -206,7 +209,7 @@ fn user_block(content: &UserContent) -> ContentBlock {
                     uri: uri.clone(),
                 }),
             }),
-            Err(_) => text_block(format!("[resource {uri} no longer available]")),
+            None => text_block(format!("[resource {uri} no longer available]")),
         },
         UserContent::Link { uri, name, mime_type, title, description, size } => {
             ContentBlock::ResourceLink(ResourceLink {
@@ -325,8 +328,8 @@ fn update_of_call(call_id: &str) -> p::ToolCallUpdate {
 }
 
 /// The updates a durable event shows as, live or replayed. Live and replay share this one
-/// path, so a loaded session looks the way it did.
-pub fn event_updates(event: &Event) -> Vec<SessionUpdate> {
+/// path, so a loaded session looks the way it did. `files` are those [`files_shown`] read.
+pub fn event_updates(event: &Event, files: &ReadBack) -> Vec<SessionUpdate> {
     match event {
         // A custom command shows as the user typed it; the model read its expansion.
         Event::UserMessage { message_id, command: Some(line), .. } => {
@@ -337,7 +340,7 @@ pub fn event_updates(event: &Event) -> Vec<SessionUpdate> {
         }
         Event::UserMessage { message_id, content, command: None } => content
             .iter()
-            .map(|c| SessionUpdate::UserMessageChunk(chunk(message_id, user_block(c))))
+            .map(|c| SessionUpdate::UserMessageChunk(chunk(message_id, user_block(c, files))))
             .collect(),
         // Heron wrote it, so it says so; the model read it as the user's.
         Event::GoalContinuation { message_id, text, count } => {
@@ -410,18 +413,20 @@ pub(super) fn compaction_marker(compaction: &Compaction) -> Value {
     marker
 }
 
-/// Whether replaying `event` reads files (the images and blobs a prompt attached).
-pub fn reads_files(event: &Event) -> bool {
+/// The files showing `event` takes (the images and blobs a user message attached), read
+/// back off the async threads; none for any other event.
+pub async fn files_shown(event: &Event) -> ReadBack {
     match event {
-        Event::UserMessage { content, .. } => {
-            content.iter().any(|c| matches!(c, UserContent::Image { .. } | UserContent::Blob { .. }))
+        Event::UserMessage { content, command: None, .. } if attachments::reads_files(content) => {
+            attachments::read_back(content).await
         }
-        _ => false,
+        _ => ReadBack::default(),
     }
 }
 
 /// The updates a replayed event shows as: like live, plus finished messages whole.
-pub fn replay_updates(event: &Event) -> Vec<SessionUpdate> {
+/// `files` are those [`files_shown`] read.
+pub fn replay_updates(event: &Event, files: &ReadBack) -> Vec<SessionUpdate> {
     match event {
         Event::AgentMessage { message_id, text } => {
             vec![SessionUpdate::AgentMessageChunk(chunk(message_id, text_block(text.clone())))]
@@ -443,20 +448,21 @@ pub fn replay_updates(event: &Event) -> Vec<SessionUpdate> {
             if kept.is_empty() {
                 kept.push(ToolOutput::Text { text: for_model.clone() });
             }
-            let mut updates = event_updates(event);
+            let mut updates = event_updates(event, files);
             if let Some(SessionUpdate::ToolCallUpdate(update)) = updates.first_mut() {
                 update.content = Some(tool_content(&kept));
             }
             updates
         }
-        other => event_updates(other),
+        other => event_updates(other, files),
     }
 }
 
-/// The updates a live turn update shows as.
-pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
+/// The updates a live turn update shows as; `files` are those [`files_shown`] read for its
+/// event.
+pub fn turn_updates(update: TurnUpdate, files: &ReadBack) -> Vec<SessionUpdate> {
     match update {
-        TurnUpdate::Event(event) => event_updates(&event),
+        TurnUpdate::Event(event) => event_updates(&event, files),
         TurnUpdate::MessageChunk { message_id, text, .. } => {
             vec![SessionUpdate::AgentMessageChunk(chunk(&message_id, text_block(text)))]
         }

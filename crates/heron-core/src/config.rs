@@ -424,7 +424,7 @@ impl Config {
 
     /// The config `text` (the contents of `home`'s `config.toml`) describes, checked against
     /// the home and with the demo provider added.
-    pub fn from_text(home: &Home, text: &str) -> Result<Self, Invalid> {
+    pub(crate) fn from_text(home: &Home, text: &str) -> Result<Self, Invalid> {
         let mut config = Self::parse_located(text)?;
         config
             .check_writable_outside(home.root())
@@ -524,13 +524,13 @@ impl Config {
     }
 
     /// The reply cap, in bytes.
-    pub fn reply_cap(&self) -> usize {
+    pub(crate) fn reply_cap(&self) -> usize {
         usize::try_from(self.max_reply_bytes.unwrap_or(DEFAULT_MAX_REPLY_BYTES)).unwrap_or(usize::MAX)
     }
 
     /// The extra paths sandboxed commands may write, `~` expanded against `$HOME`. Without
     /// `HOME`, paths under `~` are left out (a configured one is refused at load).
-    pub fn writable_paths(&self) -> Vec<PathBuf> {
+    pub(crate) fn writable_paths(&self) -> Vec<PathBuf> {
         let user_home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
         self.writable_entries().filter_map(|entry| expand_tilde(entry, user_home.as_deref())).collect()
     }
@@ -569,7 +569,7 @@ impl Config {
     }
 
     /// Continuations one goal-mode prompt may start.
-    pub fn goal_continuations(&self) -> u32 {
+    pub(crate) fn goal_continuations(&self) -> u32 {
         self.max_goal_continuations.unwrap_or(DEFAULT_GOAL_CONTINUATIONS)
     }
 

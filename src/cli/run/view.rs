@@ -11,8 +11,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use heron_protocol::{
-    ContentBlock, Diff, PermissionOptionKind, Plan, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolKind,
+    ContentBlock, Diff, PermissionOptionKind, Plan, PlanEntryStatus, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+    ToolKind,
 };
 
 use super::screen::{Paint, Screen, Stream};
@@ -432,7 +433,8 @@ impl View {
         let mut lines = vec![(Paint::Bold, "Plan:".to_owned())];
         for entry in &plan.entries {
             let status = entry.status.to_string().replace('_', " ");
-            let paint = if status == "completed" { Paint::Dim } else { Paint::Plain };
+            let paint =
+                if matches!(entry.status, PlanEntryStatus::Completed) { Paint::Dim } else { Paint::Plain };
             lines.push((paint, format!("  [{status}] {}", entry.content)));
         }
         self.screen.lines(Stream::Out, &lines);

@@ -25,6 +25,12 @@ pub use transport::{ProcessTransport, Received, Transport};
 
 /// How long to wait for each expected message unless the header says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an agent that has sent nothing yet may take to send its first message (unless
+/// the header allows longer). That wait holds the agent's start-up, which is not what a
+/// timeout between messages bounds and grows with the machine's load far more than a
+/// reply: the TypeScript echo agent answers `initialize` 0.4 s after it is started on an
+/// idle machine and over 4 s on a busy one, and then each request in a hundredth of that.
+pub(super) const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a run of repeated messages may pause before it counts as finished, when no
 /// expectation follows it.
 pub(super) const GRACE: Duration = Duration::from_millis(300);

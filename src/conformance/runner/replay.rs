@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::client::{AUTH_REQUIRED, Client};
 use super::refresh::rewrite_segment;
 use super::transport::{Received, Transport};
-use super::{DEFAULT_TIMEOUT, EOF_WAIT, Failure, GRACE};
+use super::{DEFAULT_TIMEOUT, EOF_WAIT, Failure, GRACE, STARTUP_TIMEOUT};
 use crate::conformance::format::{Expectation, Item, Profile, Scenario, requirement_met};
 use crate::conformance::matcher::{self, Bindings, Paths, fill, matches, merge, side_by_side, signature};
 
@@ -38,6 +38,8 @@ struct Replay<'a> {
     paths: &'a Paths,
     bindings: Bindings,
     timeout: Duration,
+    /// Whether the agent has sent anything yet: until it has, it may still be starting.
+    heard: bool,
     /// A message read ahead (after a repeated run) and not yet matched.
     pushed: Option<Value>,
     /// Every message read in the current segment, in order (for refresh).
@@ -131,6 +133,7 @@ impl Replay<'_> {
         match self.transport.recv(wait) {
             Received::Line(text) => match serde_json::from_str::<Value>(&text) {
                 Ok(message) => {
+                    self.heard = true;
                     self.note_initialize(&message);
                     self.seen.push(message.clone());
                     Ok(Some(message))
@@ -158,12 +161,19 @@ impl Replay<'_> {
         self.pushed = Some(message);
     }
 
+    /// How long the next expected message may take: the scenario's timeout, or, while the
+    /// agent has sent nothing, long enough for it to start too.
+    fn wait(&self) -> Duration {
+        if self.heard { self.timeout } else { self.timeout.max(STARTUP_TIMEOUT) }
+    }
+
     fn required(&mut self, pattern: &Value, line: usize) -> Result<Value, Failure> {
-        match self.next(self.timeout, line)? {
+        let wait = self.wait();
+        match self.next(wait, line)? {
             Some(message) => Ok(message),
             None => Err(Failure::new(
                 line,
-                format!("nothing arrived within {:?}; expected:", self.timeout),
+                format!("nothing arrived within {wait:?}; expected:"),
                 serde_json::to_string_pretty(pattern).unwrap_or_default(),
             )),
         }
@@ -322,6 +332,7 @@ pub fn replay(
         paths,
         bindings: Bindings::default(),
         timeout,
+        heard: false,
         pushed: None,
         seen: Vec::new(),
         ignore: &scenario.header.ignore,
@@ -480,4 +491,54 @@ fn unexpected(line: usize, message: &Value) -> Failure {
         "the agent sent a message the transcript does not expect",
         side_by_side(&Value::String("(nothing)".into()), message),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Answers each line sent with `answers`' next line, and records how long each read
+    /// was allowed to wait.
+    struct Recording {
+        answers: std::collections::VecDeque<String>,
+        out: Option<String>,
+        waits: Vec<Duration>,
+    }
+
+    impl Transport for Recording {
+        fn send(&mut self, _line: &str) -> Result<(), String> {
+            self.out = self.answers.pop_front();
+            Ok(())
+        }
+
+        fn recv(&mut self, wait: Duration) -> Received {
+            self.waits.push(wait);
+            self.out.take().map_or(Received::Timeout, Received::Line)
+        }
+
+        fn close_input(&mut self) {}
+    }
+
+    #[test]
+    fn the_first_message_may_take_the_start_up_allowance_and_later_ones_the_scenarios_timeout() {
+        let text = [
+            r#"{"scenario": "two requests", "timeout_ms": 200}"#,
+            r#"{"send": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}}"#,
+            r#"{"expect": {"jsonrpc": "2.0", "id": 0, "result": {}}}"#,
+            r#"{"send": {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}}}"#,
+            r#"{"expect": {"jsonrpc": "2.0", "id": 1, "result": {}}}"#,
+        ]
+        .join("\n");
+        let scenario = Scenario::parse("waits", &text).expect("parses");
+        let answers = [r#"{"jsonrpc":"2.0","id":0,"result":{}}"#, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#];
+        let mut transport = Recording {
+            answers: answers.iter().map(|a| (*a).to_owned()).collect(),
+            out: None,
+            waits: Vec::new(),
+        };
+        let replayed = replay(&scenario, &mut transport, &Paths::default(), false).expect("passes");
+        assert_eq!(replayed, Replayed::Passed);
+        let timeout = Duration::from_millis(200);
+        assert_eq!(transport.waits[..2], [STARTUP_TIMEOUT, timeout], "{:?}", transport.waits);
+    }
 }

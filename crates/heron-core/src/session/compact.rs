@@ -250,7 +250,7 @@ impl Turn {
 
     /// `/compact`: summarizes the whole conversation now, whatever its size, with the
     /// user's `instructions` for the summary.
-    pub async fn compact(mut self, instructions: String) -> (Result<StopReason, TurnError>, Carried) {
+    pub(super) async fn compact(mut self, instructions: String) -> (Result<StopReason, TurnError>, Carried) {
         let outcome = match self.compact_asked(instructions).await {
             Err(TurnError::Provider(crate::llm::ProviderError::Cancelled)) => Ok(StopReason::Cancelled),
             _ if self.cancel().is_cancelled() => Ok(StopReason::Cancelled),

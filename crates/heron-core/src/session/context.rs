@@ -42,7 +42,7 @@ const CLIP_TAIL: usize = 1024;
 /// How a request's bytes turn into tokens: four bytes a token, or more tokens when the
 /// server's own count of an earlier request said so.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Calibration {
+pub(super) struct Calibration {
     /// The bytes of the request in flight.
     sent: u64,
     /// Bytes and tokens of the last request the server counted.
@@ -339,7 +339,7 @@ fn preamble(compaction: &Compaction) -> Option<String> {
 }
 
 /// The first words of a summary's thought, streamed before the summary.
-pub const SUMMARY_HEADER: &str =
+pub(super) const SUMMARY_HEADER: &str =
     "Compacting the conversation to free the model's context window. Summary:\n\n";
 
 impl Compaction {

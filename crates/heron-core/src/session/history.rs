@@ -21,11 +21,11 @@ use crate::types::UserContent;
 /// The images a session's history refers to, base64-encoded, read once each. An image that
 /// could not be read is remembered as missing, with why.
 #[derive(Debug, Default)]
-pub struct Images(HashMap<String, Result<String, String>>);
+pub(super) struct Images(HashMap<String, Result<String, String>>);
 
 impl Images {
     /// Reads every image of `events` not read yet.
-    pub async fn load(&mut self, events: &[Event]) {
+    pub(super) async fn load(&mut self, events: &[Event]) {
         let missing: Vec<String> = events
             .iter()
             .flat_map(|event| match event {
@@ -70,7 +70,7 @@ fn read_image(path: &str) -> Result<String, String> {
 }
 
 /// What the model is told about an interrupted call.
-pub const INTERRUPTED: &str = "The tool call was interrupted before it finished; it may not have run.";
+pub(super) const INTERRUPTED: &str = "The tool call was interrupted before it finished; it may not have run.";
 
 fn user_parts(content: &[UserContent], images: &Images) -> Vec<UserPart> {
     content

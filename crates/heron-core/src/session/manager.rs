@@ -552,15 +552,6 @@ impl Manager {
         self.admit_with_history(&record.id, options, |_| settings).await
     }
 
-    /// Closes every open session (the connection ended).
-    pub fn close_all(&self) {
-        let open: Vec<Open> =
-            self.open.lock().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, o)| o).collect();
-        for open in open {
-            open.session.close();
-        }
-    }
-
     /// Closes every open session and waits (at most two seconds) for their MCP servers to
     /// stop, so none outlives the agent.
     pub async fn stop_all(&self) {

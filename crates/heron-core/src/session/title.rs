@@ -7,10 +7,13 @@ use crate::secret::Secret;
 use crate::types::UserContent;
 
 /// The most characters a derived title keeps.
-pub const MAX_TITLE_CHARS: usize = 80;
+pub(super) const MAX_TITLE_CHARS: usize = 80;
 
 /// The title `prompt` gives a session, if it has any text.
-pub fn from_prompt<'a>(prompt: &[UserContent], secrets: impl Iterator<Item = &'a Secret>) -> Option<String> {
+pub(super) fn from_prompt<'a>(
+    prompt: &[UserContent],
+    secrets: impl Iterator<Item = &'a Secret>,
+) -> Option<String> {
     let line = prompt.iter().find_map(|content| match content {
         UserContent::Text { text } => {
             text.lines().map(|line| clean(line).trim().to_owned()).find(|line| !line.is_empty())

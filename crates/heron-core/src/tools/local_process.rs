@@ -27,7 +27,7 @@ const KEEPER_WAIT: Duration = Duration::from_secs(5);
 
 /// How a local command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ending {
+pub(super) enum Ending {
     /// It exited with a code.
     Exited(i32),
     /// A signal ended it (its name, e.g. `SIGKILL`).
@@ -40,7 +40,7 @@ pub enum Ending {
 
 /// A finished local command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finished {
+pub(super) struct Finished {
     /// How it ended.
     pub ending: Ending,
     /// Its stdout and stderr, interleaved as they arrived, capped.
@@ -48,7 +48,7 @@ pub struct Finished {
 }
 
 /// Where and how long a local command runs, and what its output may hold.
-pub struct Limits<'a> {
+pub(super) struct Limits<'a> {
     /// Its working directory.
     pub cwd: &'a Path,
     /// How long it may run before it is killed.
@@ -64,7 +64,7 @@ pub struct Limits<'a> {
 
 /// Runs `sh -c command` in a new process group, confined by `sandbox`, collecting its
 /// output (redacted, then capped) until it exits, times out or `cancel` fires.
-pub async fn run(
+pub(super) async fn run(
     command: &str,
     limits: Limits<'_>,
     cancel: &CancellationToken,
