@@ -206,6 +206,8 @@ pub(super) fn agent_command(program: &Path, args: &[String], sandbox: &Sandbox) 
         withheld: Withheld::default(),
         // The agent may sandbox its own tools (Heron does), which needs to list `/`.
         list_carved: true,
+        // Covered where the agent gets a mount namespace; its own children inherit it.
+        host_sockets: heron_core::sandbox::host_sockets(),
     };
     confine_blocking(&mut command, &policy).map_err(|e| e.to_string())?;
     Ok(command)

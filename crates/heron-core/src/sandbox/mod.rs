@@ -1,6 +1,8 @@
 //! The OS sandbox of the processes Heron starts for the model (`run_command`, MCP stdio
 //! servers): they may read and run anything except Heron's home, and write only inside the
-//! session's roots, the temp folder, the configured tool caches and a few device files.
+//! session's roots, the temp folder, the configured tool caches and a few device files;
+//! they reach no abstract Unix socket and signal no process of the host, and where they
+//! get a mount namespace, no host-control socket.
 //! Invariant: a child the policy confines either starts confined or does not start.
 //!
 //! Parts, one file each:
@@ -11,6 +13,8 @@
 //! - `own`: what Heron does to its own process (not dumpable), and the lineage whose
 //!   environment files a child covers.
 //! - `env`: the keys withheld from every child's environment (sandbox on or off).
+//! - `sockets`: the host's control sockets (D-Bus, tmux, X11, docker) children must not
+//!   reach, and what of them to cover.
 //! - `rules` (Linux): the Landlock ruleset, built in the parent, with the carve-out that
 //!   keeps the home out of every granted hierarchy.
 //! - `child` (Linux): what the child does between `fork` and `exec`.
@@ -34,15 +38,17 @@
 //! the child gets a mount namespace, the environment files of Heron and its ancestors (the
 //! editor) are covered too.
 //!
-//! What it does not do: it does not restrict the network or signals, nor hide the
-//! environment of the user's processes outside Heron's lineage (nor the lineage's own
-//! where no mount namespace can be made). Postures (tool
-//! approval) decide what is asked; the sandbox is the boundary, and only `sandbox = "off"`
-//! in `config.toml` turns it off.
+//! What it does not do: it does not restrict the network, nor hide the environment of the
+//! user's processes outside Heron's lineage (nor the lineage's own where no mount namespace
+//! can be made), nor cover host-control sockets by path where no mount namespace can be
+//! made (connecting to a socket file is not a file access Landlock controls before ABI 9).
+//! Postures (tool approval) decide what is asked; the sandbox is the boundary, and only
+//! `sandbox = "off"` in `config.toml` turns it off.
 
 mod env;
 mod own;
 mod policy;
+mod sockets;
 mod support;
 
 #[cfg(target_os = "linux")]
@@ -67,6 +73,12 @@ pub enum SandboxError {
     /// Preparing the rules failed.
     #[error("cannot prepare the sandbox: {0}")]
     Prepare(String),
+}
+
+/// The host-control sockets of this user that a policy covers by default (see `sockets`):
+/// for a policy built by hand, such as the conformance runner's.
+pub fn host_sockets() -> Vec<PathBuf> {
+    sockets::host_control()
 }
 
 /// Confines `command` by `policy`: keys leave its environment always, and when the policy
@@ -147,6 +159,7 @@ mod tests {
             read_only: Vec::new(),
             withheld: Withheld::default(),
             list_carved: false,
+            host_sockets: Vec::new(),
         })
     }
 

@@ -30,6 +30,9 @@ pub struct Policy {
     /// program must confine its own children (the agent a conformance run tests), since
     /// building a carve needs to list what it carves.
     pub list_carved: bool,
+    /// Host-control sockets and their folders (the session's D-Bus bus, tmux, X11, docker)
+    /// covered in a child's private mount namespace, where it gets one.
+    pub host_sockets: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -45,6 +48,7 @@ impl Policy {
                 .unwrap_or_default(),
             withheld: Withheld::from_keys(keys, &config.sandbox_pass_env),
             list_carved: false,
+            host_sockets: super::sockets::host_control(),
         }
     }
 }

@@ -1,6 +1,9 @@
 //! One child's Landlock ruleset, built in the parent: read and execute everywhere, write in
 //! the writable places, and nothing at all inside the hidden paths (Heron's home, and the
-//! raw storage and memory devices through which root could read the home's blocks).
+//! raw storage and memory devices through which root could read the home's blocks). Beyond
+//! files, the child may neither connect to an abstract Unix socket nor signal a process made
+//! outside its domain (Landlock ABI 6), best effort: an older kernel enforces what it knows
+//! and the rest is left out.
 //!
 //! Landlock only allows: a rule on a directory grants its whole hierarchy. So a hierarchy
 //! that contains a hidden path is carved instead of granted: each of its entries gets the
@@ -28,15 +31,24 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, BitFlags, PathBeneath, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr,
+    Scope,
 };
 
 use super::{Policy, SandboxError};
 
-/// The ABI whose file rights Heron handles: all of them up to `IOCTL_DEV` (Linux 6.10). An
-/// older kernel handles fewer (the crate leaves out what it lacks). Later rights, such as
-/// connecting to Unix sockets by path (ABI 9), stay unhandled until they are tested: they
-/// would deny the sockets tools use outside the roots.
+/// The ABI whose file rights Heron handles: all of them up to `IOCTL_DEV` (Linux 6.10);
+/// ABIs 6 to 8 add no file right (6 adds the scopes below). An older kernel handles fewer
+/// (the crate leaves out what it lacks). Later rights, such as connecting to Unix sockets
+/// by path (ABI 9), stay unhandled until they are tested on a kernel that has them: they
+/// would deny the sockets tools use outside the roots (the ssh agent's among them), so the
+/// host's sockets by path are covered by the mount namespace instead (`sockets`).
 const HANDLED: ABI = ABI::V5;
+
+/// The ABI whose scopes Heron asks for: abstract Unix sockets and signals (ABI 6, Linux
+/// 6.12). A child may still connect to the abstract sockets and signal the processes of its
+/// own domain (what it started), never those of the host: a tmux, D-Bus or X11 server
+/// listening on an abstract name would run what it is sent outside the sandbox.
+const SCOPED: ABI = ABI::V6;
 
 /// The most rules one ruleset may hold: a bound on the directories walked for a carve.
 const MAX_RULES: usize = 16_384;
@@ -88,8 +100,7 @@ pub(super) fn real_home(home: &Path) -> Result<PathBuf, SandboxError> {
 pub(super) fn build(policy: &Policy, home: &Path) -> Result<OwnedFd, SandboxError> {
     let mut hidden = vec![home.to_path_buf()];
     hidden.extend(raw_devices());
-    let ruleset =
-        Ruleset::default().handle_access(write_rights()).and_then(Ruleset::create).map_err(prepare)?;
+    let ruleset = ruleset().map_err(prepare)?;
     // Only those that exist: carving a missing one would carve its parent, and a carved
     // directory takes no new entries (`touch ~/new` would fail in a workspace on `~`).
     let read_only = policy.read_only.iter().filter_map(|path| std::fs::canonicalize(path).ok()).collect();
@@ -118,6 +129,11 @@ pub(super) fn build(policy: &Policy, home: &Path) -> Result<OwnedFd, SandboxErro
     }
     Option::<OwnedFd>::from(rules.ruleset)
         .ok_or_else(|| prepare("the kernel created no ruleset although it reported Landlock"))
+}
+
+/// An empty ruleset handling every file right and the scopes.
+fn ruleset() -> Result<RulesetCreated, landlock::RulesetError> {
+    Ruleset::default().handle_access(write_rights())?.scope(Scope::from_all(SCOPED))?.create()
 }
 
 fn prepare(reason: impl std::fmt::Display) -> SandboxError {
@@ -271,8 +287,7 @@ mod tests {
     use super::*;
 
     fn rules_hiding(hidden: &[&Path]) -> Rules {
-        let ruleset =
-            Ruleset::default().handle_access(write_rights()).and_then(Ruleset::create).expect("ruleset");
+        let ruleset = ruleset().expect("ruleset");
         Rules {
             ruleset,
             hidden: hidden.iter().map(|p| p.to_path_buf()).collect(),

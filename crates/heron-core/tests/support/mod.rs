@@ -250,6 +250,7 @@ impl Dirs {
             read_only: Vec::new(),
             withheld: Withheld::default(),
             list_carved: false,
+            host_sockets: Vec::new(),
         })
     }
 
