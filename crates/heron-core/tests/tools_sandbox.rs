@@ -510,3 +510,51 @@ async fn a_confined_command_cannot_connect_to_a_host_socket_by_its_path() {
     assert_eq!(output.matches("connected").count(), 2, "the test would see the connections: {output}");
     assert!(in_folder.exists() && single.exists(), "the covers are the child's alone");
 }
+
+/// A home under the temp folder (`/tmp/x/.heron`) carves the temp folder, in which nothing
+/// can then be created: each session's commands get a temp folder of their own instead, so
+/// `mktemp`, Python's `tempfile` and cargo work, and it goes when the session does.
+#[tokio::test]
+async fn a_home_under_the_temp_folder_leaves_commands_a_temp_folder_of_their_own() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let temp_home = tempfile::tempdir().expect("a home under the temp folder");
+    let home = std::fs::canonicalize(temp_home.path()).expect("canonical");
+    std::fs::write(home.join(".env"), format!("SANDBOX_TEST_KEY={KEY}\n")).expect(".env");
+    let policy = policy_from("", &home, vec![dirs.ws()]);
+    let env = env_with(&dirs, Arc::clone(&policy));
+    let script = "t=$(mktemp) && echo made > \"$t\" && cat \"$t\" && echo \"TMPDIR=$TMPDIR\" \
+                  && python3 -c 'import tempfile; print(\"python\", tempfile.mkstemp()[1])'";
+    let (ok, output) = sh(&env, script).await;
+    assert!(ok && output.contains("made") && output.contains("python"), "{output}");
+    let private = output
+        .lines()
+        .find_map(|line| line.strip_prefix("TMPDIR="))
+        .map(PathBuf::from)
+        .expect("a private TMPDIR");
+    assert!(private.starts_with(std::env::temp_dir()) && private.is_dir(), "{output}");
+    let (ok, output) = sh(&env, &format!("cat '{}/.env'", home.display())).await;
+    assert!(!ok && refused(&output), "the home stays hidden: {output}");
+
+    if std::process::Command::new("cargo").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        std::fs::write(dirs.ws().join("Cargo.toml"), "[workspace]\nresolver = \"3\"\n").expect("workspace");
+        let script = "cargo new -q --vcs none x && cd x \
+                      && env -u CARGO_TARGET_DIR -u CARGO_BUILD_TARGET_DIR -u RUSTC_WRAPPER cargo build -q --offline \
+                      && ../target/debug/x";
+        let (ok, output) = sh(&env, script).await;
+        assert!(ok && output.contains("Hello, world!"), "{output}");
+    } else {
+        eprintln!("SKIPPED (in part): cargo is not installed here");
+    }
+
+    drop((env, policy));
+    for _ in 0..200 {
+        if !private.exists() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the private temp folder outlived its session: {}", private.display());
+}

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use heron_core::config::Home;
-use heron_core::sandbox::{Policy, Withheld, confine_blocking};
+use heron_core::sandbox::{Policy, PrivateTemp, Withheld, confine_blocking};
 use std::process::Command;
 
 use serde_json::Value;
@@ -208,6 +208,8 @@ pub(super) fn agent_command(program: &Path, args: &[String], sandbox: &Sandbox) 
         list_carved: true,
         // Covered where the agent gets a mount namespace; its own children inherit it.
         host_sockets: heron_core::sandbox::host_sockets(),
+        // The agent's TMPDIR is the scenario's own.
+        temp: PrivateTemp::default(),
     };
     confine_blocking(&mut command, &policy).map_err(|e| e.to_string())?;
     Ok(command)

@@ -30,11 +30,15 @@ struct Cover {
 }
 
 impl Steps {
-    /// Builds the ruleset (reads directories: call it on the blocking pool) and, when
-    /// `hides_home`, the paths to cover.
-    pub(super) fn prepare(policy: &Policy, hides_home: bool) -> Result<Self, SandboxError> {
+    /// Builds the ruleset (reads directories: call it on the blocking pool), with `temp`
+    /// writable, and, when `hides_home`, the paths to cover.
+    pub(super) fn prepare(
+        policy: &Policy,
+        hides_home: bool,
+        temp: Option<&std::path::Path>,
+    ) -> Result<Self, SandboxError> {
         let home = rules::real_home(&policy.home)?;
-        let ruleset = rules::build(policy, &home)?;
+        let ruleset = rules::build(policy, &home, temp)?;
         // A path with a NUL byte cannot exist, so there is nothing to cover.
         let c_path = |path: &std::path::Path| CString::new(path.as_os_str().as_bytes()).ok();
         let cover = hides_home.then(|| {

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::Withheld;
+use super::{PrivateTemp, Withheld};
 use crate::config::{Config, Home, Keys, SandboxSetting};
 
 /// A session's sandbox policy.
@@ -33,6 +33,8 @@ pub struct Policy {
     /// Host-control sockets and their folders (the session's D-Bus bus, tmux, X11, docker)
     /// covered in a child's private mount namespace, where it gets one.
     pub host_sockets: Vec<PathBuf>,
+    /// The private temp folder children get as `TMPDIR`, made when one first needs it.
+    pub temp: PrivateTemp,
 }
 
 impl Policy {
@@ -49,6 +51,7 @@ impl Policy {
             withheld: Withheld::from_keys(keys, &config.sandbox_pass_env),
             list_carved: false,
             host_sockets: super::sockets::host_control(),
+            temp: PrivateTemp::default(),
         }
     }
 }

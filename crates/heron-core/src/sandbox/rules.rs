@@ -95,9 +95,10 @@ pub(super) fn real_home(home: &Path) -> Result<PathBuf, SandboxError> {
     }
 }
 
-/// Builds the ruleset of `policy` with `home` (from [`real_home`]) hidden; returns its
-/// descriptor, ready for `landlock_restrict_self`.
-pub(super) fn build(policy: &Policy, home: &Path) -> Result<OwnedFd, SandboxError> {
+/// Builds the ruleset of `policy` with `home` (from [`real_home`]) hidden and `temp` (the
+/// child's private temp folder) writable; returns its descriptor, ready for
+/// `landlock_restrict_self`.
+pub(super) fn build(policy: &Policy, home: &Path, temp: Option<&Path>) -> Result<OwnedFd, SandboxError> {
     let mut hidden = vec![home.to_path_buf()];
     hidden.extend(raw_devices());
     let ruleset = ruleset().map_err(prepare)?;
@@ -121,7 +122,7 @@ pub(super) fn build(policy: &Policy, home: &Path) -> Result<OwnedFd, SandboxErro
         rules.grant(fd, &real, write_rights())?;
     }
     let devices = DEVICES.iter().map(PathBuf::from);
-    for path in policy.writable.iter().cloned().chain(devices) {
+    for path in policy.writable.iter().cloned().chain(temp.map(Path::to_path_buf)).chain(devices) {
         // A cache or device that does not exist here is simply not granted.
         if let Ok((fd, real)) = open_following(&path) {
             rules.grant(fd, &real, write_rights())?;

@@ -251,6 +251,7 @@ impl Dirs {
             withheld: Withheld::default(),
             list_carved: false,
             host_sockets: Vec::new(),
+            temp: Default::default(),
         })
     }
 
