@@ -511,6 +511,76 @@ async fn a_confined_command_cannot_connect_to_a_host_socket_by_its_path() {
     assert!(in_folder.exists() && single.exists(), "the covers are the child's alone");
 }
 
+/// The user's home of tool folders, as `~` for [`DEFAULT_SANDBOX_WRITABLE`]: bin folders,
+/// configs and toolchains that run outside the sandbox later, beside real caches.
+fn tool_home(dirs: &Dirs) -> PathBuf {
+    let user = dirs.outside().join("user");
+    for folder in [
+        ".cargo/bin",
+        ".cargo/registry/cache",
+        ".cargo/git",
+        ".rustup/toolchains/stable/bin",
+        ".local/bin",
+        ".local/lib/python3/site-packages",
+        ".cache/pip",
+        ".npm/_cacache",
+        "go/bin",
+        "go/pkg/mod",
+        ".m2/repository",
+        ".gradle/caches",
+    ] {
+        std::fs::create_dir_all(user.join(folder)).expect("tool folder");
+    }
+    std::fs::write(user.join(".cargo/.package-cache"), "").expect("cargo's lock");
+    std::fs::write(user.join(".cargo/config.toml"), "").expect("cargo's config");
+    user
+}
+
+/// What a command may write outside its workspace is what builds cache, never what runs
+/// later outside the sandbox: a `git` planted in `~/.local/bin`, a `.pth` in site-packages,
+/// a `rustc-wrapper` in `~/.cargo/config.toml`, a replaced toolchain binary.
+#[tokio::test]
+async fn the_default_writable_paths_are_caches_and_not_programs_or_configs() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let user = tool_home(&dirs);
+    let defaults = heron_core::config::DEFAULT_SANDBOX_WRITABLE
+        .iter()
+        .map(|entry| user.join(entry.strip_prefix("~/").expect("under ~")))
+        .collect();
+    let base = policy_from("", &dirs.home(), vec![dirs.ws()]);
+    let env = env_with(&dirs, Arc::new(Policy { writable: defaults, ..(*base).clone() }));
+    for planting in [
+        ".local/bin/git",
+        ".local/lib/python3/site-packages/evil.pth",
+        ".cargo/config.toml",
+        ".cargo/bin/cargo",
+        ".rustup/toolchains/stable/bin/rustc",
+        "go/bin/gopls",
+        ".bashrc",
+    ] {
+        let (ok, output) = sh(&env, &format!("echo planted > '{}'", user.join(planting).display())).await;
+        assert!(!ok && output.contains("Permission denied"), "{planting}: {output}");
+    }
+    let caches = [
+        ".cargo/registry/cache/crate",
+        ".cargo/git/checkout",
+        ".cargo/.package-cache",
+        ".cache/pip/wheel",
+        ".npm/_cacache/entry",
+        "go/pkg/mod/module",
+        ".m2/repository/artifact",
+        ".gradle/caches/entry",
+    ];
+    let writes: Vec<String> =
+        caches.iter().map(|cache| format!("echo cached > '{}'", user.join(cache).display())).collect();
+    let (ok, output) = sh(&env, &writes.join(" && ")).await;
+    assert!(ok, "the caches stay writable: {output}");
+    assert_eq!(std::fs::read_to_string(user.join(".cargo/config.toml")).expect("config"), "");
+}
+
 /// A home under the temp folder (`/tmp/x/.heron`) carves the temp folder, in which nothing
 /// can then be created: each session's commands get a temp folder of their own instead, so
 /// `mktemp`, Python's `tempfile` and cargo work, and it goes when the session does.
