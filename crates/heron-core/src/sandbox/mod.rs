@@ -39,10 +39,11 @@
 //! the child gets a mount namespace, the environment files of Heron and its ancestors (the
 //! editor) are covered too.
 //!
-//! What it does not do: it does not restrict the network, nor hide the environment of the
-//! user's processes outside Heron's lineage (nor the lineage's own where no mount namespace
-//! can be made), nor cover host-control sockets by path where no mount namespace can be
-//! made (connecting to a socket file is not a file access Landlock controls before ABI 9).
+//! What it does not do: it does not restrict a session's network (only the conformance
+//! runner's agent loses TCP), nor hide the environment of the user's processes outside
+//! Heron's lineage (nor the lineage's own where no mount namespace can be made), nor cover
+//! host-control sockets by path where no mount namespace can be made (connecting to a
+//! socket file is not a file access Landlock controls before ABI 9).
 //! Postures (tool approval) decide what is asked; the sandbox is the boundary, and only
 //! `sandbox = "off"` in `config.toml` turns it off.
 
@@ -196,6 +197,8 @@ mod tests {
             read_only: Vec::new(),
             withheld: Withheld::default(),
             list_carved: false,
+            readable: None,
+            network: true,
             host_sockets: Vec::new(),
             temp: PrivateTemp::default(),
         })

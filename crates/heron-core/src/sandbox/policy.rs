@@ -1,6 +1,7 @@
 //! What a session lets its children do: whether the sandbox is on, the home they must not
-//! see, the roots and extra paths they may write, and the keys withheld from them. Built
-//! without touching the disk; paths are resolved when a child's rules are prepared.
+//! see, the roots and extra paths they may write, what they may read and reach, and the
+//! keys withheld from them. Built without touching the disk; paths are resolved when a
+//! child's rules are prepared.
 
 use std::path::PathBuf;
 
@@ -30,6 +31,14 @@ pub struct Policy {
     /// program must confine its own children (the agent a conformance run tests), since
     /// building a carve needs to list what it carves.
     pub list_carved: bool,
+    /// What children may read and run, when not everything: these hierarchies, the write
+    /// roots and the writable paths, and nothing else (`None`: everything but the hidden
+    /// paths). Then the system's own secrets (`/etc/shadow`, `/etc/ssh`, ...) are hidden
+    /// too. Narrowed for the agent a conformance run tests, not for a session's commands.
+    pub readable: Option<Vec<PathBuf>>,
+    /// Whether children may bind and connect TCP sockets (refused from Landlock ABI 4,
+    /// Linux 6.7). Off for the agent a conformance run tests; UDP is not covered.
+    pub network: bool,
     /// Host-control sockets and their folders (the session's D-Bus bus, tmux, X11, docker)
     /// covered in a child's private mount namespace, where it gets one.
     pub host_sockets: Vec<PathBuf>,
@@ -50,6 +59,8 @@ impl Policy {
                 .unwrap_or_default(),
             withheld: Withheld::from_keys(keys, &config.sandbox_pass_env),
             list_carved: false,
+            readable: None,
+            network: true,
             host_sockets: super::sockets::host_control(),
             temp: PrivateTemp::default(),
         }

@@ -1,9 +1,10 @@
-//! One child's Landlock ruleset, built in the parent: read and execute everywhere, write in
-//! the writable places, and nothing at all inside the hidden paths (Heron's home, and the
-//! raw storage and memory devices through which root could read the home's blocks). Beyond
-//! files, the child may neither connect to an abstract Unix socket nor signal a process made
-//! outside its domain (Landlock ABI 6), best effort: an older kernel enforces what it knows
-//! and the rest is left out.
+//! One child's Landlock ruleset, built in the parent: read and execute everywhere (or only
+//! where the policy narrows reading to), write in the writable places, and nothing at all
+//! inside the hidden paths (Heron's home, and the raw storage and memory devices through
+//! which root could read the home's blocks). Beyond files, the child may neither connect to
+//! an abstract Unix socket nor signal a process made outside its domain (Landlock ABI 6),
+//! and, where the policy says so, neither bind nor connect TCP (ABI 4). Each of these is
+//! best effort: an older kernel enforces what it knows and the rest is left out.
 //!
 //! Landlock only allows: a rule on a directory grants its whole hierarchy. So a hierarchy
 //! that contains a hidden path is carved instead of granted: each of its entries gets the
@@ -30,8 +31,8 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, BitFlags, PathBeneath, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr,
-    Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, PathBeneath, Ruleset, RulesetAttr, RulesetCreated,
+    RulesetCreatedAttr, Scope,
 };
 
 use super::{Policy, SandboxError};
@@ -49,6 +50,23 @@ const HANDLED: ABI = ABI::V5;
 /// own domain (what it started), never those of the host: a tmux, D-Bus or X11 server
 /// listening on an abstract name would run what it is sent outside the sandbox.
 const SCOPED: ABI = ABI::V6;
+
+/// The ABI whose network rights a policy without network handles: binding and connecting
+/// TCP (ABI 4, Linux 6.7). No port is granted, so every one is refused.
+const NETWORK: ABI = ABI::V4;
+
+/// The system's own secrets, hidden as well where a policy narrows reading (root reads
+/// them otherwise): password hashes, the host's ssh keys, TLS private keys, sudo's rules.
+const SYSTEM_SECRETS: [&str; 8] = [
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+];
 
 /// The most rules one ruleset may hold: a bound on the directories walked for a carve.
 const MAX_RULES: usize = 16_384;
@@ -101,7 +119,10 @@ pub(super) fn real_home(home: &Path) -> Result<PathBuf, SandboxError> {
 pub(super) fn build(policy: &Policy, home: &Path, temp: Option<&Path>) -> Result<OwnedFd, SandboxError> {
     let mut hidden = vec![home.to_path_buf()];
     hidden.extend(raw_devices());
-    let ruleset = ruleset().map_err(prepare)?;
+    if policy.readable.is_some() {
+        hidden.extend(SYSTEM_SECRETS.iter().filter_map(|path| std::fs::canonicalize(path).ok()));
+    }
+    let ruleset = ruleset(policy.network).map_err(prepare)?;
     // Only those that exist: carving a missing one would carve its parent, and a carved
     // directory takes no new entries (`touch ~/new` would fail in a workspace on `~`).
     let read_only = policy.read_only.iter().filter_map(|path| std::fs::canonicalize(path).ok()).collect();
@@ -110,7 +131,22 @@ pub(super) fn build(policy: &Policy, home: &Path, temp: Option<&Path>) -> Result
 
     let (root_fd, root) =
         open_following(Path::new("/")).map_err(|e| prepare(format!("cannot open /: {e}")))?;
-    rules.grant(root_fd, &root, read_rights())?;
+    match &policy.readable {
+        None => rules.grant(root_fd, &root, read_rights())?,
+        Some(readable) => {
+            // Names only, everywhere: what a confined program needs to carve for its own
+            // children (see `Policy::list_carved`); contents stay out.
+            if policy.list_carved {
+                rules.grant(root_fd, &root, AccessFs::ReadDir.into())?;
+            }
+            for path in readable {
+                // A folder this machine does not have is simply not granted.
+                if let Ok((fd, real)) = open_following(path) {
+                    rules.grant(fd, &real, read_rights())?;
+                }
+            }
+        }
+    }
     // From here on rights include writing, which the read-only paths are carved out of.
     rules.writing = true;
     for root in &policy.roots {
@@ -132,9 +168,13 @@ pub(super) fn build(policy: &Policy, home: &Path, temp: Option<&Path>) -> Result
         .ok_or_else(|| prepare("the kernel created no ruleset although it reported Landlock"))
 }
 
-/// An empty ruleset handling every file right and the scopes.
-fn ruleset() -> Result<RulesetCreated, landlock::RulesetError> {
-    Ruleset::default().handle_access(write_rights())?.scope(Scope::from_all(SCOPED))?.create()
+/// An empty ruleset handling every file right, the scopes and, without `network`, TCP.
+fn ruleset(network: bool) -> Result<RulesetCreated, landlock::RulesetError> {
+    let mut ruleset = Ruleset::default().handle_access(write_rights())?.scope(Scope::from_all(SCOPED))?;
+    if !network {
+        ruleset = ruleset.handle_access(AccessNet::from_all(NETWORK))?;
+    }
+    ruleset.create()
 }
 
 fn prepare(reason: impl std::fmt::Display) -> SandboxError {
@@ -233,8 +273,12 @@ impl Rules {
 
     fn add(&mut self, fd: OwnedFd, is_dir: bool, rights: BitFlags<AccessFs>) -> Result<(), SandboxError> {
         self.within_budget()?;
-        // Directory rights on a file are invalid; Landlock would refuse the rule.
+        // Directory rights on a file are invalid; Landlock would refuse the rule. A file
+        // offered listing alone gets no rule at all.
         let rights = if is_dir { rights } else { rights & AccessFs::from_file(HANDLED) };
+        if rights.is_empty() {
+            return Ok(());
+        }
         (&mut self.ruleset).add_rule(PathBeneath::new(fd, rights)).map_err(prepare)?;
         self.count += 1;
         Ok(())
@@ -288,7 +332,7 @@ mod tests {
     use super::*;
 
     fn rules_hiding(hidden: &[&Path]) -> Rules {
-        let ruleset = ruleset().expect("ruleset");
+        let ruleset = ruleset(true).expect("ruleset");
         Rules {
             ruleset,
             hidden: hidden.iter().map(|p| p.to_path_buf()).collect(),
