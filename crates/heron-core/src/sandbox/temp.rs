@@ -7,6 +7,10 @@
 //! the home, and a carved folder takes no new entries, so `mkstemp` in `/tmp` fails and
 //! with it `cargo`, `python3 -m tempfile` and every program that makes a temporary file.
 //! A folder of the session's own, inside the temp folder, is granted whole.
+//!
+//! A process that ends before its sessions do (killed, or exiting while the removal waits
+//! on the blocking pool) leaves its folders behind; the next folder made sweeps those of
+//! processes that are gone.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -31,12 +35,16 @@ impl PrivateTemp {
     }
 }
 
+/// The start of every folder's name; the rest is the making process's id and a random part.
+const PREFIX: &str = "heron-";
+
 /// Makes a new folder only this user can enter, under a name nobody could have taken.
 fn make() -> Option<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     let parent = std::env::temp_dir();
+    sweep(&parent);
     for _ in 0..ATTEMPTS {
-        let path = parent.join(format!("heron-{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()));
+        let path = parent.join(format!("{PREFIX}{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()));
         // `create` fails on an existing name (a link planted there included): never reuse one.
         match std::fs::DirBuilder::new().mode(0o700).create(&path) {
             Ok(()) => return Some(path),
@@ -48,6 +56,32 @@ fn make() -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// Removes the folders in `parent` that a process of this user made and that outlived it:
+/// named as [`make`] names them, real folders (not links), owned by this user, of a process
+/// id that no longer runs. One whose id was taken by another process since stays.
+fn sweep(parent: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    // SAFETY: getuid takes nothing and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(made_by) else { continue };
+        let path = entry.path();
+        let ours = std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir() && meta.uid() == uid);
+        if ours && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
+/// The id of the process that made a folder named `name`, when [`make`] named it.
+fn made_by(name: &str) -> Option<u32> {
+    let (pid, random) = name.strip_prefix(PREFIX)?.split_once('-')?;
+    let random_ok = random.len() == 32 && random.bytes().all(|b| b.is_ascii_hexdigit());
+    random_ok.then(|| pid.parse().ok()).flatten()
 }
 
 impl Drop for Slot {
@@ -84,6 +118,30 @@ mod tests {
         assert!(path.exists(), "a clone still holds it");
         drop(shared);
         assert!(!path.exists(), "removed with its contents");
+    }
+
+    #[test]
+    fn a_folder_left_by_a_process_that_is_gone_is_swept_and_a_living_ones_kept() {
+        let mut gone = std::process::Command::new("true").spawn().expect("a short process");
+        let gone_pid = gone.id();
+        gone.wait().expect("it ends");
+        let random = || uuid::Uuid::new_v4().simple().to_string();
+        let temp = std::env::temp_dir();
+        let left = temp.join(format!("{PREFIX}{gone_pid}-{}", random()));
+        let living = temp.join(format!("{PREFIX}{}-{}", std::process::id(), random()));
+        let other = temp.join(format!("{PREFIX}{gone_pid}-not-ours"));
+        for folder in [&left, &living, &other] {
+            std::fs::create_dir(folder).expect("a folder");
+        }
+        std::fs::write(left.join("file"), "x").expect("contents");
+        let made = PrivateTemp::default();
+        assert!(made.path().is_some());
+        let (left_gone, living_kept, other_kept) = (!left.exists(), living.exists(), other.exists());
+        for folder in [&living, &other] {
+            let _ = std::fs::remove_dir(folder);
+        }
+        assert!(left_gone, "the folder of a process that is gone was swept");
+        assert!(living_kept && other_kept, "a living process's folder and other names stay");
     }
 
     #[test]
