@@ -129,7 +129,7 @@ mod tests {
         let temp = std::env::temp_dir();
         let left = temp.join(format!("{PREFIX}{gone_pid}-{}", random()));
         let living = temp.join(format!("{PREFIX}{}-{}", std::process::id(), random()));
-        let other = temp.join(format!("{PREFIX}{gone_pid}-not-ours"));
+        let other = temp.join(format!("{PREFIX}{gone_pid}-not-ours-{}", random()));
         for folder in [&left, &living, &other] {
             std::fs::create_dir(folder).expect("a folder");
         }
