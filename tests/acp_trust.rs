@@ -358,3 +358,91 @@ fn yolo_still_asks_before_writing_a_git_hook() {
     assert_eq!(call["content"][0]["type"], "diff", "the question shows the hook: {asked}");
     assert!(!hooks.join("pre-commit").exists(), "the rejected write ran");
 }
+
+/// Whether `strace` can inject errors here (it exists and may trace); says why not.
+fn strace_injects() -> bool {
+    let probe = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-o", "/dev/null", "-e", "inject=landlock_create_ruleset:error=ENOSYS", "true"])
+        .output();
+    match probe {
+        Ok(output) if output.status.success() => true,
+        Ok(output) => {
+            eprintln!(
+                "SKIPPED: strace cannot trace here: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+            false
+        }
+        Err(error) => {
+            eprintln!("SKIPPED: no strace to hide Landlock from heron with: {error}");
+            false
+        }
+    }
+}
+
+/// On a kernel without Landlock (made here by `strace` failing its system call with ENOSYS,
+/// in the real binary and with no switch of Heron's own), `initialize` says so in
+/// `_meta.heron.sandbox`, commands run unconfined, as with `sandbox = "off"`, and stderr
+/// says it once, not once per command.
+#[test]
+fn without_landlock_initialize_says_so_and_stderr_warns_once() {
+    if !strace_injects() {
+        return;
+    }
+    let marker_step = |n: u32| {
+        let command = format!("echo run {n} && cat \"$HERON_HOME_COPY\"");
+        json!({ "tool_call": { "name": "run_command", "arguments": { "command": command } } })
+    };
+    let script = format!(
+        "{}\n{}\n",
+        json!({ "steps": [marker_step(1), marker_step(2)] }),
+        json!({ "steps": [{ "text": "ok" }] })
+    );
+    let dirs = support::scripted_home("s", "", &script);
+    dirs.write_home("marker.txt", "read-from-the-home\n");
+    let stderr = dirs.home().join("..").join("stderr.log");
+    let mut command = std::process::Command::new("strace");
+    command
+        .args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=landlock_create_ruleset"])
+        .args(["-e", "inject=landlock_create_ruleset:error=ENOSYS"])
+        .arg(support::heron_bin())
+        .args(["acp", "--model", "s/m", "--permission-mode", "bypassPermissions"])
+        .env("HERON_HOME", dirs.home())
+        .env("HERON_HOME_COPY", dirs.home().join("marker.txt"))
+        .env("HERON_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).expect("stderr file"));
+    let mut heron = support::Process::started(command.spawn().expect("strace starts heron"));
+
+    let init = heron.request(json!("init"), "initialize", json!({ "protocolVersion": 1 }));
+    let sandbox = &init["result"]["_meta"]["heron"]["sandbox"];
+    assert_eq!(sandbox["supported"], false, "{init}");
+    assert!(sandbox["reason"].as_str().is_some_and(|reason| reason.contains("no Landlock")), "{init}");
+    let session = heron.new_session(&dirs.ws());
+    heron.send(json!({ "jsonrpc": "2.0", "id": "p", "method": "session/prompt",
+        "params": { "sessionId": session, "prompt": [{ "type": "text", "text": "run twice" }] } }));
+    let mut completed = Vec::new();
+    loop {
+        let message = heron.next();
+        if message["id"] == "p" {
+            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+            break;
+        }
+        if update_kind(&message) == Some("tool_call_update")
+            && message["params"]["update"]["status"] == "completed"
+        {
+            completed.push(message["params"]["update"].to_string());
+        }
+    }
+    heron.close_input();
+    assert!(heron.exited_within(support::PROCESS_WAIT).is_some(), "heron exits on EOF");
+
+    assert_eq!(completed.len(), 2, "{completed:?}");
+    assert!(
+        completed.iter().all(|update| update.contains("read-from-the-home")),
+        "ran unconfined: {completed:?}"
+    );
+    let log = std::fs::read_to_string(&stderr).expect("stderr");
+    assert_eq!(log.matches("the OS sandbox is unavailable").count(), 1, "said once: {log}");
+}

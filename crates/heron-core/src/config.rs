@@ -382,21 +382,29 @@ pub enum SandboxSetting {
     Off,
 }
 
-/// The tool caches sandboxed commands may write when `sandbox_writable` is not set: what
-/// cargo, rustup, npm, yarn, pnpm, pip, Go, Maven and Gradle write outside a workspace, so
-/// that builds work in the sandbox. `~/.cache` and `~/.local` cover pip, uv, Go's build
-/// cache and most XDG tools.
-pub const DEFAULT_SANDBOX_WRITABLE: [&str; 10] = [
-    "~/.cargo",
-    "~/.rustup",
-    "~/.npm",
+/// The tool caches sandboxed commands may write when `sandbox_writable` is not set: where
+/// cargo, npm, yarn, pnpm, pip, uv, Go, Maven and Gradle keep what they download and build,
+/// so that builds work in the sandbox. Never a tool's programs (`~/.cargo/bin`,
+/// `~/.local/bin`, `~/.rustup`, `~/go/bin`), Python's site-packages or a config file
+/// (`~/.cargo/config.toml`): those run, or steer what runs, outside the sandbox later.
+/// Cargo's three lock and tracking files are files, not folders; a path that does not
+/// exist when a command starts is not granted.
+pub const DEFAULT_SANDBOX_WRITABLE: [&str; 15] = [
+    "~/.cargo/registry",
+    "~/.cargo/git",
+    "~/.cargo/.package-cache",
+    "~/.cargo/.package-cache-mutate",
+    "~/.cargo/.global-cache",
     "~/.cache",
-    "~/.local",
-    "~/.m2",
-    "~/.gradle",
-    "~/go",
-    "~/.yarn",
+    "~/.npm/_cacache",
+    "~/.npm/_logs",
+    "~/go/pkg/mod",
+    "~/.m2/repository",
+    "~/.gradle/caches",
+    "~/.gradle/daemon",
+    "~/.yarn/berry/cache",
     "~/.pnpm-store",
+    "~/.local/share/pnpm/store",
 ];
 
 /// Continuations a goal-mode prompt may start when `config.toml` does not say.

@@ -4,6 +4,7 @@
 //! rewrites the expectations that no longer hold (`refresh`), then replays once more to
 //! prove them.
 
+mod agent_files;
 mod agent_line;
 mod client;
 mod confine;
@@ -105,11 +106,14 @@ fn start(agent: &AgentCommand, args: &CheckedArgs, sandbox: &Sandbox) -> Result<
         AgentCommand::Heron(exe) => {
             let mut line = vec!["acp".to_owned()];
             line.extend(args.command_line(&sandbox.paths));
-            confine::agent_command(exe, &line, sandbox)
+            confine::agent_command(exe, &line, vec![exe.clone()], sandbox)
         }
-        AgentCommand::Shell(line) => {
-            confine::agent_command(Path::new("sh"), &["-c".to_owned(), line.clone()], sandbox)
-        }
+        AgentCommand::Shell(line) => confine::agent_command(
+            Path::new("sh"),
+            &["-c".to_owned(), line.clone()],
+            agent_files::of_line(line),
+            sandbox,
+        ),
     };
     let command = command.map_err(|e| Failure::new(0, format!("cannot confine the agent: {e}"), ""))?;
     ProcessTransport::spawn(command).map_err(|e| Failure::new(0, format!("cannot start the agent: {e}"), ""))

@@ -252,6 +252,10 @@ impl Dirs {
             read_only: Vec::new(),
             withheld: Withheld::default(),
             list_carved: false,
+            readable: None,
+            network: true,
+            host_sockets: Vec::new(),
+            temp: Default::default(),
         })
     }
 
