@@ -400,7 +400,6 @@ fn without_landlock_initialize_says_so_and_stderr_warns_once() {
     );
     let dirs = support::scripted_home("s", "", &script);
     dirs.write_home("marker.txt", "read-from-the-home\n");
-    let stderr = dirs.home().join("..").join("stderr.log");
     let mut command = std::process::Command::new("strace");
     command
         .args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=landlock_create_ruleset"])
@@ -409,11 +408,8 @@ fn without_landlock_initialize_says_so_and_stderr_warns_once() {
         .args(["acp", "--model", "s/m", "--permission-mode", "bypassPermissions"])
         .env("HERON_HOME", dirs.home())
         .env("HERON_HOME_COPY", dirs.home().join("marker.txt"))
-        .env("HERON_LOG", "warn")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(&stderr).expect("stderr file"));
-    let mut heron = support::Process::started(command.spawn().expect("strace starts heron"));
+        .env("HERON_LOG", "warn");
+    let mut heron = support::Launch::command(command).capture_stderr().start();
 
     let init = heron.request(json!("init"), "initialize", json!({ "protocolVersion": 1 }));
     let sandbox = &init["result"]["_meta"]["heron"]["sandbox"];
@@ -435,14 +431,12 @@ fn without_landlock_initialize_says_so_and_stderr_warns_once() {
             completed.push(message["params"]["update"].to_string());
         }
     }
-    heron.close_input();
-    assert!(heron.exited_within(support::PROCESS_WAIT).is_some(), "heron exits on EOF");
+    let log = heron.finish(support::PROCESS_WAIT).stderr;
 
     assert_eq!(completed.len(), 2, "{completed:?}");
     assert!(
         completed.iter().all(|update| update.contains("read-from-the-home")),
         "ran unconfined: {completed:?}"
     );
-    let log = std::fs::read_to_string(&stderr).expect("stderr");
     assert_eq!(log.matches("the OS sandbox is unavailable").count(), 1, "said once: {log}");
 }
