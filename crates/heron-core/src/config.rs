@@ -620,7 +620,7 @@ fn expand_tilde(entry: &str, user_home: Option<&Path>) -> Option<PathBuf> {
 /// link into the home is caught too).
 fn is_within(path: &Path, dir: &Path) -> bool {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let resolve = |p: &Path| crate::tools::roots::resolve_against(&cwd, &p.to_string_lossy());
+    let resolve = |p: &Path| crate::paths::resolve_against(&cwd, &p.to_string_lossy());
     path.starts_with(dir) || resolve(path).starts_with(resolve(dir))
 }
 

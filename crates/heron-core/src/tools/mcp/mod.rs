@@ -401,7 +401,7 @@ pub fn reaches_home(
             (Some(rest), Some(home)) => format!("{}{rest}", home.to_string_lossy()),
             _ => candidate.to_owned(),
         };
-        if protected.is_home(&crate::tools::roots::resolve_against(cwd, &expanded)) {
+        if protected.is_home(&crate::paths::resolve_against(cwd, &expanded)) {
             return Some((field, text.to_owned()));
         }
     }
