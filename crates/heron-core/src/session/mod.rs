@@ -12,6 +12,7 @@
 mod actor;
 pub mod attachments;
 mod calls;
+mod clip;
 pub mod commands;
 mod compact;
 mod context;
