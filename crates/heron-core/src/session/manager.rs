@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::actor::ActorContext;
+use super::actor_context::ActorContext;
 use super::event::Event;
 use super::goal::{Goal, GoalError};
 use super::loading::{Loading, StoredHistory};

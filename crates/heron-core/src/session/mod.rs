@@ -10,6 +10,7 @@
 //! When no prompt runs or waits, the actor runs the session's durable inbox (`inbox`).
 
 mod actor;
+mod actor_context;
 pub mod attachments;
 mod calls;
 mod clip;
@@ -204,7 +205,7 @@ impl Session {
         id: String,
         state: State,
         history: Vec<Event>,
-        context: actor::ActorContext,
+        context: actor_context::ActorContext,
         offer: Offer,
         editor: Arc<dyn EditorIo>,
         status: Board,
