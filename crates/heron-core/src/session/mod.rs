@@ -34,6 +34,7 @@ pub mod settings;
 pub mod snapshot;
 mod status;
 mod steer;
+mod stored_prompt;
 mod title;
 mod transcript;
 // Its items are `pub` in a private module; they are narrowed when turn.rs is next
