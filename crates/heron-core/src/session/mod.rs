@@ -24,6 +24,7 @@ pub mod inbox;
 mod loading;
 mod lock;
 mod manager;
+mod opening;
 mod outcome;
 mod permission;
 mod pursuit;
@@ -70,7 +71,8 @@ use crate::types::{PromptInput, StopReason};
 use heron_store::Store;
 
 pub use loading::Loading;
-pub use manager::{Manager, ManagerOptions, OpenOptions, SessionError};
+pub use manager::{Manager, ManagerOptions};
+pub use opening::{OpenOptions, SessionError};
 pub use seats::{MAX_OPEN_SESSIONS, max_open_sessions};
 pub use transcript::transcript_path;
 
