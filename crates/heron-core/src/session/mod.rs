@@ -38,9 +38,6 @@ mod steer;
 mod stored_prompt;
 mod title;
 mod transcript;
-// Its items are `pub` in a private module; they are narrowed when turn.rs is next
-// restructured, together with the cancel work under way there.
-#[allow(unreachable_pub)]
 mod turn;
 pub mod update;
 mod watched;
