@@ -182,3 +182,22 @@ fn the_cycle_check_follows_use_trees_and_super_paths_but_not_comments_or_literal
     let edges: Vec<_> = graph[&Vec::new()].keys().cloned().collect();
     assert_eq!(edges, [("a".to_owned(), "b".to_owned()), ("a".to_owned(), "c".to_owned())]);
 }
+
+#[test]
+fn every_tangle_is_reported_not_only_the_first() {
+    let (dir, root) = scratch_crate(&[
+        ("lib.rs", "mod a;\nmod b;\nmod c;\nmod d;\nmod e;\n"),
+        ("a.rs", "use crate::b::B;\npub struct A;\n"),
+        ("b.rs", "use crate::a::A;\npub struct B;\n"),
+        ("c.rs", "use crate::d::D;\nuse crate::e::E;\npub struct C;\n"),
+        ("d.rs", "use crate::e::E;\npub struct D;\n"),
+        ("e.rs", "use crate::c::C;\npub struct E;\n"),
+    ]);
+    let cycles = imports::cycles(&imports::graph(&root, dir.path()));
+    let members: Vec<_> = cycles.iter().map(|c| c.members.clone()).collect();
+    assert_eq!(members.len(), 2, "{cycles:?}");
+    assert_eq!(members[0], ["a", "b"]);
+    // One cycle through the second tangle, each step an import that is there.
+    assert!(members[1].len() >= 2 && members[1].iter().all(|m| ["c", "d", "e"].contains(&m.as_str())));
+    assert_eq!(cycles[1].places.len(), members[1].len());
+}

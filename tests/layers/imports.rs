@@ -366,28 +366,49 @@ pub fn graph(root: &Path, shown_from: &Path) -> Graph {
     graph
 }
 
-/// A cycle among the children of each module that has one (one cycle each, the first a
-/// depth-first walk in name order meets).
+/// The cycles among the children of each module: one for each set of children that all
+/// reach each other (a strongly connected component), so that every tangle is reported,
+/// not only the first.
 pub fn cycles(graph: &Graph) -> Vec<Cycle> {
     let mut found = Vec::new();
     for (parent, edges) in graph {
-        let mut next: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut next: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         for (a, b) in edges.keys() {
-            next.entry(a).or_default().push(b);
+            next.entry(a).or_default().insert(b);
+            next.entry(b).or_default();
         }
-        // Depth-first, with the path walked so far: an edge back into it closes a cycle.
-        let mut done = BTreeSet::new();
-        let cycle = next.keys().find_map(|start| {
-            let mut path: Vec<&str> = Vec::new();
-            walk(start, &next, &mut path, &mut done)
-        });
-        if let Some(members) = cycle {
-            let places = (0..members.len())
-                .map(|i| edges[&(members[i].to_owned(), members[(i + 1) % members.len()].to_owned())].clone())
+        let reach: BTreeMap<&str, BTreeSet<&str>> =
+            next.keys().map(|node| (*node, reached(node, &next))).collect();
+        let mut placed = BTreeSet::new();
+        for node in next.keys() {
+            if placed.contains(node) {
+                continue;
+            }
+            let tangle: BTreeSet<&str> =
+                reach[node].iter().copied().filter(|other| reach[other].contains(node)).collect();
+            placed.extend(tangle.iter().copied());
+            if tangle.is_empty() {
+                continue;
+            }
+            // A walk inside the tangle from any of its members comes back to the walk.
+            let inside: BTreeMap<&str, BTreeSet<&str>> = tangle
+                .iter()
+                .map(|n| (*n, next[n].iter().copied().filter(|m| tangle.contains(m)).collect()))
+                .collect();
+            let mut path = vec![*node];
+            while let Some(step) = inside[path[path.len() - 1]].iter().next().copied() {
+                if let Some(start) = path.iter().position(|n| *n == step) {
+                    path.drain(..start);
+                    break;
+                }
+                path.push(step);
+            }
+            let places = (0..path.len())
+                .map(|i| edges[&(path[i].to_owned(), path[(i + 1) % path.len()].to_owned())].clone())
                 .collect();
             found.push(Cycle {
                 parent: parent.clone(),
-                members: members.into_iter().map(str::to_owned).collect(),
+                members: path.into_iter().map(str::to_owned).collect(),
                 places,
             });
         }
@@ -395,25 +416,16 @@ pub fn cycles(graph: &Graph) -> Vec<Cycle> {
     found
 }
 
-fn walk<'a>(
-    node: &'a str,
-    next: &BTreeMap<&'a str, Vec<&'a str>>,
-    path: &mut Vec<&'a str>,
-    done: &mut BTreeSet<&'a str>,
-) -> Option<Vec<&'a str>> {
-    if let Some(start) = path.iter().position(|n| *n == node) {
-        return Some(path[start..].to_vec());
-    }
-    if done.contains(node) {
-        return None;
-    }
-    path.push(node);
-    for after in next.get(node).into_iter().flatten() {
-        if let Some(cycle) = walk(after, next, path, done) {
-            return Some(cycle);
+/// Every node `from` reaches by one edge or more.
+fn reached<'a>(from: &'a str, next: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> BTreeSet<&'a str> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![from];
+    while let Some(node) = todo.pop() {
+        for after in &next[node] {
+            if seen.insert(*after) {
+                todo.push(after);
+            }
         }
     }
-    path.pop();
-    done.insert(node);
-    None
+    seen
 }
