@@ -3,8 +3,8 @@
 //! README's per-server config examples, loaded with Heron's own config loader and each run
 //! through a tool-calling turn against its server's mock, so that they cannot rot.
 
+use heron_core::config::flavor::Flavor;
 use heron_core::config::{Config, ProviderKind};
-use heron_core::llm::openai::flavor::Flavor;
 use serde_json::{Value, json};
 
 use crate::support::server_mock::{Answer, MockServer};

@@ -13,6 +13,7 @@ pub mod config;
 pub mod extensions;
 pub mod llm;
 pub mod local;
+pub mod paths;
 pub mod sandbox;
 pub mod secret;
 pub mod session;

@@ -246,6 +246,23 @@ fn every_request_priced() -> bool {
     true
 }
 
+/// Token counts of one model request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens, cached and cache-written ones included (Anthropic counts them apart;
+    /// its provider adds them in).
+    pub input_tokens: u64,
+    /// Completion tokens (reasoning included).
+    pub output_tokens: u64,
+    /// Prompt tokens served from a cache, when reported.
+    pub cached_input_tokens: u64,
+    /// Prompt tokens written to a cache (Anthropic bills them above plain input).
+    #[serde(default)]
+    pub cache_write_input_tokens: u64,
+    /// Reasoning tokens, when reported.
+    pub reasoning_tokens: u64,
+}
+
 /// Tokens a session's model requests took so far, by kind: what shows whether the
 /// provider's prompt cache is hitting.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -265,7 +282,7 @@ pub struct TokenTotals {
 
 impl TokenTotals {
     /// These totals with one request's `usage` added.
-    pub fn plus(self, usage: &crate::llm::Usage) -> Self {
+    pub fn plus(self, usage: &Usage) -> Self {
         TokenTotals {
             input: self.input.saturating_add(usage.input_tokens),
             output: self.output.saturating_add(usage.output_tokens),

@@ -5,9 +5,9 @@
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use heron_core::config::flavor::RequestShape;
 use heron_core::llm::anthropic::AnthropicProvider;
 use heron_core::llm::http::HttpConfig;
-use heron_core::llm::openai::flavor::RequestShape;
 use heron_core::llm::{
     ChatMessage, FinishReason, ModelEvent, ModelRequest, ModelStream, Provider, ProviderError, Reasoning,
     ToolCallRequest, ToolSpec, Usage, UserPart,

@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use crate::support::{Dirs, pid_in, scratch, wait_until_dead};
 use heron_core::config::{Config, Home, Keys};
+use heron_core::paths::credential_folders;
 use heron_core::sandbox::{Policy, Support, support};
 use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
-use heron_core::tools::protected::credential_folders;
 use heron_core::tools::run_command::RunCommand;
 use heron_core::tools::{Tool, ToolEnv};
 use heron_core::types::ToolStatus;

@@ -12,12 +12,14 @@
 // A `pub` item is the crate's API or it is narrowed to where it is used.
 #![warn(unreachable_pub)]
 
+mod bind;
 mod decode;
 pub mod error;
 mod legacy;
 mod lenient;
 mod peer;
 pub mod runtime;
+mod schema;
 pub mod serve;
 mod table;
 mod tagged;
@@ -41,7 +43,7 @@ pub mod types {
 pub use heron_rpc::RpcError;
 pub use types::*;
 
-version::protocol_version!(crate::types, schema: SCHEMA_JSON, upgrade: crate::legacy::upgrade);
+bind::protocol_version!(crate::types, schema: SCHEMA_JSON, upgrade: crate::legacy::upgrade);
 
 /// The merged schema the types were generated from, for runtime validation.
 pub const SCHEMA_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/schema.json"));

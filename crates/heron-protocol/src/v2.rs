@@ -41,7 +41,7 @@ pub const SCHEMA_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/v2/schema.
 /// The generated v2 Rust source, for the drift test against `generated/v2/acp.rs`.
 pub const GENERATED_RUST: &str = include_str!(concat!(env!("OUT_DIR"), "/v2/acp.rs"));
 
-crate::version::protocol_version!(crate::v2::types, schema: SCHEMA_JSON, upgrade: crate::version::as_sent);
+crate::bind::protocol_version!(crate::v2::types, schema: SCHEMA_JSON, upgrade: crate::version::as_sent);
 
 /// The per-method execution policy of ACP v2: a hand-written exhaustive `match`, so a method
 /// added to the schema does not compile until someone decides how it runs.

@@ -5,7 +5,7 @@
 //! [`crate::v2::SchemaValidator`] ACP v2 ones.
 
 use std::marker::PhantomData;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use jsonschema::ValidatorMap;
 use serde_json::Value;
@@ -13,31 +13,10 @@ use serde_json::value::RawValue;
 
 use heron_rpc::{OutgoingKind, RpcError, Validate};
 
+pub use crate::schema::{EmbeddedSchema, SchemaError};
 use crate::table::Side;
 use crate::types::Method;
 use crate::version::ProtocolMethod;
-
-/// One version's merged schema, embedded in the binary and compiled on first use, once per
-/// process, then shared by every validator of that version.
-pub struct EmbeddedSchema {
-    json: &'static str,
-    compiled: OnceLock<Result<Arc<ValidatorMap>, String>>,
-}
-
-impl EmbeddedSchema {
-    /// The schema whose text is `json`, not yet compiled.
-    pub const fn new(json: &'static str) -> Self {
-        Self { json, compiled: OnceLock::new() }
-    }
-
-    fn validators(&self) -> Result<Arc<ValidatorMap>, SchemaError> {
-        let compiled = self.compiled.get_or_init(|| {
-            let schema: Value = serde_json::from_str(self.json).map_err(|e| e.to_string())?;
-            jsonschema::validator_map_for(&schema).map(Arc::new).map_err(|e| e.to_string())
-        });
-        compiled.as_ref().map(Arc::clone).map_err(|e| SchemaError(e.clone()))
-    }
-}
 
 /// Compiled validators for every definition of one version's merged schema, checking the
 /// messages of one side of a connection; `M` is the version's `Method`.
@@ -58,11 +37,6 @@ impl<M> std::fmt::Debug for Validator<M> {
             .finish()
     }
 }
-
-/// Why the validator could not be built: the embedded schema is broken, a build bug.
-#[derive(Debug, thiserror::Error)]
-#[error("the embedded protocol schema does not compile: {0}")]
-pub struct SchemaError(String);
 
 impl<M: ProtocolMethod> Validator<M> {
     /// A validator for the side that serves `serving`'s methods (`Side::Agent` for `heron

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use heron_core::local::{self, FileError};
+use heron_core::paths::resolve_against;
 use heron_core::tools::protected::Protected;
-use heron_core::tools::roots::{ReadAccess, Roots, resolve_against};
+use heron_core::tools::roots::{ReadAccess, Roots};
 use heron_protocol::error::RESOURCE_NOT_FOUND;
 use heron_protocol::{
     ReadTextFileRequest, ReadTextFileResponse, RpcError, WriteTextFileRequest, WriteTextFileResponse,

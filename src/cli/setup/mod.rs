@@ -285,7 +285,7 @@ mod tests {
         run(&home, SetupArgs::default(), &mut std::io::Cursor::new("llamacpp\n\n\n\n\n")).expect("setup");
         let config = Config::load(&home).expect("config loads");
         let provider = &config.providers["llamacpp"];
-        assert_eq!(provider.effective_flavor(), Some(heron_core::llm::openai::flavor::Flavor::Llamacpp));
+        assert_eq!(provider.effective_flavor(), Some(heron_core::config::flavor::Flavor::Llamacpp));
         assert_eq!(provider.api_key_env, None);
         assert!(!home.env_path().exists(), "no key, no .env");
     }

@@ -2,7 +2,7 @@
 //! model and the key's usual name, so that a user picks a name and pastes a key.
 
 use heron_core::config::ProviderKind;
-use heron_core::llm::openai::flavor::Flavor;
+use heron_core::config::flavor::Flavor;
 
 /// One server `heron setup` can configure.
 #[derive(Debug, Clone, Copy, PartialEq)]

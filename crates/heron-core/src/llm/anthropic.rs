@@ -12,11 +12,8 @@ use tokio_util::sync::CancellationToken;
 use self::events::MessageAssembler;
 pub use self::wire::DEFAULT_MAX_TOKENS;
 use super::http::{Api, HttpConfig, HttpProvider};
-use super::openai::flavor::RequestShape;
 use super::{ModelRequest, ModelStream, Provider, ProviderError};
-
-/// Where Anthropic's own API lives; requests go to `{DEFAULT_BASE_URL}/messages`.
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
+use crate::config::flavor::RequestShape;
 
 /// The API version every request names unless the config sets `anthropic-version` itself.
 /// It fixes the request and stream shapes this module reads, so it moves only with them.
@@ -75,9 +72,14 @@ mod tests {
     use super::*;
     use crate::secret::Secret;
 
+    /// The endpoint the config gives this kind when it names none.
+    fn default_base_url() -> &'static str {
+        crate::config::ProviderKind::Anthropic.default_base_url().expect("a default endpoint")
+    }
+
     #[test]
     fn requests_go_to_messages_below_the_base_url() {
-        let provider = AnthropicProvider::new(HttpConfig::new(DEFAULT_BASE_URL)).expect("valid");
+        let provider = AnthropicProvider::new(HttpConfig::new(default_base_url())).expect("valid");
         assert_eq!(provider.endpoint(), "https://api.anthropic.com/v1/messages");
         let refused = AnthropicProvider::new(HttpConfig::new("ftp://example.com"));
         assert!(matches!(refused, Err(ProviderError::Unreachable(_))));

@@ -42,9 +42,9 @@ use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
 use super::driven::{Emitter, drive};
-use super::openai::flavor::RequestShape;
 use super::sse::{Payload, SseDecoder};
 use super::{ModelEvent, ModelRequest, ModelStream, Provider, ProviderError};
+use crate::config::flavor::RequestShape;
 use crate::secret::{Secret, clip, redact};
 
 /// The longest wait between attempts, whatever the backoff or `Retry-After` says.

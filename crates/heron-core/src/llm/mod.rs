@@ -21,6 +21,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+// Usage is the core's vocabulary (session totals and prices count it); providers report it.
+pub use crate::types::Usage;
+
 /// The most bytes a tool call's arguments may take. Providers keep no more than one byte
 /// past it; the turn fails a call over it without running it.
 pub const MAX_TOOL_ARGUMENT_BYTES: usize = 8 * 1024 * 1024;
@@ -166,23 +169,6 @@ pub enum FinishReason {
     Length,
     /// It refused (content filter or an explicit refusal).
     Refusal,
-}
-
-/// Token counts of one model request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens, cached and cache-written ones included (Anthropic counts them apart;
-    /// its provider adds them in).
-    pub input_tokens: u64,
-    /// Completion tokens (reasoning included).
-    pub output_tokens: u64,
-    /// Prompt tokens served from a cache, when reported.
-    pub cached_input_tokens: u64,
-    /// Prompt tokens written to a cache (Anthropic bills them above plain input).
-    #[serde(default)]
-    pub cache_write_input_tokens: u64,
-    /// Reasoning tokens, when reported.
-    pub reasoning_tokens: u64,
 }
 
 /// What a model stream yields, in order.

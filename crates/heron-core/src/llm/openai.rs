@@ -1,19 +1,18 @@
 //! The OpenAI-compatible provider: one streamed Chat Completions request per
 //! [`ModelRequest`] (`{base_url}/chat/completions`), shaped per server by its
-//! [`flavor::RequestShape`]. Retries, timeouts and redaction are the shared HTTP layer's
+//! [`RequestShape`] (`config::flavor`). Retries, timeouts and redaction are the shared HTTP layer's
 //! (`llm::http`); the stream's quirks are `chunks`.
 
 mod chunks;
-pub mod flavor;
 mod wire;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use self::chunks::ChunkAssembler;
-use self::flavor::RequestShape;
 use super::http::{Api, HttpConfig, HttpProvider};
 use super::{ModelRequest, ModelStream, Provider, ProviderError};
+use crate::config::flavor::RequestShape;
 
 /// The Chat Completions API.
 #[derive(Debug)]

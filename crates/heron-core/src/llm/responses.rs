@@ -25,11 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 use self::events::EventAssembler;
 use super::http::{Api, HttpConfig, HttpProvider};
-use super::openai::flavor::RequestShape;
 use super::{ModelRequest, ModelStream, Provider, ProviderError};
-
-/// Where OpenAI serves the Responses API; requests go to `{DEFAULT_BASE_URL}/responses`.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+use crate::config::flavor::RequestShape;
 
 /// The Responses API.
 #[derive(Debug, Default)]
@@ -107,9 +104,14 @@ mod tests {
     use super::*;
     use crate::secret::Secret;
 
+    /// The endpoint the config gives this kind when it names none.
+    fn default_base_url() -> &'static str {
+        crate::config::ProviderKind::OpenaiResponses.default_base_url().expect("a default endpoint")
+    }
+
     #[test]
     fn requests_go_to_responses_below_the_base_url() {
-        let provider = ResponsesProvider::new(HttpConfig::new(DEFAULT_BASE_URL)).expect("valid");
+        let provider = ResponsesProvider::new(HttpConfig::new(default_base_url())).expect("valid");
         assert_eq!(provider.endpoint(), "https://api.openai.com/v1/responses");
         let trimmed = ResponsesProvider::new(HttpConfig::new("http://localhost:1234/v1/")).expect("valid");
         assert_eq!(trimmed.endpoint(), "http://localhost:1234/v1/responses");

@@ -54,8 +54,8 @@ impl Policy {
             home: home.root().to_path_buf(),
             roots,
             writable: temp_folders().into_iter().chain(config.writable_paths()).collect(),
-            read_only: crate::tools::protected::user_home()
-                .map(|home| crate::tools::protected::credential_folders(&home))
+            read_only: crate::paths::user_home()
+                .map(|home| crate::paths::credential_folders(&home))
                 .unwrap_or_default(),
             withheld: Withheld::from_keys(keys, &config.sandbox_pass_env),
             list_carved: false,

@@ -108,7 +108,7 @@ pub(super) fn real_home(home: &Path) -> Result<PathBuf, SandboxError> {
     let cwd =
         std::env::current_dir().map_err(|e| SandboxError::Prepare(format!("no current directory: {e}")))?;
     match home.to_str() {
-        Some(home) => Ok(crate::tools::roots::resolve_against(&cwd, home)),
+        Some(home) => Ok(crate::paths::resolve_against(&cwd, home)),
         None => Err(SandboxError::Prepare("HERON_HOME does not exist and is not valid UTF-8".to_owned())),
     }
 }

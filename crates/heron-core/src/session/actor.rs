@@ -11,35 +11,17 @@ use std::sync::{Arc, PoisonError};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::actor_context::ActorContext;
 use super::inbox::{self, Inbox};
 use super::turn::{Carried, Limits, Turn};
 use super::update::ChunkBudget;
 use super::update::TurnUpdate;
 use super::{Job, PromptError, PromptResult, Session, State, Work, attachments, reload, watched};
-use crate::extensions::{Runtime, Shared};
 use crate::tools::mcp::McpHub;
 use crate::tools::protected::Protected;
 use crate::tools::roots::Roots;
 use crate::tools::{Registry, ToolEnv};
 use crate::types::{StopReason, UserContent};
-use heron_store::Store;
-
-/// What the actor needs beyond the session itself. What the config decides is read from
-/// the session's runtime at each turn instead, so a reload reaches the next one.
-pub(super) struct ActorContext {
-    pub(super) store: Store,
-    pub(super) tools: Arc<Registry>,
-    pub(super) transcripts: PathBuf,
-    /// How long a permission answer may take, when the command line says.
-    pub(super) permission_timeout: Option<std::time::Duration>,
-    pub(super) witness: Option<Arc<dyn crate::tools::FileWitness>>,
-    pub(super) mcp: Arc<McpHub>,
-    /// `--max-tokens`.
-    pub(super) max_reply_tokens: Option<u32>,
-    pub(super) append_system_prompt: Option<Arc<str>>,
-    /// The manager's runtime, which a reload replaces too (for sessions opened later).
-    pub(super) shared: Arc<Shared<Runtime>>,
-}
 
 /// What the actor runs next.
 enum Next {

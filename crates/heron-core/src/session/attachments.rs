@@ -12,8 +12,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::paths::resolve_against;
 use crate::tools::fsio;
-use crate::tools::roots::resolve_against;
 use crate::types::{PromptInput, UserContent};
 
 /// The largest attachment read back, in bytes (a stored one that grew past it is refused).

@@ -13,9 +13,9 @@
 //! request after a compaction starts with the same bytes and a provider's prompt cache
 //! keeps hitting. The policy that decides when to compact lives in `compact`.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
+use super::clip::clippable;
 use super::event::{Compaction, CompactionStage, Event};
 use super::history::{Images, Shaping, shaped_messages};
 use crate::llm::{ChatMessage, ToolSpec, UserPart};
@@ -31,13 +31,6 @@ const IMAGE_BYTES: u64 = 6 * 1024;
 
 /// What a message's framing (role, ids, JSON punctuation) counts for.
 const MESSAGE_BYTES: u64 = 16;
-
-/// Outputs up to this size are never clipped: clipping them would save little.
-const CLIP_OVER: usize = 4 * 1024;
-/// How much of a clipped output's start is kept (errors and headers are at the top).
-const CLIP_HEAD: usize = 1536;
-/// How much of its end is kept (summaries and exit codes are at the bottom).
-const CLIP_TAIL: usize = 1024;
 
 /// How a request's bytes turn into tokens: four bytes a token, or more tokens when the
 /// server's own count of an earlier request said so.
@@ -120,34 +113,6 @@ fn message_bytes(message: &ChatMessage) -> u64 {
             }
             ChatMessage::Tool { call_id, content } => len(call_id) + len(content),
         }
-}
-
-/// `text` as sent once the model has answered it: as it is when short, else its head and
-/// tail around a marker saying how much was left out and how to see it.
-pub(super) fn clip_output(text: &str) -> Cow<'_, str> {
-    if text.len() <= CLIP_OVER {
-        return Cow::Borrowed(text);
-    }
-    let mut head = CLIP_HEAD;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = text.len() - CLIP_TAIL;
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
-    let left_out = tail - head;
-    Cow::Owned(format!(
-        "{}\n[... {left_out} bytes of this output were clipped to fit the context window; run the tool \
-         again to see them ...]\n{}",
-        &text[..head],
-        &text[tail..]
-    ))
-}
-
-/// Whether `text` would be clipped.
-fn clippable(text: &str) -> bool {
-    text.len() > CLIP_OVER
 }
 
 /// What requests send of a history: events from `cut` on (after the prompt of the turn the
@@ -386,6 +351,7 @@ impl Compaction {
 
 #[cfg(test)]
 mod tests {
+    use super::super::clip::CLIP_OVER;
     use super::*;
     use crate::types::{ToolKind, ToolStatus, UserContent};
 
@@ -458,20 +424,6 @@ mod tests {
                 ChatMessage::Tool { content, .. } => format!("tool:{content}"),
             })
             .collect()
-    }
-
-    #[test]
-    fn a_long_output_keeps_its_head_and_tail_around_a_readable_marker() {
-        let text = format!("{}{}{}", "h".repeat(2000), "é".repeat(3000), "t".repeat(2000));
-        let clipped = clip_output(&text);
-        assert!(clipped.len() < text.len() / 2, "{}", clipped.len());
-        assert!(clipped.starts_with(&"h".repeat(1536)), "the head is kept");
-        assert!(clipped.ends_with(&"t".repeat(1024)), "the tail is kept");
-        assert!(clipped.contains("bytes of this output were clipped"), "the model is told");
-        assert_eq!(clip_output("short"), "short");
-        // A cut inside a multi-byte character moves to its edge.
-        let wide = "漢".repeat(3000);
-        assert!(clip_output(&wide).contains("clipped"));
     }
 
     #[test]

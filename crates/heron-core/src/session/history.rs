@@ -220,7 +220,7 @@ fn rendered<'e>(
                 if let Some(open) = open_calls.iter().position(|c| c == call_id) {
                     open_calls.remove(open);
                     let content = if at < clip_before {
-                        super::context::clip_output(for_model).into_owned()
+                        super::clip::clip_output(for_model).into_owned()
                     } else {
                         for_model.clone()
                     };

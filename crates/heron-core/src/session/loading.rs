@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 
 use super::Session;
 use super::event::Event;
-use super::manager::{Admitted, Manager, OpenOptions, SessionError};
+use super::opening::SessionError;
 use crate::tools::editor::EditorIo;
 
 /// A session's stored events, read a page at a time.
@@ -111,10 +111,15 @@ impl StoredHistory {
     }
 }
 
+/// Starts the actor of a session that is not open in this process yet, with its whole
+/// history: the manager's last step of opening it, with what the manager read for it. A
+/// load holds it rather than the manager, so that this module knows nothing of the manager.
+pub(super) type Start<'m> = Box<dyn FnOnce(Vec<Event>) -> Arc<Session> + Send + 'm>;
+
 /// What a loaded session becomes once its history is read.
-enum Target {
+enum Target<'m> {
     /// Not open in this process: its actor starts with the history read.
-    Spawn { admitted: Box<Admitted>, options: OpenOptions },
+    Spawn(Start<'m>),
     /// Already open here: its actor has its history; the replay reads the store.
     Attach { session: Arc<Session>, editor: Arc<dyn EditorIo> },
 }
@@ -123,41 +128,35 @@ enum Target {
 /// The session's lock is held from the start; dropping this before [`Loading::open`]
 /// releases it and opens nothing.
 pub struct Loading<'m> {
-    manager: &'m Manager,
-    target: Target,
+    store: &'m Store,
+    target: Target<'m>,
     history: StoredHistory,
 }
 
 impl<'m> Loading<'m> {
-    /// A load that will start the session's actor.
-    pub(super) fn spawning(
-        manager: &'m Manager,
-        admitted: Admitted,
-        options: OpenOptions,
-        history: StoredHistory,
-    ) -> Self {
-        Loading { manager, target: Target::Spawn { admitted: Box::new(admitted), options }, history }
+    /// A load that will start the session's actor (`start`).
+    pub(super) fn spawning(store: &'m Store, start: Start<'m>, history: StoredHistory) -> Self {
+        Loading { store, target: Target::Spawn(start), history }
     }
 
     /// A load of a session already open in this process.
-    pub(super) fn attaching(manager: &'m Manager, session: Arc<Session>, editor: Arc<dyn EditorIo>) -> Self {
+    pub(super) fn attaching(store: &'m Store, session: Arc<Session>, editor: Arc<dyn EditorIo>) -> Self {
         let history = StoredHistory::passing(session.id());
-        Loading { manager, target: Target::Attach { session, editor }, history }
+        Loading { store, target: Target::Attach { session, editor }, history }
     }
 
     /// The next events of the history, in order (possibly none), or `None` at its end.
     pub async fn next_events(&mut self) -> Result<Option<&[Event]>, SessionError> {
-        let store = self.manager.store();
-        self.history.next_page(store).await
+        self.history.next_page(self.store).await
     }
 
     /// Opens the session: reads what the caller did not, then starts its actor with the
     /// history (or binds the session already open here to this load's editor).
     pub async fn open(mut self) -> Result<Arc<Session>, SessionError> {
         match self.target {
-            Target::Spawn { admitted, options } => {
-                while self.history.next_page(self.manager.store()).await?.is_some() {}
-                Ok(self.manager.spawn(*admitted, self.history.into_events(), options))
+            Target::Spawn(start) => {
+                while self.history.next_page(self.store).await?.is_some() {}
+                Ok(start(self.history.into_events()))
             }
             Target::Attach { session, editor } => {
                 session.attach(editor);

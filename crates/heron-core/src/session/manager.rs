@@ -12,14 +12,15 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::actor::ActorContext;
+use super::actor_context::ActorContext;
 use super::event::Event;
-use super::goal::{Goal, GoalError};
+use super::goal::Goal;
 use super::loading::{Loading, StoredHistory};
 use super::lock::{self, LockError, SessionLock};
+use super::opening::{OpenOptions, SessionError};
 use super::reload::{builtin_names, plugin_entries, sandbox};
 use super::seats::{Seat, Seats, max_open_sessions};
-use super::settings::{Choices, Effort, Mode, Posture, Preset, SettingError, Settings};
+use super::settings::{Choices, Effort, Mode, Posture, Preset, Settings};
 use super::snapshot::InboxCounts;
 use super::status::Board;
 use super::{Offer, Session, State};
@@ -27,72 +28,15 @@ use crate::config::Config;
 use crate::extensions::{Catalog, Runtime, Shared};
 use crate::llm::registry::{ModelError, Providers};
 use crate::tools::Registry;
-use crate::tools::editor::EditorIo;
-use crate::tools::mcp::{McpHub, ServerSpec};
+use crate::tools::mcp::McpHub;
 use crate::types::UsageReport;
-use heron_store::{
-    ListQuery, NewSession, Page, SessionPatch, SessionRecord, Store, StoreError, StoreErrorKind,
-};
+use heron_store::{ListQuery, NewSession, Page, SessionPatch, SessionRecord, Store};
 
 /// How often, and how far apart, a held session lock is tried again before the session
 /// is refused as open elsewhere: half a second in all, longer than a sandboxed command
 /// takes from fork to exec on a loaded machine, short enough for an editor's request.
 const LOCK_RETRIES: u32 = 20;
 const LOCK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
-
-/// Why a session operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    /// No session has that id.
-    #[error("session {0} not found")]
-    NotFound(String),
-    /// The session's model cannot be used (no provider, no key).
-    #[error(transparent)]
-    Model(#[from] ModelError),
-    /// A setting change was refused.
-    #[error(transparent)]
-    Setting(SettingError),
-    /// The goal cannot change that way.
-    #[error(transparent)]
-    Goal(GoalError),
-    /// The session is open with another cwd or other additional directories; it must be
-    /// closed first.
-    #[error("the session is already open with another cwd or other additional directories; close it first")]
-    OpenWithOtherRoots,
-    /// A list cursor was not one Heron issued.
-    #[error("the cursor is not one this agent issued")]
-    BadCursor,
-    /// A path was not usable.
-    #[error("{0}")]
-    BadPath(String),
-    /// Another process has the session open (it holds the session's lock).
-    #[error("session {0} is open in another Heron process")]
-    OpenElsewhere(String),
-    /// The store failed: damaged, unavailable, or otherwise.
-    #[error("the session store failed: {reason}")]
-    Store {
-        /// Which kind of failure.
-        kind: StoreErrorKind,
-        /// What the store said.
-        reason: String,
-    },
-    /// This process holds the most sessions it may open at once.
-    #[error("{0} sessions are open in this process, the most it holds; close one first")]
-    TooManyOpen(usize),
-    /// Something else failed.
-    #[error("{0}")]
-    Internal(String),
-}
-
-impl From<StoreError> for SessionError {
-    fn from(err: StoreError) -> Self {
-        match err {
-            StoreError::NotFound { id, .. } => SessionError::NotFound(id),
-            StoreError::BadCursor => SessionError::BadCursor,
-            other => SessionError::Store { kind: other.kind(), reason: other.to_string() },
-        }
-    }
-}
 
 /// Defaults and limits from the command line.
 #[derive(Debug, Clone, Default)]
@@ -117,32 +61,9 @@ pub struct ManagerOptions {
     pub max_tokens: Option<u32>,
 }
 
-/// Where a session is opened.
-#[derive(Clone)]
-pub struct OpenOptions {
-    /// The working directory (absolute).
-    pub cwd: PathBuf,
-    /// Extra workspace roots (absolute, validated).
-    pub additional_directories: Vec<PathBuf>,
-    /// What the editor of this connection does for tools.
-    pub editor: Arc<dyn EditorIo>,
-    /// The MCP servers the editor gives the session (started when it opens here).
-    pub mcp_servers: Vec<ServerSpec>,
-}
-
-impl std::fmt::Debug for OpenOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenOptions")
-            .field("cwd", &self.cwd)
-            .field("additional_directories", &self.additional_directories)
-            .field("mcp_servers", &self.mcp_servers)
-            .finish_non_exhaustive()
-    }
-}
-
 /// Everything read for a session about to open but its history: its record, settings and
 /// inbox, its lock, and the runtime and commands it starts with.
-pub(super) struct Admitted {
+struct Admitted {
     record: SessionRecord,
     settings: Settings,
     inbox: InboxCounts,
@@ -271,18 +192,8 @@ impl Manager {
         }
     }
 
-    /// The store sessions are kept in.
-    pub(super) fn store(&self) -> &Store {
-        &self.store
-    }
-
     /// Starts the actor of an admitted session with its `history`, and keeps it open.
-    pub(super) fn spawn(
-        &self,
-        admitted: Admitted,
-        history: Vec<Event>,
-        options: OpenOptions,
-    ) -> Arc<Session> {
+    fn spawn(&self, admitted: Admitted, history: Vec<Event>, options: OpenOptions) -> Arc<Session> {
         let Admitted { record, settings, inbox, lock, runtime, catalog, _seat } = admitted;
         let record = &record;
         // A goal or usage this build cannot read is dropped, not fatal: the session still opens.
@@ -485,7 +396,7 @@ impl Manager {
             if !same_cwd || state.additional_directories != options.additional_directories {
                 return Err(SessionError::OpenWithOtherRoots);
             }
-            return Ok(Loading::attaching(self, session, options.editor));
+            return Ok(Loading::attaching(&self.store, session, options.editor));
         }
         let admitted = self
             .admit(id, &options, |record| {
@@ -497,7 +408,8 @@ impl Manager {
             })
             .await?;
         let history = StoredHistory::kept(&self.store, id).await?;
-        Ok(Loading::spawning(self, admitted, options, history))
+        let start = Box::new(move |history| self.spawn(admitted, history, options));
+        Ok(Loading::spawning(&self.store, start, history))
     }
 
     /// One page of stored sessions, most recent first.

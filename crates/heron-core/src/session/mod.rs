@@ -10,8 +10,10 @@
 //! When no prompt runs or waits, the actor runs the session's durable inbox (`inbox`).
 
 mod actor;
+mod actor_context;
 pub mod attachments;
 mod calls;
+mod clip;
 pub mod commands;
 mod compact;
 mod context;
@@ -22,6 +24,7 @@ pub mod inbox;
 mod loading;
 mod lock;
 mod manager;
+mod opening;
 mod outcome;
 mod permission;
 mod pursuit;
@@ -32,11 +35,9 @@ pub mod settings;
 pub mod snapshot;
 mod status;
 mod steer;
+mod stored_prompt;
 mod title;
 mod transcript;
-// Its items are `pub` in a private module; they are narrowed when turn.rs is next
-// restructured, together with the cancel work under way there.
-#[allow(unreachable_pub)]
 mod turn;
 pub mod update;
 mod watched;
@@ -67,7 +68,8 @@ use crate::types::{PromptInput, StopReason};
 use heron_store::Store;
 
 pub use loading::Loading;
-pub use manager::{Manager, ManagerOptions, OpenOptions, SessionError};
+pub use manager::{Manager, ManagerOptions};
+pub use opening::{OpenOptions, SessionError};
 pub use seats::{MAX_OPEN_SESSIONS, max_open_sessions};
 pub use transcript::transcript_path;
 
@@ -203,7 +205,7 @@ impl Session {
         id: String,
         state: State,
         history: Vec<Event>,
-        context: actor::ActorContext,
+        context: actor_context::ActorContext,
         offer: Offer,
         editor: Arc<dyn EditorIo>,
         status: Board,

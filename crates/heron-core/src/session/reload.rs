@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{Notify, oneshot};
 
 use super::Session;
-use super::actor::ActorContext;
+use super::actor_context::ActorContext;
 use super::commands::COMMANDS;
 use super::goal::now;
 use super::snapshot::ReloadReport;

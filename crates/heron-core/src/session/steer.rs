@@ -21,7 +21,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 
 use super::PromptInput;
-use super::inbox::stored;
+use super::stored_prompt;
 use heron_store::{Enqueued, InboxIntent, NewInboxItem, Store, StoreError};
 
 /// A steer waiting for the running turn: its item and its input, or why that cannot be read.
@@ -66,7 +66,7 @@ impl Steers {
         let items = self.store.inbox_pending_steers(&self.session_id).await?;
         Ok(items
             .into_iter()
-            .map(|item| Pending { input: stored::decode(&item.prompt), id: item.id })
+            .map(|item| Pending { input: stored_prompt::decode(&item.prompt), id: item.id })
             .collect())
     }
 
@@ -128,7 +128,7 @@ mod tests {
 
     fn text(t: &str) -> NewInboxItem {
         let input = vec![PromptInput::Content(UserContent::Text { text: t.into() })];
-        NewInboxItem::followup(stored::encode(&input))
+        NewInboxItem::followup(stored_prompt::encode(&input))
     }
 
     async fn intent(steers: &Steers, t: &str) -> InboxIntent {

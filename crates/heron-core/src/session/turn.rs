@@ -7,7 +7,10 @@
 //!
 //! Every finished message, tool call and result is stored before the turn moves on, so a
 //! crash loses at most the message still streaming. A cancelled turn ends `Cancelled`,
-//! never as an error, after recording what it finished.
+//! never as an error, after recording what it finished. The tool calls of one model step
+//! run as a batch (`batch`).
+
+mod batch;
 
 use std::sync::Arc;
 
@@ -17,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::context::{self, Calibration};
 use super::event::Event;
 use super::history::Images;
-use super::permission::{Approvals, Decision, Scope, decide};
+use super::permission::Approvals;
 use super::settings::{Mode, Settings};
 use super::status::Board;
 use super::steer::{Pending, Steers};
@@ -25,9 +28,8 @@ use super::transcript::Transcript;
 use super::update::{ChunkBudget, TurnUpdate};
 use crate::llm::registry::ResolvedProvider;
 use crate::llm::{ModelRequest, ProviderError, ToolCallRequest, Usage};
-use crate::tools::editor::{PermissionAnswer, PermissionAsk, Unanswered};
-use crate::tools::{Outcome, Registry, ToolEnv, finish_goal};
-use crate::types::{StopReason, ToolStatus, TurnOutcome, UsageReport, UserContent};
+use crate::tools::{Registry, ToolEnv, finish_goal};
+use crate::types::{StopReason, TurnOutcome, UsageReport, UserContent};
 use heron_store::Store;
 
 /// Why a turn failed after it started.
@@ -61,19 +63,19 @@ pub enum TurnError {
 /// What a session's turns carry from one to the next: the conversation so far, what it
 /// has cost, and the images it refers to (read once).
 #[derive(Debug, Default)]
-pub struct Carried {
+pub(super) struct Carried {
     /// Every stored event, in order.
-    pub history: Vec<Event>,
+    pub(super) history: Vec<Event>,
     /// Cost so far in the session.
-    pub cost: f64,
+    pub(super) cost: f64,
     /// Tokens so far in the session.
-    pub tokens: crate::types::TokenTotals,
+    pub(super) tokens: crate::types::TokenTotals,
     /// The currency of the cost, once a priced request counted.
-    pub currency: Option<String>,
+    pub(super) currency: Option<String>,
     /// Whether every request so far had a price.
-    pub cost_complete: bool,
+    pub(super) cost_complete: bool,
     /// The history's images, as read so far.
-    pub images: Images,
+    pub(super) images: Images,
     /// The session's readable transcript, kept in step with the history.
     pub(super) transcript: Transcript,
     /// How request sizes turn into tokens for this session's model, as its server counted.
@@ -81,69 +83,69 @@ pub struct Carried {
 }
 
 /// Everything a turn needs.
-pub struct Turn {
+pub(super) struct Turn {
     /// The session.
-    pub session_id: String,
+    pub(super) session_id: String,
     /// Where events go.
-    pub store: Store,
+    pub(super) store: Store,
     /// The model.
-    pub provider: ResolvedProvider,
+    pub(super) provider: ResolvedProvider,
     /// The tools.
-    pub tools: Arc<Registry>,
+    pub(super) tools: Arc<Registry>,
     /// The settings when the turn started.
-    pub settings: Settings,
+    pub(super) settings: Settings,
     /// Where tools run.
-    pub env: ToolEnv,
+    pub(super) env: ToolEnv,
     /// What the user said "always" to in this session.
-    pub approvals: Arc<std::sync::Mutex<Approvals>>,
+    pub(super) approvals: Arc<std::sync::Mutex<Approvals>>,
     /// How long to wait for a permission answer.
-    pub permission_timeout: std::time::Duration,
+    pub(super) permission_timeout: std::time::Duration,
     /// Where live updates go (the editor).
-    pub updates: mpsc::UnboundedSender<TurnUpdate>,
+    pub(super) updates: mpsc::UnboundedSender<TurnUpdate>,
     /// The conversation, its cost and its images; the turn appends to them.
-    pub carried: Carried,
+    pub(super) carried: Carried,
     /// The session's status (its goal and usage live there).
-    pub status: Arc<Board>,
+    pub(super) status: Arc<Board>,
     /// Steering for this turn; the actor opens it before the turn runs and settles it after.
-    pub steers: Arc<Steers>,
+    pub(super) steers: Arc<Steers>,
     /// Continuations one goal-mode prompt may start.
-    pub max_goal_continuations: u32,
+    pub(super) max_goal_continuations: u32,
     /// Bounds on what the model may send.
-    pub limits: Limits,
+    pub(super) limits: Limits,
     /// Streamed text in flight to the editor.
-    pub budget: ChunkBudget,
+    pub(super) budget: ChunkBudget,
     /// Whether the prompt is shown as a user message: not when the editor sent it (it shows
     /// it already), yes when it came from elsewhere (the inbox).
-    pub echo_prompt: bool,
+    pub(super) echo_prompt: bool,
     /// The id the prompt's user message takes, when the client was given one on accepting it.
-    pub prompt_message_id: Option<String>,
+    pub(super) prompt_message_id: Option<String>,
     /// The session's cancellable calls; each of this turn's calls is registered from the moment
     /// the editor is shown it until its result is recorded.
-    pub calls: Arc<super::calls::RunningCalls>,
+    pub(super) calls: Arc<super::calls::RunningCalls>,
     /// Text the user appends to the system prompt (`--append-system-prompt`).
-    pub append_system_prompt: Option<Arc<str>>,
+    pub(super) append_system_prompt: Option<Arc<str>>,
     /// The command whose success verifies changes (`verify_command`), if the config names one.
-    pub verify_command: Option<Arc<str>>,
+    pub(super) verify_command: Option<Arc<str>>,
     /// The custom command line the prompt is the expansion of, when it is one (stored with
     /// the user message, which the conversation then shows as typed).
-    pub command: Option<String>,
+    pub(super) command: Option<String>,
     /// Events already in the history (and streamed to the editor) but not yet stored: a
     /// response's finished message and thought, which go to the store together with the
     /// event after them (a tool call, the turn's end) in one transaction and one
     /// transcript append. Nothing is answered before they are stored.
-    pub unstored: Vec<(Event, Arc<str>)>,
+    pub(super) unstored: Vec<(Event, Arc<str>)>,
 }
 
 /// Bounds on what one model response may send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(super) struct Limits {
     /// The most bytes of text and thought one response may stream; past it the turn ends
     /// `max_tokens`, with what streamed kept exactly as the editor saw it.
-    pub max_reply_bytes: usize,
+    pub(super) max_reply_bytes: usize,
     /// The most bytes a tool call's arguments may take; a larger call fails without running.
-    pub max_tool_arguments: usize,
+    pub(super) max_tool_arguments: usize,
     /// The most tokens one reply may take (`--max-tokens`), asked of the provider.
-    pub max_reply_tokens: Option<u32>,
+    pub(super) max_reply_tokens: Option<u32>,
 }
 
 impl Default for Limits {
@@ -155,9 +157,6 @@ impl Default for Limits {
         }
     }
 }
-
-/// What the model reads of a call the user cancelled alone (`tool_call/cancel`).
-const CALL_CANCELLED: &str = "The user cancelled this tool call; nothing more of it ran. The turn goes on.";
 
 const SYSTEM_PROMPT: &str = "You are Heron, a coding agent working in the user's project through tools. \
 Be direct. Prefer reading before editing. Keep changes minimal and explain what you did.";
@@ -276,7 +275,7 @@ impl Turn {
     }
 
     /// Runs the turn for `prompt` and says how it ended.
-    pub async fn run(mut self, prompt: Vec<UserContent>) -> (Result<StopReason, TurnError>, Carried) {
+    pub(super) async fn run(mut self, prompt: Vec<UserContent>) -> (Result<StopReason, TurnError>, Carried) {
         let outcome = self.run_inner(prompt).await;
         let outcome = match outcome {
             Err(TurnError::Provider(ProviderError::Cancelled)) => Ok(StopReason::Cancelled),
@@ -436,234 +435,6 @@ impl Turn {
             self.recorded(event, payload, true).await;
         }
         Ok(())
-    }
-
-    /// Records every call first (the editor sees them pending), then runs them in order.
-    /// Each call is registered as cancellable (`tool_call/cancel`) with its own token before
-    /// the editor sees it, so a call cancelled while an earlier one of the step waits or runs
-    /// never runs and ends cancelled.
-    async fn run_tools(&mut self, calls: Vec<ToolCallRequest>, asking: &Asking) -> Result<(), TurnError> {
-        let read_only = asking.read_only;
-        let mut prepared = Vec::new();
-        for mut call in calls {
-            let tool = self.tools.get(&call.name).cloned();
-            let oversized = call.arguments.len() > self.limits.max_tool_arguments;
-            if oversized {
-                // Kept short: the store and the editor need to know what was refused, not all of it.
-                call.arguments = crate::secret::clip(&call.arguments, 1024);
-            }
-            let described = match &tool {
-                _ if oversized => Err(format!(
-                    "The arguments of `{}` are larger than {} bytes; the call was not run. Send smaller \
-                     arguments (for a large file, write it in parts with edit_file).",
-                    call.name, self.limits.max_tool_arguments
-                )),
-                None => Err(format!("There is no tool called `{}`.", call.name)),
-                Some(tool)
-                    if read_only
-                        && !matches!(
-                            tool.kind(),
-                            crate::types::ToolKind::Read
-                                | crate::types::ToolKind::Search
-                                | crate::types::ToolKind::Think
-                        ) =>
-                {
-                    Err(format!("`{}` changes things, and plan mode is read-only.", call.name))
-                }
-                Some(_) if call.name == finish_goal::NAME && !asking.pursuing => {
-                    Err("There is no goal to finish: `finish_goal` works only in goal mode.".to_owned())
-                }
-                Some(tool) => tool.prepare(&call.arguments, &self.env),
-            };
-            let (title, kind, locations, raw_input) = match &described {
-                Ok(p) => (p.title.clone(), p.kind, p.locations.clone(), p.raw_input.clone()),
-                Err(_) => (
-                    call.name.clone(),
-                    tool.as_ref().map_or(crate::types::ToolKind::Other, |t| t.kind()),
-                    Vec::new(),
-                    serde_json::from_str(&call.arguments)
-                        .unwrap_or(serde_json::Value::String(call.arguments.clone())),
-                ),
-            };
-            // This call's own token: `tool_call/cancel` ends it, the turn goes on. Registered
-            // before the editor is shown the call (which offers the cancel), and kept until
-            // its result is recorded.
-            let call_cancel = self.env.cancel.child_token();
-            let registered = self.calls.register(&call.id, call_cancel.clone());
-            self.record(Event::ToolCall {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                title,
-                tool_kind: kind,
-                arguments: call.arguments.clone(),
-                raw_input,
-                locations,
-            })
-            .await?;
-            prepared.push((call, tool, described, call_cancel, registered));
-        }
-        for (call, tool, described, call_cancel, registered) in prepared {
-            // The sink of the call that ran, to run what it left for after its result.
-            let mut sink = None;
-            let mut outcome = match (tool, described) {
-                // Cancelled while an earlier call waited or ran: it never starts.
-                _ if call_cancel.is_cancelled() => self.cancelled_before_running(),
-                (Some(tool), Ok(prepared)) => match tokio::select! {
-                    // Dropping a pending question withdraws it at the editor.
-                    gated = self.gate(&call, tool.as_ref(), prepared) => gated,
-                    () = call_cancel.cancelled() => Err(CALL_CANCELLED.to_owned()),
-                } {
-                    // Approved as the cancel came: the cancel wins, nothing runs.
-                    Ok(_) if call_cancel.is_cancelled() => self.cancelled_before_running(),
-                    Ok(prepared) => {
-                        self.live(TurnUpdate::ToolProgress {
-                            call_id: call.id.clone(),
-                            status: ToolStatus::InProgress,
-                            output: Vec::new(),
-                        });
-                        let (progress, call_sink) = super::update::call_progress(&call.id, &self.updates);
-                        sink = Some(call_sink);
-                        // The editor sees the call running before the tool asks it anything
-                        // (fs/*, terminal/*, elicitation/create).
-                        progress.flushed().await;
-                        let env = ToolEnv { progress, cancel: call_cancel.clone(), ..self.env.clone() };
-                        crate::tools::deadline::run_within(tool.as_ref(), prepared, env).await
-                    }
-                    Err(refused) => Outcome::failed(refused),
-                },
-                (_, Err(message)) => Outcome::failed(message),
-                (None, Ok(_)) => Outcome::failed(format!("There is no tool called `{}`.", call.name)),
-            };
-            // A call a cancel stopped ends cancelled; one that finished first keeps its result.
-            if call_cancel.is_cancelled() && outcome.status != ToolStatus::Completed {
-                if !self.cancel().is_cancelled() {
-                    outcome = Outcome::failed(CALL_CANCELLED);
-                }
-                outcome.status = ToolStatus::Cancelled;
-            }
-            if let Some(entries) = outcome.plan.clone() {
-                self.record(Event::Plan { entries }).await?;
-            }
-            if let Some(end) = finish_goal::verdict(&call.name, &outcome) {
-                self.end_goal(end).await?;
-            }
-            self.record(Event::ToolResult {
-                call_id: call.id,
-                status: outcome.status,
-                output: outcome.output,
-                raw_output: outcome.raw_output,
-                for_model: outcome.for_model,
-            })
-            .await?;
-            if let Some(sink) = sink {
-                sink.finish(self.env.deadlines.quick).await;
-            }
-            // Final now: a cancel of it is refused from here on.
-            drop(registered);
-        }
-        Ok(())
-    }
-
-    /// The result of a call whose token was cancelled before it could run: by the user
-    /// alone (`tool_call/cancel`), or with the whole turn.
-    fn cancelled_before_running(&self) -> Outcome {
-        if self.cancel().is_cancelled() {
-            Outcome::failed("The turn was cancelled before this tool ran.")
-        } else {
-            Outcome::failed(CALL_CANCELLED)
-        }
-    }
-
-    /// Asks the permission gate, and the user when it says so, showing them what the call
-    /// will do (worked out first, without changing anything). Returns the call to run, as
-    /// shown; `Err` is the refusal the model reads.
-    async fn gate(
-        &self,
-        call: &ToolCallRequest,
-        tool: &dyn crate::tools::Tool,
-        prepared: crate::tools::Prepared,
-    ) -> Result<crate::tools::Prepared, String> {
-        let name = call.name.as_str();
-        let decision = {
-            let approvals = self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            decide(self.settings.posture, self.settings.mode == Mode::Plan, name, &prepared, &approvals)
-        };
-        match decision {
-            Decision::Allow => Ok(prepared),
-            Decision::Deny(reason) => Err(reason),
-            Decision::Ask => {
-                let prepared = self.preview(tool, prepared).await?;
-                if !prepared.content.is_empty() {
-                    // The card shows the change (or the command) before the question.
-                    self.live(TurnUpdate::ToolProgress {
-                        call_id: call.id.clone(),
-                        status: ToolStatus::Pending,
-                        output: prepared.content.clone(),
-                    });
-                }
-                // The editor must have seen the tool call before it is asked about it.
-                super::update::flushed(&self.updates).await;
-                let ask = PermissionAsk {
-                    call_id: call.id.clone(),
-                    name: name.to_owned(),
-                    title: prepared.title.clone(),
-                    kind: prepared.kind,
-                    locations: prepared.locations.clone(),
-                    raw_input: prepared.raw_input.clone(),
-                    content: prepared.content.clone(),
-                };
-                let asked = self.env.editor.request_permission(&ask, self.permission_timeout);
-                let answer = tokio::select! {
-                    answer = asked => answer,
-                    // Dropping the request cancels it at the editor ($/cancel_request).
-                    () = self.env.cancel.cancelled() => PermissionAnswer::Cancelled,
-                };
-                self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remember(
-                    name,
-                    Scope::of(&prepared),
-                    answer,
-                );
-                match answer {
-                    PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways => Ok(prepared),
-                    PermissionAnswer::RejectOnce | PermissionAnswer::RejectAlways => {
-                        Err(format!("The user did not allow `{name}` to run."))
-                    }
-                    PermissionAnswer::Cancelled if self.env.cancel.is_cancelled() => {
-                        Err("The turn was cancelled while waiting for permission.".into())
-                    }
-                    PermissionAnswer::Cancelled => Err(format!(
-                        "The editor withdrew the permission request for `{name}` without an answer; it was not run."
-                    )),
-                    PermissionAnswer::Unanswered(Unanswered::TimedOut) => Err(format!(
-                        "Nobody answered the permission request for `{name}` within {} s \
-                         (permission_timeout_s); it was not run.",
-                        self.permission_timeout.as_secs()
-                    )),
-                    PermissionAnswer::Unanswered(Unanswered::Failed) => Err(format!(
-                        "The editor could not ask the user about `{name}` (its permission request failed); \
-                         it was not run."
-                    )),
-                }
-            }
-        }
-    }
-
-    /// What the call will do, worked out within the tool's quick deadline: a preview that
-    /// waits on an editor that never answers fails the call rather than the turn.
-    async fn preview(
-        &self,
-        tool: &dyn crate::tools::Tool,
-        prepared: crate::tools::Prepared,
-    ) -> Result<crate::tools::Prepared, String> {
-        let limit = self.env.deadlines.quick;
-        let previewing = tool.preview(prepared, self.env.clone());
-        tokio::select! {
-            result = tokio::time::timeout(limit, previewing) => result.unwrap_or_else(|_| Err(format!(
-                "Working out the change took longer than {} s (tool_timeout_s); nothing was changed.",
-                limit.as_secs()
-            ))),
-            () = self.env.cancel.cancelled() => Err("The turn was cancelled before this tool ran.".into()),
-        }
     }
 
     pub(super) fn report_usage(&mut self, usage: Usage) {

@@ -8,9 +8,10 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::roots::{ReadAccess, resolve_against};
+use super::roots::ReadAccess;
 use super::{AlwaysAsk, Outcome, Prepared, ToolEnv};
 use crate::llm::ToolSpec;
+use crate::paths::resolve_against;
 use crate::types::{Location, ToolOutput, ToolStatus};
 
 /// The spec of a tool whose arguments are `A`.

@@ -11,19 +11,7 @@ use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// Credential folders under the user's home: read only after asking, never written.
-const CREDENTIALS_UNDER_HOME: [&str; 4] = [".ssh", ".gnupg", ".aws", ".config/gcloud"];
-
-/// The credential folders under `user_home` (whether they exist or not): what the OS
-/// sandbox keeps read-only when a write root contains them.
-pub fn credential_folders(user_home: &Path) -> Vec<PathBuf> {
-    CREDENTIALS_UNDER_HOME.iter().map(|dir| user_home.join(dir)).collect()
-}
-
-/// The user's home, from `$HOME`.
-pub(crate) fn user_home() -> Option<PathBuf> {
-    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from)
-}
+use crate::paths::{credential_folders, user_home};
 
 /// What a session's tools may never touch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -61,7 +49,7 @@ impl Protected {
             .map(|meta| (meta.dev(), meta.ino()))
             .collect();
         let credentials = user_home
-            .map(|user| CREDENTIALS_UNDER_HOME.iter().flat_map(|dir| spellings(&user.join(dir))).collect())
+            .map(|user| credential_folders(user).into_iter().flat_map(|dir| spellings(&dir)).collect())
             .unwrap_or_default();
         Self { home, home_files, credentials }
     }

@@ -1,16 +1,17 @@
 //! The session's workspace roots and the confinement of file access to them: every path a
-//! tool touches is resolved here (absolute, symlinks followed, `..` taken as the kernel
-//! takes it) before it is checked, and writes are allowed only inside a root.
+//! tool touches is resolved ([`resolve_against`]: absolute, symlinks followed, `..` taken as
+//! the kernel takes it) before it is checked here, and writes are allowed only inside a root.
 //!
 //! The rules, in the order [`Roots::check_write`] applies them:
 //!
-//! 1. The path is resolved: relative to the cwd, then one component at a time from `/`, as
-//!    the kernel walks it. A symlink is followed where it stands, so a `..` after it leaves
-//!    the directory it points to (`build/../x`, with `build` a link to `vendor/sub`, is
-//!    `vendor/x`, as a shell's `cat` reads it), never the one the link sits in. Once a
-//!    component does not exist (or is a link that cannot be followed: dangling, a loop) the
-//!    rest is taken as written, its `..` collapsed lexically. A symlinked parent directory is
-//!    therefore judged by where it points, and every check below sees the final path.
+//! 1. The path is resolved ([`resolve_against`]): relative to the cwd, then one
+//!    component at a time from `/`, as the kernel walks it. A symlink is followed where
+//!    it stands, so a `..` after it leaves the directory it points to (`build/../x`, with
+//!    `build` a link to `vendor/sub`, is `vendor/x`, as a shell's `cat` reads it), never
+//!    the one the link sits in. Once a component does not exist (or is a link that cannot
+//!    be followed: dangling, a loop) the rest is taken as written, its `..` collapsed
+//!    lexically. A symlinked parent directory is therefore judged by where it points, and
+//!    every check below sees the final path.
 //! 2. The resolved path must be inside a root, component-wise (`/work/ws-evil` is not inside
 //!    `/work/ws`).
 //! 3. A symlink that could not be followed (dangling, or a loop) anywhere on the way is
@@ -25,6 +26,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::protected::Protected;
+use crate::paths::resolve_against;
 
 /// The most additional directories a session may have.
 pub const MAX_ADDITIONAL_DIRECTORIES: usize = 32;
@@ -165,48 +167,6 @@ impl Roots {
     fn describe(&self) -> String {
         self.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
     }
-}
-
-/// Resolves `path` against `base` (see the module rules): absolute, each existing
-/// component's symlinks followed before the next component (a `..` included) is taken, the
-/// part that does not exist appended with its `..` collapsed.
-pub fn resolve_against(base: &Path, path: &str) -> PathBuf {
-    let joined = if Path::new(path).is_absolute() { PathBuf::from(path) } else { base.join(path) };
-    // `out` is canonical up to its last `unresolved` components, which do not exist.
-    let mut out = PathBuf::new();
-    let mut unresolved = 0usize;
-    for component in joined.components() {
-        match component {
-            Component::Prefix(p) => out.push(p.as_os_str()),
-            Component::RootDir => out.push(Component::RootDir.as_os_str()),
-            Component::CurDir => {}
-            // The canonical part's parent is the directory the kernel's `..` reaches; in the
-            // part that does not exist there is nothing to follow.
-            Component::ParentDir => {
-                out.pop();
-                unresolved = unresolved.saturating_sub(1);
-            }
-            Component::Normal(name) => {
-                out.push(name);
-                if unresolved > 0 {
-                    unresolved += 1;
-                    continue;
-                }
-                match std::fs::symlink_metadata(&out) {
-                    // A directory or file of a canonical directory: canonical already.
-                    Ok(meta) if !meta.file_type().is_symlink() => {}
-                    // A link is followed whole (its own `..` too); one that cannot be (it
-                    // dangles or loops) stays as written, for the checks to refuse.
-                    Ok(_) => match std::fs::canonicalize(&out) {
-                        Ok(target) => out = target,
-                        Err(_) => unresolved = 1,
-                    },
-                    Err(_) => unresolved = 1,
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Collapses `.` and `..` without touching the file system (`..` at the root stays there).

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value, json};
 
-use super::flavor::{CallIds, DropField, MaxTokensField, ReasoningField, RequestShape};
+use crate::config::flavor::{CallIds, DropField, MaxTokensField, ReasoningField, RequestShape};
 use crate::llm::{ChatMessage, ModelRequest, Reasoning, UserPart};
 
 /// The JSON body of a streamed chat completion request.
@@ -315,7 +315,7 @@ mod tests {
 
     #[test]
     fn a_foreign_call_id_becomes_nine_alphanumerics_for_mistral_alike_in_the_call_and_its_result() {
-        let mistral = super::super::flavor::Flavor::Mistral.shape();
+        let mistral = crate::config::flavor::Flavor::Mistral.shape();
         let mut seen = Vec::new();
         for foreign in
             ["call_9f1c2d3e4b5a6f7081928374", "toolu_01A09q90qw90lq917835lq9", "fc_1", "aB3dE5fG7-"]
@@ -336,9 +336,9 @@ mod tests {
 
     #[test]
     fn mistral_ids_stay_and_other_flavors_send_every_id_as_recorded() {
-        let mistral = super::super::flavor::Flavor::Mistral.shape();
+        let mistral = crate::config::flavor::Flavor::Mistral.shape();
         assert_eq!(sent_ids("aB3dE5fG7", &mistral), ("aB3dE5fG7".into(), "aB3dE5fG7".into()));
-        let openai = super::super::flavor::Flavor::Openai.shape();
+        let openai = crate::config::flavor::Flavor::Openai.shape();
         let foreign = "toolu_01A09q90qw90lq917835lq9";
         assert_eq!(sent_ids(foreign, &openai), (foreign.into(), foreign.into()));
     }
@@ -385,9 +385,9 @@ mod tests {
             effort: Some("high".into()),
             max_tokens: None,
         };
-        let mistral = request_body(&request, &super::super::flavor::Flavor::Mistral.shape());
+        let mistral = request_body(&request, &crate::config::flavor::Flavor::Mistral.shape());
         assert!(mistral.get("reasoning_effort").is_none(), "{mistral}");
-        let openai = request_body(&request, &super::super::flavor::Flavor::Openai.shape());
+        let openai = request_body(&request, &crate::config::flavor::Flavor::Openai.shape());
         assert_eq!(openai["reasoning_effort"], "high");
     }
 

@@ -4,7 +4,7 @@
 
 use heron_store::{InboxIntent, InboxItem, InboxStatus};
 
-use super::stored;
+use super::super::stored_prompt;
 use crate::types::{PromptInput, UserContent};
 
 /// The longest preview, in bytes (clipped on a character boundary, with an ellipsis).
@@ -56,7 +56,7 @@ pub struct Item {
 impl From<InboxItem> for Item {
     fn from(item: InboxItem) -> Self {
         Self {
-            prompt: stored::decode(&item.prompt),
+            prompt: stored_prompt::decode(&item.prompt),
             id: item.id,
             position: item.position,
             status: item.status,

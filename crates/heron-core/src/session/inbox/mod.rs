@@ -30,7 +30,6 @@
 
 mod item;
 mod line;
-pub(in crate::session) mod stored;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -47,6 +46,7 @@ pub use self::line::Ticket;
 use super::snapshot::InboxCounts;
 use super::status::Board;
 use super::steer::Steers;
+use super::stored_prompt;
 use super::update::TurnUpdate;
 use super::{PromptError, PromptInput};
 use crate::llm::registry::Providers;
@@ -305,7 +305,7 @@ impl Inbox {
             (None, InboxIntent::Steer) => Placement::Next,
         };
         let stored = NewInboxItem {
-            prompt: stored::encode(&new.prompt),
+            prompt: stored_prompt::encode(&new.prompt),
             placement,
             intent: InboxIntent::Followup,
             idempotency_key: new.idempotency_key,
@@ -373,7 +373,7 @@ impl Inbox {
         let queued = Some(InboxStatus::Queued);
         let item = self
             .store
-            .inbox_update_prompt(id, stored::encode(prompt), queued)
+            .inbox_update_prompt(id, stored_prompt::encode(prompt), queued)
             .await
             .map_err(|e| wrong_status(e, InboxStatus::Queued, "updated"))?;
         Ok(item.into())
@@ -475,7 +475,7 @@ impl Inbox {
         drop(ticket);
         // Counted now, shown with the turn's first status.
         self.recount().await;
-        Some(Claimed { input: stored::decode(&item.prompt), id: item.id, updates, cancel })
+        Some(Claimed { input: stored_prompt::decode(&item.prompt), id: item.id, updates, cancel })
     }
 
     /// Records how an item's turn ended (`outcome`: its stop reason, or why it failed;

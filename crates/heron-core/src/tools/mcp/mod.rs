@@ -27,6 +27,17 @@ use crate::sandbox::Policy;
 /// How long a server may take to start and list its tools.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
+// The bounds both remote transports (streamable HTTP in `server`, legacy SSE in `sse`) put
+// on a server, here so that neither transport's module depends on the other's.
+
+/// How long one POST of a message may take (the answer to a call may come later, on a
+/// stream: tool calls have their own deadline, `mcp_timeout_s`).
+const POST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest JSON answer or SSE event taken from a server.
+const MAX_MESSAGE: usize = 4 * 1024 * 1024;
+/// The most of an error body read (it is never shown; only its status is).
+const MAX_ERROR_BODY: usize = 4 * 1024;
+
 /// A server as the editor described it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ServerSpec {
@@ -401,7 +412,7 @@ pub fn reaches_home(
             (Some(rest), Some(home)) => format!("{}{rest}", home.to_string_lossy()),
             _ => candidate.to_owned(),
         };
-        if protected.is_home(&crate::tools::roots::resolve_against(cwd, &expanded)) {
+        if protected.is_home(&crate::paths::resolve_against(cwd, &expanded)) {
             return Some((field, text.to_owned()));
         }
     }

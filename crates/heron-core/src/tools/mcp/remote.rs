@@ -1,7 +1,8 @@
-//! What the http and sse transports share: the HTTP client and its bounds, the editor's
-//! headers (secrets: their values are never logged or reported), and failures told without
-//! secrets: an HTTP status in Heron's own words, never the server's body, and a URL shown
-//! without its query or credentials.
+//! What the http and sse transports share: the HTTP client (the bounds on a server's
+//! messages are the parent module's), the editor's headers (secrets: their values are
+//! never logged or reported), and failures told without secrets: an HTTP status in
+//! Heron's own words, never the server's body, and a URL shown without its query or
+//! credentials.
 
 use std::error::Error as StdError;
 use std::time::Duration;
@@ -12,14 +13,7 @@ use rmcp::service::ClientInitializeError;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 /// How long connecting to a server may take.
-pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long one POST of a message may take (the answer to a call may come later, on a
-/// stream: tool calls have their own deadline, `mcp_timeout_s`).
-pub(super) const POST_TIMEOUT: Duration = Duration::from_secs(30);
-/// The largest JSON answer or SSE event taken from a server.
-pub(super) const MAX_MESSAGE: usize = 4 * 1024 * 1024;
-/// The most of an error body read (it is never shown; only its status is).
-pub(super) const MAX_ERROR_BODY: usize = 4 * 1024;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest failure reason kept, in bytes.
 const MAX_REASON: usize = 512;
 

@@ -237,9 +237,9 @@ impl Server {
                     .custom_headers(
                         header_map.clone().into_iter().filter_map(|(k, v)| Some((k?, v))).collect(),
                     )
-                    .max_json_response_size(remote::MAX_MESSAGE)
-                    .max_sse_event_size(remote::MAX_MESSAGE)
-                    .max_error_response_size(remote::MAX_ERROR_BODY);
+                    .max_json_response_size(super::MAX_MESSAGE)
+                    .max_sse_event_size(super::MAX_MESSAGE)
+                    .max_error_response_size(super::MAX_ERROR_BODY);
                 let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
                 client.serve(transport).await.map_err(|e| remote::failure_of(&e, url, headers))
             };

@@ -18,7 +18,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 
-use super::remote::{MAX_MESSAGE, POST_TIMEOUT};
+use super::{MAX_MESSAGE, POST_TIMEOUT};
 use crate::llm::sse::{Event, SseDecoder};
 
 /// How many server messages wait for the client before the stream is read on.

@@ -1,6 +1,7 @@
-//! How an inbox prompt is kept in the store: the core's own prompt content, tagged with its
-//! format, so the store holds no protocol shape. Rows written before this format existed
-//! (ACP content blocks, as the first inbox stored them) are still read, never written.
+//! How a prompt waiting in the store (an inbox item or a steer, which both keep theirs in
+//! the inbox's rows) is kept: the core's own prompt content, tagged with its format, so the
+//! store holds no protocol shape. Rows written before this format existed (ACP content
+//! blocks, as the first inbox stored them) are still read, never written.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -35,7 +36,7 @@ enum StoredInput {
 }
 
 /// A prompt as the store keeps it.
-pub(in crate::session) fn encode(input: &[PromptInput]) -> Value {
+pub(super) fn encode(input: &[PromptInput]) -> Value {
     let input = input
         .iter()
         .map(|item| match item {
@@ -53,7 +54,7 @@ pub(in crate::session) fn encode(input: &[PromptInput]) -> Value {
 }
 
 /// A stored prompt read back, or why it cannot be.
-pub(in crate::session) fn decode(value: &Value) -> Result<Vec<PromptInput>, String> {
+pub(super) fn decode(value: &Value) -> Result<Vec<PromptInput>, String> {
     if value.is_array() {
         return legacy_blocks(value);
     }

@@ -1,7 +1,9 @@
 //! Per-server request shaping: what each OpenAI-compatible server accepts differs (Mistral
 //! refuses unknown fields with 422, Azure wants its key in `api-key`, DeepSeek wants its
 //! reasoning back), so a provider carries a [`RequestShape`], preset by its [`Flavor`] and
-//! overridden key by key from `config.toml`.
+//! overridden key by key from `config.toml`. Invariant: no field a streamed completion
+//! cannot do without (`model`, `messages`, `stream`; a message's `role`, `content` and tool
+//! call fields) can be dropped.
 
 use std::fmt;
 

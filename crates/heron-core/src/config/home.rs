@@ -1,0 +1,141 @@
+//! The paths under Heron's home and the API keys of its `.env`. Invariant: keys are read
+//! from `.env` only, never from the process environment, and are held as [`Secret`]s.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::ConfigError;
+use crate::secret::Secret;
+
+/// The paths under Heron's home.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    root: PathBuf,
+}
+
+impl Home {
+    /// `HERON_HOME`, else `~/.heron`.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        if let Some(dir) = std::env::var_os("HERON_HOME").filter(|d| !d.is_empty()) {
+            return Ok(Self { root: PathBuf::from(dir) });
+        }
+        let home = std::env::var_os("HOME").filter(|d| !d.is_empty()).ok_or(ConfigError::NoHome)?;
+        Ok(Self { root: PathBuf::from(home).join(".heron") })
+    }
+
+    /// A home at `root`.
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The directory itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `config.toml`.
+    pub fn config_path(&self) -> PathBuf {
+        self.root.join("config.toml")
+    }
+
+    /// `.env`, where keys live.
+    pub fn env_path(&self) -> PathBuf {
+        self.root.join(".env")
+    }
+
+    /// `heron.db`, the session store.
+    pub fn db_path(&self) -> PathBuf {
+        self.root.join("heron.db")
+    }
+}
+
+/// API keys from `HERON_HOME/.env`. The process environment is never consulted.
+#[derive(Debug, Clone, Default)]
+pub struct Keys {
+    keys: BTreeMap<String, Secret>,
+}
+
+/// Says once per process, on stderr, that `.env` has another name (a hard link): the
+/// sandbox hides the home by path, so a command could read the keys through that name.
+fn warn_if_linked(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        static SAID: std::sync::Once = std::sync::Once::new();
+        if let Ok(metadata) = std::fs::metadata(path)
+            && metadata.nlink() > 1
+        {
+            SAID.call_once(|| {
+                tracing::warn!(
+                    path = %path.display(),
+                    names = metadata.nlink(),
+                    "the key file has another name (a hard link), through which commands could read it; \
+                     `heron doctor` says how to find it"
+                );
+            });
+        }
+    }
+}
+
+impl Keys {
+    /// Reads `.env`; a missing file means no keys.
+    pub fn load(home: &Home) -> Result<Self, ConfigError> {
+        let path = home.env_path();
+        let iter = match dotenvy::from_path_iter(&path) {
+            Ok(iter) => iter,
+            Err(dotenvy::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Self::default());
+            }
+            Err(e) => {
+                return Err(ConfigError::Io { path: path.display().to_string(), reason: e.to_string() });
+            }
+        };
+        let mut keys = BTreeMap::new();
+        for item in iter {
+            // The parser's message can quote the line, which may hold a key: say only where.
+            let (name, value) = item.map_err(|_| ConfigError::Invalid {
+                path: path.display().to_string(),
+                reason: "a line is not NAME=value".to_owned(),
+            })?;
+            keys.insert(name, Secret::new(value));
+        }
+        warn_if_linked(&path);
+        Ok(Self { keys })
+    }
+
+    /// Keys given directly (tests, `heron setup`).
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
+        Self { keys: pairs.into_iter().map(|(k, v)| (k, Secret::new(v))).collect() }
+    }
+
+    /// The key called `name`, if set and non-empty.
+    pub fn get(&self, name: &str) -> Option<&Secret> {
+        self.keys.get(name).filter(|s| !s.is_empty())
+    }
+
+    /// The name of every key in `.env`, set or empty: what children must not inherit.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.keys.keys().map(String::as_str)
+    }
+
+    /// Every key, for redaction.
+    pub fn all(&self) -> impl Iterator<Item = &Secret> {
+        self.keys.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_come_from_the_env_file_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        std::fs::write(home.env_path(), "LOCAL_API_KEY=sk-test-1234\nEMPTY=\n").expect("write");
+        let keys = Keys::load(&home).expect("loads");
+        assert_eq!(keys.get("LOCAL_API_KEY").map(Secret::expose), Some("sk-test-1234"));
+        assert!(keys.get("EMPTY").is_none());
+        assert!(keys.get("PATH").is_none(), "the process environment is never read");
+    }
+}

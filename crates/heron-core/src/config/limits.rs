@@ -1,0 +1,153 @@
+//! How far a turn and its tools may go: the reply cap, goal continuations, the share of the
+//! context window a request may fill, and each kind of tool call's deadline, with what
+//! `config.toml` says of them. Invariant: every bound has a default here, and a setting of
+//! 0 seconds counts as 1, so no call is given no time at all.
+
+use std::time::Duration;
+
+use super::{Config, ProviderConfig};
+
+/// The share of the context window a request may fill before Heron compacts it: room is
+/// left for the answer and for the estimate being off.
+pub const DEFAULT_COMPACT_AT: f64 = 0.8;
+
+/// Refuses a `compact_at` that is no share of a window (`where_` names the table).
+pub(super) fn check_compact_at(value: Option<f64>, where_: &str) -> Result<(), String> {
+    match value {
+        Some(share) if !(share > 0.0 && share <= 1.0) => Err(format!(
+            "{where_}compact_at = {share}: it is the share of the context window a request may fill, \
+             above 0 and at most 1 (e.g. 0.8)"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The reply cap when `config.toml` does not say: far beyond real answers, far below what
+/// would hurt.
+pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Continuations a goal-mode prompt may start when `config.toml` does not say.
+pub const DEFAULT_GOAL_CONTINUATIONS: u32 = 10;
+
+/// What a tool waits on, which decides its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    /// Files and the session's own state: seconds (`tool_timeout_s`).
+    Quick,
+    /// A shell command, which kills itself at its own timeout (at most
+    /// `command_timeout_s`); the deadline is a backstop a little past that.
+    Command,
+    /// Another program's tool (MCP): `mcp_timeout_s`.
+    External,
+    /// The user's answer to a question: no deadline; the user or the editor cancels.
+    Person,
+}
+
+/// The deadlines of a session's tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    /// Built-in tools over files and the session (default 30 s).
+    pub quick: Duration,
+    /// The longest a command may run (default 600 s); a command that asks for no timeout
+    /// gets the smaller of 120 s and this.
+    pub command: Duration,
+    /// MCP tool calls (default 300 s).
+    pub external: Duration,
+}
+
+/// How long past its own timeout a command's call may take to kill it and collect the rest
+/// of its output (or to have the editor kill and release its terminal).
+pub const COMMAND_GRACE: Duration = Duration::from_secs(15);
+
+impl Default for Deadlines {
+    fn default() -> Self {
+        Self {
+            quick: Duration::from_secs(30),
+            command: Duration::from_secs(600),
+            external: Duration::from_secs(300),
+        }
+    }
+}
+
+impl Deadlines {
+    /// The deadline of a call at `pace`; `None` for a wait only a cancel ends.
+    pub fn of(&self, pace: Pace) -> Option<Duration> {
+        match pace {
+            Pace::Quick => Some(self.quick),
+            Pace::Command => Some(self.command + COMMAND_GRACE),
+            Pace::External => Some(self.external),
+            Pace::Person => None,
+        }
+    }
+
+    /// The setting a user raises when `pace` runs out.
+    pub(crate) fn setting(pace: Pace) -> &'static str {
+        match pace {
+            Pace::Quick => "tool_timeout_s",
+            Pace::Command => "command_timeout_s",
+            Pace::External => "mcp_timeout_s",
+            Pace::Person => "",
+        }
+    }
+}
+
+impl Config {
+    /// How long tool calls may take; a setting of 0 counts as 1 s.
+    pub fn deadlines(&self) -> Deadlines {
+        let defaults = Deadlines::default();
+        let secs =
+            |set: Option<u64>, default: Duration| set.map_or(default, |s| Duration::from_secs(s.max(1)));
+        Deadlines {
+            quick: secs(self.tool_timeout_s, defaults.quick),
+            command: secs(self.command_timeout_s, defaults.command),
+            external: secs(self.mcp_timeout_s, defaults.external),
+        }
+    }
+
+    /// The reply cap, in bytes.
+    pub(crate) fn reply_cap(&self) -> usize {
+        usize::try_from(self.max_reply_bytes.unwrap_or(DEFAULT_MAX_REPLY_BYTES)).unwrap_or(usize::MAX)
+    }
+
+    /// The share of `provider`'s context window past which requests are compacted.
+    pub fn compact_at(&self, provider: &ProviderConfig) -> f64 {
+        provider.compact_at.or(self.compact_at).unwrap_or(DEFAULT_COMPACT_AT)
+    }
+
+    /// Continuations one goal-mode prompt may start.
+    pub(crate) fn goal_continuations(&self) -> u32 {
+        self.max_goal_continuations.unwrap_or(DEFAULT_GOAL_CONTINUATIONS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_at_defaults_to_eighty_percent_and_a_provider_overrides_the_top_level() {
+        let config = Config::parse(
+            "compact_at = 0.6\n[providers.a]\nkind = \"scripted\"\n\
+             [providers.b]\nkind = \"scripted\"\ncompact_at = 0.9\n",
+        )
+        .expect("parses");
+        assert_eq!(config.compact_at(&config.providers["a"]), 0.6);
+        assert_eq!(config.compact_at(&config.providers["b"]), 0.9);
+        let plain = Config::parse("[providers.a]\nkind = \"scripted\"\n").expect("parses");
+        assert_eq!(plain.compact_at(&plain.providers["a"]), DEFAULT_COMPACT_AT);
+        for bad in ["compact_at = 0.0", "compact_at = 1.5", "compact_at = nan"] {
+            let err = Config::parse(bad).expect_err(bad);
+            assert!(err.contains("compact_at"), "{err}");
+        }
+        let err =
+            Config::parse("[providers.a]\nkind = \"scripted\"\ncompact_at = -1.0\n").expect_err("negative");
+        assert!(err.contains("provider `a`"), "{err}");
+    }
+
+    #[test]
+    fn goal_continuations_default_to_ten_and_follow_the_config() {
+        assert_eq!(Config::parse("").expect("parses").goal_continuations(), 10);
+        let config = Config::parse("max_goal_continuations = 3\n").expect("parses");
+        assert_eq!(config.goal_continuations(), 3);
+    }
+}

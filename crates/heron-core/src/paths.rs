@@ -1,0 +1,62 @@
+//! Paths as the kernel resolves them, and the user's folders every layer protects: below
+//! the config, the OS sandbox and the tools, which all judge paths by these. Invariant: a
+//! path is resolved the way the kernel walks it (a symlink followed where it stands, so a
+//! `..` after it leaves the folder it points to), and nothing here decides what is allowed.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Credential folders under the user's home: read only after asking, never written.
+const CREDENTIALS_UNDER_HOME: [&str; 4] = [".ssh", ".gnupg", ".aws", ".config/gcloud"];
+
+/// The credential folders under `user_home` (whether they exist or not): what the OS
+/// sandbox keeps read-only when a write root contains them.
+pub fn credential_folders(user_home: &Path) -> Vec<PathBuf> {
+    CREDENTIALS_UNDER_HOME.iter().map(|dir| user_home.join(dir)).collect()
+}
+
+/// The user's home, from `$HOME`.
+pub(crate) fn user_home() -> Option<PathBuf> {
+    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from)
+}
+
+/// Resolves `path` against `base` as the kernel walks it: absolute, each existing
+/// component's symlinks followed before the next component (a `..` included) is taken, the
+/// part that does not exist appended with its `..` collapsed.
+pub fn resolve_against(base: &Path, path: &str) -> PathBuf {
+    let joined = if Path::new(path).is_absolute() { PathBuf::from(path) } else { base.join(path) };
+    // `out` is canonical up to its last `unresolved` components, which do not exist.
+    let mut out = PathBuf::new();
+    let mut unresolved = 0usize;
+    for component in joined.components() {
+        match component {
+            Component::Prefix(p) => out.push(p.as_os_str()),
+            Component::RootDir => out.push(Component::RootDir.as_os_str()),
+            Component::CurDir => {}
+            // The canonical part's parent is the directory the kernel's `..` reaches; in the
+            // part that does not exist there is nothing to follow.
+            Component::ParentDir => {
+                out.pop();
+                unresolved = unresolved.saturating_sub(1);
+            }
+            Component::Normal(name) => {
+                out.push(name);
+                if unresolved > 0 {
+                    unresolved += 1;
+                    continue;
+                }
+                match std::fs::symlink_metadata(&out) {
+                    // A directory or file of a canonical directory: canonical already.
+                    Ok(meta) if !meta.file_type().is_symlink() => {}
+                    // A link is followed whole (its own `..` too); one that cannot be (it
+                    // dangles or loops) stays as written, for the checks to refuse.
+                    Ok(_) => match std::fs::canonicalize(&out) {
+                        Ok(target) => out = target,
+                        Err(_) => unresolved = 1,
+                    },
+                    Err(_) => unresolved = 1,
+                }
+            }
+        }
+    }
+    out
+}

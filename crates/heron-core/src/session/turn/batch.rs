@@ -1,0 +1,311 @@
+//! One model step's tool calls, run as a batch: each checked and described first (its
+//! tool's `prepare`, on the blocking pool, since it resolves paths), recorded so the editor
+//! sees it pending, then run in order through the permission gate, each under its deadline
+//! and with a cancel of its own. Invariant: every call the model made gets exactly one
+//! recorded result, and a call cancelled before it starts never runs.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Asking, Turn, TurnError};
+use crate::llm::{ProviderError, ToolCallRequest};
+use crate::session::event::Event;
+use crate::session::permission::{Decision, Scope, decide};
+use crate::session::settings::Mode;
+use crate::session::update::{self, TurnUpdate};
+use crate::tools::deadline::run_within;
+use crate::tools::editor::{PermissionAnswer, PermissionAsk, Unanswered};
+use crate::tools::{Outcome, Prepared, Registry, Tool, ToolEnv, finish_goal};
+use crate::types::{Location, ToolKind, ToolStatus};
+
+/// What the model reads of a call the user cancelled alone (`tool_call/cancel`).
+const CALL_CANCELLED: &str = "The user cancelled this tool call; nothing more of it ran. The turn goes on.";
+
+/// What decides, before any tool runs, whether a call of this turn may run at all.
+#[derive(Debug, Clone, Copy)]
+struct Rules {
+    /// The most bytes a call's arguments may take.
+    max_tool_arguments: usize,
+    /// Plan mode: only tools that change nothing run.
+    read_only: bool,
+    /// Whether the turn pursues a goal (only then may `finish_goal` run).
+    pursuing: bool,
+}
+
+/// What the editor is shown of a call before it runs.
+struct Shown {
+    title: String,
+    kind: ToolKind,
+    locations: Vec<Location>,
+    raw_input: Value,
+}
+
+/// A call as the model sent it (arguments past the bound clipped), its tool, and what it
+/// will do or why it will not run (which the model reads).
+struct Described {
+    call: ToolCallRequest,
+    tool: Option<Arc<dyn Tool>>,
+    described: Result<Prepared, String>,
+    shown: Shown,
+}
+
+/// Checks `call` against `rules` and, when it may run, describes it (`Tool::prepare`, which
+/// may block on the file system).
+fn described(mut call: ToolCallRequest, tools: &Registry, env: &ToolEnv, rules: Rules) -> Described {
+    let tool = tools.get(&call.name).cloned();
+    let oversized = call.arguments.len() > rules.max_tool_arguments;
+    if oversized {
+        // Kept short: the store and the editor need to know what was refused, not all of it.
+        call.arguments = crate::secret::clip(&call.arguments, 1024);
+    }
+    let described = match &tool {
+        _ if oversized => Err(format!(
+            "The arguments of `{}` are larger than {} bytes; the call was not run. Send smaller \
+             arguments (for a large file, write it in parts with edit_file).",
+            call.name, rules.max_tool_arguments
+        )),
+        None => Err(format!("There is no tool called `{}`.", call.name)),
+        Some(tool)
+            if rules.read_only
+                && !matches!(tool.kind(), ToolKind::Read | ToolKind::Search | ToolKind::Think) =>
+        {
+            Err(format!("`{}` changes things, and plan mode is read-only.", call.name))
+        }
+        Some(_) if call.name == finish_goal::NAME && !rules.pursuing => {
+            Err("There is no goal to finish: `finish_goal` works only in goal mode.".to_owned())
+        }
+        Some(tool) => tool.prepare(&call.arguments, env),
+    };
+    let shown = match &described {
+        Ok(p) => Shown {
+            title: p.title.clone(),
+            kind: p.kind,
+            locations: p.locations.clone(),
+            raw_input: p.raw_input.clone(),
+        },
+        Err(_) => Shown {
+            title: call.name.clone(),
+            kind: tool.as_ref().map_or(ToolKind::Other, |t| t.kind()),
+            locations: Vec::new(),
+            raw_input: serde_json::from_str(&call.arguments).unwrap_or(Value::String(call.arguments.clone())),
+        },
+    };
+    Described { call, tool, described, shown }
+}
+
+impl Turn {
+    /// Records every call first (the editor sees them pending), then runs them in order.
+    /// Each call is registered as cancellable (`tool_call/cancel`) with its own token before
+    /// the editor sees it, so a call cancelled while an earlier one of the step waits or runs
+    /// never runs and ends cancelled.
+    pub(super) async fn run_tools(
+        &mut self,
+        calls: Vec<ToolCallRequest>,
+        asking: &Asking,
+    ) -> Result<(), TurnError> {
+        let mut prepared = Vec::with_capacity(calls.len());
+        for Described { call, tool, described, shown } in self.describe(calls, asking).await? {
+            let Shown { title, kind, locations, raw_input } = shown;
+            // This call's own token: `tool_call/cancel` ends it, the turn goes on. Registered
+            // before the editor is shown the call (which offers the cancel), and kept until
+            // its result is recorded.
+            let call_cancel = self.env.cancel.child_token();
+            let registered = self.calls.register(&call.id, call_cancel.clone());
+            self.record(Event::ToolCall {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                title,
+                tool_kind: kind,
+                arguments: call.arguments.clone(),
+                raw_input,
+                locations,
+            })
+            .await?;
+            prepared.push((call, tool, described, call_cancel, registered));
+        }
+        for (call, tool, described, call_cancel, registered) in prepared {
+            // The sink of the call that ran, to run what it left for after its result.
+            let mut sink = None;
+            let mut outcome = match (tool, described) {
+                // Cancelled while an earlier call waited or ran: it never starts.
+                _ if call_cancel.is_cancelled() => self.cancelled_before_running(),
+                (Some(tool), Ok(prepared)) => match tokio::select! {
+                    // Dropping a pending question withdraws it at the editor.
+                    gated = self.gate(&call, tool.as_ref(), prepared) => gated,
+                    () = call_cancel.cancelled() => Err(CALL_CANCELLED.to_owned()),
+                } {
+                    // Approved as the cancel came: the cancel wins, nothing runs.
+                    Ok(_) if call_cancel.is_cancelled() => self.cancelled_before_running(),
+                    Ok(prepared) => {
+                        self.live(TurnUpdate::ToolProgress {
+                            call_id: call.id.clone(),
+                            status: ToolStatus::InProgress,
+                            output: Vec::new(),
+                        });
+                        let (progress, call_sink) = update::call_progress(&call.id, &self.updates);
+                        sink = Some(call_sink);
+                        // The editor sees the call running before the tool asks it anything
+                        // (fs/*, terminal/*, elicitation/create).
+                        progress.flushed().await;
+                        let env = ToolEnv { progress, cancel: call_cancel.clone(), ..self.env.clone() };
+                        run_within(tool.as_ref(), prepared, env).await
+                    }
+                    Err(refused) => Outcome::failed(refused),
+                },
+                (_, Err(message)) => Outcome::failed(message),
+                (None, Ok(_)) => Outcome::failed(format!("There is no tool called `{}`.", call.name)),
+            };
+            // A call a cancel stopped ends cancelled; one that finished first keeps its result.
+            if call_cancel.is_cancelled() && outcome.status != ToolStatus::Completed {
+                if !self.cancel().is_cancelled() {
+                    outcome = Outcome::failed(CALL_CANCELLED);
+                }
+                outcome.status = ToolStatus::Cancelled;
+            }
+            if let Some(entries) = outcome.plan.clone() {
+                self.record(Event::Plan { entries }).await?;
+            }
+            if let Some(end) = finish_goal::verdict(&call.name, &outcome) {
+                self.end_goal(end).await?;
+            }
+            self.record(Event::ToolResult {
+                call_id: call.id,
+                status: outcome.status,
+                output: outcome.output,
+                raw_output: outcome.raw_output,
+                for_model: outcome.for_model,
+            })
+            .await?;
+            if let Some(sink) = sink {
+                sink.finish(self.env.deadlines.quick).await;
+            }
+            // Final now: a cancel of it is refused from here on.
+            drop(registered);
+        }
+        Ok(())
+    }
+
+    /// Checks and describes every call of a step in one call on the blocking pool: a tool's
+    /// `prepare` resolves the paths it names (canonicalize, symlink_metadata), which must not
+    /// block the async threads, and a step's calls are described before any is shown.
+    async fn describe(
+        &self,
+        calls: Vec<ToolCallRequest>,
+        asking: &Asking,
+    ) -> Result<Vec<Described>, TurnError> {
+        let rules = Rules {
+            max_tool_arguments: self.limits.max_tool_arguments,
+            read_only: asking.read_only,
+            pursuing: asking.pursuing,
+        };
+        let (tools, env) = (self.tools.clone(), self.env.clone());
+        let describing = tokio::task::spawn_blocking(move || {
+            calls.into_iter().map(|call| described(call, &tools, &env, rules)).collect()
+        });
+        match describing.await {
+            Ok(described) => Ok(described),
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            // The pool drops a task only as the runtime shuts down, which ends the turn too.
+            Err(_) => Err(TurnError::Provider(ProviderError::Cancelled)),
+        }
+    }
+
+    /// The result of a call whose token was cancelled before it could run: by the user
+    /// alone (`tool_call/cancel`), or with the whole turn.
+    fn cancelled_before_running(&self) -> Outcome {
+        if self.cancel().is_cancelled() {
+            Outcome::failed("The turn was cancelled before this tool ran.")
+        } else {
+            Outcome::failed(CALL_CANCELLED)
+        }
+    }
+
+    /// Asks the permission gate, and the user when it says so, showing them what the call
+    /// will do (worked out first, without changing anything). Returns the call to run, as
+    /// shown; `Err` is the refusal the model reads.
+    async fn gate(
+        &self,
+        call: &ToolCallRequest,
+        tool: &dyn Tool,
+        prepared: Prepared,
+    ) -> Result<Prepared, String> {
+        let name = call.name.as_str();
+        let decision = {
+            let approvals = self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            decide(self.settings.posture, self.settings.mode == Mode::Plan, name, &prepared, &approvals)
+        };
+        match decision {
+            Decision::Allow => Ok(prepared),
+            Decision::Deny(reason) => Err(reason),
+            Decision::Ask => {
+                let prepared = self.preview(tool, prepared).await?;
+                if !prepared.content.is_empty() {
+                    // The card shows the change (or the command) before the question.
+                    self.live(TurnUpdate::ToolProgress {
+                        call_id: call.id.clone(),
+                        status: ToolStatus::Pending,
+                        output: prepared.content.clone(),
+                    });
+                }
+                // The editor must have seen the tool call before it is asked about it.
+                update::flushed(&self.updates).await;
+                let ask = PermissionAsk {
+                    call_id: call.id.clone(),
+                    name: name.to_owned(),
+                    title: prepared.title.clone(),
+                    kind: prepared.kind,
+                    locations: prepared.locations.clone(),
+                    raw_input: prepared.raw_input.clone(),
+                    content: prepared.content.clone(),
+                };
+                let asked = self.env.editor.request_permission(&ask, self.permission_timeout);
+                let answer = tokio::select! {
+                    answer = asked => answer,
+                    // Dropping the request cancels it at the editor ($/cancel_request).
+                    () = self.env.cancel.cancelled() => PermissionAnswer::Cancelled,
+                };
+                self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remember(
+                    name,
+                    Scope::of(&prepared),
+                    answer,
+                );
+                match answer {
+                    PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways => Ok(prepared),
+                    PermissionAnswer::RejectOnce | PermissionAnswer::RejectAlways => {
+                        Err(format!("The user did not allow `{name}` to run."))
+                    }
+                    PermissionAnswer::Cancelled if self.env.cancel.is_cancelled() => {
+                        Err("The turn was cancelled while waiting for permission.".into())
+                    }
+                    PermissionAnswer::Cancelled => Err(format!(
+                        "The editor withdrew the permission request for `{name}` without an answer; it was not run."
+                    )),
+                    PermissionAnswer::Unanswered(Unanswered::TimedOut) => Err(format!(
+                        "Nobody answered the permission request for `{name}` within {} s \
+                         (permission_timeout_s); it was not run.",
+                        self.permission_timeout.as_secs()
+                    )),
+                    PermissionAnswer::Unanswered(Unanswered::Failed) => Err(format!(
+                        "The editor could not ask the user about `{name}` (its permission request failed); \
+                         it was not run."
+                    )),
+                }
+            }
+        }
+    }
+
+    /// What the call will do, worked out within the tool's quick deadline: a preview that
+    /// waits on an editor that never answers fails the call rather than the turn.
+    async fn preview(&self, tool: &dyn Tool, prepared: Prepared) -> Result<Prepared, String> {
+        let limit = self.env.deadlines.quick;
+        let previewing = tool.preview(prepared, self.env.clone());
+        tokio::select! {
+            result = tokio::time::timeout(limit, previewing) => result.unwrap_or_else(|_| Err(format!(
+                "Working out the change took longer than {} s (tool_timeout_s); nothing was changed.",
+                limit.as_secs()
+            ))),
+            () = self.env.cancel.cancelled() => Err("The turn was cancelled before this tool ran.".into()),
+        }
+    }
+}
