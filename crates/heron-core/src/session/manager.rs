@@ -50,9 +50,9 @@ pub enum SessionError {
     #[error(transparent)]
     Goal(GoalError),
     /// The session is open with another cwd or other additional directories; it must be
-    /// closed first.
-    #[error("the session is already open with another cwd or other additional directories; close it first")]
-    OpenWithOtherRoots,
+    /// closed first. Says which of the two differs (the cwd when both do).
+    #[error("{}", other_roots_message(*.0))]
+    OpenWithOtherRoots(OtherRoot),
     /// A list cursor was not one Heron issued.
     #[error("the cursor is not one this agent issued")]
     BadCursor,
@@ -76,6 +76,24 @@ pub enum SessionError {
     /// Something else failed.
     #[error("{0}")]
     Internal(String),
+}
+
+/// Which of a session's roots differs from those it is open with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtherRoot {
+    /// Its working directory.
+    Cwd,
+    /// Its additional directories (the cwd is the same).
+    AdditionalDirectories,
+}
+
+fn other_roots_message(which: OtherRoot) -> &'static str {
+    match which {
+        OtherRoot::Cwd => "the session is already open with another cwd; close it first",
+        OtherRoot::AdditionalDirectories => {
+            "the session is already open with other additional directories; close it first"
+        }
+    }
 }
 
 impl From<StoreError> for SessionError {
@@ -460,8 +478,11 @@ impl Manager {
             let same_cwd = tokio::fs::canonicalize(&state.cwd).await.unwrap_or(state.cwd) == options.cwd;
             // Kept silently on the old roots, the editor would work in one folder while the
             // tools act in another.
-            if !same_cwd || state.additional_directories != options.additional_directories {
-                return Err(SessionError::OpenWithOtherRoots);
+            if !same_cwd {
+                return Err(SessionError::OpenWithOtherRoots(OtherRoot::Cwd));
+            }
+            if state.additional_directories != options.additional_directories {
+                return Err(SessionError::OpenWithOtherRoots(OtherRoot::AdditionalDirectories));
             }
             return Ok(Loading::attaching(self, session, options.editor));
         }

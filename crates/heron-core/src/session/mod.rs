@@ -64,7 +64,7 @@ use crate::types::{PromptInput, StopReason};
 use heron_store::Store;
 
 pub use loading::Loading;
-pub use manager::{Manager, ManagerOptions, OpenOptions, SessionError};
+pub use manager::{Manager, ManagerOptions, OpenOptions, OtherRoot, SessionError};
 pub use seats::{MAX_OPEN_SESSIONS, max_open_sessions};
 pub use transcript::transcript_path;
 
