@@ -517,11 +517,21 @@ impl Manager {
         }
     }
 
-    /// Deletes a session and its history; an unknown id succeeds.
+    /// Deletes a session and its history, under the session's lock: one open in another
+    /// process is refused ([`SessionError::OpenElsewhere`]), as loading it would be, since
+    /// deleting it would pull the history from under the process that is writing it. An
+    /// unknown id succeeds and deletes nothing (and makes no lock file).
     pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
-        if let Some(open) = self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(id) {
-            open.session.close();
-        }
+        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        // Held until the rows are gone, so no other process opens the session meanwhile.
+        let _lock = match open {
+            Some(open) => {
+                open.session.close();
+                open._lock
+            }
+            None if self.store.session(id).await?.is_none() => return Ok(()),
+            None => self.lock(id).await?,
+        };
         self.store.delete_session(id).await?;
         let _ = tokio::fs::remove_file(self.transcript_path(id)).await;
         Ok(())
