@@ -12,6 +12,10 @@ use super::text::{self, Decoded, Encoding};
 /// The largest file read whole into memory.
 pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// The largest file a tool writes: what the tools could not read back whole they do not
+/// make either, and a change is refused before its text is built past it.
+pub const MAX_WRITE_BYTES: u64 = MAX_FILE_BYTES;
+
 /// A file's current text, from wherever it was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Loaded {
