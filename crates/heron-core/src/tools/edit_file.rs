@@ -8,7 +8,7 @@ use super::files::{self, PlannedChange};
 use super::{Outcome, Prepared, Tool, ToolEnv, call};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::types::{ToolKind, ToolOutput, ToolStatus};
+use crate::types::{ToolKind, ToolStatus};
 
 const NAME: &str = "edit_file";
 
@@ -69,7 +69,7 @@ impl Tool for EditFile {
     fn preview(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Result<Prepared, String>> {
         Box::pin(async move {
             let planned = plan(&prepared, &env).await?;
-            Ok(planned.shown_in(prepared, &env))
+            planned.shown_in(prepared, &env)
         })
     }
 
@@ -99,24 +99,20 @@ async fn edit(mut prepared: Prepared, env: &ToolEnv) -> Outcome {
         Ok(planned) => planned,
         Err(message) => return Outcome::failed(message),
     };
-    let PlannedChange { path, loaded, new_text, .. } = planned;
-    let old_text = loaded.text.clone().unwrap_or_default();
-    let replaced = match files::write(env, &path, &loaded, &new_text).await {
+    let replaced = match files::write(env, &planned.path, &planned.loaded, &planned.new_text).await {
         Ok(replaced) => replaced,
         Err(message) => return Outcome::failed(message),
     };
-    let line = first_changed_line(&old_text, &new_text);
-    let mut for_model = format!("Edited {} (first change at line {line})", call::shown(env, &path));
+    let path = &planned.path;
+    let line = first_changed_line(planned.loaded.text.as_deref().unwrap_or_default(), &planned.new_text);
+    let mut for_model = format!("Edited {} (first change at line {line})", call::shown(env, path));
     if replaced.other_links > 0 {
         for_model.push_str(&format!("; {}", super::write_file::HARD_LINKS));
     }
     Outcome {
         status: ToolStatus::Completed,
-        output: vec![ToolOutput::Diff {
-            path: path.display().to_string(),
-            old_text: Some(old_text),
-            new_text,
-        }],
+        // Shown, stored and replayed within the diff cap.
+        output: planned.shown().outputs,
         raw_output: Some(serde_json::json!({ "path": path.display().to_string(), "firstChangedLine": line })),
         for_model,
         plan: None,
