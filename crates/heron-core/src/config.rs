@@ -327,9 +327,14 @@ pub struct Config {
     /// Continuations one goal-mode prompt may start on its own before it stops with
     /// `max_turn_requests` (default [`DEFAULT_GOAL_CONTINUATIONS`]).
     pub max_goal_continuations: Option<u32>,
-    /// The most bytes of text one model reply may stream before the turn ends with
-    /// `max_tokens` (default [`DEFAULT_MAX_REPLY_BYTES`]).
+    /// The most bytes of text, thought and tool-call arguments one model reply may hold
+    /// before the turn ends with `max_tokens` (default [`DEFAULT_MAX_REPLY_BYTES`]).
     pub max_reply_bytes: Option<u64>,
+    /// The most tool calls of one model reply that run (default [`DEFAULT_MAX_TOOL_CALLS`]).
+    pub max_tool_calls_per_reply: Option<u32>,
+    /// The most bytes the results of one reply's tool calls hold together, what the model
+    /// reads and what the editor is shown (default [`DEFAULT_MAX_TOOL_RESULT_BYTES`]).
+    pub max_tool_result_bytes: Option<u64>,
     /// Seconds a built-in file or session tool may take before it fails (default 30).
     pub tool_timeout_s: Option<u64>,
     /// The most seconds a command may run, whatever timeout the model asks for (default 600).
@@ -363,6 +368,14 @@ fn check_compact_at(value: Option<f64>, where_: &str) -> Result<(), String> {
 /// The reply cap when `config.toml` does not say: far beyond real answers, far below what
 /// would hurt.
 pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The tool calls of one reply that run when `config.toml` does not say: more than a real
+/// step asks for at once, few enough that a runaway reply stops early.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 64;
+
+/// What one reply's tool results may hold when `config.toml` does not say: more than any
+/// context window takes in one step.
+pub const DEFAULT_MAX_TOOL_RESULT_BYTES: usize = 4 * 1024 * 1024;
 
 /// `sandbox = "on" | "off"` in `config.toml`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -518,6 +531,19 @@ impl Config {
     /// The reply cap, in bytes.
     pub fn reply_cap(&self) -> usize {
         usize::try_from(self.max_reply_bytes.unwrap_or(DEFAULT_MAX_REPLY_BYTES)).unwrap_or(usize::MAX)
+    }
+
+    /// How many tool calls of one reply run (at least one).
+    pub fn tool_call_cap(&self) -> usize {
+        self.max_tool_calls_per_reply
+            .map_or(DEFAULT_MAX_TOOL_CALLS, |n| usize::try_from(n).unwrap_or(usize::MAX))
+            .max(1)
+    }
+
+    /// The bytes one reply's tool results may hold.
+    pub fn tool_result_cap(&self) -> usize {
+        self.max_tool_result_bytes
+            .map_or(DEFAULT_MAX_TOOL_RESULT_BYTES, |n| usize::try_from(n).unwrap_or(usize::MAX))
     }
 
     /// The extra paths sandboxed commands may write, `~` expanded against `$HOME`. Without

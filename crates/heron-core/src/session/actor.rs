@@ -275,6 +275,8 @@ async fn run_job(
     let limits = Limits {
         max_reply_bytes: config.reply_cap(),
         max_reply_tokens: context.max_reply_tokens,
+        max_tool_calls: config.tool_call_cap(),
+        max_tool_result_bytes: config.tool_result_cap(),
         ..Limits::default()
     };
     let tools = with_mcp_tools(&context.tools, &session.mcp, &cancel).await;

@@ -26,6 +26,7 @@ mod outcome;
 mod permission;
 mod pursuit;
 pub mod reload;
+mod reply_calls;
 mod response;
 mod seats;
 pub mod settings;

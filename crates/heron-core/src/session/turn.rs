@@ -134,16 +134,21 @@ pub struct Turn {
     pub unstored: Vec<(Event, Arc<str>)>,
 }
 
-/// Bounds on what one model response may send.
+/// Bounds on what one model response may send, and what its tool calls may cost
+/// (`reply_calls`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// The most bytes of text and thought one response may stream; past it the turn ends
-    /// `max_tokens`, with what streamed kept exactly as the editor saw it.
+    /// The most bytes of text, thought and tool-call arguments one response may hold; past
+    /// it the turn ends `max_tokens`, with what streamed kept exactly as the editor saw it.
     pub max_reply_bytes: usize,
     /// The most bytes a tool call's arguments may take; a larger call fails without running.
     pub max_tool_arguments: usize,
     /// The most tokens one reply may take (`--max-tokens`), asked of the provider.
     pub max_reply_tokens: Option<u32>,
+    /// The most tool calls of one response that run; the next fails and ends the response.
+    pub max_tool_calls: usize,
+    /// The most bytes the results of one response's tool calls hold together.
+    pub max_tool_result_bytes: usize,
 }
 
 impl Default for Limits {
@@ -152,6 +157,8 @@ impl Default for Limits {
             max_reply_bytes: 8 * 1024 * 1024,
             max_tool_arguments: crate::llm::MAX_TOOL_ARGUMENT_BYTES,
             max_reply_tokens: None,
+            max_tool_calls: crate::config::DEFAULT_MAX_TOOL_CALLS,
+            max_tool_result_bytes: crate::config::DEFAULT_MAX_TOOL_RESULT_BYTES,
         }
     }
 }
@@ -393,7 +400,7 @@ impl Turn {
             if let Some(stop) = response.stop {
                 return Ok(stop);
             }
-            self.run_tools(response.tool_calls, asking).await?;
+            self.run_tools(response.tool_calls, &response.refused, asking).await?;
             if asking.pursuing && self.goal_paused() {
                 return Ok(StopReason::EndTurn);
             }
@@ -439,22 +446,19 @@ impl Turn {
     }
 
     /// Records every call first (the editor sees them pending), then runs them in order.
-    async fn run_tools(&mut self, calls: Vec<ToolCallRequest>, asking: &Asking) -> Result<(), TurnError> {
+    async fn run_tools(
+        &mut self,
+        calls: Vec<ToolCallRequest>,
+        refused: &super::reply_calls::Refused,
+        asking: &Asking,
+    ) -> Result<(), TurnError> {
         let read_only = asking.read_only;
         let mut prepared = Vec::new();
-        for mut call in calls {
+        for call in calls {
             let tool = self.tools.get(&call.name).cloned();
-            let oversized = call.arguments.len() > self.limits.max_tool_arguments;
-            if oversized {
-                // Kept short: the store and the editor need to know what was refused, not all of it.
-                call.arguments = crate::secret::clip(&call.arguments, 1024);
-            }
+            let refusal = refused.reason(&call.id);
             let described = match &tool {
-                _ if oversized => Err(format!(
-                    "The arguments of `{}` are larger than {} bytes; the call was not run. Send smaller \
-                     arguments (for a large file, write it in parts with edit_file).",
-                    call.name, self.limits.max_tool_arguments
-                )),
+                _ if refusal.is_some() => Err(refusal.unwrap_or_default()),
                 None => Err(format!("There is no tool called `{}`.", call.name)),
                 Some(tool)
                     if read_only
@@ -494,6 +498,7 @@ impl Turn {
             .await?;
             prepared.push((call, tool, described));
         }
+        let mut budget = super::reply_calls::ResultBudget::new(self.limits.max_tool_result_bytes);
         for (call, tool, described) in prepared {
             // The sink of the call that ran, to run what it left for after its result.
             let mut sink = None;
@@ -531,6 +536,7 @@ impl Turn {
             if call_cancel.is_cancelled() && !self.cancel().is_cancelled() {
                 outcome = Outcome::failed(CALL_CANCELLED);
             }
+            budget.fit(&mut outcome);
             if let Some(entries) = outcome.plan.clone() {
                 self.record(Event::Plan { entries }).await?;
             }
@@ -676,4 +682,6 @@ fn encode(event: &Event) -> Result<Arc<str>, TurnError> {
 pub(super) struct Response {
     pub(super) stop: Option<StopReason>,
     pub(super) tool_calls: Vec<ToolCallRequest>,
+    /// The calls that fail without running (`reply_calls`).
+    pub(super) refused: super::reply_calls::Refused,
 }
