@@ -130,8 +130,9 @@ pub struct Turn {
     /// Events already in the history (and streamed to the editor) but not yet stored: a
     /// response's finished message and thought, which go to the store together with the
     /// event after them (a tool call, the turn's end) in one transaction and one
-    /// transcript append. Nothing is answered before they are stored.
-    pub unstored: Vec<(Event, Arc<str>)>,
+    /// transcript append. Nothing is answered before they are stored. Each is kept as its
+    /// kind and encoded text only: the history holds the event itself.
+    pub unstored: Vec<(&'static str, Arc<str>)>,
 }
 
 /// Bounds on what one model response may send, and what its tool calls may cost
@@ -229,8 +230,8 @@ impl Turn {
     /// next event (see [`Turn::unstored`]). The editor saw it already, as chunks.
     pub(super) fn record_with_next(&mut self, event: Event) -> Result<(), TurnError> {
         let payload = encode(&event)?;
-        self.carried.history.push(event.clone());
-        self.unstored.push((event, payload));
+        self.unstored.push((event.kind(), payload));
+        self.carried.history.push(event);
         Ok(())
     }
 
@@ -245,7 +246,7 @@ impl Turn {
 
     /// Stores the waiting events and then `next`, if any, in one transaction.
     async fn store_with(&mut self, next: Option<(&str, Arc<str>)>) -> Result<(), TurnError> {
-        let waiting = self.unstored.iter().map(|(event, payload)| (event.kind(), payload.clone()));
+        let waiting = self.unstored.iter().map(|(kind, payload)| (*kind, payload.clone()));
         let batch = waiting.chain(next).map(|(kind, payload)| (kind.to_owned(), payload)).collect();
         self.store
             .append_events_json(&self.session_id, batch)
@@ -676,7 +677,7 @@ impl Turn {
 /// An event encoded straight to text, held once however often it is passed on (a long
 /// message is held as few times as possible).
 fn encode(event: &Event) -> Result<Arc<str>, TurnError> {
-    Ok(serde_json::to_string(event).map_err(|e| TurnError::Store(e.to_string()))?.into())
+    event.to_shared_json().map_err(|e| TurnError::Store(e.to_string()))
 }
 
 pub(super) struct Response {
