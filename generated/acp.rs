@@ -1137,7 +1137,7 @@ See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/e
     #[serde(rename = "newText")]
     pub new_text: ::std::string::String,
     ///The original content (omitted or `null` for new files).
-    #[serde(rename = "oldText", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(rename = "oldText")]
     #[serde(deserialize_with = "crate::lenient::default_on_error")]
     #[serde(default)]
     pub old_text: ::std::option::Option<::std::string::String>,

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::acp_tools::{final_status, new_session, prompt_answering, requests, select, start, written};
+use crate::support::turns::{final_status, new_session, prompt_answering, requests, select, start, written};
 use crate::support::{self, update_kind};
 
 const MIB: usize = 1024 * 1024;

@@ -1,14 +1,15 @@
 //! Compaction over the real binary: `/compact` is advertised, runs in the session with the
 //! user's instructions, streams the summary as a thought marked `_meta.heron.compaction`,
 //! and the next prompt starts from it; `session/load` in a new process replays the whole
-//! history with the marker where the compaction happened. A prompt too big for the window
-//! fails as `turn.failed`, naming the window.
+//! history with the marker where the compaction happened. One long turn of tool calls is
+//! compacted between its steps, with markers the editor sees live. A prompt too big for the
+//! window fails as `turn.failed`, naming the window, and the next prompt is not failed by it.
 
 use serde_json::{Value, json};
 
 use crate::support::server_mock::MockServer;
 use crate::support::servers::{KEY, NOTES};
-use crate::support::windowed::{self, READ, SUMMARY, is_summary_request, text_of};
+use crate::support::windowed::{self, READ, READ_ALL, READ_ALL_OF, SUMMARY, is_summary_request, text_of};
 use crate::support::{Dirs, Process};
 
 /// A home whose default model `net/m` is the windowed mock (its table ending with `keys`),
@@ -174,4 +175,54 @@ fn a_prompt_too_big_for_the_window_fails_naming_it() {
     let message = answer["error"]["message"].as_str().unwrap_or("");
     assert!(message.contains("context window") && message.contains("4000"), "{message}");
     assert!(server.seen().is_empty(), "nothing was sent");
+}
+
+#[test]
+fn one_long_turn_is_compacted_between_its_steps_and_the_editor_sees_each_compaction() {
+    // Sixteen files of about 5 KiB read in one prompt, for a window of 6,000 tokens.
+    let server = windowed::start_reading_in_one_turn(1 << 20);
+    let dirs = home(&server, "context_window = 6000\n");
+    let ws = std::path::Path::new(&dirs.ws()).to_owned();
+    let files: Vec<String> = (1..=16).map(|n| format!("big{n}.txt")).collect();
+    for file in &files {
+        let text: String =
+            (0..100).map(|i| format!("line {i:04} of {file}: the quick brown fox\n")).collect();
+        std::fs::write(ws.join(file), text).expect("file");
+    }
+    let mut heron = Process::spawn(&dirs.home(), &[]);
+    let session = heron.new_session(&dirs.ws());
+    let (updates, answer) =
+        prompt(&mut heron, &session, "p", &format!("please {READ_ALL_OF}{}", files.join(" ")));
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(text(&updates, "agent_message_chunk"), READ_ALL);
+    let completed =
+        updates.iter().filter(|u| kind(u) == "tool_call_update" && u["status"] == "completed").count();
+    assert_eq!(completed, 16, "every call of the turn ran");
+    let stages: Vec<&str> =
+        updates.iter().filter_map(|u| u["_meta"]["heron"]["compaction"]["stage"].as_str()).collect();
+    assert!(stages.contains(&"clipped") && stages.contains(&"summarized"), "{stages:?}");
+    assert!(text(&updates, "agent_thought_chunk").contains(SUMMARY), "the summary streamed as a thought");
+    assert!(server.seen().iter().any(is_summary_request));
+}
+
+#[test]
+fn after_a_prompt_too_big_for_the_window_the_next_prompt_is_answered() {
+    let server = windowed::start(1 << 20, None);
+    let dirs = home(&server, "context_window = 4000\n");
+    let mut heron = Process::spawn(&dirs.home(), &[]);
+    let session = heron.new_session(&dirs.ws());
+    let (_, answer) = prompt(&mut heron, &session, "p1", "please read a.txt");
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let (updates, failed) = prompt(&mut heron, &session, "big", &"x".repeat(40_000));
+    assert_eq!(failed["error"]["data"]["code"], "turn.failed", "{failed}");
+    let marker = updates
+        .iter()
+        .find_map(|u| u["_meta"]["heron"]["compaction"].as_object().cloned())
+        .unwrap_or_else(|| panic!("the editor is told the prompt is left out: {updates:?}"));
+    assert_eq!(marker["stage"], "dropped", "{marker:?}");
+    for (id, text) in [("p2", "please read b.txt"), ("p3", "hello")] {
+        let (_, answer) = prompt(&mut heron, &session, id, text);
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{id}: {answer}");
+    }
+    assert!(!server.seen().iter().any(|s| s.raw.contains("xxxxxxxx")), "the big prompt was never sent");
 }

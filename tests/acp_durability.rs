@@ -1,8 +1,7 @@
 //! What the editor saw finish survives `kill -9` of the agent mid-turn, and a resume with
 //! other workspace roots while the session is open is refused.
 
-use crate::support;
-use std::io::{BufRead, BufReader, Write};
+use crate::support::{self, Process};
 
 use serde_json::{Value, json};
 
@@ -11,56 +10,33 @@ const SCRIPT: &str = r#"{"steps":[{"text":"Planning."},{"tool_call":{"name":"tod
 {"steps":[{"text":"Still "},{"delay_ms":60000},{"text":"thinking."}]}
 "#;
 
-fn spawn(home: &std::path::Path) -> std::process::Child {
-    support::spawn_heron(home, &["--model", "t/m"])
-}
-
-fn send(child: &mut std::process::Child, message: Value) {
-    let stdin = child.stdin.as_mut().expect("stdin");
-    writeln!(stdin, "{message}").expect("write");
-    stdin.flush().expect("flush");
+fn spawn(home: &std::path::Path) -> Process {
+    Process::spawn(home, &["--model", "t/m"])
 }
 
 #[test]
 fn a_finished_tool_call_survives_kill_9_mid_turn() {
     let dirs = support::scripted_home("t", "", SCRIPT);
-    let mut child = spawn(&dirs.home());
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut next =
-        || -> Value { serde_json::from_str(&lines.next().expect("a line").expect("read")).expect("json") };
-    let sid = start_turn(&mut child, &mut next, &dirs.ws());
+    let mut heron = spawn(&dirs.home());
+    let sid = start_turn(&mut heron, &dirs.ws());
     // Wait until the editor has seen the tool call finish and the next answer start.
-    loop {
-        let message = next();
+    heron.until(|message| {
         let update = &message["params"]["update"];
-        if update["sessionUpdate"] == "agent_message_chunk" && update["content"]["text"] == "Still " {
-            break;
-        }
-    }
-    child.kill().expect("SIGKILL");
-    child.wait().expect("reaped");
+        update["sessionUpdate"] == "agent_message_chunk" && update["content"]["text"] == "Still "
+    });
+    heron.child.kill().expect("SIGKILL");
+    heron.child.wait().expect("reaped");
 
-    let mut child = spawn(&dirs.home());
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut next =
-        || -> Value { serde_json::from_str(&lines.next().expect("a line").expect("read")).expect("json") };
-    send(&mut child, json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}));
-    assert_eq!(next()["id"], 1);
-    send(
-        &mut child,
-        json!({"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":sid,"cwd":dirs.ws(),"mcpServers":[]}}),
-    );
+    let mut heron = spawn(&dirs.home());
+    heron.request(json!(1), "initialize", json!({"protocolVersion": 1}));
+    heron.send(json!({"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":sid,"cwd":dirs.ws(),"mcpServers":[]}}));
     let mut replayed = Vec::new();
-    loop {
-        let message = next();
-        if message["id"] == 2 {
-            assert!(message["result"].is_object(), "{message}");
-            break;
-        }
+    let loaded = heron.until_answer(&json!(2), |_, message| {
         if message["method"] == "session/update" {
             replayed.push(message["params"]["update"].clone());
         }
-    }
+    });
+    assert!(loaded["result"].is_object(), "{loaded}");
     let kinds: Vec<&str> = replayed.iter().filter_map(|u| u["sessionUpdate"].as_str()).collect();
     assert!(kinds.contains(&"user_message_chunk"), "{kinds:?}");
     assert!(kinds.contains(&"plan"), "the finished plan survives: {kinds:?}");
@@ -68,8 +44,6 @@ fn a_finished_tool_call_survives_kill_9_mid_turn() {
         replayed.iter().any(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed"),
         "the finished tool call survives: {replayed:?}"
     );
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[tokio::test]
@@ -221,18 +195,14 @@ fn kill_9_during_a_write_leaves_the_old_file_or_the_new_one() {
     let mut outcomes = (0, 0);
     for delay_ms in [0u64, 1, 2, 4, 8, 16] {
         std::fs::write(&file, &old).expect("the old file");
-        let mut child =
-            support::spawn_heron(&dirs.home(), &["--model", "t/m", "--permission-mode", "bypassPermissions"]);
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut next = || -> Value {
-            serde_json::from_str(&lines.next().expect("a line").expect("read")).expect("json")
-        };
-        start_turn(&mut child, &mut next, &dirs.ws());
+        let mut heron =
+            Process::spawn(&dirs.home(), &["--model", "t/m", "--permission-mode", "bypassPermissions"]);
+        start_turn(&mut heron, &dirs.ws());
         // The call is about to run once it is announced.
-        while next()["params"]["update"]["sessionUpdate"] != "tool_call" {}
+        heron.until(|message| message["params"]["update"]["sessionUpdate"] == "tool_call");
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        child.kill().expect("SIGKILL");
-        child.wait().expect("reaped");
+        heron.child.kill().expect("SIGKILL");
+        heron.child.wait().expect("reaped");
         let now = std::fs::read(&file).expect("the file is there");
         if now == old.as_bytes() {
             outcomes.0 += 1;
@@ -245,12 +215,8 @@ fn kill_9_during_a_write_leaves_the_old_file_or_the_new_one() {
 }
 
 /// Initializes, opens a session in `ws` and prompts it with "go"; the session's id.
-fn start_turn(child: &mut std::process::Child, next: &mut impl FnMut() -> Value, ws: &str) -> String {
-    send(child, json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}));
-    assert_eq!(next()["id"], 1);
-    send(child, json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":ws,"mcpServers":[]}}));
-    let sid = next()["result"]["sessionId"].as_str().expect("session").to_owned();
-    let prompt = json!({"sessionId":sid,"prompt":[{"type":"text","text":"go"}]});
-    send(child, json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":prompt}));
+fn start_turn(heron: &mut Process, ws: &str) -> String {
+    let sid = heron.new_session(ws);
+    heron.send_prompt(json!(3), &sid, "go");
     sid
 }

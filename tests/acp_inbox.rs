@@ -5,7 +5,7 @@
 use crate::support;
 use std::sync::Arc;
 
-use crate::support::{Dirs, Editor, update_kind};
+use crate::support::{Dirs, Editor, Process, update_kind};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
 
@@ -182,6 +182,32 @@ async fn an_item_enqueued_while_idle_starts_after_its_answer() {
     assert!(user_texts(&before).is_empty(), "nothing ran before the answer: {before:#?}");
     let seen = read_until(&mut editor, drained).await;
     assert_eq!((user_texts(&seen), agent_text(&seen)), (vec!["Go".to_owned()], "First answer.".to_owned()));
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn an_item_with_an_image_is_echoed_with_the_image_it_carries() {
+    // A whole PNG signature and header start: the bytes are checked against the type.
+    let png =
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let (mut editor, session) = start(TWO_ANSWERS).await;
+    let prompt = json!([
+        { "type": "text", "text": "What is this?" },
+        { "type": "image", "mimeType": "image/png", "data": png },
+    ]);
+    let answer = inbox(&mut editor, "enqueue", &session, json!({ "prompt": prompt })).await;
+    assert_eq!(answer["result"]["status"], "queued", "{answer}");
+    let seen = read_until(&mut editor, drained).await;
+    let shown: Vec<&Value> = seen
+        .iter()
+        .filter(|m| update_kind(m) == Some("user_message_chunk"))
+        .map(|m| &m["params"]["update"]["content"])
+        .collect();
+    assert_eq!(shown.len(), 2, "the text and the image: {seen:#?}");
+    assert_eq!(shown[0]["text"], "What is this?");
+    assert_eq!(shown[1]["type"], "image", "{:#}", shown[1]);
+    assert_eq!(shown[1]["mimeType"], "image/png");
+    assert_eq!(shown[1]["data"], png, "the image as sent, read back from where it was saved");
     editor.close().await;
 }
 
@@ -482,93 +508,45 @@ async fn on_reopening_an_interrupted_item_is_failed_and_the_queue_runs_on() {
     editor.close().await;
 }
 
-/// Spawns `heron acp` on `home`, the way an editor does.
-fn spawn(home: &std::path::Path) -> std::process::Child {
-    support::spawn_heron(home, &["--model", "s/m"])
-}
-
-/// One line-oriented editor on a spawned agent, killed when dropped.
-struct Process {
-    child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<String>,
-}
-
-impl Process {
-    fn start(home: &std::path::Path) -> Process {
-        use std::io::BufRead;
-        let mut child = spawn(home);
-        let stdout = child.stdout.take().expect("stdout");
-        // A reader thread, so a missing message fails the test instead of hanging it.
-        let (sender, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Process { child, lines }
-    }
-
-    fn send(&mut self, message: Value) {
-        use std::io::Write;
-        let stdin = self.child.stdin.as_mut().expect("stdin");
-        writeln!(stdin, "{message}").expect("write");
-        stdin.flush().expect("flush");
-    }
-
-    /// Reads until a message `done` accepts, and returns it.
-    fn until(&mut self, done: impl Fn(&Value) -> bool) -> Value {
-        loop {
-            let line =
-                self.lines.recv_timeout(std::time::Duration::from_secs(10)).expect("a line within 10 s");
-            let message: Value = serde_json::from_str(&line).expect("json");
-            if done(&message) {
-                return message;
-            }
-        }
-    }
-
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
-        self.until(|m| m["id"] == id && m.get("method").is_none())
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The real `heron acp` on `home`, the way an editor starts it.
+fn spawn(home: &std::path::Path) -> Process {
+    Process::spawn(home, &["--model", "s/m"])
 }
 
 #[test]
 fn an_item_running_when_the_agent_is_killed_is_failed_and_its_inbox_opens_paused() {
     let dirs = dirs(ENDLESS_FIRST);
-    let mut agent = Process::start(&dirs.home());
-    agent.request(1, "initialize", json!({ "protocolVersion": 1 }));
-    let opened = agent.request(2, "session/new", json!({ "cwd": dirs.ws(), "mcpServers": [] }));
+    let mut agent = spawn(&dirs.home());
+    agent.request(json!(1), "initialize", json!({ "protocolVersion": 1 }));
+    let opened = agent.request(json!(2), "session/new", json!({ "cwd": dirs.ws(), "mcpServers": [] }));
     let session = opened["result"]["sessionId"].as_str().expect("session").to_owned();
     // Paused while both are queued, so the slow one starts only once both are in.
-    agent.request(3, "_heron/inbox/setPaused", json!({ "sessionId": session, "paused": true }));
-    let slow =
-        agent.request(4, "_heron/inbox/enqueue", json!({ "sessionId": session, "prompt": text("Slow") }));
+    agent.request(json!(3), "_heron/inbox/setPaused", json!({ "sessionId": session, "paused": true }));
+    let slow = agent.request(
+        json!(4),
+        "_heron/inbox/enqueue",
+        json!({ "sessionId": session, "prompt": text("Slow") }),
+    );
     let slow = slow["result"]["itemId"].as_str().expect("item").to_owned();
-    agent.request(5, "_heron/inbox/enqueue", json!({ "sessionId": session, "prompt": text("Next") }));
-    agent.request(6, "_heron/inbox/setPaused", json!({ "sessionId": session, "paused": false }));
+    agent.request(json!(5), "_heron/inbox/enqueue", json!({ "sessionId": session, "prompt": text("Next") }));
+    agent.request(json!(6), "_heron/inbox/setPaused", json!({ "sessionId": session, "paused": false }));
     agent.until(|m| is_chunk(m, "Working"));
     agent.child.kill().expect("SIGKILL");
     agent.child.wait().expect("reaped");
 
-    let mut agent = Process::start(&dirs.home());
-    agent.request(1, "initialize", json!({ "protocolVersion": 1 }));
-    agent.request(2, "session/resume", json!({ "sessionId": session, "cwd": dirs.ws(), "mcpServers": [] }));
-    let got = agent.request(3, "_heron/inbox/get", json!({ "sessionId": session, "itemId": slow }));
+    let mut agent = spawn(&dirs.home());
+    agent.request(json!(1), "initialize", json!({ "protocolVersion": 1 }));
+    agent.request(
+        json!(2),
+        "session/resume",
+        json!({ "sessionId": session, "cwd": dirs.ws(), "mcpServers": [] }),
+    );
+    let got = agent.request(json!(3), "_heron/inbox/get", json!({ "sessionId": session, "itemId": slow }));
     let item = &got["result"]["item"];
     assert_eq!(item["status"], "failed", "{got}");
     assert_eq!(item["error"], "interrupted: Heron stopped while this item ran", "{got}");
     // Recovered: nothing starts until the user has looked and resumed.
-    let listed = agent.request(4, "_heron/inbox/list", json!({ "sessionId": session }));
+    let listed = agent.request(json!(4), "_heron/inbox/list", json!({ "sessionId": session }));
     assert_eq!(
         (listed["result"]["paused"].as_bool(), listed["result"]["recovered"].as_bool()),
         (Some(true), Some(true)),
@@ -576,10 +554,10 @@ fn an_item_running_when_the_agent_is_killed_is_failed_and_its_inbox_opens_paused
     );
     assert_eq!(listed["result"]["items"][1]["status"], "queued", "{listed}");
     let resumed =
-        agent.request(5, "_heron/inbox/setPaused", json!({ "sessionId": session, "paused": false }));
+        agent.request(json!(5), "_heron/inbox/setPaused", json!({ "sessionId": session, "paused": false }));
     assert_eq!(resumed["result"]["paused"], false, "{resumed}");
     let next = agent.until(|m| update_kind(m) == Some("user_message_chunk"));
     assert_eq!(next["params"]["update"]["content"]["text"], "Next", "the queue runs on once resumed: {next}");
-    let listed = agent.request(6, "_heron/inbox/list", json!({ "sessionId": session }));
+    let listed = agent.request(json!(6), "_heron/inbox/list", json!({ "sessionId": session }));
     assert_eq!(listed["result"]["recovered"], false, "resuming clears the mark: {listed}");
 }

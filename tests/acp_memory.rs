@@ -3,100 +3,19 @@
 //! stream to an editor that reads slowly holds the model back instead of queueing; a tool
 //! call with huge arguments fails without running. Peaks are read from /proc (VmHWM).
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdout};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::support::endpoint::{Reply, config, delta, endpoint, finish};
-use crate::support::{self, Dirs};
+use crate::support::{Dirs, Launch, Process};
 
 const MIB: usize = 1024 * 1024;
 
-/// A spawned `heron acp` talking to a mock endpoint, read line by line.
-struct Agent {
-    child: Child,
-    out: BufReader<ChildStdout>,
-}
-
-impl Agent {
-    fn start(dirs: &Dirs) -> Agent {
-        let mut child = support::spawn_heron(&dirs.home(), &[]);
-        let out = BufReader::new(child.stdout.take().expect("stdout"));
-        Agent { child, out }
-    }
-
-    fn send(&mut self, message: Value) {
-        let stdin = self.child.stdin.as_mut().expect("stdin");
-        writeln!(stdin, "{message}").expect("write");
-        stdin.flush().expect("flush");
-    }
-
-    fn line(&mut self) -> Value {
-        let mut line = String::new();
-        let n = self.out.read_line(&mut line).expect("read");
-        assert!(n > 0, "the agent closed its output");
-        serde_json::from_str(&line).expect("a JSON line")
-    }
-
-    /// Reads until the answer to `id`, calling `each` on every message before it.
-    fn until_answer(&mut self, id: u64, mut each: impl FnMut(&Value)) -> Value {
-        loop {
-            let message = self.line();
-            if message["id"] == id && message.get("method").is_none() {
-                return message;
-            }
-            each(&message);
-        }
-    }
-
-    fn session(&mut self, ws: &str) -> String {
-        self.send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}));
-        self.until_answer(1, |_| {});
-        self.send(json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":ws,"mcpServers":[]}}));
-        let answer = self.until_answer(2, |_| {});
-        answer["result"]["sessionId"].as_str().expect("session").to_owned()
-    }
-
-    fn prompt(&mut self, session: &str) {
-        let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "go" }] });
-        self.send(json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":params}));
-    }
-
-    /// The process's resident memory now, in bytes.
-    fn rss(&self) -> usize {
-        rss_of(self.child.id())
-    }
-
-    /// The process's peak resident memory, in bytes.
-    fn peak_rss(&self) -> usize {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("status");
-        let kib: usize = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmHWM");
-        kib * 1024
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The resident memory of process `pid` now, in bytes.
-fn rss_of(pid: u32) -> usize {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib: usize = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0);
-    kib * 1024
+/// The real `heron acp` on `dirs`, whose stdout is read a line at a time: nothing is
+/// read ahead of the test, so a test that stops reading stops Heron's writes at once.
+fn start(dirs: &Dirs) -> Process {
+    Launch::acp(&dirs.home(), &[]).read_ahead(0).start()
 }
 
 fn home(url: &str, extra: &str) -> std::sync::Arc<Dirs> {
@@ -128,20 +47,20 @@ fn a_reply_far_past_the_cap_ends_max_tokens_and_memory_stays_small() {
     // 300 MiB offered; the default cap is 8 MiB.
     let url = endpoint(vec![text_stream(300 * 16, 64 * 1024)]);
     let dirs = home(&url, "");
-    let mut agent = Agent::start(&dirs);
-    let session = agent.session(&dirs.ws());
-    agent.prompt(&session);
+    let mut agent = start(&dirs);
+    let session = agent.new_session(&dirs.ws());
+    agent.send_prompt(json!(3), &session, "go");
     let mut shown = 0;
-    let answer = agent.until_answer(3, |m| streamed_text(m, &mut shown));
+    let answer = agent.until_answer(&json!(3), |_, m| streamed_text(m, &mut shown));
     assert_eq!(answer["result"]["stopReason"], "max_tokens", "{answer}");
     assert_eq!(shown, 8 * MIB, "the editor saw exactly the cap");
-    let peak = agent.peak_rss();
+    let peak = agent.peak_memory();
     eprintln!("peak RSS through a 300 MiB reply: {:.1} MiB", peak as f64 / MIB as f64);
     assert!(peak < 96 * MIB, "peak {peak} bytes");
     // What is stored is what the editor saw.
     agent.send(json!({"jsonrpc":"2.0","id":4,"method":"session/load","params":{"sessionId":session,"cwd":dirs.ws(),"mcpServers":[]}}));
     let mut replayed = 0;
-    agent.until_answer(4, |m| streamed_text(m, &mut replayed));
+    agent.until_answer(&json!(4), |_, m| streamed_text(m, &mut replayed));
     assert_eq!(replayed, 8 * MIB, "the stored message is the one the editor saw");
 }
 
@@ -153,18 +72,17 @@ fn streaming_to_an_editor_that_stops_reading_holds_the_model_back() {
     const TOTAL: usize = 20 * MIB;
     let url = endpoint(vec![text_stream(TOTAL / (16 * 1024) + 1, 16 * 1024)]);
     let dirs = home(&url, "max_reply_bytes = 67108864\n");
-    let mut agent = Agent::start(&dirs);
-    let session = agent.session(&dirs.ws());
-    let before = agent.rss();
-    agent.prompt(&session);
+    let mut agent = start(&dirs);
+    let session = agent.new_session(&dirs.ws());
+    let before = agent.memory();
+    agent.send_prompt(json!(3), &session, "go");
     let (mut shown, mut paused) = (0, None);
-    let pid = agent.child.id();
-    let answer = agent.until_answer(3, |m| {
+    let answer = agent.until_answer(&json!(3), |agent, m| {
         streamed_text(m, &mut shown);
         if paused.is_none() && shown >= MIB {
             // Long enough for the model to stream all of it, were nothing holding it back.
             std::thread::sleep(Duration::from_millis(2500));
-            paused = Some(rss_of(pid).saturating_sub(before));
+            paused = Some(agent.memory().saturating_sub(before));
         }
     });
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
@@ -173,7 +91,7 @@ fn streaming_to_an_editor_that_stops_reading_holds_the_model_back() {
     eprintln!(
         "RSS grew {:.1} MiB while the editor did not read; peak {:.1} MiB",
         growth as f64 / MIB as f64,
-        agent.peak_rss() as f64 / MIB as f64
+        agent.peak_memory() as f64 / MIB as f64
     );
     // Held: what was read (1 MiB), and what Heron is ahead by (the chunk budget and the
     // write queue, 1 MiB each) in the reply and in the queue, and buffers. Reading on would
@@ -182,7 +100,7 @@ fn streaming_to_an_editor_that_stops_reading_holds_the_model_back() {
     // At the end of the turn the reply is held for the history and as the text stored
     // with the turn's end, and nothing more: joining it once more for the transcript (a
     // fourth copy while the joined text grew) took the peak past three times the reply.
-    let peak_growth = agent.peak_rss().saturating_sub(before);
+    let peak_growth = agent.peak_memory().saturating_sub(before);
     assert!(peak_growth < 3 * TOTAL, "the peak grew {peak_growth} bytes over a {TOTAL}-byte reply");
 }
 
@@ -204,11 +122,11 @@ fn a_tool_call_with_huge_arguments_fails_without_running_or_filling_memory() {
     };
     let url = endpoint(vec![calls, Reply::Events(vec![delta(json!({ "content": "ok" })), finish("stop")])]);
     let dirs = home(&url, "");
-    let mut agent = Agent::start(&dirs);
-    let session = agent.session(&dirs.ws());
-    agent.prompt(&session);
+    let mut agent = start(&dirs);
+    let session = agent.new_session(&dirs.ws());
+    agent.send_prompt(json!(3), &session, "go");
     let mut told = Vec::new();
-    let answer = agent.until_answer(3, |m| {
+    let answer = agent.until_answer(&json!(3), |_, m| {
         if m["params"]["update"]["status"] == "failed" {
             told.push(m.to_string());
         }
@@ -216,7 +134,7 @@ fn a_tool_call_with_huge_arguments_fails_without_running_or_filling_memory() {
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert!(told.iter().any(|t| t.contains("larger than")), "{told:?}");
     assert!(!std::path::Path::new(&dirs.ws()).join("big.txt").exists());
-    let peak = agent.peak_rss();
+    let peak = agent.peak_memory();
     eprintln!("peak RSS through 50 MiB of tool arguments: {:.1} MiB", peak as f64 / MIB as f64);
     assert!(peak < 96 * MIB, "peak {peak} bytes");
     let db = std::fs::metadata(dirs.home().join("heron.db")).map(|m| m.len()).unwrap_or(0);

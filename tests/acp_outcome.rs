@@ -3,7 +3,7 @@
 //! and a host-written `[paused]` line; a verified turn is `completed`; other presets say
 //! nothing.
 
-use crate::acp_tools::{new_session, prompt_answering, start};
+use crate::support::turns::{new_session, prompt_answering, start};
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
 

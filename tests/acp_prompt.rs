@@ -182,13 +182,23 @@ async fn an_image_whose_bytes_are_not_what_it_claims_is_invalid_params_and_not_s
     use base64::Engine as _;
     let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
     let cases = [
-        ("image/png", String::new(), "prompt[1].data"),
-        ("image/png", b64(b"hello, not an image"), "prompt[1].data"),
-        ("image/png", b64(&[0xff, 0xd8, 0xff, 0xe0, 0, 0x10, b'J', b'F', b'I', b'F']), "prompt[1].mimeType"),
+        ("image/png", String::new(), "prompt[1].data", "the image is empty"),
+        (
+            "image/png",
+            b64(b"hello, not an image"),
+            "prompt[1].data",
+            "the data is not an image of type `image/png`",
+        ),
+        (
+            "image/png",
+            b64(&[0xff, 0xd8, 0xff, 0xe0, 0, 0x10, b'J', b'F', b'I', b'F']),
+            "prompt[1].mimeType",
+            "the image says `image/png` but its data is image/jpeg",
+        ),
     ];
     let mut editor = support::start();
     let session = editor.new_session().await;
-    for (i, (mime, data, path)) in cases.into_iter().enumerate() {
+    for (i, (mime, data, path, reason)) in cases.into_iter().enumerate() {
         let prompt = json!({ "sessionId": session, "prompt": [
             { "type": "text", "text": "look" },
             { "type": "image", "mimeType": mime, "data": data }
@@ -197,6 +207,8 @@ async fn an_image_whose_bytes_are_not_what_it_claims_is_invalid_params_and_not_s
         assert!(notes.is_empty(), "a refused prompt streams nothing: {notes:#?}");
         assert_eq!(answer["error"]["code"], -32602, "{answer}");
         assert_eq!(answer["error"]["data"]["path"], path, "{answer}");
+        let said = answer["error"]["data"]["reason"].as_str().unwrap_or_default();
+        assert!(said.starts_with(reason), "{answer}");
     }
     let saved = std::path::Path::new(&editor.dirs.ws()).join(".heron").join("attachments");
     assert!(!saved.exists(), "nothing was saved");

@@ -135,8 +135,25 @@ async fn session_new_without_any_model_is_auth_required_and_creates_nothing() {
     let cwd = editor.dirs.ws();
     let answer = editor.open_session(json!(1), &cwd).await;
     assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert_eq!(answer["error"]["data"]["reason"], "auth_required", "{answer}");
     let listed = editor.ask(json!(2), "session/list", json!({})).await;
     assert_eq!(listed["result"], json!({ "sessions": [] }), "{listed}");
+    editor.close().await;
+}
+
+/// Logging in cannot fix a model the config does not have, so it is not -32000 (which sends
+/// an editor to its login screen): the error names the model.
+#[tokio::test]
+async fn session_new_with_an_unknown_model_names_it_and_is_not_auth_required() {
+    let mut editor = support::start_with(AcpArgs { model: Some("nowhere/m".into()), ..support::demo_args() });
+    initialize(&mut editor).await;
+    let cwd = editor.dirs.ws();
+    let answer = editor.open_session(json!(1), &cwd).await;
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "provider.unknown_model", "{answer}");
+    assert_eq!(answer["error"]["data"]["model"], "nowhere/m", "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`nowhere/m` is not a configured model"), "{answer}");
     editor.close().await;
 }
 

@@ -141,6 +141,71 @@ async fn the_cost_quote_prices_cached_tokens_and_adds_up_over_turns() {
     editor.close().await;
 }
 
+/// A scripted model `s/m` priced at 2.0 in and 8.0 out per million tokens (EUR), with
+/// `window` as its context window when given, that reports `usage` for each of two turns.
+fn priced(window: Option<u64>) -> Editor {
+    let script = r#"{"steps":[{"text":"One."},{"usage":{"input":1000,"output":100}}]}
+{"steps":[{"text":"Two."},{"usage":{"input":1000,"output":100}}]}
+"#;
+    let home = support::scripted_home("s", "", script);
+    let config = std::fs::read_to_string(home.home().join("config.toml")).expect("config");
+    let window = window.map(|w| format!("context_window = {w}\n")).unwrap_or_default();
+    let prices = "[providers.s.prices.m]\ninput = 2.0\noutput = 8.0\ncurrency = \"EUR\"\n";
+    home.write_home("config.toml", &format!("{config}{window}{prices}"));
+    support::start_in(support::scripted_args("s"), home)
+}
+
+/// One request's cost: 1,000 input tokens at 2.0 and 100 output at 8.0 per million.
+const ONE_REQUEST: f64 = (1000.0 * 2.0 + 100.0 * 8.0) / 1e6;
+
+#[tokio::test]
+async fn each_usage_update_carries_the_sessions_cost_so_far_with_its_currency() {
+    let mut editor = priced(Some(10_000));
+    let session = open(&mut editor, json!({})).await;
+    for (turn, requests) in [("one", 1.0), ("two", 2.0)] {
+        let (before, _) = editor.prompt(json!(turn), &session, turn).await;
+        let usage = before.iter().rfind(|m| update_kind(m) == Some("usage_update")).expect("a usage_update");
+        let update = &usage["params"]["update"];
+        assert_eq!(
+            (update["size"].as_u64(), update["used"].as_u64()),
+            (Some(10_000), Some(1100)),
+            "{update}"
+        );
+        let cost = update["cost"].as_object().expect("a cost");
+        assert_eq!(cost.keys().collect::<Vec<_>>(), ["amount", "currency"], "{update}");
+        assert_eq!(cost["currency"], "EUR");
+        let amount = cost["amount"].as_f64().expect("an amount");
+        assert!((amount - requests * ONE_REQUEST).abs() < 1e-12, "after turn {turn}: {update}");
+    }
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn without_a_context_window_the_cost_still_counts_in_the_status_and_no_meter_is_sent() {
+    let mut editor = priced(None);
+    let session = open(&mut editor, wanting_updates(json!({}))).await;
+    let (first, _) = editor.prompt(json!("p1"), &session, "one").await;
+    let (second, _) = editor.prompt(json!("p2"), &session, "two").await;
+    // ACP's usage_update must carry the window's `size`: with none known there is none.
+    for before in [&first, &second] {
+        assert!(!before.iter().any(|m| update_kind(m) == Some("usage_update")), "{before:#?}");
+    }
+    let pushed = second.iter().rfind(|m| m["method"] == STATUS_UPDATE).expect("a status update");
+    let answer = editor.ask(json!(1), "_heron/session/status", json!({ "sessionId": session })).await;
+    for status in [&pushed["params"]["status"], &answer["result"]["status"]] {
+        assert!(status.get("contextUsage").is_none(), "no meter without a window: {status}");
+        let quote = &status["costQuote"];
+        let total = quote["totalCost"].as_f64().unwrap_or_else(|| panic!("a total: {status}"));
+        assert!((total - 2.0 * ONE_REQUEST).abs() < 1e-12, "{quote}");
+        assert_eq!((quote["currency"].as_str(), quote["costComplete"].as_bool()), (Some("EUR"), Some(true)));
+        assert_eq!(
+            (quote["tokens"]["inputTokens"].as_u64(), quote["tokens"]["outputTokens"].as_u64()),
+            (Some(2000), Some(200))
+        );
+    }
+    editor.close().await;
+}
+
 #[tokio::test]
 async fn waiting_on_permission_shows_awaiting_permission_before_the_question() {
     let script = r#"{"steps":[{"tool_call":{"name":"write_file","arguments":{"path":"note.txt","content":"hi\n"}}}]}

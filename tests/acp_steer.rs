@@ -219,16 +219,6 @@ fn spawn(dirs: &support::Dirs) -> Process {
     support::Process::spawn(&dirs.home(), &["--model", "s/m"])
 }
 
-/// Reads `agent`'s messages until one `done` accepts, and returns it.
-fn until(agent: &Process, done: impl Fn(&Value) -> bool) -> Value {
-    loop {
-        let message = agent.next();
-        if done(&message) {
-            return message;
-        }
-    }
-}
-
 fn is_user_text(message: &Value, text: &str) -> bool {
     update_kind(message) == Some("user_message_chunk")
         && message["params"]["update"]["content"]["text"] == text
@@ -242,7 +232,7 @@ fn a_steer_committed_before_the_agent_died_is_recovered_as_a_held_followup() {
     agent.send(
         json!({ "jsonrpc": "2.0", "id": "p", "method": "session/prompt", "params": text(&session, "Go") }),
     );
-    until(&agent, |m| update_kind(m) == Some("agent_message_chunk"));
+    agent.until(|m| update_kind(m) == Some("agent_message_chunk"));
     let answer = agent.request(json!("steer"), "_heron/session/steer", text(&session, "Use tabs"));
     assert_eq!(answer["result"]["disposition"], "steer_accepted", "{answer}");
     let item = answer["result"]["itemId"].clone();
@@ -269,7 +259,7 @@ fn a_steer_committed_before_the_agent_died_is_recovered_as_a_held_followup() {
         "{listed}"
     );
     agent.request(json!(4), "_heron/inbox/setPaused", json!({ "sessionId": session, "paused": false }));
-    until(&agent, |m| is_user_text(m, "Use tabs"));
+    agent.until(|m| is_user_text(m, "Use tabs"));
 }
 
 #[test]
@@ -280,10 +270,10 @@ fn applied_steering_is_replayed_as_the_users_words_after_a_restart() {
     agent.send(
         json!({ "jsonrpc": "2.0", "id": "p", "method": "session/prompt", "params": text(&session, "Go") }),
     );
-    until(&agent, |m| update_kind(m) == Some("agent_message_chunk"));
+    agent.until(|m| update_kind(m) == Some("agent_message_chunk"));
     let answer = agent.request(json!("steer"), "_heron/session/steer", text(&session, "Use tabs"));
     assert_eq!(answer["result"]["disposition"], "steer_accepted", "{answer}");
-    let ended = until(&agent, |m| m["id"] == "p");
+    let ended = agent.until(|m| m["id"] == "p");
     assert_eq!(ended["result"]["stopReason"], "end_turn", "{ended}");
     agent.close_input();
     assert!(agent.exited_within(support::PROCESS_WAIT).is_some(), "the agent quits");

@@ -5,7 +5,10 @@
 use crate::support;
 use std::time::Duration;
 
-use crate::support::{Editor, update_kind};
+use crate::support::turns::{
+    final_status, new_session, prompt_answering, prompt_replying, requests, select, start, written,
+};
+use crate::support::update_kind;
 use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
 
@@ -13,83 +16,6 @@ use serde_json::{Value, json};
 const WRITE_SCRIPT: &str = r#"{"steps":[{"text":"Writing."},{"tool_call":{"name":"write_file","arguments":{"path":"note.txt","content":"hello\n"}}}]}
 {"steps":[{"text":"Done."}]}
 "#;
-
-pub(crate) fn start(script: &str, extra_config: &str, args: AcpArgs) -> Editor {
-    support::start_in(
-        AcpArgs { model: Some("t/m".into()), ..args },
-        support::scripted_home("t", extra_config, script),
-    )
-}
-
-pub(crate) async fn new_session(editor: &mut Editor, capabilities: Value) -> String {
-    editor.new_session_with(capabilities).await
-}
-
-/// Sends a prompt and answers every request the agent makes with `respond` (which sees the
-/// request and returns the reply's `result`, or `None` to leave it unanswered). Returns
-/// (all messages before the answer, the answer).
-pub(crate) async fn prompt_answering(
-    editor: &mut Editor,
-    session: &str,
-    mut respond: impl FnMut(&Value) -> Option<Value>,
-) -> (Vec<Value>, Value) {
-    prompt_replying(editor, session, |request| respond(request).map(|result| json!({ "result": result })))
-        .await
-}
-
-/// [`prompt_answering`] where `respond` gives the whole reply: `{"result": ...}` or
-/// `{"error": ...}`.
-pub(crate) async fn prompt_replying(
-    editor: &mut Editor,
-    session: &str,
-    mut respond: impl FnMut(&Value) -> Option<Value>,
-) -> (Vec<Value>, Value) {
-    let id = json!("p");
-    editor
-        .send_request(
-            id.clone(),
-            "session/prompt",
-            json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "go" }] }),
-        )
-        .await;
-    let mut seen = Vec::new();
-    loop {
-        let message = editor.recv_within(Duration::from_secs(5)).await;
-        if message.get("id") == Some(&id) && message.get("method").is_none() {
-            return (seen, message);
-        }
-        if message.get("method").is_some()
-            && message.get("id").is_some()
-            && let Some(mut reply) = respond(&message)
-        {
-            reply["jsonrpc"] = json!("2.0");
-            reply["id"] = message["id"].clone();
-            editor.send_json(reply).await;
-        }
-        seen.push(message);
-    }
-}
-
-pub(crate) fn select(option: &str) -> Value {
-    json!({ "outcome": { "outcome": "selected", "optionId": option } })
-}
-
-pub(crate) fn requests<'a>(messages: &'a [Value], method: &str) -> Vec<&'a Value> {
-    messages.iter().filter(|m| m["method"] == method).collect()
-}
-
-pub(crate) fn final_status(messages: &[Value]) -> Option<String> {
-    messages
-        .iter()
-        .rev()
-        .filter(|m| update_kind(m) == Some("tool_call_update"))
-        .find_map(|m| m["params"]["update"]["status"].as_str())
-        .map(str::to_owned)
-}
-
-pub(crate) fn written(editor: &Editor, name: &str) -> Option<String> {
-    std::fs::read_to_string(std::path::Path::new(&editor.dirs.ws()).join(name)).ok()
-}
 
 #[tokio::test]
 async fn ask_posture_asks_before_a_write_and_allow_once_runs_it() {

@@ -3,7 +3,7 @@
 //! guarantees: every file has a test, every method Heron implements has a scenario, a broken
 //! expectation fails with a readable diff, and the runner drives a second, unrelated agent.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::future::{Future, ready};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,6 +23,8 @@ use heron_protocol::{
 use heron_rpc::Policy;
 use heron_rpc::{Connection, ConnectionOptions, Peer};
 use serde_json::json;
+
+use crate::support::conformance::{Canned, SHORT, replay_text};
 
 fn conformance_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance")
@@ -66,6 +68,7 @@ transcripts!(
     acp_invalid_params,
     acp_invalid_request,
     acp_parse_error,
+    acp_permission_request,
     acp_prompt_turn,
     acp_session_cancel,
     acp_session_close,
@@ -87,6 +90,9 @@ transcripts!(
     cancel_prompt,
     cancel_request,
     compact,
+    compaction_automatic,
+    compaction_too_big,
+    cost_quote,
     custom_command,
     editor_fs,
     editor_question,
@@ -99,19 +105,25 @@ transcripts!(
     error_parse,
     error_unknown_method,
     error_unknown_session,
+    extensions_unknown_session,
     goal_mode,
     goal_pause_resume,
     inbox_cancel,
     inbox_edit,
+    inbox_full,
+    inbox_item_not_queued,
     inbox_run,
     inbox_steer,
     initialize,
     mcp_http_status,
     mcp_servers,
+    plugin_action,
+    profile_economy,
     prompt_turn,
     reload_extensions,
     reload_extensions_failed,
     reload_extensions_queued,
+    safe_mode,
     session_close_delete,
     session_fork,
     session_list,
@@ -120,6 +132,8 @@ transcripts!(
     session_settings,
     session_status,
     session_steer,
+    status_updates_versioned,
+    turn_outcome_completed,
     turn_outcome_paused,
     v2_config_option,
     v2_session,
@@ -207,44 +221,6 @@ fn every_method_served_over_v2_has_a_v2_scenario() {
         .map(|info| info.wire)
         .collect();
     assert!(missing.is_empty(), "methods served over v2 without a v2 scenario: {missing:?}");
-}
-
-/// A transport that answers each line the client sends with canned lines.
-pub(crate) struct Canned {
-    answers: VecDeque<Vec<String>>,
-    out: VecDeque<String>,
-}
-
-impl Canned {
-    pub(crate) fn new(answers: &[&[&str]]) -> Canned {
-        Canned {
-            answers: answers.iter().map(|a| a.iter().map(|s| (*s).to_owned()).collect()).collect(),
-            out: VecDeque::new(),
-        }
-    }
-}
-
-impl Transport for Canned {
-    fn send(&mut self, _line: &str) -> Result<(), String> {
-        self.out.extend(self.answers.pop_front().unwrap_or_default());
-        Ok(())
-    }
-
-    fn recv(&mut self, _wait: Duration) -> Received {
-        self.out.pop_front().map_or(Received::Timeout, Received::Line)
-    }
-
-    fn close_input(&mut self) {}
-}
-
-pub(crate) const SHORT: &str = r#"{"scenario": "in memory", "timeout_ms": 50}"#;
-
-pub(crate) fn replay_text(
-    text: &str,
-    answers: &[&[&str]],
-) -> Result<Replayed, heron::conformance::runner::Failure> {
-    let scenario = Scenario::parse("memory", text).expect("the transcript parses");
-    replay(&scenario, &mut Canned::new(answers), &Paths::default(), false)
 }
 
 #[test]

@@ -11,9 +11,10 @@ use std::sync::OnceLock;
 use heron::conformance::Replayed;
 use heron::conformance::bundled;
 use heron::conformance::format::requirement_met;
+use heron::conformance::runner::{Received, Transport};
 use serde_json::json;
 
-use crate::conformance::replay_text;
+use crate::support::conformance::replay_text;
 
 const INITIALIZE: &str = concat!(
     r#"{"send": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}}"#,
@@ -108,6 +109,108 @@ fn ignored_messages_are_passed_over_anywhere_and_others_still_fail() {
     assert!(failure.summary.contains("does not expect"), "{failure}");
 }
 
+/// A transport that answers each line the client sends with canned lines, and keeps what
+/// the client sent.
+struct Recording {
+    answers: std::collections::VecDeque<Vec<String>>,
+    out: std::collections::VecDeque<String>,
+    sent: Vec<serde_json::Value>,
+}
+
+impl Recording {
+    fn new(answers: &[&[&str]]) -> Recording {
+        Recording {
+            answers: answers.iter().map(|a| a.iter().map(|s| (*s).to_owned()).collect()).collect(),
+            out: Default::default(),
+            sent: Vec::new(),
+        }
+    }
+}
+
+impl Transport for Recording {
+    fn send(&mut self, line: &str) -> Result<(), String> {
+        self.sent.push(serde_json::from_str(line).map_err(|e| e.to_string())?);
+        self.out.extend(self.answers.pop_front().unwrap_or_default());
+        Ok(())
+    }
+
+    fn recv(&mut self, _wait: std::time::Duration) -> Received {
+        self.out.pop_front().map_or(Received::Timeout, Received::Line)
+    }
+
+    fn close_input(&mut self) {}
+}
+
+/// An acp-profile prompt turn: initialize (advertising no files or terminals), a session,
+/// a prompt answered with any stop reason, the agent's updates ignored.
+fn acp_turn(profile: &str) -> String {
+    let header = json!({ "scenario": "a turn", "profile": profile, "timeout_ms": 50,
+        "ignore": [{ "jsonrpc": "2.0", "method": "session/update", "params": "{...}" }] });
+    [
+        header.to_string(),
+        r#"{"send": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false}}}}"#.into(),
+        r#"{"expect": {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "...": "..."}}}"#.into(),
+        r#"{"send": {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "$WS", "mcpServers": []}}}"#.into(),
+        r#"{"expect": {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "$sid", "...": "..."}}}"#.into(),
+        r#"{"send": {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "$sid", "prompt": []}}}"#.into(),
+        r#"{"expect": {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "$ANY_STRING", "...": "..."}}}"#.into(),
+    ]
+    .join("\n")
+        + "\n"
+}
+
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#;
+const OPENED: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}"#;
+const ENDED: &str = r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#;
+const ASKS: &str = r#"{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"c1"},"options":[{"optionId":"ok","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}}"#;
+const READS: &str =
+    r#"{"jsonrpc":"2.0","id":"r1","method":"fs/read_text_file","params":{"sessionId":"s1","path":"/x"}}"#;
+
+#[test]
+fn in_the_acp_profile_the_runner_answers_the_agents_requests_as_a_client_that_rejects() {
+    let text = acp_turn("acp");
+    let update = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{}}}"#;
+    // The prompt brings a permission question; its answer a read of a file the client never
+    // offered; that answer the end of the turn.
+    let answers: &[&[&str]] = &[&[INITIALIZED], &[OPENED], &[update, ASKS], &[READS], &[update, ENDED]];
+    let mut transport = Recording::new(answers);
+    let scenario = heron::conformance::Scenario::parse("memory", &text).expect("parses");
+    let replayed = heron::conformance::replay(&scenario, &mut transport, &Default::default(), false);
+    assert_eq!(replayed.expect("the agent's requests are no deviation"), Replayed::Passed);
+    let answered: Vec<&serde_json::Value> =
+        transport.sent.iter().filter(|m| m.get("method").is_none()).collect();
+    assert_eq!(
+        answered,
+        [
+            &json!({ "jsonrpc": "2.0", "id": "p1", "result": { "outcome": { "outcome": "selected", "optionId": "no" } } }),
+            &json!({ "jsonrpc": "2.0", "id": "r1", "error": { "code": -32601,
+                "message": "Method not found: the conformance client does not offer fs/read_text_file" } }),
+        ]
+    );
+}
+
+#[test]
+fn outside_the_acp_profile_an_unexpected_request_of_the_agent_still_fails() {
+    let answers: &[&[&str]] = &[&[INITIALIZED], &[OPENED], &[ASKS, ENDED]];
+    let failure = replay_text(&acp_turn("heron"), answers).expect_err("a heron transcript says every answer");
+    assert!(failure.summary.contains("does not match"), "{failure}");
+}
+
+#[test]
+fn an_agent_that_needs_authentication_is_skipped_saying_so_not_failed() {
+    let auth = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Authentication required"}}"#;
+    let answers: &[&[&str]] = &[&[INITIALIZED], &[auth]];
+    assert_eq!(
+        replay_text(&acp_turn("acp"), answers).expect("skipped"),
+        Replayed::Skipped("the agent requires authentication".into())
+    );
+    // Heron's own transcripts pin their errors: there it is a failure like any other.
+    assert!(replay_text(&acp_turn("heron"), answers).is_err());
+    // Another error to session/new is a deviation, not a reason to skip.
+    let broken = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error"}}"#;
+    assert!(replay_text(&acp_turn("acp"), &[&[INITIALIZED], &[broken]]).is_err());
+}
+
 fn heron_conformance(args: &[&str], cwd: &Path) -> (bool, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_heron"))
         .arg("conformance")
@@ -138,6 +241,65 @@ fn the_built_in_acp_profile_passes_on_heron_and_reports_as_junit() {
     assert!(skipped.contains(r#"message="the agent advertises agentCapabilities.loadSession""#), "{xml}");
 }
 
+/// `heron acp ARGS` as an `--agent` command line: Heron tested like any other agent, without
+/// the scenarios' own arguments.
+fn heron_as_agent(args: &str) -> String {
+    format!("'{}' acp {args}", env!("CARGO_BIN_EXE_heron").replace('\'', r"'\''"))
+}
+
+#[test]
+fn heron_as_any_agent_passes_the_acp_profile_though_its_model_asks_permission_to_write() {
+    // The demo model writes a note in every first turn, so Heron asks the client's
+    // permission in the middle of acp_prompt_turn; the runner answers as the client.
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let agent = heron_as_agent("-m demo/demo");
+    let (ok, table) = heron_conformance(&["--profile", "acp", "--agent", &agent], cwd.path());
+    println!("{table}");
+    assert!(ok, "{table}");
+    let rows = table_rows(&table);
+    assert_eq!(rows.len(), bundled::ACP.len(), "{table}");
+    for (name, result, reason) in &rows {
+        match name.as_str() {
+            "acp_session_load_unadvertised" => {
+                assert_eq!(
+                    (result.as_str(), reason.as_str()),
+                    ("skip", "the agent advertises agentCapabilities.loadSession")
+                );
+            }
+            _ => assert_eq!(result, "pass", "{name}: {reason}"),
+        }
+    }
+}
+
+#[test]
+fn an_agent_that_cannot_open_sessions_without_credentials_is_reported_as_needing_them() {
+    // No model and no key in the run's fresh HERON_HOME: Heron answers session/new -32000.
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let (ok, table) = heron_conformance(&["--profile", "acp", "--agent", &heron_as_agent("")], cwd.path());
+    println!("{table}");
+    assert!(ok, "skips are no failures: {table}");
+    let rows = table_rows(&table);
+    let auth: Vec<&str> = rows
+        .iter()
+        .filter(|(_, result, reason)| result == "skip" && reason == "the agent requires authentication")
+        .map(|(name, _, _)| name.as_str())
+        .collect();
+    for needs_a_session in
+        ["acp_prompt_turn", "acp_permission_request", "acp_session_cancel", "acp_session_close"]
+    {
+        assert!(auth.contains(&needs_a_session), "{needs_a_session}: {table}");
+    }
+    // What needs no session is still tested.
+    for sessionless in
+        ["acp_initialize", "acp_initialize_newer_version", "acp_invalid_params", "acp_unknown_method"]
+    {
+        assert!(
+            rows.iter().any(|(name, result, _)| name == sessionless && result == "pass"),
+            "{sessionless}: {table}"
+        );
+    }
+}
+
 #[test]
 fn the_built_in_acp_v2_profile_passes_on_heron() {
     let cwd = tempfile::tempdir().expect("tempdir");
@@ -153,12 +315,16 @@ fn the_built_in_acp_v2_profile_passes_on_heron() {
 /// The echo agent on the ACP TypeScript SDK (`tests/agents/ts-echo`) with its pinned
 /// dependencies installed: `HERON_TS_ECHO` names a directory `.ci/run` installed, else the
 /// test installs it under the target directory with `npm ci`. `None`, said loudly, only when
-/// node or npm is missing; an install that fails is a test failure.
+/// node or npm is missing; an install that fails is a test failure, and so is a missing
+/// `HERON_TS_ECHO` where `HERON_REQUIRE_CLIENTS` requires it.
 fn ts_echo() -> Option<PathBuf> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
         if let Some(dir) = std::env::var_os("HERON_TS_ECHO") {
             return Some(PathBuf::from(dir));
+        }
+        if crate::support::clients::required("HERON_TS_ECHO") {
+            crate::support::clients::skip("HERON_TS_ECHO", "the TypeScript echo agent");
         }
         for tool in ["node", "npm"] {
             let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
@@ -200,6 +366,7 @@ const TS_ECHO_FINDINGS: &[(&str, &str, &str)] = &[
         "line 5: the agent's message does not match (at $.id: expected 1, got null)",
     ),
     ("acp_parse_error", "pass", ""),
+    ("acp_permission_request", "pass", ""),
     ("acp_prompt_turn", "pass", ""),
     ("acp_session_cancel", "pass", ""),
     ("acp_session_close", "skip", "the agent does not advertise agentCapabilities.sessionCapabilities.close"),
@@ -246,7 +413,7 @@ fn the_acp_profile_reports_the_typescript_echo_agents_deviations() {
         assert_eq!(result, want, "{name}:\n{table}");
         assert!(reason.contains(why), "{name}'s reason is `{reason}`, not `{why}`");
     }
-    assert!(table.contains("9 passed, 2 failed, 5 skipped"), "{table}");
+    assert!(table.contains("10 passed, 2 failed, 5 skipped"), "{table}");
     assert!(
         table.contains("=== acp_unknown_session ===") && table.contains("Session no-such-session not found")
     );
@@ -262,9 +429,25 @@ fn an_agent_named_by_a_relative_path_is_found_from_the_callers_directory() {
     let mut permissions = std::fs::metadata(&agent).expect("metadata").permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&agent, permissions).expect("chmod");
+    // A script handed to an interpreter by a relative path: the argument is resolved too.
+    let heron_js = serde_json::to_string(env!("CARGO_BIN_EXE_heron")).expect("a JSON string");
+    let script = format!(
+        "import {{ spawn }} from \"node:child_process\";\n\
+         const agent = spawn({heron_js}, [\"acp\", \"--validate\"], {{ stdio: \"inherit\" }});\n\
+         agent.on(\"exit\", (code) => process.exit(code ?? 1));\n"
+    );
+    std::fs::write(dir.path().join("agent.mjs"), script).expect("write");
     let transcript = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/acp_initialize.ndjson");
     let transcript = transcript.to_string_lossy();
-    let (ok, table) = heron_conformance(&["--agent", "./bin/agent.sh", &transcript], dir.path());
-    assert!(ok, "{table}");
-    assert!(table.contains("pass   acp_initialize"), "{table}");
+    let mut lines = vec!["./bin/agent.sh", "sh ./bin/agent.sh"];
+    if Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        lines.push("node ./agent.mjs");
+    } else {
+        eprintln!("SKIPPED: `node` is missing, so `node ./agent.mjs` is not tried");
+    }
+    for line in lines {
+        let (ok, table) = heron_conformance(&["--agent", line, &transcript], dir.path());
+        assert!(ok, "{line}: {table}");
+        assert!(table.contains("pass   acp_initialize"), "{line}: {table}");
+    }
 }

@@ -1,6 +1,7 @@
 //! Transcripts are someone else's input: `heron conformance` refuses header arguments off
 //! its allow-list and sessions opened outside the scenario's sandbox before anything runs,
-//! and what the agent's commands keep under HOME or TMPDIR stays in the sandbox.
+//! what the agent's commands keep under HOME or TMPDIR stays in the sandbox, and they can
+//! neither read the user's files nor reach the network.
 
 use std::path::{Path, PathBuf};
 
@@ -73,6 +74,22 @@ fn a_header_with_flags_off_the_allow_list_is_refused() {
         assert_eq!(failure.line, 1, "{failure}");
         assert!(failure.summary.contains(says), "{args}: {failure}");
     }
+}
+
+#[test]
+fn home_files_land_in_the_scenarios_home_and_none_may_climb_out_or_replace_the_config() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, says) in [
+        ("../escaped.md", "outside the home"),
+        ("/tmp/escaped.md", "outside the home"),
+        ("config.toml", "written from the header's `config`"),
+    ] {
+        let header = serde_json::json!({ "scenario": "A home file.", "home_files": { name: "x" } });
+        let path = transcript(dir.path(), &format!("{header}\n{HANDSHAKE}"));
+        let failure = run_file(&path, &heron(), false).result.expect_err("refused");
+        assert!(failure.summary.contains(says), "{name}: {failure}");
+    }
+    assert!(!dir.path().join("escaped.md").exists());
 }
 
 #[test]
@@ -160,4 +177,67 @@ fn the_agent_under_test_runs_sandboxed_and_cannot_write_outside_the_scenario() {
     assert!(!outside.exists(), "the agent wrote outside its sandbox: {failure}");
     assert!(failure.stderr.contains("refused"), "{failure}");
     assert!(failure.stderr.contains("inside"), "it could still write its workspace: {failure}");
+}
+
+/// A transcript that runs commands (with `bypassPermissions`) cannot read the user's files
+/// or send anything out: the agent it starts, and so its commands, read only the system
+/// folders, their own program and the scenario, and may neither connect nor bind TCP. The
+/// scenario expects both commands to fail, so it passes only when both were refused.
+#[test]
+fn a_transcripts_commands_can_neither_read_the_users_files_nor_reach_the_network() {
+    match heron_core::sandbox::support() {
+        heron_core::sandbox::Support::Unavailable { reason } => {
+            eprintln!("SKIPPED: Landlock is not available here, so the agent runs unconfined: {reason}");
+            return;
+        }
+        heron_core::sandbox::Support::Available { abi, .. } if *abi < 4 => {
+            eprintln!("SKIPPED: Landlock ABI {abi} cannot refuse TCP (needs 4, Linux 6.7)");
+            return;
+        }
+        heron_core::sandbox::Support::Available { .. } => {}
+    }
+    if !Path::new("/bin/bash").exists() {
+        eprintln!("SKIPPED: no /bin/bash to open a TCP connection with");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "conformance-secret-4f1d\n").expect("the user's file");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local server");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("address").port();
+    let read = format!("cat '{}'", secret.display());
+    let send = format!("bash -c 'echo exfiltrated > /dev/tcp/127.0.0.1/{port}'");
+    let call = |command: &str| serde_json::json!({"tool_call": {"name": "run_command", "arguments": {"command": command}}});
+    let header = serde_json::json!({
+        "scenario": "A shared transcript whose commands read a file of the user's and send it out.",
+        "args": ["--model", "script/m", "--permission-mode", "bypassPermissions"],
+        "script": [{"steps": [call(&read), call(&send)]}, {"steps": [{"text": "Done."}]}],
+        "timeout_ms": 20000,
+    });
+    let failed = |id: &str| {
+        format!(
+            r#"{{"expect": {{"jsonrpc": "2.0", "method": "session/update", "params": {{"sessionId": "$sid", "update": {{"sessionUpdate": "tool_call_update", "status": "failed", "toolCallId": "{id}", "...": "..."}}}}}}}}"#
+        )
+    };
+    let text = format!(
+        "{header}\n{HANDSHAKE}{}\n{}\n{}",
+        r#"{"send": {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "$WS", "mcpServers": []}}}"#,
+        r#"{"expect": {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "$sid", "...": "..."}}}"#,
+        prompt_turn(&format!("{}\n{}\n", failed("call_0_0"), failed("call_0_1"))),
+    );
+    let path = transcript(dir.path(), &text);
+
+    let outcome = run_file(&path, &heron(), false);
+
+    let mut received = String::new();
+    while let Ok((mut stream, _)) = listener.accept() {
+        use std::io::Read;
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(1)));
+        let _ = stream.read_to_string(&mut received);
+        received.push_str("(a connection)");
+    }
+    assert!(received.is_empty(), "the transcript reached the local server: {received}");
+    outcome.result.unwrap_or_else(|failure| panic!("both commands were refused:\n{failure}"));
 }

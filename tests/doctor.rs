@@ -216,6 +216,59 @@ fn the_doctor_creates_nothing_in_a_missing_home() {
     assert!(!home.exists(), "the doctor must not create the home");
 }
 
+/// Runs `heron ARGS` with its stdout a pipe whose reader is already gone, as in
+/// `heron models | head -1` once `head` has exited.
+fn into_a_closed_pipe(home: &Path, args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    Command::new(heron_bin())
+        .args(args)
+        .env("HERON_HOME", home)
+        .env("HERON_LOG", "warn")
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("heron runs")
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly_with_the_commands_own_status() {
+    let home = home_with(&[("config.toml", "default_model = \"demo/demo\"\n")]);
+    let transcript = concat!(env!("CARGO_MANIFEST_DIR"), "/conformance/error_auth_required.ndjson");
+    for (args, status) in [
+        (vec!["doctor"], 0),
+        (vec!["models"], 0),
+        (vec!["models", "--json"], 0),
+        (vec!["manifest"], 0),
+        // `true` is no agent, so the scenario fails: the status says so, pipe or not.
+        (vec!["conformance", "--agent", "true", transcript], 1),
+    ] {
+        let output = into_a_closed_pipe(home.path(), &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(status), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn the_doctor_leaves_no_new_file_beside_an_existing_store() {
+    let home = home_with(&[("config.toml", "default_model = \"demo/demo\"\n")]);
+    drop(heron_store::Store::open_blocking(&home.path().join("heron.db")).expect("a store Heron wrote"));
+    let listing = || {
+        let mut names: Vec<String> = std::fs::read_dir(home.path())
+            .expect("list the home")
+            .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing();
+    assert_eq!(before, ["config.toml", "heron.db"]);
+    let output = heron(home.path(), &["doctor"]);
+    assert!(stdout(&output).contains("ok   store: "), "{}", stdout(&output));
+    assert_eq!(listing(), before, "no heron.db-wal or heron.db-shm left behind");
+}
+
 #[test]
 fn models_lists_provider_slash_model_with_demo() {
     let config = openai_provider("local", "http://127.0.0.1:1/v1", None, "\"fast\", \"smart\"");
@@ -257,20 +310,30 @@ fn models_with_a_broken_config_fails_naming_the_line() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("line 2, column 1"), "{output:?}");
 }
 
-/// Anthropic's model list, only to a request with the key in `x-api-key` and a version.
+/// Anthropic's model list, only to a request with the key in `x-api-key` and a version:
+/// dated snapshots, not the aliases a config names, in pages of `limit` (asked for as
+/// 1000, its maximum) that go on after `after_id` while `has_more` says so.
 fn anthropic_lists_claude(head: &str) -> (u16, String) {
-    let head = head.to_ascii_lowercase();
-    let keyed = head.contains(&format!("x-api-key: {}", KEY.to_ascii_lowercase()));
-    if !keyed || !head.contains("anthropic-version: ") || head.contains("authorization") {
+    let lower = head.to_ascii_lowercase();
+    let keyed = lower.contains(&format!("x-api-key: {}", KEY.to_ascii_lowercase()));
+    if !keyed || !lower.contains("anthropic-version: ") || lower.contains("authorization") {
         let body =
             r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
         return (401, body.to_owned());
     }
-    (
-        200,
-        r#"{"data":[{"type":"model","id":"claude-a"},{"type":"model","id":"claude-b"}],"has_more":false}"#
-            .to_owned(),
-    )
+    let target = head.split(' ').nth(1).unwrap_or("");
+    if !target.contains("limit=1000") {
+        let body =
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"expected limit=1000"}}"#;
+        return (400, body.to_owned());
+    }
+    // Two models a page, as if `limit` were 2.
+    let page = if target.contains("after_id=claude-opus-4-1-20250805") {
+        r#"{"data":[{"type":"model","id":"claude-3-5-haiku-20241022"}],"has_more":false,"first_id":"claude-3-5-haiku-20241022","last_id":"claude-3-5-haiku-20241022"}"#
+    } else {
+        r#"{"data":[{"type":"model","id":"claude-sonnet-4-5-20250929"},{"type":"model","id":"claude-opus-4-1-20250805"}],"has_more":true,"first_id":"claude-sonnet-4-5-20250929","last_id":"claude-opus-4-1-20250805"}"#
+    };
+    (200, page.to_owned())
 }
 
 #[test]
@@ -278,7 +341,7 @@ fn models_remote_shows_what_each_endpoint_serves_next_to_the_config() {
     let openai = server(lists_fast);
     let anthropic = server(anthropic_lists_claude);
     let config = format!(
-        "{}[providers.claude]\nkind = \"anthropic\"\nbase_url = \"{anthropic}\"\napi_key_env = \"CLAUDE_KEY\"\nmodels = [\"claude-a\", \"claude-old\"]\n{}",
+        "{}[providers.claude]\nkind = \"anthropic\"\nbase_url = \"{anthropic}\"\napi_key_env = \"CLAUDE_KEY\"\nmodels = [\"claude-sonnet-4-5\", \"claude-old\"]\n{}",
         openai_provider("local", &openai, None, "\"fast\", \"smart\""),
         openai_provider("gone", &closed_port_url(), None, "\"x\""),
     );
@@ -287,10 +350,11 @@ fn models_remote_shows_what_each_endpoint_serves_next_to_the_config() {
     let text = stdout(&output);
     assert!(output.status.success(), "{text}");
     for line in [
-        "claude (anthropic): the endpoint serves 2 models",
-        "  claude/claude-a  served",
+        "claude (anthropic): the endpoint serves 3 models",
+        "  claude/claude-sonnet-4-5  served",
         "  claude/claude-old  not served",
-        "  claude/claude-b  served, not configured",
+        "  claude/claude-opus-4-1-20250805  served, not configured",
+        "  claude/claude-3-5-haiku-20241022  served, not configured",
         "  local/fast  served",
         "  local/smart  not served",
         "demo (scripted, not asked)",
@@ -298,19 +362,82 @@ fn models_remote_shows_what_each_endpoint_serves_next_to_the_config() {
     ] {
         assert!(text.lines().any(|l| l == line), "no line `{line}` in:\n{text}");
     }
+    assert!(!text.contains("claude-sonnet-4-5-20250929"), "the alias stands for its snapshot: {text}");
     assert!(text.contains("gone (openai): cannot reach"), "{text}");
     assert!(!text.contains(KEY), "{text}");
 
     let output = heron(home.path(), &["models", "--remote", "--json", "--timeout", "3"]);
     let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
     let find = |id: &str| value["models"].as_array().and_then(|m| m.iter().find(|m| m["id"] == id)).cloned();
+    let alias = find("claude/claude-sonnet-4-5").expect("configured model");
+    assert_eq!((alias["configured"].clone(), alias["served"].clone()), (true.into(), true.into()));
     let old = find("claude/claude-old").expect("configured model");
     assert_eq!((old["configured"].clone(), old["served"].clone()), (true.into(), false.into()));
-    let extra = find("claude/claude-b").expect("served model");
+    let extra = find("claude/claude-3-5-haiku-20241022").expect("a model of the second page");
     assert_eq!((extra["configured"].clone(), extra["served"].clone()), (false.into(), true.into()));
     assert_eq!(find("gone/x").expect("gone")["served"], serde_json::Value::Null);
     let gone = value["providers"].as_array().and_then(|p| p.iter().find(|p| p["name"] == "gone")).cloned();
     assert!(gone.is_some_and(|g| g["error"].as_str().is_some_and(|e| e.contains("cannot reach"))), "{value}");
+}
+
+#[test]
+fn the_doctor_finds_an_anthropic_alias_among_dated_snapshots_on_a_later_page() {
+    let url = server(anthropic_lists_claude);
+    let config = format!(
+        "default_model = \"claude/claude-3-5-haiku-latest\"\n[providers.claude]\nkind = \"anthropic\"\nbase_url = \"{url}\"\n\
+         api_key_env = \"CLAUDE_KEY\"\nmodels = [\"claude-3-5-haiku-latest\", \"claude-sonnet-4-5\"]\n"
+    );
+    let home = home_with(&[("config.toml", &config), (".env", &format!("CLAUDE_KEY={KEY}\n"))]);
+    let output = heron(home.path(), &["doctor"]);
+    let text = stdout(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("ok   provider claude: ") && text.contains("lists 3 models"), "{text}");
+    assert!(!text.contains("does not list"), "{text}");
+}
+
+/// Azure's resource-level model list, at `/openai/models` with the `api-version` kept and
+/// the key in `api-key`; a deployment path has no such route.
+fn azure_lists_resource_models(head: &str) -> (u16, String) {
+    let target = head.split(' ').nth(1).unwrap_or("");
+    if target != "/openai/models?api-version=2024-10-21" {
+        return (404, r#"{"error":{"code":"404","message":"Resource not found"}}"#.to_owned());
+    }
+    if !head.to_ascii_lowercase().contains(&format!("api-key: {}", KEY.to_ascii_lowercase())) {
+        return (
+            401,
+            r#"{"error":{"code":"401","message":"Access denied due to invalid subscription key"}}"#
+                .to_owned(),
+        );
+    }
+    let body = r#"{"data":[{"id":"gpt-4o-2024-08-06","object":"model","status":"succeeded"},{"id":"gpt-35-turbo","object":"model","status":"succeeded"}],"object":"list"}"#;
+    (200, body.to_owned())
+}
+
+#[test]
+fn an_azure_deployment_is_checked_through_its_resources_model_list() {
+    let origin = server(azure_lists_resource_models).trim_end_matches("/v1").to_owned();
+    let config = format!(
+        "default_model = \"azure/gpt-4o\"\n[providers.azure]\nkind = \"openai\"\nflavor = \"azure\"\n\
+         base_url = \"{origin}/openai/deployments/gpt-4o?api-version=2024-10-21\"\napi_key_env = \"AZURE_KEY\"\nmodels = [\"gpt-4o\"]\n"
+    );
+    let home = home_with(&[("config.toml", &config), (".env", &format!("AZURE_KEY={KEY}\n"))]);
+    let output = heron(home.path(), &["doctor"]);
+    let text = stdout(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("ok   provider azure: ")
+                && l.contains("deployment `gpt-4o` has no model list")),
+        "{text}"
+    );
+    let output = heron(home.path(), &["models", "--remote", "--timeout", "3"]);
+    let text = stdout(&output);
+    for line in [
+        "azure (openai): deployment `gpt-4o` has no model list; its resource offers 2 models",
+        "  azure/gpt-4o  unknown",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no line `{line}` in:\n{text}");
+    }
 }
 
 #[test]

@@ -17,13 +17,20 @@
 //! For Lua and Emacs Lisp, "starts `heron acp`" means the string literal `"heron"` is
 //! followed directly by the string literal `"acp"`; for shell, a command line passes
 //! `--agent "heron acp` to acpx.
+//!
+//! Then each snippet's shape is checked against what its editor reads: Zed's
+//! `agent_servers.<name>` of `"type": "custom"`, JetBrains' `acp.json` (Zed's shape without
+//! `type`), the VS Code extension's `acp.agents`, CodeCompanion's ACP adapter (its Lua table
+//! read as JSON by [`lua_value`]), agent-shell's configuration list, and acpx's flags and
+//! permission policy.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use full_moon::ast::{Expression, Field, LastStmt, Stmt};
 use full_moon::node::Node;
 use full_moon::tokenizer::TokenType;
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 fn snippets() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/editors");
@@ -229,4 +236,244 @@ fn the_lua_check_catches_a_missing_comma() {
     assert!(lua_strings("local t = { \"heron\", \"acp\" }").is_ok());
     assert!(lua_strings("local t = { \"heron\" \"acp\" }").is_err());
     assert!(lua_strings("local f = function() return 1").is_err(), "a missing `end`");
+}
+
+fn snippet(name: &str) -> String {
+    text(&Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/editors").join(name))
+}
+
+fn snippet_json(name: &str) -> Value {
+    serde_json::from_str(&snippet(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The one entry under `key` of a settings object, by the name the editor shows.
+fn only_entry<'a>(settings: &'a Value, key: &str, file: &str) -> &'a Map<String, Value> {
+    let entries = settings[key].as_object().unwrap_or_else(|| panic!("{file}: no `{key}` object"));
+    assert_eq!(entries.len(), 1, "{file}: one agent under `{key}`");
+    let (name, entry) = entries.iter().next().expect("one entry");
+    assert_eq!(name, "Heron", "{file}");
+    entry.as_object().unwrap_or_else(|| panic!("{file}: `{key}.{name}` is not an object"))
+}
+
+/// `command` is `heron`, `args` is `["acp"]`, `env` (if any) maps names to strings, and
+/// nothing else but `allowed` is there.
+fn launches_heron(entry: &Map<String, Value>, allowed: &[&str], file: &str) {
+    assert_eq!(entry.get("command"), Some(&json!("heron")), "{file}");
+    assert_eq!(entry.get("args"), Some(&json!(["acp"])), "{file}");
+    if let Some(env) = entry.get("env") {
+        let env = env.as_object().unwrap_or_else(|| panic!("{file}: `env` is not an object"));
+        assert!(env.values().all(Value::is_string), "{file}: `env` values are strings");
+    }
+    for key in entry.keys() {
+        assert!(
+            ["command", "args", "env"].contains(&key.as_str()) || allowed.contains(&key.as_str()),
+            "{file}: `{key}` is not a key its editor reads"
+        );
+    }
+}
+
+#[test]
+fn zed_defines_a_custom_agent_server() {
+    let settings = snippet_json("zed.json");
+    let entry = only_entry(&settings, "agent_servers", "zed.json");
+    assert_eq!(entry.get("type"), Some(&json!("custom")), "Zed reads `command` only of a custom server");
+    launches_heron(entry, &["type"], "zed.json");
+}
+
+#[test]
+fn jetbrains_acp_json_is_zeds_shape_without_type() {
+    let settings = snippet_json("jetbrains-acp.json");
+    let entry = only_entry(&settings, "agent_servers", "jetbrains-acp.json");
+    launches_heron(entry, &[], "jetbrains-acp.json");
+}
+
+#[test]
+fn vscode_settings_add_heron_to_the_acp_client_agents() {
+    let settings = snippet_json("vscode-settings.json");
+    let keys: Vec<&String> = settings.as_object().expect("an object").keys().collect();
+    assert_eq!(keys, ["acp.agents"], "the ACP Client extension's setting, a dotted key at the top");
+    let entry = only_entry(&settings, "acp.agents", "vscode-settings.json");
+    launches_heron(entry, &[], "vscode-settings.json");
+}
+
+#[test]
+fn codecompanion_gets_an_acp_adapter_named_heron_and_chats_with_it() {
+    let source = snippet("neovim-codecompanion.lua");
+    let setup = codecompanion_setup(&source);
+    let adapter = &setup["adapters"]["acp"]["heron"]["function returns"];
+    assert_eq!(adapter["name"], "heron", "{adapter}");
+    assert_eq!(adapter["type"], "acp", "{adapter}");
+    let commands = adapter["commands"].as_object().expect("commands");
+    assert_eq!(commands.get("default"), Some(&json!(["heron", "acp"])), "{adapter}");
+    for (name, command) in commands {
+        assert_eq!(command.get(0), Some(&json!("heron")), "commands.{name}");
+        assert_eq!(command.get(1), Some(&json!("acp")), "commands.{name}");
+    }
+    assert_eq!(adapter["roles"], json!({ "llm": "assistant", "user": "user" }));
+    assert_eq!(adapter["parameters"]["protocolVersion"], 1, "{adapter}");
+    for handler in ["setup", "auth", "form_messages", "on_exit"] {
+        assert!(
+            adapter["handlers"][handler].get("function returns").is_some(),
+            "handlers.{handler}: {adapter}"
+        );
+    }
+    // Recent CodeCompanion reads `interactions`; older releases named it `strategies`.
+    assert_eq!(setup["interactions"]["chat"]["adapter"], "heron", "{setup}");
+}
+
+#[test]
+fn the_lua_reader_turns_tables_and_functions_into_json() {
+    let source = r#"require("codecompanion").setup({ a = { "x", 2, true }, f = function() return { k = "v" } end, g = function(self) end, [ "q" ] = nil })"#;
+    assert_eq!(
+        codecompanion_setup(source),
+        json!({ "a": ["x", 2, true], "f": { "function returns": { "k": "v" } }, "g": { "function returns": null }, "q": null })
+    );
+}
+
+/// The table `require("codecompanion").setup(...)` is given, as JSON.
+fn codecompanion_setup(source: &str) -> Value {
+    let ast = full_moon::parse(source).unwrap_or_else(|e| panic!("not Lua: {e:?}"));
+    let call = ast
+        .nodes()
+        .stmts()
+        .find_map(|stmt| match stmt {
+            // The text holds the comments before it too.
+            Stmt::FunctionCall(call) if call.to_string().contains("require(\"codecompanion\").setup(") => {
+                Some(call)
+            }
+            _ => None,
+        })
+        .expect("a require(\"codecompanion\").setup(...) call");
+    let Some(full_moon::ast::Suffix::Call(full_moon::ast::Call::AnonymousCall(args))) =
+        call.suffixes().last()
+    else {
+        panic!("setup is not called with arguments");
+    };
+    match args.as_ref() {
+        full_moon::ast::FunctionArgs::Parentheses { arguments, .. } => {
+            lua_value(arguments.iter().next().expect("one argument"))
+        }
+        full_moon::ast::FunctionArgs::TableConstructor(table) => {
+            lua_value(&Expression::TableConstructor(table.clone()))
+        }
+        other => panic!("setup is given {other}"),
+    }
+}
+
+/// A Lua expression as JSON, for checking a snippet's shape: strings, numbers, booleans and
+/// nil as themselves; a table with keys as an object, without keys as an array; a function
+/// as `{"function returns": what its last `return` gives, or null}`. Anything else (a call,
+/// a variable) as its source text.
+fn lua_value(expression: &Expression) -> Value {
+    match expression {
+        Expression::String(token) => match token.token_type() {
+            TokenType::StringLiteral { literal, .. } => json!(literal.to_string()),
+            _ => json!(token.to_string()),
+        },
+        Expression::Number(token) => {
+            let text = token.token().to_string();
+            text.parse::<i64>()
+                .map(|n| json!(n))
+                .or_else(|_| text.parse::<f64>().map(|n| json!(n)))
+                .unwrap_or(Value::Null)
+        }
+        Expression::Symbol(token) => match token.token().to_string().as_str() {
+            "true" => json!(true),
+            "false" => json!(false),
+            _ => Value::Null,
+        },
+        Expression::TableConstructor(table) => {
+            let fields: Vec<&Field> = table.fields().iter().collect();
+            if fields.iter().all(|field| matches!(field, Field::NoKey(_))) {
+                return fields
+                    .iter()
+                    .filter_map(|field| match field {
+                        Field::NoKey(value) => Some(lua_value(value)),
+                        _ => None,
+                    })
+                    .collect();
+            }
+            let mut object = Map::new();
+            for (at, field) in fields.iter().enumerate() {
+                let (key, value) = match field {
+                    Field::NameKey { key, value, .. } => (key.token().to_string(), lua_value(value)),
+                    Field::ExpressionKey { key, value, .. } => match lua_value(key) {
+                        Value::String(key) => (key, lua_value(value)),
+                        other => (other.to_string(), lua_value(value)),
+                    },
+                    Field::NoKey(value) => ((at + 1).to_string(), lua_value(value)),
+                    other => (other.to_string(), Value::Null),
+                };
+                object.insert(key, value);
+            }
+            Value::Object(object)
+        }
+        Expression::Function(function) => {
+            let returned = match function.body().block().last_stmt() {
+                Some(LastStmt::Return(ret)) => ret.returns().iter().next().map_or(Value::Null, lua_value),
+                _ => Value::Null,
+            };
+            json!({ "function returns": returned })
+        }
+        Expression::Parentheses { expression, .. } => lua_value(expression),
+        other => json!(other.to_string().trim()),
+    }
+}
+
+#[test]
+fn agent_shell_gets_a_configuration_not_its_maker() {
+    let source = snippet("emacs-agent-shell.el");
+    let flat = source.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Releases before makers were accepted read each entry as a configuration alist, so the
+    // list gets the configuration the function makes; newer ones take either.
+    assert!(
+        flat.contains("(add-to-list 'agent-shell-agent-configs (heron-agent-shell-config))"),
+        "emacs-agent-shell.el must add the configuration, not the function: {flat}"
+    );
+    assert!(!flat.contains("#'heron-agent-shell-config"), "a function in the list breaks older agent-shell");
+    for part in [
+        "(defun heron-agent-shell-config ()",
+        "(agent-shell-make-agent-config",
+        ":identifier 'heron",
+        ":client-maker",
+        "(acp-make-client :command \"heron\" :command-params '(\"acp\")",
+        "(agent-shell-make-environment-variables :inherit-env t)",
+        "(agent-shell-start :config (heron-agent-shell-config))",
+    ] {
+        assert!(flat.contains(part), "emacs-agent-shell.el lacks `{part}`");
+    }
+}
+
+/// What a rule of an acpx permission policy may name for Heron: acpx matches a rule against
+/// the request's `kind` and the first word of its `title` (lowercased), or `*`. It does not
+/// read the tool's `name`, so `write_file` would match nothing.
+const ACPX_MATCHABLE: &[&str] =
+    &["*", "read", "search", "edit", "execute", "other", "create", "write", "run", "list"];
+
+#[test]
+fn acpx_lines_approve_all_and_use_policies_that_match_heron() {
+    let source = snippet("acpx.sh");
+    let lines: Vec<&str> = source.lines().map(str::trim).filter(|l| l.starts_with("acpx ")).collect();
+    assert!(lines.iter().any(|l| l.contains("--approve-all")), "acpx.sh shows --approve-all");
+    let policies: Vec<Value> = lines
+        .iter()
+        .filter_map(|line| line.split_once("--policy '").map(|(_, rest)| rest))
+        .map(|rest| {
+            let json = rest.split_once('\'').map_or(rest, |(json, _)| json);
+            serde_json::from_str(json)
+                .unwrap_or_else(|e| panic!("acpx.sh: a policy that is not JSON ({e}): {json}"))
+        })
+        .collect();
+    assert!(!policies.is_empty(), "acpx.sh shows a --policy");
+    for policy in policies {
+        for list in ["autoApprove", "autoDeny", "escalate"] {
+            for rule in policy[list].as_array().into_iter().flatten() {
+                let rule = rule.as_str().expect("a rule is a string").to_lowercase();
+                assert!(
+                    ACPX_MATCHABLE.contains(&rule.as_str()),
+                    "acpx.sh: `{rule}` matches no request of Heron's"
+                );
+            }
+        }
+    }
 }

@@ -3,121 +3,73 @@
 //! by the real binary and then replays, on the scripted model, as a passing conformance
 //! transcript; keys and machine paths never reach the file; a cancelled turn replays too.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
 
 use heron::conformance::runner::AgentCommand;
 use heron::conformance::{Scenario, run_file};
 use serde_json::{Value, json};
 
 use crate::support::endpoint::{Reply, delta, endpoint, finish};
+use crate::support::{Dirs, Launch, PROCESS_WAIT, Process};
 
 const KEY: &str = "sk-recorded-0123456789abcdef";
-const WAIT: Duration = Duration::from_secs(10);
+
+/// Where the recording goes, beside the home and the workspace.
+const RECORDING: &str = "recorded.ndjson";
 
 /// A HERON_HOME whose default model is served by `url`, with its key in `.env`, and a
 /// workspace holding a README.
-struct Dirs {
-    _root: tempfile::TempDir,
-    home: PathBuf,
-    ws: PathBuf,
-    file: PathBuf,
-}
-
-fn dirs(url: &str) -> Dirs {
-    let root = tempfile::tempdir().expect("tempdir");
-    let (home, ws) = (root.path().join("home"), root.path().join("ws"));
-    std::fs::create_dir_all(&home).expect("home");
-    std::fs::create_dir_all(&ws).expect("ws");
-    std::fs::write(ws.join("README.md"), "# Project\n\nOn disk.\n").expect("readme");
+fn dirs(url: &str) -> Arc<Dirs> {
+    let dirs = Dirs::new();
+    std::fs::write(dirs.ws_path().join("README.md"), "# Project\n\nOn disk.\n").expect("readme");
     let config = format!(
         "default_model = \"fake/model-a\"\n[providers.fake]\nkind = \"openai\"\nbase_url = \"{url}\"\n\
          api_key_env = \"FAKE_KEY\"\nmodels = [\"model-a\", \"model-b\"]\nefforts = [\"low\", \"high\"]\n\
          context_window = 64000\nmax_retries = 0\n[providers.fake.prices.model-a]\ninput = 1.5\noutput = 6.0\n"
     );
-    std::fs::write(home.join("config.toml"), config).expect("config");
-    std::fs::write(home.join(".env"), format!("FAKE_KEY={KEY}\n")).expect("env");
-    let file = root.path().join("recorded.ndjson");
-    Dirs { _root: root, home, ws, file }
+    dirs.write_home("config.toml", &config);
+    dirs.write_home(".env", &format!("FAKE_KEY={KEY}\n"));
+    dirs
 }
 
-/// `heron acp --record` and the lines it writes.
-struct Agent {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<Value>,
+/// `heron acp --record` in the workspace, its log shown with the test's.
+fn start(dirs: &Dirs) -> Process {
+    let file = dirs.path(RECORDING);
+    let file = file.to_str().expect("a UTF-8 temporary path");
+    Launch::acp(&dirs.home(), &["--record", file]).current_dir(dirs.ws_path()).inherit_stderr().start()
 }
 
-impl Agent {
-    fn start(dirs: &Dirs) -> Agent {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_heron"))
-            .args(["acp", "--record"])
-            .arg(&dirs.file)
-            .current_dir(&dirs.ws)
-            .env("HERON_HOME", &dirs.home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn heron");
-        let stdout = child.stdout.take().expect("stdout");
-        let (sender, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let Ok(value) = serde_json::from_str(&line) else { continue };
-                if sender.send(value).is_err() {
-                    return;
-                }
+/// Reads until the answer to request `id`, acting as the editor on the way: it reads files
+/// from its "unsaved buffer", allows what it is asked, and calls `on` with each message.
+fn until_answer(agent: &mut Process, id: u64, mut on: impl FnMut(&Value, &mut Process)) -> Value {
+    agent.until_answer(&json!(id), |agent, message| {
+        on(message, agent);
+        let reply = match message["method"].as_str() {
+            Some("fs/read_text_file") => json!({ "content": "# Project\n\nUnsaved buffer.\n" }),
+            Some("session/request_permission") => {
+                json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } })
             }
-        });
-        Agent { stdin: child.stdin.take(), child, lines }
-    }
-
-    fn send(&mut self, message: Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{message}").expect("write");
-        stdin.flush().expect("flush");
-    }
-
-    /// Reads until the answer to request `id`, acting as the editor on the way: it reads
-    /// files from its "unsaved buffer", allows what it is asked, and calls `on` with each
-    /// message.
-    fn until_answer(&mut self, id: u64, mut on: impl FnMut(&Value, &mut Self)) -> Value {
-        loop {
-            let message = self.lines.recv_timeout(WAIT).expect("the agent answers in time");
-            on(&message, self);
-            if message["id"] == json!(id) && message.get("method").is_none() {
-                return message;
-            }
-            let reply = match message["method"].as_str() {
-                Some("fs/read_text_file") => json!({ "content": "# Project\n\nUnsaved buffer.\n" }),
-                Some("session/request_permission") => {
-                    json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } })
-                }
-                _ => continue,
-            };
-            self.send(json!({ "jsonrpc": "2.0", "id": message["id"], "result": reply }));
-        }
-    }
-
-    /// Closes stdin and waits for the agent to exit (it writes the recording last).
-    fn finish(mut self) {
-        self.stdin = None;
-        let status = self.child.wait().expect("wait");
-        assert!(status.success(), "heron acp exited with {status}");
-    }
+            _ => return,
+        };
+        agent.reply(message, reply);
+    })
 }
 
-fn open_session(agent: &mut Agent, ws: &Path) -> String {
+/// Closes stdin and waits for the agent to exit (it writes the recording last).
+fn finish_recording(agent: Process) {
+    let exited = agent.finish(PROCESS_WAIT);
+    assert!(exited.status.success(), "heron acp exited with {}", exited.status);
+}
+
+fn open_session(agent: &mut Process, ws: &Path) -> String {
     agent.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}}}));
-    agent.until_answer(0, |_, _| {});
+    until_answer(agent, 0, |_, _| {});
     agent.send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {
         "cwd": ws, "mcpServers": []}}));
-    let answer = agent.until_answer(1, |_, _| {});
+    let answer = until_answer(agent, 1, |_, _| {});
     answer["result"]["sessionId"].as_str().expect("a session id").to_owned()
 }
 
@@ -156,20 +108,20 @@ fn a_recorded_session_replays_on_the_scripted_model_without_keys_or_paths() {
         ]),
     ]);
     let dirs = dirs(&url);
-    let mut agent = Agent::start(&dirs);
-    let session = open_session(&mut agent, &dirs.ws);
+    let mut agent = start(&dirs);
+    let session = open_session(&mut agent, &dirs.ws_path());
     agent.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {
         "sessionId": session, "prompt": [{"type": "text", "text": "Read the README and take a note"}]}}));
-    let answer = agent.until_answer(2, |_, _| {});
+    let answer = until_answer(&mut agent, 2, |_, _| {});
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    assert_eq!(std::fs::read_to_string(dirs.ws.join("NOTES.md")).expect("note written"), "noted\n");
-    agent.finish();
+    assert_eq!(std::fs::read_to_string(dirs.ws_path().join("NOTES.md")).expect("note written"), "noted\n");
+    finish_recording(agent);
 
-    let text = std::fs::read_to_string(&dirs.file).expect("the recording");
+    let text = std::fs::read_to_string(dirs.path(RECORDING)).expect("the recording");
     assert!(!text.contains(KEY), "the key leaked into the recording:\n{text}");
-    let ws = std::fs::canonicalize(&dirs.ws).expect("ws");
+    let ws = dirs.ws_path();
     assert!(!text.contains(&*ws.to_string_lossy()), "a machine path is in the recording:\n{text}");
-    assert!(!text.contains(&*dirs.home.to_string_lossy()), "HERON_HOME is in the recording:\n{text}");
+    assert!(!text.contains(&*dirs.home().to_string_lossy()), "HERON_HOME is in the recording:\n{text}");
     let scenario = Scenario::parse("recorded", &text).expect("the recording parses");
     let header = &scenario.header;
     // The model turns, as they streamed: odd pieces stay pieces, arguments stay JSON.
@@ -192,19 +144,19 @@ fn a_recorded_session_replays_on_the_scripted_model_without_keys_or_paths() {
     // The editor's answers refer to the agent's requests by placeholder.
     assert!(text.contains(r#""id":"$req1""#), "{text}");
 
-    replay(&dirs.file);
+    replay(&dirs.path(RECORDING));
 }
 
 #[test]
 fn a_cancelled_turn_replays_with_the_cancel_arriving_mid_turn() {
     let url = endpoint(vec![Reply::Stall(vec![delta(json!({"role": "assistant", "content": "Working"}))])]);
     let dirs = dirs(&url);
-    let mut agent = Agent::start(&dirs);
-    let session = open_session(&mut agent, &dirs.ws);
+    let mut agent = start(&dirs);
+    let session = open_session(&mut agent, &dirs.ws_path());
     agent.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {
         "sessionId": session, "prompt": [{"type": "text", "text": "Work slowly"}]}}));
     let session_id = session.clone();
-    let answer = agent.until_answer(2, move |message, agent| {
+    let answer = until_answer(&mut agent, 2, move |message, agent| {
         if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
             agent.send(
                 json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}),
@@ -212,13 +164,13 @@ fn a_cancelled_turn_replays_with_the_cancel_arriving_mid_turn() {
         }
     });
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
-    agent.finish();
+    finish_recording(agent);
 
-    let scenario = Scenario::load(&dirs.file).expect("the recording parses");
+    let scenario = Scenario::load(&dirs.path(RECORDING)).expect("the recording parses");
     let steps = &scenario.header.script[0]["steps"];
     assert_eq!(steps[0], json!({"text": "Working"}));
     assert!(steps[1]["delay_ms"].as_u64().is_some_and(|ms| ms >= 10_000), "{steps}");
-    replay(&dirs.file);
+    replay(&dirs.path(RECORDING));
 }
 
 #[test]
@@ -242,24 +194,19 @@ fn a_path_that_cannot_be_written_fails_at_start_with_its_name() {
 fn an_editor_that_quits_mid_turn_replays_with_the_input_closed_at_that_point() {
     let url = endpoint(vec![Reply::Stall(vec![delta(json!({"role": "assistant", "content": "Working"}))])]);
     let dirs = dirs(&url);
-    let mut agent = Agent::start(&dirs);
-    let session = open_session(&mut agent, &dirs.ws);
+    let mut agent = start(&dirs);
+    let session = open_session(&mut agent, &dirs.ws_path());
     agent.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {
         "sessionId": session, "prompt": [{"type": "text", "text": "Work slowly"}]}}));
-    loop {
-        let message = agent.lines.recv_timeout(WAIT).expect("the turn streams");
-        if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
-            break;
-        }
-    }
+    agent.until(|message| message["params"]["update"]["sessionUpdate"] == "agent_message_chunk");
     // The editor quits while the model is still streaming; the agent answers on its way out.
-    agent.stdin = None;
-    let answer = agent.lines.recv_timeout(WAIT).expect("the prompt is answered after EOF");
+    agent.close_input();
+    let answer = agent.next();
     assert_eq!(answer["id"], 2, "{answer}");
-    agent.finish();
+    finish_recording(agent);
 
-    let text = std::fs::read_to_string(&dirs.file).expect("the recording");
+    let text = std::fs::read_to_string(dirs.path(RECORDING)).expect("the recording");
     let close = text.find(r#"{"close_input":true}"#).expect("the input closes in the transcript");
     assert!(text[close..].contains(r#"{"expect":{"error":{"code":-32800"#), "{text}");
-    replay(&dirs.file);
+    replay(&dirs.path(RECORDING));
 }

@@ -1,6 +1,7 @@
 //! Heron's ACP registry entry: `docs/registry/agent.json` is what `heron manifest` writes
 //! for this build, and it validates against the vendored registry schema
-//! (`schema/registry/agent.schema.json`, formats checked too).
+//! (`schema/registry/agent.schema.json`, formats checked too), which is the file its
+//! `SOURCE` records.
 
 use std::path::Path;
 use std::process::Command;
@@ -66,5 +67,47 @@ fn every_platform_starts_heron_acp_at_this_version() {
         let archive = target["archive"].as_str().expect("an archive URL");
         assert!(archive.contains(&format!("/v{version}/")), "{platform}: {archive} names another version");
         assert!(!archive.contains("/latest/"), "{platform}: the registry refuses `latest`");
+    }
+}
+
+#[test]
+fn the_entry_names_the_repository_and_website_cargo_toml_gives() {
+    let entry = committed_entry();
+    assert_eq!(entry["repository"], env!("CARGO_PKG_REPOSITORY"));
+    assert_eq!(entry["website"], env!("CARGO_PKG_HOMEPAGE"));
+    assert!(entry["repository"].as_str().is_some_and(|url| url.starts_with("https://")), "{entry}");
+}
+
+/// `key = "value"` of a SOURCE file.
+fn recorded(source: &str, key: &str) -> String {
+    source
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(key)?
+                .trim_start()
+                .strip_prefix('=')?
+                .trim()
+                .strip_prefix('"')?
+                .strip_suffix('"')
+        })
+        .unwrap_or_else(|| panic!("SOURCE records no {key}"))
+        .to_owned()
+}
+
+fn sha256_of(path: &str) -> String {
+    use sha2::Digest as _;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn the_vendored_schema_and_license_are_the_files_source_records() {
+    let source = repo_file("schema/registry/SOURCE");
+    assert_eq!(sha256_of("schema/registry/agent.schema.json"), recorded(&source, "schema_sha256"));
+    assert_eq!(sha256_of("schema/registry/LICENSE"), recorded(&source, "license_sha256"));
+    for key in ["commit", "license_commit"] {
+        let commit = recorded(&source, key);
+        assert!(commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()), "{key} = {commit}");
     }
 }

@@ -19,8 +19,10 @@
                       (agent-shell-make-environment-variables :inherit-env t)
                       :context-buffer buffer))))
 
-;; Offer Heron in M-x agent-shell beside the built-in agents.
-(add-to-list 'agent-shell-agent-configs #'heron-agent-shell-config)
+;; Offer Heron in M-x agent-shell beside the built-in agents.  The list gets the
+;; configuration itself: older agent-shell releases read every entry as a configuration,
+;; newer ones also take a function that makes one.
+(add-to-list 'agent-shell-agent-configs (heron-agent-shell-config))
 
 (defun heron-agent-shell ()
   "Start a new Heron session in agent-shell."

@@ -4743,9 +4743,9 @@ pub struct TerminalUpdate {
 Omission leaves the capabilities unchanged, `null` clears them, and an object replaces
 the whole previous value. A new terminal starts with none.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::patch")]
     #[serde(default)]
-    pub capabilities: ::std::option::Option<TerminalCapabilities>,
+    pub capabilities: ::std::option::Option<::std::option::Option<TerminalCapabilities>>,
     ///The command being run.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "crate::lenient::default_on_error")]
@@ -5063,9 +5063,9 @@ pub struct ToolCallUpdate {
 Omission leaves the capabilities unchanged, `null` clears them, and an object replaces
 the whole previous value. A new tool call starts with none.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::patch")]
     #[serde(default)]
-    pub capabilities: ::std::option::Option<ToolCallCapabilities>,
+    pub capabilities: ::std::option::Option<::std::option::Option<ToolCallCapabilities>>,
     ///Content produced by the tool call.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "crate::lenient::lenient_items")]
@@ -5077,9 +5077,9 @@ Helps clients choose appropriate icons and UI treatment.
 Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
 A new tool call starts as `other`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::patch")]
     #[serde(default)]
-    pub kind: ::std::option::Option<ToolKind>,
+    pub kind: ::std::option::Option<::std::option::Option<ToolKind>>,
     /**File locations affected by this tool call.
 Enables "follow-along" features in clients.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5107,9 +5107,9 @@ change, `null` clears the name, and a string replaces it. For a tool
 call ID the client has not seen before, omission or `null` means that no
 tool name is available.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::patch")]
     #[serde(default)]
-    pub name: ::std::option::Option<::std::string::String>,
+    pub name: ::std::option::Option<::std::option::Option<::std::string::String>>,
     ///Raw input parameters sent to the tool.
     #[serde(rename = "rawInput", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "crate::lenient::default_on_error")]
@@ -5128,17 +5128,17 @@ tool name is available.*/
 Omission leaves the status unchanged, `null` resets it to `pending`, and a value
 replaces it. A new tool call starts as `pending`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::patch")]
     #[serde(default)]
-    pub status: ::std::option::Option<ToolCallStatus>,
+    pub status: ::std::option::Option<::std::option::Option<ToolCallStatus>>,
     /**Human-readable title describing what the tool is doing.
 
 Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
 A new tool call starts without a title.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::patch")]
     #[serde(default)]
-    pub title: ::std::option::Option<::std::string::String>,
+    pub title: ::std::option::Option<::std::option::Option<::std::string::String>>,
     ///Unique identifier for this tool call within the session.
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -5195,9 +5195,9 @@ pub struct UsageUpdate {
 
 Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "crate::lenient::default_on_error")]
+    #[serde(deserialize_with = "crate::lenient::patch")]
     #[serde(default)]
-    pub cost: ::std::option::Option<Cost>,
+    pub cost: ::std::option::Option<::std::option::Option<Cost>>,
     /**The _meta property is reserved by ACP to allow clients and agents to attach additional
 metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
 Implementations MUST NOT assign meaning to keys they do not recognize.

@@ -2,9 +2,9 @@
 //! place where ACP shapes meet session events.
 
 use base64::Engine as _;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use heron_core::session::attachments;
+use heron_core::session::attachments::{self, ReadBack};
 use heron_core::session::event::{Compaction, CompactionStage, Event};
 use heron_core::session::settings::{Mode, OptionSpec, Settings};
 use heron_core::session::update::TurnUpdate;
@@ -53,7 +53,9 @@ fn checked_image(data: Vec<u8>, claimed: &str, at: usize) -> Result<Vec<u8>, Rpc
         )),
         None => Err(RpcError::invalid_params(
             format!("prompt[{at}].data"),
-            format!("the data is not a {claimed} image (its first bytes are no image Heron knows)"),
+            format!(
+                "the data is not an image of type `{claimed}` (its first bytes match no image format Heron knows)"
+            ),
         )),
     }
 }
@@ -140,10 +142,13 @@ pub fn prompt_input(blocks: Vec<ContentBlock>) -> Result<Vec<PromptInput>, RpcEr
 
 /// The content blocks a prompt shows as (an inbox item's, before it runs).
 pub fn prompt_blocks(input: &[PromptInput]) -> Vec<ContentBlock> {
+    // Before it runs, a prompt carries its images and blobs as `Attachment`s: its content
+    // refers to no saved file.
+    let no_files = ReadBack::default();
     input
         .iter()
         .map(|item| match item {
-            PromptInput::Content(content) => user_block(content),
+            PromptInput::Content(content) => user_block(content, &no_files),
             PromptInput::Attachment { image: true, mime_type, data, uri } => {
                 ContentBlock::Image(ImageContent {
                     annotations: None,
@@ -169,19 +174,19 @@ pub fn prompt_blocks(input: &[PromptInput]) -> Vec<ContentBlock> {
         .collect()
 }
 
-/// The content block a stored user message replays as.
-fn user_block(content: &UserContent) -> ContentBlock {
+/// The content block a stored user message replays as, its saved files from `files`.
+fn user_block(content: &UserContent, files: &ReadBack) -> ContentBlock {
     match content {
         UserContent::Text { text } => text_block(text.clone()),
-        UserContent::Image { mime_type, path, uri } => match attachments::read(path) {
-            Ok(bytes) => ContentBlock::Image(ImageContent {
+        UserContent::Image { mime_type, path, uri } => match files.get(path) {
+            Some(bytes) => ContentBlock::Image(ImageContent {
                 annotations: None,
                 data: base64::engine::general_purpose::STANDARD.encode(bytes),
                 meta: None,
                 mime_type: mime_type.clone(),
                 uri: uri.clone(),
             }),
-            Err(_) => text_block(format!("[image no longer available at {path}]")),
+            None => text_block(format!("[image no longer available at {path}]")),
         },
         UserContent::Resource { uri, mime_type, text } => ContentBlock::Resource(EmbeddedResource {
             annotations: None,
@@ -193,8 +198,8 @@ fn user_block(content: &UserContent) -> ContentBlock {
                 uri: uri.clone(),
             }),
         }),
-        UserContent::Blob { uri, mime_type, path } => match attachments::read(path) {
-            Ok(bytes) => ContentBlock::Resource(EmbeddedResource {
+        UserContent::Blob { uri, mime_type, path } => match files.get(path) {
+            Some(bytes) => ContentBlock::Resource(EmbeddedResource {
                 annotations: None,
                 meta: None,
                 resource: EmbeddedResourceResource::BlobResourceContents(BlobResourceContents {
@@ -204,7 +209,7 @@ fn user_block(content: &UserContent) -> ContentBlock {
                     uri: uri.clone(),
                 }),
             }),
-            Err(_) => text_block(format!("[resource {uri} no longer available]")),
+            None => text_block(format!("[resource {uri} no longer available]")),
         },
         UserContent::Link { uri, name, mime_type, title, description, size } => {
             ContentBlock::ResourceLink(ResourceLink {
@@ -244,7 +249,8 @@ fn tool_status(status: ToolStatus) -> p::ToolCallStatus {
         ToolStatus::Pending => p::ToolCallStatus::Pending,
         ToolStatus::InProgress => p::ToolCallStatus::InProgress,
         ToolStatus::Completed => p::ToolCallStatus::Completed,
-        ToolStatus::Failed => p::ToolCallStatus::Failed,
+        // v1 has no cancelled status: a cancelled call shows as failed, as it always has.
+        ToolStatus::Failed | ToolStatus::Cancelled => p::ToolCallStatus::Failed,
     }
 }
 
@@ -322,8 +328,8 @@ fn update_of_call(call_id: &str) -> p::ToolCallUpdate {
 }
 
 /// The updates a durable event shows as, live or replayed. Live and replay share this one
-/// path, so a loaded session looks the way it did.
-pub fn event_updates(event: &Event) -> Vec<SessionUpdate> {
+/// path, so a loaded session looks the way it did. `files` are those [`files_shown`] read.
+pub fn event_updates(event: &Event, files: &ReadBack) -> Vec<SessionUpdate> {
     match event {
         // A custom command shows as the user typed it; the model read its expansion.
         Event::UserMessage { message_id, command: Some(line), .. } => {
@@ -334,7 +340,7 @@ pub fn event_updates(event: &Event) -> Vec<SessionUpdate> {
         }
         Event::UserMessage { message_id, content, command: None } => content
             .iter()
-            .map(|c| SessionUpdate::UserMessageChunk(chunk(message_id, user_block(c))))
+            .map(|c| SessionUpdate::UserMessageChunk(chunk(message_id, user_block(c, files))))
             .collect(),
         // Heron wrote it, so it says so; the model read it as the user's.
         Event::GoalContinuation { message_id, text, count } => {
@@ -383,9 +389,16 @@ pub fn event_updates(event: &Event) -> Vec<SessionUpdate> {
 /// where the conversation the model sees was compacted.
 fn compaction_thought(compaction: &Compaction, text: String) -> SessionUpdate {
     let mut content = chunk(&compaction.message_id, text_block(text));
+    content.meta = json!({ "heron": { "compaction": compaction_marker(compaction) } }).as_object().cloned();
+    SessionUpdate::AgentThoughtChunk(content)
+}
+
+/// What a compaction changed, as `_meta.heron.compaction` carries it (over v2 too).
+pub(super) fn compaction_marker(compaction: &Compaction) -> Value {
     let stage = match compaction.stage {
         CompactionStage::Clipped => "clipped",
         CompactionStage::Summarized => "summarized",
+        CompactionStage::Dropped => "dropped",
     };
     let mut marker = json!({
         "stage": stage,
@@ -397,22 +410,23 @@ fn compaction_thought(compaction: &Compaction, text: String) -> SessionUpdate {
     if let Some(instructions) = &compaction.instructions {
         marker["instructions"] = json!(instructions);
     }
-    content.meta = json!({ "heron": { "compaction": marker } }).as_object().cloned();
-    SessionUpdate::AgentThoughtChunk(content)
+    marker
 }
 
-/// Whether replaying `event` reads files (the images and blobs a prompt attached).
-pub fn reads_files(event: &Event) -> bool {
+/// The files showing `event` takes (the images and blobs a user message attached), read
+/// back off the async threads; none for any other event.
+pub async fn files_shown(event: &Event) -> ReadBack {
     match event {
-        Event::UserMessage { content, .. } => {
-            content.iter().any(|c| matches!(c, UserContent::Image { .. } | UserContent::Blob { .. }))
+        Event::UserMessage { content, command: None, .. } if attachments::reads_files(content) => {
+            attachments::read_back(content).await
         }
-        _ => false,
+        _ => ReadBack::default(),
     }
 }
 
 /// The updates a replayed event shows as: like live, plus finished messages whole.
-pub fn replay_updates(event: &Event) -> Vec<SessionUpdate> {
+/// `files` are those [`files_shown`] read.
+pub fn replay_updates(event: &Event, files: &ReadBack) -> Vec<SessionUpdate> {
     match event {
         Event::AgentMessage { message_id, text } => {
             vec![SessionUpdate::AgentMessageChunk(chunk(message_id, text_block(text.clone())))]
@@ -434,20 +448,21 @@ pub fn replay_updates(event: &Event) -> Vec<SessionUpdate> {
             if kept.is_empty() {
                 kept.push(ToolOutput::Text { text: for_model.clone() });
             }
-            let mut updates = event_updates(event);
+            let mut updates = event_updates(event, files);
             if let Some(SessionUpdate::ToolCallUpdate(update)) = updates.first_mut() {
                 update.content = Some(tool_content(&kept));
             }
             updates
         }
-        other => event_updates(other),
+        other => event_updates(other, files),
     }
 }
 
-/// The updates a live turn update shows as.
-pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
+/// The updates a live turn update shows as; `files` are those [`files_shown`] read for its
+/// event.
+pub fn turn_updates(update: TurnUpdate, files: &ReadBack) -> Vec<SessionUpdate> {
     match update {
-        TurnUpdate::Event(event) => event_updates(&event),
+        TurnUpdate::Event(event) => event_updates(&event, files),
         TurnUpdate::MessageChunk { message_id, text, .. } => {
             vec![SessionUpdate::AgentMessageChunk(chunk(&message_id, text_block(text)))]
         }
@@ -462,7 +477,9 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
             }
             vec![SessionUpdate::ToolCallUpdate(update)]
         }
-        TurnUpdate::Usage(report) => vec![usage_update(&report)],
+        // v1 shows a local command's output when it ends, as the call's result.
+        TurnUpdate::ToolOutputChunk { .. } => Vec::new(),
+        TurnUpdate::Usage(report) => usage_update(&report).into_iter().collect(),
         TurnUpdate::Titled { title, updated_at } => {
             vec![SessionUpdate::SessionInfoUpdate(p::SessionInfoUpdate {
                 meta: None,
@@ -482,18 +499,21 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<SessionUpdate> {
     }
 }
 
-/// A usage report as a `usage_update`.
-pub fn usage_update(report: &UsageReport) -> SessionUpdate {
-    SessionUpdate::UsageUpdate(p::UsageUpdate {
+/// A usage report as a `usage_update`; `None` when the model's context window is unknown.
+/// ACP requires `size` in every `usage_update`, and a made-up window (0, or a guess) would
+/// draw a wrong meter, so without one no update is sent: the tokens and the cost are still
+/// in `_heron/session/status` (`costQuote`).
+pub fn usage_update(report: &UsageReport) -> Option<SessionUpdate> {
+    Some(SessionUpdate::UsageUpdate(p::UsageUpdate {
         cost: report.cost.as_ref().map(|(amount, currency)| p::Cost {
             amount: *amount,
             currency: currency.clone(),
             meta: None,
         }),
         meta: Some(tokens_meta(&report.tokens)),
-        size: report.size,
+        size: report.size?,
         used: report.used,
-    })
+    }))
 }
 
 /// A session's token totals as the wire shows them.

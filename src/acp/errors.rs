@@ -15,115 +15,109 @@ use heron_protocol::RpcError;
 use heron_protocol::error::{INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND};
 use heron_store::StoreErrorKind;
 
-/// Every `data.code` Heron sends, in one naming scheme: a dotted path of snake_case
-/// segments whose first names the area (`turn.failed`, `inbox.item_not_found`).
-/// `workspace_roots.*` and `acp.*` are the seeds' wire contract and keep their spelling.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum ErrorCode {
-    /// A workspace root is not an absolute path.
-    #[serde(rename = "workspace_roots.relative")]
-    RootRelative,
-    /// A workspace root is not an existing directory.
-    #[serde(rename = "workspace_roots.missing")]
-    RootMissing,
-    /// A workspace root belongs to another user.
-    #[serde(rename = "workspace_roots.not_owned")]
-    RootNotOwned,
-    /// A workspace root is or is inside a protected path.
-    #[serde(rename = "workspace_roots.protected")]
-    RootProtected,
-    /// A workspace root overlaps another.
-    #[serde(rename = "workspace_roots.overlap")]
-    RootOverlap,
-    /// More workspace roots than allowed.
-    #[serde(rename = "workspace_roots.too_many")]
-    RootTooMany,
-    /// The session is open here with other additional directories.
-    #[serde(rename = "acp.additional_directories.session_open")]
-    OpenWithOtherRoots,
-    /// A tool approval above the `--permission-mode` ceiling.
-    #[serde(rename = "acp.tool_approval.above_ceiling")]
-    AboveCeiling,
-    /// A turn failed after it started.
-    #[serde(rename = "turn.failed")]
-    TurnFailed,
-    /// The session closed before the prompt ran.
-    #[serde(rename = "session.closed")]
-    SessionClosed,
-    /// The session is open in another Heron process.
-    #[serde(rename = "session.open_elsewhere")]
-    OpenElsewhere,
-    /// This process holds the most sessions it may open at once.
-    #[serde(rename = "session.too_many_open")]
-    TooManyOpen,
-    /// The session has no goal.
-    #[serde(rename = "goal.none")]
-    NoGoal,
-    /// The session's goal has already ended.
-    #[serde(rename = "goal.ended")]
-    GoalEnded,
-    /// No inbox item has that id.
-    #[serde(rename = "inbox.item_not_found")]
-    ItemNotFound,
-    /// The inbox item is not queued.
-    #[serde(rename = "inbox.item_not_queued")]
-    ItemNotQueued,
-    /// The inbox item has not failed.
-    #[serde(rename = "inbox.item_not_failed")]
-    ItemNotFailed,
-    /// The inbox is full and none of its items has finished.
-    #[serde(rename = "inbox.full")]
-    InboxFull,
-    /// A provider cannot start (a bad script, a bad URL).
-    #[serde(rename = "provider.unavailable")]
-    ProviderUnavailable,
-    /// HERON_HOME cannot be used (a broken config, an unreadable store).
-    #[serde(rename = "home.unusable")]
-    HomeUnusable,
-    /// The session store (`heron.db`) is damaged.
-    #[serde(rename = "store.corrupt")]
-    StoreCorrupt,
-    /// The session store cannot be used now (busy, read-only, full, failing I/O).
-    #[serde(rename = "store.unavailable")]
-    StoreUnavailable,
-    /// The session store failed otherwise.
-    #[serde(rename = "store.failed")]
-    StoreFailed,
-    /// A reload of the extensions found a file it cannot use; nothing changed.
-    #[serde(rename = "extensions.reload_failed")]
-    ReloadFailed,
+/// Declares an enum whose variants are each written once, and `ALL`, every variant in
+/// order, for tests that must see them all: a list kept by hand beside the enum lets a new
+/// variant escape them.
+macro_rules! listed_enum {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$variant_meta:meta])* $variant:ident,)+ }) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $($(#[$variant_meta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every variant, in the order declared.
+            #[cfg(test)]
+            const ALL: &'static [$name] = &[$($name::$variant),+];
+        }
+    };
+}
+
+listed_enum! {
+    /// Every `data.code` Heron sends, in one naming scheme: a dotted path of snake_case
+    /// segments whose first names the area (`turn.failed`, `inbox.item_not_found`).
+    /// `workspace_roots.*` and `acp.*` are the seeds' wire contract and keep their spelling.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    pub enum ErrorCode {
+        /// A workspace root is not an absolute path.
+        #[serde(rename = "workspace_roots.relative")]
+        RootRelative,
+        /// A workspace root is not an existing directory.
+        #[serde(rename = "workspace_roots.missing")]
+        RootMissing,
+        /// A workspace root belongs to another user.
+        #[serde(rename = "workspace_roots.not_owned")]
+        RootNotOwned,
+        /// A workspace root is or is inside a protected path.
+        #[serde(rename = "workspace_roots.protected")]
+        RootProtected,
+        /// A workspace root overlaps another.
+        #[serde(rename = "workspace_roots.overlap")]
+        RootOverlap,
+        /// More workspace roots than allowed.
+        #[serde(rename = "workspace_roots.too_many")]
+        RootTooMany,
+        /// The session is open here with other additional directories.
+        #[serde(rename = "acp.additional_directories.session_open")]
+        OpenWithOtherRoots,
+        /// A tool approval above the `--permission-mode` ceiling.
+        #[serde(rename = "acp.tool_approval.above_ceiling")]
+        AboveCeiling,
+        /// A turn failed after it started.
+        #[serde(rename = "turn.failed")]
+        TurnFailed,
+        /// The session closed before the prompt ran.
+        #[serde(rename = "session.closed")]
+        SessionClosed,
+        /// The session is open in another Heron process.
+        #[serde(rename = "session.open_elsewhere")]
+        OpenElsewhere,
+        /// This process holds the most sessions it may open at once.
+        #[serde(rename = "session.too_many_open")]
+        TooManyOpen,
+        /// The session has no goal.
+        #[serde(rename = "goal.none")]
+        NoGoal,
+        /// The session's goal has already ended.
+        #[serde(rename = "goal.ended")]
+        GoalEnded,
+        /// No inbox item has that id.
+        #[serde(rename = "inbox.item_not_found")]
+        ItemNotFound,
+        /// The inbox item is not queued.
+        #[serde(rename = "inbox.item_not_queued")]
+        ItemNotQueued,
+        /// The inbox item has not failed.
+        #[serde(rename = "inbox.item_not_failed")]
+        ItemNotFailed,
+        /// The inbox is full and none of its items has finished.
+        #[serde(rename = "inbox.full")]
+        InboxFull,
+        /// A provider cannot start (a bad script, a bad URL).
+        #[serde(rename = "provider.unavailable")]
+        ProviderUnavailable,
+        /// The model asked for (`--model`, `default_model`) is not in `config.toml`.
+        #[serde(rename = "provider.unknown_model")]
+        UnknownModel,
+        /// HERON_HOME cannot be used (a broken config, an unreadable store).
+        #[serde(rename = "home.unusable")]
+        HomeUnusable,
+        /// The session store (`heron.db`) is damaged.
+        #[serde(rename = "store.corrupt")]
+        StoreCorrupt,
+        /// The session store cannot be used now (busy, read-only, full, failing I/O).
+        #[serde(rename = "store.unavailable")]
+        StoreUnavailable,
+        /// The session store failed otherwise.
+        #[serde(rename = "store.failed")]
+        StoreFailed,
+        /// A reload of the extensions found a file it cannot use; nothing changed.
+        #[serde(rename = "extensions.reload_failed")]
+        ReloadFailed,
+    }
 }
 
 impl ErrorCode {
-    /// Every code, for the naming-scheme test.
-    #[cfg(test)]
-    const ALL: [ErrorCode; 24] = [
-        ErrorCode::RootRelative,
-        ErrorCode::RootMissing,
-        ErrorCode::RootNotOwned,
-        ErrorCode::RootProtected,
-        ErrorCode::RootOverlap,
-        ErrorCode::RootTooMany,
-        ErrorCode::OpenWithOtherRoots,
-        ErrorCode::AboveCeiling,
-        ErrorCode::TurnFailed,
-        ErrorCode::SessionClosed,
-        ErrorCode::OpenElsewhere,
-        ErrorCode::TooManyOpen,
-        ErrorCode::NoGoal,
-        ErrorCode::GoalEnded,
-        ErrorCode::ItemNotFound,
-        ErrorCode::ItemNotQueued,
-        ErrorCode::ItemNotFailed,
-        ErrorCode::InboxFull,
-        ErrorCode::ProviderUnavailable,
-        ErrorCode::HomeUnusable,
-        ErrorCode::StoreCorrupt,
-        ErrorCode::StoreUnavailable,
-        ErrorCode::StoreFailed,
-        ErrorCode::ReloadFailed,
-    ];
-
     /// The code of a store failure of `kind`.
     pub fn of_store(kind: StoreErrorKind) -> Self {
         match kind {
@@ -221,13 +215,37 @@ impl WithField for RpcError {
     }
 }
 
+/// Why a session needs authentication, as `data.reason` of a -32000 names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum AuthReason {
+    /// No model is configured, or its provider's key is missing. (A model no provider
+    /// offers is not a login matter: it is `provider.unknown_model`.)
+    AuthRequired,
+}
+
 fn model_error(err: &ModelError, manager: &Manager) -> RpcError {
-    let message = redact(&err.to_string(), manager.providers().keys().all());
+    model_rpc_error(err, manager.providers().keys())
+}
+
+/// The wire error for a model that cannot be used. No model at all, or a missing key, is
+/// -32000 (authentication required): the `heron setup` auth method fixes both. A model that
+/// is not configured is not something logging in fixes, so it is not -32000 (which sends an
+/// editor to its login screen); it is a clear -32603 naming the model in `data.model`, the
+/// way a provider that cannot start is.
+fn model_rpc_error(err: &ModelError, keys: &Keys) -> RpcError {
+    let message = redact(&err.to_string(), keys.all());
     match err {
-        ModelError::NoModel | ModelError::MissingKey { .. } => heron_protocol::error::auth_required(message)
-            .with_data(json!({ "reason": "auth_required", "message": err.to_string() })),
-        ModelError::UnknownModel(model) => heron_protocol::error::auth_required(message)
-            .with_data(json!({ "reason": "unknown_model", "model": model })),
+        ModelError::NoModel | ModelError::MissingKey { .. } => {
+            heron_protocol::error::auth_required(message.clone())
+                .with_data(json!({ "reason": AuthReason::AuthRequired, "message": message }))
+        }
+        ModelError::UnknownModel(model) => coded(
+            INTERNAL_ERROR,
+            format!("{message} (`heron models` lists the configured ones)"),
+            ErrorCode::UnknownModel,
+            json!({ "model": model }),
+        ),
         ModelError::Broken { .. } => {
             coded(INTERNAL_ERROR, message, ErrorCode::ProviderUnavailable, json!({}))
         }
@@ -338,6 +356,7 @@ pub fn reload_error(err: &heron_core::extensions::ReloadError, keys: &Keys) -> R
 /// The wire error for a prompt that failed after it was accepted.
 pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
     match err {
+        PromptError::Model(model @ ModelError::UnknownModel(_)) => model_rpc_error(&model, keys),
         PromptError::Model(model) => {
             let message = redact(&model.to_string(), keys.all());
             heron_protocol::error::auth_required(message)

@@ -22,6 +22,12 @@ pub const PROTOCOL_VERSION: u16 = 1;
 /// The id of the terminal auth method (it runs `heron acp --setup`).
 pub const SETUP_METHOD: &str = "heron-setup";
 
+/// The terminal auth method's name, as every protocol version offers it.
+pub(super) const SETUP_NAME: &str = "Set up Heron";
+
+/// What the terminal auth method does, as every protocol version offers it.
+pub(super) const SETUP_DESCRIPTION: &str = "Choose a model provider and store its key";
+
 /// What Heron advertises: only what it serves.
 fn capabilities() -> AgentCapabilities {
     AgentCapabilities {
@@ -68,11 +74,11 @@ pub(super) fn initialize<O: Outgoing>(
     let auth_methods = if terminal_auth {
         vec![AuthMethod::Terminal(AuthMethodTerminal {
             args: vec!["--setup".to_owned()],
-            description: Some("Choose a model provider and store its key".to_owned()),
+            description: Some(SETUP_DESCRIPTION.to_owned()),
             env: Default::default(),
             id: AuthMethodId(SETUP_METHOD.to_owned()),
             meta: None,
-            name: "Set up Heron".to_owned(),
+            name: SETUP_NAME.to_owned(),
         })]
     } else {
         Vec::new()
@@ -105,10 +111,16 @@ pub(super) fn meta(support: &Support) -> Map<String, Value> {
 
 /// `authenticate`: Heron's method runs in a terminal, never over the connection.
 pub(super) fn authenticate(params: &AuthenticateRequest) -> RpcError {
-    if params.method_id.0 == SETUP_METHOD {
+    auth_refusal(&params.method_id.0)
+}
+
+/// Why asking to authenticate with `method_id` over a connection fails (v1's `authenticate`,
+/// v2's `auth/login`): Heron's one method runs in a terminal, and no other exists.
+pub(super) fn auth_refusal(method_id: &str) -> RpcError {
+    if method_id == SETUP_METHOD {
         RpcError::invalid_params("methodId", "this method runs in a terminal: launch `heron acp --setup`")
     } else {
-        RpcError::invalid_params("methodId", format!("unknown auth method `{}`", params.method_id.0))
+        RpcError::invalid_params("methodId", format!("unknown auth method `{method_id}`"))
     }
 }
 

@@ -2,9 +2,10 @@
 //! [`open_session`] path, and `list`, `close` and `delete`.
 //!
 //! Opening a session, however it is asked for, is one sequence: check the roots and MCP
-//! servers on the reader (so a bad request fails before anything happens), open it in the
-//! manager, bind this connection's editor to it, watch its MCP servers, replay its history
-//! (load only), then, once the answer is out, advertise its commands and start its inbox.
+//! servers (on the blocking pool: it reads the file system; a bad request fails before
+//! anything happens), open it in the manager, bind this connection's editor to it, watch
+//! its MCP servers, replay its history (load only), then, once the answer is out, advertise
+//! its commands and start its inbox.
 //!
 //! A load replays the history as the store reads it, page by page, before the session's
 //! actor starts with that same history (`Manager::load`): each update waits its turn in the
@@ -14,7 +15,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use heron_core::session::event::Event;
 use heron_core::session::goal::Goal;
 use heron_core::session::{OpenOptions, Session};
 use heron_core::tools::editor::NoEditor;
@@ -26,9 +26,9 @@ use heron_protocol::{
     ForkSessionRequest, ForkSessionResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, ResumeSessionRequest,
     ResumeSessionResponse, RpcError, SessionConfigOption, SessionId, SessionInfo, SessionModeState,
-    SessionUpdate,
 };
 use serde_json::{Map, Value, json};
+use tokio::task::JoinHandle;
 
 use super::errors::{cwd_error, root_error, session_error};
 use super::{HeronAgent, Reply, convert, inbox, mcp, reload, status, updates};
@@ -67,8 +67,9 @@ fn absolute(path: &str, field: &str) -> Result<PathBuf, RpcError> {
     }
 }
 
-/// Where the session opens: checked now, on the reader, so one bad entry refuses the whole
-/// request and nothing is silently dropped.
+/// Where the session opens, checked whole before it opens, so one bad entry refuses the
+/// whole request and nothing is silently dropped. Blocks: it canonicalizes the roots and
+/// reads Heron's home.
 fn open_options(
     home_root: &Path,
     cwd: &str,
@@ -84,17 +85,30 @@ fn open_options(
     Ok(OpenOptions { cwd, additional_directories, editor: Arc::new(NoEditor), mcp_servers })
 }
 
+/// [`open_options`] started on the blocking pool now, as the request is read; the reply
+/// awaits it.
+fn checking_options(
+    home_root: &Path,
+    (cwd, additional, mcp_servers): (&str, &[String], &[McpServer]),
+) -> JoinHandle<Result<OpenOptions, RpcError>> {
+    let (home_root, cwd, additional, mcp_servers) =
+        (home_root.to_path_buf(), cwd.to_owned(), additional.to_vec(), mcp_servers.to_vec());
+    tokio::task::spawn_blocking(move || open_options(&home_root, &cwd, &additional, &mcp_servers))
+}
+
 /// The one path every way of opening a session takes (see the module docs).
 fn open_session<O: Outgoing>(
     agent: &HeronAgent<O>,
     opening: Opening,
-    options: Result<OpenOptions, RpcError>,
+    options: JoinHandle<Result<OpenOptions, RpcError>>,
 ) -> Reply<Opened> {
     let agent = agent.clone();
     Box::pin(async move {
         let inner = agent.inner.clone();
+        // An unusable home is the answer whatever the request says, as it was before the
+        // check moved off the reader.
         let manager = inner.manager.ready().await?;
-        let options = options?;
+        let options = options.await.map_err(|e| RpcError::internal(&e))??;
         let failed = |e| session_error(e, &manager);
         let session = match &opening {
             Opening::New => manager.create(options).await.map_err(failed)?,
@@ -104,7 +118,9 @@ fn open_session<O: Outgoing>(
                 let mut burst = Vec::with_capacity(REPLAY_BURST);
                 while let Some(events) = loading.next_events().await.map_err(failed)? {
                     for event in events {
-                        burst.extend(replay(event).await?);
+                        // Images and blobs a prompt attached are read on the blocking pool.
+                        let files = convert::files_shown(event).await;
+                        burst.extend(convert::replay_updates(event, &files));
                         if burst.len() >= REPLAY_BURST {
                             inner.send_batch(id, std::mem::take(&mut burst)).await?;
                         }
@@ -123,8 +139,8 @@ fn open_session<O: Outgoing>(
         match opening {
             Opening::Load(_) => {
                 // The context meter ends the replay, so the editor has both when load answers.
-                if let Some(report) = usage {
-                    inner.send(session.id(), convert::usage_update(&report)).await?;
+                if let Some(update) = usage.as_ref().and_then(convert::usage_update) {
+                    inner.send(session.id(), update).await?;
                 }
                 updates::advertise(&inner, &session, None);
             }
@@ -138,27 +154,14 @@ fn open_session<O: Outgoing>(
     })
 }
 
-/// The updates a stored event replays as; one whose content lives in files (images,
-/// blobs) is read off the async threads.
-async fn replay(event: &Event) -> Result<Vec<SessionUpdate>, RpcError> {
-    if !convert::reads_files(event) {
-        return Ok(convert::replay_updates(event));
-    }
-    // Only such an event (rare: a prompt with images or blobs) is copied, for the thread.
-    let event = event.clone();
-    tokio::task::spawn_blocking(move || convert::replay_updates(&event))
-        .await
-        .map_err(|e| RpcError::internal(&e))
-}
-
 /// Opens a session the way `opening` says and answers with `respond`'s shape of it.
 fn answer<O: Outgoing, R: Send + 'static>(
     agent: &HeronAgent<O>,
     opening: Opening,
-    (cwd, additional, mcp_servers): (&str, &[String], &[McpServer]),
+    place: (&str, &[String], &[McpServer]),
     respond: impl FnOnce(Opened) -> R + Send + 'static,
 ) -> Reply<R> {
-    let options = open_options(&agent.inner.home_root, cwd, additional, mcp_servers);
+    let options = checking_options(&agent.inner.home_root, place);
     let opened = open_session(agent, opening, options);
     Box::pin(async move { Ok(respond(opened.await?)) })
 }

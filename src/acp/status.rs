@@ -61,11 +61,11 @@ pub fn status(snapshot: &Snapshot) -> HeronSessionStatus {
             Posture::Auto => HeronApprovalPosture::Auto,
             Posture::Yolo => HeronApprovalPosture::Yolo,
         },
-        context_usage: snapshot.usage.as_ref().map(|u| HeronContextUsage {
-            meta: None,
-            size: u.size,
-            used: u.used,
-        }),
+        // The meter needs the window; the cost below does not.
+        context_usage: snapshot
+            .usage
+            .as_ref()
+            .and_then(|u| Some(HeronContextUsage { meta: None, size: u.size?, used: u.used })),
         cost_quote: snapshot.usage.as_ref().map(|u| HeronCostQuote {
             total_cost: u.cost.as_ref().map_or(0.0, |(amount, _)| *amount),
             currency: u.cost.as_ref().map(|(_, currency)| currency.clone()),

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use heron_core::session::Session;
+use heron_core::session::attachments::ReadBack;
 use heron_core::session::update::TurnUpdate;
 use heron_core::types::UsageReport;
 use heron_protocol::runtime::Outgoing;
@@ -21,7 +22,13 @@ pub(super) async fn forward<O: Outgoing>(inner: &Inner<O>, session_id: &str, mut
     // The chunk's share of the turn's budget goes back once it is queued for the editor,
     // so a slow editor slows the turn down.
     let held = update.take_held();
-    for update in convert::turn_updates(update) {
+    // An inbox item or steer echoed as a user message shows its images: they are read here,
+    // on the blocking pool, not in the conversion.
+    let files = match &update {
+        TurnUpdate::Event(event) => convert::files_shown(event).await,
+        _ => ReadBack::default(),
+    };
+    for update in convert::turn_updates(update, &files) {
         // A client that stopped reading does not stop the turn.
         let _ = inner.send(session_id, update).await;
     }
@@ -38,8 +45,8 @@ pub(super) fn advertise<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session, u
         if let Err(err) = inner.send(&id, commands::update(&catalog)).await {
             tracing::debug!(%err, "could not advertise commands");
         }
-        if let Some(report) = usage
-            && let Err(err) = inner.send(&id, convert::usage_update(&report)).await
+        if let Some(update) = usage.as_ref().and_then(convert::usage_update)
+            && let Err(err) = inner.send(&id, update).await
         {
             tracing::debug!(%err, "could not send the usage");
         }

@@ -53,8 +53,8 @@ pub struct AcpArgs {
     #[arg(long)]
     pub preset: Option<String>,
 
-    /// Legacy name of --preset.
-    #[arg(long, hide = true)]
+    /// Legacy name of --preset (Reasonix's): economy (light), balanced or delivery.
+    #[arg(long, value_name = "PROFILE")]
     pub profile: Option<String>,
 
     /// The starting approval posture and its ceiling: read-only, dontAsk, manual (ask),
@@ -136,11 +136,18 @@ fn flags(args: &AcpArgs) -> Result<(Option<Posture>, Option<Preset>), AcpError> 
             ))
         })?),
     };
-    let preset = match args.preset.as_deref().or(args.profile.as_deref()) {
+    // The error names the flag the user typed, with the names that flag takes.
+    let named = match (&args.preset, &args.profile) {
+        (Some(name), _) => Some(("--preset", name, "light, balanced, delivery")),
+        (None, Some(name)) => Some(("--profile", name, "economy, balanced, delivery")),
+        (None, None) => None,
+    };
+    let preset = match named {
         None => None,
-        Some(name) => Some(crate::acp::preset(name).ok_or_else(|| {
-            AcpError::Usage(format!("--preset {name} is not one of light, balanced, delivery"))
-        })?),
+        Some((flag, name, names)) => Some(
+            crate::acp::preset(name)
+                .ok_or_else(|| AcpError::Usage(format!("{flag} {name} is not one of {names}")))?,
+        ),
     };
     Ok((ceiling, preset))
 }
@@ -413,7 +420,17 @@ mod tests {
             let args = AcpArgs { profile: Some(profile.into()), ..AcpArgs::default() };
             assert_eq!(flags(&args).expect("valid").1, Some(preset), "{profile}");
         }
-        let args = AcpArgs { profile: Some("turbo".into()), ..AcpArgs::default() };
-        assert!(flags(&args).is_err());
+    }
+
+    #[test]
+    fn an_unknown_preset_is_reported_under_the_flag_that_was_typed() {
+        let usage = |args: AcpArgs| match flags(&args) {
+            Err(AcpError::Usage(message)) => message,
+            other => panic!("expected a usage error, got {other:?}"),
+        };
+        let message = usage(AcpArgs { profile: Some("bogus".into()), ..AcpArgs::default() });
+        assert_eq!(message, "--profile bogus is not one of economy, balanced, delivery");
+        let message = usage(AcpArgs { preset: Some("bogus".into()), ..AcpArgs::default() });
+        assert_eq!(message, "--preset bogus is not one of light, balanced, delivery");
     }
 }

@@ -11,7 +11,7 @@ use clap::Args;
 
 use crate::conformance::report::{self, Format};
 use crate::conformance::{
-    AgentCommand, Outcome, Profile, Scenario, bundled, run_file, run_text, runner::resolve_program,
+    AgentCommand, Outcome, Profile, Scenario, bundled, run_file, run_text, runner::resolve_paths,
     transcript_files,
 };
 
@@ -27,8 +27,8 @@ pub struct ConformanceArgs {
     #[arg(long, value_name = "PROFILE", value_parser = str::parse::<Profile>)]
     pub profile: Option<Profile>,
     /// An agent command line to test instead of Heron, e.g. "other-agent --acp" (run with
-    /// `sh -c`; the scenarios' Heron arguments are not passed). A relative program path is
-    /// resolved against the current directory.
+    /// `sh -c`; the scenarios' Heron arguments are not passed). A relative program path, and
+    /// any other word starting with `./` or `../`, is resolved against the current directory.
     #[arg(long, value_name = "CMD")]
     pub agent: Option<String>,
     /// How to report: `text` (a table), `junit` (JUnit XML for CI) or `json`.
@@ -40,14 +40,14 @@ pub struct ConformanceArgs {
     pub update: bool,
 }
 
-/// The agent under test: `--agent`'s command line (its program resolved against the
+/// The agent under test: `--agent`'s command line (its relative paths resolved against the
 /// caller's directory), else this executable.
 fn agent(args: &ConformanceArgs) -> Result<AgentCommand, String> {
     match &args.agent {
         Some(line) => {
             let cwd =
                 std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
-            Ok(AgentCommand::Shell(resolve_program(line, &cwd)))
+            Ok(AgentCommand::Shell(resolve_paths(line, &cwd)))
         }
         None => std::env::current_exe()
             .map(AgentCommand::Heron)
@@ -103,6 +103,7 @@ pub fn run(args: ConformanceArgs) -> ExitCode {
         }
     };
     let suite = args.profile.map_or("conformance", Profile::name);
-    print!("{}", report::render(&outcomes, args.format, suite));
-    if outcomes.iter().all(|o| o.result.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    let status =
+        if outcomes.iter().all(|o| o.result.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    super::after_output(super::write_stdout(&report::render(&outcomes, args.format, suite)), status)
 }

@@ -92,10 +92,12 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         }
     };
     let (report, keys) = examine(&runtime, Duration::from_secs(args.timeout));
-    print!("{}", report.render(&keys));
-    println!("\nTo start Heron from Zed, add this to its settings.json (other editors: README, Editors):");
-    print!("{ZED_SNIPPET}");
-    if report.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+    let text = format!(
+        "{}\nTo start Heron from Zed, add this to its settings.json (other editors: README, Editors):\n{ZED_SNIPPET}",
+        report.render(&keys)
+    );
+    let status = if report.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+    super::after_output(super::write_stdout(&text), status)
 }
 
 /// Every check, in order; the keys come back for redacting the report. The file checks run

@@ -1,8 +1,9 @@
 //! `heron manifest`: this build's entry for the ACP registry (`agent.json`, the format of
 //! `schema/registry/agent.schema.json`), from Cargo.toml: the package's name, version,
-//! description, authors, license and repository as Cargo compiled them in, and the release
-//! archives of `[package.metadata.registry]`. The committed copy is
-//! `docs/registry/agent.json`; a test regenerates it and validates it against the schema.
+//! description, authors, license, repository and homepage (the registry's `website`) as
+//! Cargo compiled them in, and the release archives of `[package.metadata.registry]`. The
+//! committed copy is `docs/registry/agent.json`; a test regenerates it and validates it
+//! against the schema.
 //!
 //! Heron is a native program with no npm or PyPI wrapper, so of the registry's
 //! distributions (`binary`, `npx`, `uvx`) only `binary` fits: one archive per platform,
@@ -57,6 +58,9 @@ struct Entry {
     description: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     repository: Option<&'static str>,
+    /// The registry's name for the package's `homepage`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    website: Option<&'static str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     authors: Vec<&'static str>,
     license: &'static str,
@@ -95,6 +99,7 @@ pub fn render() -> Result<String, String> {
         version,
         description: env!("CARGO_PKG_DESCRIPTION"),
         repository: Some(env!("CARGO_PKG_REPOSITORY")).filter(|url| !url.is_empty()),
+        website: Some(env!("CARGO_PKG_HOMEPAGE")).filter(|url| !url.is_empty()),
         authors: env!("CARGO_PKG_AUTHORS").split(':').filter(|author| !author.is_empty()).collect(),
         license: env!("CARGO_PKG_LICENSE"),
         distribution: Distribution { binary },
@@ -106,10 +111,7 @@ pub fn render() -> Result<String, String> {
 /// Runs `heron manifest`: the entry on stdout.
 pub fn run(_args: ManifestArgs) -> ExitCode {
     match render() {
-        Ok(json) => {
-            print!("{json}");
-            ExitCode::SUCCESS
-        }
+        Ok(json) => super::after_output(super::write_stdout(&json), ExitCode::SUCCESS),
         Err(err) => {
             eprintln!("heron: {err}");
             ExitCode::FAILURE

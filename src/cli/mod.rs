@@ -9,6 +9,7 @@ pub mod run;
 pub mod setup;
 
 use std::borrow::Cow;
+use std::io::Write;
 
 use clap::{Parser, Subcommand};
 
@@ -50,6 +51,37 @@ pub fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .try_init();
+}
+
+/// Writes `text` to stdout and flushes it. A reader that went away before the end
+/// (`heron models | head -1`, `heron doctor | true`) is not a failure: it took what it
+/// wanted, so the rest is dropped without a word and the command's exit status stays what
+/// its own work decided. Rust ignores SIGPIPE, so `print!` would panic there instead; the
+/// status is not 141 (a shell's "ended by SIGPIPE") because nothing was cut short that the
+/// status reports on. Any other failure to write (a full disk behind a redirect) is an
+/// error, said on stderr.
+pub(crate) fn write_stdout(text: &str) -> Result<(), String> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write to stdout: {err}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `status`, unless writing the command's output failed (see [`write_stdout`]).
+pub(crate) fn after_output(
+    written: Result<(), String>,
+    status: std::process::ExitCode,
+) -> std::process::ExitCode {
+    match written {
+        Ok(()) => status,
+        Err(err) => {
+            let _ = writeln!(std::io::stderr(), "heron: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 /// `text` with every control character (terminal escapes, carriage returns, newlines)

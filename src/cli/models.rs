@@ -2,15 +2,16 @@
 //! provider order (the offline `demo/demo` always among them), or one JSON array with
 //! `--json`. Plain, it reads the config only: no key is read and nothing is asked of a
 //! server. With `--remote`, each HTTP provider's models endpoint is asked too (with its key,
-//! within `--timeout`), and what it serves is shown next to what the config names.
+//! within `--timeout`), and what it serves is shown next to what the config names: a
+//! configured alias counts as served by its dated snapshots, and an Azure deployment, which
+//! has no list of its own, leaves its models unknown.
 
-use std::collections::BTreeSet;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
 use heron_core::config::{Config, Home, Keys, ProviderConfig};
-use heron_core::llm::models::list_models;
+use heron_core::llm::models::{azure_deployment, list_models, serves};
 use heron_core::llm::registry::http_config;
 use heron_core::secret::redact;
 use serde_json::{Value, json};
@@ -48,8 +49,7 @@ pub fn run(args: ModelsArgs) -> ExitCode {
         }
     };
     if !args.remote {
-        print!("{}", render(&config, args.json));
-        return ExitCode::SUCCESS;
+        return super::after_output(super::write_stdout(&render(&config, args.json)), ExitCode::SUCCESS);
     }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -60,8 +60,7 @@ pub fn run(args: ModelsArgs) -> ExitCode {
     };
     let served = runtime.block_on(ask_all(&config, &keys, Duration::from_secs(args.timeout.max(1))));
     let text = if args.json { render_remote_json(&config, &served) } else { render_remote(&config, &served) };
-    print!("{}", redact(&text, keys.all()));
-    ExitCode::SUCCESS
+    super::after_output(super::write_stdout(&redact(&text, keys.all())), ExitCode::SUCCESS)
 }
 
 /// What `heron models` prints for `config`.
@@ -143,7 +142,20 @@ pub fn render_remote(config: &Config, served: &Served) -> String {
                 }
             }
             Some(Ok(listed)) => {
-                let listed_set: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
+                if let Some(deployment) = deployment_of(provider) {
+                    out.push_str(&format!(
+                        "{} ({}): deployment `{}` has no model list; its resource offers {} model{}\n",
+                        printable(name),
+                        provider.kind.name(),
+                        printable(&deployment),
+                        listed.len(),
+                        if listed.len() == 1 { "" } else { "s" }
+                    ));
+                    for model in &provider.models {
+                        out.push_str(&format!("  {}  unknown\n", shown(model)));
+                    }
+                    continue;
+                }
                 out.push_str(&format!(
                     "{} ({}): the endpoint serves {} model{}\n",
                     printable(name),
@@ -152,11 +164,10 @@ pub fn render_remote(config: &Config, served: &Served) -> String {
                     if listed.len() == 1 { "" } else { "s" }
                 ));
                 for model in &provider.models {
-                    let mark = if listed_set.contains(model.as_str()) { "served" } else { "not served" };
+                    let mark = if is_served(listed, model) { "served" } else { "not served" };
                     out.push_str(&format!("  {}  {mark}\n", shown(model)));
                 }
-                let configured: BTreeSet<&str> = provider.models.iter().map(String::as_str).collect();
-                for model in listed.iter().filter(|m| !configured.contains(m.as_str())) {
+                for model in unconfigured(listed, provider) {
                     out.push_str(&format!("  {}  served, not configured\n", shown(model)));
                 }
             }
@@ -173,33 +184,50 @@ pub fn render_remote_json(config: &Config, served: &Served) -> String {
     let mut providers = Vec::new();
     for (name, answer) in served {
         let Some(provider) = config.providers.get(name) else { continue };
-        let listed: Option<BTreeSet<&str>> = match answer {
-            Some(Ok(listed)) => Some(listed.iter().map(String::as_str).collect()),
+        let deployment = deployment_of(provider);
+        // A deployment's resource list says nothing of what the deployment serves.
+        let listed = match answer {
+            Some(Ok(listed)) if deployment.is_none() => Some(listed),
             _ => None,
         };
         for model in &provider.models {
             let mut value = entry(config, name, model, provider);
             value["configured"] = json!(true);
-            value["served"] = listed.as_ref().map_or(Value::Null, |set| json!(set.contains(model.as_str())));
+            value["served"] = listed.map_or(Value::Null, |listed| json!(is_served(listed, model)));
             models.push(value);
         }
-        if let Some(Ok(all)) = answer {
-            for model in all.iter().filter(|m| !provider.models.contains(m)) {
-                let mut value = entry(config, name, model, provider);
-                value["configured"] = json!(false);
-                value["served"] = json!(true);
-                models.push(value);
-            }
+        for model in listed.into_iter().flat_map(|listed| unconfigured(listed, provider)) {
+            let mut value = entry(config, name, model, provider);
+            value["configured"] = json!(false);
+            value["served"] = json!(true);
+            models.push(value);
         }
-        providers.push(match answer {
-            None => json!({ "name": name, "kind": provider.kind.name(), "asked": false }),
-            Some(Ok(all)) => {
-                json!({ "name": name, "kind": provider.kind.name(), "asked": true, "served": all.len() })
+        let mut about = json!({ "name": name, "kind": provider.kind.name(), "asked": answer.is_some() });
+        match (answer, &deployment) {
+            (Some(Ok(all)), Some(deployment)) => {
+                about["deployment"] = json!(deployment);
+                about["resourceModels"] = json!(all.len());
             }
-            Some(Err(reason)) => {
-                json!({ "name": name, "kind": provider.kind.name(), "asked": true, "error": reason })
-            }
-        });
+            (Some(Ok(all)), None) => about["served"] = json!(all.len()),
+            (Some(Err(reason)), _) => about["error"] = json!(reason),
+            (None, _) => {}
+        }
+        providers.push(about);
     }
     format!("{}\n", json!({ "models": models, "providers": providers }))
+}
+
+/// Whether the endpoint's list serves `model`, by its id or a dated snapshot of it.
+fn is_served(listed: &[String], model: &str) -> bool {
+    listed.iter().any(|id| serves(id, model))
+}
+
+/// What the endpoint lists that no configured model of `provider` is.
+fn unconfigured<'a>(listed: &'a [String], provider: &'a ProviderConfig) -> impl Iterator<Item = &'a String> {
+    listed.iter().filter(|id| !provider.models.iter().any(|model| serves(id, model)))
+}
+
+/// The Azure deployment `provider`'s endpoint names, if it is one.
+fn deployment_of(provider: &ProviderConfig) -> Option<String> {
+    provider.endpoint().and_then(azure_deployment)
 }

@@ -18,6 +18,7 @@ pub const ACP: &[(&str, &str)] = bundle!(
     acp_invalid_params,
     acp_invalid_request,
     acp_parse_error,
+    acp_permission_request,
     acp_prompt_turn,
     acp_session_cancel,
     acp_session_close,

@@ -31,6 +31,10 @@ pub struct Header {
     /// Files to create in the workspace: relative path to text.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
+    /// Files to create in HERON_HOME (the user's command files, plugins): relative path to
+    /// text. `config.toml` and `script.jsonl` are the header's `config` and `script`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub home_files: BTreeMap<String, String>,
     /// How long to wait for each expected message, in milliseconds (default 10 000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,

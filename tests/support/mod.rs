@@ -1,14 +1,27 @@
-//! Drives `heron acp` over in-memory pipes: send lines, read answers with a deadline.
+//! What the binary's tests share: `heron acp` over in-memory pipes ([`Editor`]), the real
+//! binary over its stdio ([`Process`]), `heron run` ([`run`]), private directories
+//! ([`Dirs`]), and the model servers and helpers each kind of test drives them with.
 
+#[path = "../../crates/heron-core/tests/support/clients.rs"]
+pub mod clients;
 pub mod endpoint;
 #[path = "../../crates/heron-core/tests/support/mcp_python.rs"]
 pub mod mcp_python;
+#[path = "../../crates/heron-core/tests/support/scratch.rs"]
+pub mod scratch;
 #[path = "../../crates/heron-core/tests/support/server_mock.rs"]
 pub mod server_mock;
 #[path = "../../crates/heron-core/tests/support/servers.rs"]
 pub mod servers;
 #[path = "../../crates/heron-core/tests/support/windowed.rs"]
 pub mod windowed;
+
+pub mod conformance;
+pub mod process;
+pub mod run;
+pub mod turns;
+
+pub use process::{Launch, PROCESS_WAIT, Process};
 
 use std::time::Duration;
 
@@ -36,9 +49,13 @@ pub struct Editor {
     pub dirs: Arc<Dirs>,
 }
 
-/// A temporary HERON_HOME and workspace.
+/// A temporary HERON_HOME and workspace, removed when dropped. Paths are given resolved
+/// (the temporary folder may be behind a symlink), so they compare equal to what Heron and
+/// its clients resolve.
 pub struct Dirs {
-    root: tempfile::TempDir,
+    _root: tempfile::TempDir,
+    /// The root, resolved.
+    root: PathBuf,
     /// HERON_HOME, relative to `root`.
     home: &'static str,
 }
@@ -54,26 +71,51 @@ impl Dirs {
         Self::with_home_at("ws/.heron")
     }
 
+    /// Fresh directories like [`Dirs::new`], outside the temp folder every sandboxed
+    /// command may write, so that what the sandbox refuses beside the workspace shows.
+    pub fn outside_temp() -> Arc<Dirs> {
+        Self::in_root(tempfile::tempdir_in(scratch::dir()).expect("tempdir"), "home")
+    }
+
     fn with_home_at(home: &'static str) -> Arc<Dirs> {
-        let root = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(root.path().join("ws")).expect("workspace");
-        std::fs::create_dir_all(root.path().join(home)).expect("home");
-        Arc::new(Dirs { root, home })
+        Self::in_root(tempfile::tempdir().expect("tempdir"), home)
+    }
+
+    fn in_root(temp: tempfile::TempDir, home: &'static str) -> Arc<Dirs> {
+        let root = std::fs::canonicalize(temp.path()).expect("a resolved temporary folder");
+        std::fs::create_dir_all(root.join("ws")).expect("workspace");
+        std::fs::create_dir_all(root.join(home)).expect("home");
+        Arc::new(Dirs { _root: temp, root, home })
+    }
+
+    /// `name` beside the home and the workspace (not created).
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.root.join(name)
     }
 
     /// HERON_HOME.
     pub fn home(&self) -> PathBuf {
-        self.root.path().join(self.home)
+        self.root.join(self.home)
     }
 
     /// The workspace, as the string a client sends for `cwd`.
     pub fn ws(&self) -> String {
-        self.root.path().join("ws").display().to_string()
+        self.ws_path().display().to_string()
+    }
+
+    /// The workspace.
+    pub fn ws_path(&self) -> PathBuf {
+        self.root.join("ws")
+    }
+
+    /// `rel` in the workspace, as the string a client sends.
+    pub fn at(&self, rel: &str) -> String {
+        self.ws_path().join(rel).display().to_string()
     }
 
     /// Another directory beside the workspace, created, as the string a client sends.
     pub fn other(&self, name: &str) -> String {
-        let dir = self.root.path().join(name);
+        let dir = self.root.join(name);
         std::fs::create_dir_all(&dir).expect("other directory");
         dir.display().to_string()
     }
@@ -124,20 +166,6 @@ pub fn wanting_status(extra: Value) -> Value {
         all.extend(more.clone());
     }
     capabilities
-}
-
-/// Spawns the real `heron acp` binary on `home` with `args`, the way an editor does.
-pub fn spawn_heron(home: &std::path::Path, args: &[&str]) -> std::process::Child {
-    std::process::Command::new(heron_bin())
-        .arg("acp")
-        .args(args)
-        .env("HERON_HOME", home)
-        .env("HERON_LOG", "warn")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn heron")
 }
 
 /// The `sessionUpdate` kind of a `session/update` notification; `None` for anything else.
@@ -326,114 +354,5 @@ impl Editor {
             .await
             .expect("the agent stops within 2 s of EOF")
             .expect("the agent task does not panic");
-    }
-}
-
-/// A real `heron acp` process spoken to over its stdio, the way an editor does; its stdout
-/// lines are parsed on a thread of their own, so a wait can have a deadline.
-pub struct Process {
-    pub child: std::process::Child,
-    stdin: Option<std::process::ChildStdin>,
-    lines: std::sync::mpsc::Receiver<Value>,
-}
-
-/// How long a real process may take to answer: a debug build on two shared cores.
-pub const PROCESS_WAIT: Duration = Duration::from_secs(30);
-
-impl Process {
-    /// Starts `heron acp args...` on `home` (see [`spawn_heron`]).
-    pub fn spawn(home: &std::path::Path, args: &[&str]) -> Process {
-        Self::started(spawn_heron(home, args))
-    }
-
-    /// Starts `command` (`heron acp`, or a wrapper around it) with piped stdin and stdout
-    /// and no stderr, and drives it.
-    pub fn piped(mut command: std::process::Command) -> Process {
-        command
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        Self::started(command.spawn().expect("spawn heron"))
-    }
-
-    /// Drives a child already started with piped stdin and stdout that speaks ACP on them
-    /// (`heron acp` behind a wrapper, say).
-    pub fn started(mut child: std::process::Child) -> Process {
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (sender, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let message = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
-                if sender.send(message).is_err() {
-                    break;
-                }
-            }
-        });
-        Process { child, stdin, lines }
-    }
-
-    /// Sends one message.
-    pub fn send(&mut self, message: Value) {
-        use std::io::Write;
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        writeln!(stdin, "{message}").and_then(|()| stdin.flush()).expect("write to heron");
-    }
-
-    /// The next message, within [`PROCESS_WAIT`].
-    pub fn next(&self) -> Value {
-        self.lines.recv_timeout(PROCESS_WAIT).unwrap_or_else(|e| panic!("no message from heron: {e}"))
-    }
-
-    /// Sends a request and returns its answer, skipping the notifications before it.
-    pub fn request(&mut self, id: Value, method: &str, params: Value) -> Value {
-        self.send(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
-        loop {
-            let message = self.next();
-            if message.get("id") == Some(&id) && message.get("method").is_none() {
-                return message;
-            }
-        }
-    }
-
-    /// `initialize`, then `session/new` in `cwd`; returns the session id.
-    pub fn new_session(&mut self, cwd: &str) -> String {
-        self.request(serde_json::json!("init"), "initialize", serde_json::json!({ "protocolVersion": 1 }));
-        let answer = self.request(
-            serde_json::json!("new"),
-            "session/new",
-            serde_json::json!({ "cwd": cwd, "mcpServers": [] }),
-        );
-        answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_owned()
-    }
-
-    /// Closes stdin, as an editor that quits.
-    pub fn close_input(&mut self) {
-        self.stdin = None;
-    }
-
-    /// Waits at most `limit` for the process to exit; how long it took, or `None`.
-    pub fn exited_within(&mut self, limit: Duration) -> Option<Duration> {
-        let began = std::time::Instant::now();
-        while began.elapsed() < limit {
-            if self.child.try_wait().expect("wait for heron").is_some() {
-                return Some(began.elapsed());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        None
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        // Only after a failed test is it still running; stop it by its own handle.
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }

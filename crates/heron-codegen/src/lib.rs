@@ -13,6 +13,7 @@ pub mod lenient;
 pub mod merge;
 pub mod methods;
 pub mod normalize;
+pub mod nulls;
 pub mod types;
 
 use std::path::Path;
@@ -127,6 +128,7 @@ pub fn generate(inputs: &Inputs, version: &Version) -> Result<Output, Error> {
     let table = methods::method_table(inputs, &merged)?;
     let normalized = normalize::normalize(&merged.defs)?;
     let types = lenient::apply(types::typify(&normalized)?, &normalized.lenient)?;
+    let types = nulls::apply(types, &nulls::wanted(&inputs.vendor)?)?;
     let unions = emit::unions(&normalized.unions);
     let implemented = api::implemented(&inputs.vendor);
     let type_names: Vec<String> = normalized.defs.keys().cloned().collect();

@@ -95,20 +95,29 @@ pub enum Lenient {
     SkipInvalidItems,
     /// `x-deserialize-default-on-null`: `null` reads as the empty value.
     DefaultOnNull,
-    /// A nullable optional property whose description says "Set to null to clear": a patch,
-    /// where absent (leave as is), `null` (clear) and a value (set) are three different
-    /// things. Generated as `Option<Option<T>>`; a malformed value still reads as absent.
+    /// A nullable optional property whose description says `null` clears it (v1: "Set to
+    /// null to clear"; v2: "`null` clears", "unsets" or "resets"): a patch, where absent
+    /// (leave as is), `null` (clear) and a value (set) are three different things. Generated
+    /// as `Option<Option<T>>`; a malformed value still reads as absent.
     Patch,
 }
 
+/// How each schema version says that `null` clears a field. v2 also writes "Omitted and
+/// `null` are equivalent" of plain optional fields, which these phrases do not match.
+const CLEARING_PHRASES: [&str; 4] =
+    ["Set to null to clear", "`null` clears", "`null` unsets", "`null` resets"];
+
 /// Whether a property's schema describes a patch field (see [`Lenient::Patch`]).
 fn is_patch(schema: &Value) -> bool {
-    let nullable = match schema.get("type") {
-        Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
+    let nullable = match (schema.get("type"), schema.get("anyOf")) {
+        (Some(Value::Array(types)), _) => types.iter().any(|t| t == "null"),
+        (_, Some(Value::Array(options))) => options.iter().any(|o| o.get("type") == Some(&json!("null"))),
         _ => false,
     };
-    let clears =
-        schema.get("description").and_then(Value::as_str).is_some_and(|d| d.contains("Set to null to clear"));
+    let clears = schema
+        .get("description")
+        .and_then(Value::as_str)
+        .is_some_and(|d| CLEARING_PHRASES.iter().any(|phrase| d.contains(phrase)));
     nullable && clears
 }
 

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use heron_codegen::normalize::{Fallback, Normalized, TaggedVariant, UnionSpec, normalize, strip};
+use heron_codegen::normalize::{Fallback, Lenient, Normalized, TaggedVariant, UnionSpec, normalize, strip};
 use serde_json::{Value, json};
 
 /// The `$defs` map of a micro-schema written as one JSON object.
@@ -575,4 +575,31 @@ fn distributed_target_properties_are_stripped() {
         "RequestScope": { "type": "object", "properties": { "requestId": { "type": "string" } } },
     }));
     assert_eq!(out.defs["FormMode"]["oneOf"][0]["properties"]["toolCallId"], clean());
+}
+
+#[test]
+fn a_field_null_clears_is_a_patch_in_either_version_s_wording_and_plain_optional_is_not() {
+    let out = normalized(json!({
+        "Update": {
+            "type": "object",
+            "properties": {
+                "v1Title": { "type": ["string", "null"], "description": "A title. Set to null to clear." },
+                "title": { "type": ["string", "null"], "description": "Omission leaves the title unchanged, `null` unsets it." },
+                "capabilities": {
+                    "anyOf": [{ "$ref": "#/$defs/Caps" }, { "type": "null" }],
+                    "description": "Omission leaves the capabilities unchanged, `null` clears them.",
+                    "x-deserialize-default-on-error": true,
+                },
+                "status": { "anyOf": [{ "type": "string" }, { "type": "null" }], "description": "`null` resets it to `pending`." },
+                "uri": { "type": ["string", "null"], "description": "Omitted and `null` are equivalent and mean no URI.",
+                         "x-deserialize-default-on-error": true },
+            },
+        },
+        "Caps": { "type": "object" },
+    }));
+    let read = |property: &str| out.lenient.get("Update").and_then(|l| l.get(property)).copied();
+    for patch in ["v1Title", "title", "capabilities", "status"] {
+        assert_eq!(read(patch), Some(Lenient::Patch), "{patch}");
+    }
+    assert_eq!(read("uri"), Some(Lenient::DefaultOnError), "absent and null mean the same: no patch");
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::llm::openai::flavor::{Flavor, MaxTokensField, ReasoningField, RequestShape};
+use crate::llm::openai::flavor::{DropField, Flavor, MaxTokensField, ReasoningField, RequestShape};
 use crate::secret::Secret;
 
 /// Why the home could not be read.
@@ -254,6 +254,9 @@ pub struct ProviderConfig {
     pub max_tokens_field: Option<MaxTokensField>,
     /// How reasoning is passed back: `none`, `reasoning_content` or `reasoning_details`.
     pub reasoning_field: Option<ReasoningField>,
+    /// Fields left out of every request, last: `KEY` of the body, `messages.KEY` of every
+    /// message; for a server that refuses one no preset knows.
+    pub drop_fields: Option<Vec<DropField>>,
 }
 
 impl ProviderConfig {
@@ -268,6 +271,7 @@ impl ProviderConfig {
             || self.stream_options.is_some()
             || self.max_tokens_field.is_some()
             || self.reasoning_field.is_some()
+            || self.drop_fields.is_some()
     }
 
     /// The flavor in effect (`openai` kind only): the configured one, else the one the
@@ -293,6 +297,9 @@ impl ProviderConfig {
         }
         if let Some(set) = &self.key_header {
             shape.key_header = Some(set.clone());
+        }
+        if let Some(set) = &self.drop_fields {
+            shape.drop_fields = set.clone();
         }
         shape.headers.extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
         shape.query.extend(self.query.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -388,21 +395,29 @@ pub enum SandboxSetting {
     Off,
 }
 
-/// The tool caches sandboxed commands may write when `sandbox_writable` is not set: what
-/// cargo, rustup, npm, yarn, pnpm, pip, Go, Maven and Gradle write outside a workspace, so
-/// that builds work in the sandbox. `~/.cache` and `~/.local` cover pip, uv, Go's build
-/// cache and most XDG tools.
-pub const DEFAULT_SANDBOX_WRITABLE: [&str; 10] = [
-    "~/.cargo",
-    "~/.rustup",
-    "~/.npm",
+/// The tool caches sandboxed commands may write when `sandbox_writable` is not set: where
+/// cargo, npm, yarn, pnpm, pip, uv, Go, Maven and Gradle keep what they download and build,
+/// so that builds work in the sandbox. Never a tool's programs (`~/.cargo/bin`,
+/// `~/.local/bin`, `~/.rustup`, `~/go/bin`), Python's site-packages or a config file
+/// (`~/.cargo/config.toml`): those run, or steer what runs, outside the sandbox later.
+/// Cargo's three lock and tracking files are files, not folders; a path that does not
+/// exist when a command starts is not granted.
+pub const DEFAULT_SANDBOX_WRITABLE: [&str; 15] = [
+    "~/.cargo/registry",
+    "~/.cargo/git",
+    "~/.cargo/.package-cache",
+    "~/.cargo/.package-cache-mutate",
+    "~/.cargo/.global-cache",
     "~/.cache",
-    "~/.local",
-    "~/.m2",
-    "~/.gradle",
-    "~/go",
-    "~/.yarn",
+    "~/.npm/_cacache",
+    "~/.npm/_logs",
+    "~/go/pkg/mod",
+    "~/.m2/repository",
+    "~/.gradle/caches",
+    "~/.gradle/daemon",
+    "~/.yarn/berry/cache",
     "~/.pnpm-store",
+    "~/.local/share/pnpm/store",
 ];
 
 /// Continuations a goal-mode prompt may start when `config.toml` does not say.
@@ -430,7 +445,7 @@ impl Config {
 
     /// The config `text` (the contents of `home`'s `config.toml`) describes, checked against
     /// the home and with the demo provider added.
-    pub fn from_text(home: &Home, text: &str) -> Result<Self, Invalid> {
+    pub(crate) fn from_text(home: &Home, text: &str) -> Result<Self, Invalid> {
         let mut config = Self::parse_located(text)?;
         config
             .check_writable_outside(home.root())
@@ -480,8 +495,8 @@ impl Config {
                     text,
                     &table,
                     format!(
-                        "provider `{name}`: flavor, stream_options, max_tokens_field and reasoning_field \
-                         shape Chat Completions requests; kind {} has its own",
+                        "provider `{name}`: flavor, stream_options, max_tokens_field, reasoning_field and \
+                         drop_fields shape Chat Completions requests; kind {} has its own",
                         provider.kind.name()
                     ),
                 ));
@@ -512,6 +527,7 @@ impl Config {
             stream_options: None,
             max_tokens_field: None,
             reasoning_field: None,
+            drop_fields: None,
         });
     }
 
@@ -529,7 +545,7 @@ impl Config {
     }
 
     /// The reply cap, in bytes.
-    pub fn reply_cap(&self) -> usize {
+    pub(crate) fn reply_cap(&self) -> usize {
         usize::try_from(self.max_reply_bytes.unwrap_or(DEFAULT_MAX_REPLY_BYTES)).unwrap_or(usize::MAX)
     }
 
@@ -548,7 +564,7 @@ impl Config {
 
     /// The extra paths sandboxed commands may write, `~` expanded against `$HOME`. Without
     /// `HOME`, paths under `~` are left out (a configured one is refused at load).
-    pub fn writable_paths(&self) -> Vec<PathBuf> {
+    pub(crate) fn writable_paths(&self) -> Vec<PathBuf> {
         let user_home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
         self.writable_entries().filter_map(|entry| expand_tilde(entry, user_home.as_deref())).collect()
     }
@@ -587,7 +603,7 @@ impl Config {
     }
 
     /// Continuations one goal-mode prompt may start.
-    pub fn goal_continuations(&self) -> u32 {
+    pub(crate) fn goal_continuations(&self) -> u32 {
         self.max_goal_continuations.unwrap_or(DEFAULT_GOAL_CONTINUATIONS)
     }
 
@@ -791,6 +807,27 @@ query = { a = "1" }
         assert!(err.starts_with("line 4, column 10: ") && err.contains("gemini"), "{err}");
         let err = Config::parse(&format!("{table}key_heder = \"a\"\n")).expect_err("refused");
         assert!(err.starts_with("line 4, column 1: ") && err.contains("key_heder"), "{err}");
+    }
+
+    #[test]
+    fn drop_fields_reach_the_shape_and_a_bad_entry_is_refused_with_its_line() {
+        let table = "[providers.x]\nkind = \"openai\"\nbase_url = \"http://h\"\n";
+        let config =
+            Config::parse(&format!("{table}drop_fields = [\"parallel_tool_calls\", \"messages.name\"]\n"))
+                .expect("parses");
+        assert_eq!(
+            config.providers["x"].request_shape().drop_fields,
+            [DropField::Body("parallel_tool_calls".into()), DropField::Message("name".into())]
+        );
+        for (bad, why) in
+            [("\"model\"", "cannot be dropped"), ("\"tools.x\"", "neither"), ("\"a b\"", "not a field")]
+        {
+            let err = Config::parse(&format!("{table}drop_fields = [\"seed\", {bad}]\n")).expect_err(bad);
+            assert!(err.starts_with("line 4, column ") && err.contains(why), "{err}");
+        }
+        let err = Config::parse("[providers.a]\nkind = \"anthropic\"\ndrop_fields = [\"seed\"]\n")
+            .expect_err("refused");
+        assert!(err.contains("kind anthropic has its own"), "{err}");
     }
 
     #[test]

@@ -6,10 +6,13 @@
 //! place that converts between the protocol and the types here.
 
 #![deny(missing_docs)]
+// A `pub` item is the crate's API or it is narrowed to where it is used.
+#![warn(unreachable_pub)]
 
 pub mod config;
 pub mod extensions;
 pub mod llm;
+pub mod local;
 pub mod sandbox;
 pub mod secret;
 pub mod session;

@@ -53,7 +53,7 @@ pub fn redact<'a>(text: &str, secrets: impl IntoIterator<Item = &'a Secret>) -> 
 /// it is JSON whose decoded strings still hold a secret (written with escapes, such as
 /// `\u0073k-...`), those strings too, the value then written anew. Text that is not JSON is
 /// redacted as text.
-pub fn redact_json_text(text: &str, secrets: &[Secret]) -> String {
+pub(crate) fn redact_json_text(text: &str, secrets: &[Secret]) -> String {
     let written = redact(text, secrets);
     if secrets.iter().all(|s| s.0.len() < 4) {
         return written;
@@ -124,7 +124,7 @@ impl StreamRedactor {
     }
 
     /// Takes the next piece and gives back what can be shown of it now.
-    pub fn push_bytes(&mut self, piece: &[u8]) -> Vec<u8> {
+    pub(crate) fn push_bytes(&mut self, piece: &[u8]) -> Vec<u8> {
         if self.secrets.is_empty() {
             return piece.to_vec();
         }
@@ -184,7 +184,10 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 /// Drops the start of `text` whose beginning was cut off (an editor terminal keeps only the
 /// end of long output), as far as it could be the last part of a secret: that part alone
 /// is not a whole secret, so redaction would miss it.
-pub fn drop_cut_start<'t, 'a>(text: &'t str, secrets: impl IntoIterator<Item = &'a Secret>) -> &'t str {
+pub(crate) fn drop_cut_start<'t, 'a>(
+    text: &'t str,
+    secrets: impl IntoIterator<Item = &'a Secret>,
+) -> &'t str {
     let bytes = text.as_bytes();
     let mut cut = secrets
         .into_iter()

@@ -117,8 +117,11 @@ pub enum ToolStatus {
     InProgress,
     /// Finished.
     Completed,
-    /// Failed, refused or cancelled.
+    /// Failed or refused.
     Failed,
+    /// Stopped by a cancel (the call's own or its turn's) before it finished. A protocol
+    /// with no such status shows it as failed.
+    Cancelled,
 }
 
 /// A file a tool call touches.
@@ -225,8 +228,9 @@ impl StopReason {
 pub struct UsageReport {
     /// Tokens in the context now.
     pub used: u64,
-    /// The context window.
-    pub size: u64,
+    /// The context window, when the model's is known (`context_window`). Without it the
+    /// report still carries the tokens and the cost; only the meter has nothing to fill.
+    pub size: Option<u64>,
     /// Cost so far, with its currency, when the model has a price.
     pub cost: Option<(f64, String)>,
     /// Tokens the session's requests took so far, by kind.

@@ -98,7 +98,7 @@ async fn cached_tokens_reach_the_usage_report_and_cost_their_own_price() {
     served.run("hello").await;
     let ended = served.run("again").await;
     let report = ended.usage.last().expect("a usage report");
-    assert_eq!((report.used, report.size), (1100, 4000));
+    assert_eq!((report.used, report.size), (1100, Some(4000)));
     assert_eq!(
         report.tokens,
         TokenTotals { input: 2000, output: 200, cached_read: 1600, cache_write: 0, thought: 0 },
@@ -108,6 +108,28 @@ async fn cached_tokens_reach_the_usage_report_and_cost_their_own_price() {
     let (cost, currency) = report.cost.clone().expect("a cost");
     assert!((cost - 2.0 * 0.0016).abs() < 1e-12, "{cost}");
     assert_eq!(currency, "USD");
+}
+
+#[tokio::test]
+async fn deepseek_cache_hits_reach_the_usage_report_and_cost_the_cached_price() {
+    use crate::support::servers::{self, DEEPSEEK_CACHE_HITS as HITS, DEEPSEEK_PROMPT_TOKENS as PROMPT};
+    let played = servers::deepseek();
+    let table = format!(
+        "{}context_window = 64000\n[providers.net.prices.m]\ninput = 0.56\noutput = 1.68\ncached_input = 0.07\n",
+        played.table
+    );
+    let ended = Served::open(&table).await.run("read the notes").await;
+    assert_eq!(ended.result.map_err(|e| e.to_string()), Ok(StopReason::EndTurn));
+    let report = ended.usage.last().expect("a usage report");
+    // Three requests: the first finds the cache empty, the next two hit it.
+    assert_eq!(
+        report.tokens,
+        TokenTotals { input: 3 * PROMPT, output: 60, cached_read: 2 * HITS, cache_write: 0, thought: 15 },
+    );
+    let (cost, _) = report.cost.clone().expect("a cost");
+    let plain = 3 * PROMPT - 2 * HITS;
+    let expected = (plain as f64 * 0.56 + (2 * HITS) as f64 * 0.07 + 60.0 * 1.68) / 1e6;
+    assert!((cost - expected).abs() < 1e-12, "{cost} != {expected}");
 }
 
 #[tokio::test]

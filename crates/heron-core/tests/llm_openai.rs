@@ -550,3 +550,44 @@ async fn without_a_key_there_is_no_authorization_header_and_no_empty_fields() {
     }
     assert_eq!(seen.body["messages"][1], json!({ "role": "user", "content": "Hi" }));
 }
+
+#[tokio::test]
+async fn a_body_that_ends_with_neither_finish_reason_nor_done_is_retried_then_fails() {
+    // A proxy drops the upstream mid-answer and closes the body cleanly.
+    let cut = Reply::Sse(vec![format!("data: {}\n\n", delta(json!({ "content": "Hal" })))]);
+    let server = Server::start(vec![cut.clone(), text_reply("Hello")]).await;
+    let (events, error) = collect(server.provider().stream(request(), CancellationToken::new())).await;
+    assert_eq!(error, None);
+    let second =
+        events.iter().position(|e| *e == ModelEvent::Attempt { number: 2 }).expect("a second attempt");
+    assert_eq!(text_of(&events[second..]), "Hello");
+
+    let always_cut = Server::start(vec![cut]).await;
+    let (events, error) = collect(always_cut.provider().stream(request(), CancellationToken::new())).await;
+    assert!(
+        matches!(&error, Some(ProviderError::Unreachable(m)) if m.contains("ended before the answer finished")),
+        "{error:?}"
+    );
+    assert!(!events.iter().any(|e| matches!(e, ModelEvent::Finish { .. })), "never taken as the answer");
+    assert_eq!(always_cut.requests().len(), 3, "the first attempt and max_retries = 2 retries");
+}
+
+#[tokio::test]
+async fn a_finish_reason_without_done_or_done_without_a_finish_reason_is_a_whole_answer() {
+    let no_done = Reply::Sse(vec![
+        format!("data: {}\n\n", delta(json!({ "content": "One" }))),
+        format!("data: {}\n\n", finish("stop")),
+    ]);
+    let no_reason = Reply::Sse(vec![
+        format!("data: {}\n\n", delta(json!({ "content": "Two" }))),
+        "data: [DONE]\n\n".to_owned(),
+    ]);
+    for (reply, text) in [(no_done, "One"), (no_reason, "Two")] {
+        let server = Server::start(vec![reply]).await;
+        let (events, error) = collect(server.provider().stream(request(), CancellationToken::new())).await;
+        assert_eq!(error, None);
+        assert_eq!(text_of(&events), text);
+        assert_eq!(events.last(), Some(&ModelEvent::Finish { reason: FinishReason::Stop }));
+        assert_eq!(server.requests().len(), 1);
+    }
+}

@@ -399,6 +399,7 @@ async fn the_request_goes_to_responses_with_flat_tools_and_store_false() {
             "store": false,
             "instructions": "Be brief.",
             "max_output_tokens": 1000,
+            "include": ["reasoning.encrypted_content"],
             "input": [
                 { "role": "user", "content": [
                     { "type": "input_text", "text": "What is this?" },
@@ -448,4 +449,69 @@ async fn a_body_that_ends_before_response_completed_is_retried_not_taken_as_the_
         matches!(&error, Some(ProviderError::Unreachable(m)) if m.contains("ended before the answer finished")),
         "{error:?}"
     );
+}
+
+/// OpenAI's answer to encrypted reasoning asked of a model that does not reason.
+fn encrypted_unsupported() -> Answer {
+    Answer::Status(
+        400,
+        json!({ "error": { "message": "Encrypted content is not supported with this model.",
+            "type": "invalid_request_error", "param": "include", "code": null } })
+        .to_string(),
+    )
+}
+
+#[tokio::test]
+async fn encrypted_reasoning_is_asked_for_without_an_effort() {
+    let server = streaming(vec![text("Hi."), completed(Value::Null)]);
+    let (_, error) = collect(provider(&server).stream(request(), CancellationToken::new())).await;
+    assert_eq!(error, None);
+    assert_eq!(server.seen()[0].body["include"], json!(["reasoning.encrypted_content"]));
+}
+
+#[tokio::test]
+async fn a_model_refusing_encrypted_reasoning_is_asked_once_more_without_it_and_then_never() {
+    let server = MockServer::start(|_, request| {
+        if request.body.get("include").is_some() {
+            return encrypted_unsupported();
+        }
+        Answer::Stream(sse(&[text("Hi."), completed(Value::Null)]))
+    });
+    // No retries: the second ask is not one.
+    let provider = ResponsesProvider::new(HttpConfig { max_retries: 0, ..config(&server) }).expect("valid");
+    let (events, error) = collect(provider.stream(request(), CancellationToken::new())).await;
+    assert_eq!(error, None);
+    assert_eq!(
+        events,
+        [
+            ModelEvent::Attempt { number: 1 },
+            ModelEvent::Attempt { number: 2 },
+            ModelEvent::TextDelta { text: "Hi.".into() },
+            ModelEvent::Finish { reason: FinishReason::Stop },
+        ]
+    );
+    let (_, error) = collect(provider.stream(request(), CancellationToken::new())).await;
+    assert_eq!(error, None);
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3, "the model is remembered: its next request goes without at once");
+    assert!(seen[0].body.get("include").is_some());
+    assert!(seen[1].body.get("include").is_none() && seen[2].body.get("include").is_none());
+}
+
+#[tokio::test]
+async fn a_refusal_that_is_not_about_asking_for_encrypted_reasoning_is_not_sent_again() {
+    let server = MockServer::start(|_, _| {
+        Answer::Status(
+            400,
+            json!({ "error": { "message": "The encrypted content for item rs_1 could not be verified.",
+                "type": "invalid_request_error", "param": null, "code": "invalid_encrypted_content" } })
+            .to_string(),
+        )
+    });
+    let (_, error) = collect(provider(&server).stream(request(), CancellationToken::new())).await;
+    assert!(
+        matches!(&error, Some(ProviderError::Status { status: 400, message }) if message.contains("could not be verified")),
+        "{error:?}"
+    );
+    assert_eq!(server.seen().len(), 1);
 }

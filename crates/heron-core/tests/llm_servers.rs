@@ -46,6 +46,11 @@ async fn openrouter_gets_its_reasoning_details_back_and_keep_alive_comments_are_
 }
 
 #[tokio::test]
+async fn openrouter_gemini_gets_its_encrypted_reasoning_details_back() {
+    completes(servers::openrouter_gemini).await;
+}
+
+#[tokio::test]
 async fn ollama_parallel_calls_at_index_zero_run_as_separate_calls() {
     completes(servers::ollama).await;
 }
@@ -98,4 +103,21 @@ async fn an_openrouter_finish_reason_error_fails_with_the_upstream_reason_not_an
     let error = result.expect_err("the turn fails").to_string();
     assert!(error.contains("Provider returned error: upstream overloaded"), "{error}");
     assert!(!error.contains(KEY), "the key is redacted: {error}");
+}
+
+#[tokio::test]
+async fn a_field_the_server_refuses_is_dropped_when_the_config_names_it() {
+    // A compatible server that refuses `stream_options`, which no preset says of it.
+    let server = MockServer::start(|_, request| {
+        if request.body.get("stream_options").is_some() {
+            return servers::openai_error(422, "Extra inputs are not permitted");
+        }
+        Answer::Stream(sse(&[delta(json!({ "content": ANSWER })), servers::finish("stop")]))
+    });
+    let table = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\n", server.origin);
+    let (_, refused) = turn(&table).await;
+    assert!(refused.expect_err("refused").to_string().contains("Extra inputs"));
+    let (text, result) = turn(&format!("{table}drop_fields = [\"stream_options\"]\n")).await;
+    assert_eq!(result.map_err(|e| e.to_string()), Ok(StopReason::EndTurn));
+    assert_eq!(text, ANSWER);
 }

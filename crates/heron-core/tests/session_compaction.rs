@@ -1,9 +1,11 @@
 //! Context management against a server with a small window (`support::windowed`): without a
 //! `context_window` a long session runs into the server's refusal; with one, older tool
 //! outputs are clipped, then earlier turns summarized, and every turn completes while the
-//! store keeps the whole history. A turn that cannot fit fails naming the window, a server
-//! that counts more tokens than the estimate is retried once compacted, `/compact`
-//! summarizes on demand, and a summary is redacted and bounded like any model reply.
+//! store keeps the whole history. One long turn of many tool calls is compacted between its
+//! own steps the same way. A turn that cannot fit fails naming the window, and its prompt
+//! does not fail the next one; a server that counts more tokens than the estimate is retried
+//! once compacted, `/compact` summarizes on demand, and a summary is redacted and bounded
+//! like any model reply.
 
 use heron_core::session::event::{CompactionStage, Event};
 use heron_core::session::{PromptError, TurnError};
@@ -11,7 +13,9 @@ use heron_core::types::StopReason;
 
 use crate::support::served::{Ended, Served, big_file};
 use crate::support::server_mock::MockServer;
-use crate::support::windowed::{self, ASKS_FOR_SUMMARY, READ, SUMMARY, is_summary_request, text_of};
+use crate::support::windowed::{
+    self, ASKS_FOR_SUMMARY, READ, READ_ALL, READ_ALL_OF, SUMMARY, is_summary_request, text_of,
+};
 
 /// The server's limit: a body over it is refused.
 const LIMIT: usize = 40_000;
@@ -110,6 +114,107 @@ async fn a_turn_too_big_for_the_window_fails_naming_the_window_and_sends_nothing
     let seen = server.seen();
     assert_eq!(seen.len(), 1, "only the first prompt was sent: no summary, no refused request");
     assert!(!seen.iter().any(|s| s.raw.contains(ASKS_FOR_SUMMARY)));
+}
+
+/// Whether every tool result `request` sends answers a call of an assistant message before
+/// it, and every call is answered: what a provider insists on.
+fn calls_and_results_pair(request: &crate::support::server_mock::Seen) -> bool {
+    let mut open: Vec<String> = Vec::new();
+    for message in request.messages() {
+        if message["role"] == "tool" {
+            let Some(id) = message["tool_call_id"].as_str() else { return false };
+            let Some(at) = open.iter().position(|c| c == id) else { return false };
+            open.remove(at);
+        } else if !open.is_empty() {
+            return false;
+        }
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            open.extend(call["id"].as_str().map(str::to_owned));
+        }
+    }
+    open.is_empty()
+}
+
+#[tokio::test]
+async fn one_long_turn_of_many_tool_calls_is_compacted_between_its_own_steps_and_completes() {
+    // Twenty files of about 6 KiB read in one turn: 120 KiB of outputs for a window of
+    // 40,000 bytes, far past what clipping alone can make fit.
+    let server = windowed::start_reading_in_one_turn(LIMIT);
+    let served = open(&server, WINDOW).await;
+    let files: Vec<String> = (1..=20).map(|n| format!("big{n}.txt")).collect();
+    for file in &files {
+        std::fs::write(served.ws.join(file), big_file(100)).expect("file");
+    }
+    let prompt = format!("please {READ_ALL_OF}{}", files.join(" "));
+    let ended = served.run(&prompt).await;
+    assert_eq!((stopped(&ended), ended.text.as_str()), (Ok(StopReason::EndTurn), READ_ALL));
+
+    let seen = server.seen();
+    assert!(seen.iter().all(|s| s.raw.len() <= LIMIT), "no request was refused");
+    let clipped = seen.iter().position(|s| s.raw.contains(CLIPPED)).expect("an output was clipped");
+    let summary = seen.iter().position(is_summary_request).expect("a summary was asked for");
+    assert!(clipped < summary, "outputs are clipped before anything is summarized");
+    for (n, request) in seen.iter().enumerate().filter(|(_, s)| !is_summary_request(s)) {
+        assert!(
+            calls_and_results_pair(request),
+            "request {n} breaks a call from its result: {}",
+            request.raw
+        );
+    }
+    // After a summary, every request opens with it and the turn's own prompt, verbatim.
+    for later in seen[summary + 1..].iter().filter(|s| !is_summary_request(s)) {
+        let first = text_of(&later.messages()[1]);
+        assert!(first.contains(SUMMARY) && first.ends_with(&prompt), "{first}");
+    }
+    // The last request still carries the latest step whole: its call and its output.
+    let last = seen.last().expect("requests");
+    assert!(last.raw.contains("big20.txt") && last.raw.contains("line 0099"), "the latest step is kept");
+    assert!(!last.raw.contains(r#"big1.txt"}"#), "the first steps are summarized away");
+
+    // The store keeps the one prompt and every output whole; the summary cut into the turn.
+    let history = served.history().await;
+    let prompts = history.iter().filter(|e| matches!(e, Event::UserMessage { .. })).count();
+    let whole = history
+        .iter()
+        .filter(|e| matches!(e, Event::ToolResult { for_model, .. } if for_model.contains("line 0099")))
+        .count();
+    assert_eq!((prompts, whole), (1, 20));
+    let stages = compactions(&history);
+    assert_eq!(stages.first(), Some(&CompactionStage::Clipped), "{stages:?}");
+    assert!(stages.contains(&CompactionStage::Summarized), "{stages:?}");
+    assert!(ended.thought.contains(SUMMARY), "the summary streamed as a thought of the turn");
+}
+
+#[tokio::test]
+async fn a_prompt_too_big_for_the_window_does_not_fail_the_prompts_after_it() {
+    let server = windowed::start(LIMIT, None);
+    let served = open(&server, WINDOW).await;
+    assert_eq!(stopped(&served.run("hello").await), Ok(StopReason::EndTurn));
+    let huge = format!("look at this: {}", "x".repeat(LIMIT));
+    let failed = served.run(&huge).await;
+    assert!(
+        matches!(failed.result, Err(PromptError::Turn(TurnError::ContextFull { .. }))),
+        "{:?}",
+        failed.result
+    );
+    // The failure says the prompt is left out, as a marked compaction the editor is shown.
+    let dropped =
+        failed.events.iter().any(|e| matches!(e, Event::Compacted(c) if c.stage == CompactionStage::Dropped));
+    assert!(dropped, "{:?}", failed.events);
+
+    // The next small prompt is answered, and its request no longer carries the big one.
+    let next = served.run("hello again").await;
+    assert_eq!(stopped(&next), Ok(StopReason::EndTurn));
+    let sent = server.seen().last().cloned().expect("a request");
+    assert!(text_of(sent.messages().last().expect("a message")).contains("hello again"));
+    assert!(!sent.raw.contains("xxxxxxxx"), "the failed prompt is not sent again");
+    assert!(sent.raw.contains("hello"), "what came before it still is");
+    assert_eq!(stopped(&served.run("and once more").await), Ok(StopReason::EndTurn));
+
+    // The store keeps the failed prompt.
+    let history = served.history().await;
+    assert!(history.iter().any(|e| matches!(e, Event::UserMessage { content, .. }
+        if matches!(content.first(), Some(heron_core::types::UserContent::Text { text }) if text == &huge))));
 }
 
 #[tokio::test]

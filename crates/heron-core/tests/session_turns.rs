@@ -13,9 +13,11 @@ use heron_core::tools::editor::NoEditor;
 use heron_core::types::{PromptInput, StopReason, ToolStatus, UserContent};
 use tokio::sync::mpsc;
 
+use crate::support::Dirs;
+
 /// A manager over a fresh home whose model `script/m` plays `script`.
 struct Harness {
-    dir: tempfile::TempDir,
+    dirs: Dirs,
     manager: Manager,
 }
 
@@ -26,10 +28,8 @@ impl Harness {
 
     /// A harness whose `config.toml` starts with `config` and whose manager has `options`.
     async fn with(script: &str, config: &str, options: ManagerOptions) -> Harness {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let home = Home::at(dir.path().join("home"));
-        std::fs::create_dir_all(home.root()).expect("home");
-        std::fs::create_dir_all(dir.path().join("ws")).expect("workspace");
+        let dirs = Dirs::new();
+        let home = Home::at(dirs.home());
         std::fs::write(home.root().join("script.jsonl"), script).expect("script");
         let config = format!(
             "{config}default_model = \"script/m\"\n[providers.script]\nkind = \"scripted\"\nmodels = [\"m\"]\nscript = \"script.jsonl\"\n"
@@ -37,12 +37,12 @@ impl Harness {
         std::fs::write(home.config_path(), config).expect("config");
         std::fs::write(home.env_path(), "SESSION_TEST_KEY=sk-session-test-424242\n").expect(".env");
         let manager = crate::support::manager_for(&home, options).await;
-        Harness { dir, manager }
+        Harness { dirs, manager }
     }
 
     async fn session(&self) -> Arc<Session> {
         let options = OpenOptions {
-            cwd: self.dir.path().join("ws"),
+            cwd: self.dirs.ws(),
             additional_directories: Vec::new(),
             editor: Arc::new(NoEditor),
             mcp_servers: Vec::new(),
@@ -199,7 +199,7 @@ async fn a_write_the_gate_cannot_ask_about_fails_and_the_turn_goes_on() {
     let (status, told) = result.expect("the call has a result");
     assert_eq!(status, ToolStatus::Failed);
     assert!(told.contains("did not allow"), "{told}");
-    assert!(!harness.dir.path().join("ws/a.txt").exists(), "a refused write writes nothing");
+    assert!(!harness.dirs.ws().join("a.txt").exists(), "a refused write writes nothing");
     assert_eq!(streamed_text(&seen), "It was not allowed.");
 }
 

@@ -57,7 +57,7 @@ async fn local_command_reports_exit_code_and_output() {
     assert_eq!(outcome.status, ToolStatus::Failed);
     assert!(outcome.for_model.starts_with("Exit code: 3\n"), "{}", outcome.for_model);
     assert!(outcome.for_model.contains("out") && outcome.for_model.contains("err"), "{}", outcome.for_model);
-    assert_eq!(outcome.raw_output, Some(json!({"exit_code": 3})));
+    assert_eq!(outcome.raw_output, Some(json!({"exitCode": 3})));
 }
 
 #[tokio::test]

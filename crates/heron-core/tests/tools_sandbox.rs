@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::{Dirs, pid_in, wait_until_dead};
+use crate::support::{Dirs, pid_in, scratch, wait_until_dead};
 use heron_core::config::{Config, Home, Keys};
 use heron_core::sandbox::{Policy, Support, support};
 use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
@@ -38,24 +38,9 @@ fn sandboxed() -> bool {
     true
 }
 
-/// Where the layouts go: the build's temp folder, unless the checkout itself lives in a
-/// temp folder (a clone under /tmp), in which case a scratch folder in the user's home.
-fn scratch() -> PathBuf {
-    let build = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let temp = [std::env::temp_dir(), PathBuf::from("/tmp")];
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    if !temp.iter().any(|t| canonical(&build).starts_with(canonical(t))) {
-        return build;
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from).expect("HOME, for a scratch folder outside /tmp");
-    let scratch = home.join(".heron-sandbox-tests");
-    std::fs::create_dir_all(&scratch).expect("scratch folder");
-    scratch
-}
-
 /// The workspace layout of the tool tests, outside /tmp, with a home holding a key.
 fn dirs() -> Dirs {
-    let root = tempfile::tempdir_in(scratch()).expect("tempdir");
+    let root = tempfile::tempdir_in(scratch::dir()).expect("tempdir");
     let dirs = Dirs::in_dir(root);
     std::fs::write(dirs.home().join(".env"), format!("SANDBOX_TEST_KEY={KEY}\n")).expect(".env");
     std::fs::write(dirs.home().join("config.toml"), "default_model = \"demo/demo\"\n").expect("config");
@@ -413,4 +398,218 @@ async fn an_mcp_server_serves_under_the_sandbox_but_cannot_read_the_home() {
     assert_eq!(read("CARGO_PKG_NAME").await.for_model, "<unset>", "named like a key");
     assert_eq!(read("CARGO_MANIFEST_DIR").await.for_model, "<unset>", "holding a key");
     hub.shutdown().await;
+}
+
+/// A script that connects to each Unix socket address it is given (`@name` for an abstract
+/// one) and says, per address, `connected` or `refused` with the error.
+const CONNECT: &str = "import socket, sys\n\
+for address in sys.argv[1:]:\n    \
+    s = socket.socket(socket.AF_UNIX)\n    \
+    try:\n        \
+        s.connect('\\0' + address[1:] if address.startswith('@') else address)\n        \
+        print('connected', address)\n    \
+    except OSError as error:\n        \
+        print('refused', address, error)\n";
+
+/// Runs [`CONNECT`] under `policy` against `addresses`; what it printed.
+async fn connect_under(dirs: &Dirs, policy: Arc<Policy>, addresses: &[String]) -> String {
+    std::fs::write(dirs.ws().join("connect.py"), CONNECT).expect("script");
+    let (ok, output) =
+        sh(&env_with(dirs, policy), &format!("python3 connect.py {}", addresses.join(" "))).await;
+    assert!(ok, "the script ran: {output}");
+    output
+}
+
+/// A process of the host listening on an abstract Unix socket (a tmux or D-Bus server, an
+/// X11 display) would run what a confined command sends it, outside the sandbox: Landlock's
+/// scope (ABI 6) refuses the connection.
+#[tokio::test]
+async fn a_confined_command_cannot_connect_to_an_abstract_socket_of_the_host() {
+    use std::os::linux::net::SocketAddrExt;
+    if !sandboxed() {
+        return;
+    }
+    if let Support::Available { abi, .. } = support()
+        && *abi < 6
+    {
+        eprintln!("SKIPPED: Landlock ABI {abi} cannot scope abstract sockets (needs 6, Linux 6.12)");
+        return;
+    }
+    let dirs = dirs();
+    let name = format!("heron-test-{}", uuid::Uuid::new_v4().simple());
+    let address = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).expect("address");
+    let _host = std::os::unix::net::UnixListener::bind_addr(&address).expect("listen");
+    let target = [format!("@{name}")];
+
+    let confined = connect_under(&dirs, policy_from("", &dirs.home(), vec![dirs.ws()]), &target).await;
+    assert!(confined.contains("refused") && confined.contains("not permitted"), "{confined}");
+    let off = policy_from("sandbox = \"off\"\n", &dirs.home(), vec![dirs.ws()]);
+    let unconfined = connect_under(&dirs, off, &target).await;
+    assert!(unconfined.contains("connected"), "the test would see a connection: {unconfined}");
+}
+
+/// The abstract sockets a confined command makes itself still work between its processes.
+#[tokio::test]
+async fn a_confined_command_still_reaches_an_abstract_socket_it_made() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let script = "import socket\n\
+name = '\\0heron-own-' + str(__import__('os').getpid())\n\
+server = socket.socket(socket.AF_UNIX); server.bind(name); server.listen(1)\n\
+client = socket.socket(socket.AF_UNIX); client.connect(name); print('own socket works')\n";
+    std::fs::write(dirs.ws().join("own.py"), script).expect("script");
+    let (ok, output) = sandboxed_sh(&dirs, "python3 own.py").await;
+    assert!(ok && output.contains("own socket works"), "{output}");
+}
+
+/// Connecting to a socket file is not a file access Landlock controls (before ABI 9), so a
+/// host-control socket by path (tmux's, the session bus, docker's) is covered in the child's
+/// mount namespace: a folder of them by an empty tmpfs, a single one by `/dev/null`.
+#[tokio::test]
+async fn a_confined_command_cannot_connect_to_a_host_socket_by_its_path() {
+    let Support::Available { hides_home: true, .. } = support() else {
+        eprintln!(
+            "SKIPPED: no private mount namespace here, so sockets by path stay reachable: {:?}",
+            support()
+        );
+        return;
+    };
+    let dirs = dirs();
+    let folder = dirs.outside().join("tmux-0");
+    std::fs::create_dir(&folder).expect("socket folder");
+    let in_folder = folder.join("default");
+    let single = dirs.outside().join("docker.sock");
+    let _servers =
+        [&in_folder, &single].map(|path| std::os::unix::net::UnixListener::bind(path).expect("listen"));
+    let targets = [in_folder.display().to_string(), single.display().to_string()];
+    let base = policy_from("", &dirs.home(), vec![dirs.ws()]);
+
+    let covered = Arc::new(Policy { host_sockets: vec![folder.clone(), single.clone()], ..(*base).clone() });
+    let output = connect_under(&dirs, covered, &targets).await;
+    let refused = output.lines().filter(|line| line.starts_with("refused ")).count();
+    assert!(!output.contains("connected") && refused == 2, "{output}");
+    let uncovered = Arc::new(Policy { host_sockets: Vec::new(), ..(*base).clone() });
+    let output = connect_under(&dirs, uncovered, &targets).await;
+    assert_eq!(output.matches("connected").count(), 2, "the test would see the connections: {output}");
+    assert!(in_folder.exists() && single.exists(), "the covers are the child's alone");
+}
+
+/// The user's home of tool folders, as `~` for [`DEFAULT_SANDBOX_WRITABLE`]: bin folders,
+/// configs and toolchains that run outside the sandbox later, beside real caches.
+fn tool_home(dirs: &Dirs) -> PathBuf {
+    let user = dirs.outside().join("user");
+    for folder in [
+        ".cargo/bin",
+        ".cargo/registry/cache",
+        ".cargo/git",
+        ".rustup/toolchains/stable/bin",
+        ".local/bin",
+        ".local/lib/python3/site-packages",
+        ".cache/pip",
+        ".npm/_cacache",
+        "go/bin",
+        "go/pkg/mod",
+        ".m2/repository",
+        ".gradle/caches",
+    ] {
+        std::fs::create_dir_all(user.join(folder)).expect("tool folder");
+    }
+    std::fs::write(user.join(".cargo/.package-cache"), "").expect("cargo's lock");
+    std::fs::write(user.join(".cargo/config.toml"), "").expect("cargo's config");
+    user
+}
+
+/// What a command may write outside its workspace is what builds cache, never what runs
+/// later outside the sandbox: a `git` planted in `~/.local/bin`, a `.pth` in site-packages,
+/// a `rustc-wrapper` in `~/.cargo/config.toml`, a replaced toolchain binary.
+#[tokio::test]
+async fn the_default_writable_paths_are_caches_and_not_programs_or_configs() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let user = tool_home(&dirs);
+    let defaults = heron_core::config::DEFAULT_SANDBOX_WRITABLE
+        .iter()
+        .map(|entry| user.join(entry.strip_prefix("~/").expect("under ~")))
+        .collect();
+    let base = policy_from("", &dirs.home(), vec![dirs.ws()]);
+    let env = env_with(&dirs, Arc::new(Policy { writable: defaults, ..(*base).clone() }));
+    for planting in [
+        ".local/bin/git",
+        ".local/lib/python3/site-packages/evil.pth",
+        ".cargo/config.toml",
+        ".cargo/bin/cargo",
+        ".rustup/toolchains/stable/bin/rustc",
+        "go/bin/gopls",
+        ".bashrc",
+    ] {
+        let (ok, output) = sh(&env, &format!("echo planted > '{}'", user.join(planting).display())).await;
+        assert!(!ok && output.contains("Permission denied"), "{planting}: {output}");
+    }
+    let caches = [
+        ".cargo/registry/cache/crate",
+        ".cargo/git/checkout",
+        ".cargo/.package-cache",
+        ".cache/pip/wheel",
+        ".npm/_cacache/entry",
+        "go/pkg/mod/module",
+        ".m2/repository/artifact",
+        ".gradle/caches/entry",
+    ];
+    let writes: Vec<String> =
+        caches.iter().map(|cache| format!("echo cached > '{}'", user.join(cache).display())).collect();
+    let (ok, output) = sh(&env, &writes.join(" && ")).await;
+    assert!(ok, "the caches stay writable: {output}");
+    assert_eq!(std::fs::read_to_string(user.join(".cargo/config.toml")).expect("config"), "");
+}
+
+/// A home under the temp folder (`/tmp/x/.heron`) carves the temp folder, in which nothing
+/// can then be created: each session's commands get a temp folder of their own instead, so
+/// `mktemp`, Python's `tempfile` and cargo work, and it goes when the session does.
+#[tokio::test]
+async fn a_home_under_the_temp_folder_leaves_commands_a_temp_folder_of_their_own() {
+    if !sandboxed() {
+        return;
+    }
+    let dirs = dirs();
+    let temp_home = tempfile::tempdir().expect("a home under the temp folder");
+    let home = std::fs::canonicalize(temp_home.path()).expect("canonical");
+    std::fs::write(home.join(".env"), format!("SANDBOX_TEST_KEY={KEY}\n")).expect(".env");
+    let policy = policy_from("", &home, vec![dirs.ws()]);
+    let env = env_with(&dirs, Arc::clone(&policy));
+    let script = "t=$(mktemp) && echo made > \"$t\" && cat \"$t\" && echo \"TMPDIR=$TMPDIR\" \
+                  && python3 -c 'import tempfile; print(\"python\", tempfile.mkstemp()[1])'";
+    let (ok, output) = sh(&env, script).await;
+    assert!(ok && output.contains("made") && output.contains("python"), "{output}");
+    let private = output
+        .lines()
+        .find_map(|line| line.strip_prefix("TMPDIR="))
+        .map(PathBuf::from)
+        .expect("a private TMPDIR");
+    assert!(private.starts_with(std::env::temp_dir()) && private.is_dir(), "{output}");
+    let (ok, output) = sh(&env, &format!("cat '{}/.env'", home.display())).await;
+    assert!(!ok && refused(&output), "the home stays hidden: {output}");
+
+    if std::process::Command::new("cargo").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        std::fs::write(dirs.ws().join("Cargo.toml"), "[workspace]\nresolver = \"3\"\n").expect("workspace");
+        let script = "cargo new -q --vcs none x && cd x \
+                      && env -u CARGO_TARGET_DIR -u CARGO_BUILD_TARGET_DIR -u RUSTC_WRAPPER cargo build -q --offline \
+                      && ../target/debug/x";
+        let (ok, output) = sh(&env, script).await;
+        assert!(ok && output.contains("Hello, world!"), "{output}");
+    } else {
+        eprintln!("SKIPPED (in part): cargo is not installed here");
+    }
+
+    drop((env, policy));
+    for _ in 0..200 {
+        if !private.exists() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the private temp folder outlived its session: {}", private.display());
 }

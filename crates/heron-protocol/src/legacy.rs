@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::types::Method;
 
 /// The params as today's schema expects them; borrowed when nothing changes.
-pub fn upgrade(method: Method, params: Option<&RawValue>) -> Option<Cow<'_, RawValue>> {
+pub(crate) fn upgrade(method: Method, params: Option<&RawValue>) -> Option<Cow<'_, RawValue>> {
     let params = params?;
     let rewritten = match method {
         Method::SessionPrompt => prompt(params),
@@ -60,37 +60,4 @@ fn mcp_servers(params: &RawValue) -> Option<Map<String, Value>> {
         }
     }
     changed.then_some(map)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn upgraded(method: Method, params: &str) -> Value {
-        let raw = RawValue::from_string(params.to_owned()).expect("raw");
-        let out = upgrade(method, Some(&raw)).expect("params");
-        serde_json::from_str(out.get()).expect("json")
-    }
-
-    #[test]
-    fn header_and_env_objects_become_name_value_lists() {
-        let params = r#"{"cwd":"/w","mcpServers":[
-            {"type":"http","name":"web","url":"http://h/mcp","headers":{"X-Key":"k1","Y":"2"}},
-            {"name":"fs","command":"mcp","args":[],"env":{"TOKEN":"t"}},
-            {"type":"sse","name":"old","url":"http://h/sse","headers":[{"name":"A","value":"b"}]}]}"#;
-        let servers = upgraded(Method::SessionNew, params)["mcpServers"].clone();
-        assert_eq!(
-            servers[0]["headers"],
-            serde_json::json!([{"name": "X-Key", "value": "k1"}, {"name": "Y", "value": "2"}])
-        );
-        assert_eq!(servers[1]["env"], serde_json::json!([{"name": "TOKEN", "value": "t"}]));
-        assert_eq!(servers[2]["headers"], serde_json::json!([{"name": "A", "value": "b"}]));
-    }
-
-    #[test]
-    fn lists_are_left_as_sent() {
-        let params = r#"{"cwd":"/w","mcpServers":[{"name":"fs","command":"mcp","args":[],"env":[]}]}"#;
-        let raw = RawValue::from_string(params.to_owned()).expect("raw");
-        assert!(matches!(upgrade(Method::SessionLoad, Some(&raw)), Some(Cow::Borrowed(_))));
-    }
 }

@@ -171,7 +171,7 @@ impl<'de> Deserialize<'de> for Key {
 }
 
 /// Reads a malformed value as the type's default (absent), logging what was dropped.
-pub fn default_on_error<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+pub(crate) fn default_on_error<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: DeserializeOwned + Default,
@@ -186,7 +186,7 @@ where
 /// Reads a patch field (present only when the member is): `null` is `Some(None)`, "clear
 /// it"; a value is `Some(Some(value))`; a malformed value reads as absent, like the other
 /// optional fields.
-pub fn patch<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+pub(crate) fn patch<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
 where
     D: Deserializer<'de>,
     T: DeserializeOwned,
@@ -205,7 +205,7 @@ where
 }
 
 /// Reads `null` as the type's default.
-pub fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de> + Default,
@@ -214,7 +214,7 @@ where
 }
 
 /// A list field: `Vec<T>` or `Option<Vec<T>>`.
-pub trait ItemList: Default {
+pub(crate) trait ItemList: Default {
     /// The item type.
     type Item: DeserializeOwned;
     /// Builds the list from the items that decoded.
@@ -272,7 +272,7 @@ fn keep_valid<L: ItemList>(array: Captured<'_>) -> L {
 }
 
 /// A required list: must be an array (or `null`, read as empty); malformed items are dropped.
-pub fn skip_invalid_items<'de, D, L>(deserializer: D) -> Result<L, D::Error>
+pub(crate) fn skip_invalid_items<'de, D, L>(deserializer: D) -> Result<L, D::Error>
 where
     D: Deserializer<'de>,
     L: ItemList,
@@ -286,7 +286,7 @@ where
 }
 
 /// An optional list: anything but an array reads as absent; malformed items are dropped.
-pub fn lenient_items<'de, D, L>(deserializer: D) -> Result<L, D::Error>
+pub(crate) fn lenient_items<'de, D, L>(deserializer: D) -> Result<L, D::Error>
 where
     D: Deserializer<'de>,
     L: ItemList,

@@ -9,6 +9,8 @@
 //! agent behind it is `heron-core`'s, reached only through the `heron` binary's adapter.
 
 #![deny(missing_docs)]
+// A `pub` item is the crate's API or it is narrowed to where it is used.
+#![warn(unreachable_pub)]
 
 mod decode;
 pub mod error;

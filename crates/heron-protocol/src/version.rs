@@ -30,7 +30,7 @@ pub trait ProtocolMethod: Copy + Eq + Hash + Debug + Send + Sync + 'static {
 }
 
 /// The params as sent: the `upgrade` of a version with no legacy shapes to rewrite.
-pub fn as_sent<M>(_method: M, params: Option<&RawValue>) -> Option<Cow<'_, RawValue>> {
+pub(crate) fn as_sent<M>(_method: M, params: Option<&RawValue>) -> Option<Cow<'_, RawValue>> {
     params.map(Cow::Borrowed)
 }
 

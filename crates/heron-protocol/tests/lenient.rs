@@ -181,3 +181,22 @@ fn a_patch_field_tells_absent_from_null_from_a_value_both_ways() {
     assert_eq!(write(cleared), serde_json::json!({ "title": null }), "clearing can be said");
     assert_eq!(write(SessionInfoUpdate::default()), serde_json::json!({}));
 }
+
+#[test]
+fn a_v2_tool_call_update_tells_unchanged_capabilities_from_cleared_ones() {
+    use heron_protocol::v2::ToolCallUpdate;
+    let read = |text: &str| serde_json::from_str::<ToolCallUpdate>(text).expect("reads");
+    assert_eq!(read(r#"{"toolCallId": "c"}"#).capabilities, None, "absent: unchanged");
+    assert_eq!(
+        read(r#"{"toolCallId": "c", "capabilities": null}"#).capabilities,
+        Some(None),
+        "null: cleared"
+    );
+    let cleared = ToolCallUpdate { capabilities: Some(None), ..read(r#"{"toolCallId": "c"}"#) };
+    let written = serde_json::to_value(cleared).expect("writes");
+    assert_eq!(
+        written,
+        serde_json::json!({ "toolCallId": "c", "capabilities": null }),
+        "clearing can be said"
+    );
+}

@@ -44,6 +44,8 @@
 //! Notifications are never answered, not even when dispatch or validation fails.
 
 #![deny(missing_docs)]
+// A `pub` item is the crate's API or it is narrowed to where it is used.
+#![warn(unreachable_pub)]
 
 mod connection;
 mod dispatch;

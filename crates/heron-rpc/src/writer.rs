@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::outbox::Queued;
 
 /// Writes queued lines until `stop` fires or every sender is gone.
-pub async fn run<W: AsyncWrite + Unpin>(
+pub(crate) async fn run<W: AsyncWrite + Unpin>(
     output: W,
     mut queue: mpsc::Receiver<Queued>,
     stop: CancellationToken,

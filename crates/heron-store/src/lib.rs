@@ -21,6 +21,8 @@
 //! precision (`2025-01-31T12:00:00.123Z`). They have a fixed width, so text order is time order.
 
 #![deny(missing_docs)]
+// A `pub` item is the crate's API or it is narrowed to where it is used.
+#![warn(unreachable_pub)]
 
 mod events;
 mod inbox;
@@ -51,7 +53,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// keeping are the few interior pages of the tables and indexes; a long message written in
 /// 1 MiB pieces otherwise fills the whole default cache with overflow pages that are never
 /// read again, and that memory stays with the process.
-pub const CACHE_KIB: u32 = 512;
+const CACHE_KIB: u32 = 512;
 
 /// A failure of the store. Messages name ids and versions but never payload contents.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -21,6 +21,52 @@ async fn a_store_heron_wrote_is_healthy_and_left_as_it_was() {
     assert_eq!(std::fs::read(&path).expect("read"), before, "the look must not write");
 }
 
+/// The names in `dir`, sorted.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn the_look_leaves_no_wal_or_shm_file_beside_a_closed_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("heron.db");
+    drop(Store::open(&path).await.expect("open"));
+    assert_eq!(names(dir.path()), ["heron.db"], "a closed store has no side files");
+    assert_eq!(inspect(&path).expect("looked"), StoreHealth::Healthy { schema_version: SCHEMA_VERSION });
+    assert_eq!(names(dir.path()), ["heron.db"], "the look must create nothing");
+}
+
+/// The look opens the file through a `file:` URI; a folder name holding what a URI gives a
+/// meaning (`?`, `#`, `%`, a space) must still name the same file.
+#[tokio::test]
+async fn a_store_in_a_folder_with_uri_characters_in_its_name_is_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let folder = dir.path().join("a b?c#d%20e");
+    std::fs::create_dir(&folder).expect("folder");
+    let path = folder.join("heron.db");
+    drop(Store::open(&path).await.expect("open"));
+    assert_eq!(inspect(&path).expect("looked"), StoreHealth::Healthy { schema_version: SCHEMA_VERSION });
+    assert_eq!(names(&folder), ["heron.db"]);
+    assert_eq!(names(dir.path()), ["a b?c#d%20e"], "nothing made beside the folder either");
+}
+
+#[tokio::test]
+async fn a_store_in_use_is_looked_at_through_its_own_side_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("heron.db");
+    let open = Store::open(&path).await.expect("open");
+    let before = names(dir.path());
+    assert_eq!(before, ["heron.db", "heron.db-shm", "heron.db-wal"], "an open store in WAL mode");
+    assert_eq!(inspect(&path).expect("looked"), StoreHealth::Healthy { schema_version: SCHEMA_VERSION });
+    assert_eq!(names(dir.path()), before);
+    drop(open);
+}
+
 #[test]
 fn a_file_that_is_not_a_database_is_corrupt() {
     let dir = tempfile::tempdir().expect("tempdir");

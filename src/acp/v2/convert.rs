@@ -1,6 +1,7 @@
 //! The ACP v2 edge's conversions between the core's types and v2's: prompts in, and a
 //! turn's updates and a stored history out in v2's forms (whole `agent_message`s on replay,
-//! tool calls as `tool_call_update`s that carry their cancel capability, `plan_update`,
+//! tool calls as `tool_call_update`s that offer cancel until their final status, a running
+//! command's output as `tool_call_content_chunk`s, `plan_update`, `compaction_update`,
 //! `state_update` for the turn's start and end).
 
 use heron_core::session::event::Event;
@@ -141,6 +142,7 @@ fn tool_status(status: ToolStatus) -> p::ToolCallStatus {
         ToolStatus::InProgress => p::ToolCallStatus::InProgress,
         ToolStatus::Completed => p::ToolCallStatus::Completed,
         ToolStatus::Failed => p::ToolCallStatus::Failed,
+        ToolStatus::Cancelled => p::ToolCallStatus::Cancelled,
     }
 }
 
@@ -219,21 +221,30 @@ fn update_of_call(call_id: &str) -> p::ToolCallUpdate {
     }
 }
 
-/// What a live call can do: every call Heron runs can be cancelled alone while it waits
-/// for approval or runs (`tool_call/cancel`).
-fn cancellable() -> Option<p::ToolCallCapabilities> {
-    Some(p::ToolCallCapabilities { cancel: Some(p::ToolCallCancelCapabilities { meta: None }), meta: None })
+/// What a live call can do: every call Heron runs can be cancelled alone while it is
+/// pending, waits for approval or runs (`tool_call/cancel`).
+fn cancellable() -> Option<Option<p::ToolCallCapabilities>> {
+    Some(Some(p::ToolCallCapabilities {
+        cancel: Some(p::ToolCallCancelCapabilities { meta: None }),
+        meta: None,
+    }))
+}
+
+/// What a call at its final status can do: nothing any more. `null` clears the cancel
+/// offered while it ran, where leaving the field out would keep it.
+fn no_longer_cancellable() -> Option<Option<p::ToolCallCapabilities>> {
+    Some(None)
 }
 
 /// The tool call a permission request shows: all of it, so the user judges what will run.
 pub fn permission_call(ask: &PermissionAsk) -> p::ToolCallUpdate {
     p::ToolCallUpdate {
         content: (!ask.content.is_empty()).then(|| tool_content(&ask.content)),
-        kind: Some(tool_kind(ask.kind)),
+        kind: Some(Some(tool_kind(ask.kind))),
         locations: (!ask.locations.is_empty()).then(|| locations(&ask.locations)),
-        name: Some(ask.name.clone()),
+        name: Some(Some(ask.name.clone())),
         raw_input: Some(ask.raw_input.clone()),
-        title: Some(ask.title.clone()),
+        title: Some(Some(ask.title.clone())),
         ..update_of_call(&ask.call_id)
     }
 }
@@ -311,18 +322,22 @@ fn event_updates(event: &Event, live: bool) -> Vec<p::SessionUpdate> {
         Event::ToolCall { call_id, name, title, tool_kind: kind, raw_input, locations: locs, .. } => {
             vec![p::SessionUpdate::ToolCallUpdate(p::ToolCallUpdate {
                 capabilities: if live { cancellable() } else { None },
-                kind: Some(tool_kind(*kind)),
+                kind: Some(Some(tool_kind(*kind))),
                 locations: Some(locations(locs)),
-                name: Some(name.clone()),
+                name: Some(Some(name.clone())),
                 raw_input: Some(raw_input.clone()),
-                status: Some(p::ToolCallStatus::Pending),
-                title: Some(title.clone()),
+                status: Some(Some(p::ToolCallStatus::Pending)),
+                title: Some(Some(title.clone())),
                 ..update_of_call(call_id)
             })]
         }
         Event::ToolResult { call_id, status, output, raw_output, for_model } => {
             let mut update = update_of_call(call_id);
-            update.status = Some(tool_status(*status));
+            update.status = Some(Some(tool_status(*status)));
+            // Live, the call was offered cancel; replayed, it never was.
+            if live {
+                update.capabilities = no_longer_cancellable();
+            }
             let mut content = tool_content(output);
             // What ran in a terminal on v1 has no terminal here: show what the model read.
             if content.is_empty() {
@@ -333,12 +348,16 @@ fn event_updates(event: &Event, live: bool) -> Vec<p::SessionUpdate> {
             vec![p::SessionUpdate::ToolCallUpdate(update)]
         }
         Event::Plan { entries } => vec![plan(entries)],
+        // Live and replayed alike: the compaction, done, with what the model now reads in
+        // place of what it replaced (the summary, or the note of what was clipped).
         Event::Compacted(compaction) => {
-            let shown = if live { compaction.note() } else { compaction.shown() };
-            vec![p::SessionUpdate::AgentThought(p::AgentThought {
-                content: Some(vec![text(shown)]),
-                message_id: p::MessageId(compaction.message_id.clone()),
-                meta: json!({ "heron": { "compaction": true } }).as_object().cloned(),
+            let marker = v1::compaction_marker(compaction);
+            vec![p::SessionUpdate::CompactionUpdate(p::CompactionUpdate {
+                compaction_id: p::CompactionId(compaction.message_id.clone()),
+                error: None,
+                meta: json!({ "heron": { "compaction": marker } }).as_object().cloned(),
+                status: p::CompactionStatus::Completed,
+                summary: Some(vec![text(compaction.shown())]),
             })]
         }
     }
@@ -361,13 +380,24 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<p::SessionUpdate> {
         }
         TurnUpdate::ToolProgress { call_id, status, output } => {
             let mut update = update_of_call(&call_id);
-            update.status = Some(tool_status(status));
+            update.status = Some(Some(tool_status(status)));
             if !output.is_empty() {
                 update.content = Some(tool_content(&output));
             }
             vec![p::SessionUpdate::ToolCallUpdate(update)]
         }
-        TurnUpdate::Usage(report) => vec![usage_update(&report)],
+        // Appended to what the call shows; its final update replaces the whole content.
+        TurnUpdate::ToolOutputChunk { call_id, output } => tool_content(&[output])
+            .into_iter()
+            .map(|content| {
+                p::SessionUpdate::ToolCallContentChunk(p::ToolCallContentChunk {
+                    content,
+                    meta: None,
+                    tool_call_id: p::ToolCallId(call_id.clone()),
+                })
+            })
+            .collect(),
+        TurnUpdate::Usage(report) => usage_update(&report).into_iter().collect(),
         TurnUpdate::Titled { title, updated_at } => {
             vec![p::SessionUpdate::SessionInfoUpdate(p::SessionInfoUpdate {
                 meta: None,
@@ -384,18 +414,18 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<p::SessionUpdate> {
     }
 }
 
-/// A usage report as a `usage_update`.
-pub fn usage_update(report: &UsageReport) -> p::SessionUpdate {
-    p::SessionUpdate::UsageUpdate(p::UsageUpdate {
-        cost: report.cost.as_ref().map(|(amount, currency)| p::Cost {
-            amount: *amount,
-            currency: currency.clone(),
-            meta: None,
+/// A usage report as a `usage_update`; `None` without a context window, which v2 requires
+/// (`size`) as v1 does.
+pub fn usage_update(report: &UsageReport) -> Option<p::SessionUpdate> {
+    Some(p::SessionUpdate::UsageUpdate(p::UsageUpdate {
+        // A report without a cost leaves the last one as it was.
+        cost: report.cost.as_ref().map(|(amount, currency)| {
+            Some(p::Cost { amount: *amount, currency: currency.clone(), meta: None })
         }),
         meta: None,
-        size: report.size,
+        size: report.size?,
         used: report.used,
-    })
+    }))
 }
 
 /// A line the user typed, shown as their message under `message_id`.

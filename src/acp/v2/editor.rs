@@ -2,9 +2,12 @@
 //! (tools read, write and run commands here, under the same roots and sandbox), so what is
 //! left is the permission question, `session/request_permission` in v2's shape, bracketed by
 //! `state_update` `requires_action` and `running` so the client can tell the turn waits on
-//! its user.
+//! its user. A question dropped unanswered (its call or its turn was cancelled) cannot say
+//! `running` any more; it leaves that to the turn's forwarder ([`Abandoned`]).
 
+use std::collections::HashSet;
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use heron_core::BoxFuture;
@@ -35,12 +38,47 @@ const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
 pub struct V2Editor<O> {
     client: ClientPeer<O>,
     session_id: String,
+    abandoned: Arc<Abandoned>,
 }
 
 impl<O: Outgoing> V2Editor<O> {
-    /// The editor of session `session_id`.
-    pub fn new(client: ClientPeer<O>, session_id: String) -> Self {
-        Self { client, session_id }
+    /// The editor of session `session_id`; questions dropped unanswered are noted in
+    /// `abandoned`, which the connection's turn forwarders read.
+    pub fn new(client: ClientPeer<O>, session_id: String, abandoned: Arc<Abandoned>) -> Self {
+        Self { client, session_id, abandoned }
+    }
+}
+
+/// The sessions of a connection left at `requires_action` by a permission question that was
+/// dropped before it could report `running` again. v2 requires `running` when the work
+/// resumes; the turn's forwarder sends it before the turn's next output.
+#[derive(Debug, Default)]
+pub struct Abandoned(Mutex<HashSet<String>>);
+
+impl Abandoned {
+    fn note(&self, session_id: &str) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(session_id.to_owned());
+    }
+
+    /// Whether `session_id` was left at `requires_action`; it is not noted any more.
+    pub fn take(&self, session_id: &str) -> bool {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(session_id)
+    }
+}
+
+/// A question in flight: dropped before it reported `running` again, it notes its session
+/// in [`Abandoned`].
+struct Asking {
+    abandoned: Arc<Abandoned>,
+    session_id: String,
+    settled: bool,
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.abandoned.note(&self.session_id);
+        }
     }
 }
 
@@ -122,7 +160,12 @@ impl<O: Outgoing> EditorIo for V2Editor<O> {
         };
         let client = self.client.clone();
         let session_id = self.session_id.clone();
+        // Before `requires_action` goes out: from then on, a drop leaves the state to mend.
+        let asking =
+            Asking { abandoned: self.abandoned.clone(), session_id: self.session_id.clone(), settled: false };
         Box::pin(async move {
+            // The whole guard moves into the question (not a copy of its flag), and drops with it.
+            let mut asking = asking;
             let state = |update: p::SessionUpdate| UpdateSessionNotification {
                 meta: None,
                 session_id: SessionId(session_id.clone()),
@@ -133,6 +176,7 @@ impl<O: Outgoing> EditorIo for V2Editor<O> {
             let call = client.0.call_with_timeout("session/request_permission", request, Some(timeout));
             let answer = answer_of(call.await);
             let _ = client.session_update(state(convert::running())).await;
+            asking.settled = true;
             answer
         })
     }

@@ -7,7 +7,7 @@
 //!
 //! What v2 offers that Heron does not serve yet is not advertised: audio in prompts,
 //! elicitation, the `_heron/` extensions, agent-side terminals (commands run as tool calls,
-//! their output in the call's content).
+//! their output streamed into the call's content as it arrives).
 
 mod commands;
 mod convert;
@@ -55,6 +55,8 @@ struct Inner<O> {
     manager: ManagerSlot,
     home_root: PathBuf,
     turns: prompt::Turns,
+    /// Sessions a dropped permission question left at `requires_action`.
+    abandoned: Arc<editor::Abandoned>,
 }
 
 type Reply<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, RpcError>> + Send + 'static>>;
@@ -69,6 +71,7 @@ impl<O: Outgoing> HeronAgentV2<O> {
                 manager,
                 home_root,
                 turns: prompt::Turns::default(),
+                abandoned: Arc::default(),
             }),
         }
     }
@@ -126,11 +129,11 @@ fn initialize(params: InitializeRequest) -> InitializeResponse {
     let auth_methods = if terminal_auth {
         vec![AuthMethod::Terminal(AuthMethodTerminal {
             args: vec!["--setup".to_owned()],
-            description: Some("Choose a model provider and store its key".to_owned()),
+            description: Some(super::init::SETUP_DESCRIPTION.to_owned()),
             env: Vec::new(),
             meta: None,
             method_id: AuthMethodId(SETUP_METHOD.to_owned()),
-            name: "Set up Heron".to_owned(),
+            name: super::init::SETUP_NAME.to_owned(),
         })]
     } else {
         Vec::new()
@@ -171,12 +174,7 @@ impl<O: Outgoing> Agent for HeronAgentV2<O> {
         params: LoginAuthRequest,
     ) -> impl Future<Output = Result<LoginAuthResponse, RpcError>> + Send + 'static {
         // Heron's one method runs in a terminal, as over v1.
-        let err = if params.method_id.0 == SETUP_METHOD {
-            RpcError::invalid_params("methodId", "this method runs in a terminal: launch `heron acp --setup`")
-        } else {
-            RpcError::invalid_params("methodId", format!("unknown auth method `{}`", params.method_id.0))
-        };
-        ready(Err(err))
+        ready(Err(super::init::auth_refusal(&params.method_id.0)))
     }
 
     fn session_new(

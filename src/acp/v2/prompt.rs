@@ -138,12 +138,19 @@ async fn forward<O: Outgoing>(
         // The chunk's share of the turn's budget goes back once it is queued for the
         // editor, so a slow editor slows the turn down.
         let held = update.take_held();
-        for update in convert::turn_updates(update) {
+        let updates = convert::turn_updates(update);
+        // The turn goes on after a question dropped unanswered: it runs again.
+        if !updates.is_empty() && inner.abandoned.take(&id) {
+            let _ = inner.send(&id, convert::running()).await;
+        }
+        for update in updates {
             // A client that stopped reading does not stop the turn.
             let _ = inner.send(&id, update).await;
         }
         drop(held);
     }
+    // `idle` ends a wait as well as `running` would.
+    inner.abandoned.take(&id);
     let ended = match queued.result.await {
         Ok(Ok(stop)) => Ok(stop),
         Ok(Err(err)) => Err(prompt_error(err, session.runtime().providers().keys())),
@@ -167,8 +174,9 @@ pub(super) fn cancel<O: Outgoing>(agent: &HeronAgentV2<O>, params: &CancelSessio
     }
 }
 
-/// `tool_call/cancel`: ends one call waiting for approval or running; the model reads that
-/// the user cancelled it and the turn goes on.
+/// `tool_call/cancel`: ends one call that is pending, waiting for approval or running (one
+/// pending never starts); it ends `cancelled`, the model reads that the user cancelled it,
+/// and the turn goes on.
 pub(super) fn cancel_tool_call<O: Outgoing>(
     agent: &HeronAgentV2<O>,
     params: &CancelToolCallRequest,
@@ -179,7 +187,7 @@ pub(super) fn cancel_tool_call<O: Outgoing>(
     } else {
         Err(RpcError::invalid_params(
             "toolCallId",
-            format!("no tool call `{}` is waiting or running in this session", params.tool_call_id.0),
+            format!("no tool call `{}` is pending or running in this session", params.tool_call_id.0),
         ))
     }
 }

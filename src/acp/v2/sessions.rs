@@ -67,7 +67,9 @@ fn open_options(
 
 /// Binds this connection's editor to a session it opened.
 fn attach<O: Outgoing>(agent: &HeronAgentV2<O>, session: &Session) {
-    session.attach(Arc::new(V2Editor::new(agent.inner.client.clone(), session.id().to_owned())));
+    let editor =
+        V2Editor::new(agent.inner.client.clone(), session.id().to_owned(), agent.inner.abandoned.clone());
+    session.attach(Arc::new(editor));
 }
 
 /// `session/new`.
@@ -136,8 +138,8 @@ pub(super) fn resume<O: Outgoing>(
         };
         attach(&agent, &session);
         super::commands::advertise(&inner, &session);
-        if let Some(report) = session.status().1.usage {
-            inner.send(session.id(), convert::usage_update(&report)).await?;
+        if let Some(update) = session.status().1.usage.as_ref().and_then(convert::usage_update) {
+            inner.send(session.id(), update).await?;
         }
         inner.send(session.id(), convert::at_rest()).await?;
         let config_options = super::settings::options_of(&session);

@@ -1,15 +1,16 @@
 //! The provider checks of `heron doctor`: for an OpenAI-compatible provider, whether its key
 //! is in `.env`, whether its endpoint answers its model list in time and takes the key, and
-//! whether it lists the configured models; for a scripted one, whether its script loads.
+//! whether it lists the configured models (an alias listed as a dated snapshot counts; an
+//! Azure deployment, which has no list of its own, is only asked whether it answers); for a
+//! scripted one, whether its script loads.
 //! Providers are asked all at once, so the slowest one bounds the wait, not their sum.
 //! A problem is fatal only for the provider that serves `default_model`.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use heron_core::config::{Config, Home, Keys, ProviderConfig, ProviderKind};
 use heron_core::llm::ProviderError;
-use heron_core::llm::models::list_models;
+use heron_core::llm::models::{azure_deployment, list_models, serves};
 use heron_core::llm::registry::http_config;
 use heron_core::llm::scripted::ScriptedProvider;
 
@@ -125,13 +126,18 @@ async fn check_endpoint(name: &str, provider: &ProviderConfig, keys: &Keys, limi
         }
         Err(err) => return vec![Found::Problem(format!("provider {name}: {shown}: {err}"))],
     };
+    if let Some(deployment) = azure_deployment(&config.base_url) {
+        return vec![Found::Fine(format!(
+            "provider {name}: {shown} answers ({key_note}); deployment `{deployment}` has no model list, \
+             so its models are unchecked"
+        ))];
+    }
     let mut found = vec![Found::Fine(format!(
         "provider {name}: {shown} answers ({key_note}) and lists {} model{}",
         listed.len(),
         if listed.len() == 1 { "" } else { "s" }
     ))];
-    let listed: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
-    for model in provider.models.iter().filter(|model| !listed.contains(model.as_str())) {
+    for model in provider.models.iter().filter(|model| !listed.iter().any(|id| serves(id, model))) {
         found.push(Found::Notice(format!("provider {name}: {shown} does not list the model `{model}`")));
     }
     found

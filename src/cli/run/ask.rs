@@ -147,6 +147,12 @@ impl Asker {
         Self { approve, tty: std::io::stdin().is_terminal(), answers: Mutex::new(None) }
     }
 
+    /// Whether questions are put to the user (`--approve ask`), rather than answered by a
+    /// flag the user gave.
+    pub fn asks(&self) -> bool {
+        self.approve == Approve::Ask
+    }
+
     /// The answer to `request`; `cancel` (Ctrl-C) ends the question with `cancelled`.
     pub async fn decide(
         &self,

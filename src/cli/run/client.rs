@@ -95,6 +95,11 @@ impl Client for RunClient {
     ) -> impl Future<Output = Result<RequestPermissionResponse, RpcError>> + Send + 'static {
         self.checked(params.session_id.clone(), move |parts| async move {
             let outcome = parts.asker.decide(&parts.view, &params, &parts.interrupted).await;
+            // What the user answered went to stderr with the question; the turn's record
+            // says it too. An answer `--approve` gave is the flag's, which the user knows.
+            if parts.asker.asks() {
+                parts.view.permission_answered(&params, &outcome);
+            }
             Ok(RequestPermissionResponse { meta: None, outcome })
         })
     }

@@ -1,14 +1,14 @@
 //! The agent's `fs/read_text_file` and `fs/write_text_file`, answered inside the session's
 //! cwd only, with the rules Heron's own tools follow: the path is resolved (symlinks
 //! followed) before it is judged, Heron's home and the credential folders are refused, only
-//! regular files are read or written, reads stop at a cap, writes are atomic (`fsio`). Every
+//! regular files are read or written, reads stop at a cap, writes are atomic (`heron_core::local`). Every
 //! request is hostile input: a refusal is a JSON-RPC error naming the field, never a panic.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use heron_core::tools::fsio::{self, FileError};
+use heron_core::local::{self, FileError};
 use heron_core::tools::protected::Protected;
 use heron_core::tools::roots::{ReadAccess, Roots, resolve_against};
 use heron_protocol::error::RESOURCE_NOT_FOUND;
@@ -99,7 +99,7 @@ pub async fn read(ws: &Workspace, request: ReadTextFileRequest) -> Result<ReadTe
     let protected = ws.protected().clone();
     let opened = path.clone();
     let read = tokio::task::spawn_blocking(move || {
-        fsio::read_capped(&opened, MAX_READ_BYTES, |meta| {
+        local::read_capped(&opened, MAX_READ_BYTES, |meta| {
             protected.is_home_file(meta).then(|| FileError::Protected(opened.display().to_string()))
         })
     })
@@ -132,7 +132,7 @@ pub async fn write(ws: &Workspace, request: WriteTextFileRequest) -> Result<Writ
     let path =
         ws.roots.check_write(&request.path).map_err(|refusal| RpcError::invalid_params("path", refusal))?;
     let WriteTextFileRequest { content, path: shown, .. } = request;
-    let written = tokio::task::spawn_blocking(move || fsio::write_atomic(&path, content.as_bytes()))
+    let written = tokio::task::spawn_blocking(move || local::write_atomic(&path, content.as_bytes()))
         .await
         .map_err(|e| RpcError::internal(&e))?;
     match written {

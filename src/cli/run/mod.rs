@@ -7,7 +7,8 @@
 //!
 //! Interrupts: the first Ctrl-C sends `session/cancel`, ends open questions `cancelled` and
 //! waits up to two seconds for the turn to end; then the agent's group is ended (SIGTERM,
-//! then SIGKILL) and the exit status is 130. A second Ctrl-C stops at once, killing the
+//! then SIGKILL) and the exit status is 130. A stdout whose reader went away (a closed
+//! pipe) is taken as that first Ctrl-C. A second Ctrl-C stops at once, killing the
 //! group; SIGTERM and SIGHUP stop at once too, giving the agent its SIGTERM first. No agent
 //! process or terminal command outlives `heron run`, whatever the way out.
 //!
@@ -233,6 +234,14 @@ pub async fn run(args: RunArgs) -> Result<StopReason, RunError> {
         .map_err(|(_, reason)| RunError::Usage(format!("--cwd: {reason}")))?;
 
     let screen = Screen::for_process(!args.json);
+    // Nobody reads the turn any more (`heron run ... | head -3`): stop it as a Ctrl-C does,
+    // rather than let the agent go on changing files unseen.
+    let out_closed = screen.out_closed();
+    let interrupt = signals.interrupt.clone();
+    tokio::spawn(async move {
+        out_closed.cancelled().await;
+        interrupt.cancel();
+    });
     let workspace = files::Workspace::new(cwd.clone(), home.root());
     let sandbox = Arc::new(Policy::from_config(&config, &home, &keys, vec![cwd.clone()]));
     let secrets = Arc::new(keys.all().cloned().collect::<Vec<_>>());
@@ -326,6 +335,9 @@ async fn converse(
         () = interrupted.cancelled() => return Ok(Ended::Interrupted),
     };
     *parts.session.lock().unwrap_or_else(PoisonError::into_inner) = Some(session_id.0.clone());
+    if args.session.is_some() {
+        parts.view.new_turn(&args.prompt);
+    }
 
     let screen = parts.view.screen();
     screen.set_busy(true);
@@ -342,7 +354,12 @@ async fn converse(
     let (answer, ended) = tokio::select! {
         answer = &mut prompt => (answer, None),
         () = interrupted.cancelled() => {
-            screen.line(Stream::Err, Paint::Plain, "heron: cancelling the turn (Ctrl-C again to stop at once)");
+            let why = if screen.out_closed().is_cancelled() {
+                "heron: stdout was closed; cancelling the turn"
+            } else {
+                "heron: cancelling the turn (Ctrl-C again to stop at once)"
+            };
+            screen.line(Stream::Err, Paint::Plain, why);
             let _ = agent.session_cancel(CancelNotification { meta: None, session_id: session_id.clone() }).await;
             match tokio::time::timeout(CANCEL_GRACE, &mut prompt).await {
                 Ok(answer) => (answer, Some(Ended::Interrupted)),

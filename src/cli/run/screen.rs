@@ -1,13 +1,17 @@
 //! The terminal `heron run` writes to: stdout carries the turn (the agent's text, tool
 //! calls, plans), stderr everything else (thoughts, questions, usage, the agent's own log).
 //! Invariants: a line on one stream never continues text left open on the other (the open
-//! stream is ended with a newline first); escape codes are written only to a terminal and
-//! only without `NO_COLOR`; text from the agent never carries control characters of its
-//! own, so it cannot move the cursor, recolour or rewrite what was shown.
+//! stream is ended with a newline first); escape codes and the spinner are written only to
+//! a terminal, and never with `NO_COLOR` or `TERM=dumb`; text from the agent never carries
+//! control characters of its own, so it cannot move the cursor, recolour or rewrite what
+//! was shown. Once stdout's reader has gone (a closed pipe), nothing more is written to it
+//! and the run is told, so that it can stop the turn.
 
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
 
 /// Where a piece of output goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +66,8 @@ pub struct Screen {
     colour_out: bool,
     colour_err: bool,
     spinner: bool,
+    /// Fired when a write to stdout finds its reader gone.
+    out_closed: CancellationToken,
 }
 
 struct State {
@@ -78,12 +84,17 @@ struct State {
 }
 
 impl Screen {
-    /// A screen for this process: colour where the stream is a terminal and `NO_COLOR` is
-    /// unset or empty, a spinner where stderr is a terminal and `spinner` is asked for.
+    /// A screen for this process: colour where the stream is a terminal, a spinner where
+    /// stderr is one and `spinner` is asked for; neither when `NO_COLOR` is set (not empty)
+    /// or `TERM` is `dumb`. The spinner goes with the colour because both rewrite the
+    /// screen with codes of their own: whoever asks for plain output (a log of the session,
+    /// a screen reader, an editor's terminal pane) gets none of them.
     pub fn for_process(spinner: bool) -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let dumb = std::env::var_os("TERM").is_some_and(|v| v == "dumb");
+        let plain = no_color || dumb;
         let err_tty = std::io::stderr().is_terminal();
-        Self::new(std::io::stdout().is_terminal() && !no_color, err_tty && !no_color, err_tty && spinner)
+        Self::new(std::io::stdout().is_terminal() && !plain, err_tty && !plain, err_tty && spinner && !plain)
     }
 
     fn new(colour_out: bool, colour_err: bool, spinner: bool) -> Self {
@@ -95,7 +106,18 @@ impl Screen {
             frame: 0,
             last_output: Instant::now(),
         };
-        Self { state: Arc::new(Mutex::new(state)), colour_out, colour_err, spinner }
+        Self {
+            state: Arc::new(Mutex::new(state)),
+            colour_out,
+            colour_err,
+            spinner,
+            out_closed: CancellationToken::new(),
+        }
+    }
+
+    /// Fired once stdout's reader has gone (`heron run ... | head -3`).
+    pub fn out_closed(&self) -> CancellationToken {
+        self.out_closed.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -234,11 +256,21 @@ impl Screen {
         } else {
             text
         };
-        // A closed stream (the reader went away) is not an error worth stopping for.
-        let _ = match stream {
-            Stream::Out => write_flushed(&mut std::io::stdout().lock(), text),
-            Stream::Err => write_flushed(&mut std::io::stderr().lock(), text),
-        };
+        match stream {
+            Stream::Out if self.out_closed.is_cancelled() => {}
+            Stream::Out => {
+                // A reader that went away stops the run (the caller watches `out_closed`);
+                // other failures (a full disk behind a redirect) lose output, nothing more.
+                if let Err(err) = write_flushed(&mut std::io::stdout().lock(), text)
+                    && err.kind() == std::io::ErrorKind::BrokenPipe
+                {
+                    self.out_closed.cancel();
+                }
+            }
+            Stream::Err => {
+                let _ = write_flushed(&mut std::io::stderr().lock(), text);
+            }
+        }
     }
 }
 

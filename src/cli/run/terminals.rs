@@ -4,7 +4,7 @@
 //! output redacted and kept within `outputByteLimit`. Invariants: no terminal outlives its
 //! release or `heron run` (its group is killed on `terminal/kill`, on release, when the
 //! command's leader exits, and at shutdown, and its keeper then ends what left the group:
-//! `heron_core::tools::keeper`); memory is bounded by the number of terminals
+//! `heron_core::local::install_keeper`); memory is bounded by the number of terminals
 //! times their output cap; an unknown terminal id is -32002.
 
 use std::collections::{HashMap, VecDeque};
@@ -17,9 +17,9 @@ use serde_json::json;
 use tokio::io::AsyncRead;
 use tokio::sync::watch;
 
+use heron_core::local::{OutputSink, collect_redacted, signal_name};
 use heron_core::sandbox::{self, Policy};
 use heron_core::secret::{Secret, StreamRedactor};
-use heron_core::tools::streams::{OutputSink, collect_redacted, signal_name};
 use heron_protocol::error::RESOURCE_NOT_FOUND;
 use heron_protocol::{
     CreateTerminalRequest, CreateTerminalResponse, KillTerminalResponse, ReleaseTerminalResponse, RpcError,
@@ -215,7 +215,7 @@ impl Terminals {
         // What leaves the group (`setsid`) is ended by the command's keeper, which only the
         // group's end reaches: so the child itself is never killed from here.
         #[cfg(target_os = "linux")]
-        heron_core::tools::keeper::install(&mut command);
+        heron_core::local::install_keeper(&mut command);
         let spawned = command.spawn();
         // The command holds the sandbox's ruleset descriptor: closed here, once the child has it.
         drop(command);

@@ -11,7 +11,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use heron_protocol::{
-    ContentBlock, Diff, Plan, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
+    ContentBlock, Diff, PermissionOptionKind, Plan, PlanEntryStatus, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate,
     ToolKind,
 };
 
@@ -45,6 +46,9 @@ pub struct CallInfo {
     terminal: Option<String>,
     /// Diffs already shown, by fingerprint.
     shown: HashSet<u64>,
+    /// Text contents already shown, by fingerprint: an update that repeats the call's
+    /// content (a pending call, then its update) shows it once.
+    shown_texts: HashSet<u64>,
 }
 
 impl CallInfo {
@@ -115,6 +119,25 @@ impl CallInfo {
         (lines, cut)
     }
 
+    /// The text contents of `update` not shown yet for this call; marks them shown.
+    fn unshown_texts(&mut self, update: &ToolCallUpdate) -> Vec<String> {
+        use std::hash::{Hash, Hasher};
+        let mut texts = Vec::new();
+        for content in update.content.iter().flatten() {
+            // A terminal's output is shown when its call ends; diffs are shown apart.
+            if let ToolCallContent::Content(c) = content
+                && let ContentBlock::Text(text) = &c.content
+            {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                text.text.hash(&mut hasher);
+                if self.shown_texts.insert(hasher.finish()) {
+                    texts.push(text.text.clone());
+                }
+            }
+        }
+        texts
+    }
+
     /// The diffs not shown yet, rendered; marks them shown.
     pub fn unshown_diffs(&mut self) -> Vec<(Paint, String)> {
         let mut lines = Vec::new();
@@ -162,6 +185,13 @@ fn fingerprint(diff: &Diff) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (&diff.path, &diff.old_text, &diff.new_text).hash(&mut hasher);
     hasher.finish()
+}
+
+/// `text` without a first line that is `command` (or `$ command`) when the title already
+/// showed it: Heron repeats the command in the pending card and the finished one.
+fn without_command<'a>(text: &'a str, command: &str) -> &'a str {
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    if first == command || first.strip_prefix("$ ") == Some(command) { rest } else { text }
 }
 
 /// A unified diff of `diff`, coloured by line, clipped to `max_lines` (then a line says how
@@ -250,6 +280,43 @@ impl View {
         (info.clone(), diffs)
     }
 
+    /// Says on stdout how a permission question was answered: the question and its diff
+    /// go to stderr, and the record of the turn on stdout must still say what was allowed.
+    pub fn permission_answered(
+        &self,
+        request: &RequestPermissionRequest,
+        outcome: &RequestPermissionOutcome,
+    ) {
+        if self.json {
+            return;
+        }
+        let title = {
+            let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+            calls.by_id.get(&request.tool_call.tool_call_id.0).and_then(|info| info.title.clone())
+        }
+        .or_else(|| request.tool_call.title.clone())
+        .unwrap_or_else(|| request.tool_call.tool_call_id.0.clone());
+        let chosen = match outcome {
+            RequestPermissionOutcome::Selected(selected) => {
+                request.options.iter().find(|option| option.option_id == selected.option_id)
+            }
+            RequestPermissionOutcome::Cancelled => None,
+        };
+        let (paint, said) = match chosen {
+            Some(option)
+                if matches!(
+                    option.kind,
+                    PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways
+                ) =>
+            {
+                (Paint::Green, format!("approved ({})", option.name))
+            }
+            Some(option) => (Paint::Red, format!("rejected ({})", option.name)),
+            None => (Paint::Red, "not answered".to_owned()),
+        };
+        self.screen.line(Stream::Out, paint, &format!("  {said}: {}", visible(&title)));
+    }
+
     /// Shows one session update.
     pub fn update(&self, update: SessionUpdate) {
         if self.json {
@@ -267,6 +334,7 @@ impl View {
                     self.screen.stream(Stream::Err, Paint::Dim, &text.text);
                 }
             }
+            SessionUpdate::UserMessageChunk(chunk) => self.user_message(&chunk.content),
             SessionUpdate::ToolCall(call) => {
                 self.screen.line(Stream::Out, Paint::Bold, &format!("» {}", call.title));
                 self.tool_call_update(&as_update(&call));
@@ -283,10 +351,39 @@ impl View {
         }
     }
 
+    /// A user's message, quoted with `> ` (and dimmed on a terminal) so that it reads apart
+    /// from the answers: what a load replays, and prompts the user did not type here
+    /// (inbox items, steers). What is not text is named, not shown.
+    fn user_message(&self, content: &ContentBlock) {
+        let text = match content {
+            ContentBlock::Text(text) => text.text.clone(),
+            ContentBlock::ResourceLink(link) => format!("[{}]", link.uri),
+            ContentBlock::Resource(_) => "[an attached file]".to_owned(),
+            ContentBlock::Image(_) => "[an image]".to_owned(),
+            ContentBlock::Audio(_) => "[audio]".to_owned(),
+        };
+        let lines: Vec<(Paint, String)> =
+            text.lines().map(|line| (Paint::Dim, format!("> {line}"))).collect();
+        if !lines.is_empty() {
+            self.screen.lines(Stream::Out, &lines);
+        }
+    }
+
+    /// Marks where the replay of a loaded session ends and the new turn begins, quoting the
+    /// new prompt (which the agent does not echo) the way the replay quoted earlier ones.
+    pub fn new_turn(&self, prompt: &str) {
+        if self.json {
+            return;
+        }
+        let mut lines = vec![(Paint::Dim, "──── new turn ────".to_owned())];
+        lines.extend(prompt.lines().map(|line| (Paint::Dim, format!("> {line}"))));
+        self.screen.lines(Stream::Out, &lines);
+    }
+
     fn tool_call_update(&self, update: &ToolCallUpdate) {
         let mut lines = Vec::new();
         let ended = matches!(update.status, Some(ToolCallStatus::Completed | ToolCallStatus::Failed));
-        let terminal = {
+        let (terminal, texts, command_in_title) = {
             let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
             let info = calls.entry(&update.tool_call_id.0);
             info.merge(update);
@@ -294,28 +391,32 @@ impl View {
             if update.status.is_some_and(|s| s != ToolCallStatus::Pending) {
                 lines.extend(info.unshown_diffs());
             }
-            if ended { info.terminal.take() } else { None }
+            let texts = info.unshown_texts(update);
+            // The title showed the command whole (`Run cargo test`): its text need not.
+            let command_in_title = info.command.clone().filter(|c| {
+                !c.contains('\n') && info.title.as_deref().is_some_and(|t| t.contains(c.as_str()))
+            });
+            (if ended { info.terminal.take() } else { None }, texts, command_in_title)
         };
-        // A command run in one of our terminals: its output is ours to show.
-        if let Some(output) = terminal.and_then(|id| self.terminals.tail(&id)) {
+        let texts: Vec<&str> = texts
+            .iter()
+            .map(|text| {
+                command_in_title.as_deref().map_or(text.as_str(), |command| without_command(text, command))
+            })
+            .filter(|text| !text.trim().is_empty())
+            .collect();
+        // A command run in one of our terminals: its output is ours to show, unless the
+        // agent's own account of the call already holds it (Heron's does).
+        if let Some(output) = terminal.and_then(|id| self.terminals.tail(&id))
+            && !texts.iter().any(|text| text.contains(output.trim()))
+        {
             lines.extend(output.lines().map(|l| (Paint::Plain, format!("  {l}"))));
         }
-        for content in update.content.iter().flatten() {
-            match content {
-                ToolCallContent::Content(c) => {
-                    if let ContentBlock::Text(text) = &c.content {
-                        let all: Vec<&str> = text.text.lines().collect();
-                        lines.extend(
-                            all.iter().take(MAX_TEXT_LINES).map(|l| (Paint::Plain, format!("  {l}"))),
-                        );
-                        if all.len() > MAX_TEXT_LINES {
-                            lines
-                                .push((Paint::Dim, format!("  … {} more lines", all.len() - MAX_TEXT_LINES)));
-                        }
-                    }
-                }
-                // A terminal's output is shown when its call ends; diffs are shown above.
-                ToolCallContent::Terminal(_) | ToolCallContent::Diff(_) => {}
+        for text in texts {
+            let all: Vec<&str> = text.lines().collect();
+            lines.extend(all.iter().take(MAX_TEXT_LINES).map(|l| (Paint::Plain, format!("  {l}"))));
+            if all.len() > MAX_TEXT_LINES {
+                lines.push((Paint::Dim, format!("  … {} more lines", all.len() - MAX_TEXT_LINES)));
             }
         }
         match update.status {
@@ -332,7 +433,8 @@ impl View {
         let mut lines = vec![(Paint::Bold, "Plan:".to_owned())];
         for entry in &plan.entries {
             let status = entry.status.to_string().replace('_', " ");
-            let paint = if status == "completed" { Paint::Dim } else { Paint::Plain };
+            let paint =
+                if matches!(entry.status, PlanEntryStatus::Completed) { Paint::Dim } else { Paint::Plain };
             lines.push((paint, format!("  [{status}] {}", entry.content)));
         }
         self.screen.lines(Stream::Out, &lines);
@@ -342,6 +444,14 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_the_title_showed_is_not_repeated() {
+        assert_eq!(without_command("echo hi\n(in /ws)", "echo hi"), "(in /ws)");
+        assert_eq!(without_command("$ echo hi\nExit code: 0", "echo hi"), "Exit code: 0");
+        assert_eq!(without_command("$ echo hi", "echo hi"), "");
+        assert_eq!(without_command("Exit code: 0\n$ echo hi", "echo hi"), "Exit code: 0\n$ echo hi");
+    }
 
     #[test]
     fn a_new_file_diffs_against_dev_null_and_long_diffs_are_clipped() {

@@ -1,26 +1,47 @@
 //! An `--agent` command line as the caller typed it, made to work where the agent runs: the
-//! agent starts in the scenario's temporary workspace, so a program named by a relative path
-//! (`./my-agent`, `bin/agent --acp`) is resolved against the caller's directory first. Only
-//! that first word changes; the rest of the line goes to `sh -c` as typed.
+//! agent starts in the scenario's temporary workspace, so paths relative to the caller's
+//! directory are resolved there first: the program word when it is a relative path
+//! (`./my-agent`, `bin/agent --acp`), and every other word that starts with `./` or `../`
+//! (`node ./agent.mjs`). Everything else goes to `sh -c` as typed.
 
 use std::path::Path;
 
-/// `line` with its first word made absolute against `cwd` when that word is a relative path
-/// (it holds a `/`, does not start with one) to something that exists there. A word the shell
-/// would expand or unquote (`~`, `$`, quotes, backslashes, globs) is left for the shell.
-pub fn resolve_program(line: &str, cwd: &Path) -> String {
-    let start = line.len() - line.trim_start().len();
-    let rest_of_line = &line[start..];
-    let end = rest_of_line.find(char::is_whitespace).unwrap_or(rest_of_line.len());
-    let (word, rest) = rest_of_line.split_at(end);
-    let shell_syntax = |c: char| "~$'\"\\`*?[]{}();&|<>!#=".contains(c);
-    if !word.contains('/') || word.starts_with('/') || word.contains(shell_syntax) {
-        return line.to_owned();
-    }
-    let program = cwd.join(word);
-    match program.to_str() {
-        Some(path) if program.exists() => format!("{}{}{rest}", &line[..start], quoted(path)),
-        _ => line.to_owned(),
+/// Characters that make a word the shell's to expand or unquote, so it is left alone.
+fn shell_syntax(c: char) -> bool {
+    "~$'\"\\`*?[]{}();&|<>!#=".contains(c)
+}
+
+/// `line` with its relative paths made absolute against `cwd`: the first word when it holds
+/// a `/` without starting with one, and any later word that starts with `./` or `../`, each
+/// only when it names something that exists there. A word the shell would expand or unquote
+/// (`~`, `$`, quotes, backslashes, globs) is left for the shell, and so is the whitespace.
+pub fn resolve_paths(line: &str, cwd: &Path) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    let mut first = true;
+    loop {
+        let blank = rest.len() - rest.trim_start().len();
+        out.push_str(&rest[..blank]);
+        rest = &rest[blank..];
+        if rest.is_empty() {
+            return out;
+        }
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let (word, after) = rest.split_at(end);
+        let relative = if first {
+            word.contains('/') && !word.starts_with('/')
+        } else {
+            word.starts_with("./") || word.starts_with("../")
+        };
+        let path = cwd.join(word);
+        match path.to_str() {
+            Some(absolute) if relative && !word.contains(shell_syntax) && path.exists() => {
+                out.push_str(&quoted(absolute));
+            }
+            _ => out.push_str(word),
+        }
+        first = false;
+        rest = after;
     }
 }
 
@@ -38,11 +59,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(dir.path().join("bin")).expect("mkdir");
         std::fs::write(dir.path().join("bin/agent"), "").expect("write");
-        let resolved = resolve_program("./bin/agent --acp 'two words'", dir.path());
+        let resolved = resolve_paths("./bin/agent --acp 'two words'", dir.path());
         let expected = format!("'{}' --acp 'two words'", dir.path().join("./bin/agent").display());
         assert_eq!(resolved, expected);
         assert_eq!(
-            resolve_program("bin/agent", dir.path()),
+            resolve_paths("bin/agent", dir.path()),
             format!("'{}'", dir.path().join("bin/agent").display())
         );
     }
@@ -60,7 +81,39 @@ mod tests {
             "'./agent'",
             "",
         ] {
-            assert_eq!(resolve_program(line, dir.path()), line, "{line}");
+            assert_eq!(resolve_paths(line, dir.path()), line, "{line}");
+        }
+    }
+
+    #[test]
+    fn argument_words_starting_with_dot_slash_are_resolved_too() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+        std::fs::write(dir.path().join("agent.mjs"), "").expect("write");
+        std::fs::write(dir.path().join("sub/conf.json"), "").expect("write");
+        let at = |name: &str| format!("'{}'", dir.path().join(name).display());
+        assert_eq!(
+            resolve_paths("node ./agent.mjs --acp", dir.path()),
+            format!("node {} --acp", at("./agent.mjs"))
+        );
+        let nested = dir.path().join("sub");
+        assert_eq!(
+            resolve_paths("node  ../agent.mjs ./conf.json", &nested),
+            format!(
+                "node  '{}' '{}'",
+                nested.join("../agent.mjs").display(),
+                nested.join("./conf.json").display()
+            )
+        );
+        // Not relative by the rule, missing, or the shell's: as typed.
+        for line in [
+            "node agent.mjs",
+            "node ./missing.mjs",
+            "node './agent.mjs'",
+            "node ./*.mjs",
+            "node sub/conf.json",
+        ] {
+            assert_eq!(resolve_paths(line, dir.path()), line, "{line}");
         }
     }
 

@@ -3,12 +3,13 @@
 //! directory a client message names lies in the scenario's sandbox, both checked before
 //! anything is created or started, and the agent starts with its working directory, HOME,
 //! TMPDIR and HERON_HOME in the sandbox and little else of the caller's environment,
-//! confined by the OS sandbox to writing there.
+//! confined by the OS sandbox to writing there, to reading only the system folders, its own
+//! program and the sandbox, and to no TCP at all.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use heron_core::config::Home;
-use heron_core::sandbox::{Policy, Withheld, confine_blocking};
+use heron_core::sandbox::{Policy, PrivateTemp, Withheld, confine_blocking};
 use std::process::Command;
 
 use serde_json::Value;
@@ -54,6 +55,25 @@ const REFUSED: &[(&str, &str)] = &[
 /// with the caller, so a transcript's model config or commands cannot send it anywhere.
 const PASSED_THROUGH: &[&str] =
     &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "HERON_LOG", "RUST_LOG", "RUST_BACKTRACE"];
+
+/// The folders of the system that the agent and its commands may read and run from, beside
+/// its own program and the scenario: programs, libraries, `/etc` (its secrets hidden), the
+/// kernel's views and the device files. Not `/home`, `/root`, `/tmp`, `/var` or `/run`.
+const SYSTEM_FOLDERS: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix/store",
+    "/proc",
+    "/sys",
+    "/dev",
+];
 
 /// The header's arguments once checked: flag and value pairs, written back as `--flag=value`
 /// so a value can never be read as another flag.
@@ -183,11 +203,19 @@ fn inside_sandbox(value: &str) -> Result<(), String> {
 /// do, its tools' commands and its MCP servers included, runs below this command.
 ///
 /// The agent runs in the OS sandbox (`heron_core::sandbox`, Landlock where the kernel has
-/// it): it writes only inside the scenario's folder (not the temp folders), and the caller's
-/// own Heron home is hidden from it. It is also pointed at the sandbox: its working
-/// directory is the workspace, HOME, TMPDIR and HERON_HOME are the sandbox's, and it sees
-/// only [`PASSED_THROUGH`] of the caller's environment.
-pub(super) fn agent_command(program: &Path, args: &[String], sandbox: &Sandbox) -> Result<Command, String> {
+/// it): it writes only inside the scenario's folder (not the temp folders); it reads only
+/// there, in [`SYSTEM_FOLDERS`] and in `program_files` (its own program, its interpreter),
+/// so a transcript's commands find none of the user's files to send; it may neither bind
+/// nor connect TCP, since a replay talks to the scripted model and nothing else; and the
+/// caller's own Heron home is hidden from it. It is also pointed at the sandbox: its
+/// working directory is the workspace, HOME, TMPDIR and HERON_HOME are the sandbox's, and
+/// it sees only [`PASSED_THROUGH`] of the caller's environment.
+pub(super) fn agent_command(
+    program: &Path,
+    args: &[String],
+    program_files: Vec<PathBuf>,
+    sandbox: &Sandbox,
+) -> Result<Command, String> {
     let mut command = Command::new(program);
     command.args(args).current_dir(sandbox.ws()).env_clear();
     for key in PASSED_THROUGH {
@@ -197,6 +225,9 @@ pub(super) fn agent_command(program: &Path, args: &[String], sandbox: &Sandbox) 
     }
     command.env("HOME", sandbox.user_home()).env("TMPDIR", sandbox.tmp()).env("HERON_HOME", sandbox.home());
     let callers_home = Home::from_env().map(|h| h.root().to_path_buf()).unwrap_or_default();
+    // The runner itself: a wrapper script named by `--agent` may start this Heron.
+    let runner = std::env::current_exe().ok();
+    let readable = SYSTEM_FOLDERS.iter().map(PathBuf::from).chain(program_files).chain(runner).collect();
     let policy = Policy {
         enabled: true,
         home: callers_home,
@@ -206,6 +237,12 @@ pub(super) fn agent_command(program: &Path, args: &[String], sandbox: &Sandbox) 
         withheld: Withheld::default(),
         // The agent may sandbox its own tools (Heron does), which needs to list `/`.
         list_carved: true,
+        readable: Some(readable),
+        network: false,
+        // Covered where the agent gets a mount namespace; its own children inherit it.
+        host_sockets: heron_core::sandbox::host_sockets(),
+        // The agent's TMPDIR is the scenario's own.
+        temp: PrivateTemp::default(),
     };
     confine_blocking(&mut command, &policy).map_err(|e| e.to_string())?;
     Ok(command)

@@ -1,9 +1,12 @@
 //! Runs a transcript against an agent: checks what the transcript asks for (`confine`),
 //! prepares its sandbox (`sandbox`), starts the agent (`transport`), replays the exchange
-//! (`replay`) and, in refresh mode, rewrites the expectations that no longer hold
-//! (`refresh`), then replays once more to prove them.
+//! (`replay`, answering as the client in the acp profile: `client`) and, in refresh mode,
+//! rewrites the expectations that no longer hold (`refresh`), then replays once more to
+//! prove them.
 
+mod agent_files;
 mod agent_line;
+mod client;
 mod confine;
 mod refresh;
 mod replay;
@@ -15,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::format::{FormatError, Scenario};
 
-pub use agent_line::resolve_program;
+pub use agent_line::resolve_paths;
 use confine::CheckedArgs;
 pub use replay::{Replayed, replay};
 pub use sandbox::Sandbox;
@@ -23,6 +26,12 @@ pub use transport::{ProcessTransport, Received, Transport};
 
 /// How long to wait for each expected message unless the header says otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an agent that has sent nothing yet may take to send its first message (unless
+/// the header allows longer). That wait holds the agent's start-up, which is not what a
+/// timeout between messages bounds and grows with the machine's load far more than a
+/// reply: the TypeScript echo agent answers `initialize` 0.4 s after it is started on an
+/// idle machine and over 4 s on a busy one, and then each request in a hundredth of that.
+pub(super) const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a run of repeated messages may pause before it counts as finished, when no
 /// expectation follows it.
 pub(super) const GRACE: Duration = Duration::from_millis(300);
@@ -97,11 +106,14 @@ fn start(agent: &AgentCommand, args: &CheckedArgs, sandbox: &Sandbox) -> Result<
         AgentCommand::Heron(exe) => {
             let mut line = vec!["acp".to_owned()];
             line.extend(args.command_line(&sandbox.paths));
-            confine::agent_command(exe, &line, sandbox)
+            confine::agent_command(exe, &line, vec![exe.clone()], sandbox)
         }
-        AgentCommand::Shell(line) => {
-            confine::agent_command(Path::new("sh"), &["-c".to_owned(), line.clone()], sandbox)
-        }
+        AgentCommand::Shell(line) => confine::agent_command(
+            Path::new("sh"),
+            &["-c".to_owned(), line.clone()],
+            agent_files::of_line(line),
+            sandbox,
+        ),
     };
     let command = command.map_err(|e| Failure::new(0, format!("cannot confine the agent: {e}"), ""))?;
     ProcessTransport::spawn(command).map_err(|e| Failure::new(0, format!("cannot start the agent: {e}"), ""))

@@ -4,15 +4,21 @@
 //! Messages the header's `ignore` patterns name are passed over wherever the expectation at
 //! hand does not match them, and a scenario whose `requires` the agent's `initialize`
 //! answer does not meet stops there, skipped, before anything more is sent.
+//!
+//! In the acp profile the runner is also the client an agent may lean on during a turn:
+//! a request the expectation at hand does not match is answered by the runner instead of
+//! failing the scenario (`client`), and an agent that answers `session/new` with ACP's
+//! auth_required (-32000) is reported as skipped, since nothing after it can be tested.
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::client::{AUTH_REQUIRED, Client};
 use super::refresh::rewrite_segment;
 use super::transport::{Received, Transport};
-use super::{DEFAULT_TIMEOUT, EOF_WAIT, Failure, GRACE};
-use crate::conformance::format::{Expectation, Item, Scenario, requirement_met};
+use super::{DEFAULT_TIMEOUT, EOF_WAIT, Failure, GRACE, STARTUP_TIMEOUT};
+use crate::conformance::format::{Expectation, Item, Profile, Scenario, requirement_met};
 use crate::conformance::matcher::{self, Bindings, Paths, fill, matches, merge, side_by_side, signature};
 
 /// How a replay that did not fail ended.
@@ -32,6 +38,8 @@ struct Replay<'a> {
     paths: &'a Paths,
     bindings: Bindings,
     timeout: Duration,
+    /// Whether the agent has sent anything yet: until it has, it may still be starting.
+    heard: bool,
     /// A message read ahead (after a repeated run) and not yet matched.
     pushed: Option<Value>,
     /// Every message read in the current segment, in order (for refresh).
@@ -40,6 +48,15 @@ struct Replay<'a> {
     ignore: &'a [Value],
     /// The ids of the `initialize` requests sent, and the first result one of them got.
     initialize: (Vec<Value>, Option<Value>),
+    /// In the acp profile, the client that answers the agent's own requests: what the
+    /// scenario's `initialize` advertised. `None` in other profiles, whose transcripts say
+    /// every answer themselves.
+    client: Option<super::client::Client>,
+    /// The ids of the `session/new` requests sent (acp profile: an auth_required answer to
+    /// one skips the scenario).
+    session_new: Vec<Value>,
+    /// Why the scenario stopped short as skipped, once the agent said so mid-segment.
+    skipped: Option<String>,
 }
 
 impl Replay<'_> {
@@ -51,6 +68,40 @@ impl Replay<'_> {
     /// Passes over the message just read: it is not part of the exchange.
     fn pass_over(&mut self) {
         self.seen.pop();
+    }
+
+    /// Answers `message` when it is a request of the agent the runner serves as the client
+    /// (acp profile); `false` when it is not one, so it counts against the scenario.
+    fn answered(&mut self, message: &Value, line: usize) -> Result<bool, Failure> {
+        let Some(answer) = self.client.as_ref().and_then(|client| client.answer(message)) else {
+            return Ok(false);
+        };
+        self.transport.send(&answer.to_string()).map_err(|e| Failure::new(line, e, ""))?;
+        Ok(true)
+    }
+
+    /// Why the scenario is skipped when `message` is an agent's auth_required answer to a
+    /// `session/new` (acp profile): it cannot open a session without credentials the
+    /// runner does not have.
+    fn needs_auth(&self, message: &Value) -> Option<String> {
+        let id = message.get("id")?;
+        let code = message.get("error")?.get("code")?.as_i64()?;
+        (self.client.is_some() && code == AUTH_REQUIRED && self.session_new.contains(id))
+            .then(|| "the agent requires authentication".to_owned())
+    }
+
+    /// Whether a message no expectation matched is passed over: ignored by the header,
+    /// answered by the runner as the client, or the auth_required that skips the scenario.
+    fn passed_over(&mut self, message: &Value, line: usize) -> Result<bool, Failure> {
+        if let Some(reason) = self.needs_auth(message) {
+            self.skipped = Some(reason);
+            return Ok(true);
+        }
+        if self.ignorable(message) || self.answered(message, line)? {
+            self.pass_over();
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// Keeps the first answer to an `initialize` request, for the header's `requires`.
@@ -72,6 +123,9 @@ impl Replay<'_> {
 
     /// The next message, or `None` when nothing came within `wait`.
     fn next(&mut self, wait: Duration, line: usize) -> Result<Option<Value>, Failure> {
+        if self.skipped.is_some() {
+            return Ok(None);
+        }
         if let Some(message) = self.pushed.take() {
             self.seen.push(message.clone());
             return Ok(Some(message));
@@ -79,6 +133,7 @@ impl Replay<'_> {
         match self.transport.recv(wait) {
             Received::Line(text) => match serde_json::from_str::<Value>(&text) {
                 Ok(message) => {
+                    self.heard = true;
                     self.note_initialize(&message);
                     self.seen.push(message.clone());
                     Ok(Some(message))
@@ -106,12 +161,19 @@ impl Replay<'_> {
         self.pushed = Some(message);
     }
 
+    /// How long the next expected message may take: the scenario's timeout, or, while the
+    /// agent has sent nothing, long enough for it to start too.
+    fn wait(&self) -> Duration {
+        if self.heard { self.timeout } else { self.timeout.max(STARTUP_TIMEOUT) }
+    }
+
     fn required(&mut self, pattern: &Value, line: usize) -> Result<Value, Failure> {
-        match self.next(self.timeout, line)? {
+        let wait = self.wait();
+        match self.next(wait, line)? {
             Some(message) => Ok(message),
             None => Err(Failure::new(
                 line,
-                format!("nothing arrived within {:?}; expected:", self.timeout),
+                format!("nothing arrived within {wait:?}; expected:"),
                 serde_json::to_string_pretty(pattern).unwrap_or_default(),
             )),
         }
@@ -134,7 +196,11 @@ impl Replay<'_> {
             let message = self.required(&e.pattern, e.line)?;
             match matches(&e.pattern, &message, self.paths, &mut self.bindings) {
                 Ok(()) => break,
-                Err(_) if self.ignorable(&message) => self.pass_over(),
+                Err(_) if self.passed_over(&message, e.line)? => {
+                    if self.skipped.is_some() {
+                        return Ok(());
+                    }
+                }
                 Err(mismatch) => {
                     return Err(Failure::new(
                         e.line,
@@ -166,7 +232,11 @@ impl Replay<'_> {
                     let _ = matches(&entries[index].pattern, &message, self.paths, &mut self.bindings);
                     used[index] += 1;
                 }
-                None if self.ignorable(&message) => self.pass_over(),
+                None if self.passed_over(&message, begin)? => {
+                    if self.skipped.is_some() {
+                        return Ok(());
+                    }
+                }
                 None => {
                     let unmatched: Vec<&Expectation> = entries
                         .iter()
@@ -218,6 +288,9 @@ impl Replay<'_> {
     /// Matches one segment (the expectations between two sends).
     fn segment(&mut self, items: &[&Item], followed_by_expectation_at_end: bool) -> Result<(), Failure> {
         for (index, item) in items.iter().enumerate() {
+            if self.skipped.is_some() {
+                break;
+            }
             let followed = index + 1 < items.len() || followed_by_expectation_at_end;
             match item {
                 Item::Expect(e) => self.expect(e, followed)?,
@@ -231,9 +304,7 @@ impl Replay<'_> {
     /// Reads whatever else arrives until the agent is quiet for `quiet`.
     fn drain(&mut self, quiet: Duration, line: usize) -> Result<(), Failure> {
         while let Some(message) = self.next(quiet, line)? {
-            if self.ignorable(&message) {
-                self.pass_over();
-            }
+            self.passed_over(&message, line)?;
         }
         Ok(())
     }
@@ -261,10 +332,14 @@ pub fn replay(
         paths,
         bindings: Bindings::default(),
         timeout,
+        heard: false,
         pushed: None,
         seen: Vec::new(),
         ignore: &scenario.header.ignore,
         initialize: (Vec::new(), None),
+        client: (scenario.header.profile == Profile::Acp).then(|| Client::of(scenario)),
+        session_new: Vec::new(),
+        skipped: None,
     };
     let outcome = replay_items(scenario, &mut replay, refresh);
     outcome.map_err(|mut failure| {
@@ -295,10 +370,13 @@ fn replay_items(scenario: &Scenario, replay: &mut Replay<'_>, refresh: bool) -> 
                 return Ok(Replayed::Skipped(reason));
             }
             if let Item::Send { message, .. } = &items[index]
-                && message.get("method").and_then(Value::as_str) == Some("initialize")
                 && let Some(id) = message.get("id")
             {
-                replay.initialize.0.push(id.clone());
+                match message.get("method").and_then(Value::as_str) {
+                    Some("initialize") => replay.initialize.0.push(id.clone()),
+                    Some("session/new") => replay.session_new.push(id.clone()),
+                    _ => {}
+                }
             }
             replay.send(&items[index])?;
             index += 1;
@@ -314,6 +392,9 @@ fn replay_items(scenario: &Scenario, replay: &mut Replay<'_>, refresh: bool) -> 
         replay.seen.clear();
         if !refresh {
             replay.segment(&segment, false)?;
+            if let Some(reason) = replay.skipped.take() {
+                return Ok(Replayed::Skipped(reason));
+            }
             continue;
         }
         let changed = match replay.segment(&segment, false) {
@@ -327,6 +408,9 @@ fn replay_items(scenario: &Scenario, replay: &mut Replay<'_>, refresh: bool) -> 
                 true
             }
         };
+        if let Some(reason) = replay.skipped.take() {
+            return Ok(Replayed::Skipped(reason));
+        }
         if changed {
             let lines = rewrite_segment(&segment, &replay.seen, replay.paths, &mut replay.bindings);
             replacements.push((first_line, end_line, lines));
@@ -343,8 +427,16 @@ fn replay_items(scenario: &Scenario, replay: &mut Replay<'_>, refresh: bool) -> 
         ));
     }
     // Nothing may follow the last expectation: end the input and read to the end.
-    match replay.pushed.take() {
-        Some(message) if replay.ignorable(&message) => replay.seen.clear(),
+    let pushed = replay.pushed.take();
+    let passed = match &pushed {
+        Some(message) => replay.passed_over(message, last_line)?,
+        None => false,
+    };
+    if let Some(reason) = replay.skipped.take() {
+        return Ok(Replayed::Skipped(reason));
+    }
+    match pushed {
+        Some(_) if passed => replay.seen.clear(),
         Some(message) if !refresh => return Err(unexpected(last_line, &message)),
         Some(message) => replay.seen = vec![message],
         None => replay.seen.clear(),
@@ -359,7 +451,10 @@ fn replay_items(scenario: &Scenario, replay: &mut Replay<'_>, refresh: bool) -> 
         match replay.transport.recv(left) {
             Received::Line(text) => {
                 let message = serde_json::from_str(&text).unwrap_or(Value::String(text));
-                if replay.ignorable(&message) {
+                // A request of the agent's after the input closed has no one left to answer
+                // it; in the acp profile it is the runner's as the client, so not a deviation.
+                let clients = replay.client.as_ref().is_some_and(|c| c.answer(&message).is_some());
+                if replay.ignorable(&message) || clients {
                     continue;
                 }
                 if !refresh {
@@ -396,4 +491,54 @@ fn unexpected(line: usize, message: &Value) -> Failure {
         "the agent sent a message the transcript does not expect",
         side_by_side(&Value::String("(nothing)".into()), message),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Answers each line sent with `answers`' next line, and records how long each read
+    /// was allowed to wait.
+    struct Recording {
+        answers: std::collections::VecDeque<String>,
+        out: Option<String>,
+        waits: Vec<Duration>,
+    }
+
+    impl Transport for Recording {
+        fn send(&mut self, _line: &str) -> Result<(), String> {
+            self.out = self.answers.pop_front();
+            Ok(())
+        }
+
+        fn recv(&mut self, wait: Duration) -> Received {
+            self.waits.push(wait);
+            self.out.take().map_or(Received::Timeout, Received::Line)
+        }
+
+        fn close_input(&mut self) {}
+    }
+
+    #[test]
+    fn the_first_message_may_take_the_start_up_allowance_and_later_ones_the_scenarios_timeout() {
+        let text = [
+            r#"{"scenario": "two requests", "timeout_ms": 200}"#,
+            r#"{"send": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}}"#,
+            r#"{"expect": {"jsonrpc": "2.0", "id": 0, "result": {}}}"#,
+            r#"{"send": {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}}}"#,
+            r#"{"expect": {"jsonrpc": "2.0", "id": 1, "result": {}}}"#,
+        ]
+        .join("\n");
+        let scenario = Scenario::parse("waits", &text).expect("parses");
+        let answers = [r#"{"jsonrpc":"2.0","id":0,"result":{}}"#, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#];
+        let mut transport = Recording {
+            answers: answers.iter().map(|a| (*a).to_owned()).collect(),
+            out: None,
+            waits: Vec::new(),
+        };
+        let replayed = replay(&scenario, &mut transport, &Paths::default(), false).expect("passes");
+        assert_eq!(replayed, Replayed::Passed);
+        let timeout = Duration::from_millis(200);
+        assert_eq!(transport.waits[..2], [STARTUP_TIMEOUT, timeout], "{:?}", transport.waits);
+    }
 }

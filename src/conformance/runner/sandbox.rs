@@ -1,6 +1,6 @@
 //! A scenario's private HERON_HOME and workspace, with a HOME and TMPDIR of its own for the
-//! agent: created from the transcript's header (script, config, workspace files) and
-//! removed afterwards. Everything the agent is meant to write lies under its root.
+//! agent: created from the transcript's header (script, config, workspace and home files)
+//! and removed afterwards. Everything the agent is meant to write lies under its root.
 
 use std::path::{Path, PathBuf};
 
@@ -59,17 +59,16 @@ impl Sandbox {
             std::fs::write(sandbox.home().join("config.toml"), config)?;
         }
         for (name, text) in &header.files {
-            let relative = Path::new(name);
-            if relative.is_absolute() || relative.components().any(|c| c == std::path::Component::ParentDir) {
+            write_below(&sandbox.ws(), "workspace", name, text)?;
+        }
+        for (name, text) in &header.home_files {
+            // The header's own keys say these two; a second say would be a silent overwrite.
+            if ["config.toml", "script.jsonl"].contains(&name.as_str()) {
                 return Err(std::io::Error::other(format!(
-                    "workspace file `{name}` is outside the workspace"
+                    "home file `{name}` is written from the header's `config` and `script`"
                 )));
             }
-            let path = sandbox.ws().join(relative);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            std::fs::write(path, text)?;
+            write_below(&sandbox.home(), "home", name, text)?;
         }
         Ok(sandbox)
     }
@@ -98,6 +97,20 @@ impl Sandbox {
     pub fn tmp(&self) -> PathBuf {
         self.root.join("tmp")
     }
+}
+
+/// Writes `text` to `name` below `dir` (the workspace or the home), creating its folders;
+/// a name that is absolute or climbs with `..` is refused, so nothing lands outside.
+fn write_below(dir: &Path, what: &str, name: &str, text: &str) -> std::io::Result<()> {
+    let relative = Path::new(name);
+    if relative.is_absolute() || relative.components().any(|c| c == std::path::Component::ParentDir) {
+        return Err(std::io::Error::other(format!("{what} file `{name}` is outside the {what}")));
+    }
+    let path = dir.join(relative);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, text)
 }
 
 impl Drop for Sandbox {

@@ -6,11 +6,11 @@
 use std::path::PathBuf;
 
 /// The longest command name, in characters.
-pub const MAX_NAME: usize = 64;
+pub(super) const MAX_NAME: usize = 64;
 
 /// The largest prompt a command expands to, in bytes: a template that repeats
 /// `$ARGUMENTS` cannot multiply a long argument without bound.
-pub const MAX_EXPANDED: usize = 4 * 1024 * 1024;
+pub(super) const MAX_EXPANDED: usize = 4 * 1024 * 1024;
 
 /// Where a custom command comes from; it decides which wins a name clash.
 #[derive(Debug, Clone, PartialEq, Eq)]

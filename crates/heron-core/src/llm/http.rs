@@ -7,11 +7,16 @@
 //!
 //! - Every attempt starts with `Attempt { number }` (1 first); text of an earlier attempt
 //!   is void.
+//! - A request the server refuses for something optional the API added on its own (the
+//!   Responses API's encrypted reasoning, which some models do not support) is sent once
+//!   more without it, at once and beside the retries below.
 //! - Retried, at most `max_retries` times, with exponential backoff and jitter (or the
 //!   server's `Retry-After` seconds, up to [`MAX_RETRY_DELAY`]): connect and send
 //!   failures, 429, 500, 502, 503, 504, 529, a stream that breaks before the answer
-//!   finished, one that (for APIs that mark their end) ends cleanly before it, and an
-//!   error sent inside the stream that says the server is busy (429, 503, 529). Any other status fails at once with the provider's message.
+//!   finished, one that ends cleanly before it (no finish reason nor `[DONE]`, no stop
+//!   reason, no `response.completed`: a proxy or upstream that dropped it), and an error
+//!   sent inside the stream that says the server is busy (429, 503, 529). Any other status
+//!   fails at once with the provider's message.
 //! - Not retried: a request that receives no byte for `request_timeout` fails with
 //!   `Timeout`. A stalled model tends to stall again, and retrying would multiply the
 //!   wait the user chose.
@@ -112,13 +117,10 @@ pub(crate) trait Fold: Default + Send + 'static {
     ) -> Result<Progress, ProviderError>;
 
     /// Whether the answer has finished (what may follow is usage and the end marker).
+    /// Every API says when an answer is done (a finish reason or `[DONE]`, Anthropic's stop
+    /// reason, the Responses API's `response.completed`), so a body that ends cleanly
+    /// before saying so was cut off and is retried like a break, never taken as the answer.
     fn has_finished(&self) -> bool;
-
-    /// Whether the API always says when an answer is done (Anthropic's stop reason, the
-    /// Responses API's `response.completed`), so that a body which ends cleanly before
-    /// saying so was cut off (a proxy, a dropped upstream) and is retried like a break.
-    /// Chat Completions servers differ too much in how they end to tell.
-    const MARKS_ITS_END: bool = false;
 
     /// Ends the stream: what is still held, then usage, then `Finish`.
     fn finish(self, out: &mut Vec<ModelEvent>);
@@ -144,6 +146,18 @@ pub(crate) trait Api: std::fmt::Debug + Send + Sync + 'static {
     /// Headers every request carries unless the config sets them (API versions).
     fn fixed_headers(&self) -> &'static [(&'static str, &'static str)] {
         &[]
+    }
+
+    /// The body of `request` without what the server just refused with `error`, when that
+    /// was something optional the API added on its own; `None` when nothing can go. Asked
+    /// once per request, after a failure that is not retried.
+    fn without_refused(
+        &self,
+        _request: &ModelRequest,
+        _shape: &RequestShape,
+        _error: &ProviderError,
+    ) -> Option<Value> {
+        None
     }
 }
 
@@ -241,10 +255,10 @@ impl Failure {
 
 impl<A: Api> Shared<A> {
     async fn run(&self, request: &ModelRequest, emit: &Emitter) -> Result<(), ProviderError> {
-        let body = serde_json::to_vec(&self.api.body(request, &self.config.shape))
-            .map_err(|error| ProviderError::Protocol(format!("cannot encode the request: {error}")))?;
-        let body = Bytes::from(body);
+        let mut body = encode(&self.api.body(request, &self.config.shape))?;
         let mut number = 1;
+        let mut retries = 0;
+        let mut lightened = false;
         loop {
             emit.emit(ModelEvent::Attempt { number }).await;
             let failure = match self.attempt(body.clone(), emit).await {
@@ -252,7 +266,19 @@ impl<A: Api> Shared<A> {
                 Err(failure) => failure,
             };
             let error = scrub(failure.error, self.config.api_key.as_ref());
-            if !failure.retryable || number > self.config.max_retries {
+            // Once per request, and not counted as a retry: the same body would fail the
+            // same way, while one without the part refused may well succeed.
+            if !failure.retryable
+                && !lightened
+                && let Some(lighter) = self.api.without_refused(request, &self.config.shape, &error)
+            {
+                tracing::warn!(attempt = number, %error, "the server refused an optional part; asking without it");
+                body = encode(&lighter)?;
+                lightened = true;
+                number += 1;
+                continue;
+            }
+            if !failure.retryable || retries >= self.config.max_retries {
                 tracing::debug!(attempt = number, %error, "model request failed");
                 return Err(error);
             }
@@ -262,6 +288,7 @@ impl<A: Api> Shared<A> {
             };
             tracing::warn!(attempt = number, delay_ms = delay.as_millis() as u64, %error, "model request failed; retrying");
             tokio::time::sleep(delay).await;
+            retries += 1;
             number += 1;
         }
     }
@@ -316,10 +343,7 @@ impl<A: Api> Shared<A> {
             }
         }
         decoder.finish(&mut payloads);
-        if feed(&mut fold, &mut payloads, emit).await? == Progress::More
-            && A::Fold::MARKS_ITS_END
-            && !fold.has_finished()
-        {
+        if feed(&mut fold, &mut payloads, emit).await? == Progress::More && !fold.has_finished() {
             let message = "the stream ended before the answer finished".to_owned();
             return Err(Failure::transient(ProviderError::Unreachable(message)));
         }
@@ -346,6 +370,13 @@ impl<A: Api> Shared<A> {
         // Rounded up, so a sub-second test timeout does not read as "after 0 s".
         ProviderError::Timeout(limit.as_secs() + u64::from(limit.subsec_nanos() > 0))
     }
+}
+
+/// A request body as the bytes sent.
+fn encode(body: &Value) -> Result<Bytes, ProviderError> {
+    serde_json::to_vec(body)
+        .map(Bytes::from)
+        .map_err(|error| ProviderError::Protocol(format!("cannot encode the request: {error}")))
 }
 
 /// `error.message` of a JSON error body (OpenAI's and Anthropic's shapes both), or the

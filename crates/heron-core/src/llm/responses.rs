@@ -3,12 +3,22 @@
 //! carried back encrypted). Retries, timeouts, headers and redaction are the shared HTTP
 //! layer's (`llm::http`); the body is `wire`'s and the stream's fold is `events`'.
 //!
+//! Every request asks for the encrypted reasoning (`include`), whatever the effort: a
+//! reasoning model reasons at its default effort too, and without the encrypted copy it
+//! starts each tool step from nothing. Models that do not reason (`gpt-4o`, `gpt-4.1`) refuse
+//! that with 400 "Encrypted content is not supported with this model"; such a request is
+//! sent once more without it, and the provider remembers the model so that its later
+//! requests go without it from the start.
+//!
 //! Of a [`RequestShape`](super::openai::flavor::RequestShape) only what the HTTP layer reads
 //! applies (extra headers, query parameters, the key's header); its body fields are Chat
 //! Completions' and are ignored here.
 
 mod events;
 mod wire;
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -22,8 +32,17 @@ use super::{ModelRequest, ModelStream, Provider, ProviderError};
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// The Responses API.
-#[derive(Debug)]
-pub(crate) struct Responses;
+#[derive(Debug, Default)]
+pub(crate) struct Responses {
+    /// Models whose server refused encrypted reasoning: they are asked without it.
+    plain: Mutex<BTreeSet<String>>,
+}
+
+impl Responses {
+    fn asks_encrypted(&self, model: &str) -> bool {
+        !self.plain.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(model)
+    }
+}
 
 impl Api for Responses {
     type Fold = EventAssembler;
@@ -33,8 +52,32 @@ impl Api for Responses {
     }
 
     fn body(&self, request: &ModelRequest, _shape: &RequestShape) -> Value {
-        wire::request_body(request)
+        wire::request_body(request, self.asks_encrypted(&request.model))
     }
+
+    fn without_refused(
+        &self,
+        request: &ModelRequest,
+        _shape: &RequestShape,
+        error: &ProviderError,
+    ) -> Option<Value> {
+        if !self.asks_encrypted(&request.model) || !refuses_encrypted_reasoning(error) {
+            return None;
+        }
+        self.plain.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(request.model.clone());
+        Some(wire::request_body(request, false))
+    }
+}
+
+/// Whether the server refused the request for asking for encrypted reasoning, as OpenAI
+/// does for models that do not reason. Other 400s that name encrypted content (an item
+/// whose content "could not be verified") are about the input, which sending it again
+/// would not change.
+fn refuses_encrypted_reasoning(error: &ProviderError) -> bool {
+    let ProviderError::Status { status: 400, message } = error else { return false };
+    let message = message.to_ascii_lowercase();
+    message.contains("encrypted content")
+        && (message.contains("not supported") || message.contains("unsupported"))
 }
 
 /// A [`Provider`] for OpenAI's Responses API (and servers that speak it).
@@ -44,7 +87,7 @@ pub struct ResponsesProvider(HttpProvider<Responses>);
 impl ResponsesProvider {
     /// Checks the configuration and builds the HTTP client.
     pub fn new(config: HttpConfig) -> Result<Self, ProviderError> {
-        HttpProvider::new(config, Responses).map(Self)
+        HttpProvider::new(config, Responses::default()).map(Self)
     }
 
     /// Where requests go.

@@ -23,19 +23,40 @@ struct Cover {
     home: Option<CString>,
     /// The `/proc/PID/environ` files of Heron and its ancestors, covered with `/dev/null`.
     environs: Vec<CString>,
+    /// Folders of host-control sockets, covered like the home.
+    socket_folders: Vec<CString>,
+    /// Single host-control sockets, covered with `/dev/null` (`connect` to it fails).
+    sockets: Vec<CString>,
 }
 
 impl Steps {
-    /// Builds the ruleset (reads directories: call it on the blocking pool) and, when
-    /// `hides_home`, the paths to cover.
-    pub(super) fn prepare(policy: &Policy, hides_home: bool) -> Result<Self, SandboxError> {
+    /// Builds the ruleset (reads directories: call it on the blocking pool), with `temp`
+    /// writable, and, when `hides_home`, the paths to cover.
+    pub(super) fn prepare(
+        policy: &Policy,
+        hides_home: bool,
+        temp: Option<&std::path::Path>,
+    ) -> Result<Self, SandboxError> {
         let home = rules::real_home(&policy.home)?;
-        let ruleset = rules::build(policy, &home)?;
+        let ruleset = rules::build(policy, &home, temp)?;
         // A path with a NUL byte cannot exist, so there is nothing to cover.
         let c_path = |path: &std::path::Path| CString::new(path.as_os_str().as_bytes()).ok();
-        let cover = hides_home.then(|| Cover {
-            home: if home.is_dir() { c_path(&home) } else { None },
-            environs: super::own::lineage_environs().iter().filter_map(|path| c_path(path)).collect(),
+        let cover = hides_home.then(|| {
+            // The ssh agent stays reachable, as its variable does; so do the roots and the
+            // writable places should one lie in a covered folder.
+            let keep: Vec<std::path::PathBuf> = std::env::var_os("SSH_AUTH_SOCK")
+                .map(std::path::PathBuf::from)
+                .into_iter()
+                .chain(policy.roots.iter().cloned())
+                .chain(policy.writable.iter().cloned())
+                .collect();
+            let (folders, sockets) = super::sockets::covers(&policy.host_sockets, &keep);
+            Cover {
+                home: if home.is_dir() { c_path(&home) } else { None },
+                environs: super::own::lineage_environs().iter().filter_map(|path| c_path(path)).collect(),
+                socket_folders: folders.iter().filter_map(|path| c_path(path)).collect(),
+                sockets: sockets.iter().filter_map(|path| c_path(path)).collect(),
+            }
         });
         Ok(Self { ruleset, cover })
     }
@@ -77,10 +98,12 @@ impl Steps {
 }
 
 impl Cover {
-    /// Covers the home with an empty read-only tmpfs and each environment file with
-    /// `/dev/null`, in a new private mount namespace. Best effort: Landlock hides the home on
-    /// its own and Heron is not dumpable, so a step that fails leaves the child as it was.
-    /// Mounting must come first, since a Landlock-confined process may not mount.
+    /// Covers the home and the folders of host-control sockets with an empty read-only
+    /// tmpfs and each environment file and single socket with `/dev/null`, in a new private
+    /// mount namespace. Best effort: Landlock hides the home on its own and Heron is not
+    /// dumpable, so a step that fails leaves the child as it was (a socket it failed to
+    /// cover stays reachable, as where no namespace can be made). Mounting must come first,
+    /// since a Landlock-confined process may not mount.
     fn mount(&self) {
         // SAFETY: each call takes flags and NUL-terminated strings that outlive it (the
         // paths are owned by the steps; the others are literals).
@@ -99,16 +122,16 @@ impl Cover {
             if private != 0 {
                 return;
             }
-            if let Some(home) = &self.home {
+            for folder in self.home.iter().chain(&self.socket_folders) {
                 libc::mount(
                     c"tmpfs".as_ptr(),
-                    home.as_ptr(),
+                    folder.as_ptr(),
                     c"tmpfs".as_ptr(),
                     libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
                     c"mode=000,size=4k".as_ptr().cast(),
                 );
             }
-            for environ in &self.environs {
+            for environ in self.environs.iter().chain(&self.sockets) {
                 libc::mount(
                     c"/dev/null".as_ptr(),
                     environ.as_ptr(),

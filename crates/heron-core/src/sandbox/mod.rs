@@ -1,6 +1,8 @@
 //! The OS sandbox of the processes Heron starts for the model (`run_command`, MCP stdio
 //! servers): they may read and run anything except Heron's home, and write only inside the
-//! session's roots, the temp folder, the configured tool caches and a few device files.
+//! session's roots, the temp folder (their own private one as `TMPDIR`), the configured
+//! tool caches and a few device files; they reach no abstract Unix socket and signal no
+//! process of the host, and where they get a mount namespace, no host-control socket.
 //! Invariant: a child the policy confines either starts confined or does not start.
 //!
 //! Parts, one file each:
@@ -11,6 +13,9 @@
 //! - `own`: what Heron does to its own process (not dumpable), and the lineage whose
 //!   environment files a child covers.
 //! - `env`: the keys withheld from every child's environment (sandbox on or off).
+//! - `temp`: the session's private temp folder, which children get as `TMPDIR`.
+//! - `sockets`: the host's control sockets (D-Bus, tmux, X11, docker) children must not
+//!   reach, and what of them to cover.
 //! - `rules` (Linux): the Landlock ruleset, built in the parent, with the carve-out that
 //!   keeps the home out of every granted hierarchy.
 //! - `child` (Linux): what the child does between `fork` and `exec`.
@@ -34,16 +39,20 @@
 //! the child gets a mount namespace, the environment files of Heron and its ancestors (the
 //! editor) are covered too.
 //!
-//! What it does not do: it does not restrict the network or signals, nor hide the
-//! environment of the user's processes outside Heron's lineage (nor the lineage's own
-//! where no mount namespace can be made). Postures (tool
-//! approval) decide what is asked; the sandbox is the boundary, and only `sandbox = "off"`
-//! in `config.toml` turns it off.
+//! What it does not do: it does not restrict a session's network (only the conformance
+//! runner's agent loses TCP), nor hide the environment of the user's processes outside
+//! Heron's lineage (nor the lineage's own where no mount namespace can be made), nor cover
+//! host-control sockets by path where no mount namespace can be made (connecting to a
+//! socket file is not a file access Landlock controls before ABI 9).
+//! Postures (tool approval) decide what is asked; the sandbox is the boundary, and only
+//! `sandbox = "off"` in `config.toml` turns it off.
 
 mod env;
 mod own;
 mod policy;
+mod sockets;
 mod support;
+mod temp;
 
 #[cfg(target_os = "linux")]
 mod child;
@@ -57,6 +66,11 @@ pub use self::env::Withheld;
 pub use self::own::keep_this_process_private;
 pub use self::policy::Policy;
 pub use self::support::{Support, probe_in_background, support};
+pub use self::temp::PrivateTemp;
+
+/// The variables that name the temp folder, for the programs that read each.
+#[cfg(target_os = "linux")]
+const TEMP_VARIABLES: [&str; 3] = ["TMPDIR", "TMP", "TEMP"];
 
 /// Why a child could not be confined (it is then not started).
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +81,12 @@ pub enum SandboxError {
     /// Preparing the rules failed.
     #[error("cannot prepare the sandbox: {0}")]
     Prepare(String),
+}
+
+/// The host-control sockets of this user that a policy covers by default (see `sockets`):
+/// for a policy built by hand, such as the conformance runner's.
+pub fn host_sockets() -> Vec<PathBuf> {
+    sockets::host_control()
 }
 
 /// Confines `command` by `policy`: keys leave its environment always, and when the policy
@@ -95,7 +115,9 @@ pub fn confine_blocking(command: &mut std::process::Command, policy: &Policy) ->
         }
         #[cfg(target_os = "linux")]
         Support::Available { hides_home, .. } => {
-            child::Steps::prepare(policy, *hides_home)?.install(command);
+            let temp = private_temp(command, policy);
+            child::Steps::prepare(policy, *hides_home, temp.as_deref())?.install(command);
+            give_temp(command, temp.as_deref());
             Ok(())
         }
         #[cfg(not(target_os = "linux"))]
@@ -122,15 +144,43 @@ async fn confine_with(
         }
         #[cfg(target_os = "linux")]
         Support::Available { hides_home, .. } => {
-            let (policy, hides_home) = (Arc::clone(policy), *hides_home);
-            let steps = tokio::task::spawn_blocking(move || child::Steps::prepare(&policy, hides_home))
-                .await
-                .map_err(|e| SandboxError::Prepare(format!("the preparing task failed: {e}")))??;
+            let (policy, hides_home, wants_temp) = (Arc::clone(policy), *hides_home, !sets_temp(command));
+            let (steps, temp) = tokio::task::spawn_blocking(move || {
+                let temp = wants_temp.then(|| policy.temp.path().map(std::path::Path::to_path_buf)).flatten();
+                child::Steps::prepare(&policy, hides_home, temp.as_deref()).map(|steps| (steps, temp))
+            })
+            .await
+            .map_err(|e| SandboxError::Prepare(format!("the preparing task failed: {e}")))??;
             steps.install(command);
+            give_temp(command, temp.as_deref());
             Ok(())
         }
         #[cfg(not(target_os = "linux"))]
         Support::Available { .. } => Ok(()),
+    }
+}
+
+/// Whether `command` names its own temp folder (an MCP server's `env`, the conformance
+/// runner's agent): then it keeps it.
+#[cfg(target_os = "linux")]
+fn sets_temp(command: &std::process::Command) -> bool {
+    command.get_envs().any(|(name, value)| value.is_some() && TEMP_VARIABLES.iter().any(|v| name == *v))
+}
+
+/// The policy's private temp folder for `command`, made if need be (blocking), unless the
+/// command names its own.
+#[cfg(target_os = "linux")]
+fn private_temp(command: &std::process::Command, policy: &Policy) -> Option<PathBuf> {
+    if sets_temp(command) { None } else { policy.temp.path().map(std::path::Path::to_path_buf) }
+}
+
+/// Points every temp variable of `command` at `temp`, the folder its rules grant.
+#[cfg(target_os = "linux")]
+fn give_temp(command: &mut std::process::Command, temp: Option<&std::path::Path>) {
+    if let Some(temp) = temp {
+        for name in TEMP_VARIABLES {
+            command.env(name, temp);
+        }
     }
 }
 
@@ -147,6 +197,10 @@ mod tests {
             read_only: Vec::new(),
             withheld: Withheld::default(),
             list_carved: false,
+            readable: None,
+            network: true,
+            host_sockets: Vec::new(),
+            temp: PrivateTemp::default(),
         })
     }
 

@@ -1,10 +1,11 @@
 //! What a session lets its children do: whether the sandbox is on, the home they must not
-//! see, the roots and extra paths they may write, and the keys withheld from them. Built
-//! without touching the disk; paths are resolved when a child's rules are prepared.
+//! see, the roots and extra paths they may write, what they may read and reach, and the
+//! keys withheld from them. Built without touching the disk; paths are resolved when a
+//! child's rules are prepared.
 
 use std::path::PathBuf;
 
-use super::Withheld;
+use super::{PrivateTemp, Withheld};
 use crate::config::{Config, Home, Keys, SandboxSetting};
 
 /// A session's sandbox policy.
@@ -30,6 +31,19 @@ pub struct Policy {
     /// program must confine its own children (the agent a conformance run tests), since
     /// building a carve needs to list what it carves.
     pub list_carved: bool,
+    /// What children may read and run, when not everything: these hierarchies, the write
+    /// roots and the writable paths, and nothing else (`None`: everything but the hidden
+    /// paths). Then the system's own secrets (`/etc/shadow`, `/etc/ssh`, ...) are hidden
+    /// too. Narrowed for the agent a conformance run tests, not for a session's commands.
+    pub readable: Option<Vec<PathBuf>>,
+    /// Whether children may bind and connect TCP sockets (refused from Landlock ABI 4,
+    /// Linux 6.7). Off for the agent a conformance run tests; UDP is not covered.
+    pub network: bool,
+    /// Host-control sockets and their folders (the session's D-Bus bus, tmux, X11, docker)
+    /// covered in a child's private mount namespace, where it gets one.
+    pub host_sockets: Vec<PathBuf>,
+    /// The private temp folder children get as `TMPDIR`, made when one first needs it.
+    pub temp: PrivateTemp,
 }
 
 impl Policy {
@@ -45,6 +59,10 @@ impl Policy {
                 .unwrap_or_default(),
             withheld: Withheld::from_keys(keys, &config.sandbox_pass_env),
             list_carved: false,
+            readable: None,
+            network: true,
+            host_sockets: super::sockets::host_control(),
+            temp: PrivateTemp::default(),
         }
     }
 }

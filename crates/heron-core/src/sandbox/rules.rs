@@ -1,6 +1,10 @@
-//! One child's Landlock ruleset, built in the parent: read and execute everywhere, write in
-//! the writable places, and nothing at all inside the hidden paths (Heron's home, and the
-//! raw storage and memory devices through which root could read the home's blocks).
+//! One child's Landlock ruleset, built in the parent: read and execute everywhere (or only
+//! where the policy narrows reading to), write in the writable places, and nothing at all
+//! inside the hidden paths (Heron's home, and the raw storage and memory devices through
+//! which root could read the home's blocks). Beyond files, the child may neither connect to
+//! an abstract Unix socket nor signal a process made outside its domain (Landlock ABI 6),
+//! and, where the policy says so, neither bind nor connect TCP (ABI 4). Each of these is
+//! best effort: an older kernel enforces what it knows and the rest is left out.
 //!
 //! Landlock only allows: a rule on a directory grants its whole hierarchy. So a hierarchy
 //! that contains a hidden path is carved instead of granted: each of its entries gets the
@@ -27,16 +31,42 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, BitFlags, PathBeneath, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr,
+    ABI, Access, AccessFs, AccessNet, BitFlags, PathBeneath, Ruleset, RulesetAttr, RulesetCreated,
+    RulesetCreatedAttr, Scope,
 };
 
 use super::{Policy, SandboxError};
 
-/// The ABI whose file rights Heron handles: all of them up to `IOCTL_DEV` (Linux 6.10). An
-/// older kernel handles fewer (the crate leaves out what it lacks). Later rights, such as
-/// connecting to Unix sockets by path (ABI 9), stay unhandled until they are tested: they
-/// would deny the sockets tools use outside the roots.
+/// The ABI whose file rights Heron handles: all of them up to `IOCTL_DEV` (Linux 6.10);
+/// ABIs 6 to 8 add no file right (6 adds the scopes below). An older kernel handles fewer
+/// (the crate leaves out what it lacks). Later rights, such as connecting to Unix sockets
+/// by path (ABI 9), stay unhandled until they are tested on a kernel that has them: they
+/// would deny the sockets tools use outside the roots (the ssh agent's among them), so the
+/// host's sockets by path are covered by the mount namespace instead (`sockets`).
 const HANDLED: ABI = ABI::V5;
+
+/// The ABI whose scopes Heron asks for: abstract Unix sockets and signals (ABI 6, Linux
+/// 6.12). A child may still connect to the abstract sockets and signal the processes of its
+/// own domain (what it started), never those of the host: a tmux, D-Bus or X11 server
+/// listening on an abstract name would run what it is sent outside the sandbox.
+const SCOPED: ABI = ABI::V6;
+
+/// The ABI whose network rights a policy without network handles: binding and connecting
+/// TCP (ABI 4, Linux 6.7). No port is granted, so every one is refused.
+const NETWORK: ABI = ABI::V4;
+
+/// The system's own secrets, hidden as well where a policy narrows reading (root reads
+/// them otherwise): password hashes, the host's ssh keys, TLS private keys, sudo's rules.
+const SYSTEM_SECRETS: [&str; 8] = [
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+];
 
 /// The most rules one ruleset may hold: a bound on the directories walked for a carve.
 const MAX_RULES: usize = 16_384;
@@ -83,13 +113,16 @@ pub(super) fn real_home(home: &Path) -> Result<PathBuf, SandboxError> {
     }
 }
 
-/// Builds the ruleset of `policy` with `home` (from [`real_home`]) hidden; returns its
-/// descriptor, ready for `landlock_restrict_self`.
-pub(super) fn build(policy: &Policy, home: &Path) -> Result<OwnedFd, SandboxError> {
+/// Builds the ruleset of `policy` with `home` (from [`real_home`]) hidden and `temp` (the
+/// child's private temp folder) writable; returns its descriptor, ready for
+/// `landlock_restrict_self`.
+pub(super) fn build(policy: &Policy, home: &Path, temp: Option<&Path>) -> Result<OwnedFd, SandboxError> {
     let mut hidden = vec![home.to_path_buf()];
     hidden.extend(raw_devices());
-    let ruleset =
-        Ruleset::default().handle_access(write_rights()).and_then(Ruleset::create).map_err(prepare)?;
+    if policy.readable.is_some() {
+        hidden.extend(SYSTEM_SECRETS.iter().filter_map(|path| std::fs::canonicalize(path).ok()));
+    }
+    let ruleset = ruleset(policy.network).map_err(prepare)?;
     // Only those that exist: carving a missing one would carve its parent, and a carved
     // directory takes no new entries (`touch ~/new` would fail in a workspace on `~`).
     let read_only = policy.read_only.iter().filter_map(|path| std::fs::canonicalize(path).ok()).collect();
@@ -98,7 +131,22 @@ pub(super) fn build(policy: &Policy, home: &Path) -> Result<OwnedFd, SandboxErro
 
     let (root_fd, root) =
         open_following(Path::new("/")).map_err(|e| prepare(format!("cannot open /: {e}")))?;
-    rules.grant(root_fd, &root, read_rights())?;
+    match &policy.readable {
+        None => rules.grant(root_fd, &root, read_rights())?,
+        Some(readable) => {
+            // Names only, everywhere: what a confined program needs to carve for its own
+            // children (see `Policy::list_carved`); contents stay out.
+            if policy.list_carved {
+                rules.grant(root_fd, &root, AccessFs::ReadDir.into())?;
+            }
+            for path in readable {
+                // A folder this machine does not have is simply not granted.
+                if let Ok((fd, real)) = open_following(path) {
+                    rules.grant(fd, &real, read_rights())?;
+                }
+            }
+        }
+    }
     // From here on rights include writing, which the read-only paths are carved out of.
     rules.writing = true;
     for root in &policy.roots {
@@ -110,7 +158,7 @@ pub(super) fn build(policy: &Policy, home: &Path) -> Result<OwnedFd, SandboxErro
         rules.grant(fd, &real, write_rights())?;
     }
     let devices = DEVICES.iter().map(PathBuf::from);
-    for path in policy.writable.iter().cloned().chain(devices) {
+    for path in policy.writable.iter().cloned().chain(temp.map(Path::to_path_buf)).chain(devices) {
         // A cache or device that does not exist here is simply not granted.
         if let Ok((fd, real)) = open_following(&path) {
             rules.grant(fd, &real, write_rights())?;
@@ -118,6 +166,15 @@ pub(super) fn build(policy: &Policy, home: &Path) -> Result<OwnedFd, SandboxErro
     }
     Option::<OwnedFd>::from(rules.ruleset)
         .ok_or_else(|| prepare("the kernel created no ruleset although it reported Landlock"))
+}
+
+/// An empty ruleset handling every file right, the scopes and, without `network`, TCP.
+fn ruleset(network: bool) -> Result<RulesetCreated, landlock::RulesetError> {
+    let mut ruleset = Ruleset::default().handle_access(write_rights())?.scope(Scope::from_all(SCOPED))?;
+    if !network {
+        ruleset = ruleset.handle_access(AccessNet::from_all(NETWORK))?;
+    }
+    ruleset.create()
 }
 
 fn prepare(reason: impl std::fmt::Display) -> SandboxError {
@@ -216,8 +273,12 @@ impl Rules {
 
     fn add(&mut self, fd: OwnedFd, is_dir: bool, rights: BitFlags<AccessFs>) -> Result<(), SandboxError> {
         self.within_budget()?;
-        // Directory rights on a file are invalid; Landlock would refuse the rule.
+        // Directory rights on a file are invalid; Landlock would refuse the rule. A file
+        // offered listing alone gets no rule at all.
         let rights = if is_dir { rights } else { rights & AccessFs::from_file(HANDLED) };
+        if rights.is_empty() {
+            return Ok(());
+        }
         (&mut self.ruleset).add_rule(PathBeneath::new(fd, rights)).map_err(prepare)?;
         self.count += 1;
         Ok(())
@@ -271,8 +332,7 @@ mod tests {
     use super::*;
 
     fn rules_hiding(hidden: &[&Path]) -> Rules {
-        let ruleset =
-            Ruleset::default().handle_access(write_rights()).and_then(Ruleset::create).expect("ruleset");
+        let ruleset = ruleset(true).expect("ruleset");
         Rules {
             ruleset,
             hidden: hidden.iter().map(|p| p.to_path_buf()).collect(),

@@ -4,7 +4,7 @@
 //! session's extensions (`reload`) runs here too, between turns, never beside one; each
 //! turn reads the session's runtime when it starts, so the one after a reload uses it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
@@ -263,9 +263,8 @@ async fn run_job(
             let _ = updates.send(TurnUpdate::Titled { title, updated_at });
         }
     }
-    let protected = Protected::for_home(providers.home().root());
     let roots =
-        Arc::new(Roots::new(state.cwd.clone(), state.additional_directories.clone()).protecting(protected));
+        Arc::new(confinement(providers.home().root(), &state.cwd, &state.additional_directories).await?);
     let secrets = Arc::new(providers.keys().all().cloned().collect::<Vec<_>>());
     let sandbox = reload::sandbox(&runtime, roots.all().to_vec());
     let config = providers.config();
@@ -325,6 +324,24 @@ async fn run_job(
     // Steering the turn never applied becomes a follow-up, held back after a stop.
     session.inbox.settle_steers(matches!(outcome, Ok(StopReason::Cancelled))).await;
     Ok(outcome?)
+}
+
+/// The roots a turn's tools are confined to, with Heron's home kept out of reach, read
+/// afresh for every turn: the home's files are protected by inode, so a file created there
+/// since the last turn (a new `.env`) must be in the set, and a root may have been replaced
+/// since. Both read the file system, so it runs on the blocking pool.
+async fn confinement(home: &Path, cwd: &Path, additional: &[PathBuf]) -> Result<Roots, PromptError> {
+    let (home, cwd, additional) = (home.to_path_buf(), cwd.to_path_buf(), additional.to_vec());
+    let reading = tokio::task::spawn_blocking(move || {
+        Roots::new(cwd, additional).protecting(Protected::for_home(&home))
+    });
+    match reading.await {
+        Ok(roots) => Ok(roots),
+        // A panic there is one here, as when this ran inline.
+        Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+        // Only a runtime shutting down cancels a blocking task: the session is closing.
+        Err(_) => Err(PromptError::Closed),
+    }
 }
 
 /// The built-in tools plus those of the session's ready MCP servers; a turn first waits

@@ -5,7 +5,11 @@
 //! are created and opened without following symlinks, and only regular files within a cap
 //! are read back, so a tool that swaps an attachment for a link, a FIFO or a device cannot
 //! make the next request carry another file or hang. Runs off the async threads.
+//!
+//! A client shown a stored message again (a replay, the echo of an inbox item or a steer)
+//! gets its files through [`read_back`], which reads them on the blocking pool.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::tools::fsio;
@@ -13,7 +17,7 @@ use crate::tools::roots::resolve_against;
 use crate::types::{PromptInput, UserContent};
 
 /// The largest attachment read back, in bytes (a stored one that grew past it is refused).
-pub const MAX_ATTACHMENT_BYTES: u64 = 20 * 1024 * 1024;
+const MAX_ATTACHMENT_BYTES: u64 = 20 * 1024 * 1024;
 
 /// Where a session's attachments go, relative to its cwd.
 const FOLDER: &str = ".heron/attachments";
@@ -71,9 +75,65 @@ fn save_blocking(cwd: &Path, input: Vec<PromptInput>) -> Result<Vec<UserContent>
         .collect()
 }
 
+/// The saved files a stored user message refers to (its images and blobs), read back for
+/// a client to be shown the message again: the bytes of each file that could be read, by
+/// its path.
+#[derive(Debug, Default)]
+pub struct ReadBack(HashMap<String, Vec<u8>>);
+
+impl ReadBack {
+    /// The bytes saved at `path`; `None` when they could not be read back (the file was
+    /// deleted, grew past the cap or is no longer a regular file), which the client is told.
+    pub fn get(&self, path: &str) -> Option<&[u8]> {
+        self.0.get(path).map(Vec::as_slice)
+    }
+}
+
+/// The saved files `content` refers to.
+fn saved_files(content: &[UserContent]) -> impl Iterator<Item = &str> {
+    content.iter().filter_map(|item| match item {
+        UserContent::Image { path, .. } | UserContent::Blob { path, .. } => Some(path.as_str()),
+        UserContent::Text { .. } | UserContent::Resource { .. } | UserContent::Link { .. } => None,
+    })
+}
+
+/// Whether showing `content` again reads files (an image or blob the prompt attached).
+pub fn reads_files(content: &[UserContent]) -> bool {
+    saved_files(content).next().is_some()
+}
+
+/// Reads back the files `content` refers to, on the blocking pool: attachments of up to
+/// 20 MiB each must not hold an async thread. Content that refers to none reads nothing.
+pub async fn read_back(content: &[UserContent]) -> ReadBack {
+    let paths: Vec<String> = saved_files(content).map(str::to_owned).collect();
+    if paths.is_empty() {
+        return ReadBack::default();
+    }
+    let read = tokio::task::spawn_blocking(move || {
+        paths
+            .into_iter()
+            .filter_map(|path| match read(&path) {
+                Ok(bytes) => Some((path, bytes)),
+                Err(reason) => {
+                    tracing::debug!(%path, %reason, "an attachment cannot be read back");
+                    None
+                }
+            })
+            .collect()
+    })
+    .await;
+    match read {
+        Ok(files) => ReadBack(files),
+        Err(err) => {
+            tracing::warn!(%err, "reading attachments back stopped");
+            ReadBack::default()
+        }
+    }
+}
+
 /// Reads a saved attachment back: a regular file at `path`, reached without following a
 /// symlink, at most [`MAX_ATTACHMENT_BYTES`]. Blocks.
-pub fn read(path: &str) -> Result<Vec<u8>, String> {
+pub(super) fn read(path: &str) -> Result<Vec<u8>, String> {
     let path = Path::new(path);
     if !path.is_absolute() {
         return Err(format!("{} is not an absolute path", path.display()));
@@ -83,5 +143,48 @@ pub fn read(path: &str) -> Result<Vec<u8>, String> {
         Ok(None) => Err(format!("{} no longer exists", path.display())),
         Err(fsio::FileError::TooLarge { cap, .. }) => Err(format!("it is larger than {cap} bytes")),
         Err(err) => Err(err.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn read_back_gives_the_saved_bytes_and_leaves_out_a_file_that_is_gone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let input = vec![
+            PromptInput::Content(UserContent::Text { text: "look".into() }),
+            PromptInput::Attachment {
+                image: true,
+                mime_type: "image/png".into(),
+                data: b"png".to_vec(),
+                uri: None,
+            },
+            PromptInput::Attachment {
+                image: false,
+                mime_type: "text/csv".into(),
+                data: b"a,b".to_vec(),
+                uri: None,
+            },
+        ];
+        let saved = save(dir.path(), input).await.expect("saved");
+        let [_, UserContent::Image { path: image, .. }, UserContent::Blob { path: blob, .. }] =
+            saved.as_slice()
+        else {
+            panic!("text, image, blob: {saved:?}");
+        };
+        std::fs::remove_file(blob).expect("the blob is deleted");
+        assert!(reads_files(&saved));
+        let files = read_back(&saved).await;
+        assert_eq!(files.get(image), Some(&b"png"[..]));
+        assert_eq!(files.get(blob), None, "a deleted file is not shown");
+    }
+
+    #[tokio::test]
+    async fn content_without_files_reads_nothing() {
+        let content = vec![UserContent::Text { text: "hi".into() }];
+        assert!(!reads_files(&content));
+        assert_eq!(read_back(&content).await.0.len(), 0);
     }
 }

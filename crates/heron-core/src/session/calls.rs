@@ -1,13 +1,14 @@
 //! The tool calls of a session that can be cancelled one at a time (ACP v2's
-//! `tool_call/cancel`): each call's own token, registered from the moment the call is
-//! gated until its result is recorded, so a cancel ends that call and the turn goes on.
+//! `tool_call/cancel`): each call's own token, registered from the moment the editor is
+//! shown the call (pending, behind earlier calls of its step) until its result is recorded,
+//! so a cancel ends that call, or keeps it from starting, and the turn goes on.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
-/// The calls now waiting for approval or running, by call id.
+/// The calls now pending, waiting for approval or running, by call id.
 #[derive(Debug, Default)]
 pub(crate) struct RunningCalls(Mutex<HashMap<String, CancellationToken>>);
 
@@ -18,7 +19,7 @@ impl RunningCalls {
         Registered { calls: self.clone(), id: id.to_owned() }
     }
 
-    /// Cancels call `id`; false when no such call is waiting or running.
+    /// Cancels call `id`; false when no such call is pending, waiting or running.
     pub(crate) fn cancel(&self, id: &str) -> bool {
         match self.0.lock().unwrap_or_else(PoisonError::into_inner).get(id) {
             Some(token) => {

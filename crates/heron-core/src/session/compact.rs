@@ -1,13 +1,17 @@
 //! Keeping requests inside the model's context window. Before a request would fill more than
-//! `compact_at` of `context_window`, older tool outputs are clipped; if that is not enough,
-//! earlier turns are replaced by a summary the model writes in a request of its own,
-//! streamed to the editor as a thought. `/compact` writes one on demand.
+//! `compact_at` of `context_window`, older tool outputs are clipped (those of earlier turns,
+//! then every one the model has answered, earlier steps of the running turn included); if
+//! that is not enough, earlier turns, and earlier steps of a long running turn, are replaced
+//! by a summary the model writes in a request of its own, streamed to the editor as a
+//! thought. `/compact` writes one on demand.
 //!
 //! Each compaction is stored as an [`Event::Compacted`], so later requests send exactly the
 //! same view (a prompt cache keeps hitting) and the store keeps the whole history. What is
-//! never summarized: the system prompt, the goal, the plan and the latest turn. One request
-//! writes at most one summary; when even that does not fit, the turn fails naming the
-//! window instead of summarizing again.
+//! never summarized: the system prompt, the goal, the plan, the prompt of the running turn
+//! and its latest step. One request writes at most one summary; when even that does not
+//! fit, the turn fails naming the window instead of summarizing again, and a prompt the
+//! model never read because of that is left out of later requests (a `Dropped` compaction),
+//! so it does not fail the next prompt too.
 
 use futures_util::StreamExt;
 
@@ -79,7 +83,51 @@ impl Turn {
         if before <= window.limit {
             return Ok(messages);
         }
-        self.compact_to_fit(asking, tools, window, current, before).await
+        match self.compact_to_fit(asking, tools, window, current, before).await {
+            Err(full @ TurnError::ContextFull { needed, .. }) => {
+                self.leave_unread_prompts_out(asking, tools, needed).await?;
+                Err(full)
+            }
+            other => other,
+        }
+    }
+
+    /// After a request could not be made to fit: the prompts at the end of the history that
+    /// no model request has read (this turn's, and any steering with it) are left out of
+    /// later requests, recorded as a `Dropped` compaction. Otherwise the next prompt's request
+    /// would carry them and fail the same way. Nothing is left out once the turn has had a
+    /// model step: its prompt was read, and what failed it came later.
+    async fn leave_unread_prompts_out(
+        &mut self,
+        asking: &Asking,
+        tools: &[ToolSpec],
+        needed: u64,
+    ) -> Result<(), TurnError> {
+        let history = &self.carried.history;
+        let len = history.len();
+        let from = history
+            .iter()
+            .rposition(|e| !matches!(e, Event::UserMessage { .. } | Event::Compacted(..)))
+            .map_or(0, |at| at + 1);
+        if !history[from..].iter().any(|e| matches!(e, Event::UserMessage { .. })) {
+            return Ok(());
+        }
+        let current = View::of(history);
+        let mut view = current.clone();
+        view.unsent.push(from..len);
+        let after = self.tokens(&self.sent(asking, &view), tools);
+        let compaction = Compaction {
+            message_id: uuid::Uuid::new_v4().to_string(),
+            stage: CompactionStage::Dropped,
+            kept: (len - current.cut.min(len)) as u64,
+            unclipped: (len - current.clip_before.min(len)) as u64,
+            clipped: current.clipped(history),
+            unsent: view.unsent_back_from(len, view.cut),
+            tokens_before: needed,
+            tokens_after: after,
+            ..inherited(&current)
+        };
+        self.record(Event::Compacted(compaction)).await
     }
 
     async fn compact_to_fit(
@@ -111,6 +159,7 @@ impl Turn {
                     kept: (len - current.cut.min(len)) as u64,
                     unclipped: (len - level) as u64,
                     clipped: view.clipped(history),
+                    unsent: current.unsent_back_from(len, current.cut),
                     tokens_before: before,
                     tokens_after: after,
                     ..inherited(&current)
@@ -120,12 +169,13 @@ impl Turn {
             }
         }
 
-        // Then a summary of the earliest turns, leaving verbatim as many of the latest as
-        // fit half the limit, so that the next turns have room before another summary.
-        let starts: Vec<usize> = context::turn_starts(history).filter(|&at| at > current.cut).collect();
+        // Then a summary of the earliest turns (or steps of the running turn), leaving
+        // verbatim as many of the latest as fit half the limit, so that the next requests
+        // have room before another summary.
+        let starts = context::cut_points(history, current.cut);
         let Some(&latest) = starts.last() else { return Err(Self::full(window, after)) };
         let tail = |cut: usize| {
-            let view = View { cut, clip_before, compaction: None };
+            let view = View { cut, clip_before, compaction: None, unsent: current.unsent.clone() };
             self.tokens(&self.sent(asking, &view), tools)
         };
         // The tail shrinks as the cut moves later: the first cut whose tail and a summary
@@ -174,6 +224,7 @@ impl Turn {
             plan,
             goal,
             instructions: None,
+            unsent: current.unsent_back_from(len, cut),
             tokens_before: before,
             tokens_after: 0,
         };
@@ -199,7 +250,7 @@ impl Turn {
 
     /// `/compact`: summarizes the whole conversation now, whatever its size, with the
     /// user's `instructions` for the summary.
-    pub async fn compact(mut self, instructions: String) -> (Result<StopReason, TurnError>, Carried) {
+    pub(super) async fn compact(mut self, instructions: String) -> (Result<StopReason, TurnError>, Carried) {
         let outcome = match self.compact_asked(instructions).await {
             Err(TurnError::Provider(crate::llm::ProviderError::Cancelled)) => Ok(StopReason::Cancelled),
             _ if self.cancel().is_cancelled() => Ok(StopReason::Cancelled),
@@ -253,8 +304,7 @@ impl Turn {
         let cap = self.summary_cap();
         let ask =
             ChatMessage::User { parts: vec![UserPart::Text { text: summary_request(cap, instructions) }] };
-        let starts: Vec<usize> =
-            context::turn_starts(&self.carried.history[..end]).filter(|&at| at > current.cut).collect();
+        let starts = context::cut_points(&self.carried.history[..end], current.cut);
         let mut view = View { clip_before: clip_before.max(current.clip_before), ..current.clone() };
         let messages = loop {
             let mut messages =
@@ -314,7 +364,7 @@ impl Turn {
             let rest = redactor.finish();
             self.add_to_summary(&id, &mut summary, &rest, cap).await;
         }
-        if usage_seen && self.provider.context_window.is_some() {
+        if usage_seen {
             self.status
                 .save(&self.store, &self.session_id)
                 .await
@@ -380,6 +430,7 @@ fn inherited(current: &View) -> Compaction {
         plan: previous.map(|c| c.plan.clone()).unwrap_or_default(),
         goal: previous.and_then(|c| c.goal.clone()),
         instructions: previous.and_then(|c| c.instructions.clone()),
+        unsent: Vec::new(),
         tokens_before: 0,
         tokens_after: 0,
     }

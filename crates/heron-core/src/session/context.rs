@@ -1,13 +1,20 @@
 //! What a request sends of a session's history once it has been compacted, and how big a
 //! request is: the view after the latest [`Compaction`] (its summary opening the first
 //! kept user message, the events from its cut on, tool outputs before its clip point cut to
-//! head and tail), and a token estimate from bytes, corrected by what the server reported.
+//! head and tail, prompts no request could hold left out), and a token estimate from bytes,
+//! corrected by what the server reported.
+//!
+//! A cut falls where a user turn starts or, inside the turn in progress, where one of its
+//! model steps starts (after the results of the step before), never between a tool call and
+//! its result. A view cut inside a turn sends that turn's prompt first, verbatim, so the
+//! model still reads what it was asked while its earlier steps are summarized.
 //!
 //! A view depends only on the stored events, never on the request being built, so every
 //! request after a compaction starts with the same bytes and a provider's prompt cache
 //! keeps hitting. The policy that decides when to compact lives in `compact`.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use super::event::{Compaction, CompactionStage, Event};
 use super::history::{Images, Shaping, shaped_messages};
@@ -35,7 +42,7 @@ const CLIP_TAIL: usize = 1024;
 /// How a request's bytes turn into tokens: four bytes a token, or more tokens when the
 /// server's own count of an earlier request said so.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Calibration {
+pub(super) struct Calibration {
     /// The bytes of the request in flight.
     sent: u64,
     /// Bytes and tokens of the last request the server counted.
@@ -143,8 +150,9 @@ fn clippable(text: &str) -> bool {
     text.len() > CLIP_OVER
 }
 
-/// What requests send of a history: events from `cut` on, tool outputs before
-/// `clip_before` clipped, and the compaction's summary first. Indices are the history's.
+/// What requests send of a history: events from `cut` on (after the prompt of the turn the
+/// cut falls in, when it falls inside one), tool outputs before `clip_before` clipped, the
+/// compaction's summary first, and nothing of the `unsent` runs. Indices are the history's.
 #[derive(Debug, Clone, Default)]
 pub(super) struct View {
     /// The first event sent as it is.
@@ -153,6 +161,8 @@ pub(super) struct View {
     pub(super) clip_before: usize,
     /// The compaction in effect.
     pub(super) compaction: Option<Compaction>,
+    /// Runs of events never sent: prompts no request could hold.
+    pub(super) unsent: Vec<Range<usize>>,
 }
 
 impl View {
@@ -174,8 +184,21 @@ impl View {
         View {
             cut: back(compaction.kept),
             clip_before: back(compaction.unclipped),
+            unsent: compaction.unsent.iter().map(|[from, to]| back(*from)..back(*to)).collect(),
             compaction: Some(compaction),
         }
+    }
+
+    /// The runs of `unsent` a compaction stored at index `at` carries on (those not wholly
+    /// before `cut`), counted back from `at`.
+    pub(super) fn unsent_back_from(&self, at: usize, cut: usize) -> Vec<[u64; 2]> {
+        let back = |index: usize| at.saturating_sub(index) as u64;
+        self.unsent.iter().filter(|run| run.end > cut).map(|run| [back(run.start), back(run.end)]).collect()
+    }
+
+    /// Whether the event at `at` is left out as unsent.
+    fn is_unsent(&self, at: usize) -> bool {
+        self.unsent.iter().any(|run| run.contains(&at))
     }
 
     /// The messages this view sends of `events` (the history, or a start of it), after
@@ -183,8 +206,23 @@ impl View {
     pub(super) fn render(&self, system: &str, events: &[Event], images: &Images) -> Vec<ChatMessage> {
         let cut = self.cut.min(events.len());
         let preamble = self.compaction.as_ref().and_then(preamble);
-        let shaping =
-            Shaping { clip_before: self.clip_before.saturating_sub(cut), preamble: preamble.as_deref() };
+        // A cut inside a turn keeps the turn's prompt: the latest user message before it.
+        let anchor = opens_a_step(&events[cut..])
+            .then(|| (0..cut).rev().find(|&at| is_turn_start(&events[at]) && !self.is_unsent(at)))
+            .flatten()
+            .map(|at| &events[at]);
+        let unsent: Vec<Range<usize>> = self
+            .unsent
+            .iter()
+            .filter(|run| run.end > cut)
+            .map(|run| run.start.saturating_sub(cut)..run.end - cut)
+            .collect();
+        let shaping = Shaping {
+            clip_before: self.clip_before.saturating_sub(cut),
+            preamble: preamble.as_deref(),
+            anchor,
+            unsent: &unsent,
+        };
         shaped_messages(system, &events[cut..], images, &shaping)
     }
 
@@ -199,12 +237,52 @@ impl View {
     }
 }
 
+/// Whether `event` starts a user turn: a prompt (or steering), or a goal's continuation.
+fn is_turn_start(event: &Event) -> bool {
+    matches!(event, Event::UserMessage { .. } | Event::GoalContinuation { .. })
+}
+
+/// Whether `event` is a piece of a model response: its thought, message or tool calls.
+fn is_response(event: &Event) -> bool {
+    matches!(event, Event::AgentThought { .. } | Event::AgentMessage { .. } | Event::ToolCall { .. })
+}
+
+/// Whether `events` open with a model step (past markers a compaction or a plan left): what
+/// a view cut inside a turn starts with.
+fn opens_a_step(events: &[Event]) -> bool {
+    events.iter().find(|e| !matches!(e, Event::Compacted(..) | Event::Plan { .. })).is_some_and(is_response)
+}
+
 /// Where each user turn starts: the cut points a summary may end at, since a user message
 /// never falls between a tool call and its result.
 pub(super) fn turn_starts(history: &[Event]) -> impl Iterator<Item = usize> + '_ {
-    history.iter().enumerate().filter_map(|(at, event)| {
-        matches!(event, Event::UserMessage { .. } | Event::GoalContinuation { .. }).then_some(at)
-    })
+    history.iter().enumerate().filter_map(|(at, event)| is_turn_start(event).then_some(at))
+}
+
+/// Where a summary may end, after `after`: each user turn's start, and inside the latest
+/// turn each model step's start (its first thought, message or call after the results of
+/// the step before), so that one long turn can be summarized between its own steps. None
+/// falls between a tool call and its result.
+pub(super) fn cut_points(history: &[Event], after: usize) -> Vec<usize> {
+    let latest = turn_starts(history).last();
+    let mut points: Vec<usize> = turn_starts(history).filter(|&at| at > after).collect();
+    if let Some(latest) = latest {
+        let mut answered = false;
+        for (at, event) in history.iter().enumerate().skip(latest + 1) {
+            match event {
+                Event::ToolResult { .. } => answered = true,
+                _ if is_response(event) && answered => {
+                    answered = false;
+                    if at > after {
+                        points.push(at);
+                    }
+                }
+                _ if is_response(event) => answered = false,
+                _ => {}
+            }
+        }
+    }
+    points
 }
 
 /// The end of the outputs the model has answered: a tool result before the model's latest
@@ -261,7 +339,7 @@ fn preamble(compaction: &Compaction) -> Option<String> {
 }
 
 /// The first words of a summary's thought, streamed before the summary.
-pub const SUMMARY_HEADER: &str =
+pub(super) const SUMMARY_HEADER: &str =
     "Compacting the conversation to free the model's context window. Summary:\n\n";
 
 impl Compaction {
@@ -286,6 +364,12 @@ impl Compaction {
                     self.replaced
                 )
             }
+            CompactionStage::Dropped => format!(
+                "[The prompt above needs more of the context window than a request may take, so the model \
+                 never read it; later requests leave it out (about {} tokens without it). The session keeps \
+                 it.]",
+                self.tokens_after
+            ),
         }
     }
 
@@ -351,6 +435,7 @@ mod tests {
             plan: vec![],
             goal: Some("ship it".into()),
             instructions: None,
+            unsent: vec![],
             tokens_before: 0,
             tokens_after: 0,
         })
@@ -430,6 +515,73 @@ mod tests {
         history.extend([said("d"), user("e")]);
         let after = View::of(&history).render("sys", &history, &Images::default());
         assert_eq!(before[..], after[..before.len()], "the prefix is unchanged");
+    }
+
+    #[test]
+    fn a_long_turn_may_be_cut_where_a_step_starts_never_between_a_call_and_its_result() {
+        // Two turns; the second makes three steps of calls, the last still unanswered.
+        let history = vec![
+            user("a"),
+            said("b"),
+            user("c"),
+            call("1"),
+            result("1", "r"),
+            said("thinking"),
+            call("2"),
+            call("3"),
+            result("2", "r"),
+            result("3", "r"),
+            call("4"),
+            result("4", "r"),
+        ];
+        assert_eq!(cut_points(&history, 0), [2, 5, 10]);
+        assert_eq!(cut_points(&history, 5), [10], "only points after the current cut");
+        // Steps of earlier turns are not cut into: only the turn in progress is.
+        let mut later = history.clone();
+        later.push(user("d"));
+        assert_eq!(cut_points(&later, 0), [2, 12]);
+    }
+
+    #[test]
+    fn a_view_cut_inside_a_turn_sends_the_turns_prompt_then_its_kept_steps() {
+        let mut history = vec![
+            user("old"),
+            said("done"),
+            user("read them all"),
+            call("1"),
+            result("1", "one"),
+            call("2"),
+            result("2", "two"),
+        ];
+        // A summary of everything before the second step of the second turn.
+        history.push(compacted(2, 2, Some("read one")));
+        let texts = texts(&View::of(&history).render("sys", &history, &Images::default()));
+        assert_eq!(texts.len(), 4, "{texts:?}");
+        assert!(texts[1].starts_with("user:[The earlier conversation was compacted"), "{texts:?}");
+        assert!(texts[1].contains("read one") && texts[1].ends_with("|user:read them all"), "{texts:?}");
+        assert_eq!(texts[2..], ["assistant:", "tool:two"], "the kept step, its call with its result");
+        assert!(!texts.iter().any(|t| t.contains("one") && t.starts_with("tool")), "{texts:?}");
+    }
+
+    #[test]
+    fn unsent_runs_are_left_out_of_every_later_view() {
+        let mut history = vec![user("hello"), said("hi"), user("far too big"), user("steer")];
+        let mut dropped = match compacted(4, 4, None) {
+            Event::Compacted(c) => c,
+            _ => unreachable!(),
+        };
+        dropped.stage = CompactionStage::Dropped;
+        dropped.goal = None;
+        dropped.unsent = vec![[2, 0]];
+        history.push(Event::Compacted(dropped));
+        history.push(user("small"));
+        let view = View::of(&history);
+        let texts = texts(&view.render("sys", &history, &Images::default()));
+        assert_eq!(texts, ["system:sys", "user:hello", "assistant:hi", "user:small"]);
+        // A compaction after it carries the run on while the run is still after its cut.
+        assert_eq!(view.unsent, vec![std::ops::Range { start: 2, end: 4 }]);
+        assert_eq!(view.unsent_back_from(6, 0), [[4, 2]]);
+        assert!(view.unsent_back_from(6, 4).is_empty(), "a run before the cut is summarized away");
     }
 
     #[test]

@@ -129,6 +129,11 @@ pub struct Compaction {
     /// What the user asked the summary to focus on (`/compact focus on the parser`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// Runs of events that are not sent at all, each `[from, to]` counted back from this
+    /// event like `kept` (the run is the events from `from` back up to, not including, `to`
+    /// back): prompts no request could hold, which the model never read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsent: Vec<[u64; 2]>,
     /// The estimated tokens of the request before compacting.
     pub tokens_before: u64,
     /// The estimated tokens of the request after.
@@ -143,6 +148,9 @@ pub enum CompactionStage {
     Clipped,
     /// Earlier turns were replaced by a summary the model wrote.
     Summarized,
+    /// A prompt that did not fit the window even alone (its turn failed before the model
+    /// read it) is no longer sent, so it does not fail the prompts after it too.
+    Dropped,
 }
 
 impl Event {

@@ -36,6 +36,13 @@ impl GoalStatus {
     }
 }
 
+/// As the wire spells it (`completed`), for messages.
+impl std::fmt::Display for GoalStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
 /// A long-running objective.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Goal {
@@ -60,8 +67,8 @@ pub enum GoalError {
     /// The goal has already ended.
     #[error("the goal is already {status}; a new prompt in goal mode sets a new one")]
     Ended {
-        /// `completed` or `failed`.
-        status: &'static str,
+        /// How it ended: completed or failed.
+        status: GoalStatus,
     },
 }
 
@@ -91,7 +98,7 @@ impl Goal {
     }
 
     /// Counts one more continuation.
-    pub fn continued(&mut self) {
+    pub(crate) fn continued(&mut self) {
         self.continuation_count += 1;
         self.updated_at = now();
     }
@@ -117,14 +124,14 @@ pub fn resume(goal: &mut Option<Goal>) -> Result<Goal, GoalError> {
 fn change(goal: &mut Option<Goal>, to: GoalStatus) -> Result<Goal, GoalError> {
     let goal = goal.as_mut().ok_or(GoalError::NoGoal)?;
     if goal.status.is_final() {
-        return Err(GoalError::Ended { status: goal.status.id() });
+        return Err(GoalError::Ended { status: goal.status });
     }
     goal.set(to);
     Ok(goal.clone())
 }
 
 /// The objective a prompt states: its text, or a note when it has none.
-pub fn objective_of(prompt: &[UserContent]) -> String {
+pub(crate) fn objective_of(prompt: &[UserContent]) -> String {
     let text: Vec<&str> = prompt
         .iter()
         .filter_map(|c| match c {
@@ -141,7 +148,7 @@ pub fn objective_of(prompt: &[UserContent]) -> String {
 }
 
 /// The user message that asks the model to go on.
-pub fn continuation_text(goal: &Goal) -> String {
+pub(crate) fn continuation_text(goal: &Goal) -> String {
     format!(
         "Continue working toward the goal: {}\nIf it is reached, or you find it cannot be reached, call \
          `finish_goal`.",
@@ -162,7 +169,7 @@ mod tests {
         if let Some(g) = goal.as_mut() {
             g.finish(false);
         }
-        assert_eq!(resume(&mut goal), Err(GoalError::Ended { status: "failed" }));
+        assert_eq!(resume(&mut goal), Err(GoalError::Ended { status: GoalStatus::Failed }));
         assert_eq!(pause(&mut None), Err(GoalError::NoGoal));
     }
 

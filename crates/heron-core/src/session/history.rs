@@ -21,11 +21,11 @@ use crate::types::UserContent;
 /// The images a session's history refers to, base64-encoded, read once each. An image that
 /// could not be read is remembered as missing, with why.
 #[derive(Debug, Default)]
-pub struct Images(HashMap<String, Result<String, String>>);
+pub(super) struct Images(HashMap<String, Result<String, String>>);
 
 impl Images {
     /// Reads every image of `events` not read yet.
-    pub async fn load(&mut self, events: &[Event]) {
+    pub(super) async fn load(&mut self, events: &[Event]) {
         let missing: Vec<String> = events
             .iter()
             .flat_map(|event| match event {
@@ -70,7 +70,7 @@ fn read_image(path: &str) -> Result<String, String> {
 }
 
 /// What the model is told about an interrupted call.
-pub const INTERRUPTED: &str = "The tool call was interrupted before it finished; it may not have run.";
+pub(super) const INTERRUPTED: &str = "The tool call was interrupted before it finished; it may not have run.";
 
 fn user_parts(content: &[UserContent], images: &Images) -> Vec<UserPart> {
     content
@@ -112,6 +112,10 @@ pub(super) struct Shaping<'a> {
     pub(super) clip_before: usize,
     /// What opens the first user message (a compaction's summary).
     pub(super) preamble: Option<&'a str>,
+    /// A user message sent before the events: the prompt of the turn they start inside.
+    pub(super) anchor: Option<&'a Event>,
+    /// The events, by index, that are not sent at all.
+    pub(super) unsent: &'a [std::ops::Range<usize>],
 }
 
 /// [`chat_messages`], shaped by a compaction.
@@ -121,7 +125,14 @@ pub(super) fn shaped_messages(
     images: &Images,
     shaping: &Shaping<'_>,
 ) -> Vec<ChatMessage> {
-    let mut out = rendered(system, events, images, shaping.clip_before);
+    let sent = events.iter().enumerate().filter(|(at, _)| !shaping.unsent.iter().any(|run| run.contains(at)));
+    // The anchor is a user message: no output of it is clipped, whatever its index.
+    let mut out = rendered(
+        system,
+        shaping.anchor.map(|e| (usize::MAX, e)).into_iter().chain(sent),
+        images,
+        shaping.clip_before,
+    );
     if let Some(preamble) = shaping.preamble {
         let part = UserPart::Text { text: preamble.to_owned() };
         match out.get_mut(1) {
@@ -133,7 +144,12 @@ pub(super) fn shaped_messages(
     out
 }
 
-fn rendered(system: &str, events: &[Event], images: &Images, clip_before: usize) -> Vec<ChatMessage> {
+fn rendered<'e>(
+    system: &str,
+    events: impl Iterator<Item = (usize, &'e Event)>,
+    images: &Images,
+    clip_before: usize,
+) -> Vec<ChatMessage> {
     let mut out = vec![ChatMessage::System { text: system.to_owned() }];
     // Calls of the open assistant message still waiting for a result.
     let mut open_calls: Vec<String> = Vec::new();
@@ -149,7 +165,7 @@ fn rendered(system: &str, events: &[Event], images: &Images, clip_before: usize)
         }
     };
 
-    for (at, event) in events.iter().enumerate() {
+    for (at, event) in events {
         let piece_of = last_piece.take();
         match event {
             Event::UserMessage { content, .. } => {

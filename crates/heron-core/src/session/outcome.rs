@@ -12,7 +12,7 @@ const RUN_COMMAND: &str = "run_command";
 /// completed call of an edit, delete or move tool; verification is a completed
 /// `run_command` after the last change (exit code 0), of `verify` when the project names its
 /// verify command (the command line must contain it).
-pub fn assess(events: &[Event], verify: Option<&str>) -> TurnOutcome {
+pub(super) fn assess(events: &[Event], verify: Option<&str>) -> TurnOutcome {
     // Calls by id: (its kind, whether it is a run_command that counts as verification).
     let mut calls: Vec<(&str, ToolKind, bool)> = Vec::new();
     let mut changed_unverified = 0usize;
@@ -48,7 +48,7 @@ pub fn assess(events: &[Event], verify: Option<&str>) -> TurnOutcome {
 
 /// The host-written line a paused turn's text ends with, on a line of its own even for a
 /// client that runs messages together.
-pub fn paused_note(reason: &str) -> String {
+pub(super) fn paused_note(reason: &str) -> String {
     format!("\n\n[paused] Not verified, {reason}. Run the checks, or ask me to.")
 }
 

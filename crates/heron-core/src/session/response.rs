@@ -235,8 +235,8 @@ impl Turn {
             capped = !self.show(Part::Thought, (&mut message, &mut thought), arguments, &rest_thought).await
                 || !self.show(Part::Message, (&mut message, &mut thought), arguments, &rest_message).await;
         }
-        // Without a context window there is no report to keep.
-        if usage_seen && self.provider.context_window.is_some() {
+        // The report (tokens and cost, with or without a window) is kept with the session.
+        if usage_seen {
             self.status
                 .save(&self.store, &self.session_id)
                 .await

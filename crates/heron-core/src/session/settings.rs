@@ -419,7 +419,12 @@ impl Settings {
     }
 
     /// Reads and applies one value id of `option`.
-    pub fn apply(&mut self, option: ConfigId, value: &str, choices: &Choices) -> Result<(), SettingError> {
+    pub(crate) fn apply(
+        &mut self,
+        option: ConfigId,
+        value: &str,
+        choices: &Choices,
+    ) -> Result<(), SettingError> {
         self.change(Self::read(option, value)?, choices)
     }
 

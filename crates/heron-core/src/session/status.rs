@@ -29,7 +29,7 @@ struct Current {
 }
 
 /// The live status of one session, shared by its actor, its turn and the adapter.
-pub struct Board {
+pub(super) struct Board {
     current: Mutex<Current>,
     /// Serialises store writes, so the last write always carries the latest goal and usage.
     saving: tokio::sync::Mutex<()>,
@@ -43,7 +43,7 @@ impl std::fmt::Debug for Board {
 
 impl Board {
     /// The status of an idle session.
-    pub fn new(
+    pub(super) fn new(
         settings: &Settings,
         goal: Option<Goal>,
         usage: Option<UsageReport>,
@@ -68,14 +68,14 @@ impl Board {
     }
 
     /// The snapshot and its sequence number.
-    pub fn current(&self) -> (u64, Snapshot) {
+    pub(super) fn current(&self) -> (u64, Snapshot) {
         let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         (current.seq, current.snapshot.clone())
     }
 
     /// Applies `change`; a real change gets a new sequence number and timestamp and goes to
     /// the running turn's stream.
-    pub fn change<R>(&self, change: impl FnOnce(&mut Snapshot) -> R) -> R {
+    pub(super) fn change<R>(&self, change: impl FnOnce(&mut Snapshot) -> R) -> R {
         let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         let before = current.snapshot.clone();
         let result = change(&mut current.snapshot);
@@ -91,7 +91,7 @@ impl Board {
     }
 
     /// Mirrors the settings.
-    pub fn set_settings(&self, settings: &Settings) {
+    pub(super) fn set_settings(&self, settings: &Settings) {
         self.change(|s| {
             s.mode = settings.mode;
             s.model.clone_from(&settings.model);
@@ -100,7 +100,7 @@ impl Board {
     }
 
     /// A turn starts; its updates go to `route` until it ends.
-    pub fn begin_turn(&self, route: UnboundedSender<TurnUpdate>) {
+    pub(super) fn begin_turn(&self, route: UnboundedSender<TurnUpdate>) {
         self.current.lock().unwrap_or_else(PoisonError::into_inner).route = Some(route);
         self.change(|s| {
             s.activity = Activity::Running;
@@ -109,13 +109,13 @@ impl Board {
     }
 
     /// The turn ended: the idle status is the last thing its stream carries.
-    pub fn end_turn(&self) {
+    pub(super) fn end_turn(&self) {
         self.end_turn_with(None);
     }
 
     /// The turn ended, changing the inbox counts (an inbox item's turn): one idle status
     /// carries both, last on its stream.
-    pub fn end_turn_with(&self, inbox: Option<InboxCounts>) {
+    pub(super) fn end_turn_with(&self, inbox: Option<InboxCounts>) {
         self.change(|s| {
             s.activity = Activity::Idle;
             s.turn_started_at = None;
@@ -127,7 +127,7 @@ impl Board {
     }
 
     /// What the running turn is doing.
-    pub fn set_activity(&self, activity: Activity) {
+    pub(super) fn set_activity(&self, activity: Activity) {
         self.change(|s| {
             // Only a running turn waits; an idle session stays idle.
             if s.activity != Activity::Idle {
@@ -138,7 +138,7 @@ impl Board {
 
     /// Waits until everything the running turn's stream carries has reached the editor's
     /// connection (nothing to wait for without a turn).
-    pub async fn flushed(&self) {
+    pub(super) async fn flushed(&self) {
         let route = self.current.lock().unwrap_or_else(PoisonError::into_inner).route.clone();
         if let Some(route) = route {
             super::update::flushed(&route).await;
@@ -146,12 +146,12 @@ impl Board {
     }
 
     /// The goal.
-    pub fn goal(&self) -> Option<Goal> {
+    pub(super) fn goal(&self) -> Option<Goal> {
         self.current.lock().unwrap_or_else(PoisonError::into_inner).snapshot.goal.clone()
     }
 
     /// Stores the current goal and usage with the session.
-    pub async fn save(&self, store: &Store, session_id: &str) -> Result<(), StoreError> {
+    pub(super) async fn save(&self, store: &Store, session_id: &str) -> Result<(), StoreError> {
         let _one_at_a_time = self.saving.lock().await;
         let (_, snapshot) = self.current();
         let encode = |value: serde_json::Value| Some(value).filter(|v| !v.is_null());

@@ -26,16 +26,16 @@ use heron_store::{Enqueued, InboxIntent, NewInboxItem, Store, StoreError};
 
 /// A steer waiting for the running turn: its item and its input, or why that cannot be read.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Pending {
+pub(super) struct Pending {
     /// The inbox item.
-    pub id: String,
+    pub(super) id: String,
     /// The input.
-    pub input: Result<Vec<PromptInput>, String>,
+    pub(super) input: Result<Vec<PromptInput>, String>,
 }
 
 /// One session's steering gate.
 #[derive(Debug)]
-pub struct Steers {
+pub(super) struct Steers {
     session_id: String,
     store: Store,
     /// Whether a turn takes steers now.

@@ -152,17 +152,26 @@ mod tests {
     #[tokio::test]
     async fn the_first_write_is_whole_and_later_events_are_appended() {
         let dir = tempfile::tempdir().expect("tempdir");
+        let path = transcript_path(dir.path(), "s1");
         let mut transcript = Transcript::new(dir.path(), "s1");
-        std::fs::write(transcript_path(dir.path(), "s1"), "stale\n").expect("an old file");
+        std::fs::write(&path, "stale\n").expect("an old file");
         let mut history = vec![ended()];
         transcript.append(&history, line(&ended())).await;
         history.push(ended());
+        // A line no event wrote: a write that rewrote the file from the history would lose it.
+        let mut file = std::fs::OpenOptions::new().append(true).open(&path).expect("open");
+        file.write_all(b"sentinel\n").expect("sentinel");
+        drop(file);
         transcript.append(&history, line(&ended())).await;
         history.push(ended());
+        transcript.append_all(&history, vec![line(&ended()), line(&ended())]).await;
+        history.extend([ended(), ended()]);
         transcript.sync(&history).await;
-        let text = std::fs::read_to_string(transcript_path(dir.path(), "s1")).expect("written");
-        assert_eq!(text.lines().count(), 3, "{text}");
-        assert!(!text.contains("stale"));
+        let text = std::fs::read_to_string(&path).expect("written");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 6, "five events and the sentinel: {text}");
+        assert_eq!(lines[2], "sentinel", "later events are appended after what the file holds: {text}");
+        assert!(!text.contains("stale"), "the first write replaces an old file: {text}");
     }
 
     #[test]

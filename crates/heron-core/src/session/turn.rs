@@ -117,8 +117,8 @@ pub struct Turn {
     pub echo_prompt: bool,
     /// The id the prompt's user message takes, when the client was given one on accepting it.
     pub prompt_message_id: Option<String>,
-    /// The session's cancellable calls; each of this turn's calls is registered while it waits
-    /// for approval or runs.
+    /// The session's cancellable calls; each of this turn's calls is registered from the moment
+    /// the editor is shown it until its result is recorded.
     pub calls: Arc<super::calls::RunningCalls>,
     /// Text the user appends to the system prompt (`--append-system-prompt`).
     pub append_system_prompt: Option<Arc<str>>,
@@ -447,6 +447,9 @@ impl Turn {
     }
 
     /// Records every call first (the editor sees them pending), then runs them in order.
+    /// Each call is registered as cancellable (`tool_call/cancel`) with its own token before
+    /// the editor sees it, so a call cancelled while an earlier one of the step waits or runs
+    /// never runs and ends cancelled.
     async fn run_tools(
         &mut self,
         calls: Vec<ToolCallRequest>,
@@ -487,6 +490,11 @@ impl Turn {
                         .unwrap_or(serde_json::Value::String(call.arguments.clone())),
                 ),
             };
+            // This call's own token: `tool_call/cancel` ends it, the turn goes on. Registered
+            // before the editor is shown the call (which offers the cancel), and kept until
+            // its result is recorded.
+            let call_cancel = self.env.cancel.child_token();
+            let registered = self.calls.register(&call.id, call_cancel.clone());
             self.record(Event::ToolCall {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
@@ -497,24 +505,22 @@ impl Turn {
                 locations,
             })
             .await?;
-            prepared.push((call, tool, described));
+            prepared.push((call, tool, described, call_cancel, registered));
         }
         let mut budget = super::reply_calls::ResultBudget::new(self.limits.max_tool_result_bytes);
-        for (call, tool, described) in prepared {
+        for (call, tool, described, call_cancel, registered) in prepared {
             // The sink of the call that ran, to run what it left for after its result.
             let mut sink = None;
-            // This call's own token: `tool_call/cancel` ends it, the turn goes on.
-            let call_cancel = self.env.cancel.child_token();
-            let _registered = self.calls.register(&call.id, call_cancel.clone());
             let mut outcome = match (tool, described) {
-                _ if self.cancel().is_cancelled() => {
-                    Outcome::failed("The turn was cancelled before this tool ran.")
-                }
+                // Cancelled while an earlier call waited or ran: it never starts.
+                _ if call_cancel.is_cancelled() => self.cancelled_before_running(),
                 (Some(tool), Ok(prepared)) => match tokio::select! {
                     // Dropping a pending question withdraws it at the editor.
                     gated = self.gate(&call, tool.as_ref(), prepared) => gated,
                     () = call_cancel.cancelled() => Err(CALL_CANCELLED.to_owned()),
                 } {
+                    // Approved as the cancel came: the cancel wins, nothing runs.
+                    Ok(_) if call_cancel.is_cancelled() => self.cancelled_before_running(),
                     Ok(prepared) => {
                         self.live(TurnUpdate::ToolProgress {
                             call_id: call.id.clone(),
@@ -534,8 +540,12 @@ impl Turn {
                 (_, Err(message)) => Outcome::failed(message),
                 (None, Ok(_)) => Outcome::failed(format!("There is no tool called `{}`.", call.name)),
             };
-            if call_cancel.is_cancelled() && !self.cancel().is_cancelled() {
-                outcome = Outcome::failed(CALL_CANCELLED);
+            // A call a cancel stopped ends cancelled; one that finished first keeps its result.
+            if call_cancel.is_cancelled() && outcome.status != ToolStatus::Completed {
+                if !self.cancel().is_cancelled() {
+                    outcome = Outcome::failed(CALL_CANCELLED);
+                }
+                outcome.status = ToolStatus::Cancelled;
             }
             budget.fit(&mut outcome);
             if let Some(entries) = outcome.plan.clone() {
@@ -555,8 +565,20 @@ impl Turn {
             if let Some(sink) = sink {
                 sink.finish(self.env.deadlines.quick).await;
             }
+            // Final now: a cancel of it is refused from here on.
+            drop(registered);
         }
         Ok(())
+    }
+
+    /// The result of a call whose token was cancelled before it could run: by the user
+    /// alone (`tool_call/cancel`), or with the whole turn.
+    fn cancelled_before_running(&self) -> Outcome {
+        if self.cancel().is_cancelled() {
+            Outcome::failed("The turn was cancelled before this tool ran.")
+        } else {
+            Outcome::failed(CALL_CANCELLED)
+        }
     }
 
     /// Asks the permission gate, and the user when it says so, showing them what the call
@@ -661,10 +683,11 @@ impl Turn {
         }
         self.carried.tokens = self.carried.tokens.plus(&usage);
         self.carried.calibration.reported(usage.input_tokens);
-        let Some(size) = self.provider.context_window else { return };
+        // Tokens and cost count whether or not the window is known; the edge decides what
+        // a report without a window can be sent as.
         let report = UsageReport {
             used: usage.input_tokens + usage.output_tokens,
-            size,
+            size: self.provider.context_window,
             cost: self.carried.currency.as_ref().map(|currency| (self.carried.cost, currency.clone())),
             tokens: self.carried.tokens,
             cost_complete: self.carried.cost_complete,

@@ -45,6 +45,15 @@ pub enum TurnUpdate {
         /// Output to show so far (replaces earlier output when not empty).
         output: Vec<ToolOutput>,
     },
+    /// More output of a running tool call, after what it shows so far (a local command's
+    /// output as it arrives). The call's result carries all of it again, so an edge that
+    /// cannot add to a call's output may leave these out.
+    ToolOutputChunk {
+        /// The call id.
+        call_id: String,
+        /// The piece.
+        output: ToolOutput,
+    },
     /// Usage changed.
     Usage(UsageReport),
     /// How the turn ended, sent once just before a turn that ends `end_turn` answers.
@@ -161,6 +170,10 @@ impl ProgressSink for CallProgress {
             status: ToolStatus::InProgress,
             output,
         });
+    }
+
+    fn append(&self, output: ToolOutput) {
+        let _ = self.updates.send(TurnUpdate::ToolOutputChunk { call_id: self.call_id.clone(), output });
     }
 
     fn flushed(&self) -> BoxFuture<()> {

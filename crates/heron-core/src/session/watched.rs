@@ -16,14 +16,14 @@ use crate::tools::editor::{
 };
 
 /// An editor whose waits on the user show on a status board.
-pub struct WatchedEditor {
+pub(super) struct WatchedEditor {
     inner: Arc<dyn EditorIo>,
     board: Arc<Board>,
 }
 
 impl WatchedEditor {
     /// `inner`, reporting to `board`.
-    pub fn new(inner: Arc<dyn EditorIo>, board: Arc<Board>) -> Self {
+    pub(super) fn new(inner: Arc<dyn EditorIo>, board: Arc<Board>) -> Self {
         Self { inner, board }
     }
 }

@@ -1,7 +1,10 @@
 //! How the file tools read and write: through the editor when it offers it and the file is
 //! plain UTF-8 (so unsaved buffers are seen and edits land in them), locally otherwise.
-//! Invariant: a file's encoding survives a round trip; Latin-1 and BOM files never pass
-//! through the editor for writing, because an editor may not keep their bytes.
+//! Invariants: a file's encoding survives a round trip; Latin-1 and BOM files never pass
+//! through the editor for writing, because an editor may not keep their bytes; when the
+//! editor cannot read a file it was asked for, its message reaches the model, and no change
+//! is worked out against the disk copy in its place (the editor may hold unsaved text the
+//! disk does not, which the write would silently overwrite).
 
 use std::path::Path;
 
@@ -14,7 +17,7 @@ pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The largest file a tool writes: what the tools could not read back whole they do not
 /// make either, and a change is refused before its text is built past it.
-pub const MAX_WRITE_BYTES: u64 = MAX_FILE_BYTES;
+pub(crate) const MAX_WRITE_BYTES: u64 = MAX_FILE_BYTES;
 
 /// A file's current text, from wherever it was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,9 +137,21 @@ async fn read_disk(env: &ToolEnv, path: &Path) -> Result<OnDisk, String> {
     }
 }
 
+/// A file's text for showing, and what the model must be told about where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Viewed {
+    /// The text and its encoding.
+    pub decoded: Decoded,
+    /// Set when the editor could not read the file and the disk copy is shown instead:
+    /// the editor's message, and that an unsaved buffer may differ.
+    pub note: Option<String>,
+}
+
 /// Reads a file for showing: through the editor when it reads files and the disk copy is
 /// UTF-8 or missing; locally otherwise (Latin-1 decoded). `Ok(None)` when it does not exist.
-pub(crate) async fn read_for_view(env: &ToolEnv, path: &Path) -> Result<Option<Decoded>, String> {
+/// When the editor fails the read, the disk copy is shown with a note saying so: it is
+/// still the best view of the file there is, as long as the model knows what it is.
+pub(crate) async fn read_for_view(env: &ToolEnv, path: &Path) -> Result<Option<Viewed>, String> {
     env.witness(path);
     let disk = read_disk(env, path).await?;
     // A file missing on disk is not asked of the editor: it would only answer "not found".
@@ -152,17 +167,25 @@ pub(crate) async fn read_for_view(env: &ToolEnv, path: &Path) -> Result<Option<D
                     OnDisk::Text(decoded) => decoded.encoding,
                     OnDisk::Missing => Encoding::Utf8,
                 };
-                return Ok(Some(Decoded { text, encoding }));
+                return Ok(Some(Viewed { decoded: Decoded { text, encoding }, note: None }));
             }
-            // A file the editor cannot read but the disk has is still worth showing.
             Err(e) => {
                 tracing::debug!(path = %path.display(), error = %e, "editor read failed; reading locally");
+                let note = format!(
+                    "the editor could not read {}: {e}. This is the copy saved on disk, which may differ \
+                     from unsaved changes in the editor.",
+                    path.display()
+                );
+                return Ok(match disk {
+                    OnDisk::Missing => None,
+                    OnDisk::Text(decoded) => Some(Viewed { decoded, note: Some(note) }),
+                });
             }
         }
     }
     Ok(match disk {
         OnDisk::Missing => None,
-        OnDisk::Text(decoded) => Some(decoded),
+        OnDisk::Text(decoded) => Some(Viewed { decoded, note: None }),
     })
 }
 
@@ -179,12 +202,16 @@ pub(crate) async fn read_for_change(env: &ToolEnv, path: &Path) -> Result<Loaded
     // A new file is not read through the editor first: there is nothing to read, and
     // editors report the miss as an error to the user.
     if via_editor && env.editor.reads_files() && matches!(disk, OnDisk::Text(_)) {
-        match env.editor.read_text_file(path).await {
-            Ok(text) => return Ok(Loaded { text: Some(text), encoding: Encoding::Utf8, via_editor }),
-            Err(e) => {
-                tracing::debug!(path = %path.display(), error = %e, "editor read failed; using the disk copy");
-            }
-        }
+        return match env.editor.read_text_file(path).await {
+            Ok(text) => Ok(Loaded { text: Some(text), encoding: Encoding::Utf8, via_editor }),
+            // The change would be shown and written against the disk copy while the editor
+            // may hold other, unsaved text, which the write would then replace unseen.
+            Err(e) => Err(format!(
+                "the editor could not read {}: {e}. Nothing was changed: the change cannot be \
+                 worked out against the editor's copy of the file.",
+                path.display()
+            )),
+        };
     }
     Ok(match disk {
         OnDisk::Missing => Loaded { text: None, encoding: Encoding::Utf8, via_editor },

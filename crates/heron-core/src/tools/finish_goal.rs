@@ -12,21 +12,21 @@ use crate::llm::ToolSpec;
 use crate::types::{ToolKind, ToolStatus};
 
 /// The tool's name.
-pub const NAME: &str = "finish_goal";
+pub(crate) const NAME: &str = "finish_goal";
 
 /// How the goal ended: `completed` (the objective is met) or `failed` (it cannot be met).
 /// No variant doc comments, so the schema lists a plain `enum`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[allow(missing_docs, reason = "variant docs would turn the schema's plain enum into a oneOf")]
-pub enum GoalEnd {
+pub(crate) enum GoalEnd {
     Completed,
     Failed,
 }
 
 /// Arguments of `finish_goal`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-pub struct FinishGoalArgs {
+pub(crate) struct FinishGoalArgs {
     /// Whether the goal was reached.
     pub status: GoalEnd,
     /// What was done, or why the goal cannot be reached, in a few sentences.
@@ -35,7 +35,7 @@ pub struct FinishGoalArgs {
 
 /// The `finish_goal` tool.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct FinishGoal;
+pub(crate) struct FinishGoal;
 
 impl Tool for FinishGoal {
     fn spec(&self) -> ToolSpec {
@@ -91,7 +91,7 @@ fn finish(args: FinishGoalArgs) -> Outcome {
 }
 
 /// The verdict of a finished `finish_goal` call, if `outcome` is one.
-pub fn verdict(tool: &str, outcome: &Outcome) -> Option<GoalEnd> {
+pub(crate) fn verdict(tool: &str, outcome: &Outcome) -> Option<GoalEnd> {
     if tool != NAME || outcome.status != ToolStatus::Completed {
         return None;
     }

@@ -209,8 +209,10 @@ struct ScopeOnly {
 
 /// In the command, when the sandbox confined it (`no_new_privs` is set): a nested Landlock
 /// domain that may not signal outside itself, so the command can neither kill nor stop its
-/// keeper (nor Heron, nor the editor). Best effort: a kernel before ABI 6 refuses the
-/// ruleset, and the command then runs as the sandbox alone confined it.
+/// keeper. The sandbox's own domain already scopes signals and abstract Unix sockets (so
+/// Heron, the editor and the host's servers are out of reach), but the keeper shares that
+/// domain, and a domain never scopes its own members. Best effort: a kernel before ABI 6
+/// refuses the ruleset, and the command then runs as the sandbox alone confined it.
 ///
 /// # Safety
 /// Only in the child between `fork` and `exec`.

@@ -13,9 +13,11 @@ use std::time::Duration;
 use tokio::io::AsyncRead;
 use tokio_util::sync::CancellationToken;
 
+use super::Progress;
 use super::streams::{OutputSink, collect_redacted, signal_name};
 use crate::sandbox::{self, Policy};
 use crate::secret::{Secret, StreamRedactor};
+use crate::types::ToolOutput;
 
 /// How long the output of processes that outlive the shell is still collected.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -25,7 +27,7 @@ const KEEPER_WAIT: Duration = Duration::from_secs(5);
 
 /// How a local command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ending {
+pub(super) enum Ending {
     /// It exited with a code.
     Exited(i32),
     /// A signal ended it (its name, e.g. `SIGKILL`).
@@ -38,7 +40,7 @@ pub enum Ending {
 
 /// A finished local command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finished {
+pub(super) struct Finished {
     /// How it ended.
     pub ending: Ending,
     /// Its stdout and stderr, interleaved as they arrived, capped.
@@ -46,7 +48,7 @@ pub struct Finished {
 }
 
 /// Where and how long a local command runs, and what its output may hold.
-pub struct Limits<'a> {
+pub(super) struct Limits<'a> {
     /// Its working directory.
     pub cwd: &'a Path,
     /// How long it may run before it is killed.
@@ -56,17 +58,19 @@ pub struct Limits<'a> {
     /// Redacted from the output as it arrives, before anything is clipped, so that a cut
     /// never leaves two halves of a key that redaction of the result could not see.
     pub secrets: &'a [Secret],
+    /// Where the output is shown while the command runs, redacted, up to `cap` bytes.
+    pub progress: &'a Progress,
 }
 
 /// Runs `sh -c command` in a new process group, confined by `sandbox`, collecting its
 /// output (redacted, then capped) until it exits, times out or `cancel` fires.
-pub async fn run(
+pub(super) async fn run(
     command: &str,
     limits: Limits<'_>,
     cancel: &CancellationToken,
     sandbox: &Arc<Policy>,
 ) -> Result<Finished, String> {
-    let Limits { cwd, timeout, cap, secrets } = limits;
+    let Limits { cwd, timeout, cap, secrets, progress } = limits;
     let mut shell = tokio::process::Command::new("sh");
     shell
         .arg("-c")
@@ -86,7 +90,10 @@ pub async fn run(
     let mut child = spawned.map_err(|e| format!("cannot start `sh` in {}: {e}", cwd.display()))?;
     // The shell leads its own group, so its pid is the group id.
     let mut group = ProcessGroup(child.id().and_then(|pid| i32::try_from(pid).ok()));
-    let output = Arc::new(Mutex::new(CappedOutput::new(cap)));
+    let output = Arc::new(Mutex::new(Collected {
+        kept: CappedOutput::new(cap),
+        live: LiveOutput::new(progress.clone(), cap),
+    }));
     let readers: Vec<_> = [
         child.stdout.take().map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
         child.stderr.take().map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
@@ -120,7 +127,7 @@ pub async fn run(
             abort.abort();
         }
     }
-    let output = output.lock().unwrap_or_else(PoisonError::into_inner).render();
+    let output = output.lock().unwrap_or_else(PoisonError::into_inner).kept.render();
     Ok(Finished { ending, output })
 }
 
@@ -152,6 +159,60 @@ impl ProcessGroup {
 impl Drop for ProcessGroup {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// Where a command's redacted output goes: kept for the result, and shown as it arrives.
+struct Collected {
+    kept: CappedOutput,
+    live: LiveOutput,
+}
+
+impl OutputSink for Collected {
+    fn push(&mut self, bytes: &[u8]) {
+        self.kept.push(bytes);
+        self.live.push(bytes);
+    }
+}
+
+/// Output shown while the command runs, in the pieces it arrives in, up to a budget: past
+/// it nothing more is shown until the result, which keeps the head and the tail. A
+/// character split between two reads waits for its last bytes.
+struct LiveOutput {
+    progress: Progress,
+    room: usize,
+    partial: Vec<u8>,
+}
+
+impl LiveOutput {
+    /// Said once the budget is spent, so the user knows the output goes on.
+    const CUT: &'static str = "\n[more output follows; the result shows how it ends]\n";
+
+    fn new(progress: Progress, room: usize) -> Self {
+        Self { progress, room, partial: Vec::new() }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        if self.room == 0 || bytes.is_empty() {
+            return;
+        }
+        let taken = &bytes[..bytes.len().min(self.room)];
+        self.room -= taken.len();
+        self.partial.extend_from_slice(taken);
+        let whole = match std::str::from_utf8(&self.partial) {
+            Ok(_) => self.partial.len(),
+            // Only an incomplete last character waits; invalid bytes are shown replaced.
+            Err(e) if e.error_len().is_none() && self.room > 0 => e.valid_up_to(),
+            Err(_) => self.partial.len(),
+        };
+        let mut text = String::from_utf8_lossy(&self.partial[..whole]).into_owned();
+        self.partial.drain(..whole);
+        if self.room == 0 {
+            text.push_str(Self::CUT);
+        }
+        if !text.is_empty() {
+            self.progress.append(ToolOutput::Text { text });
+        }
     }
 }
 
@@ -201,6 +262,35 @@ impl CappedOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a call's progress was given to append, as text.
+    #[derive(Default)]
+    struct Appended(Mutex<Vec<String>>);
+
+    impl crate::tools::ProgressSink for Appended {
+        fn show(&self, _: Vec<ToolOutput>) {}
+        fn append(&self, output: ToolOutput) {
+            if let ToolOutput::Text { text } = output {
+                self.0.lock().expect("not poisoned").push(text);
+            }
+        }
+        fn flushed(&self) -> crate::BoxFuture<()> {
+            Box::pin(async {})
+        }
+    }
+
+    #[test]
+    fn live_output_waits_for_a_split_character_and_stops_at_its_budget() {
+        let seen = Arc::new(Appended::default());
+        let mut live = LiveOutput::new(Progress::to(seen.clone()), 8);
+        live.push(b"a\xc3");
+        live.push(b"\xa9bc");
+        live.push(b"defgh");
+        live.push(b"more");
+        let shown = seen.0.lock().expect("not poisoned").clone();
+        let cut = format!("def{}", LiveOutput::CUT);
+        assert_eq!(shown, ["a", "\u{e9}bc", cut.as_str()]);
+    }
 
     #[test]
     fn capped_output_keeps_head_and_tail() {

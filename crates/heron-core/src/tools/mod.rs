@@ -5,12 +5,12 @@ mod call;
 pub mod deadline;
 pub mod edit_file;
 pub mod editor;
-pub mod files;
+mod files;
 pub(crate) mod finish_goal;
-pub mod fsio;
+pub(crate) mod fsio;
 pub mod grep;
 #[cfg(target_os = "linux")]
-pub mod keeper;
+pub(crate) mod keeper;
 pub mod list_files;
 mod local_process;
 pub mod mcp;
@@ -20,7 +20,7 @@ pub mod read_file;
 pub mod roots;
 pub mod run_command;
 pub mod shown_diff;
-pub mod streams;
+pub(crate) mod streams;
 mod text;
 pub mod todo;
 mod walk;
@@ -84,6 +84,9 @@ impl ToolEnv {
 pub trait ProgressSink: Send + Sync + 'static {
     /// Shows `output` in the call (replacing what it showed before); the call stays running.
     fn show(&self, output: Vec<ToolOutput>);
+    /// Adds `output` after what the call shows so far, as it arrives (a command's output);
+    /// the call stays running, and its result replaces all of it.
+    fn append(&self, output: ToolOutput);
     /// Resolves once everything shown so far has been handed to the editor's connection.
     fn flushed(&self) -> BoxFuture<()>;
     /// Takes `task` to run once the call's final update has reached the editor (releasing
@@ -115,6 +118,14 @@ impl Progress {
     pub fn show(&self, output: Vec<ToolOutput>) {
         if let Some(sink) = &self.0 {
             sink.show(output);
+        }
+    }
+
+    /// Adds `output` after what the call shows so far; the call stays running, and its
+    /// result replaces all of it.
+    pub fn append(&self, output: ToolOutput) {
+        if let Some(sink) = &self.0 {
+            sink.append(output);
         }
     }
 

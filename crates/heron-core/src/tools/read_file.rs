@@ -94,8 +94,8 @@ async fn read(prepared: &Prepared, env: &ToolEnv) -> Outcome {
             Ok(path) => path,
             Err(refusal) => return Outcome::failed(refusal),
         };
-    let decoded = match files::read_for_view(env, &path).await {
-        Ok(Some(decoded)) => decoded,
+    let files::Viewed { decoded, note } = match files::read_for_view(env, &path).await {
+        Ok(Some(viewed)) => viewed,
         Ok(None) => return Outcome::failed(format!("{} does not exist", path.display())),
         Err(message) => return Outcome::failed(message),
     };
@@ -111,6 +111,12 @@ async fn read(prepared: &Prepared, env: &ToolEnv) -> Outcome {
         let note = "[note: this file is not UTF-8; it is shown decoded as Latin-1]\n";
         for_model.insert_str(0, note);
         for_user.insert_str(0, note);
+    }
+    if let Some(note) = note {
+        // The editor's message may quote anything; it is scrubbed like the text below it.
+        let note = format!("[note: {}]\n", crate::secret::redact(&note, env.secrets.iter()));
+        for_model.insert_str(0, &note);
+        for_user.insert_str(0, &note);
     }
     Outcome {
         status: ToolStatus::Completed,

@@ -128,6 +128,7 @@ async fn locally(env: &ToolEnv, checked: Checked) -> Outcome {
         timeout: checked.timeout,
         cap: OUTPUT_CAP,
         secrets: &env.secrets,
+        progress: &env.progress,
     };
     let finished = match local_process::run(&checked.command, limits, &env.cancel, &env.sandbox).await {
         Ok(finished) => finished,
@@ -244,7 +245,7 @@ fn report(ending: &Ending, output: &str, timeout: Duration) -> Outcome {
         Ending::Exited(code) => (
             format!("Exit code: {code}"),
             if *code == 0 { ToolStatus::Completed } else { ToolStatus::Failed },
-            json!({ "exit_code": code }),
+            json!({ "exitCode": code }),
         ),
         Ending::Signalled(signal) => {
             (format!("Killed by {signal}"), ToolStatus::Failed, json!({ "signal": signal }))
@@ -252,7 +253,7 @@ fn report(ending: &Ending, output: &str, timeout: Duration) -> Outcome {
         Ending::TimedOut => (
             format!("Timed out after {} ms; the command was killed", timeout.as_millis()),
             ToolStatus::Failed,
-            json!({ "timed_out": true }),
+            json!({ "timedOut": true }),
         ),
         Ending::Cancelled => {
             ("Cancelled; the command was killed".to_owned(), ToolStatus::Failed, json!({ "cancelled": true }))

@@ -7,7 +7,7 @@ const BOM: &str = "\u{feff}";
 
 /// How a file's bytes map to text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
+pub(crate) enum Encoding {
     /// UTF-8 without a byte order mark.
     Utf8,
     /// UTF-8 starting with a byte order mark (kept out of the decoded text).
@@ -18,7 +18,7 @@ pub enum Encoding {
 
 /// A file's content as text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decoded {
+pub(super) struct Decoded {
     /// The text, without a BOM.
     pub text: String,
     /// How the bytes were decoded.
@@ -27,15 +27,15 @@ pub struct Decoded {
 
 /// Why bytes are not text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Binary;
+pub(super) struct Binary;
 
 /// Whether `bytes` look binary: they contain a NUL byte.
-pub fn is_binary(bytes: &[u8]) -> bool {
+pub(super) fn is_binary(bytes: &[u8]) -> bool {
     bytes.contains(&0)
 }
 
 /// Decodes a file's bytes; NUL bytes make it [`Binary`].
-pub fn decode(bytes: Vec<u8>) -> Result<Decoded, Binary> {
+pub(super) fn decode(bytes: Vec<u8>) -> Result<Decoded, Binary> {
     if is_binary(&bytes) {
         return Err(Binary);
     }
@@ -56,7 +56,7 @@ pub fn decode(bytes: Vec<u8>) -> Result<Decoded, Binary> {
 }
 
 /// Encodes `text` as `encoding`. Latin-1 fails with the first character it cannot hold.
-pub fn encode(text: &str, encoding: Encoding) -> Result<Vec<u8>, char> {
+pub(super) fn encode(text: &str, encoding: Encoding) -> Result<Vec<u8>, char> {
     match encoding {
         Encoding::Utf8 => Ok(text.as_bytes().to_vec()),
         Encoding::Utf8Bom => {
@@ -70,14 +70,14 @@ pub fn encode(text: &str, encoding: Encoding) -> Result<Vec<u8>, char> {
 }
 
 /// Whether the text's line endings are mostly CRLF.
-pub fn uses_crlf(text: &str) -> bool {
+pub(super) fn uses_crlf(text: &str) -> bool {
     let crlf = text.matches("\r\n").count();
     let lf = text.matches('\n').count();
     crlf > 0 && crlf * 2 >= lf
 }
 
 /// Turns every bare `\n` into `\r\n`, leaving existing `\r\n` alone.
-pub fn to_crlf(text: &str) -> String {
+pub(super) fn to_crlf(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 32);
     let mut previous = '\0';
     for c in text.chars() {

@@ -1,7 +1,8 @@
 //! A Python with the `mcp` package, for tests against real MCP servers over HTTP
 //! (`tests/fixtures/mcp_http_server.py`): `HERON_MCP_PYTHON` when set (CI's `.ci/run`
 //! prepares one), else a venv under `target/` made on first use with the pinned version.
-//! Only a machine without `python3` or its `venv` module skips those tests, loudly.
+//! Only a machine without `python3` or its `venv` module skips those tests, loudly; where
+//! `HERON_REQUIRE_CLIENTS` requires `HERON_MCP_PYTHON`, its absence fails them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,6 +21,10 @@ pub fn python() -> Option<PathBuf> {
 fn prepare() -> Option<PathBuf> {
     if let Some(python) = std::env::var_os("HERON_MCP_PYTHON") {
         return Some(PathBuf::from(python));
+    }
+    // Required, it must be the one `.ci/run` installed, not one made here.
+    if super::clients::required("HERON_MCP_PYTHON") {
+        super::clients::skip("HERON_MCP_PYTHON", "a Python with the mcp package");
     }
     let target = Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()

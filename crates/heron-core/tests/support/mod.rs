@@ -1,7 +1,9 @@
 //! A scriptable stand-in for the editor side of a session, for the tool tests: it records
 //! every call, serves an in-memory buffer map and fake terminals, and answers questions.
 
+pub mod clients;
 pub mod mcp_python;
+pub mod scratch;
 pub mod served;
 pub mod server_mock;
 pub mod servers;
@@ -250,6 +252,10 @@ impl Dirs {
             read_only: Vec::new(),
             withheld: Withheld::default(),
             list_carved: false,
+            readable: None,
+            network: true,
+            host_sockets: Vec::new(),
+            temp: Default::default(),
         })
     }
 

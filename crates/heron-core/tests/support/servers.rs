@@ -125,41 +125,115 @@ fn extra_forbidden(field: &str) -> Answer {
     Answer::Status(422, body.to_string())
 }
 
-/// Mistral: 422 for any field it forbids; its 9-character call ids must come back as they came.
-pub fn mistral() -> Played {
-    let server = MockServer::start(|n, request| {
-        for field in ["stream_options", "max_completion_tokens"] {
-            if request.body.get(field).is_some() {
-                return extra_forbidden(field);
+/// The request fields Mistral's chat completions endpoint documents; it refuses any other
+/// with 422 `extra_forbidden`.
+const MISTRAL_FIELDS: [&str; 18] = [
+    "model",
+    "messages",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "stream",
+    "stop",
+    "random_seed",
+    "response_format",
+    "tools",
+    "tool_choice",
+    "presence_penalty",
+    "frequency_penalty",
+    "n",
+    "prediction",
+    "parallel_tool_calls",
+    "safe_prompt",
+    "prompt_mode",
+];
+
+/// The keys a Mistral message may have, whatever its role.
+const MISTRAL_MESSAGE_FIELDS: [&str; 6] = ["role", "content", "tool_calls", "tool_call_id", "name", "prefix"];
+
+/// Mistral's own call ids, 9 letters and digits: the only ones it takes back.
+pub const MISTRAL_CALL_ID: &str = "aB3dE5fG7";
+
+/// What Mistral refuses in a request: a field it does not document, a message key it does
+/// not know (`reasoning_content`), or a tool-call id that is not 9 letters and digits.
+fn mistral_refusal(request: &Seen) -> Option<Answer> {
+    let fields = request.body.as_object().map(|body| body.keys().cloned().collect::<Vec<_>>());
+    if let Some(field) =
+        fields.unwrap_or_default().into_iter().find(|f| !MISTRAL_FIELDS.contains(&f.as_str()))
+    {
+        return Some(extra_forbidden(&field));
+    }
+    for (at, message) in request.messages().iter().enumerate() {
+        let keys = message.as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+        if let Some(key) = keys.iter().find(|k| !MISTRAL_MESSAGE_FIELDS.contains(&k.as_str())) {
+            return Some(extra_forbidden(&format!("messages.{at}.{key}")));
+        }
+        let calls = message["tool_calls"].as_array().into_iter().flatten().map(|call| &call["id"]);
+        for id in calls.chain(message.get("tool_call_id")) {
+            let id = id.as_str().unwrap_or_default();
+            if id.len() != 9 || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                let text = format!("Tool call id was {id} but must be a-z, A-Z, 0-9, with a length of 9.");
+                return Some(Answer::Status(
+                    400,
+                    json!({ "object": "error", "message": text, "type": "invalid_request_message_error",
+                        "param": null, "code": "3280" })
+                    .to_string(),
+                ));
             }
         }
-        if request.messages().iter().any(|m| m.get("reasoning_content").is_some()) {
-            return extra_forbidden("messages.2.assistant.reasoning_content");
+    }
+    None
+}
+
+/// Mistral: 422 for any field it does not document (`stream_options`,
+/// `max_completion_tokens`, `reasoning_effort`, `reasoning_content` in a message), 400 for a
+/// tool-call id not its own shape; its own 9-character ids must come back as they came.
+pub fn mistral() -> Played {
+    let server = MockServer::start(|n, request| {
+        if let Some(refused) = mistral_refusal(request) {
+            return refused;
         }
         match n {
             0 => Answer::Stream(sse(&[
                 delta(json!({ "role": "assistant", "content": "" })),
                 // Mistral sends whole calls with 9-character ids.
-                json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [{ "id": "aB3dE5fG7", "function":
+                json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [{ "id": MISTRAL_CALL_ID, "function":
                     { "name": "read_file", "arguments": "{\"path\": \"a.txt\"}" }, "index": 0 }] },
                     "finish_reason": "tool_calls" }], "usage": { "prompt_tokens": 9, "completion_tokens": 3 } }),
             ])),
             _ => {
-                let assistant = request.messages().iter().find(|m| m["role"] == "assistant");
+                // The last assistant message is the call this turn made; a session that
+                // came from another model has older ones before it.
+                let assistant = request.messages().iter().rfind(|m| m["role"] == "assistant");
                 let id = assistant.and_then(|m| m["tool_calls"][0]["id"].as_str());
-                if id != Some("aB3dE5fG7") {
+                if id != Some(MISTRAL_CALL_ID) {
                     return Answer::Status(
                         400,
                         json!({ "message": format!("bad tool call id {id:?}") }).to_string(),
                     );
                 }
-                final_answer(request, "aB3dE5fG7")
+                final_answer(request, MISTRAL_CALL_ID)
             }
         }
     });
     // The flavor comes from the host in real use; the loopback mock says it.
     let table = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\nflavor = \"mistral\"\n", server.origin);
     Played { server, table, requests: 2 }
+}
+
+/// The prompt tokens every request of the DeepSeek mock takes.
+pub const DEEPSEEK_PROMPT_TOKENS: u64 = 1000;
+/// The prompt tokens DeepSeek serves from its cache on the mock's second and third request
+/// (its cache works in units of 64 tokens; the first request finds it empty).
+pub const DEEPSEEK_CACHE_HITS: u64 = 768;
+
+/// DeepSeek's usage chunk: the prompt's cache hits and misses in fields of its own, not in
+/// `prompt_tokens_details`.
+fn deepseek_usage(hits: u64) -> Value {
+    json!({ "id": "c", "object": "chat.completion.chunk", "choices": [], "usage": {
+        "prompt_tokens": DEEPSEEK_PROMPT_TOKENS, "completion_tokens": 20, "total_tokens": DEEPSEEK_PROMPT_TOKENS + 20,
+        "prompt_cache_hit_tokens": hits, "prompt_cache_miss_tokens": DEEPSEEK_PROMPT_TOKENS - hits,
+        "completion_tokens_details": { "reasoning_tokens": 5 } } })
 }
 
 /// DeepSeek thinking mode: every tool-calling message must come back with its `reasoning_content`, even an empty one.
@@ -194,13 +268,22 @@ pub fn deepseek() -> Played {
                 call(0, "call_00_ds", json!("{\"path\":")),
                 delta(json!({ "tool_calls": [{ "index": 0, "function": { "arguments": "\"a.txt\"}" } }] })),
                 finish("tool_calls"),
+                deepseek_usage(0),
             ])),
             1 => Answer::Stream(sse(&[
                 delta(json!({ "role": "assistant", "content": null, "reasoning_content": "" })),
                 call(0, "call_01_ds", json!("{\"path\":\"b.txt\"}")),
                 finish("tool_calls"),
+                deepseek_usage(DEEPSEEK_CACHE_HITS),
             ])),
-            _ => final_answer(request, "call_00_ds"),
+            _ => match final_answer(request, "call_00_ds") {
+                Answer::Stream(_) => Answer::Stream(sse(&[
+                    delta(json!({ "content": ANSWER })),
+                    finish("stop"),
+                    deepseek_usage(DEEPSEEK_CACHE_HITS),
+                ])),
+                refused => refused,
+            },
         }
     });
     let table = format!("kind = \"openai\"\nbase_url = \"{}\"\nflavor = \"deepseek\"\n", server.origin);
@@ -230,6 +313,44 @@ pub fn openrouter() -> Played {
                 return openai_error(400, &format!("thinking blocks must come back: {details:?}"));
             }
             final_answer(request, "toolu_01")
+        }
+    });
+    let table =
+        format!("kind = \"openai\"\nbase_url = \"{}/api/v1\"\nflavor = \"openrouter\"\n", server.origin);
+    Played { server, table, requests: 2 }
+}
+
+/// OpenRouter in front of Gemini: the thought signature travels as a `reasoning.encrypted`
+/// detail beside the summary, and Gemini refuses a function call sent back without it.
+pub fn openrouter_gemini() -> Played {
+    let server = MockServer::start(|n, request| match n {
+        0 => Answer::Stream(sse(&[
+            delta(json!({ "role": "assistant", "content": "", "reasoning": "**Reading** the notes",
+                "reasoning_details": [{ "type": "reasoning.text", "text": "**Reading** the notes",
+                    "format": "google-gemini-v1", "index": 0 }] })),
+            delta(json!({ "content": "", "reasoning_details": [{ "type": "reasoning.encrypted",
+                "data": "CiQB0e2Kb7gemini-thought-signature==", "id": "tool_read_file_x1",
+                "format": "google-gemini-v1", "index": 1 }] })),
+            call(0, "tool_read_file_x1", json!("{\"path\":\"a.txt\"}")),
+            finish("tool_calls"),
+        ])),
+        _ => {
+            let assistant = request.messages().iter().find(|m| m["role"] == "assistant");
+            let details = assistant.map(|m| m["reasoning_details"].clone());
+            let expected = json!([
+                { "type": "reasoning.text", "text": "**Reading** the notes", "format": "google-gemini-v1", "index": 0 },
+                { "type": "reasoning.encrypted", "data": "CiQB0e2Kb7gemini-thought-signature==",
+                    "id": "tool_read_file_x1", "format": "google-gemini-v1", "index": 1 },
+            ]);
+            if details != Some(expected) {
+                return openai_error(
+                    400,
+                    &format!(
+                        "Function call is missing a thought_signature in functionCall parts: {details:?}"
+                    ),
+                );
+            }
+            final_answer(request, "tool_read_file_x1")
         }
     });
     let table =
@@ -299,9 +420,23 @@ fn anthropic_result(request: &Seen, id: &str) -> Option<String> {
     })
 }
 
+/// The signed thinking block the Anthropic mock thinks when asked to.
+fn anthropic_thinking() -> Value {
+    json!({ "type": "thinking", "thinking": "The notes are in a.txt.", "signature": "EqQBCkYIBRgCKkDmock==" })
+}
+
+/// Whether the last block of the request's last message carries a `cache_control`
+/// breakpoint, so that the next request reads what this one wrote.
+fn ends_with_breakpoint(request: &Seen) -> bool {
+    let last = request.messages().last().and_then(|m| m["content"].as_array()).and_then(|c| c.last());
+    last.is_some_and(|block| block.get("cache_control").is_some())
+}
+
 /// Anthropic's Messages API: the key in `x-api-key` with an `anthropic-version`, a
 /// required `max_tokens`, the call's input streamed as partial JSON, and the result back
-/// as a `tool_result` block of a user message.
+/// as a `tool_result` block of a user message ending on a cache breakpoint. With thinking
+/// asked for, the model thinks first, and Anthropic refuses the follow-up unless the
+/// signed thinking block opens the assistant message again, unchanged.
 pub fn anthropic() -> Played {
     let server = MockServer::start(|n, request| {
         if request.target() != "/v1/messages" {
@@ -317,33 +452,70 @@ pub fn anthropic() -> Played {
                 "anthropic-version and max_tokens are required",
             );
         }
+        let thinks = request.body["thinking"]["type"] == "enabled";
         let start = json!({ "type": "message_start", "message": { "id": "msg_1", "type": "message",
             "role": "assistant", "content": [], "usage": { "input_tokens": 40, "output_tokens": 1 } } });
         match n {
-            0 => Answer::Stream(typed_sse(&[
-                start,
-                json!({ "type": "content_block_start", "index": 0, "content_block":
-                    { "type": "tool_use", "id": "toolu_01A", "name": "read_file", "input": {} } }),
-                json!({ "type": "content_block_delta", "index": 0, "delta":
-                    { "type": "input_json_delta", "partial_json": "{\"path\": \"a" } }),
-                json!({ "type": "ping" }),
-                json!({ "type": "content_block_delta", "index": 0, "delta":
-                    { "type": "input_json_delta", "partial_json": ".txt\"}" } }),
-                json!({ "type": "content_block_stop", "index": 0 }),
-                json!({ "type": "message_delta", "delta": { "stop_reason": "tool_use" }, "usage": { "output_tokens": 9 } }),
-                json!({ "type": "message_stop" }),
-            ])),
-            _ => match anthropic_result(request, "toolu_01A") {
-                Some(result) if result.contains(NOTES) => Answer::Stream(typed_sse(&[
-                    start,
-                    json!({ "type": "content_block_start", "index": 0, "content_block": { "type": "text", "text": "" } }),
-                    json!({ "type": "content_block_delta", "index": 0, "delta": { "type": "text_delta", "text": ANSWER } }),
-                    json!({ "type": "content_block_stop", "index": 0 }),
-                    json!({ "type": "message_delta", "delta": { "stop_reason": "end_turn" }, "usage": { "output_tokens": 5 } }),
+            0 => {
+                let mut events = vec![start];
+                let mut at = 0;
+                if thinks {
+                    events.extend([
+                        json!({ "type": "content_block_start", "index": 0, "content_block":
+                            { "type": "thinking", "thinking": "", "signature": "" } }),
+                        json!({ "type": "content_block_delta", "index": 0, "delta":
+                            { "type": "thinking_delta", "thinking": anthropic_thinking()["thinking"] } }),
+                        json!({ "type": "content_block_delta", "index": 0, "delta":
+                            { "type": "signature_delta", "signature": anthropic_thinking()["signature"] } }),
+                        json!({ "type": "content_block_stop", "index": 0 }),
+                    ]);
+                    at = 1;
+                }
+                events.extend([
+                    json!({ "type": "content_block_start", "index": at, "content_block":
+                        { "type": "tool_use", "id": "toolu_01A", "name": "read_file", "input": {} } }),
+                    json!({ "type": "content_block_delta", "index": at, "delta":
+                        { "type": "input_json_delta", "partial_json": "{\"path\": \"a" } }),
+                    json!({ "type": "ping" }),
+                    json!({ "type": "content_block_delta", "index": at, "delta":
+                        { "type": "input_json_delta", "partial_json": ".txt\"}" } }),
+                    json!({ "type": "content_block_stop", "index": at }),
+                    json!({ "type": "message_delta", "delta": { "stop_reason": "tool_use" }, "usage": { "output_tokens": 9 } }),
                     json!({ "type": "message_stop" }),
-                ])),
-                other => anthropic_error(400, "invalid_request_error", &format!("no tool_result: {other:?}")),
-            },
+                ]);
+                Answer::Stream(typed_sse(&events))
+            }
+            _ => {
+                let assistant = request.messages().iter().find(|m| m["role"] == "assistant");
+                let opening = assistant.map(|m| m["content"][0].clone());
+                if thinks && opening != Some(anthropic_thinking()) {
+                    return anthropic_error(
+                        400,
+                        "invalid_request_error",
+                        &format!("messages.1.content.0: expected `thinking`, found {opening:?}"),
+                    );
+                }
+                if !ends_with_breakpoint(request) {
+                    return anthropic_error(
+                        400,
+                        "invalid_request_error",
+                        "expected a cache breakpoint at the end",
+                    );
+                }
+                match anthropic_result(request, "toolu_01A") {
+                    Some(result) if result.contains(NOTES) => Answer::Stream(typed_sse(&[
+                        start,
+                        json!({ "type": "content_block_start", "index": 0, "content_block": { "type": "text", "text": "" } }),
+                        json!({ "type": "content_block_delta", "index": 0, "delta": { "type": "text_delta", "text": ANSWER } }),
+                        json!({ "type": "content_block_stop", "index": 0 }),
+                        json!({ "type": "message_delta", "delta": { "stop_reason": "end_turn" }, "usage": { "output_tokens": 5 } }),
+                        json!({ "type": "message_stop" }),
+                    ])),
+                    other => {
+                        anthropic_error(400, "invalid_request_error", &format!("no tool_result: {other:?}"))
+                    }
+                }
+            }
         }
     });
     let table = format!("kind = \"anthropic\"\nbase_url = \"{}/v1\"\n", server.origin);
@@ -359,8 +531,14 @@ fn responses_result<'a>(request: &'a Seen, call_id: &str) -> Option<&'a str> {
         .and_then(|item| item["output"].as_str())
 }
 
-/// OpenAI's Responses API: bearer auth, flat tools, the call's arguments streamed in
-/// deltas, and the call and its output sent back as input items.
+/// The encrypted copy of the Responses mock's reasoning, sent only to a request that asks.
+pub const ENCRYPTED_REASONING: &str = "gAAAAABmock-encrypted-reasoning";
+
+/// OpenAI's Responses API, as a reasoning model: bearer auth, flat tools, the call's
+/// arguments streamed in deltas, and the call and its output sent back as input items. The
+/// model reasons before its call at any effort; with `store: false` the server keeps none
+/// of it, so it wants the reasoning item back with the call, which only the encrypted copy
+/// (asked for with `include`) makes possible.
 pub fn responses() -> Played {
     let server = MockServer::start(|n, request| {
         if request.target() != "/v1/responses"
@@ -379,27 +557,51 @@ pub fn responses() -> Played {
                 "output": output, "usage": { "input_tokens": 30, "output_tokens": 7,
                 "input_tokens_details": { "cached_tokens": 0 } } } })
         };
+        let encrypted = request.body["include"]
+            .as_array()
+            .is_some_and(|i| i.contains(&json!("reasoning.encrypted_content")));
+        let mut reasoning = json!({ "type": "reasoning", "id": "rs_1", "summary": [] });
+        if encrypted {
+            reasoning["encrypted_content"] = json!(ENCRYPTED_REASONING);
+        }
         let item = json!({ "type": "function_call", "id": "fc_1", "call_id": "call_r1", "name": "read_file", "arguments": "" });
         match n {
             0 => Answer::Stream(typed_sse(&[
                 json!({ "type": "response.created", "response": { "id": "resp_1", "status": "in_progress" } }),
-                json!({ "type": "response.output_item.added", "output_index": 0, "item": item }),
-                json!({ "type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": "{\"path\":" }),
-                json!({ "type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": "\"a.txt\"}" }),
-                json!({ "type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0, "arguments": "{\"path\":\"a.txt\"}" }),
-                json!({ "type": "response.output_item.done", "output_index": 0, "item":
+                json!({ "type": "response.output_item.added", "output_index": 0, "item": { "type": "reasoning", "id": "rs_1", "summary": [] } }),
+                json!({ "type": "response.output_item.done", "output_index": 0, "item": reasoning }),
+                json!({ "type": "response.output_item.added", "output_index": 1, "item": item }),
+                json!({ "type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1, "delta": "{\"path\":" }),
+                json!({ "type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1, "delta": "\"a.txt\"}" }),
+                json!({ "type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 1, "arguments": "{\"path\":\"a.txt\"}" }),
+                json!({ "type": "response.output_item.done", "output_index": 1, "item":
                     { "type": "function_call", "id": "fc_1", "call_id": "call_r1", "name": "read_file", "arguments": "{\"path\":\"a.txt\"}", "status": "completed" } }),
                 done(json!([])),
             ])),
-            _ => match responses_result(request, "call_r1") {
-                Some(result) if result.contains(NOTES) => Answer::Stream(typed_sse(&[
-                    json!({ "type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": ANSWER }),
-                    done(json!([])),
-                ])),
-                other => {
-                    openai_error(400, &format!("No tool output found for function call call_r1: {other:?}"))
+            _ => {
+                let input = request.body["input"].as_array().cloned().unwrap_or_default();
+                let at = |kind: &str| input.iter().position(|i| i["type"] == kind);
+                let replayed = at("reasoning").is_some_and(|r| {
+                    input[r]["encrypted_content"] == ENCRYPTED_REASONING
+                        && at("function_call").is_some_and(|c| r < c)
+                });
+                if !replayed {
+                    return openai_error(
+                        400,
+                        "Item 'fc_1' of type 'function_call' was provided without its required 'reasoning' item: 'rs_1'.",
+                    );
                 }
-            },
+                match responses_result(request, "call_r1") {
+                    Some(result) if result.contains(NOTES) => Answer::Stream(typed_sse(&[
+                        json!({ "type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": ANSWER }),
+                        done(json!([])),
+                    ])),
+                    other => openai_error(
+                        400,
+                        &format!("No tool output found for function call call_r1: {other:?}"),
+                    ),
+                }
+            }
         }
     });
     let table = format!("kind = \"openai-responses\"\nbase_url = \"{}/v1\"\n", server.origin);

@@ -70,3 +70,65 @@ pub fn start(limit: usize, bytes_per_token: Option<usize>) -> MockServer {
         ])
     })
 }
+
+/// What the server says once every file a long turn named was read.
+pub const READ_ALL: &str = "Read them all.";
+
+/// The words of a prompt that asks for [`start_reading_in_one_turn`]'s long turn.
+pub const READ_ALL_OF: &str = "read all of ";
+
+/// A server refusing bodies over `limit` bytes whose model reads every file a prompt names
+/// after [`READ_ALL_OF`] in one turn, a `read_file` call per request, and then says
+/// [`READ_ALL`]: a long turn of tool calls, as a real coding session makes. It works out the
+/// next file from its own latest call, which a compacted request keeps verbatim (the latest
+/// step), and the list from the prompt, which a compacted turn keeps too.
+pub fn start_reading_in_one_turn(limit: usize) -> MockServer {
+    MockServer::start(move |n, request| {
+        if request.raw.len() > limit {
+            return Answer::Status(
+                400,
+                json!({ "error": { "message": format!("This model's maximum context length is {} tokens.", limit / 4),
+                    "type": "invalid_request_error", "code": "context_length_exceeded" } })
+                .to_string(),
+            );
+        }
+        if is_summary_request(request) {
+            return Answer::Stream(sse(&[delta(json!({ "content": SUMMARY })), finish("stop")]));
+        }
+        let messages = request.messages();
+        let asked = messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| {
+                text_of(m).rfind(READ_ALL_OF).map(|at| text_of(m)[at + READ_ALL_OF.len()..].to_owned())
+            })
+            .next_back();
+        let Some(asked) = asked else {
+            return Answer::Stream(sse(&[delta(json!({ "content": "Hello." })), finish("stop")]));
+        };
+        let files: Vec<&str> = asked.split_whitespace().collect();
+        // The file of the model's latest call, when the request ends with its result.
+        let last_read = match messages.last() {
+            Some(last) if last["role"] == "tool" => messages
+                .iter()
+                .rev()
+                .find_map(|m| m["tool_calls"][0]["function"]["arguments"].as_str())
+                .and_then(|arguments| serde_json::from_str::<Value>(arguments).ok())
+                .and_then(|arguments| arguments["path"].as_str().map(str::to_owned)),
+            _ => None,
+        };
+        let next = match &last_read {
+            Some(path) => files.iter().position(|f| f == path).map_or(files.len(), |at| at + 1),
+            None => 0,
+        };
+        let Some(path) = files.get(next) else {
+            return Answer::Stream(sse(&[delta(json!({ "content": READ_ALL })), finish("stop")]));
+        };
+        let arguments = json!({ "path": path }).to_string();
+        Answer::Stream(sse(&[
+            delta(json!({ "tool_calls": [{ "index": 0, "id": format!("call_{n}"), "type": "function",
+                "function": { "name": "read_file", "arguments": arguments } }] })),
+            finish("tool_calls"),
+        ]))
+    })
+}

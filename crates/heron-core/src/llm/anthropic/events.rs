@@ -444,8 +444,6 @@ impl Delta {
 }
 
 impl Fold for MessageAssembler {
-    const MARKS_ITS_END: bool = true;
-
     fn push_payload(
         &mut self,
         payload: &Payload,

@@ -45,7 +45,9 @@ struct Choice {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct Delta {
-    content: Option<String>,
+    /// Text, or (Mistral's reasoning models) an array of typed parts: `text`, and `thinking`
+    /// whose own parts hold the thoughts.
+    content: Option<Value>,
     /// DeepSeek and vLLM.
     reasoning_content: Option<String>,
     /// OpenRouter.
@@ -79,6 +81,10 @@ struct WireUsage {
     completion_tokens: Option<u64>,
     prompt_tokens_details: Option<PromptDetails>,
     completion_tokens_details: Option<CompletionDetails>,
+    /// DeepSeek counts its prompt cache here rather than in `prompt_tokens_details`: the
+    /// prompt tokens it served from the cache, and the ones it did not.
+    prompt_cache_hit_tokens: Option<u64>,
+    prompt_cache_miss_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -95,10 +101,15 @@ struct CompletionDetails {
 
 impl From<WireUsage> for Usage {
     fn from(wire: WireUsage) -> Self {
+        let hits = wire.prompt_cache_hit_tokens;
+        // DeepSeek's prompt is its hits and misses; a server that sends only those still
+        // said how long the prompt was.
+        let split = hits.zip(wire.prompt_cache_miss_tokens).map(|(hit, miss)| hit.saturating_add(miss));
+        let cached = wire.prompt_tokens_details.and_then(|d| d.cached_tokens).or(hits);
         Usage {
-            input_tokens: wire.prompt_tokens.unwrap_or(0),
+            input_tokens: wire.prompt_tokens.or(split).unwrap_or(0),
             output_tokens: wire.completion_tokens.unwrap_or(0),
-            cached_input_tokens: wire.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0),
+            cached_input_tokens: cached.unwrap_or(0),
             reasoning_tokens: wire.completion_tokens_details.and_then(|d| d.reasoning_tokens).unwrap_or(0),
             cache_write_input_tokens: 0,
         }
@@ -209,8 +220,10 @@ impl ChunkAssembler {
         if let Some(thought) = delta.reasoning_content.or(delta.reasoning).filter(|t| !t.is_empty()) {
             out.push(ModelEvent::ThoughtDelta { text: thought });
         }
-        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-            out.push(ModelEvent::TextDelta { text });
+        match delta.content {
+            Some(Value::String(text)) if !text.is_empty() => out.push(ModelEvent::TextDelta { text }),
+            Some(Value::Array(parts)) => content_parts(parts, out),
+            _ => {}
         }
         if let Some(refusal) = delta.refusal.filter(|t| !t.is_empty()) {
             // The refusal is what the model says instead of an answer, so it is shown.
@@ -328,8 +341,8 @@ impl ChunkAssembler {
     }
 
     /// Ends the stream: tool calls still open, structured reasoning, then usage, then
-    /// `Finish`. A stream that ended without a finish reason finished with its tool calls
-    /// if it made any.
+    /// `Finish`. A stream that said `[DONE]` without a finish reason finished with its tool
+    /// calls if it made any (the HTTP layer never lets one that said neither get here).
     pub(crate) fn finish(mut self, out: &mut Vec<ModelEvent>) {
         self.emit_calls(out);
         let reason = match self.finish {
@@ -357,6 +370,34 @@ impl Fold for ChunkAssembler {
 
     fn finish(self, out: &mut Vec<ModelEvent>) {
         ChunkAssembler::finish(self, out)
+    }
+}
+
+/// The typed parts of an array `content`, in order: `text` parts are the answer, the parts
+/// of a `thinking` part (or its text) are thoughts; other parts (references, images) carry
+/// nothing to show.
+fn content_parts(parts: Vec<Value>, out: &mut Vec<ModelEvent>) {
+    for part in parts {
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                if let Some(text) = part.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                    out.push(ModelEvent::TextDelta { text: text.to_owned() });
+                }
+            }
+            Some("thinking") => {
+                let thought = match part.get("thinking") {
+                    Some(Value::String(text)) => text.clone(),
+                    Some(Value::Array(inner)) => {
+                        inner.iter().filter_map(|piece| piece.get("text").and_then(Value::as_str)).collect()
+                    }
+                    _ => String::new(),
+                };
+                if !thought.is_empty() {
+                    out.push(ModelEvent::ThoughtDelta { text: thought });
+                }
+            }
+            _ => {}
+        }
     }
 }
 

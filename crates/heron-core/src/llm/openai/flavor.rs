@@ -3,6 +3,8 @@
 //! reasoning back), so a provider carries a [`RequestShape`], preset by its [`Flavor`] and
 //! overridden key by key from `config.toml`.
 
+use std::fmt;
+
 use serde::Deserialize;
 
 /// The server family a provider talks to, which presets its [`RequestShape`].
@@ -50,6 +52,78 @@ pub enum ReasoningField {
     ReasoningDetails,
 }
 
+/// Which tool-call ids a server accepts in the history sent back to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CallIds {
+    /// Any id, sent as it was recorded.
+    #[default]
+    AsRecorded,
+    /// Exactly 9 letters and digits (Mistral, which refuses the `call_...` and `toolu_...`
+    /// ids other servers gave earlier in a session that switched models). Other ids are
+    /// mapped to such ids, the same one for a call and its result, and the same in every
+    /// request, so the prompt cache still matches.
+    NineAlphanumeric,
+}
+
+/// A field left out of every request body, after everything else is built: the escape
+/// hatch for a server that refuses a field no preset knows about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DropField {
+    /// A key of the body itself, e.g. `parallel_tool_calls`.
+    Body(String),
+    /// A key of every message, written `messages.KEY`, e.g. `messages.name`.
+    Message(String),
+}
+
+/// Body keys without which no streamed completion can be asked for or read.
+const KEPT_BODY_FIELDS: [&str; 3] = ["model", "messages", "stream"];
+
+/// Message keys without which a conversation with tool calls means nothing.
+const KEPT_MESSAGE_FIELDS: [&str; 4] = ["role", "content", "tool_calls", "tool_call_id"];
+
+impl DropField {
+    /// Reads `KEY` or `messages.KEY`; a key is letters, digits, `_` and `-`, and none of the
+    /// ones every request needs.
+    pub fn parse(text: &str) -> Result<DropField, String> {
+        let is_key = |key: &str| {
+            !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        };
+        let (field, key, kept) = match text.split_once('.') {
+            None => (DropField::Body(text.to_owned()), text, &KEPT_BODY_FIELDS[..]),
+            Some(("messages", key)) => (DropField::Message(key.to_owned()), key, &KEPT_MESSAGE_FIELDS[..]),
+            Some(_) => {
+                return Err(format!(
+                    "drop_fields: `{text}` is neither a body key nor `messages.KEY` (a key of every message)"
+                ));
+            }
+        };
+        if !is_key(key) {
+            return Err(format!("drop_fields: `{text}` is not a field name (letters, digits, `_`, `-`)"));
+        }
+        if kept.contains(&key) {
+            return Err(format!("drop_fields: `{text}` cannot be dropped: no request works without it"));
+        }
+        Ok(field)
+    }
+}
+
+impl fmt::Display for DropField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DropField::Body(key) => f.write_str(key),
+            DropField::Message(key) => write!(f, "messages.{key}"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for DropField {
+    /// Checked while the config is read, so a bad entry is refused with its line.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        DropField::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 /// What a provider's requests look like beyond the common body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestShape {
@@ -59,6 +133,10 @@ pub struct RequestShape {
     pub max_tokens_field: MaxTokensField,
     /// How reasoning goes back.
     pub reasoning_field: ReasoningField,
+    /// Whether a chosen effort goes as `reasoning_effort` (Mistral has no such field).
+    pub reasoning_effort: bool,
+    /// Which tool-call ids the server accepts.
+    pub call_ids: CallIds,
     /// The header carrying the key as it is; `None` sends `Authorization: Bearer KEY`.
     pub key_header: Option<String>,
     /// Extra headers, sent with every request.
@@ -66,6 +144,8 @@ pub struct RequestShape {
     /// Query parameters added to the endpoint, replacing those of the same name in the
     /// base URL.
     pub query: Vec<(String, String)>,
+    /// Fields removed from the body last, whatever put them there.
+    pub drop_fields: Vec<DropField>,
 }
 
 impl Default for RequestShape {
@@ -75,9 +155,12 @@ impl Default for RequestShape {
             stream_options: true,
             max_tokens_field: MaxTokensField::MaxTokens,
             reasoning_field: ReasoningField::None,
+            reasoning_effort: true,
+            call_ids: CallIds::AsRecorded,
             key_header: None,
             headers: Vec::new(),
             query: Vec::new(),
+            drop_fields: Vec::new(),
         }
     }
 }
@@ -114,8 +197,14 @@ impl Flavor {
                 key_header: Some("api-key".to_owned()),
                 ..common
             },
-            // Mistral answers 422 `extra_forbidden` to `stream_options`.
-            Flavor::Mistral => RequestShape { stream_options: false, ..common },
+            // Mistral answers 422 `extra_forbidden` to `stream_options` and to
+            // `reasoning_effort`, and 400 to a tool-call id other than 9 letters and digits.
+            Flavor::Mistral => RequestShape {
+                stream_options: false,
+                reasoning_effort: false,
+                call_ids: CallIds::NineAlphanumeric,
+                ..common
+            },
             Flavor::Deepseek => RequestShape { reasoning_field: ReasoningField::ReasoningContent, ..common },
             Flavor::Openrouter => {
                 RequestShape { reasoning_field: ReasoningField::ReasoningDetails, ..common }
@@ -144,6 +233,86 @@ mod tests {
         ];
         for (url, flavor) in cases {
             assert_eq!(Flavor::detect(url), flavor, "{url}");
+        }
+    }
+
+    /// Every flavor, in the order the README lists them. The match fails to compile when a
+    /// flavor is added, until it is added here and to the table below.
+    fn every_flavor() -> [Flavor; 7] {
+        let _exhaustive = |flavor: Flavor| match flavor {
+            Flavor::Openai
+            | Flavor::Azure
+            | Flavor::Mistral
+            | Flavor::Deepseek
+            | Flavor::Openrouter
+            | Flavor::Ollama
+            | Flavor::Llamacpp => (),
+        };
+        [
+            Flavor::Openai,
+            Flavor::Azure,
+            Flavor::Mistral,
+            Flavor::Deepseek,
+            Flavor::Openrouter,
+            Flavor::Ollama,
+            Flavor::Llamacpp,
+        ]
+    }
+
+    #[test]
+    fn each_flavor_presets_the_request_shape_its_server_accepts() {
+        use MaxTokensField::{MaxCompletionTokens, MaxTokens};
+        use ReasoningField::{ReasoningContent, ReasoningDetails};
+        // name in config.toml, stream_options, token field, reasoning passed back as,
+        // reasoning_effort sent, call ids, key header
+        let table = [
+            ("openai", true, MaxCompletionTokens, ReasoningField::None, true, CallIds::AsRecorded, None),
+            (
+                "azure",
+                true,
+                MaxCompletionTokens,
+                ReasoningField::None,
+                true,
+                CallIds::AsRecorded,
+                Some("api-key"),
+            ),
+            ("mistral", false, MaxTokens, ReasoningField::None, false, CallIds::NineAlphanumeric, None),
+            ("deepseek", true, MaxTokens, ReasoningContent, true, CallIds::AsRecorded, None),
+            ("openrouter", true, MaxTokens, ReasoningDetails, true, CallIds::AsRecorded, None),
+            ("ollama", true, MaxTokens, ReasoningField::None, true, CallIds::AsRecorded, None),
+            ("llamacpp", true, MaxTokens, ReasoningField::None, true, CallIds::AsRecorded, None),
+        ];
+        assert_eq!(table.len(), every_flavor().len());
+        for (flavor, (name, stream_options, max_tokens_field, reasoning_field, effort, call_ids, key)) in
+            every_flavor().into_iter().zip(table)
+        {
+            let named: Flavor = serde_json::from_value(serde_json::json!(name)).expect("a flavor name");
+            assert_eq!(named, flavor, "{name}");
+            let expected = RequestShape {
+                stream_options,
+                max_tokens_field,
+                reasoning_field,
+                reasoning_effort: effort,
+                call_ids,
+                key_header: key.map(str::to_owned),
+                ..RequestShape::default()
+            };
+            assert_eq!(flavor.shape(), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn drop_fields_name_a_body_key_or_a_key_of_every_message_and_never_a_needed_one() {
+        assert_eq!(
+            DropField::parse("parallel_tool_calls"),
+            Ok(DropField::Body("parallel_tool_calls".into()))
+        );
+        assert_eq!(DropField::parse("messages.name"), Ok(DropField::Message("name".into())));
+        assert_eq!(DropField::parse("messages.name").map(|f| f.to_string()).as_deref(), Ok("messages.name"));
+        for bad in
+            ["", "model", "stream", "messages", "messages.role", "messages.tool_call_id", "tools.x", "a b"]
+        {
+            assert!(DropField::parse(bad).is_err(), "`{bad}` was accepted");
         }
     }
 }

@@ -1,16 +1,18 @@
 //! The OpenAI Chat Completions request body built from a [`ModelRequest`], shaped for the
 //! server by a [`RequestShape`]. Pure data handling; the stream's side is `chunks`.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
-use super::flavor::{MaxTokensField, ReasoningField, RequestShape};
+use super::flavor::{CallIds, DropField, MaxTokensField, ReasoningField, RequestShape};
 use crate::llm::{ChatMessage, ModelRequest, Reasoning, UserPart};
 
 /// The JSON body of a streamed chat completion request.
 pub(crate) fn request_body(request: &ModelRequest, shape: &RequestShape) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
-    let messages = request.messages.iter().map(|m| message(m, shape.reasoning_field));
+    let messages = request.messages.iter().map(|m| message(m, shape));
     body.insert("messages".into(), messages.collect());
     body.insert("stream".into(), json!(true));
     if shape.stream_options {
@@ -29,7 +31,7 @@ pub(crate) fn request_body(request: &ModelRequest, shape: &RequestShape) -> Valu
         });
         body.insert("tools".into(), tools.collect());
     }
-    if let Some(effort) = &request.effort {
+    if let Some(effort) = request.effort.as_ref().filter(|_| shape.reasoning_effort) {
         body.insert("reasoning_effort".into(), json!(effort));
     }
     if let Some(max_tokens) = request.max_tokens {
@@ -39,22 +41,72 @@ pub(crate) fn request_body(request: &ModelRequest, shape: &RequestShape) -> Valu
         };
         body.insert(field.into(), json!(max_tokens));
     }
+    drop_fields(&mut body, &shape.drop_fields);
     Value::Object(body)
 }
 
-fn message(message: &ChatMessage, reasoning_field: ReasoningField) -> Value {
+/// Removes the configured fields: last, so that they go whichever part of the body (or
+/// preset) added them.
+fn drop_fields(body: &mut Map<String, Value>, fields: &[DropField]) {
+    for field in fields {
+        match field {
+            DropField::Body(key) => {
+                body.remove(key);
+            }
+            DropField::Message(key) => {
+                let messages = body.get_mut("messages").and_then(Value::as_array_mut);
+                for message in messages.into_iter().flatten() {
+                    if let Value::Object(message) = message {
+                        message.remove(key);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn message(message: &ChatMessage, shape: &RequestShape) -> Value {
     match message {
         ChatMessage::System { text } => json!({ "role": "system", "content": text }),
         ChatMessage::User { parts } => json!({ "role": "user", "content": user_content(parts) }),
         ChatMessage::Assistant { text, tool_calls, reasoning } => {
-            let mut value = assistant(text, tool_calls);
+            let mut value = assistant(text, tool_calls, shape.call_ids);
             if let Value::Object(fields) = &mut value {
-                add_reasoning(fields, reasoning.as_ref(), !tool_calls.is_empty(), reasoning_field);
+                add_reasoning(fields, reasoning.as_ref(), !tool_calls.is_empty(), shape.reasoning_field);
             }
             value
         }
-        ChatMessage::Tool { call_id, content } => {
-            json!({ "role": "tool", "tool_call_id": call_id, "content": content })
+        ChatMessage::Tool { call_id: id, content } => {
+            json!({ "role": "tool", "tool_call_id": call_id(id, shape.call_ids), "content": content })
+        }
+    }
+}
+
+/// A tool-call id as the server accepts it. Mistral's own ids (9 letters and digits) stay
+/// as they are; any other becomes 9 letters and digits drawn from a hash of it, so a call
+/// and its result still agree, and every request sends the same id.
+fn call_id(id: &str, ids: CallIds) -> Cow<'_, str> {
+    match ids {
+        CallIds::AsRecorded => Cow::Borrowed(id),
+        CallIds::NineAlphanumeric if id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+            Cow::Borrowed(id)
+        }
+        CallIds::NineAlphanumeric => {
+            const DIGITS: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+            // FNV-1a: fixed across processes and versions, unlike the standard library's
+            // hasher, so a session resumed later maps its ids the same way.
+            let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+            for byte in id.bytes() {
+                hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+            let mapped = (0..9)
+                .map(|_| {
+                    let digit = DIGITS[(hash % 62) as usize];
+                    hash /= 62;
+                    char::from(digit)
+                })
+                .collect();
+            Cow::Owned(mapped)
         }
     }
 }
@@ -78,14 +130,30 @@ fn add_reasoning(
             }
         }
         ReasoningField::ReasoningDetails => {
-            if let Some(details) = reasoning.and_then(|r| r.details.as_ref()).filter(|d| !d.is_null()) {
-                fields.insert("reasoning_details".into(), details.clone());
+            let entries = match reasoning.and_then(|r| r.details.as_ref()) {
+                Some(Value::Array(entries)) => entries.as_slice(),
+                Some(entry @ Value::Object(_)) => std::slice::from_ref(entry),
+                _ => &[],
+            };
+            // Only OpenRouter's own entries (`reasoning.text`, `reasoning.summary`,
+            // `reasoning.encrypted`) go back: a session that switched models may hold
+            // Anthropic thinking blocks or Responses reasoning items, which OpenRouter would
+            // refuse or pass to a model that cannot read them.
+            let own: Vec<Value> = entries
+                .iter()
+                .filter(|entry| {
+                    entry.get("type").and_then(Value::as_str).is_some_and(|t| t.starts_with("reasoning."))
+                })
+                .cloned()
+                .collect();
+            if !own.is_empty() {
+                fields.insert("reasoning_details".into(), Value::Array(own));
             }
         }
     }
 }
 
-fn assistant(text: &str, tool_calls: &[crate::llm::ToolCallRequest]) -> Value {
+fn assistant(text: &str, tool_calls: &[crate::llm::ToolCallRequest], ids: CallIds) -> Value {
     match tool_calls {
         [] => json!({ "role": "assistant", "content": text }),
         _ => {
@@ -93,7 +161,7 @@ fn assistant(text: &str, tool_calls: &[crate::llm::ToolCallRequest]) -> Value {
                 .iter()
                 .map(|call| {
                     json!({
-                        "id": call.id,
+                        "id": call_id(&call.id, ids),
                         "type": "function",
                         "function": { "name": call.name, "arguments": call.arguments },
                     })
@@ -136,12 +204,16 @@ fn user_content(parts: &[UserPart]) -> Value {
 mod tests {
     use super::*;
 
+    fn shaped(reasoning_field: ReasoningField) -> RequestShape {
+        RequestShape { reasoning_field, ..RequestShape::default() }
+    }
+
     fn with_reasoning(field: ReasoningField) -> Value {
         let reasoning =
             Reasoning { text: "think".into(), details: Some(json!([{ "type": "reasoning.text" }])) };
         let message =
             ChatMessage::Assistant { text: "a".into(), tool_calls: Vec::new(), reasoning: Some(reasoning) };
-        super::message(&message, field)
+        super::message(&message, &shaped(field))
     }
 
     #[test]
@@ -160,10 +232,11 @@ mod tests {
     fn a_tool_call_without_thoughts_still_carries_reasoning_content_for_deepseek() {
         let call = crate::llm::ToolCallRequest { id: "c".into(), name: "t".into(), arguments: "{}".into() };
         let calls = ChatMessage::Assistant { text: String::new(), tool_calls: vec![call], reasoning: None };
-        assert_eq!(super::message(&calls, ReasoningField::ReasoningContent)["reasoning_content"], "");
-        assert!(super::message(&calls, ReasoningField::None).get("reasoning_content").is_none());
+        let content = shaped(ReasoningField::ReasoningContent);
+        assert_eq!(super::message(&calls, &content)["reasoning_content"], "");
+        assert!(super::message(&calls, &shaped(ReasoningField::None)).get("reasoning_content").is_none());
         let plain = ChatMessage::Assistant { text: "a".into(), tool_calls: Vec::new(), reasoning: None };
-        assert!(super::message(&plain, ReasoningField::ReasoningContent).get("reasoning_content").is_none());
+        assert!(super::message(&plain, &content).get("reasoning_content").is_none());
     }
 
     #[test]
@@ -186,6 +259,136 @@ mod tests {
         let shaped = request_body(&request, &shape);
         assert_eq!(shaped["max_completion_tokens"], 10);
         assert!(shaped.get("max_tokens").is_none() && shaped.get("stream_options").is_none());
+    }
+
+    #[test]
+    fn dropped_fields_leave_the_body_and_every_message_whatever_added_them() {
+        let request = ModelRequest {
+            model: "m".into(),
+            messages: vec![ChatMessage::Assistant {
+                text: String::new(),
+                tool_calls: vec![crate::llm::ToolCallRequest {
+                    id: "c".into(),
+                    name: "t".into(),
+                    arguments: "{}".into(),
+                }],
+                reasoning: None,
+            }],
+            tools: Vec::new(),
+            effort: Some("high".into()),
+            max_tokens: None,
+        };
+        let shape = RequestShape {
+            reasoning_field: ReasoningField::ReasoningContent,
+            drop_fields: vec![
+                DropField::Body("reasoning_effort".into()),
+                DropField::Body("stream_options".into()),
+                DropField::Message("reasoning_content".into()),
+            ],
+            ..RequestShape::default()
+        };
+        let body = request_body(&request, &shape);
+        for gone in ["reasoning_effort", "stream_options"] {
+            assert!(body.get(gone).is_none(), "{gone} was sent: {body}");
+        }
+        let message = &body["messages"][0];
+        assert!(message.get("reasoning_content").is_none(), "{message}");
+        assert_eq!(message["tool_calls"][0]["id"], "c", "the rest of the message stays");
+        assert_eq!(body["model"], "m");
+    }
+
+    fn call_then_result(id: &str) -> [ChatMessage; 2] {
+        let call =
+            crate::llm::ToolCallRequest { id: id.into(), name: "read_file".into(), arguments: "{}".into() };
+        [
+            ChatMessage::Assistant { text: String::new(), tool_calls: vec![call], reasoning: None },
+            ChatMessage::Tool { call_id: id.into(), content: "hello".into() },
+        ]
+    }
+
+    /// The id of the call, and the id its result answers, as sent with `shape`.
+    fn sent_ids(id: &str, shape: &RequestShape) -> (String, String) {
+        let [call, result] = call_then_result(id).map(|m| super::message(&m, shape));
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+        (text(&call["tool_calls"][0]["id"]), text(&result["tool_call_id"]))
+    }
+
+    #[test]
+    fn a_foreign_call_id_becomes_nine_alphanumerics_for_mistral_alike_in_the_call_and_its_result() {
+        let mistral = super::super::flavor::Flavor::Mistral.shape();
+        let mut seen = Vec::new();
+        for foreign in
+            ["call_9f1c2d3e4b5a6f7081928374", "toolu_01A09q90qw90lq917835lq9", "fc_1", "aB3dE5fG7-"]
+        {
+            let (call, result) = sent_ids(foreign, &mistral);
+            assert_eq!(call, result, "a call and its result agree");
+            assert!(
+                call.len() == 9 && call.bytes().all(|b| b.is_ascii_alphanumeric()),
+                "{foreign} -> {call}"
+            );
+            assert_eq!(sent_ids(foreign, &mistral).0, call, "every request maps it alike");
+            seen.push(call);
+        }
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 4, "different ids stay different: {seen:?}");
+    }
+
+    #[test]
+    fn mistral_ids_stay_and_other_flavors_send_every_id_as_recorded() {
+        let mistral = super::super::flavor::Flavor::Mistral.shape();
+        assert_eq!(sent_ids("aB3dE5fG7", &mistral), ("aB3dE5fG7".into(), "aB3dE5fG7".into()));
+        let openai = super::super::flavor::Flavor::Openai.shape();
+        let foreign = "toolu_01A09q90qw90lq917835lq9";
+        assert_eq!(sent_ids(foreign, &openai), (foreign.into(), foreign.into()));
+    }
+
+    #[test]
+    fn openrouter_gets_back_only_its_own_reasoning_entries() {
+        let details = json!([
+            { "type": "thinking", "thinking": "from Anthropic", "signature": "sig" },
+            { "type": "reasoning", "id": "rs_1", "encrypted_content": "gAAA" },
+            { "type": "reasoning.encrypted", "data": "opaque", "format": "google-gemini-v1", "index": 0 },
+            { "type": "reasoning.text", "text": "mine", "index": 1 },
+        ]);
+        let message = ChatMessage::Assistant {
+            text: "a".into(),
+            tool_calls: Vec::new(),
+            reasoning: Some(Reasoning { text: String::new(), details: Some(details) }),
+        };
+        let sent = super::message(&message, &shaped(ReasoningField::ReasoningDetails));
+        assert_eq!(
+            sent["reasoning_details"],
+            json!([
+                { "type": "reasoning.encrypted", "data": "opaque", "format": "google-gemini-v1", "index": 0 },
+                { "type": "reasoning.text", "text": "mine", "index": 1 },
+            ])
+        );
+        let foreign = ChatMessage::Assistant {
+            text: "a".into(),
+            tool_calls: Vec::new(),
+            reasoning: Some(Reasoning {
+                text: "t".into(),
+                details: Some(json!([{ "type": "thinking", "thinking": "t", "signature": "s" }])),
+            }),
+        };
+        let sent = super::message(&foreign, &shaped(ReasoningField::ReasoningDetails));
+        assert!(sent.get("reasoning_details").is_none(), "none of it was OpenRouter's: {sent}");
+    }
+
+    #[test]
+    fn mistral_gets_no_reasoning_effort_even_with_an_effort_chosen() {
+        let request = ModelRequest {
+            model: "m".into(),
+            messages: Vec::new(),
+            tools: Vec::new(),
+            effort: Some("high".into()),
+            max_tokens: None,
+        };
+        let mistral = request_body(&request, &super::super::flavor::Flavor::Mistral.shape());
+        assert!(mistral.get("reasoning_effort").is_none(), "{mistral}");
+        let openai = request_body(&request, &super::super::flavor::Flavor::Openai.shape());
+        assert_eq!(openai["reasoning_effort"], "high");
     }
 
     #[test]

@@ -380,8 +380,6 @@ impl EventAssembler {
 }
 
 impl Fold for EventAssembler {
-    const MARKS_ITS_END: bool = true;
-
     fn push_payload(
         &mut self,
         payload: &Payload,

@@ -14,8 +14,9 @@ use crate::llm::{ChatMessage, ModelRequest, Reasoning, ToolCallRequest, ToolSpec
 /// What the server must send back so reasoning can be replayed without server-side state.
 const ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 
-/// The JSON body of a streamed Responses request.
-pub(crate) fn request_body(request: &ModelRequest) -> Value {
+/// The JSON body of a streamed Responses request; `encrypted` asks for the reasoning's
+/// encrypted copy.
+pub(crate) fn request_body(request: &ModelRequest, encrypted: bool) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert("stream".into(), json!(true));
@@ -37,8 +38,11 @@ pub(crate) fn request_body(request: &ModelRequest) -> Value {
         // No `summary` is asked for: OpenAI refuses it with 400 for organizations it has
         // not verified, and a turn that fails is worse than one whose thoughts are hidden.
         body.insert("reasoning".into(), json!({ "effort": effort }));
+    }
+    if encrypted {
         // With `store: false` the server forgets its reasoning; the encrypted copy is what
-        // lets the next request carry it back.
+        // lets the next request carry it back. A reasoning model reasons at its default
+        // effort too, so this does not wait for an effort to be chosen.
         body.insert("include".into(), json!([ENCRYPTED_REASONING]));
     }
     if let Some(max_tokens) = request.max_tokens {
@@ -165,7 +169,7 @@ mod tests {
     #[test]
     fn the_same_request_gives_byte_identical_bodies() {
         let request = first_request();
-        assert_eq!(encode(&request_body(&request)), encode(&request_body(&request.clone())));
+        assert_eq!(encode(&request_body(&request, true)), encode(&request_body(&request.clone(), true)));
     }
 
     #[test]
@@ -188,7 +192,7 @@ mod tests {
             reasoning: Some(reasoning),
         });
         second.messages.push(ChatMessage::Tool { call_id: "call_1".into(), content: "hello".into() });
-        let (before, after) = (request_body(&first), request_body(&second));
+        let (before, after) = (request_body(&first, true), request_body(&second, true));
         for field in ["instructions", "tools", "reasoning", "include"] {
             assert_eq!(encode(&before[field]), encode(&after[field]), "{field} changed");
         }
@@ -245,15 +249,24 @@ mod tests {
         request.effort = None;
         request.tools.clear();
         request.messages.remove(0);
-        let body = request_body(&request);
+        let body = request_body(&request, false);
         for absent in ["instructions", "tools", "reasoning", "include", "max_output_tokens"] {
             assert!(body.get(absent).is_none(), "{absent} is sent");
         }
         request.max_tokens = Some(64);
         request.effort = Some("high".into());
-        let body = request_body(&request);
+        let body = request_body(&request, false);
         assert_eq!(body["max_output_tokens"], 64);
         assert_eq!(body["reasoning"], json!({ "effort": "high" }));
+        assert!(body.get("include").is_none(), "encrypted reasoning was not asked for");
+        assert_eq!(request_body(&request, true)["include"], json!([ENCRYPTED_REASONING]));
+    }
+
+    #[test]
+    fn encrypted_reasoning_is_asked_for_at_the_default_effort_too() {
+        let request = ModelRequest { effort: None, ..first_request() };
+        let body = request_body(&request, true);
         assert_eq!(body["include"], json!([ENCRYPTED_REASONING]));
+        assert!(body.get("reasoning").is_none(), "no effort is chosen for the model");
     }
 }

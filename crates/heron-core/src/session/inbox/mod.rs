@@ -235,7 +235,7 @@ impl std::fmt::Debug for Inbox {
 /// Returns the counts the session opens with. The manager calls it only while holding the
 /// session's lock, which a live process that has the session open would hold instead, so
 /// what is found here really was left by a process that stopped.
-pub async fn reopen(store: &Store, session_id: &str) -> Result<InboxCounts, StoreError> {
+pub(crate) async fn reopen(store: &Store, session_id: &str) -> Result<InboxCounts, StoreError> {
     let recovery = store.inbox_recover(session_id, INTERRUPTED).await?;
     if recovery.any() {
         tracing::info!(

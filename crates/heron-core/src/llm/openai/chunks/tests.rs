@@ -227,3 +227,37 @@ fn reasoning_details_merge_across_deltas_and_go_out_before_finish() {
     );
     assert_eq!(events.last(), Some(&ModelEvent::Finish { reason: FinishReason::Stop }));
 }
+
+#[test]
+fn deepseek_cache_hits_count_as_cached_input() {
+    let events = run(&[
+        r#"{"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":10,"prompt_cache_hit_tokens":768,"prompt_cache_miss_tokens":232}}"#,
+    ]);
+    let usage = Usage { input_tokens: 1000, output_tokens: 10, cached_input_tokens: 768, ..Usage::default() };
+    assert!(events.contains(&ModelEvent::Usage { usage }), "{events:?}");
+    // Without `prompt_tokens`, the hits and misses are the prompt.
+    let split =
+        run(&[r#"{"choices":[],"usage":{"prompt_cache_hit_tokens":5,"prompt_cache_miss_tokens":7}}"#]);
+    let usage = Usage { input_tokens: 12, cached_input_tokens: 5, ..Usage::default() };
+    assert!(split.contains(&ModelEvent::Usage { usage }), "{split:?}");
+}
+
+#[test]
+fn mistral_content_parts_split_into_thoughts_and_text_in_order() {
+    let events = run(&[
+        r#"{"choices":[{"delta":{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"Let me "},{"type":"text","text":"look."}]}]}}]}"#,
+        r#"{"choices":[{"delta":{"content":[{"type":"text","text":"It "},{"type":"reference","reference_ids":[1]},{"type":"text","text":"is."}]}}]}"#,
+        r#"{"choices":[{"delta":{"content":"Done."},"finish_reason":"stop"}]}"#,
+    ]);
+    assert_eq!(
+        events,
+        [
+            ModelEvent::ThoughtDelta { text: "Let me look.".into() },
+            ModelEvent::TextDelta { text: "It ".into() },
+            ModelEvent::TextDelta { text: "is.".into() },
+            ModelEvent::TextDelta { text: "Done.".into() },
+            ModelEvent::Finish { reason: FinishReason::Stop },
+        ]
+    );
+}

@@ -1,6 +1,6 @@
 //! Drives the real `heron run` binary: against Heron itself on a scripted model, or
-//! against the scripted fake agent `tests/fixtures/acp_agent.py`, whose log says what the
-//! client sent it and what came back.
+//! against the scripted fake agent `tests/fixtures/acp_agent.py`, whose log (beside the
+//! workspace) says what the client sent it and what came back.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -10,43 +10,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support;
+use super::Dirs;
 
 /// How long a run may take before the test gives up on it.
 pub const RUN_WAIT: Duration = Duration::from_secs(60);
 
-/// A temporary HERON_HOME and workspace for one run, with a plan for the fake agent.
-pub struct Setup {
-    pub root: tempfile::TempDir,
-}
-
-impl Setup {
-    /// Empty `home` and `ws` directories, side by side.
-    pub fn new() -> Setup {
-        let root = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(root.path().join("home")).expect("home");
-        std::fs::create_dir_all(root.path().join("ws")).expect("ws");
-        Setup { root }
-    }
-
-    /// The resolved root, so paths compare with what the client resolves.
-    pub fn path(&self, name: &str) -> PathBuf {
-        std::fs::canonicalize(self.root.path()).expect("canonical root").join(name)
-    }
-
-    pub fn home(&self) -> PathBuf {
-        self.path("home")
-    }
-
-    pub fn ws(&self) -> PathBuf {
-        self.path("ws")
-    }
-
-    /// `ws/rel` as the string an agent sends.
-    pub fn at(&self, rel: &str) -> String {
-        self.ws().join(rel).display().to_string()
-    }
-
+/// The fake agent's plan and log live beside the workspace.
+impl Dirs {
     /// The `--agent` command playing `plan`, logging to `log.jsonl` under the root.
     pub fn fake_agent(&self, plan: &Value) -> String {
         let plan_path = self.path("plan.json");
@@ -56,17 +26,17 @@ impl Setup {
             "exec python3 '{}' '{}' '{}'",
             fixture.display(),
             plan_path.display(),
-            self.log_path().display()
+            self.agent_log().display()
         )
     }
 
-    fn log_path(&self) -> PathBuf {
+    fn agent_log(&self) -> PathBuf {
         self.path("log.jsonl")
     }
 
     /// What the fake agent logged so far.
     pub fn log(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        let text = std::fs::read_to_string(self.agent_log()).unwrap_or_default();
         text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
     }
 
@@ -121,16 +91,16 @@ fn drain(mut from: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
     into
 }
 
-/// The `heron run` command on `setup`'s home and workspace; `NO_COLOR` is left unset, so
+/// The `heron run` command on `dirs`'s home and workspace; `NO_COLOR` is left unset, so
 /// that only the missing terminal keeps escape codes out.
-pub fn command(setup: &Setup, args: &[&str]) -> Command {
-    let mut command = Command::new(support::heron_bin());
+pub fn command(dirs: &Dirs, args: &[&str]) -> Command {
+    let mut command = Command::new(super::heron_bin());
     command
         .arg("run")
         .arg("--cwd")
-        .arg(setup.ws())
+        .arg(dirs.ws_path())
         .args(args)
-        .env("HERON_HOME", setup.home())
+        .env("HERON_HOME", dirs.home())
         .env("HERON_LOG", "warn")
         .env_remove("NO_COLOR");
     command
@@ -138,8 +108,8 @@ pub fn command(setup: &Setup, args: &[&str]) -> Command {
 
 impl Run {
     /// Starts `heron run args...`, then writes `input` to its stdin (kept open).
-    pub fn start(setup: &Setup, args: &[&str], input: &str) -> Run {
-        let mut child = command(setup, args)
+    pub fn start(dirs: &Dirs, args: &[&str], input: &str) -> Run {
+        let mut child = command(dirs, args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -210,14 +180,14 @@ impl Drop for Run {
 }
 
 /// Runs `heron run args...` to its end with `input` on stdin.
-pub fn run(setup: &Setup, args: &[&str], input: &str) -> Finished {
-    Run::start(setup, args, input).finish()
+pub fn run(dirs: &Dirs, args: &[&str], input: &str) -> Finished {
+    Run::start(dirs, args, input).finish()
 }
 
 /// Runs the fake agent on `plan` with the prompt "go".
-pub fn run_fake(setup: &Setup, plan: &Value, input: &str) -> Finished {
-    let agent = setup.fake_agent(plan);
-    run(setup, &["--agent", &agent, "go"], input)
+pub fn run_fake(dirs: &Dirs, plan: &Value, input: &str) -> Finished {
+    let agent = dirs.fake_agent(plan);
+    run(dirs, &["--agent", &agent, "go"], input)
 }
 
 /// Whether process `pid` is gone: no entry in /proc, or only a zombie left for its parent.

@@ -1,0 +1,22 @@
+//! Whether a test's real client or server (acpx, the TypeScript and Rust ACP clients, the
+//! Python MCP package) must be there. `HERON_REQUIRE_CLIENTS` names the variables of those
+//! `.ci/run` installed, or is `1` for all of them: a required one that is missing fails its
+//! test instead of skipping it, so a broken install cannot pass as a green run. Machines
+//! that lack what a client runs on still skip, loudly.
+
+/// Whether the client `var` names must be there.
+pub fn required(var: &str) -> bool {
+    let Some(list) = std::env::var_os("HERON_REQUIRE_CLIENTS") else { return false };
+    let list = list.to_string_lossy();
+    list.trim() == "1" || list.split(|c: char| c == ',' || c.is_whitespace()).any(|name| name == var)
+}
+
+/// Skips a test because `what` is missing (`var` does not name it), saying so loudly; fails
+/// it when that client is required.
+pub fn skip(var: &str, what: &str) {
+    assert!(
+        !required(var),
+        "{what} is missing, and HERON_REQUIRE_CLIENTS requires it: set {var} to it (as .ci/run does)"
+    );
+    eprintln!("SKIPPED: {what} is not installed (set {var}, as .ci/run does, to run this test)");
+}
