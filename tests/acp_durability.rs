@@ -61,6 +61,7 @@ async fn resuming_an_open_session_with_other_roots_is_refused() {
         .await;
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     assert_eq!(answer["error"]["data"]["code"], "acp.additional_directories.session_open");
+    assert_eq!(answer["error"]["data"]["path"], "additionalDirectories", "{answer}");
     editor.close().await;
 }
 

@@ -97,6 +97,11 @@ fn streaming_to_an_editor_that_stops_reading_holds_the_model_back() {
     // write queue, 1 MiB each) in the reply and in the queue, and buffers. Reading on would
     // hold all 20 MiB twice.
     assert!(growth < 16 * MIB, "grew {growth} bytes while the editor did not read");
+    // At the end of the turn the reply is held for the history and as the text stored
+    // with the turn's end, and nothing more: joining it once more for the transcript (a
+    // fourth copy while the joined text grew) took the peak past three times the reply.
+    let peak_growth = agent.peak_memory().saturating_sub(before);
+    assert!(peak_growth < 3 * TOTAL, "the peak grew {peak_growth} bytes over a {TOTAL}-byte reply");
 }
 
 #[test]

@@ -123,6 +123,8 @@ async fn loading_an_open_session_in_another_cwd_is_refused() {
         )
         .await;
     assert_eq!(answer["error"]["data"]["code"], "acp.additional_directories.session_open", "{answer}");
+    // Only the cwd differs, so the field named is the cwd.
+    assert_eq!(answer["error"]["data"]["path"], "cwd", "{answer}");
 }
 
 #[tokio::test]

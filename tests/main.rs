@@ -5,6 +5,7 @@
 mod support;
 
 mod acp_approvals;
+mod acp_bounds;
 mod acp_compaction;
 mod acp_durability;
 mod acp_engine;

@@ -79,6 +79,7 @@ fn fixture() -> &'static Fixture {
                 home: ws.join(".heron"),
                 roots: vec![ws, extra],
                 writable: Vec::new(),
+                read_only: Vec::new(),
                 withheld: Withheld::default(),
                 list_carved: false,
             }),

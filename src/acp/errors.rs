@@ -9,7 +9,7 @@ use heron_core::llm::registry::ModelError;
 use heron_core::secret::{clip, redact};
 use heron_core::session::goal::GoalError;
 use heron_core::session::settings::SettingError;
-use heron_core::session::{Manager, PromptError, SessionError};
+use heron_core::session::{Manager, OtherRoot, PromptError, SessionError};
 use heron_core::tools::roots::RootProblem;
 use heron_protocol::RpcError;
 use heron_protocol::error::{INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND};
@@ -280,12 +280,19 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
         SessionError::Setting(setting) => setting_error(&setting),
         SessionError::Goal(goal) => goal_error(&goal),
         SessionError::BadCursor => RpcError::invalid_params("cursor", "not a cursor this agent issued"),
-        SessionError::OpenWithOtherRoots => coded(
-            INVALID_PARAMS,
-            SessionError::OpenWithOtherRoots.to_string(),
-            ErrorCode::OpenWithOtherRoots,
-            json!({ "path": "additionalDirectories" }),
-        ),
+        SessionError::OpenWithOtherRoots(which) => {
+            // The field that differs, as the request names it.
+            let path = match which {
+                OtherRoot::Cwd => "cwd",
+                OtherRoot::AdditionalDirectories => "additionalDirectories",
+            };
+            coded(
+                INVALID_PARAMS,
+                SessionError::OpenWithOtherRoots(which).to_string(),
+                ErrorCode::OpenWithOtherRoots,
+                json!({ "path": path }),
+            )
+        }
         SessionError::BadPath(reason) => RpcError::invalid_params("cwd", reason),
         SessionError::OpenElsewhere(id) => open_elsewhere(&id),
         SessionError::Store { kind, reason } => store_error(kind, &reason, manager.providers().keys()),

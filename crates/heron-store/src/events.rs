@@ -81,15 +81,95 @@ pub(crate) fn append<K: AsRef<str>, P: AsRef<str>>(
         |row| row.get(0),
     )?;
     let at = now();
-    let mut insert = conn.prepare_cached(
-        "INSERT INTO events (session_id, seq, kind, payload, at) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
+    let mut insert = conn.prepare_cached(INSERT_EVENT)?;
     let mut seqs = Vec::with_capacity(events.len());
     for (seq, (kind, payload)) in (last + 1..).zip(events) {
-        insert.execute(params![session_id, seq, kind.as_ref(), payload.as_ref(), at])?;
+        let row = NewRow { session_id, seq, kind: kind.as_ref(), payload: payload.as_ref(), at: &at };
+        if row.payload.len() >= BOUND_IN_PLACE {
+            insert_in_place(conn, &row)?;
+        } else {
+            insert.execute(params![row.session_id, row.seq, row.kind, row.payload, row.at])?;
+        }
         seqs.push(to_seq(seq)?);
     }
     Ok(seqs)
+}
+
+const INSERT_EVENT: &str =
+    "INSERT INTO events (session_id, seq, kind, payload, at) VALUES (?1, ?2, ?3, ?4, ?5)";
+
+/// Payloads from this size on are bound where they lie ([`insert_in_place`]).
+const BOUND_IN_PLACE: usize = 64 * 1024;
+
+/// One event row to insert.
+struct NewRow<'a> {
+    session_id: &'a str,
+    seq: i64,
+    kind: &'a str,
+    payload: &'a str,
+    at: &'a str,
+}
+
+/// Inserts `row` with its payload bound where it lies (`SQLITE_STATIC`): rusqlite binds
+/// text `SQLITE_TRANSIENT`, a copy as large as the payload made before SQLite builds the
+/// record (a long message is stored in pieces of 1 MiB, each copied once more that way).
+/// The statement is prepared, run and finalized here, so the borrowed text outlives every
+/// use SQLite makes of it.
+fn insert_in_place(conn: &Connection, row: &NewRow<'_>) -> Result<(), StoreError> {
+    use rusqlite::ffi;
+    // SAFETY: the handle is the connection's own, used on this thread only while `conn` is
+    // borrowed, and never closed here.
+    let db = unsafe { conn.handle() };
+    let failed = |code: std::ffi::c_int| {
+        // SAFETY: `db` is open; the message is copied before anything else runs on it.
+        let message = unsafe { std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db)) };
+        StoreError::from(rusqlite::Error::SqliteFailure(
+            ffi::Error::new(code),
+            Some(message.to_string_lossy().into_owned()),
+        ))
+    };
+    let mut stmt = std::ptr::null_mut();
+    let sql = std::ffi::CString::new(INSERT_EVENT).map_err(|e| StoreError::Sqlite(e.to_string()))?;
+    // SAFETY: `db` is open, `sql` NUL-terminated, `stmt` a valid out pointer.
+    let code = unsafe { ffi::sqlite3_prepare_v2(db, sql.as_ptr(), -1, &raw mut stmt, std::ptr::null_mut()) };
+    if code != ffi::SQLITE_OK {
+        return Err(failed(code));
+    }
+    let texts = [(1, row.session_id), (3, row.kind), (4, row.payload), (5, row.at)];
+    let mut code = ffi::SQLITE_OK;
+    for (index, text) in texts {
+        let Ok(len) = u64::try_from(text.len()) else { break };
+        // SAFETY: `stmt` is the statement just prepared; `text` stays alive and unchanged
+        // until it is finalized below, which `SQLITE_STATIC` requires.
+        code = unsafe {
+            ffi::sqlite3_bind_text64(
+                stmt,
+                index,
+                text.as_ptr().cast(),
+                len,
+                ffi::SQLITE_STATIC(),
+                ffi::SQLITE_UTF8 as u8,
+            )
+        };
+        if code != ffi::SQLITE_OK {
+            break;
+        }
+    }
+    if code == ffi::SQLITE_OK {
+        // SAFETY: as above.
+        code = unsafe { ffi::sqlite3_bind_int64(stmt, 2, row.seq) };
+    }
+    if code == ffi::SQLITE_OK {
+        // SAFETY: every parameter is bound; the step runs while the texts are alive.
+        code = match unsafe { ffi::sqlite3_step(stmt) } {
+            ffi::SQLITE_DONE => ffi::SQLITE_OK,
+            other => other,
+        };
+    }
+    let error = (code != ffi::SQLITE_OK).then(|| failed(code));
+    // SAFETY: `stmt` was prepared above and is finalized exactly once, after its last use.
+    unsafe { ffi::sqlite3_finalize(stmt) };
+    error.map_or(Ok(()), Err)
 }
 
 fn to_seq(raw: i64) -> Result<u64, StoreError> {

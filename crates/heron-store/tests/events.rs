@@ -72,6 +72,26 @@ async fn appending_to_an_unknown_session_is_not_found() {
 }
 
 #[tokio::test]
+async fn large_payloads_bound_in_place_read_back_whole_among_small_ones() {
+    let (_dir, store, id) = open_with_session().await;
+    let big = json!({ "text": "é漢🦀".repeat(100_000) });
+    let batch = vec![
+        ("small".to_owned(), std::sync::Arc::<str>::from(json!({ "n": 1 }).to_string())),
+        ("big".to_owned(), std::sync::Arc::<str>::from(big.to_string())),
+        ("small".to_owned(), std::sync::Arc::<str>::from(json!({ "n": 2 }).to_string())),
+    ];
+    assert_eq!(store.append_events_json(&id, batch).await.expect("append"), vec![1, 2, 3]);
+    let events = store.events(&id, 0, 10).await.expect("events");
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["small", "big", "small"]);
+    assert_eq!(events[1].payload, big);
+    assert_eq!(events[2].payload, json!({ "n": 2 }));
+    let ghost = vec![("big".to_owned(), std::sync::Arc::<str>::from(big.to_string()))];
+    store.append_events_json("ghost", ghost).await.expect_err("unknown session");
+    assert_eq!(store.event_count("ghost").await.expect("count"), 0);
+}
+
+#[tokio::test]
 async fn failed_batch_leaves_no_events_behind() {
     let (_dir, store, _id) = open_with_session().await;
     let batch = vec![("a", json!(1)), ("b", json!(2))];

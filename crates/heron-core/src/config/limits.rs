@@ -1,4 +1,5 @@
-//! How far a turn and its tools may go: the reply cap, goal continuations, the share of the
+//! How far a turn and its tools may go: the reply cap, the calls of one reply and the
+//! bytes of their results, goal continuations, the share of the
 //! context window a request may fill, and each kind of tool call's deadline, with what
 //! `config.toml` says of them. Invariant: every bound has a default here, and a setting of
 //! 0 seconds counts as 1, so no call is given no time at all.
@@ -25,6 +26,14 @@ pub(super) fn check_compact_at(value: Option<f64>, where_: &str) -> Result<(), S
 /// The reply cap when `config.toml` does not say: far beyond real answers, far below what
 /// would hurt.
 pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The tool calls of one reply that run when `config.toml` does not say: more than a real
+/// step asks for at once, few enough that a runaway reply stops early.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 64;
+
+/// What one reply's tool results may hold when `config.toml` does not say: more than any
+/// context window takes in one step.
+pub const DEFAULT_MAX_TOOL_RESULT_BYTES: usize = 4 * 1024 * 1024;
 
 /// Continuations a goal-mode prompt may start when `config.toml` does not say.
 pub const DEFAULT_GOAL_CONTINUATIONS: u32 = 10;
@@ -107,6 +116,19 @@ impl Config {
     /// The reply cap, in bytes.
     pub(crate) fn reply_cap(&self) -> usize {
         usize::try_from(self.max_reply_bytes.unwrap_or(DEFAULT_MAX_REPLY_BYTES)).unwrap_or(usize::MAX)
+    }
+
+    /// How many tool calls of one reply run (at least one).
+    pub fn tool_call_cap(&self) -> usize {
+        self.max_tool_calls_per_reply
+            .map_or(DEFAULT_MAX_TOOL_CALLS, |n| usize::try_from(n).unwrap_or(usize::MAX))
+            .max(1)
+    }
+
+    /// The bytes one reply's tool results may hold.
+    pub fn tool_result_cap(&self) -> usize {
+        self.max_tool_result_bytes
+            .map_or(DEFAULT_MAX_TOOL_RESULT_BYTES, |n| usize::try_from(n).unwrap_or(usize::MAX))
     }
 
     /// The share of `provider`'s context window past which requests are compacted.

@@ -23,7 +23,8 @@ use serde::Deserialize;
 
 pub use self::home::{Home, Keys};
 pub use self::limits::{
-    COMMAND_GRACE, DEFAULT_COMPACT_AT, DEFAULT_GOAL_CONTINUATIONS, DEFAULT_MAX_REPLY_BYTES, Deadlines, Pace,
+    COMMAND_GRACE, DEFAULT_COMPACT_AT, DEFAULT_GOAL_CONTINUATIONS, DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_RESULT_BYTES, Deadlines, Pace,
 };
 pub use self::provider::{Playback, Price, ProviderConfig, ProviderKind, ResolvedModel};
 pub use self::sandbox::{DEFAULT_SANDBOX_WRITABLE, SandboxSetting};
@@ -115,9 +116,14 @@ pub struct Config {
     /// Continuations one goal-mode prompt may start on its own before it stops with
     /// `max_turn_requests` (default [`DEFAULT_GOAL_CONTINUATIONS`]).
     pub max_goal_continuations: Option<u32>,
-    /// The most bytes of text one model reply may stream before the turn ends with
-    /// `max_tokens` (default [`DEFAULT_MAX_REPLY_BYTES`]).
+    /// The most bytes of text, thought and tool-call arguments one model reply may hold
+    /// before the turn ends with `max_tokens` (default [`DEFAULT_MAX_REPLY_BYTES`]).
     pub max_reply_bytes: Option<u64>,
+    /// The most tool calls of one model reply that run (default [`DEFAULT_MAX_TOOL_CALLS`]).
+    pub max_tool_calls_per_reply: Option<u32>,
+    /// The most bytes the results of one reply's tool calls hold together, what the model
+    /// reads and what the editor is shown (default [`DEFAULT_MAX_TOOL_RESULT_BYTES`]).
+    pub max_tool_result_bytes: Option<u64>,
     /// Seconds a built-in file or session tool may take before it fails (default 30).
     pub tool_timeout_s: Option<u64>,
     /// The most seconds a command may run, whatever timeout the model asks for (default 600).

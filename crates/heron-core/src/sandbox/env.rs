@@ -20,21 +20,37 @@ const SHORTEST_CONTAINED: usize = 4;
 
 /// Words of a variable's name (split on `_`, any case) that mark it as a credential
 /// wherever they stand. Whole words only, so `TOKENIZERS_PARALLELISM` or `KEYMAP` pass.
-const CREDENTIAL_WORDS: [&str; 13] = [
+/// `DSN` is a connection string that carries its key (`SENTRY_DSN`); `SECRETS` also takes
+/// `SECRETS_DIR`, a folder's path and no secret, which costs a command little to miss
+/// (`sandbox_pass_env` lets it through) where a `SECRETS` holding the secrets themselves
+/// would cost the keys.
+const CREDENTIAL_WORDS: [&str; 21] = [
     "KEY",
     "APIKEY",
     "TOKEN",
     "SECRET",
+    "SECRETS",
     "PASSWORD",
     "PASSWD",
     "PASS",
+    "PGPASS",
     "PASSPHRASE",
     "CREDENTIAL",
     "CREDENTIALS",
+    "CREDS",
     "PAT",
     "JWT",
     "AUTH",
+    "BEARER",
+    "COOKIE",
+    "COOKIES",
+    "DSN",
+    "WEBHOOK",
 ];
+
+/// Parts of a name that mark a credential anywhere, even inside a word: a webhook's URL is
+/// its own key (`SLACK_WEBHOOK_URL`, `DISCORDWEBHOOK`).
+const CREDENTIAL_PARTS: [&str; 1] = ["WEBHOOK"];
 
 /// Names with a credential word that hold none: the ssh agent's socket, which `git` and
 /// `ssh` need to reach the agent (the keys stay in it).
@@ -118,6 +134,7 @@ fn looks_like_a_credential(name: &str) -> bool {
     }
     let words: Vec<&str> = upper.split(['_', '-', '.']).filter(|word| !word.is_empty()).collect();
     words.iter().any(|word| CREDENTIAL_WORDS.contains(word))
+        || CREDENTIAL_PARTS.iter().any(|part| upper.contains(part))
         || CREDENTIAL_ENDINGS.iter().any(|ending| upper.ends_with(ending))
         || (words.len() > 1 && words.last().is_some_and(|last| CREDENTIAL_LAST_WORDS.contains(last)))
 }
@@ -184,6 +201,21 @@ mod tests {
             "OP_SESSION_my",
             "YARN_NPM_AUTH_IDENT",
             "DOCKER_AUTH_CONFIG",
+            "SENTRY_DSN",
+            "DATABASE_DSN",
+            "SLACK_WEBHOOK_URL",
+            "DISCORD_WEBHOOKS",
+            "TEAMSWEBHOOKURL",
+            "COOKIE",
+            "SESSION_COOKIES",
+            "BEARER",
+            "API_BEARER",
+            "PGPASS",
+            "CREDS",
+            "AWS_CREDS",
+            "CREDENTIALS",
+            "APP_SECRETS",
+            "SECRETS_DIR",
         ] {
             assert!(w.withholds(OsStr::new(name), OsStr::new("x")), "{name} is withheld");
         }
@@ -196,6 +228,10 @@ mod tests {
             "SSH_AUTH_SOCK",
             "XAUTHORITY",
             "GH_TOKEN",
+            "PGHOST",
+            "PGPASSFILE",
+            "DSNAME",
+            "HOOKS",
         ] {
             assert!(!w.withholds(OsStr::new(name), OsStr::new("x")), "{name} passes");
         }

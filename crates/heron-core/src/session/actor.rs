@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::actor_context::ActorContext;
 use super::inbox::{self, Inbox};
-use super::turn::{Carried, Limits, Turn};
+use super::limits::Limits;
+use super::turn::{Carried, Turn};
 use super::update::ChunkBudget;
 use super::update::TurnUpdate;
 use super::{Job, PromptError, PromptResult, Session, State, Work, attachments, reload, watched};
@@ -256,6 +257,8 @@ async fn run_job(
     let limits = Limits {
         max_reply_bytes: config.reply_cap(),
         max_reply_tokens: context.max_reply_tokens,
+        max_tool_calls: config.tool_call_cap(),
+        max_tool_result_bytes: config.tool_result_cap(),
         ..Limits::default()
     };
     let tools = with_mcp_tools(&context.tools, &session.mcp, &cancel).await;

@@ -1,6 +1,9 @@
 //! The persisted event model of a session: what the store keeps, in order, and
 //! `session/load` replays. Live-only updates are [`super::update`]'s.
 
+use std::mem::MaybeUninit;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -151,6 +154,32 @@ pub enum CompactionStage {
 }
 
 impl Event {
+    /// The event as JSON text, held once however often it is passed on (to the store, the
+    /// transcript). Its length is measured first and the text written straight into one
+    /// shared buffer of that size: `serde_json::to_string` grows a `String` up to twice the
+    /// text, which `Arc<str>::from` then copies again, so each 1 MiB piece of a long
+    /// message cost up to three times its size while it was encoded.
+    pub fn to_shared_json(&self) -> serde_json::Result<Arc<str>> {
+        let mut count = Counted(0);
+        serde_json::to_writer(&mut count, self)?;
+        let mut shared: Arc<[MaybeUninit<u8>]> = Arc::new_uninit_slice(count.0);
+        let Some(buffer) = Arc::get_mut(&mut shared) else {
+            return Err(serde_json::Error::io(std::io::Error::other("a new buffer is shared")));
+        };
+        let mut filling = Filling { buffer, at: 0 };
+        serde_json::to_writer(&mut filling, self)?;
+        if filling.at != count.0 {
+            return Err(serde_json::Error::io(std::io::Error::other("the event encoded to another length")));
+        }
+        // SAFETY: `filling` wrote every byte of the buffer (its length was checked above).
+        let bytes: Arc<[u8]> = unsafe { shared.assume_init() };
+        if let Err(err) = std::str::from_utf8(&bytes) {
+            return Err(serde_json::Error::io(std::io::Error::other(err)));
+        }
+        // SAFETY: `str` has the layout of `[u8]`, and the bytes were just checked to be UTF-8.
+        Ok(unsafe { Arc::from_raw(Arc::into_raw(bytes) as *const str) })
+    }
+
     /// The store's `kind` column.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -163,6 +192,57 @@ impl Event {
             Event::GoalContinuation { .. } => "goal_continuation",
             Event::TurnEnded { .. } => "turn_ended",
             Event::Compacted(..) => "compacted",
+        }
+    }
+}
+
+/// A writer that only counts what it is given.
+struct Counted(usize);
+
+impl std::io::Write for Counted {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A writer into a buffer of a known size, refusing anything past it.
+struct Filling<'a> {
+    buffer: &'a mut [MaybeUninit<u8>],
+    at: usize,
+}
+
+impl std::io::Write for Filling<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let Some(room) = self.buffer.get_mut(self.at..self.at + bytes.len()) else {
+            return Err(std::io::Error::other("the event encoded past its measured length"));
+        };
+        for (slot, byte) in room.iter_mut().zip(bytes) {
+            slot.write(*byte);
+        }
+        self.at += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod shared_json_tests {
+    use super::*;
+
+    #[test]
+    fn an_event_encoded_into_one_shared_buffer_is_its_json_exactly() {
+        for text in ["", "plain", "é漢🦀 \"quoted\" \n\u{7} line", "x".repeat(1 << 20).as_str()] {
+            let event = Event::AgentMessage { message_id: "m".into(), text: text.to_owned() };
+            let shared = event.to_shared_json().expect("encodes");
+            assert_eq!(&*shared, serde_json::to_string(&event).expect("json").as_str());
         }
     }
 }

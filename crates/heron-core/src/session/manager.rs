@@ -17,7 +17,7 @@ use super::event::Event;
 use super::goal::Goal;
 use super::loading::{Loading, StoredHistory};
 use super::lock::{self, LockError, SessionLock};
-use super::opening::{OpenOptions, SessionError};
+use super::opening::{OpenOptions, OtherRoot, SessionError};
 use super::reload::{builtin_names, plugin_entries, sandbox};
 use super::seats::{Seat, Seats, max_open_sessions};
 use super::settings::{Choices, Effort, Mode, Posture, Preset, Settings};
@@ -393,8 +393,11 @@ impl Manager {
             let same_cwd = tokio::fs::canonicalize(&state.cwd).await.unwrap_or(state.cwd) == options.cwd;
             // Kept silently on the old roots, the editor would work in one folder while the
             // tools act in another.
-            if !same_cwd || state.additional_directories != options.additional_directories {
-                return Err(SessionError::OpenWithOtherRoots);
+            if !same_cwd {
+                return Err(SessionError::OpenWithOtherRoots(OtherRoot::Cwd));
+            }
+            if state.additional_directories != options.additional_directories {
+                return Err(SessionError::OpenWithOtherRoots(OtherRoot::AdditionalDirectories));
             }
             return Ok(Loading::attaching(&self.store, session, options.editor));
         }
@@ -430,11 +433,21 @@ impl Manager {
         }
     }
 
-    /// Deletes a session and its history; an unknown id succeeds.
+    /// Deletes a session and its history, under the session's lock: one open in another
+    /// process is refused ([`SessionError::OpenElsewhere`]), as loading it would be, since
+    /// deleting it would pull the history from under the process that is writing it. An
+    /// unknown id succeeds and deletes nothing (and makes no lock file).
     pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
-        if let Some(open) = self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(id) {
-            open.session.close();
-        }
+        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        // Held until the rows are gone, so no other process opens the session meanwhile.
+        let _lock = match open {
+            Some(open) => {
+                open.session.close();
+                open._lock
+            }
+            None if self.store.session(id).await?.is_none() => return Ok(()),
+            None => self.lock(id).await?,
+        };
         self.store.delete_session(id).await?;
         let _ = tokio::fs::remove_file(self.transcript_path(id)).await;
         Ok(())

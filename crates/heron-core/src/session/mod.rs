@@ -21,6 +21,7 @@ pub mod event;
 pub mod goal;
 mod history;
 pub mod inbox;
+mod limits;
 mod loading;
 mod lock;
 mod manager;
@@ -29,6 +30,7 @@ mod outcome;
 mod permission;
 mod pursuit;
 pub mod reload;
+mod reply_calls;
 mod response;
 mod seats;
 pub mod settings;
@@ -69,7 +71,7 @@ use heron_store::Store;
 
 pub use loading::Loading;
 pub use manager::{Manager, ManagerOptions};
-pub use opening::{OpenOptions, SessionError};
+pub use opening::{OpenOptions, OtherRoot, SessionError};
 pub use seats::{MAX_OPEN_SESSIONS, max_open_sessions};
 pub use transcript::transcript_path;
 

@@ -30,9 +30,9 @@ pub enum SessionError {
     #[error(transparent)]
     Goal(GoalError),
     /// The session is open with another cwd or other additional directories; it must be
-    /// closed first.
-    #[error("the session is already open with another cwd or other additional directories; close it first")]
-    OpenWithOtherRoots,
+    /// closed first. Says which of the two differs (the cwd when both do).
+    #[error("{}", other_roots_message(*.0))]
+    OpenWithOtherRoots(OtherRoot),
     /// A list cursor was not one Heron issued.
     #[error("the cursor is not one this agent issued")]
     BadCursor,
@@ -56,6 +56,24 @@ pub enum SessionError {
     /// Something else failed.
     #[error("{0}")]
     Internal(String),
+}
+
+/// Which of a session's roots differs from those it is open with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtherRoot {
+    /// Its working directory.
+    Cwd,
+    /// Its additional directories (the cwd is the same).
+    AdditionalDirectories,
+}
+
+fn other_roots_message(which: OtherRoot) -> &'static str {
+    match which {
+        OtherRoot::Cwd => "the session is already open with another cwd; close it first",
+        OtherRoot::AdditionalDirectories => {
+            "the session is already open with other additional directories; close it first"
+        }
+    }
 }
 
 impl From<StoreError> for SessionError {

@@ -1,7 +1,8 @@
 //! One model response, streamed: text and thought go to the editor as they come, redacted
 //! of the user's keys even when a key is split across deltas, within the reply's byte cap
 //! and the turn's chunk budget; the finished thought and message are recorded as the
-//! editor saw them, and the tool calls handed back to the turn.
+//! editor saw them, and the tool calls handed back to the turn, within the bounds of
+//! `reply_calls` (how many, how large: their arguments count toward the reply cap).
 //!
 //! A long message is kept, and stored, as consecutive pieces of at most [`PIECE_BYTES`]
 //! under the same message id: encoding it for the store and SQLite's own copies then cost a
@@ -11,6 +12,7 @@
 use futures_util::StreamExt;
 
 use super::event::Event;
+use super::reply_calls::{Refused, admit};
 use super::turn::{Response, Turn, TurnError};
 use super::update::TurnUpdate;
 use crate::llm::{FinishReason, ModelEvent, ModelRequest, ProviderError, ToolCallRequest};
@@ -111,14 +113,21 @@ fn fit(text: &str, room: usize) -> &str {
 }
 
 impl Turn {
-    /// Shows `text` as a chunk of `part`, within the reply cap. Returns `false` once the cap
-    /// is reached (what fitted was shown).
-    async fn show(&mut self, part: Part, message: &mut Draft, thought: &mut Draft, text: &str) -> bool {
-        let room = self.limits.max_reply_bytes.saturating_sub(message.len + thought.len);
+    /// Shows `text` as a chunk of `part`, within the reply cap, which the `arguments` of
+    /// the reply's tool calls so far count toward. Returns `false` once the cap is reached
+    /// (what fitted was shown).
+    async fn show(
+        &mut self,
+        part: Part,
+        (message, thought): (&mut Draft, &mut Draft),
+        arguments: usize,
+        text: &str,
+    ) -> bool {
+        let room = self.limits.max_reply_bytes.saturating_sub(message.len + thought.len + arguments);
         let shown = fit(text, room);
         let whole = shown.len() == text.len();
         if !shown.is_empty() {
-            let draft = if part == Part::Message { &mut *message } else { &mut *thought };
+            let draft = if part == Part::Message { message } else { thought };
             draft.push(shown);
             // A turn whose editor is gone streams to nobody and waits for no one.
             let held = if self.updates.is_closed() {
@@ -144,6 +153,9 @@ impl Turn {
         let mut message = Draft::new(self);
         let mut thought = Draft::new(self);
         let mut calls: Vec<ToolCallRequest> = Vec::new();
+        let mut refused = Refused::default();
+        // Bytes of the calls' arguments held, which count toward the reply cap.
+        let mut arguments = 0;
         let mut details = None;
         let mut finish = None;
         let mut cancelled = false;
@@ -171,19 +183,20 @@ impl Turn {
                     message = Draft::new(self);
                     thought = Draft::new(self);
                     calls.clear();
+                    (refused, arguments) = (Refused::default(), 0);
                     details = None;
                 }
                 ModelEvent::Attempt { .. } => {}
                 ModelEvent::TextDelta { text } => {
                     let shown = message.redactor.push(&text);
-                    if !self.show(Part::Message, &mut message, &mut thought, &shown).await {
+                    if !self.show(Part::Message, (&mut message, &mut thought), arguments, &shown).await {
                         capped = true;
                         break;
                     }
                 }
                 ModelEvent::ThoughtDelta { text } => {
                     let shown = thought.redactor.push(&text);
-                    if !self.show(Part::Thought, &mut message, &mut thought, &shown).await {
+                    if !self.show(Part::Thought, (&mut message, &mut thought), arguments, &shown).await {
                         capped = true;
                         break;
                     }
@@ -195,7 +208,16 @@ impl Turn {
                     call.name = crate::secret::redact(&call.name, self.env.secrets.iter());
                     call.arguments = crate::secret::redact_json_text(&call.arguments, &self.env.secrets);
                     call.id = unique_call_id(call.id, &calls, &self.carried.history);
+                    arguments += admit(&mut call, calls.len(), &self.limits, &mut refused);
                     calls.push(call);
+                    // The call past the cap is kept to fail, and the reply read no further.
+                    if calls.len() > self.limits.max_tool_calls {
+                        break;
+                    }
+                    if message.len + thought.len + arguments > self.limits.max_reply_bytes {
+                        capped = true;
+                        break;
+                    }
                 }
                 ModelEvent::ReasoningDetails { details: sent } => details = Some(sent),
                 ModelEvent::Usage { usage } => {
@@ -210,8 +232,8 @@ impl Turn {
         if !capped {
             // What each redactor held back (a possible start of a key) is shown last.
             let (rest_thought, rest_message) = (thought.redactor.finish(), message.redactor.finish());
-            capped = !self.show(Part::Thought, &mut message, &mut thought, &rest_thought).await
-                || !self.show(Part::Message, &mut message, &mut thought, &rest_message).await;
+            capped = !self.show(Part::Thought, (&mut message, &mut thought), arguments, &rest_thought).await
+                || !self.show(Part::Message, (&mut message, &mut thought), arguments, &rest_message).await;
         }
         // The report (tokens and cost, with or without a window) is kept with the session.
         if usage_seen {
@@ -246,7 +268,7 @@ impl Turn {
             FinishReason::Stop | FinishReason::ToolCalls if calls.is_empty() => Some(StopReason::EndTurn),
             FinishReason::Stop | FinishReason::ToolCalls => None,
         };
-        Ok(Response { stop, tool_calls: calls })
+        Ok(Response { stop, tool_calls: calls, refused })
     }
 }
 

@@ -54,16 +54,25 @@ impl Transcript {
         }
     }
 
-    /// Adds the event `lines` (their JSON, in order) that follow `history`, in one write.
+    /// Adds the event `lines` (their JSON, in order) that follow `history`. Each line is
+    /// written from the text the store was given, never joined into one: a long message
+    /// is stored as many 1 MiB pieces, and joining them held the whole message once more
+    /// (twice while the joined text grew) at the end of the turn.
     pub(super) async fn append_all(&mut self, history: &[Event], lines: Vec<Arc<str>>) {
         let holds = history.len() + lines.len();
-        let mut text = if self.written == Some(history.len()) { String::new() } else { whole(history) };
+        let before = if self.written == Some(history.len()) { String::new() } else { whole(history) };
         let replace_file = self.written != Some(history.len());
-        for line in &lines {
-            text.push_str(line);
-            text.push('\n');
-        }
-        self.write(replace_file, move |file| file.write_all(text.as_bytes()), holds).await;
+        let body = move |file: &mut std::fs::File| {
+            // Small lines go out together; a large one passes the buffer and is written as is.
+            let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
+            out.write_all(before.as_bytes())?;
+            for line in &lines {
+                out.write_all(line.as_bytes())?;
+                out.write_all(b"\n")?;
+            }
+            out.flush()
+        };
+        self.write(replace_file, body, holds).await;
     }
 
     /// Writes the whole of `history` if the file does not hold it yet.

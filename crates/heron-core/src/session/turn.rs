@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::context::{self, Calibration};
 use super::event::Event;
 use super::history::Images;
+use super::limits::Limits;
 use super::permission::Approvals;
 use super::settings::{Mode, Settings};
 use super::status::Board;
@@ -132,30 +133,9 @@ pub(super) struct Turn {
     /// Events already in the history (and streamed to the editor) but not yet stored: a
     /// response's finished message and thought, which go to the store together with the
     /// event after them (a tool call, the turn's end) in one transaction and one
-    /// transcript append. Nothing is answered before they are stored.
-    pub(super) unstored: Vec<(Event, Arc<str>)>,
-}
-
-/// Bounds on what one model response may send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Limits {
-    /// The most bytes of text and thought one response may stream; past it the turn ends
-    /// `max_tokens`, with what streamed kept exactly as the editor saw it.
-    pub(super) max_reply_bytes: usize,
-    /// The most bytes a tool call's arguments may take; a larger call fails without running.
-    pub(super) max_tool_arguments: usize,
-    /// The most tokens one reply may take (`--max-tokens`), asked of the provider.
-    pub(super) max_reply_tokens: Option<u32>,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_reply_bytes: 8 * 1024 * 1024,
-            max_tool_arguments: crate::llm::MAX_TOOL_ARGUMENT_BYTES,
-            max_reply_tokens: None,
-        }
-    }
+    /// transcript append. Nothing is answered before they are stored. Each is kept as its
+    /// kind and encoded text only: the history holds the event itself.
+    pub(super) unstored: Vec<(&'static str, Arc<str>)>,
 }
 
 const SYSTEM_PROMPT: &str = "You are Heron, a coding agent working in the user's project through tools. \
@@ -221,8 +201,8 @@ impl Turn {
     /// next event (see [`Turn::unstored`]). The editor saw it already, as chunks.
     pub(super) fn record_with_next(&mut self, event: Event) -> Result<(), TurnError> {
         let payload = encode(&event)?;
-        self.carried.history.push(event.clone());
-        self.unstored.push((event, payload));
+        self.unstored.push((event.kind(), payload));
+        self.carried.history.push(event);
         Ok(())
     }
 
@@ -237,7 +217,7 @@ impl Turn {
 
     /// Stores the waiting events and then `next`, if any, in one transaction.
     async fn store_with(&mut self, next: Option<(&str, Arc<str>)>) -> Result<(), TurnError> {
-        let waiting = self.unstored.iter().map(|(event, payload)| (event.kind(), payload.clone()));
+        let waiting = self.unstored.iter().map(|(kind, payload)| (*kind, payload.clone()));
         let batch = waiting.chain(next).map(|(kind, payload)| (kind.to_owned(), payload)).collect();
         self.store
             .append_events_json(&self.session_id, batch)
@@ -392,7 +372,7 @@ impl Turn {
             if let Some(stop) = response.stop {
                 return Ok(stop);
             }
-            self.run_tools(response.tool_calls, asking).await?;
+            self.run_tools(response.tool_calls, &response.refused, asking).await?;
             if asking.pursuing && self.goal_paused() {
                 return Ok(StopReason::EndTurn);
             }
@@ -464,10 +444,12 @@ impl Turn {
 /// An event encoded straight to text, held once however often it is passed on (a long
 /// message is held as few times as possible).
 fn encode(event: &Event) -> Result<Arc<str>, TurnError> {
-    Ok(serde_json::to_string(event).map_err(|e| TurnError::Store(e.to_string()))?.into())
+    event.to_shared_json().map_err(|e| TurnError::Store(e.to_string()))
 }
 
 pub(super) struct Response {
     pub(super) stop: Option<StopReason>,
     pub(super) tool_calls: Vec<ToolCallRequest>,
+    /// The calls that fail without running (`reply_calls`).
+    pub(super) refused: super::reply_calls::Refused,
 }

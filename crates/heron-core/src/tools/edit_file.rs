@@ -8,7 +8,7 @@ use super::files::{self, PlannedChange};
 use super::{Outcome, Prepared, Tool, ToolEnv, call};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::types::{ToolKind, ToolOutput, ToolStatus};
+use crate::types::{ToolKind, ToolStatus};
 
 const NAME: &str = "edit_file";
 
@@ -69,7 +69,7 @@ impl Tool for EditFile {
     fn preview(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Result<Prepared, String>> {
         Box::pin(async move {
             let planned = plan(&prepared, &env).await?;
-            Ok(planned.shown_in(prepared, &env))
+            planned.shown_in(prepared, &env)
         })
     }
 
@@ -99,24 +99,20 @@ async fn edit(mut prepared: Prepared, env: &ToolEnv) -> Outcome {
         Ok(planned) => planned,
         Err(message) => return Outcome::failed(message),
     };
-    let PlannedChange { path, loaded, new_text, .. } = planned;
-    let old_text = loaded.text.clone().unwrap_or_default();
-    let replaced = match files::write(env, &path, &loaded, &new_text).await {
+    let replaced = match files::write(env, &planned.path, &planned.loaded, &planned.new_text).await {
         Ok(replaced) => replaced,
         Err(message) => return Outcome::failed(message),
     };
-    let line = first_changed_line(&old_text, &new_text);
-    let mut for_model = format!("Edited {} (first change at line {line})", call::shown(env, &path));
+    let path = &planned.path;
+    let line = first_changed_line(planned.loaded.text.as_deref().unwrap_or_default(), &planned.new_text);
+    let mut for_model = format!("Edited {} (first change at line {line})", call::shown(env, path));
     if replaced.other_links > 0 {
         for_model.push_str(&format!("; {}", super::write_file::HARD_LINKS));
     }
     Outcome {
         status: ToolStatus::Completed,
-        output: vec![ToolOutput::Diff {
-            path: path.display().to_string(),
-            old_text: Some(old_text),
-            new_text,
-        }],
+        // Shown, stored and replayed within the diff cap.
+        output: planned.shown().outputs,
         raw_output: Some(serde_json::json!({ "path": path.display().to_string(), "firstChangedLine": line })),
         for_model,
         plan: None,
@@ -126,6 +122,9 @@ async fn edit(mut prepared: Prepared, env: &ToolEnv) -> Outcome {
 /// Replaces `old` with `new` in `text`: exactly one occurrence, or all of them with
 /// `all`. When `old` is not found as written and the text uses CRLF, `old` and `new` are
 /// tried again with their `\n` turned into `\r\n`. Returns the new text and the count.
+/// The new text's size is worked out before it is built, and a result larger than
+/// [`files::MAX_WRITE_BYTES`] is refused without building it: `replace_all` of one letter
+/// by 256 turns a 2 MiB file into 512 MiB.
 pub fn replace(text: &str, old: &str, new: &str, all: bool) -> Result<(String, usize), String> {
     let mut count = text.matches(old).count();
     let (mut old, mut new) = (old.to_owned(), new.to_owned());
@@ -137,17 +136,41 @@ pub fn replace(text: &str, old: &str, new: &str, all: bool) -> Result<(String, u
             new = super::text::to_crlf(&new);
         }
     }
-    match count {
-        0 => Err("old_string was not found; read the file again and copy the text exactly, including \
-                  whitespace"
-            .to_owned()),
-        1 => Ok((text.replacen(&old, &new, 1), 1)),
-        n if all => Ok((text.replace(&old, &new), n)),
-        n => Err(format!(
-            "old_string appears {n} times; include more surrounding lines to make it unique, or set \
-             replace_all to replace every occurrence"
-        )),
+    let replaced = match count {
+        0 => {
+            return Err(
+                "old_string was not found; read the file again and copy the text exactly, including \
+                        whitespace"
+                    .to_owned(),
+            );
+        }
+        1 => 1,
+        n if all => n,
+        n => {
+            return Err(format!(
+                "old_string appears {n} times; include more surrounding lines to make it unique, or set \
+                 replace_all to replace every occurrence"
+            ));
+        }
+    };
+    let size = edited_size(text.len(), old.len(), new.len(), replaced);
+    if size.is_none_or(|size| size > files::MAX_WRITE_BYTES) {
+        return Err(format!(
+            "replacing {replaced} occurrence(s) would make the file {} bytes, more than the {} bytes a tool \
+             writes; nothing was changed. Replace fewer occurrences at once, or with shorter text",
+            size.map_or_else(|| "too many".to_owned(), |s| s.to_string()),
+            files::MAX_WRITE_BYTES
+        ));
     }
+    let edited = if replaced == 1 { text.replacen(&old, &new, 1) } else { text.replace(&old, &new) };
+    Ok((edited, replaced))
+}
+
+/// The size of a text of `len` bytes once `count` occurrences of `old` bytes are replaced
+/// by `new` bytes; `None` past what a `u64` holds.
+fn edited_size(len: usize, old: usize, new: usize, count: usize) -> Option<u64> {
+    let (len, old, new, count) = (len as u64, old as u64, new as u64, count as u64);
+    len.checked_sub(old.checked_mul(count)?)?.checked_add(new.checked_mul(count)?)
 }
 
 /// The 1-based line of the first difference between two texts.
@@ -171,6 +194,20 @@ mod tests {
     fn lf_old_string_matches_a_crlf_file_and_keeps_crlf() {
         let (text, n) = replace("a\r\nb\r\nc\r\n", "a\nb\n", "x\ny\n", false).expect("replaced");
         assert_eq!((text.as_str(), n), ("x\r\ny\r\nc\r\n", 1));
+    }
+
+    #[test]
+    fn a_replace_all_whose_result_passes_the_write_cap_is_refused_before_it_is_built() {
+        // 2 MiB of one letter, each replaced by 256: 512 MiB, were it built.
+        let text = "a".repeat(2 << 20);
+        let refused = replace(&text, "a", &"b".repeat(256), true).expect_err("refused");
+        assert!(refused.contains("536870912 bytes") && refused.contains("nothing was changed"), "{refused}");
+        // Just at the cap is fine; one byte more is not.
+        let cap = usize::try_from(files::MAX_WRITE_BYTES).expect("fits");
+        let base = format!("{}Y", "x".repeat(cap - 9));
+        assert_eq!(replace(&base, "Y", &"Z".repeat(9), false).expect("at the cap").0.len(), cap);
+        assert!(replace(&base, "Y", &"Z".repeat(10), false).is_err());
+        assert_eq!(edited_size(usize::MAX, 1, 3, usize::MAX), None);
     }
 
     #[test]

@@ -15,6 +15,10 @@ use super::text::{self, Decoded, Encoding};
 /// The largest file read whole into memory.
 pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// The largest file a tool writes: what the tools could not read back whole they do not
+/// make either, and a change is refused before its text is built past it.
+pub(crate) const MAX_WRITE_BYTES: u64 = MAX_FILE_BYTES;
+
 /// A file's current text, from wherever it was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Loaded {
@@ -41,21 +45,36 @@ pub struct PlannedChange {
 }
 
 impl PlannedChange {
-    /// The change as the user sees it.
-    pub(crate) fn diff(&self) -> crate::types::ToolOutput {
-        crate::types::ToolOutput::Diff {
-            path: self.path.display().to_string(),
-            old_text: self.loaded.text.clone(),
-            new_text: self.new_text.clone(),
-        }
+    /// The change as the user sees it: whole while small, else its changed lines
+    /// (`shown_diff`).
+    pub(crate) fn shown(&self) -> super::shown_diff::Shown {
+        super::shown_diff::show(&self.path.display().to_string(), self.loaded.text.as_deref(), &self.new_text)
     }
 
     /// `prepared`, now showing this change (scrubbed of keys) and carrying it to the run.
-    pub(crate) fn shown_in(self, mut prepared: super::Prepared, env: &ToolEnv) -> super::Prepared {
-        prepared.content = vec![self.diff()];
+    /// A change whose changed lines are too many to show is not offered for approval: the
+    /// user would approve what they could not see.
+    pub(crate) fn shown_in(
+        self,
+        mut prepared: super::Prepared,
+        env: &ToolEnv,
+    ) -> Result<super::Prepared, String> {
+        let shown = self.shown();
+        if !shown.whole {
+            return Err(format!(
+                "The change to {} is too large to show for approval: {} changed lines ({} bytes with their \
+                 context) are more than the {} bytes a permission request shows. Nothing was changed. Make \
+                 the change in smaller steps (several edit_file calls, or the file written in parts).",
+                super::call::shown(env, &self.path),
+                shown.hidden_lines,
+                shown.changed_bytes,
+                super::shown_diff::MAX_SHOWN_DIFF_BYTES
+            ));
+        }
+        prepared.content = shown.outputs;
         super::call::scrub_outputs(env, &mut prepared.content);
         prepared.planned = Some(self);
-        prepared
+        Ok(prepared)
     }
 
     /// The change a write makes: the one its preview showed, if the file still holds what

@@ -19,6 +19,7 @@ pub mod question;
 pub mod read_file;
 pub mod roots;
 pub mod run_command;
+pub mod shown_diff;
 pub(crate) mod streams;
 mod text;
 pub mod todo;

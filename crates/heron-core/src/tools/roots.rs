@@ -225,8 +225,53 @@ impl RootError {
     }
 }
 
+/// Where the kernel shows processes, devices and itself as files. None is a project, and
+/// a session rooted there would let file tools write kernel settings (`/proc/sys`) or
+/// device nodes without a question.
+const PSEUDO_ROOTS: [&str; 3] = ["/proc", "/sys", "/dev"];
+
+/// Why `canonical` (resolved) cannot be a workspace root because it is on one of the
+/// kernel's pseudo-filesystems: under [`PSEUDO_ROOTS`], or on a proc, sysfs, devpts,
+/// cgroup, debugfs, tracefs, securityfs or bpf mount wherever it is mounted.
+fn pseudo_filesystem(canonical: &Path) -> Option<String> {
+    if let Some(root) = PSEUDO_ROOTS.iter().find(|root| canonical.starts_with(root)) {
+        return Some(format!("is in {root}, the kernel's view of the system, not a folder of files"));
+    }
+    on_pseudo_mount(canonical).then(|| "is on a kernel pseudo-filesystem, not a folder of files".to_owned())
+}
+
+#[cfg(target_os = "linux")]
+fn on_pseudo_mount(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(name) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: an all-zero `statfs` is a valid value of the plain C struct.
+    let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `name` is NUL-terminated and `stat` is a valid place for the answer, both
+    // alive for the call.
+    if unsafe { libc::statfs(name.as_ptr(), &raw mut stat) } != 0 {
+        return false;
+    }
+    [
+        libc::PROC_SUPER_MAGIC,
+        libc::SYSFS_MAGIC,
+        libc::DEVPTS_SUPER_MAGIC,
+        libc::CGROUP_SUPER_MAGIC,
+        libc::CGROUP2_SUPER_MAGIC,
+        libc::DEBUGFS_MAGIC,
+        libc::TRACEFS_MAGIC,
+        libc::SECURITYFS_MAGIC,
+        libc::BPF_FS_MAGIC,
+    ]
+    .contains(&stat.f_type)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn on_pseudo_mount(_: &Path) -> bool {
+    false
+}
+
 /// Checks a session's working directory: absolute, an existing directory, not the file
-/// system's root, not Heron's home or a credential folder nor inside one (it may contain
+/// system's root nor on a kernel pseudo-filesystem (`/proc`, `/sys`, `/dev`), not Heron's home or a credential folder nor inside one (it may contain
 /// Heron's home: tools then step around it). Returns it canonicalized.
 pub fn validate_cwd(cwd: &str, protected: &Protected) -> Result<PathBuf, (RootProblem, String)> {
     let path = Path::new(cwd);
@@ -240,6 +285,9 @@ pub fn validate_cwd(cwd: &str, protected: &Protected) -> Result<PathBuf, (RootPr
     };
     if canonical.parent().is_none() {
         return Err((RootProblem::Protected, "the file system's root cannot be a workspace".to_owned()));
+    }
+    if let Some(reason) = pseudo_filesystem(&canonical) {
+        return Err((RootProblem::Protected, format!("{cwd} {reason}; open a project instead")));
     }
     if protected.is_home(&canonical) || protected.is_credentials(&canonical) {
         return Err((
@@ -289,6 +337,9 @@ pub fn validate_additional_directories(
                 ));
             }
         };
+        if let Some(reason) = pseudo_filesystem(&canonical) {
+            return Err(RootError::new(index, RootProblem::Protected, format!("{dir} {reason}")));
+        }
         if let Some(reason) = not_owned(&canonical) {
             return Err(RootError::new(index, RootProblem::NotOwned, format!("{dir} {reason}")));
         }
@@ -365,6 +416,29 @@ mod tests {
     fn normalize_collapses_dots_and_stops_at_the_root() {
         assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
         assert_eq!(normalize(Path::new("/../../etc")), PathBuf::from("/etc"));
+    }
+
+    #[test]
+    fn the_kernels_pseudo_filesystems_are_no_workspace() {
+        let protected = Protected::default();
+        for cwd in ["/proc", "/proc/self", "/proc/sys/kernel", "/sys", "/sys/kernel", "/dev", "/dev/shm"] {
+            if !Path::new(cwd).is_dir() {
+                continue;
+            }
+            let refused = validate_cwd(cwd, &protected);
+            assert!(matches!(refused, Err((RootProblem::Protected, _))), "{cwd}: {refused:?}");
+            let listed =
+                validate_additional_directories(&[cwd.to_owned()], Path::new("/nonexistent-cwd"), &[]);
+            assert!(
+                matches!(listed, Err(RootError { problem: RootProblem::Protected, .. })),
+                "{cwd}: {listed:?}"
+            );
+        }
+        let ws = tempfile::tempdir().expect("tempdir");
+        let ok = validate_cwd(&ws.path().display().to_string(), &protected);
+        assert!(ok.is_ok(), "an ordinary folder is a workspace: {ok:?}");
+        // A path that only starts with the same letters is not inside them.
+        assert!(pseudo_filesystem(Path::new("/devices/x")).is_none());
     }
 
     #[test]

@@ -160,14 +160,24 @@ fn dir_has_entries(dir: &Path) -> bool {
 }
 
 /// A path as a listing shows it: control characters escaped, so a name cannot fake the
-/// lines around it.
+/// lines around it, and so are the characters that move or reorder text without being
+/// control characters: the line and paragraph separators (U+2028, U+2029, which some
+/// readers take as line breaks) and the bidirectional marks, embeddings, overrides and
+/// isolates (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which make
+/// `evil\u{202e}txt.exe` read as `evilexe.txt`.
 pub(crate) fn shown_name(path: &str) -> String {
-    if !path.chars().any(char::is_control) {
+    if !path.chars().any(escaped) {
         return path.to_owned();
     }
-    path.chars()
-        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
-        .collect()
+    path.chars().map(|c| if escaped(c) { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
+/// Whether a listing shows `c` escaped (see [`shown_name`]).
+fn escaped(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{061c}' | '\u{200e}' | '\u{200f}')
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
 #[cfg(test)]
@@ -178,5 +188,18 @@ mod tests {
     fn control_characters_in_names_are_escaped() {
         assert_eq!(shown_name("a\nb.txt: 1: fake"), "a\\nb.txt: 1: fake");
         assert_eq!(shown_name("plain/ünï.rs"), "plain/ünï.rs");
+    }
+
+    #[test]
+    fn separators_and_bidi_controls_in_names_are_escaped() {
+        assert_eq!(shown_name("ls\u{2028}sep"), "ls\\u{2028}sep");
+        assert_eq!(shown_name("para\u{2029}x"), "para\\u{2029}x");
+        assert_eq!(shown_name("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
+        for c in ['\u{202a}', '\u{202d}', '\u{2066}', '\u{2069}', '\u{200e}', '\u{200f}', '\u{061c}'] {
+            let shown = shown_name(&format!("a{c}b"));
+            assert!(!shown.contains(c) && shown.starts_with("a\\u{"), "{c:?} shown as {shown:?}");
+        }
+        // Neighbours of the ranges are ordinary text.
+        assert_eq!(shown_name("a\u{2027}\u{202f}\u{2065}\u{206a}b"), "a\u{2027}\u{202f}\u{2065}\u{206a}b");
     }
 }

@@ -9,7 +9,7 @@ use super::text::{self, Encoding};
 use super::{Outcome, Prepared, Tool, ToolEnv, call};
 use crate::BoxFuture;
 use crate::llm::ToolSpec;
-use crate::types::{ToolKind, ToolOutput, ToolStatus};
+use crate::types::{ToolKind, ToolStatus};
 
 const NAME: &str = "write_file";
 
@@ -64,7 +64,7 @@ impl Tool for WriteFile {
     fn preview(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Result<Prepared, String>> {
         Box::pin(async move {
             let planned = plan(&prepared, &env).await?;
-            Ok(planned.shown_in(prepared, &env))
+            planned.shown_in(prepared, &env)
         })
     }
 
@@ -103,27 +103,25 @@ async fn write(mut prepared: Prepared, env: &ToolEnv) -> Outcome {
         Ok(planned) => planned,
         Err(message) => return Outcome::failed(message),
     };
-    let PlannedChange { path, loaded, new_text: content, mut notes } = planned;
-    match files::write(env, &path, &loaded, &content).await {
+    let mut notes = planned.notes.clone();
+    match files::write(env, &planned.path, &planned.loaded, &planned.new_text).await {
         Ok(replaced) if replaced.other_links > 0 => notes.push(HARD_LINKS),
         Ok(_) => {}
         Err(message) => return Outcome::failed(message),
     }
-    let shown = call::shown(env, &path);
-    let mut summary = match &loaded.text {
-        None => format!("Created {shown} ({} lines)", content.lines().count()),
-        Some(_) => format!("Wrote {shown} ({} lines)", content.lines().count()),
+    let shown = call::shown(env, &planned.path);
+    let lines = planned.new_text.lines().count();
+    let mut summary = match &planned.loaded.text {
+        None => format!("Created {shown} ({lines} lines)"),
+        Some(_) => format!("Wrote {shown} ({lines} lines)"),
     };
     if !notes.is_empty() {
         summary.push_str(&format!("; {}", notes.join("; ")));
     }
     Outcome {
         status: ToolStatus::Completed,
-        output: vec![ToolOutput::Diff {
-            path: path.display().to_string(),
-            old_text: loaded.text,
-            new_text: content,
-        }],
+        // Shown, stored and replayed within the diff cap.
+        output: planned.shown().outputs,
         raw_output: None,
         for_model: summary,
         plan: None,

@@ -25,8 +25,6 @@ const CALL_CANCELLED: &str = "The user cancelled this tool call; nothing more of
 /// What decides, before any tool runs, whether a call of this turn may run at all.
 #[derive(Debug, Clone, Copy)]
 struct Rules {
-    /// The most bytes a call's arguments may take.
-    max_tool_arguments: usize,
     /// Plan mode: only tools that change nothing run.
     read_only: bool,
     /// Whether the turn pursues a goal (only then may `finish_goal` run).
@@ -41,8 +39,9 @@ struct Shown {
     raw_input: Value,
 }
 
-/// A call as the model sent it (arguments past the bound clipped), its tool, and what it
-/// will do or why it will not run (which the model reads).
+/// A call as the model sent it (arguments past the bound already clipped as the reply was
+/// read, `reply_calls`), its tool, and what it will do or why it will not run (which the
+/// model reads).
 struct Described {
     call: ToolCallRequest,
     tool: Option<Arc<dyn Tool>>,
@@ -51,31 +50,29 @@ struct Described {
 }
 
 /// Checks `call` against `rules` and, when it may run, describes it (`Tool::prepare`, which
-/// may block on the file system).
-fn described(mut call: ToolCallRequest, tools: &Registry, env: &ToolEnv, rules: Rules) -> Described {
+/// may block on the file system). `refusal` is why reading the reply already refused it
+/// (past the reply's call cap, or arguments too large).
+fn described(
+    call: ToolCallRequest,
+    refusal: Option<String>,
+    tools: &Registry,
+    env: &ToolEnv,
+    rules: Rules,
+) -> Described {
     let tool = tools.get(&call.name).cloned();
-    let oversized = call.arguments.len() > rules.max_tool_arguments;
-    if oversized {
-        // Kept short: the store and the editor need to know what was refused, not all of it.
-        call.arguments = crate::secret::clip(&call.arguments, 1024);
-    }
-    let described = match &tool {
-        _ if oversized => Err(format!(
-            "The arguments of `{}` are larger than {} bytes; the call was not run. Send smaller \
-             arguments (for a large file, write it in parts with edit_file).",
-            call.name, rules.max_tool_arguments
-        )),
-        None => Err(format!("There is no tool called `{}`.", call.name)),
-        Some(tool)
+    let described = match (&tool, refusal) {
+        (_, Some(refusal)) => Err(refusal),
+        (None, None) => Err(format!("There is no tool called `{}`.", call.name)),
+        (Some(tool), None)
             if rules.read_only
                 && !matches!(tool.kind(), ToolKind::Read | ToolKind::Search | ToolKind::Think) =>
         {
             Err(format!("`{}` changes things, and plan mode is read-only.", call.name))
         }
-        Some(_) if call.name == finish_goal::NAME && !rules.pursuing => {
+        (Some(_), None) if call.name == finish_goal::NAME && !rules.pursuing => {
             Err("There is no goal to finish: `finish_goal` works only in goal mode.".to_owned())
         }
-        Some(tool) => tool.prepare(&call.arguments, env),
+        (Some(tool), None) => tool.prepare(&call.arguments, env),
     };
     let shown = match &described {
         Ok(p) => Shown {
@@ -102,10 +99,11 @@ impl Turn {
     pub(super) async fn run_tools(
         &mut self,
         calls: Vec<ToolCallRequest>,
+        refused: &crate::session::reply_calls::Refused,
         asking: &Asking,
     ) -> Result<(), TurnError> {
         let mut prepared = Vec::with_capacity(calls.len());
-        for Described { call, tool, described, shown } in self.describe(calls, asking).await? {
+        for Described { call, tool, described, shown } in self.describe(calls, refused, asking).await? {
             let Shown { title, kind, locations, raw_input } = shown;
             // This call's own token: `tool_call/cancel` ends it, the turn goes on. Registered
             // before the editor is shown the call (which offers the cancel), and kept until
@@ -124,6 +122,7 @@ impl Turn {
             .await?;
             prepared.push((call, tool, described, call_cancel, registered));
         }
+        let mut budget = crate::session::reply_calls::ResultBudget::new(self.limits.max_tool_result_bytes);
         for (call, tool, described, call_cancel, registered) in prepared {
             // The sink of the call that ran, to run what it left for after its result.
             let mut sink = None;
@@ -163,6 +162,7 @@ impl Turn {
                 }
                 outcome.status = ToolStatus::Cancelled;
             }
+            budget.fit(&mut outcome);
             if let Some(entries) = outcome.plan.clone() {
                 self.record(Event::Plan { entries }).await?;
             }
@@ -192,16 +192,20 @@ impl Turn {
     async fn describe(
         &self,
         calls: Vec<ToolCallRequest>,
+        refused: &crate::session::reply_calls::Refused,
         asking: &Asking,
     ) -> Result<Vec<Described>, TurnError> {
-        let rules = Rules {
-            max_tool_arguments: self.limits.max_tool_arguments,
-            read_only: asking.read_only,
-            pursuing: asking.pursuing,
-        };
+        let rules = Rules { read_only: asking.read_only, pursuing: asking.pursuing };
         let (tools, env) = (self.tools.clone(), self.env.clone());
+        let calls: Vec<_> = calls
+            .into_iter()
+            .map(|call| {
+                let refusal = refused.reason(&call.id);
+                (call, refusal)
+            })
+            .collect();
         let describing = tokio::task::spawn_blocking(move || {
-            calls.into_iter().map(|call| described(call, &tools, &env, rules)).collect()
+            calls.into_iter().map(|(call, refusal)| described(call, refusal, &tools, &env, rules)).collect()
         });
         match describing.await {
             Ok(described) => Ok(described),
