@@ -17,6 +17,7 @@ use heron_protocol::v2::{
     ListSessionsRequest, ListSessionsResponse, McpServer, NewSessionRequest, NewSessionResponse, ReplayFrom,
     ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionInfo, SessionListCursor,
 };
+use tokio::task::JoinHandle;
 
 use super::super::errors::{cwd_error, root_error, session_error};
 use super::super::mcp::{Definition, specs_of};
@@ -65,6 +66,19 @@ fn open_options(
     Ok(OpenOptions { cwd, additional_directories, editor: Arc::new(NoEditor), mcp_servers })
 }
 
+/// [`open_options`] started on the blocking pool now, as the request is read (it
+/// canonicalizes the roots and reads Heron's home); the reply awaits it.
+fn checking_options(
+    home_root: &Path,
+    cwd: &AbsolutePath,
+    additional: &[AbsolutePath],
+    mcp_servers: &[McpServer],
+) -> JoinHandle<Result<OpenOptions, RpcError>> {
+    let (home_root, cwd, additional, mcp_servers) =
+        (home_root.to_path_buf(), cwd.clone(), additional.to_vec(), mcp_servers.to_vec());
+    tokio::task::spawn_blocking(move || open_options(&home_root, &cwd, &additional, &mcp_servers))
+}
+
 /// Binds this connection's editor to a session it opened.
 fn attach<O: Outgoing>(agent: &HeronAgentV2<O>, session: &Session) {
     let editor =
@@ -77,7 +91,7 @@ pub(super) fn new<O: Outgoing>(
     agent: &HeronAgentV2<O>,
     params: NewSessionRequest,
 ) -> Reply<NewSessionResponse> {
-    let options = open_options(
+    let options = checking_options(
         &agent.inner.home_root,
         &params.cwd,
         &params.additional_directories,
@@ -86,7 +100,8 @@ pub(super) fn new<O: Outgoing>(
     let agent = agent.clone();
     Box::pin(async move {
         let manager = agent.inner.manager.ready().await?;
-        let session = manager.create(options?).await.map_err(|e| session_error(e, &manager))?;
+        let options = options.await.map_err(|e| RpcError::internal(&e))??;
+        let session = manager.create(options).await.map_err(|e| session_error(e, &manager))?;
         attach(&agent, &session);
         super::commands::advertise(&agent.inner, &session);
         Ok(NewSessionResponse {
@@ -105,7 +120,7 @@ pub(super) fn resume<O: Outgoing>(
     agent: &HeronAgentV2<O>,
     params: ResumeSessionRequest,
 ) -> Reply<ResumeSessionResponse> {
-    let options = open_options(
+    let options = checking_options(
         &agent.inner.home_root,
         &params.cwd,
         &params.additional_directories,
@@ -121,7 +136,8 @@ pub(super) fn resume<O: Outgoing>(
     Box::pin(async move {
         let inner = agent.inner.clone();
         let manager = inner.manager.ready().await?;
-        let (options, replay) = (options?, replay?);
+        let options = options.await.map_err(|e| RpcError::internal(&e))??;
+        let replay = replay?;
         let failed = |e| session_error(e, &manager);
         let session = if replay {
             let mut loading = manager.load(&id, options).await.map_err(failed)?;
