@@ -251,10 +251,11 @@ impl Turn {
         // seen them already, and nothing is answered before they are stored.
         for text in thought.pieces {
             let details = details.take();
-            self.record_with_next(Event::AgentThought { message_id: thought.id.clone(), text, details })?;
+            self.record_with_next(Event::AgentThought { message_id: thought.id.clone(), text, details })
+                .await?;
         }
         for text in message.pieces {
-            self.record_with_next(Event::AgentMessage { message_id: message.id.clone(), text })?;
+            self.record_with_next(Event::AgentMessage { message_id: message.id.clone(), text }).await?;
         }
         if let Some(failure) = failed {
             return Err(failure.into());

@@ -138,6 +138,10 @@ pub(super) struct Turn {
     pub(super) unstored: Vec<(&'static str, Arc<str>)>,
 }
 
+/// The encoded bytes of finished messages and thoughts that may wait for the next event
+/// before they are stored on their own: two of a long reply's pieces.
+const UNSTORED_BYTES: usize = 2 * super::response::PIECE_BYTES;
+
 const SYSTEM_PROMPT: &str = "You are Heron, a coding agent working in the user's project through tools. \
 Be direct. Prefer reading before editing. Keep changes minimal and explain what you did.";
 
@@ -199,10 +203,20 @@ impl Turn {
 
     /// Puts a finished message or thought into the history now and into the store with the
     /// next event (see [`Turn::unstored`]). The editor saw it already, as chunks.
-    pub(super) fn record_with_next(&mut self, event: Event) -> Result<(), TurnError> {
+    ///
+    /// A long reply is not held encoded whole until that next event: once the waiting
+    /// events hold [`UNSTORED_BYTES`], they are stored on their own, so the encoded text
+    /// held at once stays a few pieces while the history holds the reply (a 20 MiB reply
+    /// was held twice at the end). A crash between leaves the stored message without the
+    /// turn's end, which a load reads as any turn cut short.
+    pub(super) async fn record_with_next(&mut self, event: Event) -> Result<(), TurnError> {
         let payload = encode(&event)?;
         self.unstored.push((event.kind(), payload));
         self.carried.history.push(event);
+        let waiting: usize = self.unstored.iter().map(|(_, payload)| payload.len()).sum();
+        if waiting >= UNSTORED_BYTES {
+            self.store_with(None).await?;
+        }
         Ok(())
     }
 
