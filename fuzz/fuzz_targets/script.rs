@@ -28,7 +28,11 @@ const MAX_TURNS: usize = 8;
 fn request_after(turns: usize) -> ModelRequest {
     let mut messages = vec![ChatMessage::User { parts: vec![UserPart::Text { text: "go".into() }] }];
     for _ in 0..turns {
-        messages.push(ChatMessage::Assistant { text: "earlier".into(), tool_calls: Vec::new(), reasoning: None });
+        messages.push(ChatMessage::Assistant {
+            text: "earlier".into(),
+            tool_calls: Vec::new(),
+            reasoning: None,
+        });
         messages.push(ChatMessage::User { parts: vec![UserPart::Text { text: "more".into() }] });
     }
     ModelRequest { model: "m".into(), messages, tools: Vec::new(), effort: None, max_tokens: None }

@@ -13,10 +13,11 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use heron_core::sandbox::{Policy, Withheld};
+use heron_core::paths::resolve_against;
+use heron_core::sandbox::{Policy, PrivateTemp, Withheld};
 use heron_core::secret::Secret;
 use heron_core::tools::editor::NoEditor;
-use heron_core::tools::roots::{Roots, resolve_against};
+use heron_core::tools::roots::Roots;
 use heron_core::tools::{Registry, Tool, ToolEnv, builtin};
 use heron_core::types::ToolKind;
 use libfuzzer_sys::fuzz_target;
@@ -82,6 +83,10 @@ fn fixture() -> &'static Fixture {
                 read_only: Vec::new(),
                 withheld: Withheld::default(),
                 list_carved: false,
+                readable: None,
+                network: true,
+                host_sockets: Vec::new(),
+                temp: PrivateTemp::default(),
             }),
             deadlines: Default::default(),
         };

@@ -27,8 +27,8 @@ use heron::conformance::format::{Expectation, Header, Item, Scenario, expect_lin
 use heron::conformance::matcher::{
     Bindings, Paths, expand_paths, fill, generalize, generalize_sent, matches, merge, side_by_side, signature,
 };
-use heron::conformance::{Replayed, replay};
 use heron::conformance::runner::{Received, Transport};
+use heron::conformance::{Replayed, replay};
 use heron_core::llm::scripted::Script;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
