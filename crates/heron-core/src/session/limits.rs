@@ -1,6 +1,7 @@
 //! The bounds a turn puts on one model reply: the bytes it may stream, the size of one tool
 //! call's arguments, how many of its calls run and what their results may hold. Below the
-//! turn and the reply's readers (`response`, `reply_calls`), which all apply them.
+//! turn and the reply's readers (`response`, `reply_calls`), which all apply them; and how a
+//! long reply is held on its way to the store.
 
 /// Bounds on what one model response may send, and what its tool calls may cost
 /// ([`super::reply_calls`]).
@@ -30,3 +31,11 @@ impl Default for Limits {
         }
     }
 }
+
+/// The most text one stored message event holds: a long message is kept and stored as
+/// consecutive pieces of this size under one message id.
+pub(super) const PIECE_BYTES: usize = 1 << 20;
+
+/// The encoded bytes of finished messages and thoughts that may wait for the next event
+/// before they are stored on their own: two of a long reply's pieces.
+pub(super) const UNSTORED_BYTES: usize = 2 * PIECE_BYTES;

@@ -4,7 +4,7 @@
 //! editor saw them, and the tool calls handed back to the turn, within the bounds of
 //! `reply_calls` (how many, how large: their arguments count toward the reply cap).
 //!
-//! A long message is kept, and stored, as consecutive pieces of at most [`PIECE_BYTES`]
+//! A long message is kept, and stored, as consecutive pieces of at most [`PIECE_BYTES`](super::limits::PIECE_BYTES)
 //! under the same message id: encoding it for the store and SQLite's own copies then cost a
 //! piece, not the whole message again (a 20 MiB reply took five times its size at the end).
 //! History and replay join the pieces back.
@@ -12,15 +12,13 @@
 use futures_util::StreamExt;
 
 use super::event::Event;
+use super::limits::PIECE_BYTES;
 use super::reply_calls::{Refused, admit};
 use super::turn::{Response, Turn, TurnError};
 use super::update::TurnUpdate;
 use crate::llm::{FinishReason, ModelEvent, ModelRequest, ProviderError, ToolCallRequest};
 use crate::secret::StreamRedactor;
 use crate::types::StopReason;
-
-/// The most text one stored message event holds.
-pub(super) const PIECE_BYTES: usize = 1 << 20;
 
 /// The id a call of the model keeps: its own, unless it is empty or another call of this
 /// response or of the session already has it (local servers number each response's calls

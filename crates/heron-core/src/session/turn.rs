@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::context::{self, Calibration};
 use super::event::Event;
 use super::history::Images;
-use super::limits::Limits;
+use super::limits::{Limits, UNSTORED_BYTES};
 use super::permission::Approvals;
 use super::settings::{Mode, Settings};
 use super::status::Board;
@@ -137,10 +137,6 @@ pub(super) struct Turn {
     /// kind and encoded text only: the history holds the event itself.
     pub(super) unstored: Vec<(&'static str, Arc<str>)>,
 }
-
-/// The encoded bytes of finished messages and thoughts that may wait for the next event
-/// before they are stored on their own: two of a long reply's pieces.
-const UNSTORED_BYTES: usize = 2 * super::response::PIECE_BYTES;
 
 const SYSTEM_PROMPT: &str = "You are Heron, a coding agent working in the user's project through tools. \
 Be direct. Prefer reading before editing. Keep changes minimal and explain what you did.";
