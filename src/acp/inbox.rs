@@ -33,18 +33,22 @@ use heron_protocol::{
 
 /// Lets the session's queued items run once the answer that opened it is out (the editor
 /// drops updates for a session it does not know yet), streaming their turns like prompts'.
+/// The stream and its forwarding task are made only when the first item runs.
 pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
-    let (updates, mut stream) = mpsc::unbounded_channel();
-    let (forwarding, id) = (inner.clone(), session.id().to_owned());
-    // Ends when the session, which holds the sending end, is closed. Each forward is boxed
-    // so that the task an idle session keeps is only the loop, not the forwarding machinery.
-    tokio::spawn(async move {
-        while let Some(update) = stream.recv().await {
-            Box::pin(super::updates::forward(&forwarding, &id, update)).await;
-        }
-    });
+    let (inner, id) = (inner.clone(), session.id().to_owned());
+    let open = move || {
+        let (updates, mut stream) = mpsc::unbounded_channel();
+        let (forwarding, id) = (inner.clone(), id.clone());
+        // Ends when the session, which holds the sending end, is closed.
+        tokio::spawn(async move {
+            while let Some(update) = stream.recv().await {
+                Box::pin(super::updates::forward(&forwarding, &id, update)).await;
+            }
+        });
+        updates
+    };
     let inbox = session.inbox().clone();
-    heron_rpc::after_response(async move { inbox.serve(updates) });
+    heron_rpc::after_response(async move { inbox.serve(open) });
 }
 
 /// Checks a prompt as `session/prompt` does, and that it is not empty (`empty` says why not).

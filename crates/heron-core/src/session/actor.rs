@@ -33,7 +33,7 @@ enum Next {
 pub(super) async fn run(
     session: std::sync::Weak<Session>,
     closed: CancellationToken,
-    mut queue: mpsc::UnboundedReceiver<Job>,
+    mut queue: mpsc::UnboundedReceiver<Box<Job>>,
     mut carried: Carried,
     context: ActorContext,
     inbox: Arc<Inbox>,
@@ -48,13 +48,13 @@ pub(super) async fn run(
         }
         // Prompts come first: the inbox runs only when none waits.
         let next = match queue.try_recv() {
-            Ok(job) => Next::Prompt(job),
+            Ok(job) => Next::Prompt(*job),
             Err(mpsc::error::TryRecvError::Disconnected) => break,
             Err(mpsc::error::TryRecvError::Empty) => match inbox.claim().await {
                 Some(item) => Next::Item(item),
                 None => tokio::select! {
                     job = queue.recv() => match job {
-                        Some(job) => Next::Prompt(job),
+                        Some(job) => Next::Prompt(*job),
                         None => break,
                     },
                     () = inbox.woken() => continue,

@@ -7,7 +7,8 @@
 //! The rules, as the adapter and the actor rely on them:
 //! - Prompts come first: the actor takes an item only when no prompt waits in its queue.
 //! - Nothing starts until the adapter serves the inbox ([`Inbox::serve`]): it gives the
-//!   stream that inbox turns report to.
+//!   way to open the stream that inbox turns report to, which is opened when the first
+//!   item is claimed (most sessions never run one).
 //! - An enqueue may carry an idempotency key (at most [`MAX_KEY_BYTES`]): a second enqueue
 //!   with the same key in the same session returns the first one's item and adds nothing,
 //!   for as long as that item is kept. The inbox holds at most [`CAPACITY`] items; a full
@@ -188,9 +189,30 @@ struct Cursor {
     position: u32,
 }
 
-/// Where inbox turns report.
-struct Route {
-    updates: mpsc::UnboundedSender<TurnUpdate>,
+/// Opens the stream inbox turns report to.
+type OpenRoute = Box<dyn Fn() -> mpsc::UnboundedSender<TurnUpdate> + Send + Sync>;
+
+/// Where inbox turns report: the stream once an item has run, or the way to open it.
+/// Opened late because most sessions never run an item, and a tokio channel allocates its
+/// first block of 32 messages when it is made (about 5.5 KiB of `TurnUpdate`s), besides
+/// the adapter's task that forwards it: every idle session held both for nothing.
+enum Route {
+    Unopened(OpenRoute),
+    Open(mpsc::UnboundedSender<TurnUpdate>),
+}
+
+impl Route {
+    /// The stream, opened now if it was not yet.
+    fn updates(&mut self) -> mpsc::UnboundedSender<TurnUpdate> {
+        match self {
+            Route::Open(updates) => updates.clone(),
+            Route::Unopened(open) => {
+                let updates = open();
+                *self = Route::Open(updates.clone());
+                updates
+            }
+        }
+    }
 }
 
 /// The item whose turn runs, what cancels it, and what tells that the turn has ended.
@@ -274,9 +296,10 @@ impl Inbox {
         self.line.ticket()
     }
 
-    /// Lets queued items run, reporting their turns to `updates`; replaces an earlier route.
-    pub fn serve(&self, updates: mpsc::UnboundedSender<TurnUpdate>) {
-        *self.route.lock().unwrap_or_else(PoisonError::into_inner) = Some(Route { updates });
+    /// Lets queued items run, reporting their turns to the stream `open` opens (once, when
+    /// the first item is claimed); replaces an earlier route.
+    pub fn serve(&self, open: impl Fn() -> mpsc::UnboundedSender<TurnUpdate> + Send + Sync + 'static) {
+        *self.route.lock().unwrap_or_else(PoisonError::into_inner) = Some(Route::Unopened(Box::new(open)));
         self.wake();
     }
 
@@ -425,10 +448,13 @@ impl Inbox {
         Ok(())
     }
 
-    /// Waits until everything inbox turns sent has reached the adapter's stream.
+    /// Waits until everything inbox turns sent has reached the adapter's stream (at once
+    /// when none was opened: no inbox turn sent anything).
     async fn flushed(&self) {
-        let route =
-            self.route.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|r| r.updates.clone());
+        let route = match self.route.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            Some(Route::Open(updates)) => Some(updates.clone()),
+            Some(Route::Unopened(_)) | None => None,
+        };
         if let Some(route) = route {
             super::update::flushed(&route).await;
         }
@@ -452,10 +478,9 @@ impl Inbox {
 
     /// Takes the next queued item, if the inbox is served, not paused and has one.
     pub(super) async fn claim(&self) -> Option<Claimed> {
-        let updates = {
-            let route = self.route.lock().unwrap_or_else(PoisonError::into_inner);
-            route.as_ref()?.updates.clone()
-        };
+        if self.route.lock().unwrap_or_else(PoisonError::into_inner).is_none() {
+            return None;
+        }
         let mut ticket = self.in_order();
         ticket.wait().await;
         let (item, cancel) = {
@@ -473,6 +498,9 @@ impl Inbox {
             (item, cancel)
         };
         drop(ticket);
+        // A served route never goes back to none (serving again replaces it).
+        let updates =
+            self.route.lock().unwrap_or_else(PoisonError::into_inner).as_mut().map(Route::updates)?;
         // Counted now, shown with the turn's first status.
         self.recount().await;
         Some(Claimed { input: stored_prompt::decode(&item.prompt), id: item.id, updates, cancel })
