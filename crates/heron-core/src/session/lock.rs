@@ -8,6 +8,13 @@
 
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How often, and how far apart, a held lock is tried again before the session is called
+/// open elsewhere: half a second in all, longer than a sandboxed command takes from fork to
+/// exec on a loaded machine, short enough for an editor's request.
+const RETRIES: u32 = 20;
+const RETRY_PAUSE: Duration = Duration::from_millis(25);
 
 /// The lock of one open session, released when dropped.
 #[derive(Debug)]
@@ -60,6 +67,29 @@ impl SessionLock {
     }
 }
 
+impl SessionLock {
+    /// [`SessionLock::acquire`], trying a lock found held again for a moment. A command this
+    /// process starts shares the lock's open file description from its fork until its exec
+    /// closes it (the descriptor is close-on-exec), and a `flock` belongs to the
+    /// description: a session this process has just closed looks held by that child for as
+    /// long as the sandbox takes to set up. Blocks for up to half a second.
+    pub(crate) fn acquire_patiently(dir: &Path, id: &str) -> Result<SessionLock, LockError> {
+        acquire_retrying(dir, id, RETRIES, RETRY_PAUSE)
+    }
+}
+
+fn acquire_retrying(dir: &Path, id: &str, retries: u32, pause: Duration) -> Result<SessionLock, LockError> {
+    let mut taken = SessionLock::acquire(dir, id);
+    for _ in 0..retries {
+        if !matches!(taken, Err(LockError::Held)) {
+            break;
+        }
+        std::thread::sleep(pause);
+        taken = SessionLock::acquire(dir, id);
+    }
+    taken
+}
+
 /// Whether another process holds the lock of session `id` now. A probe, not a claim: it
 /// takes a shared lock for an instant, so a process opening the session at that very
 /// moment may be refused once, and it never creates a lock file.
@@ -93,6 +123,31 @@ mod tests {
         drop(first);
         assert!(!held_elsewhere(dir.path(), "s1"));
         assert!(SessionLock::acquire(dir.path(), "s1").is_ok());
+    }
+
+    #[test]
+    fn a_lock_a_forked_child_still_shares_is_taken_once_the_child_lets_go() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let closed = SessionLock::acquire(dir.path(), "s1").expect("free");
+        // What a fork leaves a child until its exec: the same open file description.
+        let childs_copy = closed._file.try_clone().expect("dup");
+        drop(closed);
+        // Tried once, the session this process just closed looks held.
+        assert!(matches!(acquire_retrying(dir.path(), "s1", 0, RETRY_PAUSE), Err(LockError::Held)));
+        let exec = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(childs_copy);
+        });
+        assert!(SessionLock::acquire_patiently(dir.path(), "s1").is_ok(), "taken once the copy is closed");
+        exec.join().expect("join");
+    }
+
+    #[test]
+    fn a_lock_held_for_good_is_still_refused_after_the_retries() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let _other = SessionLock::acquire(dir.path(), "s1").expect("free");
+        let refused = acquire_retrying(dir.path(), "s1", 3, Duration::from_millis(1));
+        assert!(matches!(refused, Err(LockError::Held)));
     }
 
     #[test]

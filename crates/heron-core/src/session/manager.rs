@@ -32,12 +32,6 @@ use crate::tools::mcp::McpHub;
 use crate::types::UsageReport;
 use heron_store::{ListQuery, NewSession, Page, SessionPatch, SessionRecord, Store};
 
-/// How often, and how far apart, a held session lock is tried again before the session
-/// is refused as open elsewhere: half a second in all, longer than a sandboxed command
-/// takes from fork to exec on a loaded machine, short enough for an editor's request.
-const LOCK_RETRIES: u32 = 20;
-const LOCK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
-
 /// Defaults and limits from the command line.
 #[derive(Debug, Clone, Default)]
 pub struct ManagerOptions {
@@ -242,13 +236,6 @@ impl Manager {
         session
     }
 
-    async fn try_lock(&self, id: &str) -> Result<Result<SessionLock, LockError>, SessionError> {
-        let (dir, name) = (self.locks.clone(), id.to_owned());
-        tokio::task::spawn_blocking(move || SessionLock::acquire(&dir, &name))
-            .await
-            .map_err(|e| SessionError::Internal(e.to_string()))
-    }
-
     /// A place for one more open session, or the refusal that the process holds the most.
     fn seat(&self) -> Result<Seat, SessionError> {
         let open = self.open.lock().unwrap_or_else(PoisonError::into_inner).len();
@@ -257,21 +244,12 @@ impl Manager {
 
     /// Takes the lock of session `id` for this process. A file system that cannot lock
     /// (some network mounts) opens the session unlocked, with a warning, rather than not at
-    /// all.
-    ///
-    /// A lock found held is tried again for a moment before the session is called open
-    /// elsewhere: a command this process is starting shares the lock's file description
-    /// from its fork until its exec closes it, so a session this process has just closed
-    /// can look held by that child for as long as the sandbox takes to set up.
+    /// all. A lock found held is tried again for a moment ([`SessionLock::acquire_patiently`]).
     async fn lock(&self, id: &str) -> Result<Option<SessionLock>, SessionError> {
-        let mut taken = self.try_lock(id).await?;
-        for _ in 0..LOCK_RETRIES {
-            if !matches!(taken, Err(LockError::Held)) {
-                break;
-            }
-            tokio::time::sleep(LOCK_RETRY_PAUSE).await;
-            taken = self.try_lock(id).await?;
-        }
+        let (dir, name) = (self.locks.clone(), id.to_owned());
+        let taken = tokio::task::spawn_blocking(move || SessionLock::acquire_patiently(&dir, &name))
+            .await
+            .map_err(|e| SessionError::Internal(e.to_string()))?;
         match taken {
             Ok(lock) => Ok(Some(lock)),
             Err(LockError::Held) => Err(SessionError::OpenElsewhere(id.to_owned())),
