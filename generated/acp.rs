@@ -2112,7 +2112,7 @@ impl ::std::convert::TryFrom<::std::string::String> for HeronInboxDisposition {
         value.parse()
     }
 }
-///Parameters of `_heron/inbox/enqueue`: add a prompt to the session's inbox, committed before the answer: a follow-up that runs when the session is idle and its turn comes, or a steer for the running turn.
+///Parameters of `_heron/inbox/enqueue`: add a prompt to the session's inbox, committed before the answer: a follow-up that runs when the session is idle and its turn comes, or a steer for the running turn. The prompt is `prompt` (content blocks) or `text` (plain text): exactly one; neither or both is -32602 naming `prompt`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxEnqueueRequest {
     ///Names this enqueue within the session, 1 to 128 bytes: an enqueue whose key names an item the session's inbox still holds returns that item with `idempotent: true` and adds nothing, whatever its prompt. The key is stored with the item and survives restarts. Absent or null: every enqueue adds an item. An empty or longer key is -32602 with `data.path: "idempotencyKey"`.
@@ -2132,11 +2132,15 @@ pub struct HeronInboxEnqueueRequest {
     ///Zero-based place to insert the item at; null or past the end appends a follow-up and puts a steer before the first queued follow-up.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub position: ::std::option::Option<u32>,
-    ///The prompt to queue.
-    pub prompt: ::std::vec::Vec<ContentBlock>,
+    ///The prompt to queue, as content blocks. Give this or `text`, not both.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub prompt: ::std::option::Option<::std::vec::Vec<ContentBlock>>,
     ///The session whose inbox receives the prompt.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    ///The prompt to queue as plain text (the Reasonix guide's parameter): the same as `prompt` with one text block. Give this or `prompt`, not both.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub text: ::std::option::Option<::std::string::String>,
 }
 ///Result of `_heron/inbox/enqueue`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2465,7 +2469,7 @@ pub struct HeronInboxListResponse {
     ///Whether the inbox was found, when its session was opened, with work a stopped process left unfinished (an item still running, a steer never applied), and has not been resumed since. A recovered inbox is opened paused; `_heron/inbox/setPaused` with `paused: false` clears this.
     pub recovered: bool,
 }
-///Parameters of `_heron/inbox/move`: move a queued item to another place in the queue.
+///Parameters of `_heron/inbox/move`: move a queued item to another place in the queue. The place is `position` or `toIndex`: exactly one; neither or both is -32602 naming `position`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxMoveRequest {
     ///The item to move.
@@ -2476,11 +2480,15 @@ pub struct HeronInboxMoveRequest {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
-    ///Zero-based target place; a value past the end moves the item last.
-    pub position: u32,
+    ///Zero-based target place; a value past the end moves the item last. Give this or `toIndex`, not both.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub position: ::std::option::Option<u32>,
     ///The session that owns the item.
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
+    ///The same as `position` (the Reasonix guide's name for it).
+    #[serde(rename = "toIndex", skip_serializing_if = "::std::option::Option::is_none")]
+    pub to_index: ::std::option::Option<u32>,
 }
 ///Result of `_heron/inbox/move`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2496,6 +2504,9 @@ pub struct HeronInboxMoveResponse {
 ///Parameters of `_heron/inbox/refresh`: re-read the session's inbox from the store and return all of its item metadata, unpaginated.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronInboxRefreshRequest {
+    ///An item the client wants re-read (the Reasonix guide's parameter): it must be in the inbox, or the call is -32602 with `data.code: "inbox.item_not_found"`. The answer is the whole inbox either way.
+    #[serde(rename = "itemId", skip_serializing_if = "::std::option::Option::is_none")]
+    pub item_id: ::std::option::Option<HeronInboxItemId>,
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -2676,13 +2687,13 @@ impl ::std::convert::TryFrom<::std::string::String> for HeronMcpServerState {
         value.parse()
     }
 }
-///State of one MCP server attached to a session.
+///State of one MCP server attached to a session: the Reasonix guide's `{name, status, tools}` (with `error` and `httpStatus` when it failed), plus the transport Heron reaches it by.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronMcpServerStatus {
-    ///Why the server failed, in a short human-readable sentence without secrets (no header or environment values); null unless `state` is `failed`.
+    ///Why the server failed, in a short human-readable sentence without secrets (no header or environment values); absent unless `status` is `failed`.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub error: ::std::option::Option<::std::string::String>,
-    ///The HTTP status an http or sse server answered when it failed (401 when its credentials were refused); null otherwise.
+    ///The HTTP status an http or sse server answered when it failed (401 when its credentials were refused); absent otherwise.
     #[serde(
         rename = "httpStatus",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -2695,11 +2706,10 @@ pub struct HeronMcpServerStatus {
     >,
     ///The server's name as given in the session's `mcpServers` or in Heron's configuration.
     pub name: ::std::string::String,
-    ///The server's connection state.
-    pub state: HeronMcpServerState,
+    ///The server's connection state (the Reasonix guide's `status`).
+    pub status: HeronMcpServerState,
     ///Number of tools the server currently exposes to the model (0 unless `ready`).
-    #[serde(rename = "toolCount")]
-    pub tool_count: u32,
+    pub tools: u32,
     ///The transport used to reach the server.
     pub transport: HeronMcpTransport,
 }
@@ -2928,7 +2938,7 @@ pub struct HeronSessionMcpStatusRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
 }
-///Result of `_heron/session/mcpStatus`.
+///Result of `_heron/session/mcpStatus`: a snapshot of the session's MCP servers, in the same shape as `_heron/session/mcpStatus_update` (`{schemaVersion: 1, sessionId, servers}`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronSessionMcpStatusResponse {
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
@@ -2936,8 +2946,14 @@ pub struct HeronSessionMcpStatusResponse {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    ///The version of this snapshot's shape: 1.
+    #[serde(rename = "schemaVersion")]
+    pub schema_version: i64,
     ///Every MCP server of the session, in configuration order.
     pub servers: ::std::vec::Vec<HeronMcpServerStatus>,
+    ///The session the snapshot is of.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
 }
 ///Parameters of the `_heron/session/mcpStatus_update` notification the agent sends to the editor when any MCP server of a session changes state.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2947,6 +2963,9 @@ pub struct HeronSessionMcpStatusUpdateNotification {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
+    ///The version of this snapshot's shape: 1.
+    #[serde(rename = "schemaVersion")]
+    pub schema_version: i64,
     ///The complete list of the session's MCP servers; it replaces the previous list.
     pub servers: ::std::vec::Vec<HeronMcpServerStatus>,
     ///The session whose MCP servers changed.
@@ -3098,6 +3117,9 @@ pub struct HeronSessionStatusResponse {
 ///Parameters of the `_heron/session/status_update` notification the agent sends to the editor whenever a session's status changes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeronSessionStatusUpdateNotification {
+    ///What the update is about, when one thing caused it: `goal` when `_heron/session/goal/pause` or `resume` changed the goal (the Reasonix guide's goal event). Absent when the status changed otherwise; clients should treat values they do not know like absence.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub event: ::std::option::Option<::std::string::String>,
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<
@@ -8269,7 +8291,7 @@ pub trait Agent: Send + Sync + 'static {
             Err(crate::runtime::RpcError::method_not_found("_heron/inbox/delete")),
         )
     }
-    /// Parameters of `_heron/inbox/enqueue`: add a prompt to the session's inbox, committed before the answer: a follow-up that runs when the session is idle and its turn comes, or a steer for the running turn.
+    /// Parameters of `_heron/inbox/enqueue`: add a prompt to the session's inbox, committed before the answer: a follow-up that runs when the session is idle and its turn comes, or a steer for the running turn. The prompt is `prompt` (content blocks) or `text` (plain text): exactly one; neither or both is -32602 naming `prompt`.
     ///
     /// Wire: `_heron/inbox/enqueue`, Heron vendor request.
     #[allow(unused_variables)]
@@ -8311,7 +8333,7 @@ pub trait Agent: Send + Sync + 'static {
             Err(crate::runtime::RpcError::method_not_found("_heron/inbox/list")),
         )
     }
-    /// Parameters of `_heron/inbox/move`: move a queued item to another place in the queue.
+    /// Parameters of `_heron/inbox/move`: move a queued item to another place in the queue. The place is `position` or `toIndex`: exactly one; neither or both is -32602 naming `position`.
     ///
     /// Wire: `_heron/inbox/move`, Heron vendor request.
     #[allow(unused_variables)]

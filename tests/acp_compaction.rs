@@ -3,7 +3,7 @@
 //! and the next prompt starts from it; `session/load` in a new process replays the whole
 //! history with the marker where the compaction happened. One long turn of tool calls is
 //! compacted between its steps, with markers the editor sees live. A prompt too big for the
-//! window fails as `turn.failed`, naming the window, and the next prompt is not failed by it.
+//! window fails as `turn_failed`, naming the window, and the next prompt is not failed by it.
 
 use serde_json::{Value, json};
 
@@ -171,7 +171,7 @@ fn a_prompt_too_big_for_the_window_fails_naming_it() {
     let mut heron = Process::spawn(&dirs.home(), &[]);
     let session = heron.new_session(&dirs.ws());
     let (_, answer) = prompt(&mut heron, &session, "p", &"x".repeat(40_000));
-    assert_eq!(answer["error"]["data"]["code"], "turn.failed", "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "turn_failed", "{answer}");
     let message = answer["error"]["message"].as_str().unwrap_or("");
     assert!(message.contains("context window") && message.contains("4000"), "{message}");
     assert!(server.seen().is_empty(), "nothing was sent");
@@ -214,7 +214,7 @@ fn after_a_prompt_too_big_for_the_window_the_next_prompt_is_answered() {
     let (_, answer) = prompt(&mut heron, &session, "p1", "please read a.txt");
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let (updates, failed) = prompt(&mut heron, &session, "big", &"x".repeat(40_000));
-    assert_eq!(failed["error"]["data"]["code"], "turn.failed", "{failed}");
+    assert_eq!(failed["error"]["data"]["code"], "turn_failed", "{failed}");
     let marker = updates
         .iter()
         .find_map(|u| u["_meta"]["heron"]["compaction"].as_object().cloned())

@@ -131,7 +131,7 @@ async fn a_heron_symlink_in_the_repository_does_not_take_attachments_outside() {
     std::os::unix::fs::symlink(outside.path(), ws.join(".heron")).expect("link .heron out");
     let sid = editor.new_session().await;
     let (_, answer) = editor.exchange(json!("img"), "session/prompt", image_prompt(&sid)).await;
-    assert_eq!(answer["error"]["data"]["code"], "turn.failed", "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "turn_failed", "{answer}");
     let message = answer["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("outside the session folder"), "{answer}");
     let landed: Vec<_> = walk(outside.path());

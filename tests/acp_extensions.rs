@@ -227,7 +227,7 @@ async fn settled(editor: &mut Editor, session: &str) -> Vec<Value> {
         let answer =
             editor.ask(json!("st"), "_heron/session/mcpStatus", json!({ "sessionId": session })).await;
         let servers = answer["result"]["servers"].as_array().cloned().unwrap_or_else(|| panic!("{answer}"));
-        if servers.iter().all(|s| s["state"] != "connecting") || Instant::now() > deadline {
+        if servers.iter().all(|s| s["status"] != "connecting") || Instant::now() > deadline {
             return servers;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -262,7 +262,7 @@ async fn a_plugin_mcp_server_starts_for_the_session_with_its_env() {
     let servers = settled(&mut editor, &session).await;
     assert_eq!(servers.len(), 1, "{servers:?}");
     assert_eq!(
-        (&servers[0]["name"], &servers[0]["state"]),
+        (&servers[0]["name"], &servers[0]["status"]),
         (&json!("docs:fake"), &json!("ready")),
         "{servers:?}"
     );
@@ -289,7 +289,7 @@ async fn an_invalid_plugin_is_reported_failed_with_its_line_and_the_session_stil
     assert!(problem["message"].as_str().is_some_and(|m| m.contains("comand")), "{problem}");
     let servers = settled(&mut editor, &session).await;
     assert_eq!(
-        (&servers[0]["name"], &servers[0]["state"]),
+        (&servers[0]["name"], &servers[0]["status"]),
         (&json!("broken"), &json!("failed")),
         "{servers:?}"
     );
@@ -312,8 +312,7 @@ async fn a_plugin_server_turned_off_is_listed_disabled_and_a_status_read_never_s
     write(dirs.home(), "plugins/docs/plugin.toml", toml);
     let mut editor = support::start_in(support::scripted_args("s"), dirs);
     let (session, _) = open(&mut editor).await;
-    let expected =
-        json!([{ "name": "docs:search", "state": "disabled", "toolCount": 0, "transport": "stdio" }]);
+    let expected = json!([{ "name": "docs:search", "status": "disabled", "tools": 0, "transport": "stdio" }]);
     for _ in 0..3 {
         assert_eq!(settled(&mut editor, &session).await, expected.as_array().cloned().unwrap_or_default());
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -332,7 +331,7 @@ async fn a_plugin_server_that_runs_from_heron_home_is_refused() {
     let (session, _) = open(&mut editor).await;
     let servers = settled(&mut editor, &session).await;
     assert_eq!(
-        (&servers[0]["name"], &servers[0]["state"]),
+        (&servers[0]["name"], &servers[0]["status"]),
         (&json!("sneaky:local"), &json!("failed")),
         "{servers:?}"
     );

@@ -172,11 +172,11 @@ async fn a_prompt_with_a_paused_goal_states_a_new_one() {
 }
 
 #[tokio::test]
-async fn pause_and_resume_without_a_goal_are_invalid_params() {
+async fn pause_and_resume_without_a_goal_answer_the_guides_codes() {
     let (mut editor, session) = goal_session(ENDLESS, "").await;
-    for method in ["_heron/session/goal/pause", "_heron/session/goal/resume"] {
+    for (method, code) in [("_heron/session/goal/pause", -32011), ("_heron/session/goal/resume", -32010)] {
         let answer = editor.ask(json!(method), method, json!({ "sessionId": session })).await;
-        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        assert_eq!(answer["error"]["code"], code, "{answer}");
         assert_eq!(answer["error"]["data"]["code"], "goal.none", "{answer}");
     }
     editor.close().await;
@@ -187,9 +187,12 @@ async fn a_finished_goal_cannot_be_paused_or_resumed() {
     let (mut editor, session) = goal_session(FINISHES, "").await;
     editor.prompt(json!("p"), &session, "Do both steps").await;
     let answer = editor.ask(json!(1), "_heron/session/goal/resume", json!({ "sessionId": session })).await;
-    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["code"], -32010, "{answer}");
     assert_eq!(answer["error"]["data"]["code"], "goal.ended", "{answer}");
     assert_eq!(answer["error"]["data"]["status"], "completed", "{answer}");
+    let answer = editor.ask(json!(2), "_heron/session/goal/pause", json!({ "sessionId": session })).await;
+    assert_eq!(answer["error"]["code"], -32011, "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "goal.ended", "{answer}");
     editor.close().await;
 }
 

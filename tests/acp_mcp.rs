@@ -45,7 +45,7 @@ async fn settled(editor: &mut Editor, session: &str) -> Vec<Value> {
         let answer =
             editor.ask(json!("st"), "_heron/session/mcpStatus", json!({ "sessionId": session })).await;
         let servers = answer["result"]["servers"].as_array().cloned().unwrap_or_else(|| panic!("{answer}"));
-        if servers.iter().all(|s| s["state"] != "connecting") || Instant::now() > deadline {
+        if servers.iter().all(|s| s["status"] != "connecting") || Instant::now() > deadline {
             return servers;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -92,8 +92,8 @@ async fn status_reports_ready_servers_and_why_the_others_failed() {
     let missing = json!({ "name": "gone", "command": "/nonexistent/server", "args": [], "env": [] });
     let session = session_with(&mut editor, json!([fake("fake"), missing])).await;
     let servers = settled(&mut editor, &session).await;
-    assert_eq!(servers[0], json!({ "name": "fake", "state": "ready", "toolCount": 5, "transport": "stdio" }));
-    assert_eq!((servers[1]["state"].as_str(), servers[1]["toolCount"].as_u64()), (Some("failed"), Some(0)));
+    assert_eq!(servers[0], json!({ "name": "fake", "status": "ready", "tools": 5, "transport": "stdio" }));
+    assert_eq!((servers[1]["status"].as_str(), servers[1]["tools"].as_u64()), (Some("failed"), Some(0)));
     assert!(
         servers[1]["error"].as_str().is_some_and(|e| e.contains("/nonexistent/server")),
         "{}",
@@ -109,7 +109,7 @@ async fn env_given_as_an_object_is_taken_like_a_list() {
         json!({ "name": "fake", "command": "python3", "args": [fixture()], "env": { "FAKE_TOKEN": "t" } });
     let session = session_with(&mut editor, json!([server])).await;
     let servers = settled(&mut editor, &session).await;
-    assert_eq!(servers[0]["state"], "ready", "{}", servers[0]);
+    assert_eq!(servers[0]["status"], "ready", "{}", servers[0]);
     editor.close().await;
 }
 

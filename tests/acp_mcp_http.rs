@@ -39,7 +39,7 @@ async fn settled(editor: &mut Editor, session: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(40);
     loop {
         let server = status(editor, session).await;
-        if server["state"] != "connecting" || Instant::now() > deadline {
+        if server["status"] != "connecting" || Instant::now() > deadline {
             return server;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -93,7 +93,7 @@ async fn the_model_calls_a_tool_over_streamable_http() {
             .await
             .expect("session");
     let ready = settled(&mut editor, &session).await;
-    assert_eq!(ready, json!({ "name": "web", "state": "ready", "toolCount": 3, "transport": "http" }));
+    assert_eq!(ready, json!({ "name": "web", "status": "ready", "tools": 3, "transport": "http" }));
     let (_, output) = prompt(&mut editor, &session, |_| json!({ "action": "decline" })).await;
     assert_eq!(output, "over http");
     editor.close().await;
@@ -107,7 +107,7 @@ async fn the_model_calls_a_tool_over_sse() {
     let session = session_with(&mut editor, json!({}), json!([remote("sse", server.url("/sse"), json!([]))]))
         .await
         .expect("session");
-    assert_eq!(settled(&mut editor, &session).await["state"], "ready");
+    assert_eq!(settled(&mut editor, &session).await["status"], "ready");
     let (_, output) = prompt(&mut editor, &session, |_| json!({ "action": "decline" })).await;
     assert_eq!(output, "over sse");
     editor.close().await;
@@ -123,7 +123,7 @@ async fn headers_as_a_list_or_as_an_object_reach_the_server() {
         let mut editor = support::start_scripted("s", &calling("echo", json!({ "text": "x" })));
         let servers = json!([remote("http", server.url("/mcp"), headers.clone())]);
         let session = session_with(&mut editor, json!({}), servers).await.expect("session");
-        assert_eq!(settled(&mut editor, &session).await["state"], "ready", "headers {headers}");
+        assert_eq!(settled(&mut editor, &session).await["status"], "ready", "headers {headers}");
         editor.close().await;
     }
 }
@@ -139,7 +139,7 @@ async fn a_refused_server_is_failed_with_its_http_status_and_no_secret() {
         .expect("session");
     let failed = settled(&mut editor, &session).await;
     assert_eq!(
-        (failed["state"].as_str(), failed["httpStatus"].as_u64()),
+        (failed["status"].as_str(), failed["httpStatus"].as_u64()),
         (Some("failed"), Some(401)),
         "{failed}"
     );
@@ -156,8 +156,8 @@ async fn a_server_slow_to_start_is_connecting_then_ready() {
         session_with(&mut editor, json!({}), json!([remote("http", server.url("/mcp"), json!([]))]))
             .await
             .expect("session");
-    assert_eq!(status(&mut editor, &session).await["state"], "connecting");
-    assert_eq!(settled(&mut editor, &session).await["state"], "ready");
+    assert_eq!(status(&mut editor, &session).await["status"], "connecting");
+    assert_eq!(settled(&mut editor, &session).await["status"], "ready");
     editor.close().await;
 }
 
@@ -182,7 +182,7 @@ async fn elicited(tool: &str, capabilities: Value, reply: Value) -> Option<(Valu
         session_with(&mut editor, capabilities, json!([remote("http", server.url("/mcp"), json!([]))]))
             .await
             .expect("session");
-    assert_eq!(settled(&mut editor, &session).await["state"], "ready");
+    assert_eq!(settled(&mut editor, &session).await["status"], "ready");
     let (asked, output) = prompt(&mut editor, &session, |_| reply.clone()).await;
     editor.close().await;
     Some((serde_json::from_str(&output).unwrap_or_else(|_| panic!("{output}")), asked))
@@ -245,7 +245,7 @@ async fn a_session_awaits_input_while_a_servers_form_waits_on_the_user() {
     let capabilities = support::wanting_status(json!({ "elicitation": { "form": {} } }));
     let servers = json!([remote("http", server.url("/mcp"), json!([]))]);
     let session = session_with(&mut editor, capabilities, servers).await.expect("session");
-    assert_eq!(settled(&mut editor, &session).await["state"], "ready");
+    assert_eq!(settled(&mut editor, &session).await["status"], "ready");
     let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Use the server" }] });
     editor.send_request(json!("p"), "session/prompt", params).await;
     let states = |messages: &[Value]| -> Vec<String> {

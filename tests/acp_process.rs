@@ -123,7 +123,7 @@ fn settled_servers(heron: &mut Process, session: &str) -> Value {
     loop {
         let answer = heron.request(json!("mcp"), "_heron/session/mcpStatus", json!({ "sessionId": session }));
         let servers = answer["result"]["servers"].clone();
-        let connecting = servers.as_array().into_iter().flatten().any(|s| s["state"] == "connecting");
+        let connecting = servers.as_array().into_iter().flatten().any(|s| s["status"] == "connecting");
         if !connecting || Instant::now() > deadline {
             return servers;
         }
@@ -156,7 +156,7 @@ fn mcp_servers_over_http_and_sse_serve_the_model_and_a_servers_form_reaches_the_
         .as_array()
         .into_iter()
         .flatten()
-        .map(|s| (s["name"].clone(), s["state"].clone()))
+        .map(|s| (s["name"].clone(), s["status"].clone()))
         .collect();
     assert_eq!(ready, [(json!("web"), json!("ready")), (json!("old"), json!("ready"))]);
     let (before, answer) =
@@ -266,7 +266,7 @@ fn safe_mode_reads_no_extensions_and_starts_no_mcp_server_but_serves_as_usual() 
     }
     assert!(listed.contains(&"help".to_owned()), "Heron's own commands stay: {listed:?}");
     let status = heron.request(json!("mcp"), "_heron/session/mcpStatus", json!({ "sessionId": session }));
-    assert_eq!(status["result"]["servers"][0]["state"], "disabled", "{status}");
+    assert_eq!(status["result"]["servers"][0]["status"], "disabled", "{status}");
     let snapshot = heron.request(json!("st"), "_heron/session/status", json!({ "sessionId": session }));
     assert_eq!(snapshot["result"]["status"]["approvalPosture"], "ask", "safe mode changes no permission");
     let (_, answer) = turn(&mut heron, "p", &session, "Hi", allowing);

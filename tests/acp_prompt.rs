@@ -457,7 +457,7 @@ async fn a_failed_turn_is_an_internal_error_that_never_shows_the_key() {
     let (before, answer) = editor.prompt(json!("p"), &session, "hello").await;
     assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
     assert_eq!(answer["error"]["code"], -32603, "{answer}");
-    assert_eq!(answer["error"]["data"]["code"], "turn.failed", "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "turn_failed", "{answer}");
     for message in before.iter().chain([&answer]) {
         assert!(!message.to_string().contains("sk-secret-value-123"), "the key leaked: {message}");
     }

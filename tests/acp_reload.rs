@@ -206,7 +206,7 @@ async fn a_reload_starts_a_new_plugins_servers() {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let status = editor.ask(json!("st"), "_heron/session/mcpStatus", reload_params(&session)).await;
-        let state = status["result"]["servers"][0]["state"].clone();
+        let state = status["result"]["servers"][0]["status"].clone();
         if state == "ready" {
             break;
         }
@@ -264,7 +264,7 @@ async fn safe_mode_reads_no_commands_or_plugins_and_starts_no_mcp_server() {
     let status = editor.ask(json!(1), "_heron/session/mcpStatus", reload_params(&session)).await;
     assert_eq!(
         status["result"]["servers"],
-        json!([{ "name": "fake", "state": "disabled", "toolCount": 0, "transport": "stdio" }]),
+        json!([{ "name": "fake", "status": "disabled", "tools": 0, "transport": "stdio" }]),
         "{status}"
     );
     let reloaded = editor.request(json!(2), "_heron/session/reloadExtensions", reload_params(&session)).await;
@@ -273,6 +273,6 @@ async fn safe_mode_reads_no_commands_or_plugins_and_starts_no_mcp_server() {
         6,
         "a reload reads none either: {reloaded}"
     );
-    assert_eq!(reloaded["result"]["mcpServers"][0]["state"], "disabled");
+    assert_eq!(reloaded["result"]["mcpServers"][0]["status"], "disabled");
     editor.close().await;
 }

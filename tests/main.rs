@@ -46,3 +46,4 @@ mod record;
 mod registry;
 mod run_client;
 mod run_lifecycle;
+mod seed_contract;

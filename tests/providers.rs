@@ -251,7 +251,7 @@ fn a_llamacpp_error_event_fails_the_prompt_as_turn_failed_with_its_reason() {
         home(&format!("kind = \"openai\"\nbase_url = \"{}/v1\"\nflavor = \"llamacpp\"\n", server.origin));
     let (_, answer) = prompt(&dirs);
     assert_eq!(answer["error"]["code"], -32603, "{answer}");
-    assert_eq!(answer["error"]["data"]["code"], "turn.failed", "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "turn_failed", "{answer}");
     let message = answer["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("failed to load model"), "{answer}");
     assert!(!answer.to_string().contains(KEY), "the key never reaches the editor: {answer}");
@@ -268,7 +268,7 @@ fn a_llamacpp_bare_error_field_at_status_200_fails_the_prompt_as_turn_failed_wit
         home(&format!("kind = \"openai\"\nbase_url = \"{}/v1\"\nflavor = \"llamacpp\"\n", server.origin));
     let (_, answer) = prompt(&dirs);
     assert_eq!(answer["error"]["code"], -32603, "{answer}");
-    assert_eq!(answer["error"]["data"]["code"], "turn.failed", "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "turn_failed", "{answer}");
     let message = answer["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("exceeds the available context size"), "{answer}");
     assert!(!answer.to_string().contains(KEY), "the key never reaches the editor: {answer}");

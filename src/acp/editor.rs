@@ -354,10 +354,12 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
     }
 
     fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+        // The choices go both ways ACP's string schema has: `enum` (the tinycode guide's flat
+        // schema, which simple clients read) and `oneOf` with titles.
         let answer = StringPropertySchema {
             default: None,
             description: None,
-            enum_: None,
+            enum_: (!options.is_empty()).then(|| options.to_vec()),
             format: None,
             max_length: None,
             meta: None,

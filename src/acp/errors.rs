@@ -34,9 +34,10 @@ macro_rules! listed_enum {
 }
 
 listed_enum! {
-    /// Every `data.code` Heron sends, in one naming scheme: a dotted path of snake_case
-    /// segments whose first names the area (`turn.failed`, `inbox.item_not_found`).
-    /// `workspace_roots.*` and `acp.*` are the seeds' wire contract and keep their spelling.
+    /// Every `data.code` Heron sends. Heron's own follow one scheme, a dotted path of
+    /// snake_case segments whose first names the area (`inbox.item_not_found`); the codes the
+    /// seeds name (`turn_failed`, `workspace_roots.*`, `acp.*`) are their wire contract and
+    /// keep the seeds' spelling, since clients key on them.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
     pub enum ErrorCode {
         /// A workspace root is not an absolute path.
@@ -60,11 +61,14 @@ listed_enum! {
         /// The session is open here with other additional directories.
         #[serde(rename = "acp.additional_directories.session_open")]
         OpenWithOtherRoots,
+        /// Heron was started to work in the cwd only (`--no-additional-directories`).
+        #[serde(rename = "acp.additional_directories.disabled")]
+        AdditionalDirectoriesDisabled,
         /// A tool approval above the `--permission-mode` ceiling.
         #[serde(rename = "acp.tool_approval.above_ceiling")]
         AboveCeiling,
-        /// A turn failed after it started.
-        #[serde(rename = "turn.failed")]
+        /// A turn failed after it started (the Reasonix guide's "When a turn fails").
+        #[serde(rename = "turn_failed")]
         TurnFailed,
         /// The session closed before the prompt ran.
         #[serde(rename = "session.closed")]
@@ -81,6 +85,12 @@ listed_enum! {
         /// The session's goal has already ended.
         #[serde(rename = "goal.ended")]
         GoalEnded,
+        /// Resume asked of a goal that is running.
+        #[serde(rename = "goal.running")]
+        GoalRunning,
+        /// Pause asked of a goal that is paused.
+        #[serde(rename = "goal.not_running")]
+        GoalNotRunning,
         /// No inbox item has that id.
         #[serde(rename = "inbox.item_not_found")]
         ItemNotFound,
@@ -229,7 +239,9 @@ fn model_error(err: &ModelError, manager: &Manager) -> RpcError {
 }
 
 /// The wire error for a model that cannot be used. No model at all, or a missing key, is
-/// -32000 (authentication required): the `heron setup` auth method fixes both. A model that
+/// -32000 (authentication required): the `heron setup` auth method fixes both. Its message
+/// is the reason itself, since editors show `message` and hide `data` (and some hide a
+/// message that is only the code's default text). A model that
 /// is not configured is not something logging in fixes, so it is not -32000 (which sends an
 /// editor to its login screen); it is a clear -32603 naming the model in `data.model`, the
 /// way a provider that cannot start is.
@@ -237,7 +249,7 @@ fn model_rpc_error(err: &ModelError, keys: &Keys) -> RpcError {
     let message = redact(&err.to_string(), keys.all());
     match err {
         ModelError::NoModel | ModelError::MissingKey { .. } => {
-            heron_protocol::error::auth_required(message.clone())
+            RpcError::new(heron_protocol::error::AUTH_REQUIRED, message.clone())
                 .with_data(json!({ "reason": AuthReason::AuthRequired, "message": message }))
         }
         ModelError::UnknownModel(model) => coded(
@@ -262,6 +274,16 @@ pub fn root_error(err: &heron_core::tools::roots::RootError) -> RpcError {
     )
 }
 
+/// -32602 for `additionalDirectories` given to a Heron started with `--cwd-only`.
+pub fn additional_directories_disabled() -> RpcError {
+    coded(
+        INVALID_PARAMS,
+        "additionalDirectories: Heron was started with --cwd-only, so sessions work in their cwd only",
+        ErrorCode::AdditionalDirectoriesDisabled,
+        json!({ "path": "additionalDirectories" }),
+    )
+}
+
 /// The wire error for a working directory that cannot be a workspace.
 pub fn cwd_error(problem: RootProblem, reason: String) -> RpcError {
     coded(
@@ -278,7 +300,9 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
         SessionError::NotFound(id) => unknown_session(&id),
         SessionError::Model(model) => model_error(&model, manager),
         SessionError::Setting(setting) => setting_error(&setting),
-        SessionError::Goal(goal) => goal_error(&goal),
+        // Only pause and resume fail this way; pause maps its own (`vendor::change_goal`),
+        // since the number depends on the operation.
+        SessionError::Goal(goal) => goal_error(&goal, false),
         SessionError::BadCursor => RpcError::invalid_params("cursor", "not a cursor this agent issued"),
         SessionError::OpenWithOtherRoots(which) => {
             // The field that differs, as the request names it.
@@ -307,14 +331,26 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
 }
 
 /// -32602 for a goal that cannot be paused or resumed, with the reason in `data`.
-fn goal_error(err: &GoalError) -> RpcError {
+/// The error `_heron/session/goal/resume` answers when there is no goal to resume (none,
+/// ended, or running): the Reasonix guide's -32010.
+pub const GOAL_NOT_RESUMABLE: i32 = -32010;
+
+/// The error `_heron/session/goal/pause` answers when no goal is running: the guide's -32011.
+pub const GOAL_NOT_RUNNING: i32 = -32011;
+
+/// A goal that could not be paused (`pause`) or resumed: -32011 or -32010, with `data.code`
+/// saying why.
+pub fn goal_error(err: &GoalError, pause: bool) -> RpcError {
     let (code, rest) = match err {
         GoalError::NoGoal => (ErrorCode::NoGoal, json!({ "reason": err.to_string() })),
         GoalError::Ended { status } => {
             (ErrorCode::GoalEnded, json!({ "status": status, "reason": err.to_string() }))
         }
+        GoalError::AlreadyRunning => (ErrorCode::GoalRunning, json!({ "reason": err.to_string() })),
+        GoalError::NotRunning => (ErrorCode::GoalNotRunning, json!({ "reason": err.to_string() })),
     };
-    coded(INVALID_PARAMS, err.to_string(), code, rest)
+    let number = if pause { GOAL_NOT_RUNNING } else { GOAL_NOT_RESUMABLE };
+    coded(number, err.to_string(), code, rest)
 }
 
 fn setting_error(err: &SettingError) -> RpcError {
@@ -356,11 +392,8 @@ pub fn reload_error(err: &heron_core::extensions::ReloadError, keys: &Keys) -> R
 /// The wire error for a prompt that failed after it was accepted.
 pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
     match err {
-        PromptError::Model(model @ ModelError::UnknownModel(_)) => model_rpc_error(&model, keys),
-        PromptError::Model(model) => {
-            let message = redact(&model.to_string(), keys.all());
-            heron_protocol::error::auth_required(message)
-        }
+        // As on session/new: only a missing model or key is a login matter (-32000).
+        PromptError::Model(model) => model_rpc_error(&model, keys),
         PromptError::Closed => coded(
             INTERNAL_ERROR,
             "The session was closed before the prompt ran",
@@ -370,9 +403,10 @@ pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
         other => {
             let cause = clip(&redact(&other.to_string(), keys.all()), MAX_FAILURE_MESSAGE);
             tracing::warn!(%cause, "turn failed");
+            // The seed bounds the whole message, which editors show, by the same 2048 bytes.
             coded(
                 INTERNAL_ERROR,
-                format!("Turn failed: {cause}"),
+                clip(&format!("Turn failed: {cause}"), MAX_FAILURE_MESSAGE),
                 ErrorCode::TurnFailed,
                 json!({ "cause": cause }),
             )
@@ -384,12 +418,41 @@ pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
 mod tests {
     use super::*;
 
+    /// The `data.code` values the seeds name (`research/seed-contract.md`): clients key on
+    /// them, so each is pinned here by variant and spelling.
+    const SEED_CODES: &[(ErrorCode, &str)] = &[
+        (ErrorCode::TurnFailed, "turn_failed"),
+        (ErrorCode::AboveCeiling, "acp.tool_approval.above_ceiling"),
+        (ErrorCode::OpenWithOtherRoots, "acp.additional_directories.session_open"),
+        (ErrorCode::AdditionalDirectoriesDisabled, "acp.additional_directories.disabled"),
+        (ErrorCode::RootRelative, "workspace_roots.relative"),
+        (ErrorCode::RootMissing, "workspace_roots.missing"),
+        (ErrorCode::RootNotOwned, "workspace_roots.not_owned"),
+        (ErrorCode::RootProtected, "workspace_roots.protected"),
+        (ErrorCode::RootOverlap, "workspace_roots.overlap"),
+        (ErrorCode::RootTooMany, "workspace_roots.too_many"),
+    ];
+
+    fn wire(code: ErrorCode) -> String {
+        serde_json::to_value(code).expect("encodes").as_str().expect("a string").to_owned()
+    }
+
     #[test]
-    fn every_code_is_a_dotted_path_of_snake_case_segments() {
+    fn the_seeds_codes_keep_the_seeds_spelling() {
+        for (code, name) in SEED_CODES {
+            assert_eq!(wire(*code), *name, "{code:?} was renamed: clients written from the seeds key on it");
+        }
+    }
+
+    #[test]
+    fn herons_own_codes_are_dotted_paths_of_snake_case_segments() {
         let mut seen = std::collections::HashSet::new();
         for code in ErrorCode::ALL {
-            let name = serde_json::to_value(code).expect("encodes");
-            let name = name.as_str().expect("a string");
+            let name = wire(*code);
+            assert!(seen.insert(name.clone()), "{name} is used twice");
+            if SEED_CODES.iter().any(|(seed, _)| seed == code) {
+                continue;
+            }
             let segments: Vec<&str> = name.split('.').collect();
             assert!(segments.len() >= 2, "{name} names no area");
             assert!(
@@ -398,13 +461,12 @@ mod tests {
                     && s.chars().all(|c| c.is_ascii_lowercase() || c == '_')),
                 "{name} is not snake_case segments"
             );
-            assert!(seen.insert(name.to_owned()), "{name} is used twice");
         }
     }
 
     #[test]
     fn coded_errors_carry_the_code_first_and_the_rest_beside_it() {
         let err = coded(-32602, "bad", ErrorCode::TurnFailed, json!({ "cause": "x" }));
-        assert_eq!(err.data, Some(json!({ "code": "turn.failed", "cause": "x" })));
+        assert_eq!(err.data, Some(json!({ "code": "turn_failed", "cause": "x" })));
     }
 }

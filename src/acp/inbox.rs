@@ -61,6 +61,22 @@ fn checked_prompt(prompt: Vec<ContentBlock>, empty: &str) -> Result<Vec<PromptIn
 
 const EMPTY_ITEM: &str = "an inbox prompt must not be empty";
 
+/// An enqueue's prompt: its content blocks, or its `text` (the Reasonix guide's parameter)
+/// as one text block. Exactly one of them.
+fn enqueued_prompt(
+    prompt: Option<Vec<ContentBlock>>,
+    text: Option<String>,
+) -> Result<Vec<ContentBlock>, RpcError> {
+    match (prompt, text) {
+        (Some(prompt), None) => Ok(prompt),
+        (None, Some(text)) => {
+            Ok(vec![ContentBlock::Text(TextContent { annotations: None, meta: None, text })])
+        }
+        (Some(_), Some(_)) => Err(RpcError::invalid_params("prompt", "give `prompt` or `text`, not both")),
+        (None, None) => Err(RpcError::invalid_params("prompt", "give the prompt as `prompt` or `text`")),
+    }
+}
+
 /// An item as `get`, `update` and `retry` show it: with its prompt.
 fn wire_item(item: Item) -> HeronInboxItem {
     let prompt = match &item.prompt {
@@ -207,7 +223,7 @@ pub(super) fn enqueue<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxEnqueueRequest,
 ) -> Reply<HeronInboxEnqueueResponse> {
-    let prompt = checked_prompt(params.prompt, EMPTY_ITEM);
+    let prompt = enqueued_prompt(params.prompt, params.text).and_then(|p| checked_prompt(p, EMPTY_ITEM));
     let (position, idempotency_key) = (params.position, params.idempotency_key);
     // Absent means a follow-up, as every enqueue was before intents existed.
     let intent = params.intent.map_or(InboxIntent::Followup, core_intent);
@@ -305,8 +321,18 @@ pub(super) fn move_item<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxMoveRequest,
 ) -> Reply<HeronInboxMoveResponse> {
+    // `toIndex` is the Reasonix guide's name for the place.
+    let place = match (params.position, params.to_index) {
+        (Some(place), None) | (None, Some(place)) => Ok(place),
+        (Some(_), Some(_)) => {
+            Err(RpcError::invalid_params("position", "give `position` or `toIndex`, not both"))
+        }
+        (None, None) => {
+            Err(RpcError::invalid_params("position", "give the place as `position` or `toIndex`"))
+        }
+    };
     ordered(agent, &params.session_id, move |session| async move {
-        let items = session.inbox().move_to(&params.item_id.0, params.position).await.map_err(inbox_error)?;
+        let items = session.inbox().move_to(&params.item_id.0, place?).await.map_err(inbox_error)?;
         Ok(HeronInboxMoveResponse { items: summaries(items), meta: None })
     })
 }
@@ -339,6 +365,9 @@ pub(super) fn refresh<O: Outgoing>(
     params: HeronInboxRefreshRequest,
 ) -> Reply<HeronInboxRefreshResponse> {
     ordered(agent, &params.session_id, move |session| async move {
+        if let Some(item) = &params.item_id {
+            session.inbox().get(&item.0).await.map_err(inbox_error)?;
+        }
         let state = session.inbox().all().await.map_err(inbox_error)?;
         Ok(HeronInboxRefreshResponse {
             items: summaries(state.items),

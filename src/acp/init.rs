@@ -28,8 +28,8 @@ pub(super) const SETUP_NAME: &str = "Set up Heron";
 /// What the terminal auth method does, as every protocol version offers it.
 pub(super) const SETUP_DESCRIPTION: &str = "Choose a model provider and store its key";
 
-/// What Heron advertises: only what it serves.
-fn capabilities() -> AgentCapabilities {
+/// What Heron advertises: only what it serves (no additional directories under `--cwd-only`).
+fn capabilities(cwd_only: bool) -> AgentCapabilities {
     AgentCapabilities {
         auth: None,
         load_session: Some(true),
@@ -42,7 +42,7 @@ fn capabilities() -> AgentCapabilities {
             meta: None,
         }),
         session_capabilities: Some(SessionCapabilities {
-            additional_directories: Some(Default::default()),
+            additional_directories: (!cwd_only).then(Default::default),
             archive: None,
             close: Some(Default::default()),
             delete: Some(Default::default()),
@@ -85,7 +85,7 @@ pub(super) fn initialize<O: Outgoing>(
     };
     Ok(InitializeResponse {
         protocol_version: ProtocolVersion(PROTOCOL_VERSION),
-        agent_capabilities: Some(capabilities()),
+        agent_capabilities: Some(capabilities(agent.inner.cwd_only)),
         agent_info: Some(Implementation {
             name: "heron".to_owned(),
             title: Some("Heron".to_owned()),

@@ -166,8 +166,8 @@ pub fn statuses(hub: &McpHub) -> Vec<HeronMcpServerStatus> {
                 http_status: status.http_status,
                 meta: None,
                 name: status.name,
-                state,
-                tool_count: u32::try_from(status.tool_count).unwrap_or(u32::MAX),
+                status: state,
+                tools: u32::try_from(status.tool_count).unwrap_or(u32::MAX),
                 transport: match status.transport {
                     "http" => HeronMcpTransport::Http,
                     "sse" => HeronMcpTransport::Sse,
@@ -178,7 +178,21 @@ pub fn statuses(hub: &McpHub) -> Vec<HeronMcpServerStatus> {
         .collect()
 }
 
-/// `_heron/session/mcpStatus`.
+/// The version of the snapshot's shape (the Reasonix guide's `schemaVersion`).
+const SNAPSHOT_VERSION: i64 = 1;
+
+/// The snapshot of `hub`'s servers as `_heron/session/mcpStatus_update` carries it.
+fn snapshot(session_id: &str, hub: &McpHub) -> HeronSessionMcpStatusUpdateNotification {
+    HeronSessionMcpStatusUpdateNotification {
+        meta: None,
+        schema_version: SNAPSHOT_VERSION,
+        servers: statuses(hub),
+        session_id: SessionId(session_id.to_owned()),
+    }
+}
+
+/// `_heron/session/mcpStatus`: the same snapshot the update carries. It reads the servers'
+/// states and starts or probes nothing.
 pub(super) fn status<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronSessionMcpStatusRequest,
@@ -187,8 +201,27 @@ pub(super) fn status<O: Outgoing>(
     let inner = agent.inner.clone();
     Box::pin(async move {
         inner.manager.ready().await?;
-        Ok(HeronSessionMcpStatusResponse { meta: None, servers: statuses(session?.mcp()) })
+        Ok(HeronSessionMcpStatusResponse {
+            meta: None,
+            schema_version: SNAPSHOT_VERSION,
+            servers: statuses(session?.mcp()),
+            session_id: params.session_id,
+        })
     })
+}
+
+/// Sends the first snapshot of a session just opened (new, load, resume, fork) once its
+/// answer is out, to a client that asked for status updates: the guide's client learns the
+/// servers, none included, without asking.
+pub(super) fn announce<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
+    let (inner, id, hub) = (inner.clone(), session.id().to_owned(), session.mcp().clone());
+    heron_rpc::after_response(async move {
+        if inner.status.is_wanted()
+            && let Err(err) = inner.client.heron_session_mcp_status_update(snapshot(&id, &hub)).await
+        {
+            tracing::debug!(%err, "could not send the first MCP snapshot");
+        }
+    });
 }
 
 /// Sends `_heron/session/mcpStatus_update` whenever a server of `session` changes state,
@@ -216,12 +249,7 @@ pub(super) fn watch<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
             if !inner.status.is_wanted() {
                 continue;
             }
-            let note = HeronSessionMcpStatusUpdateNotification {
-                meta: None,
-                servers: statuses(&hub),
-                session_id: SessionId(id.clone()),
-            };
-            if inner.client.heron_session_mcp_status_update(note).await.is_err() {
+            if inner.client.heron_session_mcp_status_update(snapshot(&id, &hub)).await.is_err() {
                 break;
             }
         }

@@ -70,6 +70,8 @@ struct Inner<O> {
     client: ClientPeer<O>,
     manager: ManagerSlot,
     home_root: PathBuf,
+    /// `--cwd-only`: sessions work in their cwd, and `additionalDirectories` are refused.
+    cwd_only: bool,
     client_capabilities: Mutex<ClientCapabilities>,
     status: status::StatusFeed,
     /// Sessions whose MCP servers this connection reports on.
@@ -83,13 +85,14 @@ type Reply<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, RpcError>> + Sen
 impl<O: Outgoing> HeronAgent<O> {
     /// An agent that calls the editor through `client` and keeps sessions in the manager
     /// `slot` yields once it is built (off the path to the first answer), with Heron's home
-    /// at `home_root`.
-    pub fn new(client: O, manager: ManagerSlot, home_root: PathBuf) -> Self {
+    /// at `home_root`; with `cwd_only`, sessions get no additional directories.
+    pub fn new(client: O, manager: ManagerSlot, home_root: PathBuf, cwd_only: bool) -> Self {
         Self {
             inner: Arc::new(Inner {
                 client: ClientPeer(client),
                 manager,
                 home_root,
+                cwd_only,
                 client_capabilities: Mutex::new(ClientCapabilities::default()),
                 status: status::StatusFeed::default(),
                 mcp_watched: Mutex::default(),

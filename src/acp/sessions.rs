@@ -30,7 +30,7 @@ use heron_protocol::{
 use serde_json::{Map, Value, json};
 use tokio::task::JoinHandle;
 
-use super::errors::{cwd_error, root_error, session_error};
+use super::errors::{additional_directories_disabled, cwd_error, root_error, session_error};
 use super::{HeronAgent, Reply, convert, inbox, mcp, reload, status, updates};
 
 /// How many replayed updates go to the writer as one entry: about 40 KiB of lines, enough
@@ -72,10 +72,14 @@ fn absolute(path: &str, field: &str) -> Result<PathBuf, RpcError> {
 /// reads Heron's home.
 fn open_options(
     home_root: &Path,
+    cwd_only: bool,
     cwd: &str,
     additional: &[String],
     mcp_servers: &[McpServer],
 ) -> Result<OpenOptions, RpcError> {
+    if cwd_only && !additional.is_empty() {
+        return Err(additional_directories_disabled());
+    }
     let guarded = Protected::for_home(home_root);
     let cwd = validate_cwd(cwd, &guarded).map_err(|(problem, reason)| cwd_error(problem, reason))?;
     let protected = [home_root.to_path_buf()];
@@ -89,11 +93,12 @@ fn open_options(
 /// awaits it.
 fn checking_options(
     home_root: &Path,
+    cwd_only: bool,
     (cwd, additional, mcp_servers): (&str, &[String], &[McpServer]),
 ) -> JoinHandle<Result<OpenOptions, RpcError>> {
     let (home_root, cwd, additional, mcp_servers) =
         (home_root.to_path_buf(), cwd.to_owned(), additional.to_vec(), mcp_servers.to_vec());
-    tokio::task::spawn_blocking(move || open_options(&home_root, &cwd, &additional, &mcp_servers))
+    tokio::task::spawn_blocking(move || open_options(&home_root, cwd_only, &cwd, &additional, &mcp_servers))
 }
 
 /// The one path every way of opening a session takes (see the module docs).
@@ -148,6 +153,8 @@ fn open_session<O: Outgoing>(
             Opening::Resume(_) => updates::advertise(&inner, &session, usage),
             Opening::New | Opening::Fork(_) => updates::advertise(&inner, &session, None),
         }
+        // The servers' first snapshot follows the commands.
+        mcp::announce(&inner, &session);
         inbox::serve(&inner, &session);
         let (settings, config_options) = inner.options_of(&session);
         Ok(Opened { modes: convert::modes(&settings), config_options, session })
@@ -161,7 +168,7 @@ fn answer<O: Outgoing, R: Send + 'static>(
     place: (&str, &[String], &[McpServer]),
     respond: impl FnOnce(Opened) -> R + Send + 'static,
 ) -> Reply<R> {
-    let options = checking_options(&agent.inner.home_root, place);
+    let options = checking_options(&agent.inner.home_root, agent.inner.cwd_only, place);
     let opened = open_session(agent, opening, options);
     Box::pin(async move { Ok(respond(opened.await?)) })
 }

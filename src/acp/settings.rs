@@ -110,11 +110,20 @@ fn mode_update(settings: &Settings) -> SessionUpdate {
 /// Tells the editor the settings changed: the mode, the full config options, and the
 /// status for a client that wants it.
 pub(super) async fn announce<O: Outgoing>(inner: &Inner<O>, session: &Session) -> Result<(), RpcError> {
+    announce_options(inner, session).await?;
+    inner.status.sync(&inner.client, session).await;
+    Ok(())
+}
+
+/// Sends the mode and the full config options, for a caller that sends the status itself.
+pub(super) async fn announce_options<O: Outgoing>(
+    inner: &Inner<O>,
+    session: &Session,
+) -> Result<(), RpcError> {
     let (settings, config_options) = inner.options_of(session);
     inner.send(session.id(), mode_update(&settings)).await?;
     let options = SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate { config_options, meta: None });
     inner.send(session.id(), options).await?;
-    inner.status.sync(&inner.client, session).await;
     Ok(())
 }
 

@@ -154,16 +154,31 @@ impl StatusFeed {
         seq: u64,
         snapshot: &Snapshot,
     ) {
+        self.offer_about(client, session_id, seq, snapshot, None).await;
+    }
+
+    /// [`Self::offer`], saying what caused the change (`event`).
+    async fn offer_about<O: Outgoing>(
+        &self,
+        client: &ClientPeer<O>,
+        session_id: &str,
+        seq: u64,
+        snapshot: &Snapshot,
+        event: Option<&str>,
+    ) {
         if !self.wanted.load(Ordering::SeqCst) {
             return;
         }
         let mut sent = self.sent.lock().await;
         let last = sent.entry(session_id.to_owned()).or_insert(0);
-        if seq <= *last {
+        // An update that names its cause goes out even when the turn's own feed already sent
+        // this snapshot, so the client hears the event; never an older one.
+        if seq < *last || (seq == *last && event.is_none()) {
             return;
         }
         *last = seq;
         let note = HeronSessionStatusUpdateNotification {
+            event: event.map(str::to_owned),
             meta: None,
             session_id: SessionId(session_id.to_owned()),
             status: status(snapshot),
@@ -178,5 +193,11 @@ impl StatusFeed {
     pub async fn sync<O: Outgoing>(&self, client: &ClientPeer<O>, session: &Session) {
         let (seq, snapshot) = session.status();
         self.offer(client, session.id(), seq, &snapshot).await;
+    }
+
+    /// [`Self::sync`] after a change to the goal: the update says `event: "goal"`.
+    pub async fn sync_goal<O: Outgoing>(&self, client: &ClientPeer<O>, session: &Session) {
+        let (seq, snapshot) = session.status();
+        self.offer_about(client, session.id(), seq, &snapshot, Some("goal")).await;
     }
 }

@@ -70,6 +70,11 @@ pub struct AcpArgs {
     #[arg(long)]
     pub title: Option<String>,
 
+    /// Sessions work in their cwd only: `additionalDirectories` are not advertised, and a
+    /// request that gives some is refused.
+    #[arg(long)]
+    pub cwd_only: bool,
+
     /// Start without extensions: no plugins, no user or project commands, and the MCP
     /// servers the editor gives are reported `disabled` instead of started (for a setup that
     /// misbehaves; `--permission-mode read-only` is the read-only start).
@@ -104,6 +109,7 @@ impl Default for AcpArgs {
             permission_mode: None,
             cwd: None,
             title: None,
+            cwd_only: false,
             safe_mode: false,
             setup: false,
             protocol: Protocol::V1,
@@ -301,6 +307,9 @@ fn replay_args(args: &AcpArgs) -> Vec<String> {
     if args.safe_mode {
         replay.push("--safe-mode".to_owned());
     }
+    if args.cwd_only {
+        replay.push("--cwd-only".to_owned());
+    }
     if let Some(protocol) =
         clap::ValueEnum::to_possible_value(&args.protocol).filter(|_| args.protocol != Protocol::V1)
     {
@@ -344,13 +353,14 @@ where
     let negotiation = Negotiation::new(args.protocol);
     let connection = Connection::new(reader, writer, connection_options(args, &negotiation)?);
     let peer = connection.peer();
-    let agent = HeronAgent::new(connection.peer(), slot.clone(), home.root().to_path_buf());
+    let agent = HeronAgent::new(connection.peer(), slot.clone(), home.root().to_path_buf(), args.cwd_only);
     let v1 = Arc::new(AgentService::new(agent, agent_policy));
     let served = if args.protocol == Protocol::V1 {
         connection.serve(v1)
     } else {
         // Both adapters share the manager: a session made over v1 resumes over v2.
-        let agent = HeronAgentV2::new(connection.peer(), slot.clone(), home.root().to_path_buf());
+        let agent =
+            HeronAgentV2::new(connection.peer(), slot.clone(), home.root().to_path_buf(), args.cwd_only);
         let v2 = Arc::new(heron_protocol::v2::AgentService::new(agent, crate::acp::v2::policy::agent_policy));
         connection.serve(Arc::new(Negotiated::new(negotiation, v1, v2)))
     };

@@ -54,6 +54,8 @@ struct Inner<O> {
     client: ClientPeer<O>,
     manager: ManagerSlot,
     home_root: PathBuf,
+    /// `--cwd-only`: sessions work in their cwd, and `additionalDirectories` are refused.
+    cwd_only: bool,
     turns: prompt::Turns,
     /// Sessions a dropped permission question left at `requires_action`.
     abandoned: Arc<editor::Abandoned>,
@@ -64,12 +66,13 @@ type Reply<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, RpcError>> + Sen
 impl<O: Outgoing> HeronAgentV2<O> {
     /// An agent that talks to the editor through `client` and keeps sessions in the manager
     /// `slot` yields once built, with Heron's home at `home_root`.
-    pub fn new(client: O, manager: ManagerSlot, home_root: PathBuf) -> Self {
+    pub fn new(client: O, manager: ManagerSlot, home_root: PathBuf, cwd_only: bool) -> Self {
         Self {
             inner: Arc::new(Inner {
                 client: ClientPeer(client),
                 manager,
                 home_root,
+                cwd_only,
                 turns: prompt::Turns::default(),
                 abandoned: Arc::default(),
             }),
@@ -97,12 +100,13 @@ impl<O: Outgoing> Inner<O> {
 }
 
 /// What Heron advertises over v2: only what this adapter serves.
-fn capabilities() -> AgentCapabilities {
+fn capabilities(cwd_only: bool) -> AgentCapabilities {
     AgentCapabilities {
         auth: None,
         meta: None,
         session: Some(SessionCapabilities {
-            additional_directories: Some(SessionAdditionalDirectoriesCapabilities { meta: None }),
+            additional_directories: (!cwd_only)
+                .then_some(SessionAdditionalDirectoriesCapabilities { meta: None }),
             delete: Some(SessionDeleteCapabilities { meta: None }),
             // Servers the editor names start here; a session's tools include theirs.
             mcp: Some(McpCapabilities {
@@ -121,7 +125,7 @@ fn capabilities() -> AgentCapabilities {
     }
 }
 
-fn initialize(params: InitializeRequest) -> InitializeResponse {
+fn initialize(params: InitializeRequest, cwd_only: bool) -> InitializeResponse {
     // The terminal method is only offered to clients that can run it. Nothing else a v2
     // client advertises changes what Heron does yet (elicitation over v2 is not served).
     let client = params.capabilities.unwrap_or_default();
@@ -140,7 +144,7 @@ fn initialize(params: InitializeRequest) -> InitializeResponse {
     };
     InitializeResponse {
         auth_methods,
-        capabilities: Some(capabilities()),
+        capabilities: Some(capabilities(cwd_only)),
         info: Implementation {
             meta: None,
             name: "heron".to_owned(),
@@ -158,7 +162,7 @@ impl<O: Outgoing> Agent for HeronAgentV2<O> {
         &self,
         params: InitializeRequest,
     ) -> impl Future<Output = Result<InitializeResponse, RpcError>> + Send + 'static {
-        let answer = initialize(params);
+        let answer = initialize(params, self.inner.cwd_only);
         // As over v1: the store and config are read once the answer is queued.
         let start = (!self.inner.manager.is_wanted()).then(|| self.inner.manager.clone());
         async move {

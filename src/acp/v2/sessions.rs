@@ -19,7 +19,7 @@ use heron_protocol::v2::{
 };
 use tokio::task::JoinHandle;
 
-use super::super::errors::{cwd_error, root_error, session_error};
+use super::super::errors::{additional_directories_disabled, cwd_error, root_error, session_error};
 use super::super::mcp::{Definition, specs_of};
 use super::editor::V2Editor;
 use super::{HeronAgentV2, Reply, convert};
@@ -30,10 +30,14 @@ use super::{HeronAgentV2, Reply, convert};
 /// by name rather than dropped.
 fn open_options(
     home_root: &Path,
+    cwd_only: bool,
     cwd: &AbsolutePath,
     additional: &[AbsolutePath],
     mcp_servers: &[McpServer],
 ) -> Result<OpenOptions, RpcError> {
+    if cwd_only && !additional.is_empty() {
+        return Err(additional_directories_disabled());
+    }
     let guarded = Protected::for_home(home_root);
     let cwd = validate_cwd(&cwd.0, &guarded).map_err(|(problem, reason)| cwd_error(problem, reason))?;
     let protected = [home_root.to_path_buf()];
@@ -70,13 +74,14 @@ fn open_options(
 /// canonicalizes the roots and reads Heron's home); the reply awaits it.
 fn checking_options(
     home_root: &Path,
+    cwd_only: bool,
     cwd: &AbsolutePath,
     additional: &[AbsolutePath],
     mcp_servers: &[McpServer],
 ) -> JoinHandle<Result<OpenOptions, RpcError>> {
     let (home_root, cwd, additional, mcp_servers) =
         (home_root.to_path_buf(), cwd.clone(), additional.to_vec(), mcp_servers.to_vec());
-    tokio::task::spawn_blocking(move || open_options(&home_root, &cwd, &additional, &mcp_servers))
+    tokio::task::spawn_blocking(move || open_options(&home_root, cwd_only, &cwd, &additional, &mcp_servers))
 }
 
 /// Binds this connection's editor to a session it opened.
@@ -93,6 +98,7 @@ pub(super) fn new<O: Outgoing>(
 ) -> Reply<NewSessionResponse> {
     let options = checking_options(
         &agent.inner.home_root,
+        agent.inner.cwd_only,
         &params.cwd,
         &params.additional_directories,
         &params.mcp_servers,
@@ -122,6 +128,7 @@ pub(super) fn resume<O: Outgoing>(
 ) -> Reply<ResumeSessionResponse> {
     let options = checking_options(
         &agent.inner.home_root,
+        agent.inner.cwd_only,
         &params.cwd,
         &params.additional_directories,
         &params.mcp_servers,

@@ -40,6 +40,7 @@ const ALLOWED: &[(&str, Takes)] = &[
     ("--protocol", Takes::Value),
     ("--max-line-bytes", Takes::Value),
     ("--safe-mode", Takes::Nothing),
+    ("--cwd-only", Takes::Nothing),
     ("--validate", Takes::OptionalAttached),
 ];
 

@@ -38,6 +38,10 @@ pub const DEFAULT_MAX_TOOL_RESULT_BYTES: usize = 4 * 1024 * 1024;
 /// Continuations a goal-mode prompt may start when `config.toml` does not say.
 pub const DEFAULT_GOAL_CONTINUATIONS: u32 = 10;
 
+/// How long an unanswered permission request waits before it is denied: the tinycode
+/// guide's 120 s auto-deny.
+pub const DEFAULT_PERMISSION_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// What a tool waits on, which decides its deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pace {
@@ -140,6 +144,12 @@ impl Config {
     pub(crate) fn goal_continuations(&self) -> u32 {
         self.max_goal_continuations.unwrap_or(DEFAULT_GOAL_CONTINUATIONS)
     }
+
+    /// How long a permission request waits for an answer before it counts as a rejection
+    /// (`permission_timeout_s`, default [`DEFAULT_PERMISSION_TIMEOUT`]).
+    pub(crate) fn permission_timeout(&self) -> Duration {
+        self.permission_timeout_s.map_or(DEFAULT_PERMISSION_TIMEOUT, Duration::from_secs)
+    }
 }
 
 #[cfg(test)]
@@ -164,6 +174,13 @@ mod tests {
         let err =
             Config::parse("[providers.a]\nkind = \"scripted\"\ncompact_at = -1.0\n").expect_err("negative");
         assert!(err.contains("provider `a`"), "{err}");
+    }
+
+    #[test]
+    fn an_unanswered_permission_request_is_denied_after_120_s_by_default() {
+        assert_eq!(Config::parse("").expect("parses").permission_timeout(), Duration::from_secs(120));
+        let config = Config::parse("permission_timeout_s = 5\n").expect("parses");
+        assert_eq!(config.permission_timeout(), Duration::from_secs(5));
     }
 
     #[test]

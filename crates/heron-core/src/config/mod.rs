@@ -24,7 +24,7 @@ use serde::Deserialize;
 pub use self::home::{Home, Keys};
 pub use self::limits::{
     COMMAND_GRACE, DEFAULT_COMPACT_AT, DEFAULT_GOAL_CONTINUATIONS, DEFAULT_MAX_REPLY_BYTES,
-    DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_RESULT_BYTES, Deadlines, Pace,
+    DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_RESULT_BYTES, DEFAULT_PERMISSION_TIMEOUT, Deadlines, Pace,
 };
 pub use self::provider::{Playback, Price, ProviderConfig, ProviderKind, ResolvedModel};
 pub use self::sandbox::{DEFAULT_SANDBOX_WRITABLE, SandboxSetting};

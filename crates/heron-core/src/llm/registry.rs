@@ -19,13 +19,15 @@ use crate::config::{Config, Home, Keys, Playback, Price, ProviderConfig, Provide
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
     /// No model was chosen and `config.toml` names no default.
-    #[error("no model is configured: run `heron setup`, or pass --model")]
+    #[error("no model is configured: run `heron setup` in a terminal, or start Heron with --model")]
     NoModel,
     /// The id names no configured model.
     #[error("`{0}` is not a configured model")]
     UnknownModel(String),
     /// The provider needs a key that `.env` does not have.
-    #[error("provider `{provider}` needs the key `{key}` in HERON_HOME/.env: run `heron setup`")]
+    #[error(
+        "provider `{provider}` needs the key `{key}` in HERON_HOME/.env: run `heron setup` in a terminal"
+    )]
     MissingKey {
         /// The provider.
         provider: String,

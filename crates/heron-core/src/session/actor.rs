@@ -251,9 +251,7 @@ async fn run_job(
     let secrets = Arc::new(providers.keys().all().cloned().collect::<Vec<_>>());
     let sandbox = reload::sandbox(&runtime, roots.all().to_vec());
     let config = providers.config();
-    let permission_timeout = context
-        .permission_timeout
-        .unwrap_or_else(|| std::time::Duration::from_secs(config.permission_timeout_s.unwrap_or(120)));
+    let permission_timeout = context.permission_timeout.unwrap_or_else(|| config.permission_timeout());
     let limits = Limits {
         max_reply_bytes: config.reply_cap(),
         max_reply_tokens: context.max_reply_tokens,

@@ -70,6 +70,12 @@ pub enum GoalError {
         /// How it ended: completed or failed.
         status: GoalStatus,
     },
+    /// Pause asked of a goal that is not running (it is paused already).
+    #[error("the goal is not running: it is already paused")]
+    NotRunning,
+    /// Resume asked of a goal that is running: there is nothing to resume.
+    #[error("the goal is already running; a prompt continues it")]
+    AlreadyRunning,
 }
 
 /// The current time as an RFC 3339 UTC string with millisecond precision.
@@ -111,20 +117,32 @@ impl Goal {
     }
 }
 
-/// Pauses `goal`; pausing a paused goal changes nothing.
+/// Pauses a running `goal`; any other (none, paused, ended) is refused, as the Reasonix
+/// guide's pause is when no goal is running.
 pub fn pause(goal: &mut Option<Goal>) -> Result<Goal, GoalError> {
-    change(goal, GoalStatus::Paused)
+    change(goal, GoalStatus::Active, GoalStatus::Paused, GoalError::NotRunning)
 }
 
-/// Makes `goal` active again; resuming an active goal changes nothing.
+/// Makes a paused `goal` active again; any other (none, running, ended) is refused, as the
+/// guide's resume is when there is nothing to resume.
 pub fn resume(goal: &mut Option<Goal>) -> Result<Goal, GoalError> {
-    change(goal, GoalStatus::Active)
+    change(goal, GoalStatus::Paused, GoalStatus::Active, GoalError::AlreadyRunning)
 }
 
-fn change(goal: &mut Option<Goal>, to: GoalStatus) -> Result<Goal, GoalError> {
+/// Moves `goal` from `from` to `to`, or says why it is not at `from` (`otherwise` when it is
+/// open but at the other status).
+fn change(
+    goal: &mut Option<Goal>,
+    from: GoalStatus,
+    to: GoalStatus,
+    otherwise: GoalError,
+) -> Result<Goal, GoalError> {
     let goal = goal.as_mut().ok_or(GoalError::NoGoal)?;
     if goal.status.is_final() {
         return Err(GoalError::Ended { status: goal.status });
+    }
+    if goal.status != from {
+        return Err(otherwise);
     }
     goal.set(to);
     Ok(goal.clone())
@@ -163,8 +181,9 @@ mod tests {
     #[test]
     fn pausing_and_resuming_move_an_open_goal_and_refuse_an_ended_one() {
         let mut goal = Some(Goal::new("ship it".into()));
+        assert_eq!(resume(&mut goal), Err(GoalError::AlreadyRunning));
         assert_eq!(pause(&mut goal).map(|g| g.status), Ok(GoalStatus::Paused));
-        assert_eq!(pause(&mut goal).map(|g| g.status), Ok(GoalStatus::Paused));
+        assert_eq!(pause(&mut goal), Err(GoalError::NotRunning));
         assert_eq!(resume(&mut goal).map(|g| g.status), Ok(GoalStatus::Active));
         if let Some(g) = goal.as_mut() {
             g.finish(false);
