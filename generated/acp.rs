@@ -11567,3 +11567,207 @@ pub static EXTENSIONS: [crate::runtime::Extension; 7usize] = [
         notifications: &[],
     },
 ];
+/// Which variant a `SessionUpdate` is, without its payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SessionUpdateKind {
+    #[allow(missing_docs)]
+    UserMessageChunk,
+    #[allow(missing_docs)]
+    AgentMessageChunk,
+    #[allow(missing_docs)]
+    AgentThoughtChunk,
+    #[allow(missing_docs)]
+    ToolCall,
+    #[allow(missing_docs)]
+    ToolCallUpdate,
+    #[allow(missing_docs)]
+    Plan,
+    #[allow(missing_docs)]
+    AvailableCommandsUpdate,
+    #[allow(missing_docs)]
+    CurrentModeUpdate,
+    #[allow(missing_docs)]
+    ConfigOptionUpdate,
+    #[allow(missing_docs)]
+    SessionInfoUpdate,
+    #[allow(missing_docs)]
+    UsageUpdate,
+    #[allow(missing_docs)]
+    Notice,
+    #[allow(missing_docs)]
+    CompactionUpdate,
+    #[allow(missing_docs)]
+    CompactionSummaryChunk,
+}
+impl SessionUpdateKind {
+    /// Every variant, in the schema's order.
+    pub const ALL: &'static [SessionUpdateKind] = &[
+        SessionUpdateKind::UserMessageChunk,
+        SessionUpdateKind::AgentMessageChunk,
+        SessionUpdateKind::AgentThoughtChunk,
+        SessionUpdateKind::ToolCall,
+        SessionUpdateKind::ToolCallUpdate,
+        SessionUpdateKind::Plan,
+        SessionUpdateKind::AvailableCommandsUpdate,
+        SessionUpdateKind::CurrentModeUpdate,
+        SessionUpdateKind::ConfigOptionUpdate,
+        SessionUpdateKind::SessionInfoUpdate,
+        SessionUpdateKind::UsageUpdate,
+        SessionUpdateKind::Notice,
+        SessionUpdateKind::CompactionUpdate,
+        SessionUpdateKind::CompactionSummaryChunk,
+    ];
+    /// The variant's tag on the wire.
+    pub fn wire(self) -> &'static str {
+        match self {
+            SessionUpdateKind::UserMessageChunk => "user_message_chunk",
+            SessionUpdateKind::AgentMessageChunk => "agent_message_chunk",
+            SessionUpdateKind::AgentThoughtChunk => "agent_thought_chunk",
+            SessionUpdateKind::ToolCall => "tool_call",
+            SessionUpdateKind::ToolCallUpdate => "tool_call_update",
+            SessionUpdateKind::Plan => "plan",
+            SessionUpdateKind::AvailableCommandsUpdate => "available_commands_update",
+            SessionUpdateKind::CurrentModeUpdate => "current_mode_update",
+            SessionUpdateKind::ConfigOptionUpdate => "config_option_update",
+            SessionUpdateKind::SessionInfoUpdate => "session_info_update",
+            SessionUpdateKind::UsageUpdate => "usage_update",
+            SessionUpdateKind::Notice => "notice",
+            SessionUpdateKind::CompactionUpdate => "compaction_update",
+            SessionUpdateKind::CompactionSummaryChunk => "compaction_summary_chunk",
+        }
+    }
+    /// What Heron does with it (`x-variants`).
+    pub fn heron(self) -> &'static str {
+        match self {
+            SessionUpdateKind::UserMessageChunk => "sends",
+            SessionUpdateKind::AgentMessageChunk => "sends",
+            SessionUpdateKind::AgentThoughtChunk => "sends",
+            SessionUpdateKind::ToolCall => "sends",
+            SessionUpdateKind::ToolCallUpdate => "sends",
+            SessionUpdateKind::Plan => "sends",
+            SessionUpdateKind::AvailableCommandsUpdate => "sends",
+            SessionUpdateKind::CurrentModeUpdate => "sends",
+            SessionUpdateKind::ConfigOptionUpdate => "sends",
+            SessionUpdateKind::SessionInfoUpdate => "sends",
+            SessionUpdateKind::UsageUpdate => "sends",
+            SessionUpdateKind::Notice => "sends when advertised",
+            SessionUpdateKind::CompactionUpdate => "sends when advertised",
+            SessionUpdateKind::CompactionSummaryChunk => "sends when advertised",
+        }
+    }
+}
+impl SessionUpdate {
+    /// Which variant this is.
+    pub fn kind(&self) -> SessionUpdateKind {
+        match self {
+            SessionUpdate::UserMessageChunk(..) => SessionUpdateKind::UserMessageChunk,
+            SessionUpdate::AgentMessageChunk(..) => SessionUpdateKind::AgentMessageChunk,
+            SessionUpdate::AgentThoughtChunk(..) => SessionUpdateKind::AgentThoughtChunk,
+            SessionUpdate::ToolCall(..) => SessionUpdateKind::ToolCall,
+            SessionUpdate::ToolCallUpdate(..) => SessionUpdateKind::ToolCallUpdate,
+            SessionUpdate::Plan(..) => SessionUpdateKind::Plan,
+            SessionUpdate::AvailableCommandsUpdate(..) => {
+                SessionUpdateKind::AvailableCommandsUpdate
+            }
+            SessionUpdate::CurrentModeUpdate(..) => SessionUpdateKind::CurrentModeUpdate,
+            SessionUpdate::ConfigOptionUpdate(..) => {
+                SessionUpdateKind::ConfigOptionUpdate
+            }
+            SessionUpdate::SessionInfoUpdate(..) => SessionUpdateKind::SessionInfoUpdate,
+            SessionUpdate::UsageUpdate(..) => SessionUpdateKind::UsageUpdate,
+            SessionUpdate::Notice(..) => SessionUpdateKind::Notice,
+            SessionUpdate::CompactionUpdate(..) => SessionUpdateKind::CompactionUpdate,
+            SessionUpdate::CompactionSummaryChunk(..) => {
+                SessionUpdateKind::CompactionSummaryChunk
+            }
+        }
+    }
+}
+/// Which variant a `ContentBlock` is, without its payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContentBlockKind {
+    #[allow(missing_docs)]
+    Text,
+    #[allow(missing_docs)]
+    Image,
+    #[allow(missing_docs)]
+    Audio,
+    #[allow(missing_docs)]
+    ResourceLink,
+    #[allow(missing_docs)]
+    Resource,
+}
+impl ContentBlockKind {
+    /// Every variant, in the schema's order.
+    pub const ALL: &'static [ContentBlockKind] = &[
+        ContentBlockKind::Text,
+        ContentBlockKind::Image,
+        ContentBlockKind::Audio,
+        ContentBlockKind::ResourceLink,
+        ContentBlockKind::Resource,
+    ];
+    /// The variant's tag on the wire.
+    pub fn wire(self) -> &'static str {
+        match self {
+            ContentBlockKind::Text => "text",
+            ContentBlockKind::Image => "image",
+            ContentBlockKind::Audio => "audio",
+            ContentBlockKind::ResourceLink => "resource_link",
+            ContentBlockKind::Resource => "resource",
+        }
+    }
+    /// What Heron does with it (`x-variants`).
+    pub fn heron(self) -> &'static str {
+        match self {
+            ContentBlockKind::Text => "accepts and sends",
+            ContentBlockKind::Image => "accepts and sends",
+            ContentBlockKind::Audio => "declined",
+            ContentBlockKind::ResourceLink => "accepts and sends",
+            ContentBlockKind::Resource => "accepts and sends",
+        }
+    }
+}
+impl ContentBlock {
+    /// Which variant this is.
+    pub fn kind(&self) -> ContentBlockKind {
+        match self {
+            ContentBlock::Text(..) => ContentBlockKind::Text,
+            ContentBlock::Image(..) => ContentBlockKind::Image,
+            ContentBlock::Audio(..) => ContentBlockKind::Audio,
+            ContentBlock::ResourceLink(..) => ContentBlockKind::ResourceLink,
+            ContentBlock::Resource(..) => ContentBlockKind::Resource,
+        }
+    }
+}
+/// Every capability path of `ClientCapabilities`, and what Heron does with it (`x-variants`).
+pub static CLIENT_CAPABILITIES_CLASSIFIED: [(&str, &str); 9usize] = [
+    ("auth.terminal", "uses"),
+    ("elicitation.form", "uses"),
+    ("elicitation.url", "uses"),
+    ("fs.readTextFile", "uses"),
+    ("fs.writeTextFile", "uses"),
+    ("session.compaction", "uses"),
+    ("session.configOptions.boolean", "declined"),
+    ("session.notices", "uses"),
+    ("terminal", "uses"),
+];
+/// Every capability path of `AgentCapabilities`, and what Heron does with it (`x-variants`).
+pub static AGENT_CAPABILITIES_CLASSIFIED: [(&str, &str); 17usize] = [
+    ("auth.logout", "declined"),
+    ("loadSession", "advertises"),
+    ("mcpCapabilities.http", "advertises"),
+    ("mcpCapabilities.sse", "advertises"),
+    ("promptCapabilities.audio", "declined"),
+    ("promptCapabilities.embeddedContext", "advertises"),
+    ("promptCapabilities.image", "advertises"),
+    ("sessionCapabilities.additionalDirectories", "advertises"),
+    ("sessionCapabilities.archive", "declined"),
+    ("sessionCapabilities.close", "advertises"),
+    ("sessionCapabilities.delete", "advertises"),
+    ("sessionCapabilities.fork", "advertises"),
+    ("sessionCapabilities.list", "advertises"),
+    ("sessionCapabilities.resume", "advertises"),
+    ("sessionCapabilities.status", "declined"),
+    ("sessionCapabilities.systemPrompt.mode.override", "declined"),
+    ("sessionCapabilities.title", "declined"),
+];

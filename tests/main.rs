@@ -16,6 +16,7 @@ mod acp_inbox_contract;
 mod acp_mcp;
 mod acp_mcp_http;
 mod acp_memory;
+mod acp_notices;
 mod acp_outcome;
 mod acp_process;
 mod acp_prompt;

@@ -2,10 +2,11 @@
 //! place where ACP shapes meet session events.
 
 use base64::Engine as _;
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::compaction;
 use heron_core::session::attachments::{self, ReadBack};
-use heron_core::session::event::{Compaction, CompactionStage, Event};
+use heron_core::session::event::Event;
 use heron_core::session::settings::{Mode, OptionSpec, Settings};
 use heron_core::session::update::TurnUpdate;
 use heron_core::tools::editor::PermissionAsk;
@@ -327,9 +328,30 @@ fn update_of_call(call_id: &str) -> p::ToolCallUpdate {
     }
 }
 
+/// What a client opted into that changes what it is sent: ACP's compaction entity
+/// (`session.compaction`) and notices (`session.notices`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Opted {
+    /// Compactions as `compaction_update` and `compaction_summary_chunk`.
+    pub compaction: bool,
+    /// Notices as `notice` updates.
+    pub notices: bool,
+}
+
+impl Opted {
+    /// What `capabilities` opted into.
+    pub fn of(capabilities: &p::ClientCapabilities) -> Self {
+        let session = capabilities.session.as_ref();
+        Self {
+            compaction: session.is_some_and(|s| s.compaction.is_some()),
+            notices: session.is_some_and(|s| s.notices.is_some()),
+        }
+    }
+}
+
 /// The updates a durable event shows as, live or replayed. Live and replay share this one
 /// path, so a loaded session looks the way it did. `files` are those [`files_shown`] read.
-pub fn event_updates(event: &Event, files: &ReadBack) -> Vec<SessionUpdate> {
+pub fn event_updates(event: &Event, files: &ReadBack, opted: Opted) -> Vec<SessionUpdate> {
     match event {
         // A custom command shows as the user typed it; the model read its expansion.
         Event::UserMessage { message_id, command: Some(line), .. } => {
@@ -380,37 +402,9 @@ pub fn event_updates(event: &Event, files: &ReadBack) -> Vec<SessionUpdate> {
                 meta: None,
             })]
         }
-        // Live, the summary streamed as thought chunks of this id; the note closes them.
-        Event::Compacted(compaction) => vec![compaction_thought(compaction, compaction.note())],
+        // Live, the summary streamed under this id already.
+        Event::Compacted(compaction) => vec![compaction::done(compaction, opted.compaction, true)],
     }
-}
-
-/// A thought chunk of a compaction, marked `_meta.heron.compaction` so a client can tell
-/// where the conversation the model sees was compacted.
-fn compaction_thought(compaction: &Compaction, text: String) -> SessionUpdate {
-    let mut content = chunk(&compaction.message_id, text_block(text));
-    content.meta = json!({ "heron": { "compaction": compaction_marker(compaction) } }).as_object().cloned();
-    SessionUpdate::AgentThoughtChunk(content)
-}
-
-/// What a compaction changed, as `_meta.heron.compaction` carries it (over v2 too).
-pub(super) fn compaction_marker(compaction: &Compaction) -> Value {
-    let stage = match compaction.stage {
-        CompactionStage::Clipped => "clipped",
-        CompactionStage::Summarized => "summarized",
-        CompactionStage::Dropped => "dropped",
-    };
-    let mut marker = json!({
-        "stage": stage,
-        "replacedEvents": compaction.replaced,
-        "clippedOutputs": compaction.clipped,
-        "tokensBefore": compaction.tokens_before,
-        "tokensAfter": compaction.tokens_after,
-    });
-    if let Some(instructions) = &compaction.instructions {
-        marker["instructions"] = json!(instructions);
-    }
-    marker
 }
 
 /// The files showing `event` takes (the images and blobs a user message attached), read
@@ -426,7 +420,7 @@ pub async fn files_shown(event: &Event) -> ReadBack {
 
 /// The updates a replayed event shows as: like live, plus finished messages whole.
 /// `files` are those [`files_shown`] read.
-pub fn replay_updates(event: &Event, files: &ReadBack) -> Vec<SessionUpdate> {
+pub fn replay_updates(event: &Event, files: &ReadBack, opted: Opted) -> Vec<SessionUpdate> {
     match event {
         Event::AgentMessage { message_id, text } => {
             vec![SessionUpdate::AgentMessageChunk(chunk(message_id, text_block(text.clone())))]
@@ -436,8 +430,8 @@ pub fn replay_updates(event: &Event, files: &ReadBack) -> Vec<SessionUpdate> {
         Event::AgentThought { message_id, text, .. } => {
             vec![SessionUpdate::AgentThoughtChunk(chunk(message_id, text_block(text.clone())))]
         }
-        // The summary and its note, whole, as one marked thought.
-        Event::Compacted(compaction) => vec![compaction_thought(compaction, compaction.shown())],
+        // The summary and its note, whole.
+        Event::Compacted(compaction) => vec![compaction::done(compaction, opted.compaction, false)],
         // A replayed call has no live terminal left: show the rest of what it reported, or
         // what the model was told.
         Event::ToolResult { output, for_model, .. }
@@ -448,21 +442,29 @@ pub fn replay_updates(event: &Event, files: &ReadBack) -> Vec<SessionUpdate> {
             if kept.is_empty() {
                 kept.push(ToolOutput::Text { text: for_model.clone() });
             }
-            let mut updates = event_updates(event, files);
+            let mut updates = event_updates(event, files, opted);
             if let Some(SessionUpdate::ToolCallUpdate(update)) = updates.first_mut() {
                 update.content = Some(tool_content(&kept));
             }
             updates
         }
-        other => event_updates(other, files),
+        other => event_updates(other, files, opted),
     }
 }
 
 /// The updates a live turn update shows as; `files` are those [`files_shown`] read for its
 /// event.
-pub fn turn_updates(update: TurnUpdate, files: &ReadBack) -> Vec<SessionUpdate> {
+pub fn turn_updates(update: TurnUpdate, files: &ReadBack, opted: Opted) -> Vec<SessionUpdate> {
     match update {
-        TurnUpdate::Event(event) => event_updates(&event, files),
+        TurnUpdate::Event(event) => event_updates(&event, files, opted),
+        TurnUpdate::CompactionStarted { id } => compaction::started(&id, opted.compaction),
+        TurnUpdate::CompactionChunk { id, text, .. } => vec![compaction::piece(&id, text, opted.compaction)],
+        TurnUpdate::CompactionEnded { id, cancelled, error } => {
+            compaction::ended(&id, cancelled, error, opted.compaction)
+        }
+        // A notice is live information, not a session update of the turn's: the forwarder
+        // shows it (`notices`).
+        TurnUpdate::Notice(_) => Vec::new(),
         TurnUpdate::MessageChunk { message_id, text, .. } => {
             vec![SessionUpdate::AgentMessageChunk(chunk(&message_id, text_block(text)))]
         }

@@ -9,12 +9,12 @@ use serde_json::{Map, Value, json};
 
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
-    AgentCapabilities, AuthMethod, AuthMethodId, AuthMethodTerminal, AuthenticateRequest, Implementation,
-    InitializeRequest, InitializeResponse, McpCapabilities, PromptCapabilities, ProtocolVersion, RpcError,
-    SessionCapabilities,
+    AgentCapabilities, AuthMethod, AuthMethodId, AuthMethodTerminal, AuthenticateRequest, ContentBlockKind,
+    Implementation, InitializeRequest, InitializeResponse, McpCapabilities, PromptCapabilities,
+    ProtocolVersion, RpcError, SessionCapabilities,
 };
 
-use super::{HeronAgent, status, vendor};
+use super::{HeronAgent, status, variants, vendor};
 
 /// The only protocol version Heron speaks.
 pub const PROTOCOL_VERSION: u16 = 1;
@@ -29,16 +29,17 @@ pub(super) const SETUP_NAME: &str = "Set up Heron";
 pub(super) const SETUP_DESCRIPTION: &str = "Choose a model provider and store its key";
 
 /// What Heron advertises: only what it serves (no additional directories under `--cwd-only`).
-fn capabilities(cwd_only: bool) -> AgentCapabilities {
+pub(super) fn capabilities(cwd_only: bool) -> AgentCapabilities {
     AgentCapabilities {
         auth: None,
         load_session: Some(true),
         mcp_capabilities: Some(McpCapabilities { http: Some(true), meta: None, sse: Some(true) }),
         meta: Some(vendor::capabilities_meta()),
+        // What a prompt may carry, as `variants` decides it.
         prompt_capabilities: Some(PromptCapabilities {
-            audio: Some(false),
-            embedded_context: Some(true),
-            image: Some(true),
+            audio: Some(variants::accepted_in_prompt(ContentBlockKind::Audio)),
+            embedded_context: Some(variants::accepted_in_prompt(ContentBlockKind::Resource)),
+            image: Some(variants::accepted_in_prompt(ContentBlockKind::Image)),
             meta: None,
         }),
         session_capabilities: Some(SessionCapabilities {
@@ -69,6 +70,8 @@ pub(super) fn initialize<O: Outgoing>(
     let client = params.client_capabilities.unwrap_or_default();
     let terminal_auth = client.auth.as_ref().and_then(|a| a.terminal).unwrap_or(false);
     agent.inner.status.want(status::wants_updates(&client));
+    tracing::debug!(capabilities = ?variants::advertised_by_client(&client), "the client advertised");
+    *agent.inner.opted.lock().unwrap_or_else(PoisonError::into_inner) = super::convert::Opted::of(&client);
     *agent.inner.client_capabilities.lock().unwrap_or_else(PoisonError::into_inner) = client;
     // The terminal method is only offered to clients that can run it.
     let auth_methods = if terminal_auth {
@@ -83,9 +86,11 @@ pub(super) fn initialize<O: Outgoing>(
     } else {
         Vec::new()
     };
+    let advertised = capabilities(agent.inner.cwd_only);
+    tracing::debug!(capabilities = ?variants::advertised_by_agent(&advertised), "Heron advertises");
     Ok(InitializeResponse {
         protocol_version: ProtocolVersion(PROTOCOL_VERSION),
-        agent_capabilities: Some(capabilities(agent.inner.cwd_only)),
+        agent_capabilities: Some(advertised),
         agent_info: Some(Implementation {
             name: "heron".to_owned(),
             title: Some("Heron".to_owned()),
@@ -127,6 +132,32 @@ pub(super) fn auth_refusal(method_id: &str) -> RpcError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acp::variants::tests::{all_on, paths, sorted};
+    use heron_protocol::AGENT_CAPABILITIES_CLASSIFIED;
+
+    #[test]
+    fn initialize_advertises_exactly_what_the_classification_says() {
+        let advertised = variants::advertised_by_agent(&capabilities(false));
+        let classified: Vec<&str> = AGENT_CAPABILITIES_CLASSIFIED
+            .iter()
+            .filter(|(_, heron)| *heron == "advertises")
+            .map(|(path, _)| *path)
+            .collect();
+        assert_eq!(sorted(advertised), sorted(classified));
+        let flags = ["loadSession", "promptCapabilities.image", "promptCapabilities.audio"];
+        let flags = [
+            &flags[..],
+            &["promptCapabilities.embeddedContext", "mcpCapabilities.http", "mcpCapabilities.sse"],
+        ]
+        .concat();
+        let value = all_on(&AGENT_CAPABILITIES_CLASSIFIED, &flags);
+        let everything: AgentCapabilities = serde_json::from_value(value).expect("decodes");
+        assert_eq!(
+            sorted(variants::advertised_by_agent(&everything)),
+            sorted(paths(&AGENT_CAPABILITIES_CLASSIFIED)),
+            "every path of the schema is read by name"
+        );
+    }
 
     #[test]
     fn the_sandbox_report_is_small_and_says_why_when_missing() {

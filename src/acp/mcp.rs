@@ -8,11 +8,12 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::errors::{ErrorCode, coded};
-use super::{HeronAgent, Inner, Reply};
+use super::{HeronAgent, Inner, Reply, notices};
 use heron_core::secret::clip;
 use heron_core::session::Session;
 use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec, reaches_home};
 use heron_core::tools::protected::Protected;
+use heron_core::types::{Notice, NoticeSeverity};
 use heron_protocol::error::INVALID_PARAMS;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
@@ -210,49 +211,91 @@ pub(super) fn status<O: Outgoing>(
     })
 }
 
-/// Sends the first snapshot of a session just opened (new, load, resume, fork) once its
-/// answer is out, to a client that asked for status updates: the guide's client learns the
-/// servers, none included, without asking.
-pub(super) fn announce<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
-    let (inner, id, hub) = (inner.clone(), session.id().to_owned(), session.mcp().clone());
+/// A notice for each server of `hub` that failed since `told` was last updated (a server
+/// that recovers may be told of again).
+fn failures(hub: &McpHub, told: &mut std::collections::HashSet<String>) -> Vec<Notice> {
+    let mut notices = Vec::new();
+    for status in hub.statuses() {
+        match status.state {
+            ServerState::Failed(reason) => {
+                if told.insert(status.name.clone()) {
+                    notices.push(Notice {
+                        severity: NoticeSeverity::Error,
+                        title: format!(
+                            "The MCP server `{}` is not available: its tools are missing",
+                            status.name
+                        ),
+                        description: Some(clip(&reason, MAX_STATUS_ERROR)),
+                    });
+                }
+            }
+            _ => {
+                told.remove(&status.name);
+            }
+        }
+    }
+    notices
+}
+
+/// Follows the servers of `session` until the session is gone: each failure (at start or
+/// later) is a notice, and each change is a `_heron/session/mcpStatus_update` to a client
+/// that asked for status updates. One watcher per session and connection. With `first`
+/// (a session just opened: new, load, resume, fork), that client also gets the first
+/// snapshot, servers or none. All of it starts once the answer that opened the session is
+/// out, since a client drops updates for a session it does not know yet.
+pub(super) fn watch<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session, first: bool) {
+    let hub = session.mcp().clone();
+    let follows = !hub.is_empty()
+        && inner
+            .mcp_watched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(session.id().to_owned());
+    if !follows && !first {
+        return;
+    }
+    let (inner, id) = (inner.clone(), session.id().to_owned());
+    let changes = hub.subscribe();
     heron_rpc::after_response(async move {
-        if inner.status.is_wanted()
+        if first
+            && inner.status.is_wanted()
             && let Err(err) = inner.client.heron_session_mcp_status_update(snapshot(&id, &hub)).await
         {
             tracing::debug!(%err, "could not send the first MCP snapshot");
         }
+        // The hub is not kept alive by its watcher: a closed session ends it.
+        if follows {
+            drop(tokio::spawn(follow(inner, id, Arc::downgrade(&hub), changes)));
+        }
     });
 }
 
-/// Sends `_heron/session/mcpStatus_update` whenever a server of `session` changes state,
-/// to a client that asked for status updates, until the session is gone. One watcher per
-/// session and connection.
-pub(super) fn watch<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
-    let hub = session.mcp().clone();
-    if hub.is_empty()
-        || !inner
-            .mcp_watched
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(session.id().to_owned())
-    {
-        return;
-    }
-    let (inner, id) = (inner.clone(), session.id().to_owned());
-    let mut changes = hub.subscribe();
-    // The hub is not kept alive by its watcher: a closed session ends it.
-    let hub = Arc::downgrade(&hub);
-    tokio::spawn(async move {
-        while changes.changed().await.is_ok() {
-            // A closed session's servers stopping is no news to its client.
-            let Some(hub) = hub.upgrade().filter(|h| !h.is_stopped()) else { break };
-            if !inner.status.is_wanted() {
-                continue;
-            }
-            if inner.client.heron_session_mcp_status_update(snapshot(&id, &hub)).await.is_err() {
-                break;
-            }
+/// The watcher's loop (see [`watch`]).
+async fn follow<O: Outgoing>(
+    inner: Arc<Inner<O>>,
+    id: String,
+    hub: std::sync::Weak<McpHub>,
+    mut changes: tokio::sync::watch::Receiver<u64>,
+) {
+    let mut told = std::collections::HashSet::new();
+    // A server may have failed before this watcher started.
+    if let Some(hub) = hub.upgrade() {
+        for notice in failures(&hub, &mut told) {
+            notices::notify(&inner, &id, notice).await;
         }
-        inner.mcp_watched.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
-    });
+    }
+    while changes.changed().await.is_ok() {
+        // A closed session's servers stopping is no news to its client.
+        let Some(hub) = hub.upgrade().filter(|h| !h.is_stopped()) else { break };
+        for notice in failures(&hub, &mut told) {
+            notices::notify(&inner, &id, notice).await;
+        }
+        if !inner.status.is_wanted() {
+            continue;
+        }
+        if inner.client.heron_session_mcp_status_update(snapshot(&id, &hub)).await.is_err() {
+            break;
+        }
+    }
+    inner.mcp_watched.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
 }

@@ -7,6 +7,7 @@
 //! where prompts are queued and cancels take effect); the future it returns does the rest.
 
 mod commands;
+mod compaction;
 mod convert;
 mod editor;
 mod errors;
@@ -14,6 +15,7 @@ mod inbox;
 mod init;
 mod mcp;
 pub mod negotiate;
+mod notices;
 pub mod policy;
 mod prompt;
 mod reload;
@@ -23,6 +25,7 @@ mod slot;
 mod status;
 mod updates;
 pub mod v2;
+mod variants;
 mod vendor;
 
 use std::future::{Future, ready};
@@ -73,6 +76,9 @@ struct Inner<O> {
     /// `--cwd-only`: sessions work in their cwd, and `additionalDirectories` are refused.
     cwd_only: bool,
     client_capabilities: Mutex<ClientCapabilities>,
+    /// What the client opted into that changes how updates show.
+    opted: Mutex<convert::Opted>,
+    notices: notices::Notices,
     status: status::StatusFeed,
     /// Sessions whose MCP servers this connection reports on.
     mcp_watched: Mutex<std::collections::HashSet<String>>,
@@ -94,6 +100,8 @@ impl<O: Outgoing> HeronAgent<O> {
                 home_root,
                 cwd_only,
                 client_capabilities: Mutex::new(ClientCapabilities::default()),
+                opted: Mutex::default(),
+                notices: notices::Notices::default(),
                 status: status::StatusFeed::default(),
                 mcp_watched: Mutex::default(),
                 reload_watched: Mutex::default(),
@@ -122,8 +130,21 @@ impl<O: Outgoing> HeronAgent<O> {
 }
 
 impl<O: Outgoing> Inner<O> {
-    /// Sends one `session/update`.
+    /// What the client opted into.
+    fn opted(&self) -> convert::Opted {
+        *self.opted.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends one `session/update`, unless ACP forbids it to this client (an update it did not
+    /// opt into, which Heron's own paths never offer: logged, not sent).
     async fn send(&self, session_id: &str, update: SessionUpdate) -> Result<(), RpcError> {
+        if !variants::may_send(update.kind(), self.opted()) {
+            tracing::error!(
+                update = update.kind().wire(),
+                "an update the client did not opt into was not sent"
+            );
+            return Ok(());
+        }
         let note = SessionNotification { meta: None, session_id: SessionId(session_id.to_owned()), update };
         self.client.session_update(note).await
     }
@@ -132,8 +153,10 @@ impl<O: Outgoing> Inner<O> {
     /// together (a replay: one queue entry rather than one per update).
     async fn send_batch(&self, session_id: &str, updates: Vec<SessionUpdate>) -> Result<(), RpcError> {
         let session_id = SessionId(session_id.to_owned());
+        let opted = self.opted();
         let notes: Vec<_> = updates
             .into_iter()
+            .filter(|update| variants::may_send(update.kind(), opted))
             .map(|update| SessionNotification { meta: None, session_id: session_id.clone(), update })
             .collect();
         self.client.0.notify_batch(heron_protocol::Method::SessionUpdate.wire(), notes).await

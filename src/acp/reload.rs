@@ -14,9 +14,10 @@
 use std::sync::{Arc, PoisonError};
 
 use super::errors::reload_error;
-use super::{HeronAgent, Inner, Reply, commands, mcp};
+use super::{HeronAgent, Inner, Reply, commands, mcp, notices};
 use heron_core::session::Session;
 use heron_core::session::reload::ReloadRequest;
+use heron_core::types::{Notice, NoticeSeverity};
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
     ConfigOptionUpdate, HeronReloadExtensionsRequest, HeronReloadExtensionsResponse, RpcError, SessionUpdate,
@@ -41,7 +42,11 @@ pub(super) fn reload<O: Outgoing>(
         // updates has it before the answer, as after every vendor method.
         inner.status.sync(&inner.client, &session).await;
         let reloaded = reloaded.map_err(|err| reload_error(&err, session.runtime().providers().keys()))?;
-        mcp::watch(&inner, &session);
+        mcp::watch(&inner, &session, false);
+        if let Some(notice) = left_out(&session.status().1.extensions.problems) {
+            let (inner, id) = (inner.clone(), session.id().to_owned());
+            heron_rpc::after_response(async move { notices::notify(&inner, &id, notice).await });
+        }
         let (follow, id) = (inner.clone(), session.id().to_owned());
         let update = commands::update(&reloaded.catalog);
         let options = reloaded.choices_changed.then(|| options_update(&inner, &session));
@@ -49,6 +54,30 @@ pub(super) fn reload<O: Outgoing>(
         let mut response = answer(&session, false);
         response.meta = commands::meta(&reloaded.catalog);
         Ok(response)
+    })
+}
+
+/// The notice of extension files a reload left out, if any: how many, and the first few.
+fn left_out(problems: &[heron_core::extensions::Problem]) -> Option<Notice> {
+    const SHOWN: usize = 5;
+    if problems.is_empty() {
+        return None;
+    }
+    let mut lines: Vec<String> = problems
+        .iter()
+        .take(SHOWN)
+        .map(|p| {
+            let at = p.line.map(|line| format!(" line {line}")).unwrap_or_default();
+            format!("{}{at}: {}", p.file.display(), p.message)
+        })
+        .collect();
+    if problems.len() > SHOWN {
+        lines.push(format!("and {} more (`/status` lists them)", problems.len() - SHOWN));
+    }
+    Some(Notice {
+        severity: NoticeSeverity::Warning,
+        title: format!("{} extension files could not be used", problems.len()),
+        description: Some(lines.join("\n")),
     })
 }
 
@@ -103,15 +132,26 @@ pub(super) fn watch<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Arc<Session>) 
     });
 }
 
-/// Tells the client of one ended reload of `session`.
+/// Tells the client of one ended reload of `session`. Its caller had its answer long ago,
+/// so a failure, or files left out, is also a notice.
 async fn tell<O: Outgoing>(inner: &Arc<Inner<O>>, id: &str, session: &Arc<Session>) {
     inner.status.sync(&inner.client, session).await;
     let (_, snapshot) = session.status();
-    if snapshot.extensions.last_reload.is_some_and(|reload| reload.error.is_some()) {
-        // Nothing changed: the status says why, and there is nothing to announce.
+    if let Some(error) = snapshot.extensions.last_reload.as_ref().and_then(|reload| reload.error.as_ref()) {
+        // Nothing changed: the notice and the status say why; there is nothing to announce.
+        let at = error.line.map(|line| format!(" line {line}")).unwrap_or_default();
+        let notice = Notice {
+            severity: NoticeSeverity::Error,
+            title: "Reloading the extensions failed; the session keeps what it had".to_owned(),
+            description: Some(format!("{}{at}: {}", error.file.display(), error.reason)),
+        };
+        notices::notify(inner, id, notice).await;
         return;
     }
-    mcp::watch(inner, session);
+    if let Some(notice) = left_out(&snapshot.extensions.problems) {
+        notices::notify(inner, id, notice).await;
+    }
+    mcp::watch(inner, session, false);
     // Nobody was told what changed: the options go out too, changed or not.
     let options = Some(options_update(inner, session));
     announce(inner, id, commands::update(&session.commands()), options).await;

@@ -31,7 +31,7 @@ use serde_json::{Map, Value, json};
 use tokio::task::JoinHandle;
 
 use super::errors::{additional_directories_disabled, cwd_error, root_error, session_error};
-use super::{HeronAgent, Reply, convert, inbox, mcp, reload, status, updates};
+use super::{HeronAgent, Reply, convert, inbox, mcp, notices, reload, status, updates};
 
 /// How many replayed updates go to the writer as one entry: about 40 KiB of lines, enough
 /// to make the per-entry costs (a queue slot, a budget wait, a writer wake-up, a write)
@@ -125,7 +125,7 @@ fn open_session<O: Outgoing>(
                     for event in events {
                         // Images and blobs a prompt attached are read on the blocking pool.
                         let files = convert::files_shown(event).await;
-                        burst.extend(convert::replay_updates(event, &files));
+                        burst.extend(convert::replay_updates(event, &files, inner.opted()));
                         if burst.len() >= REPLAY_BURST {
                             inner.send_batch(id, std::mem::take(&mut burst)).await?;
                         }
@@ -138,7 +138,6 @@ fn open_session<O: Outgoing>(
             Opening::Fork(from) => manager.fork(from, options).await.map_err(failed)?,
         };
         session.attach(agent.editor_for(session.id()));
-        mcp::watch(&inner, &session);
         reload::watch(&inner, &session);
         let usage = session.status().1.usage;
         match opening {
@@ -154,7 +153,8 @@ fn open_session<O: Outgoing>(
             Opening::New | Opening::Fork(_) => updates::advertise(&inner, &session, None),
         }
         // The servers' first snapshot follows the commands.
-        mcp::announce(&inner, &session);
+        mcp::watch(&inner, &session, true);
+        notices::after_open(&inner, &session);
         inbox::serve(&inner, &session);
         let (settings, config_options) = inner.options_of(&session);
         Ok(Opened { modes: convert::modes(&settings), config_options, session })
@@ -271,6 +271,7 @@ pub(super) fn close<O: Outgoing>(
     Box::pin(async move {
         let manager = inner.manager.ready().await?;
         manager.close(&params.session_id.0).await.map_err(|e| session_error(e, &manager))?;
+        inner.notices.forget(&params.session_id.0);
         Ok(CloseSessionResponse { meta: None })
     })
 }
@@ -284,6 +285,7 @@ pub(super) fn delete<O: Outgoing>(
     Box::pin(async move {
         let manager = inner.manager.ready().await?;
         manager.delete(&params.session_id.0).await.map_err(|e| session_error(e, &manager))?;
+        inner.notices.forget(&params.session_id.0);
         Ok(DeleteSessionResponse { meta: None })
     })
 }

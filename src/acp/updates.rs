@@ -10,14 +10,23 @@ use heron_core::session::update::TurnUpdate;
 use heron_core::types::UsageReport;
 use heron_protocol::runtime::Outgoing;
 
-use super::{Inner, commands, convert};
+use super::{Inner, commands, convert, notices};
 
 /// Sends one update of a turn to the editor: status to the status feed, the rest as
 /// `session/update`.
 pub(super) async fn forward<O: Outgoing>(inner: &Inner<O>, session_id: &str, mut update: TurnUpdate) {
-    if let TurnUpdate::Status(seq, snapshot) = &update {
-        inner.status.offer(&inner.client, session_id, *seq, snapshot).await;
-        return;
+    match &update {
+        TurnUpdate::Status(seq, snapshot) => {
+            inner.status.offer(&inner.client, session_id, *seq, snapshot).await;
+            // What waited for this turn goes first in it.
+            notices::turn_started(inner, session_id, snapshot.turn_started_at.as_deref()).await;
+            return;
+        }
+        TurnUpdate::Notice(notice) => {
+            notices::notify(inner, session_id, notice.clone()).await;
+            return;
+        }
+        _ => {}
     }
     // The chunk's share of the turn's budget goes back once it is queued for the editor,
     // so a slow editor slows the turn down.
@@ -28,7 +37,7 @@ pub(super) async fn forward<O: Outgoing>(inner: &Inner<O>, session_id: &str, mut
         TurnUpdate::Event(event) => convert::files_shown(event).await,
         _ => ReadBack::default(),
     };
-    for update in convert::turn_updates(update, &files) {
+    for update in convert::turn_updates(update, &files, inner.opted()) {
         // A client that stopped reading does not stop the turn.
         let _ = inner.send(session_id, update).await;
     }

@@ -306,3 +306,27 @@ pub enum TurnOutcome {
         reason: String,
     },
 }
+
+/// Something the user should know that no tool call or message carries: an MCP server
+/// that failed, a model request being retried, commands running without the OS sandbox.
+/// Live information, not history: it is shown once and never replayed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// How serious it is.
+    pub severity: NoticeSeverity,
+    /// A plain-text sentence that stands alone.
+    pub title: String,
+    /// More detail or what to do, when there is any.
+    pub description: Option<String>,
+}
+
+/// How serious a [`Notice`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeSeverity {
+    /// For information.
+    Info,
+    /// Something works less well than it should.
+    Warning,
+    /// Something failed.
+    Error,
+}

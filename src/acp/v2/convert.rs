@@ -351,7 +351,7 @@ fn event_updates(event: &Event, live: bool) -> Vec<p::SessionUpdate> {
         // Live and replayed alike: the compaction, done, with what the model now reads in
         // place of what it replaced (the summary, or the note of what was clipped).
         Event::Compacted(compaction) => {
-            let marker = v1::compaction_marker(compaction);
+            let marker = super::super::compaction::marker(compaction);
             vec![p::SessionUpdate::CompactionUpdate(p::CompactionUpdate {
                 compaction_id: p::CompactionId(compaction.message_id.clone()),
                 error: None,
@@ -361,6 +361,32 @@ fn event_updates(event: &Event, live: bool) -> Vec<p::SessionUpdate> {
             })]
         }
     }
+}
+
+/// A compaction of `id` now at `status`.
+fn compaction(id: &str, status: p::CompactionStatus, error: Option<String>) -> p::SessionUpdate {
+    p::SessionUpdate::CompactionUpdate(p::CompactionUpdate {
+        compaction_id: p::CompactionId(id.to_owned()),
+        error,
+        meta: None,
+        status,
+        summary: None,
+    })
+}
+
+/// A notice as v2 shows it; none for an empty title, which v2 does not allow.
+pub fn notice_update(notice: heron_core::types::Notice) -> Option<p::SessionUpdate> {
+    use heron_core::types::NoticeSeverity as S;
+    Some(p::SessionUpdate::Notice(p::Notice {
+        description: notice.description,
+        meta: None,
+        severity: match notice.severity {
+            S::Info => p::NoticeSeverity::Info,
+            S::Warning => p::NoticeSeverity::Warning,
+            S::Error => p::NoticeSeverity::Error,
+        },
+        title: notice.title.try_into().ok()?,
+    }))
 }
 
 /// The updates a stored event replays as, in v2's whole-message forms.
@@ -378,6 +404,22 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<p::SessionUpdate> {
         TurnUpdate::ThoughtChunk { message_id, text: t, .. } => {
             vec![p::SessionUpdate::AgentThoughtChunk(chunk(&message_id, text(t)))]
         }
+        // v2 asks no capability for the compaction entity or for notices.
+        TurnUpdate::CompactionStarted { id } => vec![compaction(&id, p::CompactionStatus::InProgress, None)],
+        TurnUpdate::CompactionChunk { id, text: t, .. } => {
+            vec![p::SessionUpdate::CompactionSummaryChunk(p::CompactionSummaryChunk {
+                compaction_id: p::CompactionId(id),
+                content: text(t),
+                meta: None,
+            })]
+        }
+        TurnUpdate::CompactionEnded { id, cancelled: true, .. } => {
+            vec![compaction(&id, p::CompactionStatus::Cancelled, None)]
+        }
+        TurnUpdate::CompactionEnded { id, error, .. } => {
+            vec![compaction(&id, p::CompactionStatus::Failed, Some(error))]
+        }
+        TurnUpdate::Notice(notice) => notice_update(notice).into_iter().collect(),
         TurnUpdate::ToolProgress { call_id, status, output } => {
             let mut update = update_of_call(&call_id);
             update.status = Some(Some(tool_status(status)));

@@ -28,6 +28,8 @@ pub fn turn_of(events: &[ModelEvent], end: &TapEnd) -> (Turn, Option<String>) {
                 note = Some(format!("the model was retried ({number} attempts); only the last replays"));
             }
             ModelEvent::Attempt { .. } => {}
+            // The wait before a retry is not replayed; the retried attempt is.
+            ModelEvent::Retrying { .. } => {}
             ModelEvent::TextDelta { text } => push_delta(&mut steps, text, false),
             ModelEvent::ThoughtDelta { text } => push_delta(&mut steps, text, true),
             ModelEvent::ToolCall { call } => steps.push(Step::ToolCall(scripted_call(call))),

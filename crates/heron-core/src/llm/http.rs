@@ -286,7 +286,11 @@ impl<A: Api> Shared<A> {
                 Some(wait) => wait.min(MAX_RETRY_DELAY),
                 None => backoff(self.config.retry_base_delay, number),
             };
-            tracing::warn!(attempt = number, delay_ms = delay.as_millis() as u64, %error, "model request failed; retrying");
+            let wait_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+            tracing::warn!(attempt = number, delay_ms = wait_ms, %error, "model request failed; retrying");
+            let of = number - retries + self.config.max_retries;
+            emit.emit(ModelEvent::Retrying { next: number + 1, of, wait_ms, reason: error.to_string() })
+                .await;
             tokio::time::sleep(delay).await;
             retries += 1;
             number += 1;

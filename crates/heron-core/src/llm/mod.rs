@@ -181,6 +181,19 @@ pub enum ModelEvent {
         /// 1 for the first attempt.
         number: u32,
     },
+    /// The attempt that just failed is tried again after `wait_ms` (a 429, a 5xx, a broken
+    /// stream): the next event is the new attempt's [`ModelEvent::Attempt`]. Sent before the
+    /// wait, so the user hears of it while it lasts.
+    Retrying {
+        /// The attempt that will follow (2 for the first retry).
+        next: u32,
+        /// The most attempts the request may take.
+        of: u32,
+        /// How long until it starts, in milliseconds.
+        wait_ms: u64,
+        /// Why the attempt failed, redacted of the key.
+        reason: String,
+    },
     /// A piece of the visible answer.
     TextDelta {
         /// The text.

@@ -19,7 +19,7 @@ use super::context::{self, SUMMARY_HEADER, View};
 use super::event::{Compaction, CompactionStage, Event};
 use super::turn::{Asking, Carried, Turn, TurnError};
 use super::update::TurnUpdate;
-use crate::llm::{ChatMessage, ModelEvent, ModelRequest, ToolSpec, UserPart};
+use crate::llm::{ChatMessage, ModelEvent, ModelRequest, ProviderError, ToolSpec, UserPart};
 use crate::secret::StreamRedactor;
 use crate::types::{PlanItem, StopReason};
 
@@ -333,16 +333,33 @@ impl Turn {
         let mut summary = String::new();
         let mut redactor = StreamRedactor::new(self.env.secrets.iter());
         let mut usage_seen = false;
-        self.show_thought(&id, SUMMARY_HEADER).await;
+        self.live(TurnUpdate::CompactionStarted { id: id.clone() });
+        self.show_summary(&id, SUMMARY_HEADER).await;
         let mut capped = false;
         while let Some(event) = stream.next().await {
-            match event? {
+            let event = match event {
+                Ok(event) => event,
+                Err(error) => {
+                    let cancelled = matches!(error, ProviderError::Cancelled);
+                    let reason = if cancelled { String::new() } else { error.to_string() };
+                    self.live(TurnUpdate::CompactionEnded { id, cancelled, error: reason });
+                    return Err(error.into());
+                }
+            };
+            match event {
                 ModelEvent::Attempt { number } if number > 1 => {
-                    // A retry voids what the failed attempt streamed.
+                    // A retry voids what the failed attempt streamed: that compaction ends,
+                    // and the new attempt's starts.
+                    let error = "its summary request failed and was tried again".to_owned();
+                    self.live(TurnUpdate::CompactionEnded { id, cancelled: false, error });
                     id = uuid::Uuid::new_v4().to_string();
                     summary.clear();
                     redactor = StreamRedactor::new(self.env.secrets.iter());
-                    self.show_thought(&id, SUMMARY_HEADER).await;
+                    self.live(TurnUpdate::CompactionStarted { id: id.clone() });
+                    self.show_summary(&id, SUMMARY_HEADER).await;
+                }
+                ModelEvent::Retrying { next, of, wait_ms, reason } => {
+                    self.live(TurnUpdate::Notice(super::response::retry_notice(next, of, wait_ms, &reason)));
                 }
                 ModelEvent::TextDelta { text } => {
                     let shown = redactor.push(&text);
@@ -387,11 +404,12 @@ impl Turn {
         }
         let taken = &piece[..room];
         summary.push_str(taken);
-        self.show_thought(id, taken).await;
+        self.show_summary(id, taken).await;
         taken.len() == piece.len()
     }
 
-    async fn show_thought(&mut self, id: &str, text: &str) {
+    /// Streams a piece of compaction `id`'s summary (it is shown as it is written).
+    async fn show_summary(&mut self, id: &str, text: &str) {
         if text.is_empty() {
             return;
         }
@@ -403,7 +421,7 @@ impl Turn {
                 None => return,
             }
         };
-        self.live(TurnUpdate::ThoughtChunk { message_id: id.to_owned(), text: text.to_owned(), held });
+        self.live(TurnUpdate::CompactionChunk { id: id.to_owned(), text: text.to_owned(), held });
     }
 
     /// A short answer to `/compact`, shown but not stored, like other command replies.

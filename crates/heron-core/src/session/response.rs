@@ -18,7 +18,7 @@ use super::turn::{Response, Turn, TurnError};
 use super::update::TurnUpdate;
 use crate::llm::{FinishReason, ModelEvent, ModelRequest, ProviderError, ToolCallRequest};
 use crate::secret::StreamRedactor;
-use crate::types::StopReason;
+use crate::types::{Notice, NoticeSeverity, StopReason};
 
 /// The id a call of the model keeps: its own, unless it is empty or another call of this
 /// response or of the session already has it (local servers number each response's calls
@@ -99,6 +99,17 @@ enum Part {
 }
 
 /// The longest start of `text` within `room` bytes, on a character boundary.
+/// What the user is told while a model request waits to be tried again.
+pub(super) fn retry_notice(next: u32, of: u32, wait_ms: u64, reason: &str) -> Notice {
+    // Tenths of a second: enough to tell a backoff from a long Retry-After.
+    let wait = format!("{}.{}", wait_ms / 1000, (wait_ms % 1000) / 100);
+    Notice {
+        severity: NoticeSeverity::Warning,
+        title: format!("The model request failed; trying again in {wait} s (attempt {next} of {of})"),
+        description: Some(crate::secret::clip(reason, 512)),
+    }
+}
+
 fn fit(text: &str, room: usize) -> &str {
     if text.len() <= room {
         return text;
@@ -185,6 +196,9 @@ impl Turn {
                     details = None;
                 }
                 ModelEvent::Attempt { .. } => {}
+                ModelEvent::Retrying { next, of, wait_ms, reason } => {
+                    self.live(TurnUpdate::Notice(retry_notice(next, of, wait_ms, &reason)));
+                }
                 ModelEvent::TextDelta { text } => {
                     let shown = message.redactor.push(&text);
                     if !self.show(Part::Message, (&mut message, &mut thought), arguments, &shown).await {

@@ -11,7 +11,7 @@ use super::event::Event;
 use super::snapshot::Snapshot;
 use crate::BoxFuture;
 use crate::tools::{Progress, ProgressSink};
-use crate::types::{ToolOutput, ToolStatus, UsageReport};
+use crate::types::{Notice, ToolOutput, ToolStatus, UsageReport};
 
 /// What a turn streams to the editor, in order.
 #[derive(Debug)]
@@ -36,6 +36,33 @@ pub enum TurnUpdate {
         /// Its share of the turn's [`ChunkBudget`].
         held: Held,
     },
+    /// A compaction started writing its summary, under `id` (the id of the
+    /// [`Event::Compacted`] that ends it well, and of its [`TurnUpdate::CompactionChunk`]s).
+    CompactionStarted {
+        /// The compaction's id.
+        id: String,
+    },
+    /// A piece of a compaction's summary still streaming.
+    CompactionChunk {
+        /// The compaction's id.
+        id: String,
+        /// The text.
+        text: String,
+        /// Its share of the turn's [`ChunkBudget`].
+        held: Held,
+    },
+    /// A compaction that started ended without its [`Event::Compacted`]: its summary request
+    /// failed, was retried under a new id, or the turn was cancelled.
+    CompactionEnded {
+        /// The compaction's id.
+        id: String,
+        /// Whether the turn was cancelled (otherwise it failed).
+        cancelled: bool,
+        /// Why, for a failure.
+        error: String,
+    },
+    /// Something the user should know now (a model request being retried).
+    Notice(Notice),
     /// A tool call changed state without finishing.
     ToolProgress {
         /// The call id.
@@ -78,9 +105,9 @@ impl TurnUpdate {
     /// the share back only once the update has reached the editor's connection.
     pub fn take_held(&mut self) -> Held {
         match self {
-            TurnUpdate::MessageChunk { held, .. } | TurnUpdate::ThoughtChunk { held, .. } => {
-                std::mem::take(held)
-            }
+            TurnUpdate::MessageChunk { held, .. }
+            | TurnUpdate::ThoughtChunk { held, .. }
+            | TurnUpdate::CompactionChunk { held, .. } => std::mem::take(held),
             _ => Held::default(),
         }
     }

@@ -1,0 +1,234 @@
+//! Notices: what the user must know that no tool call carries (an MCP server that failed
+//! to start or died, a model request being retried, commands running without the OS
+//! sandbox, a problem a reload found). A client that advertised `session.notices` gets each
+//! as a `notice` update when it happens. Any other gets the same text once, as an agent
+//! message at the start of the session's next turn: never silence, and never a `notice` it
+//! did not ask for (ACP allows those only after the capability).
+//!
+//! Bounds: at most [`MAX_WAITING`] notices wait per session (the oldest go first, and the
+//! message says how many were left out), each title and description clipped, and a session
+//! forgotten when it closes.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use heron_core::sandbox::Support;
+use heron_core::secret::clip;
+use heron_core::types::{Notice, NoticeSeverity};
+use heron_protocol::runtime::Outgoing;
+use heron_protocol::{self as p, SessionUpdate};
+
+use super::{Inner, convert};
+
+/// The most notices that wait for a session's next turn.
+pub const MAX_WAITING: usize = 16;
+
+/// The longest title and description shown, in bytes.
+const MAX_TITLE: usize = 300;
+const MAX_DESCRIPTION: usize = 2048;
+
+/// Notices of one connection's sessions.
+#[derive(Debug, Default)]
+pub struct Notices {
+    waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+/// What waits for a session's next turn.
+#[derive(Debug, Default)]
+struct Waiting {
+    notices: Vec<Notice>,
+    /// Notices left out past [`MAX_WAITING`].
+    dropped: usize,
+    /// When the last turn seen started: a new value is a new turn.
+    last_turn: Option<String>,
+}
+
+impl Notices {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Forgets a session that closed.
+    pub fn forget(&self, session_id: &str) {
+        self.waiting().remove(session_id);
+    }
+
+    /// Keeps `notice` for the session's next turn, the same one once.
+    fn wait(&self, session_id: &str, notice: Notice) {
+        let mut waiting = self.waiting();
+        let entry = waiting.entry(session_id.to_owned()).or_default();
+        if entry.notices.contains(&notice) {
+            return;
+        }
+        if entry.notices.len() == MAX_WAITING {
+            entry.notices.remove(0);
+            entry.dropped += 1;
+        }
+        entry.notices.push(notice);
+    }
+
+    /// The notices waiting for a turn that started at `started`, once per turn.
+    fn due(&self, session_id: &str, started: &str) -> Option<(Vec<Notice>, usize)> {
+        let mut waiting = self.waiting();
+        let entry = waiting.entry(session_id.to_owned()).or_default();
+        if entry.last_turn.as_deref() == Some(started) {
+            return None;
+        }
+        entry.last_turn = Some(started.to_owned());
+        if entry.notices.is_empty() {
+            return None;
+        }
+        Some((std::mem::take(&mut entry.notices), std::mem::take(&mut entry.dropped)))
+    }
+}
+
+/// Tells the user of `notice` in session `session_id`: now, or at its next turn.
+pub async fn notify<O: Outgoing>(inner: &Inner<O>, session_id: &str, notice: Notice) {
+    let notice = bounded(notice);
+    if !inner.opted().notices {
+        inner.notices.wait(session_id, notice);
+        return;
+    }
+    let Some(update) = notice_update(notice) else { return };
+    if let Err(err) = inner.send(session_id, update).await {
+        tracing::debug!(%err, "could not send a notice");
+    }
+}
+
+/// At the start of each turn (a status snapshot with a new start time): the notices that
+/// waited for it, as one agent message of their own.
+pub async fn turn_started<O: Outgoing>(inner: &Inner<O>, session_id: &str, started: Option<&str>) {
+    let Some(started) = started else { return };
+    let Some((notices, dropped)) = inner.notices.due(session_id, started) else { return };
+    let message_id = uuid::Uuid::new_v4().to_string();
+    if let Err(err) =
+        inner.send(session_id, convert::agent_message(&message_id, text(&notices, dropped))).await
+    {
+        tracing::debug!(%err, "could not send the waiting notices");
+    }
+}
+
+/// The notice a session opened here gets when its commands and MCP servers cannot be
+/// confined although `sandbox = "on"` asks for it: the user chose a sandbox and has none.
+pub fn unconfined(sandbox_on: bool, support: &Support) -> Option<Notice> {
+    match support {
+        Support::Unavailable { reason } if sandbox_on => Some(Notice {
+            severity: NoticeSeverity::Warning,
+            title: "Commands and MCP servers run without the OS sandbox on this machine".to_owned(),
+            description: Some(format!(
+                "{reason}. They run with Heron's own rights; the approval setting still decides what runs."
+            )),
+        }),
+        _ => None,
+    }
+}
+
+/// Tells the user of a session just opened that its commands run unconfined, when they do
+/// (see [`unconfined`]), once the answer that opened it is out.
+pub fn after_open<O: Outgoing>(inner: &std::sync::Arc<Inner<O>>, session: &heron_core::session::Session) {
+    let on = session.runtime().providers().config().sandbox == heron_core::config::SandboxSetting::On;
+    let Some(notice) = unconfined(on, heron_core::sandbox::support()) else { return };
+    let (inner, id) = (inner.clone(), session.id().to_owned());
+    heron_rpc::after_response(async move { notify(&inner, &id, notice).await });
+}
+
+fn bounded(notice: Notice) -> Notice {
+    let title = clip(&notice.title, MAX_TITLE);
+    let description = notice.description.map(|d| clip(&d, MAX_DESCRIPTION)).filter(|d| !d.is_empty());
+    Notice { title, description, ..notice }
+}
+
+/// The waiting notices as one message, one paragraph each.
+fn text(notices: &[Notice], dropped: usize) -> String {
+    let mut text = String::new();
+    if dropped > 0 {
+        text.push_str(&format!("[{dropped} earlier notices were left out]\n\n"));
+    }
+    for notice in notices {
+        let label = match notice.severity {
+            NoticeSeverity::Info => "Note",
+            NoticeSeverity::Warning => "Warning",
+            NoticeSeverity::Error => "Error",
+        };
+        text.push_str(&format!("[{label}] {}", notice.title));
+        if let Some(description) = &notice.description {
+            text.push_str(&format!("\n{description}"));
+        }
+        text.push_str("\n\n");
+    }
+    text.truncate(text.trim_end().len());
+    text.push('\n');
+    text
+}
+
+/// A notice as ACP v1 shows it; none for an empty title, which ACP does not allow.
+fn notice_update(notice: Notice) -> Option<SessionUpdate> {
+    Some(SessionUpdate::Notice(p::Notice {
+        description: notice.description,
+        meta: None,
+        severity: match notice.severity {
+            NoticeSeverity::Info => p::NoticeSeverity::Info,
+            NoticeSeverity::Warning => p::NoticeSeverity::Warning,
+            NoticeSeverity::Error => p::NoticeSeverity::Error,
+        },
+        title: notice.title.try_into().ok()?,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn notice(title: &str) -> Notice {
+        Notice { severity: NoticeSeverity::Warning, title: title.to_owned(), description: None }
+    }
+
+    #[test]
+    fn a_waiting_notice_is_due_once_at_the_next_turn_and_the_same_one_waits_once() {
+        let notices = Notices::default();
+        assert_eq!(notices.due("s", "t0"), None, "nothing waits");
+        notices.wait("s", notice("A server failed"));
+        notices.wait("s", notice("A server failed"));
+        assert_eq!(notices.due("s", "t0"), None, "that turn had started already");
+        notices.wait("s", notice("Retrying"));
+        let (due, dropped) = notices.due("s", "t1").expect("due at a new turn");
+        assert_eq!(due, vec![notice("A server failed"), notice("Retrying")]);
+        assert_eq!(dropped, 0);
+        assert_eq!(notices.due("s", "t2"), None, "shown once");
+    }
+
+    #[test]
+    fn past_the_bound_the_oldest_notices_go_and_the_message_counts_them() {
+        let notices = Notices::default();
+        for n in 0..MAX_WAITING + 3 {
+            notices.wait("s", notice(&format!("n{n}")));
+        }
+        let (due, dropped) = notices.due("s", "t").expect("due");
+        assert_eq!(due.len(), MAX_WAITING);
+        assert_eq!(due[0], notice("n3"));
+        assert_eq!(dropped, 3);
+        assert!(text(&due, dropped).starts_with("[3 earlier notices were left out]"));
+    }
+
+    #[test]
+    fn commands_without_the_sandbox_they_were_configured_with_are_a_warning() {
+        let missing = Support::Unavailable { reason: "this kernel has no Landlock".to_owned() };
+        let notice = unconfined(true, &missing).expect("a notice");
+        assert_eq!(notice.severity, NoticeSeverity::Warning);
+        assert!(notice.description.is_some_and(|d| d.starts_with("this kernel has no Landlock.")));
+        assert_eq!(unconfined(false, &missing), None, "sandbox = \"off\" is the user's own choice");
+        assert_eq!(unconfined(true, &Support::Available { abi: 6, hides_home: false }), None);
+    }
+
+    #[test]
+    fn a_notice_is_clipped_and_an_empty_title_is_not_sent_as_one() {
+        let long = bounded(Notice {
+            severity: NoticeSeverity::Error,
+            title: "t".repeat(5000),
+            description: Some("d".repeat(50_000)),
+        });
+        assert!(long.title.len() <= MAX_TITLE);
+        assert!(long.description.as_deref().is_some_and(|d| d.len() <= MAX_DESCRIPTION));
+        assert_eq!(notice_update(notice("")), None);
+    }
+}
