@@ -337,7 +337,7 @@ fn turn_events(n: usize, ws: &str) -> Vec<Event> {
             tool_kind: ToolKind::Read,
             arguments: json!({ "path": path }).to_string(),
             raw_input: json!({ "path": path }),
-            locations: vec![Location { path: path.clone(), line: None }],
+            locations: vec![Location { path: path.clone(), line: None, folder: false }],
         },
         Event::ToolResult {
             call_id: call(0),
@@ -370,7 +370,7 @@ fn turn_events(n: usize, ws: &str) -> Vec<Event> {
             tool_kind: ToolKind::Edit,
             arguments: json!({ "path": path, "old": old_text, "new": new_text }).to_string(),
             raw_input: json!({ "path": path, "old": old_text, "new": new_text }),
-            locations: vec![Location { path: path.clone(), line: Some(42) }],
+            locations: vec![Location { path: path.clone(), line: Some(42), folder: false }],
         },
         Event::ToolResult {
             call_id: call(2),

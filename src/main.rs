@@ -106,7 +106,11 @@ fn acp_or_setup(cli: Cli) -> ExitCode {
     let outcome = runtime.block_on(async {
         match cli.command {
             // The terminal auth method relaunches `heron acp` with `--setup`.
-            Command::Acp(args) if args.setup => setup(heron::cli::setup::SetupArgs::default()),
+            Command::Acp(args) if args.setup => setup(heron::cli::setup::SetupArgs::default()).map(|()| {
+                // Run in the editor's terminal: the agent it started reads the new setup on its
+                // next session, so nothing needs a restart.
+                eprintln!("heron: setup is done; go back to your editor and continue (no restart needed)");
+            }),
             Command::Acp(args) => heron::cli::acp::run(args).await.map_err(|e| e.to_string()),
             Command::Setup(args) => setup(args),
             Command::Run(_) => Err("unreachable: run is handled before".to_owned()),

@@ -121,6 +121,7 @@ transcripts!(
     mcp_servers,
     notice_deferred,
     notice_live,
+    permission_rejected,
     plugin_action,
     profile_economy,
     prompt_turn,

@@ -113,6 +113,9 @@ fn a_good_home_passes() {
     assert!(text.contains("ok   provider local: ") && text.contains("lists 1 model"), "{text}");
     assert!(text.contains("ok   store: "), "{text}");
     assert!(text.contains("\"agent_servers\""), "the Zed snippet closes the report: {text}");
+    // It names this binary by its full path: Zed started from the desktop may not see PATH.
+    let bin = crate::support::heron_bin().canonicalize().expect("the binary");
+    assert!(text.contains(&format!("\"command\": \"{}\"", bin.display())), "{text}");
 }
 
 #[test]

@@ -48,3 +48,4 @@ mod registry;
 mod run_client;
 mod run_lifecycle;
 mod seed_contract;
+mod zed;

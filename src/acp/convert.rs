@@ -256,7 +256,12 @@ fn tool_status(status: ToolStatus) -> p::ToolCallStatus {
 }
 
 fn locations(locations: &[Location]) -> Vec<ToolCallLocation> {
-    locations.iter().map(|l| ToolCallLocation { line: l.line, meta: None, path: l.path.clone() }).collect()
+    // An editor opens each location as a buffer: folders are named in the title instead.
+    locations
+        .iter()
+        .filter(|l| !l.folder)
+        .map(|l| ToolCallLocation { line: l.line, meta: None, path: l.path.clone() })
+        .collect()
 }
 
 fn tool_content(output: &[ToolOutput]) -> Vec<ToolCallContent> {

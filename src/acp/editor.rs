@@ -353,7 +353,12 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
         Box::pin(async move { call.await.map(elicitation_answer).map_err(failed) })
     }
 
-    fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+    fn ask(
+        &self,
+        question: &str,
+        options: &[String],
+        call_id: Option<&str>,
+    ) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
         // The choices go both ways ACP's string schema has: `enum` (the tinycode guide's flat
         // schema, which simple clients read) and `oneOf` with titles.
         let answer = StringPropertySchema {
@@ -394,7 +399,8 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
                 type_: Some(heron_protocol::ElicitationSchemaType::Object),
             },
             session_id: Some(self.sid()),
-            tool_call_id: None,
+            // The card the question belongs to.
+            tool_call_id: call_id.map(|id| heron_protocol::ToolCallId(id.to_owned())),
         });
         // A person answers: no deadline but the turn's own cancellation.
         let call = self.client.0.call_with_timeout::<_, CreateElicitationResponse>(

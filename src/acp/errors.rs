@@ -326,6 +326,12 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
             ErrorCode::TooManyOpen,
             json!({ "max": most }),
         ),
+        SessionError::Home(err) => file_error(
+            &err,
+            manager.providers().keys(),
+            "Heron's configuration changed and cannot be used",
+            ErrorCode::HomeUnusable,
+        ),
         SessionError::Internal(cause) => RpcError::internal(&cause),
     }
 }
@@ -371,6 +377,17 @@ fn setting_error(err: &SettingError) -> RpcError {
 /// files were not. `data` names the file (`file`, and `line`/`column` when known) and
 /// `reason`, redacted of keys.
 pub fn reload_error(err: &heron_core::extensions::ReloadError, keys: &Keys) -> RpcError {
+    file_error(err, keys, "Reload failed, nothing changed", ErrorCode::ReloadFailed)
+}
+
+/// -32603 naming a file of Heron's home that cannot be used (`file`, `line`, `column`,
+/// `reason` in `data`), its message starting with `what`.
+fn file_error(
+    err: &heron_core::extensions::ReloadError,
+    keys: &Keys,
+    what: &str,
+    code: ErrorCode,
+) -> RpcError {
     let reason = clip(&redact(&err.reason, keys.all()), MAX_FAILURE_MESSAGE);
     let file = err.file.display().to_string();
     let mut data = json!({ "file": file, "reason": reason });
@@ -381,12 +398,7 @@ pub fn reload_error(err: &heron_core::extensions::ReloadError, keys: &Keys) -> R
         data["column"] = json!(column);
     }
     let at = err.line.map(|l| format!(" line {l}")).unwrap_or_default();
-    coded(
-        INTERNAL_ERROR,
-        format!("Reload failed, nothing changed: {file}{at}: {reason}"),
-        ErrorCode::ReloadFailed,
-        data,
-    )
+    coded(INTERNAL_ERROR, format!("{what}: {file}{at}: {reason}"), code, data)
 }
 
 /// The wire error for a prompt that failed after it was accepted.

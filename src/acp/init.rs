@@ -9,9 +9,9 @@ use serde_json::{Map, Value, json};
 
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
-    AgentCapabilities, AuthMethod, AuthMethodId, AuthMethodTerminal, AuthenticateRequest, ContentBlockKind,
-    Implementation, InitializeRequest, InitializeResponse, McpCapabilities, PromptCapabilities,
-    ProtocolVersion, RpcError, SessionCapabilities,
+    AgentCapabilities, AuthMethod, AuthMethodId, AuthMethodTerminal, AuthenticateRequest,
+    AuthenticateResponse, ContentBlockKind, Implementation, InitializeRequest, InitializeResponse,
+    McpCapabilities, PromptCapabilities, ProtocolVersion, RpcError, SessionCapabilities,
 };
 
 use super::{HeronAgent, status, variants, vendor};
@@ -114,9 +114,26 @@ pub(super) fn meta(support: &Support) -> Map<String, Value> {
     Map::from_iter([("heron".to_owned(), json!({ "sandbox": sandbox }))])
 }
 
-/// `authenticate`: Heron's method runs in a terminal, never over the connection.
-pub(super) fn authenticate(params: &AuthenticateRequest) -> RpcError {
-    auth_refusal(&params.method_id.0)
+/// `authenticate`: Heron's method runs in a terminal (`heron acp --setup`), never over the
+/// connection. Asked after it ran, it reads `config.toml` and `.env` again and succeeds once
+/// a model is usable, so a client that authenticates before retrying `session/new` learns
+/// whether the setup worked; a client that retries at once gets the same re-read.
+pub(super) fn authenticate<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: AuthenticateRequest,
+) -> super::Reply<AuthenticateResponse> {
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        if params.method_id.0 != SETUP_METHOD {
+            return Err(auth_refusal(&params.method_id.0));
+        }
+        let manager = inner.manager.ready().await?;
+        manager.refresh_home().await.map_err(|e| super::errors::session_error(e, &manager))?;
+        manager.default_model().map_err(|e| {
+            super::errors::session_error(heron_core::session::SessionError::Model(e), &manager)
+        })?;
+        Ok(AuthenticateResponse { meta: None })
+    })
 }
 
 /// Why asking to authenticate with `method_id` over a connection fails (v1's `authenticate`,

@@ -194,7 +194,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         &self,
         params: AuthenticateRequest,
     ) -> impl Future<Output = Result<AuthenticateResponse, RpcError>> + Send + 'static {
-        ready(Err(init::authenticate(&params)))
+        init::authenticate(self, params)
     }
 
     fn session_new(

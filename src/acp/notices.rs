@@ -3,7 +3,9 @@
 //! sandbox, a problem a reload found). A client that advertised `session.notices` gets each
 //! as a `notice` update when it happens. Any other gets the same text once, as an agent
 //! message at the start of the session's next turn: never silence, and never a `notice` it
-//! did not ask for (ACP allows those only after the capability).
+//! did not ask for (ACP allows those only after the capability). The same per-session
+//! record of turns also re-sends a session's slash commands at its first turn here (see
+//! [`turn_started`]).
 //!
 //! Bounds: at most [`MAX_WAITING`] notices wait per session (the oldest go first, and the
 //! message says how many were left out), each title and description clipped, and a session
@@ -14,11 +16,12 @@ use std::sync::{Mutex, PoisonError};
 
 use heron_core::sandbox::Support;
 use heron_core::secret::clip;
+use heron_core::session::settings::Posture;
 use heron_core::types::{Notice, NoticeSeverity};
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{self as p, SessionUpdate};
 
-use super::{Inner, convert};
+use super::Inner;
 
 /// The most notices that wait for a session's next turn.
 pub const MAX_WAITING: usize = 16;
@@ -43,6 +46,15 @@ struct Waiting {
     last_turn: Option<String>,
 }
 
+/// What a turn that just started brings: the notices that waited for it, and whether it is
+/// the session's first turn on this connection.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Started {
+    notices: Vec<Notice>,
+    dropped: usize,
+    first: bool,
+}
+
 impl Notices {
     fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
@@ -51,6 +63,11 @@ impl Notices {
     /// Forgets a session that closed.
     pub fn forget(&self, session_id: &str) {
         self.waiting().remove(session_id);
+    }
+
+    /// Whether a turn of the session was seen on this connection.
+    fn has_turned(&self, session_id: &str) -> bool {
+        self.waiting().get(session_id).is_some_and(|w| w.last_turn.is_some())
     }
 
     /// Keeps `notice` for the session's next turn, the same one once.
@@ -67,18 +84,26 @@ impl Notices {
         entry.notices.push(notice);
     }
 
-    /// The notices waiting for a turn that started at `started`, once per turn.
-    fn due(&self, session_id: &str, started: &str) -> Option<(Vec<Notice>, usize)> {
+    /// What a turn that started at `started` brings, once per turn; `None` for a turn
+    /// already seen.
+    fn started(&self, session_id: &str, started: &str) -> Option<Started> {
         let mut waiting = self.waiting();
         let entry = waiting.entry(session_id.to_owned()).or_default();
         if entry.last_turn.as_deref() == Some(started) {
             return None;
         }
-        entry.last_turn = Some(started.to_owned());
-        if entry.notices.is_empty() {
-            return None;
-        }
-        Some((std::mem::take(&mut entry.notices), std::mem::take(&mut entry.dropped)))
+        let first = entry.last_turn.replace(started.to_owned()).is_none();
+        Some(Started {
+            notices: std::mem::take(&mut entry.notices),
+            dropped: std::mem::take(&mut entry.dropped),
+            first,
+        })
+    }
+
+    /// The notices waiting for a turn that started at `started`, once per turn.
+    #[cfg(test)]
+    fn due(&self, session_id: &str, started: &str) -> Option<(Vec<Notice>, usize)> {
+        self.started(session_id, started).filter(|s| !s.notices.is_empty()).map(|s| (s.notices, s.dropped))
     }
 }
 
@@ -96,14 +121,25 @@ pub async fn notify<O: Outgoing>(inner: &Inner<O>, session_id: &str, notice: Not
 }
 
 /// At the start of each turn (a status snapshot with a new start time): the notices that
-/// waited for it, as one agent message of their own.
+/// waited for it, as one agent message of their own. Before the session's first turn on this
+/// connection, its slash commands go out once more: a client that dropped the update sent
+/// when the session opened (Zed can, before it knows the session) recovers them here.
 pub async fn turn_started<O: Outgoing>(inner: &Inner<O>, session_id: &str, started: Option<&str>) {
     let Some(started) = started else { return };
-    let Some((notices, dropped)) = inner.notices.due(session_id, started) else { return };
-    let message_id = uuid::Uuid::new_v4().to_string();
-    if let Err(err) =
-        inner.send(session_id, convert::agent_message(&message_id, text(&notices, dropped))).await
+    let Some(Started { notices, dropped, first }) = inner.notices.started(session_id, started) else {
+        return;
+    };
+    if first
+        && let Some(session) = inner.manager.now().and_then(|manager| manager.get(session_id))
+        && let Err(err) = inner.send(session_id, super::commands::update(&session.commands())).await
     {
+        tracing::debug!(%err, "could not advertise the commands again");
+    }
+    if notices.is_empty() {
+        return;
+    }
+    let message_id = uuid::Uuid::new_v4().to_string();
+    if let Err(err) = inner.send(session_id, agent_message(&message_id, text(&notices, dropped))).await {
         tracing::debug!(%err, "could not send the waiting notices");
     }
 }
@@ -130,6 +166,52 @@ pub fn after_open<O: Outgoing>(inner: &std::sync::Arc<Inner<O>>, session: &heron
     let Some(notice) = unconfined(on, heron_core::sandbox::support()) else { return };
     let (inner, id) = (inner.clone(), session.id().to_owned());
     heron_rpc::after_response(async move { notify(&inner, &id, notice).await });
+}
+
+/// The note a session gets when it runs above `ask`, which the user may not have chosen in
+/// this session (an editor applies its saved defaults, a launch flag sets it): what runs
+/// without asking, and how to change it. `None` at `ask` or below.
+pub fn posture(posture: Posture) -> Option<Notice> {
+    let severity = match posture {
+        Posture::Yolo => NoticeSeverity::Warning,
+        Posture::Auto => NoticeSeverity::Info,
+        Posture::ReadOnly | Posture::DontAsk | Posture::Ask => return None,
+    };
+    Some(Notice {
+        severity,
+        title: format!("This session's tool approval is `{}`: {}", posture.id(), posture.description().to_lowercase()),
+        description: Some(
+            "Choose another Tool approval in the session's settings, or type `/approval ask`, to be asked first."
+                .to_owned(),
+        ),
+    })
+}
+
+/// Tells the user when `session` starts above `ask`: opened so (`before` is `None`), or
+/// raised from `before` ahead of its first turn here, which is how an editor applies the
+/// defaults it saved (Zed's `default_config_options`). A raise the user makes later is
+/// theirs, and says nothing.
+pub fn posture_raised<O: Outgoing>(
+    inner: &std::sync::Arc<Inner<O>>,
+    session: &heron_core::session::Session,
+    before: Option<Posture>,
+) {
+    let now = session.state().settings.posture;
+    if before.is_some_and(|before| before >= now || inner.notices.has_turned(session.id())) {
+        return;
+    }
+    let Some(notice) = posture(now) else { return };
+    let (inner, id) = (inner.clone(), session.id().to_owned());
+    heron_rpc::after_response(async move { notify(&inner, &id, notice).await });
+}
+
+/// The waiting notices' agent message: a message of its own, apart from the model's.
+fn agent_message(message_id: &str, text: String) -> SessionUpdate {
+    SessionUpdate::AgentMessageChunk(p::ContentChunk {
+        content: p::ContentBlock::Text(p::TextContent { annotations: None, meta: None, text }),
+        message_id: Some(p::MessageId(message_id.to_owned())),
+        meta: None,
+    })
 }
 
 fn bounded(notice: Notice) -> Notice {

@@ -155,6 +155,7 @@ fn open_session<O: Outgoing>(
         // The servers' first snapshot follows the commands.
         mcp::watch(&inner, &session, true);
         notices::after_open(&inner, &session);
+        notices::posture_raised(&inner, &session, None);
         inbox::serve(&inner, &session);
         let (settings, config_options) = inner.options_of(&session);
         Ok(Opened { modes: convert::modes(&settings), config_options, session })

@@ -16,7 +16,7 @@ use heron_protocol::{
 use serde_json::json;
 
 use super::errors::{WithField, session_error};
-use super::{HeronAgent, Inner, Reply};
+use super::{HeronAgent, Inner, Reply, notices};
 
 /// Applies what `changes` reads from the settings, then tells the editor; a refusal names
 /// `field` (the method's own name for the value).
@@ -31,10 +31,12 @@ fn change_and_announce<O: Outgoing>(
     Box::pin(async move {
         let manager = inner.manager.ready().await?;
         let session = session?;
+        let before = session.state().settings.posture;
         session
             .configure(|s, c| apply_all(s, changes()?, c))
             .await
             .map_err(|e| session_error(e, &manager).at_field(field))?;
+        notices::posture_raised(&inner, &session, Some(before));
         announce(&inner, &session).await
     })
 }
@@ -74,6 +76,7 @@ pub(super) fn set_config_option<O: Outgoing>(
         let session = session?;
         let before = session.state().settings;
         set_option(&session, &manager, option, &value).await?;
+        notices::posture_raised(&inner, &session, Some(before.posture));
         if session.state().settings.mode != before.mode {
             let (settings, _) = inner.options_of(&session);
             inner.send(session.id(), mode_update(&settings)).await?;

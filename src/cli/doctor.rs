@@ -29,6 +29,18 @@ use super::printable;
 /// The Zed settings that start Heron, as `docs/editors/zed.json` has them.
 pub const ZED_SNIPPET: &str = include_str!("../../docs/editors/zed.json");
 
+/// The Zed snippet with `command` set to `exe`: an app started from the desktop (Zed on
+/// macOS) may not see the shell's `PATH`, so the printed snippet names this very binary.
+pub fn zed_snippet(exe: &std::path::Path) -> String {
+    let Ok(mut settings) = serde_json::from_str::<serde_json::Value>(ZED_SNIPPET) else {
+        return ZED_SNIPPET.to_owned();
+    };
+    if let Some(entry) = settings.pointer_mut("/agent_servers/Heron") {
+        entry["command"] = serde_json::Value::String(exe.display().to_string());
+    }
+    serde_json::to_string_pretty(&settings).map_or_else(|_| ZED_SNIPPET.to_owned(), |text| text + "\n")
+}
+
 /// Options of `heron doctor`.
 #[derive(Debug, Clone, Args)]
 pub struct DoctorArgs {
@@ -92,8 +104,9 @@ pub fn run(args: DoctorArgs) -> ExitCode {
         }
     };
     let (report, keys) = examine(&runtime, Duration::from_secs(args.timeout));
+    let snippet = std::env::current_exe().map_or_else(|_| ZED_SNIPPET.to_owned(), |exe| zed_snippet(&exe));
     let text = format!(
-        "{}\nTo start Heron from Zed, add this to its settings.json (other editors: README, Editors):\n{ZED_SNIPPET}",
+        "{}\nTo start Heron from Zed, add this to its settings.json (other editors: README, Editors):\n{snippet}",
         report.render(&keys)
     );
     let status = if report.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS };

@@ -124,7 +124,7 @@ pub enum ToolStatus {
     Cancelled,
 }
 
-/// A file a tool call touches.
+/// A file (or folder) a tool call touches.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Location {
     /// Absolute path.
@@ -132,6 +132,10 @@ pub struct Location {
     /// 1-based line, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
+    /// A folder (a listing's, a search's, a command's cwd): it scopes what the user allows,
+    /// but an editor opens locations as files, so it is not shown as one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub folder: bool,
 }
 
 /// What a tool call shows the user.

@@ -147,8 +147,10 @@ fn tool_status(status: ToolStatus) -> p::ToolCallStatus {
 }
 
 fn locations(locations: &[Location]) -> Vec<p::ToolCallLocation> {
+    // Files only, as over v1: an editor opens each location as a buffer.
     locations
         .iter()
+        .filter(|l| !l.folder)
         .map(|l| p::ToolCallLocation {
             line: l.line.and_then(std::num::NonZeroU32::new),
             meta: None,

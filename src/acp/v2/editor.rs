@@ -181,7 +181,12 @@ impl<O: Outgoing> EditorIo for V2Editor<O> {
         })
     }
 
-    fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
-        NoEditor.ask(question, options)
+    fn ask(
+        &self,
+        question: &str,
+        options: &[String],
+        _call_id: Option<&str>,
+    ) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+        NoEditor.ask(question, options, None)
     }
 }

@@ -59,9 +59,28 @@ pub struct ReloadError {
     pub reason: String,
 }
 
+/// `config.toml` and `.env` as a runtime found them: each one's size and modification time
+/// (`None` when absent). Comparing two is a cheap way to tell that the user changed either
+/// since (a setup finished in the editor's terminal), without reading them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct HomeFiles([Option<(u64, std::time::SystemTime)>; 2]);
+
+impl HomeFiles {
+    /// The two files of `home` as they are now. Blocks (two `stat`s).
+    pub(super) fn now(home: &crate::config::Home) -> Self {
+        let seen = |path: PathBuf| {
+            let meta = std::fs::metadata(path).ok()?;
+            Some((meta.len(), meta.modified().ok()?))
+        };
+        Self([seen(home.config_path()), seen(home.env_path())])
+    }
+}
+
 /// Providers, commands and plugins, as one swap.
 pub struct Runtime {
     providers: Arc<Providers>,
+    /// The home's files as they were when this runtime was read.
+    read: HomeFiles,
     user_commands: Vec<CustomCommand>,
     plugins: Vec<Plugin>,
     broken_plugins: Vec<(String, Problem)>,
@@ -84,6 +103,7 @@ impl Runtime {
     /// `providers` alone, with no commands or plugins.
     pub fn bare(providers: Arc<Providers>) -> Self {
         Self {
+            read: HomeFiles::now(providers.home()),
             providers,
             user_commands: Vec::new(),
             plugins: Vec::new(),
@@ -104,9 +124,16 @@ impl Runtime {
         runtime
     }
 
+    /// Whether `config.toml` or `.env` changed since this runtime read them. Blocks.
+    pub fn home_changed(&self) -> bool {
+        HomeFiles::now(self.providers.home()) != self.read
+    }
+
     /// The next runtime, from what the home holds now (see the module docs). Blocks.
     pub fn reloaded(&self) -> Result<Runtime, ReloadError> {
         let home = self.providers.home().clone();
+        // Taken before the files are read: a change made while they are read is seen next time.
+        let read = HomeFiles::now(&home);
         let config_path = home.config_path();
         let text = match std::fs::symlink_metadata(&config_path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -139,7 +166,7 @@ impl Runtime {
             };
             ReloadError { file: config_path.clone(), line, column: None, reason: e.to_string() }
         })?;
-        Ok(Self::load(Arc::new(providers), self.safe_mode))
+        Ok(Self { read, ..Self::load(Arc::new(providers), self.safe_mode) })
     }
 
     fn read_home(&mut self) {

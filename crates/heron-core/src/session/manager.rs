@@ -144,6 +144,25 @@ impl Manager {
         }
     }
 
+    /// Reads `config.toml` and `.env` again if they changed since the runtime sessions open
+    /// with was read, so a setup finished while Heron runs (in the editor's terminal) counts
+    /// without a restart. Sessions already open keep theirs until they reload. A file that
+    /// cannot be used now is an error naming it, and the runtime stays as it was.
+    pub async fn refresh_home(&self) -> Result<(), SessionError> {
+        let current = self.runtime.get();
+        let fresh = tokio::task::spawn_blocking(move || {
+            if current.home_changed() { current.reloaded().map(Some) } else { Ok(None) }
+        })
+        .await
+        .map_err(|e| SessionError::Internal(e.to_string()))?
+        .map_err(SessionError::Home)?;
+        if let Some(fresh) = fresh {
+            tracing::info!("config.toml or .env changed: new sessions use what they hold now");
+            self.runtime.set(Arc::new(fresh));
+        }
+        Ok(())
+    }
+
     /// The providers sessions open with now (and so the config and keys).
     pub fn providers(&self) -> Arc<Providers> {
         self.runtime.get().providers().clone()
@@ -160,7 +179,7 @@ impl Manager {
     }
 
     /// The model new sessions use, checked to be usable.
-    fn default_model(&self) -> Result<String, ModelError> {
+    pub fn default_model(&self) -> Result<String, ModelError> {
         let providers = self.providers();
         let model = self
             .options
@@ -314,6 +333,7 @@ impl Manager {
         require_absolute(&options.cwd, "cwd")?;
         // Refused before a record is made; the seat that counts is the one `admit` takes.
         drop(self.seat()?);
+        self.refresh_home().await?;
         let model = self.default_model()?;
         let settings = self.default_settings(model);
         let record = self
@@ -363,6 +383,7 @@ impl Manager {
     /// [`Loading::open`] then opens it.
     pub async fn load(&self, id: &str, options: OpenOptions) -> Result<Loading<'_>, SessionError> {
         require_absolute(&options.cwd, "cwd")?;
+        self.refresh_home().await?;
         if self.store.session(id).await?.is_none() {
             return Err(SessionError::NotFound(id.to_owned()));
         }
@@ -434,6 +455,7 @@ impl Manager {
     /// Forks `id` into a new session in `options.cwd` with a copy of its history.
     pub async fn fork(&self, id: &str, options: OpenOptions) -> Result<Arc<Session>, SessionError> {
         require_absolute(&options.cwd, "cwd")?;
+        self.refresh_home().await?;
         let source = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
         let mut settings = match self.get(id) {
             Some(open) => open.state().settings,

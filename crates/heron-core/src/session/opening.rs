@@ -50,6 +50,10 @@ pub enum SessionError {
         /// What the store said.
         reason: String,
     },
+    /// `config.toml` or `.env` changed and cannot be used now; sessions keep what was read
+    /// before.
+    #[error("{0}")]
+    Home(crate::extensions::ReloadError),
     /// This process holds the most sessions it may open at once.
     #[error("{0} sessions are open in this process, the most it holds; close one first")]
     TooManyOpen(usize),

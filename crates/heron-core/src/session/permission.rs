@@ -198,7 +198,10 @@ mod tests {
         Prepared {
             title: "t".into(),
             kind,
-            locations: path.map(|p| Location { path: p.into(), line: None }).into_iter().collect(),
+            locations: path
+                .map(|p| Location { path: p.into(), line: None, folder: false })
+                .into_iter()
+                .collect(),
             raw_input: serde_json::json!({}),
             outside_roots: outside,
             always_ask: None,

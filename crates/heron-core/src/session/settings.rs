@@ -99,7 +99,8 @@ impl Posture {
         }
     }
 
-    fn description(self) -> &'static str {
+    /// What the posture lets run, in a sentence.
+    pub fn description(self) -> &'static str {
         match self {
             Posture::ReadOnly => "Only reads run; edits and commands are refused",
             Posture::DontAsk => "Anything not pre-allowed is refused without asking",

@@ -203,6 +203,10 @@ impl ProgressSink for CallProgress {
         let _ = self.updates.send(TurnUpdate::ToolOutputChunk { call_id: self.call_id.clone(), output });
     }
 
+    fn call_id(&self) -> Option<&str> {
+        Some(&self.call_id)
+    }
+
     fn flushed(&self) -> BoxFuture<()> {
         let updates = self.updates.clone();
         Box::pin(async move { flushed(&updates).await })

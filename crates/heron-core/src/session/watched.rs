@@ -101,12 +101,18 @@ impl EditorIo for WatchedEditor {
         })
     }
 
-    fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+    fn ask(
+        &self,
+        question: &str,
+        options: &[String],
+        call_id: Option<&str>,
+    ) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
         let (inner, board) = (self.inner.clone(), self.board.clone());
-        let (question, options) = (question.to_owned(), options.to_vec());
+        let (question, options, call_id) =
+            (question.to_owned(), options.to_vec(), call_id.map(str::to_owned));
         Box::pin(async move {
             let _waiting = Waiting::start(board, Activity::AwaitingInput).await;
-            inner.ask(&question, &options).await
+            inner.ask(&question, &options, call_id.as_deref()).await
         })
     }
 }

@@ -104,9 +104,14 @@ pub(crate) fn shown_from(cwd: &Path, path: &Path) -> String {
     }
 }
 
-/// A location for an absolute path.
+/// A location for the absolute path of a file.
 pub(crate) fn location(path: &Path, line: Option<u32>) -> Location {
-    Location { path: path.display().to_string(), line }
+    Location { path: path.display().to_string(), line, folder: false }
+}
+
+/// A location for the absolute path of a folder.
+pub(crate) fn folder(path: &Path) -> Location {
+    Location { path: path.display().to_string(), line: None, folder: true }
 }
 
 /// A successful outcome showing `text` to both the user and the model.

@@ -217,8 +217,14 @@ pub trait EditorIo: Send + Sync + 'static {
     /// Asks the user whether the call `ask` shows may run; `timeout` bounds the wait (no
     /// answer in time is a rejection).
     fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> BoxFuture<PermissionAnswer>;
-    /// Asks the user a question, optionally with fixed choices.
-    fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>>;
+    /// Asks the user a question, optionally with fixed choices, for the tool call `call_id`
+    /// when a call asks (so the editor can show it on that call's card).
+    fn ask(
+        &self,
+        question: &str,
+        options: &[String],
+        call_id: Option<&str>,
+    ) -> BoxFuture<Result<QuestionAnswer, EditorError>>;
 
     /// Which elicitation modes an MCP server's requests may use; none unless advertised.
     fn elicitation_modes(&self) -> ElicitationModes {
@@ -279,7 +285,7 @@ impl EditorIo for NoEditor {
     fn request_permission(&self, _: &PermissionAsk, _: Duration) -> BoxFuture<PermissionAnswer> {
         Box::pin(std::future::ready(PermissionAnswer::RejectOnce))
     }
-    fn ask(&self, _: &str, _: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+    fn ask(&self, _: &str, _: &[String], _: Option<&str>) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
         unavailable("questions")
     }
 }

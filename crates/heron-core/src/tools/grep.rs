@@ -78,7 +78,8 @@ impl Tool for Grep {
                 &format!("Search {} for `{}`", call::shown(env, &path), call::one_line(&args.pattern, 60)),
             ),
             kind: ToolKind::Search,
-            locations: vec![call::location(&path, None)],
+            // A search of one file is that file; of a folder, the folder.
+            locations: vec![if path.is_dir() { call::folder(&path) } else { call::location(&path, None) }],
             raw_input,
             outside_roots: access != ReadAccess::Inside,
             always_ask: AlwaysAsk::for_read(access),

@@ -67,7 +67,7 @@ impl Tool for ListFiles {
         Ok(Prepared {
             title: call::scrub_text(env, &title),
             kind: ToolKind::Search,
-            locations: vec![call::location(&path, None)],
+            locations: vec![call::folder(&path)],
             raw_input,
             outside_roots: access != ReadAccess::Inside,
             always_ask: AlwaysAsk::for_read(access),

@@ -94,6 +94,11 @@ pub trait ProgressSink: Send + Sync + 'static {
     fn after_result(&self, task: BoxFuture<()>) -> Option<BoxFuture<()>> {
         Some(task)
     }
+    /// The id of the tool call the editor shows, so what the tool asks the editor (a
+    /// question) can name the card it belongs to.
+    fn call_id(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A running call's line to the editor: output shown before the call ends, and a barrier
@@ -134,6 +139,11 @@ impl Progress {
         if let Some(sink) = &self.0 {
             sink.flushed().await;
         }
+    }
+
+    /// The id of the tool call the editor shows, when one shows it.
+    pub fn call_id(&self) -> Option<&str> {
+        self.0.as_ref().and_then(|sink| sink.call_id())
     }
 
     /// Runs `task` once the call's final update has reached the editor, or now when

@@ -81,7 +81,7 @@ async fn ask(env: &ToolEnv, args: QuestionArgs) -> Outcome {
     }
     let options = args.options.unwrap_or_default();
     let answer = tokio::select! {
-        answer = env.editor.ask(&args.question, &options) => answer,
+        answer = env.editor.ask(&args.question, &options, env.progress.call_id()) => answer,
         () = env.cancel.cancelled() => return Outcome::failed("cancelled"),
     };
     match answer {

@@ -99,7 +99,7 @@ impl Tool for RunCommand {
         Ok(Prepared {
             title: call::scrub_text(env, &format!("Run {}", call::one_line(&checked.command, 80))),
             kind: ToolKind::Execute,
-            locations: vec![call::location(&checked.cwd, None)],
+            locations: vec![call::folder(&checked.cwd)],
             raw_input,
             outside_roots: false,
             always_ask: None,

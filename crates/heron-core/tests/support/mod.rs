@@ -209,8 +209,14 @@ impl EditorIo for FakeEditor {
         ready(Ok(self.0.script.elicited.clone()))
     }
 
-    fn ask(&self, question: &str, options: &[String]) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
-        self.record(format!("ask {question} [{}]", options.join("|")));
+    fn ask(
+        &self,
+        question: &str,
+        options: &[String],
+        call_id: Option<&str>,
+    ) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+        let on = call_id.map(|id| format!(" on {id}")).unwrap_or_default();
+        self.record(format!("ask {question} [{}]{on}", options.join("|")));
         match self.0.script.answer.clone() {
             Some(answer) => ready(Ok(answer)),
             None => Box::pin(std::future::pending()),

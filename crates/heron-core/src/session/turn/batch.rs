@@ -17,7 +17,7 @@ use crate::session::update::{self, TurnUpdate};
 use crate::tools::deadline::run_within;
 use crate::tools::editor::{PermissionAnswer, PermissionAsk, Unanswered};
 use crate::tools::{Outcome, Prepared, Registry, Tool, ToolEnv, finish_goal};
-use crate::types::{Location, ToolKind, ToolStatus};
+use crate::types::{Location, ToolKind, ToolOutput, ToolStatus};
 
 /// What the model reads of a call the user cancelled alone (`tool_call/cancel`).
 const CALL_CANCELLED: &str = "The user cancelled this tool call; nothing more of it ran. The turn goes on.";
@@ -132,7 +132,7 @@ impl Turn {
                 (Some(tool), Ok(prepared)) => match tokio::select! {
                     // Dropping a pending question withdraws it at the editor.
                     gated = self.gate(&call, tool.as_ref(), prepared) => gated,
-                    () = call_cancel.cancelled() => Err(CALL_CANCELLED.to_owned()),
+                    () = call_cancel.cancelled() => Err(Refused::plain(CALL_CANCELLED)),
                 } {
                     // Approved as the cancel came: the cancel wins, nothing runs.
                     Ok(_) if call_cancel.is_cancelled() => self.cancelled_before_running(),
@@ -150,7 +150,7 @@ impl Turn {
                         let env = ToolEnv { progress, cancel: call_cancel.clone(), ..self.env.clone() };
                         run_within(tool.as_ref(), prepared, env).await
                     }
-                    Err(refused) => Outcome::failed(refused),
+                    Err(refused) => refused.outcome(),
                 },
                 (_, Err(message)) => Outcome::failed(message),
                 (None, Ok(_)) => Outcome::failed(format!("There is no tool called `{}`.", call.name)),
@@ -227,13 +227,13 @@ impl Turn {
 
     /// Asks the permission gate, and the user when it says so, showing them what the call
     /// will do (worked out first, without changing anything). Returns the call to run, as
-    /// shown; `Err` is the refusal the model reads.
+    /// shown; `Err` is the refusal the model reads, with what the card showed.
     async fn gate(
         &self,
         call: &ToolCallRequest,
         tool: &dyn Tool,
         prepared: Prepared,
-    ) -> Result<Prepared, String> {
+    ) -> Result<Prepared, Refused> {
         let name = call.name.as_str();
         let decision = {
             let approvals = self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -241,9 +241,9 @@ impl Turn {
         };
         match decision {
             Decision::Allow => Ok(prepared),
-            Decision::Deny(reason) => Err(reason),
+            Decision::Deny(reason) => Err(Refused::plain(reason)),
             Decision::Ask => {
-                let prepared = self.preview(tool, prepared).await?;
+                let prepared = self.preview(tool, prepared).await.map_err(Refused::plain)?;
                 if !prepared.content.is_empty() {
                     // The card shows the change (or the command) before the question.
                     self.live(TurnUpdate::ToolProgress {
@@ -274,27 +274,29 @@ impl Turn {
                     Scope::of(&prepared),
                     answer,
                 );
-                match answer {
-                    PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways => Ok(prepared),
+                let refused = match answer {
+                    PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways => return Ok(prepared),
                     PermissionAnswer::RejectOnce | PermissionAnswer::RejectAlways => {
-                        Err(format!("The user did not allow `{name}` to run."))
+                        format!("The user did not allow `{name}` to run.")
                     }
                     PermissionAnswer::Cancelled if self.env.cancel.is_cancelled() => {
-                        Err("The turn was cancelled while waiting for permission.".into())
+                        "The turn was cancelled while waiting for permission.".to_owned()
                     }
-                    PermissionAnswer::Cancelled => Err(format!(
+                    PermissionAnswer::Cancelled => format!(
                         "The editor withdrew the permission request for `{name}` without an answer; it was not run."
-                    )),
-                    PermissionAnswer::Unanswered(Unanswered::TimedOut) => Err(format!(
+                    ),
+                    PermissionAnswer::Unanswered(Unanswered::TimedOut) => format!(
                         "Nobody answered the permission request for `{name}` within {} s \
                          (permission_timeout_s); it was not run.",
                         self.permission_timeout.as_secs()
-                    )),
-                    PermissionAnswer::Unanswered(Unanswered::Failed) => Err(format!(
+                    ),
+                    PermissionAnswer::Unanswered(Unanswered::Failed) => format!(
                         "The editor could not ask the user about `{name}` (its permission request failed); \
                          it was not run."
-                    )),
-                }
+                    ),
+                };
+                // The card keeps the change it showed, with why it did not run.
+                Err(Refused { reason: refused, shown: prepared.content })
             }
         }
     }
@@ -311,5 +313,26 @@ impl Turn {
             ))),
             () = self.env.cancel.cancelled() => Err("The turn was cancelled before this tool ran.".into()),
         }
+    }
+}
+
+/// Why a call did not run, and what its card showed when the user was asked (the diff, the
+/// command), which stays on the card beside the reason.
+pub(super) struct Refused {
+    reason: String,
+    shown: Vec<ToolOutput>,
+}
+
+impl Refused {
+    /// A refusal with nothing shown.
+    fn plain(reason: impl Into<String>) -> Self {
+        Self { reason: reason.into(), shown: Vec::new() }
+    }
+
+    /// The failed call's outcome: what was shown, then the reason the model reads.
+    fn outcome(self) -> Outcome {
+        let mut outcome = Outcome::failed(self.reason);
+        outcome.output.splice(0..0, self.shown);
+        outcome
     }
 }
