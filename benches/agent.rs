@@ -345,6 +345,7 @@ fn turn_events(n: usize, ws: &str) -> Vec<Event> {
             output: vec![ToolOutput::Text { text: listing.clone() }],
             raw_output: None,
             for_model: listing,
+            instructions: Vec::new(),
         },
         Event::ToolCall {
             call_id: call(1),
@@ -361,6 +362,7 @@ fn turn_events(n: usize, ws: &str) -> Vec<Event> {
             output: vec![ToolOutput::Text { text: hits.clone() }],
             raw_output: Some(json!({ "matches": 6 })),
             for_model: hits,
+            instructions: Vec::new(),
         },
         message(1, "The header parser does not trim before comparing. I'll fix that.".to_owned()),
         Event::ToolCall {
@@ -378,6 +380,7 @@ fn turn_events(n: usize, ws: &str) -> Vec<Event> {
             output: vec![ToolOutput::Diff { path: path.clone(), old_text: Some(old_text), new_text }],
             raw_output: Some(json!({ "line": 42 })),
             for_model: format!("Edited src/module_{}.rs (first change at line 42)", n % 37),
+            instructions: Vec::new(),
         },
     ];
     if n.is_multiple_of(4) {
@@ -409,6 +412,7 @@ fn turn_events(n: usize, ws: &str) -> Vec<Event> {
             output: Vec::new(),
             raw_output: None,
             for_model: "The plan has 3 items.".to_owned(),
+            instructions: Vec::new(),
         });
     }
     events.push(message(

@@ -3071,6 +3071,9 @@ pub struct HeronSessionStatus {
     pub goal: ::std::option::Option<HeronGoal>,
     ///Counts of the session's inbox items.
     pub inbox: HeronInboxCounts,
+    ///The instruction files the model was given (AGENTS.md, or CLAUDE.md or GEMINI.md where a folder has none; the user's HERON_HOME/AGENTS.md), absolute, in the order it read them: those of the working context, then those a tool found in folders below the cwd. Absent when none.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub instructions: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<

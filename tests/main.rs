@@ -7,6 +7,7 @@ mod support;
 mod acp_approvals;
 mod acp_bounds;
 mod acp_compaction;
+mod acp_context;
 mod acp_durability;
 mod acp_engine;
 mod acp_extensions;

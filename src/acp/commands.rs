@@ -62,6 +62,10 @@ pub(super) async fn run_here(session: &Session, invocation: &Invocation) -> (Str
         })
         .await;
     match (outcome, result) {
+        (Some(Ok(ran)), Ok(_)) if invocation.name == "status" => {
+            let loaded = session.status().1.instructions;
+            (ran.reply + &commands::instructions_line(&loaded), ran.settings_changed)
+        }
         (Some(Ok(ran)), Ok(_)) => (ran.reply, ran.settings_changed),
         (Some(Err(reason)), _) => (reason, false),
         (_, Err(err)) => (err.to_string(), false),

@@ -74,6 +74,7 @@ pub fn status(snapshot: &Snapshot) -> HeronSessionStatus {
         }),
         current_mode_id: Some(SessionModeId(snapshot.mode.id().to_owned())),
         extensions: extensions(&snapshot.extensions),
+        instructions: (!snapshot.instructions.is_empty()).then(|| snapshot.instructions.clone()),
         goal: snapshot.goal.as_ref().map(goal),
         inbox: HeronInboxCounts {
             failed: snapshot.inbox.failed,

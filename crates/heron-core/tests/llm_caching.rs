@@ -136,10 +136,10 @@ async fn deepseek_cache_hits_reach_the_usage_report_and_cost_the_cached_price() 
 async fn requests_after_a_compaction_repeat_each_other_byte_for_byte() {
     use crate::support::served::big_file;
     use crate::support::windowed::{self, is_summary_request};
-    let server = windowed::start(40_000, None);
-    let table = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\ncontext_window = 10000\n", server.origin);
+    let server = windowed::start(48_000, None);
+    let table = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\ncontext_window = 12000\n", server.origin);
     let served = Served::open(&table).await;
-    for n in 1..=11 {
+    for n in 1..=13 {
         std::fs::write(served.ws.join(format!("big{n}.txt")), big_file(100)).expect("file");
         let (_, result) = served.prompt(&format!("please read big{n}.txt")).await;
         assert_eq!(result.map_err(|e| e.to_string()), Ok(StopReason::EndTurn), "turn {n}");

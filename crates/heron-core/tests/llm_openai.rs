@@ -356,7 +356,17 @@ async fn a_429_is_retried_after_retry_after_as_a_new_attempt() {
     let (events, error) = collect(server.provider().stream(request(), CancellationToken::new())).await;
     assert_eq!(error, None);
     assert_eq!(events[0], ModelEvent::Attempt { number: 1 });
-    assert_eq!(events[1], ModelEvent::Attempt { number: 2 });
+    // The wait is announced before it starts, with the server's own words.
+    assert_eq!(
+        events[1],
+        ModelEvent::Retrying {
+            next: 2,
+            of: 3,
+            wait_ms: 0,
+            reason: "the model endpoint answered 429: slow down".into()
+        }
+    );
+    assert_eq!(events[2], ModelEvent::Attempt { number: 2 });
     assert_eq!(text_of(&events), "Hello");
     assert_eq!(server.requests().len(), 2);
 }
@@ -446,7 +456,17 @@ async fn an_unreachable_endpoint_is_retried_then_reported() {
     let provider = OpenAiProvider::new(config).expect("valid config");
     let (events, error) = collect(provider.stream(request(), CancellationToken::new())).await;
     assert!(matches!(error, Some(ProviderError::Unreachable(_))), "{error:?}");
-    assert_eq!(events, [ModelEvent::Attempt { number: 1 }, ModelEvent::Attempt { number: 2 }]);
+    assert!(
+        matches!(
+            &events[..],
+            [
+                ModelEvent::Attempt { number: 1 },
+                ModelEvent::Retrying { next: 2, of: 2, wait_ms: 0..=40, .. },
+                ModelEvent::Attempt { number: 2 },
+            ]
+        ),
+        "{events:?}"
+    );
 }
 
 #[tokio::test]

@@ -429,8 +429,14 @@ async fn a_body_that_ends_before_response_completed_is_retried_not_taken_as_the_
         0 => Answer::Stream(sse(&[text("Hal")])),
         _ => Answer::Stream(sse(&[text("Hello"), completed(Value::Null)])),
     });
-    let (events, error) = collect(provider(&server).stream(request(), CancellationToken::new())).await;
+    let (mut events, error) = collect(provider(&server).stream(request(), CancellationToken::new())).await;
     assert_eq!(error, None);
+    // The retry is announced, with why; its wait has jitter.
+    assert!(
+        matches!(&events[2], ModelEvent::Retrying { next: 2, reason, .. } if reason.contains("the stream ended before the answer finished")),
+        "{events:?}"
+    );
+    events.remove(2);
     assert_eq!(
         events,
         [

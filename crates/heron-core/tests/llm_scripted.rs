@@ -214,6 +214,31 @@ fn from_path_reads_a_file_and_names_a_missing_one() {
 }
 
 #[tokio::test]
+async fn a_context_step_says_the_working_directory_and_the_instruction_files_given() {
+    use heron_core::llm::{ChatMessage, ModelRequest, UserPart};
+    let script = Script::parse(r#"{"steps": [{"context": true}]}"#).expect("parses");
+    let provider = ScriptedProvider::new(script);
+    let context = "<environment>\nWorking directory: /work/app\n</environment>\n\n<project-instructions>\nRead these.\n\n## /work/AGENTS.md\nUse tabs.\n</project-instructions>\n\nHello";
+    let nested = "listing\n\n<project-instructions>\nThis folder has instructions.\n\n## /work/app/lib/CLAUDE.md\nTabs.\n</project-instructions>";
+    let request = ModelRequest {
+        model: "m".into(),
+        messages: vec![
+            ChatMessage::System { text: "system".into() },
+            ChatMessage::User { parts: vec![UserPart::Text { text: context.into() }] },
+            ChatMessage::Tool { call_id: "c".into(), content: nested.into() },
+        ],
+        tools: Vec::new(),
+        effort: None,
+        max_tokens: None,
+    };
+    let (events, _) = collect(provider.stream(request, CancellationToken::new())).await;
+    assert_eq!(
+        text_of(&events),
+        "My working directory is /work/app. Instruction files I was given: /work/AGENTS.md, /work/app/lib/CLAUDE.md. "
+    );
+}
+
+#[tokio::test]
 async fn the_demo_script_parses_and_plays_its_three_turns() {
     let script = Script::parse(DEMO_SCRIPT).expect("the demo parses");
     assert_eq!(script.turns().len(), 3);
@@ -221,7 +246,11 @@ async fn the_demo_script_parses_and_plays_its_three_turns() {
 
     let (first, _) = play(&demo, 0).await;
     assert!(first.iter().any(|e| matches!(e, ModelEvent::ThoughtDelta { .. })));
-    assert_eq!(text_of(&first), "I'll look around the project first.");
+    // It first says what it was told of its surroundings: here, nothing.
+    assert_eq!(
+        text_of(&first),
+        "I was given no working context. Instruction files I was given: none. I'll look around the project first."
+    );
     assert_eq!(
         tool_calls(&first),
         [ToolCallRequest {

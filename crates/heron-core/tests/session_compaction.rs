@@ -18,9 +18,9 @@ use crate::support::windowed::{
 };
 
 /// The server's limit: a body over it is refused.
-const LIMIT: usize = 40_000;
+const LIMIT: usize = 48_000;
 /// The window the config names: the limit at four bytes a token.
-const WINDOW: &str = "context_window = 10000\n";
+const WINDOW: &str = "context_window = 12000\n";
 /// What a clipped output says.
 const CLIPPED: &str = "bytes of this output were clipped";
 
@@ -104,13 +104,13 @@ async fn a_turn_too_big_for_the_window_fails_naming_the_window_and_sends_nothing
     let huge = format!("look at this: {}", "x".repeat(LIMIT));
     let ended = served.run(&huge).await;
     match &ended.result {
-        Err(PromptError::Turn(TurnError::ContextFull { window: 10_000, limit: 8_000, needed })) => {
-            assert!(*needed > 8_000, "{needed}");
+        Err(PromptError::Turn(TurnError::ContextFull { window: 12_000, limit: 9_600, needed })) => {
+            assert!(*needed > 9_600, "{needed}");
         }
         other => panic!("expected the turn to fail for the window: {other:?}"),
     }
     let message = ended.result.err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(message.contains("10000") && message.contains("context window"), "{message}");
+    assert!(message.contains("12000") && message.contains("context window"), "{message}");
     let seen = server.seen();
     assert_eq!(seen.len(), 1, "only the first prompt was sent: no summary, no refused request");
     assert!(!seen.iter().any(|s| s.raw.contains(ASKS_FOR_SUMMARY)));
@@ -243,7 +243,7 @@ async fn reported_prompt_tokens_make_compaction_start_earlier() {
         assert_eq!(stopped(turn), Ok(StopReason::EndTurn), "turn {n}");
     }
     let largest = server.seen().iter().map(|s| s.raw.len()).max().unwrap_or(0);
-    assert!(largest / 4 < 8_000, "by bytes alone nothing would be compacted ({largest} bytes)");
+    assert!(largest / 4 < 9_600, "by bytes alone nothing would be compacted ({largest} bytes)");
     assert!(!compactions(&served.history().await).is_empty(), "the server's count compacted it");
 }
 

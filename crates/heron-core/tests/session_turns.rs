@@ -92,7 +92,8 @@ async fn a_text_turn_streams_its_answer_and_stores_the_conversation() {
     assert_eq!(streamed_text(&seen), "Hello there, friend.");
     let history = harness.manager.history(session.id()).await.expect("history");
     let kinds: Vec<&str> = history.iter().map(Event::kind).collect();
-    assert_eq!(kinds, ["user_message", "agent_message", "turn_ended"]);
+    // The working context the model was given opens the session's first turn.
+    assert_eq!(kinds, ["context", "user_message", "agent_message", "turn_ended"]);
 }
 
 /// A response's message is stored with the event after it; a turn that fails after
@@ -116,7 +117,10 @@ async fn what_a_turn_streamed_is_stored_whether_it_ends_fails_or_calls_a_tool() 
     assert_eq!(streamed_text(&seen), "Let me look.Half an answer");
     let history = harness.manager.history(session.id()).await.expect("history");
     let kinds: Vec<&str> = history.iter().map(Event::kind).collect();
-    assert_eq!(kinds, ["user_message", "agent_message", "tool_call", "tool_result", "agent_message"]);
+    assert_eq!(
+        kinds,
+        ["context", "user_message", "agent_message", "tool_call", "tool_result", "agent_message"]
+    );
     let last = history.last().expect("an event");
     assert!(matches!(last, Event::AgentMessage { text, .. } if text == "Half an answer"), "{last:?}");
 }

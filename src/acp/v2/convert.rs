@@ -333,7 +333,7 @@ fn event_updates(event: &Event, live: bool) -> Vec<p::SessionUpdate> {
                 ..update_of_call(call_id)
             })]
         }
-        Event::ToolResult { call_id, status, output, raw_output, for_model } => {
+        Event::ToolResult { call_id, status, output, raw_output, for_model, .. } => {
             let mut update = update_of_call(call_id);
             update.status = Some(Some(tool_status(*status)));
             // Live, the call was offered cancel; replayed, it never was.
@@ -352,6 +352,8 @@ fn event_updates(event: &Event, live: bool) -> Vec<p::SessionUpdate> {
         Event::Plan { entries } => vec![plan(entries)],
         // Live and replayed alike: the compaction, done, with what the model now reads in
         // place of what it replaced (the summary, or the note of what was clipped).
+        // The model's working context is not part of the conversation shown.
+        Event::Context(_) => Vec::new(),
         Event::Compacted(compaction) => {
             let marker = super::super::compaction::marker(compaction);
             vec![p::SessionUpdate::CompactionUpdate(p::CompactionUpdate {

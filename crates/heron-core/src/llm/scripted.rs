@@ -24,8 +24,8 @@ use super::{
 /// The built-in demo script, played by `ScriptedProvider::demo()`: it looks around, writes
 /// a note and sums up. It doubles as the format's example.
 pub const DEMO_SCRIPT: &str = r##"# Heron's built-in demo: one model turn per line.
-# Turn 0: look around.
-{"steps": [{"thought": "The user wants a look at the project. Listing the files is a good start."}, {"text": "I'll look around the project first."}, {"tool_call": {"name": "list_files", "arguments": {"path": "."}}}]}
+# Turn 0: say what it was told of its surroundings, and look around.
+{"steps": [{"thought": "The user wants a look at the project. Listing the files is a good start."}, {"context": true}, {"text": "I'll look around the project first."}, {"tool_call": {"name": "list_files", "arguments": {"path": "."}}}]}
 # Turn 1: leave a note.
 {"steps": [{"text": "Now I'll leave a short note in NOTES.md."}, {"tool_call": {"name": "write_file", "arguments": {"path": "NOTES.md", "content": "# Notes\n\nHeron was here.\n"}}}]}
 # Turn 2: sum up.
@@ -85,10 +85,11 @@ impl Provider for ScriptedProvider {
         };
         let turn = self.script.turns().get(index).cloned();
         let total = self.script.turns().len();
+        let context = context_said(&request.messages);
         drive(cancel, move |emit| async move {
             emit.emit(ModelEvent::Attempt { number: 1 }).await;
             match turn {
-                Some(turn) => play(index, turn, &emit).await,
+                Some(turn) => play(index, turn, &context, &emit).await,
                 None => {
                     let text = format!("The script has no more turns (it has {total}); nothing more to say.");
                     stream_text(&Deltas::Words(text), &emit, |text| ModelEvent::TextDelta { text }).await;
@@ -100,8 +101,50 @@ impl Provider for ScriptedProvider {
     }
 }
 
-/// Plays turn `index`.
-async fn play(index: usize, turn: Turn, emit: &Emitter) -> Result<(), ProviderError> {
+/// What a `context` step says of the request's `messages`: the working directory of its
+/// working context and the instruction files it was given, in the order given.
+fn context_said(messages: &[ChatMessage]) -> String {
+    let texts = messages.iter().flat_map(|message| match message {
+        ChatMessage::User { parts } => parts
+            .iter()
+            .filter_map(|part| match part {
+                crate::llm::UserPart::Text { text } => Some(text.as_str()),
+                crate::llm::UserPart::Image { .. } => None,
+            })
+            .collect::<Vec<_>>(),
+        ChatMessage::Tool { content, .. } => vec![content.as_str()],
+        _ => Vec::new(),
+    });
+    let mut cwd = None;
+    let mut files: Vec<&str> = Vec::new();
+    for text in texts {
+        let mut in_instructions = false;
+        for line in text.lines() {
+            if let Some(dir) = line.strip_prefix("Working directory: ") {
+                cwd.get_or_insert(dir);
+            }
+            match line {
+                "<project-instructions>" => in_instructions = true,
+                "</project-instructions>" => in_instructions = false,
+                _ => {
+                    if let Some(path) = line.strip_prefix("## ").filter(|_| in_instructions)
+                        && !files.contains(&path)
+                    {
+                        files.push(path);
+                    }
+                }
+            }
+        }
+    }
+    let files = if files.is_empty() { "none".to_owned() } else { files.join(", ") };
+    match cwd {
+        Some(cwd) => format!("My working directory is {cwd}. Instruction files I was given: {files}. "),
+        None => format!("I was given no working context. Instruction files I was given: {files}. "),
+    }
+}
+
+/// Plays turn `index`; a `context` step says `context`.
+async fn play(index: usize, turn: Turn, context: &str, emit: &Emitter) -> Result<(), ProviderError> {
     let mut calls = 0;
     let mut refused = false;
     for step in turn.steps {
@@ -118,6 +161,11 @@ async fn play(index: usize, turn: Turn, emit: &Emitter) -> Result<(), ProviderEr
             Step::DelayMs(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
             Step::Error(message) => return Err(ProviderError::Scripted(message)),
             Step::Refuse(refuse) => refused |= refuse,
+            Step::Context(false) => {}
+            Step::Context(true) => {
+                stream_text(&Deltas::Words(context.to_owned()), emit, |text| ModelEvent::TextDelta { text })
+                    .await
+            }
         }
     }
     let reason = turn.finish.unwrap_or(if refused {

@@ -115,6 +115,17 @@ pub fn run(
     }
 }
 
+/// What `/status` adds about the instruction files the model was given.
+pub fn instructions_line(loaded: &[String]) -> String {
+    if loaded.is_empty() {
+        "\nInstruction files: none (AGENTS.md, or CLAUDE.md or GEMINI.md, from the repository root down to the \
+         working directory, and HERON_HOME/AGENTS.md)."
+            .to_owned()
+    } else {
+        format!("\nInstruction files the model was given: {}.", loaded.join(", "))
+    }
+}
+
 /// The `/help` reply: Heron's commands, then the session's custom ones with where each
 /// comes from, so the user sees every command the editor's menu offers.
 fn help(custom: &Catalog) -> String {

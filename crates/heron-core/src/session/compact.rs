@@ -454,16 +454,11 @@ fn inherited(current: &View) -> Compaction {
     }
 }
 
-/// What the model is asked for a summary of at most `cap` bytes.
+/// What the model is asked for a summary of at most `cap` bytes (the reviewed text beside
+/// the system prompt).
 fn summary_request(cap: usize, instructions: Option<&str>) -> String {
     let words = cap / 7;
-    let mut text = format!(
-        "The conversation so far must be compacted to fit the context window. Write a summary that will stand \
-         in for it: what the user asked for and why, what was decided, what was done (files read and \
-         changed, commands run and what they showed), what is still open, and what to do next. Keep file \
-         paths, names, numbers and error messages that matter exactly. Write it for yourself, to carry on \
-         the work from it. Answer with the summary only, in at most {words} words, and call no tools."
-    );
+    let mut text = super::working::COMPACTION_PROMPT.trim_end().replace("{words}", &words.to_string());
     if let Some(instructions) = instructions {
         text.push_str(&format!("\n\nThe user's instructions for this summary: {instructions}"));
     }

@@ -182,11 +182,17 @@ impl View {
             .filter(|run| run.end > cut)
             .map(|run| run.start.saturating_sub(cut)..run.end - cut)
             .collect();
+        // The working context the cut left behind is still the model's: it opens the view.
+        let context = events[..cut].iter().rev().find_map(|event| match event {
+            Event::Context(context) => Some(context),
+            _ => None,
+        });
         let shaping = Shaping {
             clip_before: self.clip_before.saturating_sub(cut),
             preamble: preamble.as_deref(),
             anchor,
             unsent: &unsent,
+            context,
         };
         shaped_messages(system, &events[cut..], images, &shaping)
     }
@@ -386,6 +392,7 @@ mod tests {
             output: vec![],
             raw_output: None,
             for_model: text.into(),
+            instructions: Vec::new(),
         }
     }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::working::WorkingContext;
 use crate::types::{Location, PlanItem, StopReason, ToolKind, ToolOutput, ToolStatus, UserContent};
 
 /// A durable event: what the store keeps and `session/load` replays.
@@ -74,6 +75,10 @@ pub enum Event {
         raw_output: Option<Value>,
         /// What the model is told.
         for_model: String,
+        /// Instruction files of folders below the cwd that this result gave the model (in
+        /// `for_model`), the first time it worked there.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        instructions: Vec<String>,
     },
     /// The whole plan, as it now stands.
     Plan {
@@ -97,6 +102,9 @@ pub enum Event {
     /// The conversation was compacted to fit the model's context window. Every event stays
     /// stored; from here on requests send what this says instead of the whole history.
     Compacted(Compaction),
+    /// The working context the model was given at a turn's start, before its prompt: at
+    /// the session's first turn, and at a later one when any of it changed.
+    Context(WorkingContext),
 }
 
 /// What a compaction changed in what is sent (see `session::context`). Counts reach back
@@ -192,6 +200,7 @@ impl Event {
             Event::GoalContinuation { .. } => "goal_continuation",
             Event::TurnEnded { .. } => "turn_ended",
             Event::Compacted(..) => "compacted",
+            Event::Context(..) => "context",
         }
     }
 }

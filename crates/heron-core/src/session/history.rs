@@ -9,12 +9,16 @@
 //!
 //! Images live on disk (`.heron/attachments`); [`Images`] reads each once, off the async
 //! threads, and keeps it for the session's later requests.
+//!
+//! The working context a turn starts with (a `context` event) opens that turn's user
+//! message: the whole of it the first time, what changed after that (`working::text`).
 
 use std::collections::HashMap;
 
 use base64::Engine as _;
 
-use super::event::Event;
+use super::event::{Event, WorkingContext};
+use super::working;
 use crate::llm::{ChatMessage, Reasoning, ToolCallRequest, UserPart};
 use crate::types::UserContent;
 
@@ -116,6 +120,9 @@ pub(super) struct Shaping<'a> {
     pub(super) anchor: Option<&'a Event>,
     /// The events, by index, that are not sent at all.
     pub(super) unsent: &'a [std::ops::Range<usize>],
+    /// The working context in effect before the events (a compaction cut the event that
+    /// gave it): sent whole at the start, and what later contexts are compared with.
+    pub(super) context: Option<&'a WorkingContext>,
 }
 
 /// [`chat_messages`], shaped by a compaction.
@@ -132,9 +139,15 @@ pub(super) fn shaped_messages(
         shaping.anchor.map(|e| (usize::MAX, e)).into_iter().chain(sent),
         images,
         shaping.clip_before,
+        shaping.context,
     );
-    if let Some(preamble) = shaping.preamble {
-        let part = UserPart::Text { text: preamble.to_owned() };
+    let context = shaping.context.map(|context| working::text(context, None));
+    let opening = match (context, shaping.preamble) {
+        (Some(context), Some(preamble)) => Some(format!("{context}\n\n{preamble}")),
+        (context, preamble) => context.or(preamble.map(str::to_owned)),
+    };
+    if let Some(opening) = opening {
+        let part = UserPart::Text { text: opening };
         match out.get_mut(1) {
             Some(ChatMessage::User { parts }) => parts.insert(0, part),
             // Nothing follows the summary yet (it stands for everything): it goes alone.
@@ -149,8 +162,12 @@ fn rendered<'e>(
     events: impl Iterator<Item = (usize, &'e Event)>,
     images: &Images,
     clip_before: usize,
+    context: Option<&'e WorkingContext>,
 ) -> Vec<ChatMessage> {
     let mut out = vec![ChatMessage::System { text: system.to_owned() }];
+    // The context last given, and the text of one that waits for the user message it opens.
+    let mut last_context = context;
+    let mut waiting: Option<String> = None;
     // Calls of the open assistant message still waiting for a result.
     let mut open_calls: Vec<String> = Vec::new();
     let mut assistant_open = false;
@@ -167,18 +184,40 @@ fn rendered<'e>(
 
     for (at, event) in events {
         let piece_of = last_piece.take();
+        // A context with no user message after it (a turn that stopped in between) still
+        // reaches the model, on its own.
+        if !matches!(event, Event::UserMessage { .. } | Event::GoalContinuation { .. } | Event::Context(..))
+            && let Some(text) = waiting.take()
+        {
+            close(&mut out, &mut open_calls);
+            assistant_open = false;
+            out.push(ChatMessage::User { parts: vec![UserPart::Text { text }] });
+        }
         match event {
+            Event::Context(context) => {
+                let text = working::text(context, last_context);
+                waiting = Some(match waiting.take() {
+                    Some(before) => format!("{before}\n\n{text}"),
+                    None => text,
+                });
+                last_context = Some(context);
+            }
             Event::UserMessage { content, .. } => {
                 close(&mut out, &mut open_calls);
                 assistant_open = false;
                 thought = None;
-                out.push(ChatMessage::User { parts: user_parts(content, images) });
+                let opening = waiting.take().map(|text| UserPart::Text { text });
+                out.push(ChatMessage::User {
+                    parts: opening.into_iter().chain(user_parts(content, images)).collect(),
+                });
             }
             Event::GoalContinuation { text, .. } => {
                 close(&mut out, &mut open_calls);
                 assistant_open = false;
                 thought = None;
-                out.push(ChatMessage::User { parts: vec![UserPart::Text { text: text.clone() }] });
+                let opening = waiting.take().map(|text| UserPart::Text { text });
+                let parts = opening.into_iter().chain([UserPart::Text { text: text.clone() }]).collect();
+                out.push(ChatMessage::User { parts });
             }
             Event::AgentMessage { message_id, text } => {
                 last_piece = Some(message_id);
@@ -245,6 +284,9 @@ fn rendered<'e>(
         }
     }
     close(&mut out, &mut open_calls);
+    if let Some(text) = waiting {
+        out.push(ChatMessage::User { parts: vec![UserPart::Text { text }] });
+    }
     out
 }
 
@@ -320,6 +362,7 @@ mod tests {
             output: vec![],
             raw_output: None,
             for_model: format!("result {id}"),
+            instructions: Vec::new(),
         }
     }
 

@@ -215,7 +215,10 @@ impl Manager {
         let status = Board::new(&settings, goal, usage, inbox);
         // What could not be loaded shows in the status from the start, not only in the
         // commands update the editor may have missed.
-        status.change(|s| s.extensions.problems = catalog.problems().to_vec());
+        status.change(|s| {
+            s.extensions.problems = catalog.problems().to_vec();
+            s.instructions = super::turn::working::loaded(&history);
+        });
         let state = State {
             settings,
             cwd: PathBuf::from(&record.cwd),

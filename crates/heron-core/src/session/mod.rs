@@ -43,6 +43,7 @@ mod transcript;
 mod turn;
 pub mod update;
 mod watched;
+pub mod working;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

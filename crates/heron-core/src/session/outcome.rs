@@ -76,6 +76,7 @@ mod tests {
             output: Vec::new(),
             raw_output: None,
             for_model: String::new(),
+            instructions: Vec::new(),
         }
     }
 

@@ -122,6 +122,9 @@ pub struct Snapshot {
     pub extensions: ExtensionsReport,
     /// When the running turn started.
     pub turn_started_at: Option<String>,
+    /// The instruction files the model was given (`AGENTS.md` and the like), in the order it
+    /// read them: the latest context's, then those a tool found in folders below the cwd.
+    pub instructions: Vec<String>,
     /// When anything above last changed.
     pub updated_at: String,
 }

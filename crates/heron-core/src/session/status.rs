@@ -59,6 +59,7 @@ impl Board {
             inbox,
             extensions: Default::default(),
             turn_started_at: None,
+            instructions: Vec::new(),
             updated_at: now(),
         };
         Self {

@@ -11,6 +11,7 @@
 //! run as a batch (`batch`).
 
 mod batch;
+pub(crate) mod working;
 
 use std::sync::Arc;
 
@@ -138,16 +139,6 @@ pub(super) struct Turn {
     pub(super) unstored: Vec<(&'static str, Arc<str>)>,
 }
 
-const SYSTEM_PROMPT: &str = "You are Heron, a coding agent working in the user's project through tools. \
-Be direct. Prefer reading before editing. Keep changes minimal and explain what you did.";
-
-const PLAN_PROMPT: &str = "\n\nYou are in plan mode: do not change anything. Investigate with read-only tools, then \
-answer with a concise step-by-step plan.";
-
-const GOAL_PROMPT: &str = "\n\nYou are in goal mode: the user gave you an objective to reach. Work toward it step by \
-step; when you stop, you will be asked to continue. Once the objective is fully met and checked, or you are sure it \
-cannot be met, call `finish_goal`.";
-
 /// How a turn asks the model, fixed when it starts.
 pub(super) struct Asking {
     pub(super) system: String,
@@ -162,17 +153,18 @@ impl Asking {
     pub(super) fn of(settings: &Settings, append: Option<&str>) -> Asking {
         let read_only = settings.mode == Mode::Plan;
         let pursuing = settings.mode == Mode::Goal;
-        let mut system = SYSTEM_PROMPT.to_owned();
+        let mut system = super::working::SYSTEM_PROMPT.trim_end().to_owned();
         // Before the mode's text, so that a mode change leaves more of the prefix cached.
         if let Some(extra) = append.filter(|t| !t.trim().is_empty()) {
             system.push_str("\n\n");
             system.push_str(extra);
         }
-        if read_only {
-            system.push_str(PLAN_PROMPT);
-        }
-        if pursuing {
-            system.push_str(GOAL_PROMPT);
+        for (on, text) in [(read_only, super::working::PLAN_PROMPT), (pursuing, super::working::GOAL_PROMPT)]
+        {
+            if on {
+                system.push_str("\n\n");
+                system.push_str(text.trim_end());
+            }
         }
         let effort = settings.effort.level().map(str::to_owned);
         Asking { system, effort, read_only, pursuing }
@@ -288,6 +280,8 @@ impl Turn {
         if pursuing {
             self.adopt_goal(&prompt).await?;
         }
+        // What the model reads of its surroundings opens the prompt, when it is new or changed.
+        self.refresh_context().await?;
         let message_id = self.prompt_message_id.take().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let command = self.command.take();
         self.record_shown(Event::UserMessage { message_id, content: prompt, command }, self.echo_prompt)

@@ -92,7 +92,9 @@ impl Served {
                     let _ = done.send(());
                 }
                 TurnUpdate::MessageChunk { text: piece, .. } => streamed.push_str(&piece),
-                TurnUpdate::ThoughtChunk { text: piece, .. } => thought.push_str(&piece),
+                // A compaction's summary streams as its own chunks: it is reasoning the user sees.
+                TurnUpdate::ThoughtChunk { text: piece, .. }
+                | TurnUpdate::CompactionChunk { text: piece, .. } => thought.push_str(&piece),
                 TurnUpdate::Event(event) => events.push(event),
                 TurnUpdate::Usage(report) => usage.push(report),
                 _ => {}
@@ -108,7 +110,7 @@ impl Served {
 pub struct Ended {
     /// The agent's text, as streamed.
     pub text: String,
-    /// Its thoughts, as streamed.
+    /// Its thoughts and compaction summaries, as streamed.
     pub thought: String,
     /// The durable events the turn showed, in order.
     pub events: Vec<Event>,

@@ -24,6 +24,19 @@ pub fn text_of(message: &Value) -> String {
     }
 }
 
+/// What the user typed in `message`: what follows the working context Heron may open the
+/// message with (its last `</environment>` or `</project-instructions>`), which are not the
+/// user's words.
+pub fn prompt_of(message: &Value) -> String {
+    let text = text_of(message);
+    let end = ["</environment>", "</project-instructions>"]
+        .iter()
+        .filter_map(|tag| text.rfind(tag).map(|at| at + tag.len()))
+        .max()
+        .unwrap_or(0);
+    text[end..].to_owned()
+}
+
 /// Whether `request` asks for a summary.
 pub fn is_summary_request(request: &Seen) -> bool {
     request.messages().last().is_some_and(|m| m["role"] == "user" && text_of(m).contains(ASKS_FOR_SUMMARY))
@@ -57,7 +70,7 @@ pub fn start(limit: usize, bytes_per_token: Option<usize>) -> MockServer {
             return with_usage(vec![delta(json!({ "content": READ })), finish("stop")]);
         }
         // The file named after the prompt's last "read " (a summary before it may say "read" too).
-        let text = text_of(last);
+        let text = prompt_of(last);
         let Some(path) = text.rfind("read ").and_then(|at| text[at + 5..].split_whitespace().next()) else {
             return with_usage(vec![delta(json!({ "content": "Hello." })), finish("stop")]);
         };
@@ -100,7 +113,7 @@ pub fn start_reading_in_one_turn(limit: usize) -> MockServer {
             .iter()
             .filter(|m| m["role"] == "user")
             .filter_map(|m| {
-                text_of(m).rfind(READ_ALL_OF).map(|at| text_of(m)[at + READ_ALL_OF.len()..].to_owned())
+                prompt_of(m).rfind(READ_ALL_OF).map(|at| prompt_of(m)[at + READ_ALL_OF.len()..].to_owned())
             })
             .next_back();
         let Some(asked) = asked else {

@@ -48,6 +48,9 @@ pub enum Step {
     Error(String),
     /// Marks the turn as refused: its finish defaults to `refusal`.
     Refuse(bool),
+    /// Says, as streamed text, what working context the request gave the model: its
+    /// working directory and the instruction files it was given (`AGENTS.md` and the like).
+    Context(bool),
 }
 
 /// Streamed text: a string split into word-sized deltas, or the exact deltas (what a

@@ -120,10 +120,14 @@ impl Turn {
                 locations,
             })
             .await?;
-            prepared.push((call, tool, described, call_cancel, registered));
+            let touched: Vec<std::path::PathBuf> = match &described {
+                Ok(p) => p.locations.iter().map(|l| std::path::PathBuf::from(&l.path)).collect(),
+                Err(_) => Vec::new(),
+            };
+            prepared.push((call, tool, described, call_cancel, registered, touched));
         }
         let mut budget = crate::session::reply_calls::ResultBudget::new(self.limits.max_tool_result_bytes);
-        for (call, tool, described, call_cancel, registered) in prepared {
+        for (call, tool, described, call_cancel, registered, touched) in prepared {
             // The sink of the call that ran, to run what it left for after its result.
             let mut sink = None;
             let mut outcome = match (tool, described) {
@@ -162,6 +166,17 @@ impl Turn {
                 }
                 outcome.status = ToolStatus::Cancelled;
             }
+            // A folder below the cwd with instructions for agents: given with the first
+            // result that worked there.
+            let mut given = Vec::new();
+            if outcome.status == ToolStatus::Completed {
+                let (text, paths) = self.nested_instructions(touched).await;
+                outcome.for_model.push_str(&text);
+                if !paths.is_empty() {
+                    self.status.change(|s| s.instructions.extend(paths.iter().cloned()));
+                }
+                given = paths;
+            }
             budget.fit(&mut outcome);
             if let Some(entries) = outcome.plan.clone() {
                 self.record(Event::Plan { entries }).await?;
@@ -175,6 +190,7 @@ impl Turn {
                 output: outcome.output,
                 raw_output: outcome.raw_output,
                 for_model: outcome.for_model,
+                instructions: given,
             })
             .await?;
             if let Some(sink) = sink {

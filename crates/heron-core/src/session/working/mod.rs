@@ -1,0 +1,379 @@
+//! What the model knows when it starts: the system prompt (reviewed text beside this file),
+//! and the working context of each session: where it works, on what machine, on which day,
+//! in which git repository, under which approval setting and mode, what the editor does for
+//! it, and the project's instruction files (`instructions`).
+//!
+//! Prompt caching depends on each request repeating the one before it byte for byte, so
+//! the context never rewrites what was sent: it is stored as an event when a session's
+//! first turn starts ([`super::event::Event::Context`]), and again at a later turn's start
+//! only when something in it changed, read by the model as part of that turn's user
+//! message. Git facts are taken at turn starts, never in the middle of one.
+
+pub mod instructions;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use self::instructions::Instruction;
+use super::settings::{Mode, Posture};
+
+/// Heron's system prompt.
+pub const SYSTEM_PROMPT: &str = include_str!("prompts/system.md");
+/// Added in plan mode.
+pub const PLAN_PROMPT: &str = include_str!("prompts/plan.md");
+/// Added in goal mode.
+pub const GOAL_PROMPT: &str = include_str!("prompts/goal.md");
+/// What a compaction asks for; `{words}` is the summary's length.
+pub const COMPACTION_PROMPT: &str = include_str!("prompts/compaction.md");
+/// What the model is told of the instruction files, before them.
+const INSTRUCTIONS_PREAMBLE: &str = include_str!("prompts/instructions.md");
+
+/// The working context as the model was given it at a turn's start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkingContext {
+    /// The environment: one fact a line.
+    pub environment: String,
+    /// The instruction files that applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instructions: Vec<Instruction>,
+}
+
+/// What the environment says, gathered at a turn's start.
+#[derive(Debug, Clone)]
+pub struct Facts {
+    /// The session's cwd.
+    pub cwd: PathBuf,
+    /// Its additional directories.
+    pub additional: Vec<PathBuf>,
+    /// The day, `YYYY-MM-DD` (UTC).
+    pub date: String,
+    /// The repository the cwd is in, if any.
+    pub git: Option<Git>,
+    /// The approval setting.
+    pub posture: Posture,
+    /// The mode.
+    pub mode: Mode,
+    /// Whether commands run confined by the OS sandbox.
+    pub confined: bool,
+    /// Whether files are read and written through the editor, and commands run in its
+    /// terminal.
+    pub editor: (bool, bool, bool),
+}
+
+/// A git repository's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Git {
+    /// Its root.
+    pub root: PathBuf,
+    /// The branch checked out, or the commit when none is.
+    pub head: Option<String>,
+    /// Whether tracked files have changes not committed; `None` when Heron did not find out.
+    pub dirty: Option<bool>,
+}
+
+impl Facts {
+    /// The environment block, one fact a line, stable for the same facts.
+    pub fn environment(&self) -> String {
+        let mut lines = vec![format!("Working directory: {}", self.cwd.display())];
+        if !self.additional.is_empty() {
+            let dirs: Vec<String> = self.additional.iter().map(|d| d.display().to_string()).collect();
+            lines.push(format!("Additional directories (also writable): {}", dirs.join(", ")));
+        }
+        let shell =
+            std::env::var("SHELL").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "/bin/sh".to_owned());
+        lines.push(format!(
+            "Platform: {} ({}); commands run with {shell}",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        ));
+        lines.push(format!("Today's date: {}", self.date));
+        lines.push(match &self.git {
+            None => "Git: the working directory is not in a git repository".to_owned(),
+            Some(git) => {
+                let head = git.head.as_deref().map(|h| format!(", on {h}")).unwrap_or_default();
+                let state = match git.dirty {
+                    Some(true) => "; tracked files have uncommitted changes",
+                    Some(false) => "; no uncommitted changes to tracked files",
+                    None => "",
+                };
+                format!("Git: repository at {}{head}{state}", git.root.display())
+            }
+        });
+        lines.push(format!(
+            "Tool approval: {} ({}). Reading outside the working directories asks the user.",
+            self.posture.id(),
+            self.posture.description().to_lowercase()
+        ));
+        lines.push(format!("Mode: {}", self.mode.id()));
+        lines.push(if self.confined {
+            "Commands run in the OS sandbox: they write only in the working directories, the temp folder and \
+             tool caches, and cannot read Heron's home; the network is not restricted."
+                .to_owned()
+        } else {
+            "Commands run without the OS sandbox, with the user's own rights.".to_owned()
+        });
+        let (reads, writes, terminal) = self.editor;
+        let mut editor = Vec::new();
+        if reads || writes {
+            editor.push(
+                "files are read and written through the editor (what it shows, unsaved changes included)",
+            );
+        }
+        if terminal {
+            editor.push("commands run in the editor's terminal, where the user sees them");
+        }
+        if !editor.is_empty() {
+            lines.push(format!("Editor: {}.", editor.join("; ")));
+        }
+        lines.join("\n")
+    }
+}
+
+/// The text the model reads for `now`, given the context it was last given (`before`): the
+/// whole context the first time, and after that what changed.
+pub fn text(now: &WorkingContext, before: Option<&WorkingContext>) -> String {
+    let mut out = match before {
+        None => format!("<environment>\n{}\n</environment>", now.environment),
+        Some(_) => format!(
+            "The working context changed since you last read it:\n<environment>\n{}\n</environment>",
+            now.environment
+        ),
+    };
+    let changed = before.is_none_or(|before| before.instructions != now.instructions);
+    if changed && !now.instructions.is_empty() {
+        out.push_str("\n\n<project-instructions>\n");
+        out.push_str(INSTRUCTIONS_PREAMBLE.trim_end());
+        for file in &now.instructions {
+            out.push_str(&format!("\n\n## {}\n", file.path));
+            if let Some(note) = &file.note {
+                out.push_str(&format!("[{note}]\n"));
+            }
+            out.push_str(file.text.trim_end());
+        }
+        out.push_str("\n</project-instructions>");
+    } else if changed && before.is_some() {
+        out.push_str("\n\nNo project instruction file applies any more.");
+    }
+    out
+}
+
+/// What the model reads of the instruction files of `dir` it had not been given, found when
+/// a tool worked there: appended to that tool's result.
+pub fn nested_text(files: &[Instruction]) -> String {
+    let mut out = String::from(
+        "\n\n<project-instructions>\nThis folder has instructions for agents; they apply to work in it.",
+    );
+    for file in files {
+        out.push_str(&format!("\n\n## {}\n", file.path));
+        if let Some(note) = &file.note {
+            out.push_str(&format!("[{note}]\n"));
+        }
+        out.push_str(file.text.trim_end());
+    }
+    out.push_str("\n</project-instructions>");
+    out
+}
+
+/// The day as `YYYY-MM-DD`, UTC.
+pub fn today() -> String {
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    now.get(..10).unwrap_or(&now).to_owned()
+}
+
+/// How long finding out whether the tree is dirty may take.
+const GIT_WAIT: Duration = Duration::from_secs(2);
+
+/// The repository at or above `cwd`, with its branch and whether its tracked files changed.
+/// Blocks (reads a few files, may run `git status`).
+pub fn git(cwd: &Path) -> Option<Git> {
+    let root = instructions::repository_root(cwd)?;
+    let git_dir = git_dir(&root);
+    let head = git_dir.as_deref().and_then(head);
+    let dirty = git_dir.as_deref().and_then(|dir| dirty(&root, dir));
+    Some(Git { root, head, dirty })
+}
+
+/// The git directory of a working tree: `.git`, or where a `.git` file points.
+fn git_dir(root: &Path) -> Option<PathBuf> {
+    let dot = root.join(".git");
+    if dot.is_dir() {
+        return Some(dot);
+    }
+    let text = std::fs::read_to_string(&dot).ok()?;
+    let target = text.strip_prefix("gitdir:")?.trim();
+    Some(root.join(target))
+}
+
+/// The branch `HEAD` names, or the short commit it holds.
+fn head(git_dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let text = text.trim();
+    match text.strip_prefix("ref:") {
+        Some(reference) => Some(reference.trim().trim_start_matches("refs/heads/").to_owned()),
+        None => text.get(..12).map(|commit| format!("commit {commit} (no branch)")),
+    }
+}
+
+/// Whether tracked files differ from the last commit, by `git status`; `None` when git is
+/// missing, slow, or the repository's own configuration could make it run a command the
+/// repository chose (a filter, a file-system monitor, an include): the repository's files are
+/// not trusted, and Heron runs nothing of theirs on its own.
+fn dirty(root: &Path, git_dir: &Path) -> Option<bool> {
+    let config = std::fs::read_to_string(git_dir.join("config")).unwrap_or_default().to_ascii_lowercase();
+    if ["[filter", "fsmonitor", "[include", "[includeif"].iter().any(|risky| config.contains(risky)) {
+        return None;
+    }
+    let mut child = std::process::Command::new("git")
+        .args([
+            "--no-optional-locks",
+            "-c",
+            "core.fsmonitor=false",
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--ignore-submodules=all",
+        ])
+        .current_dir(root)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        // The user's own git configuration is theirs to trust; the system's is not read.
+        .env("HOME", std::env::var_os("HOME").unwrap_or_default())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("LC_ALL", "C")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut first = [0u8; 1];
+        let found = std::io::Read::read(&mut stdout, &mut first).map(|n| n > 0);
+        // Drain, so git is not stopped by a full pipe before it exits.
+        let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+        found
+    });
+    let started = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return reader.join().ok()?.ok(),
+            Ok(Some(_)) | Err(_) => return None,
+            Ok(None) if started.elapsed() > GIT_WAIT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(dir: &Path, args: &[&str]) {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .status()
+            .expect("git runs");
+        assert!(status.success(), "git {args:?}");
+    }
+
+    #[test]
+    fn git_facts_of_a_repository_a_subfolder_of_one_and_a_plain_folder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        let (repo, plain) = (root.join("repo"), root.join("plain"));
+        std::fs::create_dir_all(repo.join("sub")).expect("repo");
+        std::fs::create_dir_all(&plain).expect("plain");
+        run(&repo, &["init", "-q", "-b", "trunk"]);
+        std::fs::write(repo.join("sub/a.txt"), "one\n").expect("file");
+        run(&repo, &["add", "."]);
+        run(&repo, &["commit", "-q", "-m", "first"]);
+        let clean = git(&repo.join("sub")).expect("a repository from its subfolder");
+        assert_eq!(clean, Git { root: repo.clone(), head: Some("trunk".into()), dirty: Some(false) });
+        std::fs::write(repo.join("sub/a.txt"), "two\n").expect("change");
+        assert_eq!(git(&repo).and_then(|g| g.dirty), Some(true));
+        assert_eq!(git(&plain), None);
+    }
+
+    #[test]
+    fn a_repository_whose_config_runs_commands_is_not_asked_whether_it_is_dirty() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().canonicalize().expect("canonical");
+        run(&repo, &["init", "-q", "-b", "main"]);
+        let config = repo.join(".git/config");
+        let mut text = std::fs::read_to_string(&config).expect("config");
+        text.push_str("[filter \"evil\"]\n\tclean = touch pwned\n");
+        std::fs::write(&config, text).expect("config");
+        let facts = git(&repo).expect("a repository");
+        assert_eq!((facts.head.as_deref(), facts.dirty), (Some("main"), None));
+        assert!(!repo.join("pwned").exists());
+    }
+
+    fn facts(git: Option<Git>) -> Facts {
+        Facts {
+            cwd: PathBuf::from("/work/app"),
+            additional: vec![PathBuf::from("/work/shared")],
+            date: "2026-12-05".into(),
+            git,
+            posture: Posture::Ask,
+            mode: Mode::Normal,
+            confined: true,
+            editor: (true, true, false),
+        }
+    }
+
+    #[test]
+    fn the_environment_is_one_fact_a_line_and_the_same_for_the_same_facts() {
+        let git = Git { root: "/work".into(), head: Some("main".into()), dirty: Some(true) };
+        let text = facts(Some(git.clone())).environment();
+        assert_eq!(text, facts(Some(git)).environment());
+        for line in [
+            "Working directory: /work/app",
+            "Additional directories (also writable): /work/shared",
+            "Today's date: 2026-12-05",
+            "Git: repository at /work, on main; tracked files have uncommitted changes",
+            "Tool approval: ask (reads run; edits and commands ask first).",
+            "Mode: normal",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+        assert!(facts(None).environment().contains("Git: the working directory is not in a git repository"));
+    }
+
+    #[test]
+    fn the_context_is_given_whole_once_then_what_changed() {
+        let file = |text: &str| Instruction { path: "/work/AGENTS.md".into(), text: text.into(), note: None };
+        let first = WorkingContext {
+            environment: "Working directory: /work".into(),
+            instructions: vec![file("Use tabs.")],
+        };
+        let whole = text(&first, None);
+        assert!(whole.starts_with("<environment>\nWorking directory: /work\n</environment>"), "{whole}");
+        assert!(
+            whole.contains("<project-instructions>") && whole.contains("## /work/AGENTS.md\nUse tabs."),
+            "{whole}"
+        );
+        let moved =
+            WorkingContext { environment: "Working directory: /work\nGit: on next".into(), ..first.clone() };
+        let changed = text(&moved, Some(&first));
+        assert!(changed.starts_with("The working context changed"), "{changed}");
+        assert!(
+            !changed.contains("<project-instructions>"),
+            "unchanged instructions are not sent again: {changed}"
+        );
+        let edited = WorkingContext { instructions: vec![file("Use spaces.")], ..first.clone() };
+        assert!(text(&edited, Some(&first)).contains("Use spaces."));
+        let gone = WorkingContext { instructions: Vec::new(), ..first.clone() };
+        assert!(text(&gone, Some(&first)).contains("No project instruction file applies any more."));
+    }
+}
