@@ -21,6 +21,9 @@ use heron_core::llm::{
 use libfuzzer_sys::fuzz_target;
 use tokio_util::sync::CancellationToken;
 
+/// What a `context` step says of a request with no working context.
+const NO_CONTEXT: &str = "I was given no working context. Instruction files I was given: none. ";
+
 /// Turns played per input, so a script of a thousand `{}` lines stays cheap.
 const MAX_TURNS: usize = 8;
 
@@ -91,6 +94,14 @@ fn expected(index: usize, turn: &Turn) -> Expected {
                 return out;
             }
             Step::Refuse(refuse) => refused |= refuse,
+            Step::Context(false) => {}
+            Step::Context(true) => {
+                // The fuzz's requests carry no working context and no instruction files.
+                let said = Deltas::Words(NO_CONTEXT.to_owned());
+                out.text.push_str(NO_CONTEXT);
+                let pieces = said.pieces().into_iter();
+                out.events.extend(pieces.map(|text| ModelEvent::TextDelta { text: text.to_owned() }));
+            }
         }
     }
     let reason = turn.finish.unwrap_or(if refused {
