@@ -155,8 +155,10 @@ fn what_a_command_keeps_under_home_or_tmpdir_stays_in_the_sandbox() {
 
 #[test]
 fn the_agent_under_test_runs_sandboxed_and_cannot_write_outside_the_scenario() {
-    if let heron_core::sandbox::Support::Unavailable { reason } = heron_core::sandbox::support() {
-        eprintln!("SKIPPED: Landlock is not available here, so the agent runs unconfined: {reason}");
+    if let Err(reason) = &heron_core::sandbox::support().landlock {
+        crate::support::clients::skip_wall(format!(
+            "Landlock is not available here, so the agent may write anywhere: {reason}"
+        ));
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -181,20 +183,27 @@ fn the_agent_under_test_runs_sandboxed_and_cannot_write_outside_the_scenario() {
 
 /// A transcript that runs commands (with `bypassPermissions`) cannot read the user's files
 /// or send anything out: the agent it starts, and so its commands, read only the system
-/// folders, their own program and the scenario, and may neither connect nor bind TCP. The
-/// scenario expects both commands to fail, so it passes only when both were refused.
+/// folders, their own program and the scenario, and reach no network but a loopback of
+/// their own (TCP is refused by Landlock too; UDP, which Landlock does not cover, finds no
+/// one listening). The scenario expects the three commands to fail, so it passes only when
+/// each was refused, and nothing reaches the servers listening on the machine's loopback.
 #[test]
 fn a_transcripts_commands_can_neither_read_the_users_files_nor_reach_the_network() {
-    match heron_core::sandbox::support() {
-        heron_core::sandbox::Support::Unavailable { reason } => {
-            eprintln!("SKIPPED: Landlock is not available here, so the agent runs unconfined: {reason}");
+    let support = heron_core::sandbox::support();
+    match &support.landlock {
+        Err(reason) => {
+            crate::support::clients::skip_wall(format!(
+                "Landlock is not available here, so the agent reads anything: {reason}"
+            ));
             return;
         }
-        heron_core::sandbox::Support::Available { abi, .. } if *abi < 4 => {
-            eprintln!("SKIPPED: Landlock ABI {abi} cannot refuse TCP (needs 4, Linux 6.7)");
+        Ok(abi) if *abi < 4 && !support.walls.network_namespace => {
+            crate::support::clients::skip_wall(format!(
+                "no network namespace, and Landlock ABI {abi} cannot refuse TCP (needs 4)"
+            ));
             return;
         }
-        heron_core::sandbox::Support::Available { .. } => {}
+        Ok(_) => {}
     }
     if !Path::new("/bin/bash").exists() {
         eprintln!("SKIPPED: no /bin/bash to open a TCP connection with");
@@ -206,13 +215,18 @@ fn a_transcripts_commands_can_neither_read_the_users_files_nor_reach_the_network
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local server");
     listener.set_nonblocking(true).expect("nonblocking");
     let port = listener.local_addr().expect("address").port();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("a local UDP server");
+    udp.set_read_timeout(Some(std::time::Duration::from_millis(300))).expect("timeout");
+    let udp_port = udp.local_addr().expect("address").port();
     let read = format!("cat '{}'", secret.display());
     let send = format!("bash -c 'echo exfiltrated > /dev/tcp/127.0.0.1/{port}'");
+    // Sending a datagram succeeds wherever a loopback is up; what tells is whether it arrives.
+    let datagram = format!("bash -c 'echo exfiltrated > /dev/udp/127.0.0.1/{udp_port}'; exit 1");
     let call = |command: &str| serde_json::json!({"tool_call": {"name": "run_command", "arguments": {"command": command}}});
     let header = serde_json::json!({
         "scenario": "A shared transcript whose commands read a file of the user's and send it out.",
         "args": ["--model", "script/m", "--permission-mode", "bypassPermissions"],
-        "script": [{"steps": [call(&read), call(&send)]}, {"steps": [{"text": "Done."}]}],
+        "script": [{"steps": [call(&read), call(&send), call(&datagram)]}, {"steps": [{"text": "Done."}]}],
         "timeout_ms": 20000,
     });
     let failed = |id: &str| {
@@ -224,7 +238,7 @@ fn a_transcripts_commands_can_neither_read_the_users_files_nor_reach_the_network
         "{header}\n{HANDSHAKE}{}\n{}\n{}",
         r#"{"send": {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "$WS", "mcpServers": []}}}"#,
         r#"{"expect": {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "$sid", "...": "..."}}}"#,
-        prompt_turn(&format!("{}\n{}\n", failed("call_0_0"), failed("call_0_1"))),
+        prompt_turn(&format!("{}\n{}\n{}\n", failed("call_0_0"), failed("call_0_1"), failed("call_0_2"))),
     );
     let path = transcript(dir.path(), &text);
 
@@ -239,5 +253,8 @@ fn a_transcripts_commands_can_neither_read_the_users_files_nor_reach_the_network
         received.push_str("(a connection)");
     }
     assert!(received.is_empty(), "the transcript reached the local server: {received}");
+    let mut datagram = [0u8; 64];
+    let arrived = udp.recv(&mut datagram);
+    assert!(arrived.is_err(), "a datagram reached the machine's loopback: {arrived:?}");
     outcome.result.unwrap_or_else(|failure| panic!("both commands were refused:\n{failure}"));
 }

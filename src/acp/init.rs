@@ -102,15 +102,22 @@ pub(super) fn initialize<O: Outgoing>(
     })
 }
 
-/// `_meta.heron` of the answer: what the OS sandbox of commands and MCP servers can do here,
-/// so a client can tell its user when they run unconfined.
+/// `_meta.heron` of the answer: which walls of the OS sandbox stand here around the
+/// commands run on the model's behalf, so a client can tell its user what is missing.
+/// `supported` and `abi` are Landlock's; `walls` names each of the others.
 pub(super) fn meta(support: &Support) -> Map<String, Value> {
-    let sandbox = match support {
-        Support::Available { abi, hides_home } => {
-            json!({ "supported": true, "abi": abi, "hidesHome": hides_home })
-        }
-        Support::Unavailable { reason } => json!({ "supported": false, "reason": reason }),
+    let mut sandbox = match &support.landlock {
+        Ok(abi) => json!({ "supported": true, "abi": abi }),
+        Err(reason) => json!({ "supported": false, "reason": reason }),
     };
+    sandbox["hidesHome"] = json!(support.walls.mount_namespace);
+    let walls: Map<String, Value> =
+        support.walls.listed().iter().map(|(name, stands, _)| ((*name).to_owned(), json!(stands))).collect();
+    sandbox["walls"] = Value::Object(walls);
+    sandbox["missing"] = json!(support.missing());
+    if support.inside {
+        sandbox["inside"] = json!(true);
+    }
     Map::from_iter([("heron".to_owned(), json!({ "sandbox": sandbox }))])
 }
 
@@ -177,16 +184,32 @@ mod tests {
     }
 
     #[test]
-    fn the_sandbox_report_is_small_and_says_why_when_missing() {
-        let available = meta(&Support::Available { abi: 7, hides_home: true });
+    fn the_sandbox_report_names_each_wall_and_says_why_landlock_is_missing() {
+        let all = heron_core::sandbox::Walls {
+            no_capabilities: true,
+            seccomp: true,
+            user_namespace: false,
+            mount_namespace: true,
+            pid_namespace: true,
+            private_proc: true,
+            network_namespace: true,
+        };
+        let available = meta(&Support { landlock: Ok(7), walls: all, inside: false });
         assert_eq!(
             Value::Object(available),
-            json!({"heron": {"sandbox": {"supported": true, "abi": 7, "hidesHome": true}}})
+            json!({"heron": {"sandbox": {
+                "supported": true, "abi": 7, "hidesHome": true,
+                "walls": {"capabilities": true, "seccomp": true, "pidNamespace": true, "privateProc": true,
+                          "mountNamespace": true, "networkNamespace": true},
+                "missing": [],
+            }}})
         );
-        let missing = meta(&Support::Unavailable { reason: "no Landlock".to_owned() });
+        let bare = heron_core::sandbox::Walls { pid_namespace: false, private_proc: false, ..all };
+        let missing = meta(&Support { landlock: Err("no Landlock".to_owned()), walls: bare, inside: false });
+        assert_eq!(missing["heron"]["sandbox"]["reason"], "no Landlock");
         assert_eq!(
-            Value::Object(missing),
-            json!({"heron": {"sandbox": {"supported": false, "reason": "no Landlock"}}})
+            missing["heron"]["sandbox"]["missing"],
+            json!(["landlock", "pidNamespace", "privateProc"])
         );
     }
 }

@@ -144,19 +144,28 @@ pub async fn turn_started<O: Outgoing>(inner: &Inner<O>, session_id: &str, start
     }
 }
 
-/// The notice a session opened here gets when its commands and MCP servers cannot be
-/// confined although `sandbox = "on"` asks for it: the user chose a sandbox and has none.
+/// The notice a session opened here gets when walls of the sandbox around its commands do
+/// not stand on this machine although `sandbox = "on"` asks for them: the user chose a
+/// sandbox and must know what of it they have. (The network namespace is for conformance
+/// runs, whose sessions have network anyway.)
 pub fn unconfined(sandbox_on: bool, support: &Support) -> Option<Notice> {
-    match support {
-        Support::Unavailable { reason } if sandbox_on => Some(Notice {
-            severity: NoticeSeverity::Warning,
-            title: "Commands and MCP servers run without the OS sandbox on this machine".to_owned(),
-            description: Some(format!(
-                "{reason}. They run with Heron's own rights; the approval setting still decides what runs."
-            )),
-        }),
-        _ => None,
+    let missing: Vec<&str> =
+        support.missing().into_iter().filter(|wall| *wall != "networkNamespace").collect();
+    if !sandbox_on || missing.is_empty() {
+        return None;
     }
+    let mut description = format!(
+        "Missing: {}. `heron doctor` says what each would stop; the approval setting still decides what runs.",
+        missing.join(", ")
+    );
+    if let Err(reason) = &support.landlock {
+        description = format!("{reason}. {description}");
+    }
+    Some(Notice {
+        severity: NoticeSeverity::Warning,
+        title: "Commands run with fewer walls of the OS sandbox on this machine".to_owned(),
+        description: Some(description),
+    })
 }
 
 /// Tells the user of a session just opened that its commands run unconfined, when they do
@@ -293,13 +302,31 @@ mod tests {
     }
 
     #[test]
-    fn commands_without_the_sandbox_they_were_configured_with_are_a_warning() {
-        let missing = Support::Unavailable { reason: "this kernel has no Landlock".to_owned() };
+    fn commands_without_the_walls_they_were_configured_with_are_a_warning() {
+        let all = heron_core::sandbox::Walls {
+            no_capabilities: true,
+            seccomp: true,
+            user_namespace: true,
+            mount_namespace: true,
+            pid_namespace: true,
+            private_proc: true,
+            network_namespace: false,
+        };
+        let bare = heron_core::sandbox::Walls { pid_namespace: false, private_proc: false, ..all };
+        let missing =
+            Support { landlock: Err("this kernel has no Landlock".to_owned()), walls: bare, inside: false };
         let notice = unconfined(true, &missing).expect("a notice");
         assert_eq!(notice.severity, NoticeSeverity::Warning);
-        assert!(notice.description.is_some_and(|d| d.starts_with("this kernel has no Landlock.")));
+        let description = notice.description.expect("says what");
+        assert!(description.starts_with("this kernel has no Landlock."), "{description}");
+        assert!(description.contains("Missing: landlock, pidNamespace, privateProc."), "{description}");
         assert_eq!(unconfined(false, &missing), None, "sandbox = \"off\" is the user's own choice");
-        assert_eq!(unconfined(true, &Support::Available { abi: 6, hides_home: false }), None);
+        let standing = Support { landlock: Ok(6), walls: all, inside: false };
+        assert_eq!(
+            unconfined(true, &standing),
+            None,
+            "a missing network namespace is for conformance runs only"
+        );
     }
 
     #[test]

@@ -289,18 +289,40 @@ fn check_sandbox(config: Option<&Config>, report: &mut Report) {
             .push(Level::Warn, "sandbox: off in config.toml; commands and MCP servers run with your rights");
         return;
     }
-    match heron_core::sandbox::support() {
-        Support::Available { abi, hides_home: true } => report.push(
+    sandbox_walls(heron_core::sandbox::support(), report);
+}
+
+/// One line per wall of the sandbox around the model's commands: standing, or missing and
+/// what that leaves open.
+fn sandbox_walls(support: &Support, report: &mut Report) {
+    match &support.landlock {
+        Ok(abi) => report.push(
             Level::Ok,
-            format!("sandbox: Landlock ABI {abi}, and a private mount namespace hides HERON_HOME"),
+            format!("sandbox: Landlock ABI {abi}: writes only in the roots, HERON_HOME hidden"),
         ),
-        Support::Available { abi, hides_home: false } => {
-            report.push(Level::Ok, format!("sandbox: Landlock ABI {abi}"))
-        }
-        Support::Unavailable { reason } => report.push(
+        Err(reason) => report.push(
             Level::Warn,
-            format!("sandbox: unavailable, commands and MCP servers run unconfined: {reason}"),
+            format!("sandbox: no Landlock ({reason}): commands may write wherever your user may"),
         ),
+    }
+    for (name, stands, what) in support.walls.listed() {
+        if stands {
+            report.push(Level::Ok, format!("sandbox: {name}: {what}"));
+        } else {
+            report.push(
+                Level::Warn,
+                format!("sandbox: {name} missing on this machine ({what}: does not hold)"),
+            );
+        }
+    }
+    if support.inside {
+        report.push(
+            Level::Ok,
+            "sandbox: Heron runs inside a sandbox of Heron's, whose walls its commands keep",
+        );
+    }
+    if support.walls.user_namespace {
+        report.push(Level::Ok, "sandbox: the namespaces are made in a user namespace of each command's own");
     }
 }
 

@@ -5,11 +5,8 @@
 //! Files: regular files only, opened one component at a time without following a symlink,
 //! read within a cap, written atomically; paths must already be resolved and checked
 //! against the roots (`tools::roots`). Processes: each output stream redacted as it
-//! arrives into a sink that bounds it, signals named, and (on Linux) the keeper that ends
-//! whatever leaves a command's process group. Start the command in the OS sandbox first
-//! (`sandbox::confine`).
+//! arrives into a sink that bounds it, and signals named. Start a command in the OS sandbox
+//! with `sandbox::confine_kept`, whose keeper ends whatever leaves its process group.
 
 pub use crate::tools::fsio::{FileError, Replaced, read_capped, write_atomic};
-#[cfg(target_os = "linux")]
-pub use crate::tools::keeper::install as install_keeper;
 pub use crate::tools::streams::{OutputSink, collect_redacted, signal_name};

@@ -256,8 +256,11 @@ async fn first_tool_result(harness: &Harness) -> (ToolStatus, String) {
 
 #[tokio::test]
 async fn no_posture_lets_a_command_read_the_home_only_the_config_can() {
-    if !heron_core::sandbox::support().is_available() {
-        eprintln!("SKIPPED: the sandbox is unavailable here: {:?}", heron_core::sandbox::support());
+    if !heron_core::sandbox::support().has_landlock() {
+        crate::support::clients::skip_wall(format!(
+            "the sandbox is unavailable here: {:?}",
+            heron_core::sandbox::support()
+        ));
         return;
     }
     // The workspace and the home are siblings: the command reads the key file by path.

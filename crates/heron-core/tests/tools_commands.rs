@@ -5,38 +5,37 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::{Dirs, FakeEditor, Script, call, pid_in, wait_until_dead};
+use crate::support::{Dirs, FakeEditor, Script, call, wait_until_none_runs};
 use heron_core::tools::Tool;
 use heron_core::tools::run_command::RunCommand;
 use heron_core::types::{ToolKind, ToolOutput, ToolStatus};
 use serde_json::json;
 
-/// Live (not zombie) processes whose process group is `group`, from /proc.
-fn live_members(group: i32) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        // After the `(comm)` field: state, ppid, pgrp.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
-        let fields: Vec<&str> = rest.split(' ').collect();
-        if fields.len() > 2 && fields[0] != "Z" && fields[2].parse() == Ok(group) {
-            found.push(pid);
+/// A marker for the processes of one test, put in their command lines (`sleep 30.NNNN`):
+/// a command in its own pid namespace reports pids and groups that mean nothing here.
+fn marker() -> String {
+    let n = uuid::Uuid::new_v4().as_u128() % 1_000_000;
+    format!("30.{n:06}")
+}
+
+/// Waits up to 5 s for a process with `marker` in its command line to run.
+async fn wait_until_runs(marker: &str) {
+    for _ in 0..250 {
+        let found = std::fs::read_dir("/proc").expect("/proc").flatten().any(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|line| String::from_utf8_lossy(&line).contains(marker))
+        });
+        if found {
+            return;
         }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    found
+    panic!("nothing with {marker} ever ran");
 }
 
-fn wait_until_group_gone(group: i32) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !live_members(group).is_empty() {
-        assert!(Instant::now() < deadline, "processes left in group {group}: {:?}", live_members(group));
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-async fn group_of(dirs: &Dirs) -> i32 {
-    pid_in(dirs, "pgid").await
+/// A command that starts a background job and a foreground one, both marked.
+fn two_sleeps(marker: &str, then: &str) -> String {
+    format!("sleep {marker} & {then}")
 }
 
 #[tokio::test]
@@ -86,12 +85,13 @@ async fn local_output_is_capped_with_a_marker() {
 async fn local_timeout_kills_the_whole_group() {
     let dirs = Dirs::new();
     let started = Instant::now();
-    let args = json!({"command": "read -r _ _ _ _ g _ < /proc/$$/stat; echo $g > pgid; sleep 30 & sleep 30", "timeout_ms": 500});
+    let marker = marker();
+    let args = json!({"command": two_sleeps(&marker, &format!("sleep {marker}")), "timeout_ms": 500});
     let outcome = call(&RunCommand, &dirs.env(), args).await;
     assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
     assert_eq!(outcome.status, ToolStatus::Failed);
     assert!(outcome.for_model.starts_with("Timed out after 500 ms"), "{}", outcome.for_model);
-    wait_until_group_gone(group_of(&dirs).await);
+    wait_until_none_runs(&marker, "a job of a command that timed out");
 }
 
 #[tokio::test]
@@ -99,71 +99,60 @@ async fn local_cancel_kills_the_whole_group() {
     let dirs = Dirs::new();
     let env = dirs.env();
     let cancel = env.cancel.clone();
-    let run = tokio::spawn(async move {
-        call(
-            &RunCommand,
-            &env,
-            json!({"command": "read -r _ _ _ _ g _ < /proc/$$/stat; echo $g > pgid; sleep 30 & sleep 30"}),
-        )
-        .await
-    });
-    let group = group_of(&dirs).await;
-    assert!(!live_members(group).is_empty(), "the group should be running");
+    let marker = marker();
+    let command = two_sleeps(&marker, &format!("sleep {marker}"));
+    let run = tokio::spawn(async move { call(&RunCommand, &env, json!({ "command": command })).await });
+    wait_until_runs(&marker).await;
     cancel.cancel();
     let outcome =
         tokio::time::timeout(Duration::from_secs(5), run).await.expect("ends on cancel").expect("task");
     assert_eq!(outcome.raw_output, Some(json!({"cancelled": true})));
-    wait_until_group_gone(group);
+    wait_until_none_runs(&marker, "a job of a cancelled command");
 }
 
 #[tokio::test]
 async fn local_dropped_call_kills_the_whole_group() {
     let dirs = Dirs::new();
     let env = dirs.env();
-    let run = tokio::spawn(async move {
-        call(
-            &RunCommand,
-            &env,
-            json!({"command": "read -r _ _ _ _ g _ < /proc/$$/stat; echo $g > pgid; sleep 30 & sleep 30"}),
-        )
-        .await
-    });
-    let group = group_of(&dirs).await;
-    assert!(!live_members(group).is_empty(), "the group should be running");
+    let marker = marker();
+    let command = two_sleeps(&marker, &format!("sleep {marker}"));
+    let run = tokio::spawn(async move { call(&RunCommand, &env, json!({ "command": command })).await });
+    wait_until_runs(&marker).await;
     run.abort();
     let _ = run.await;
-    wait_until_group_gone(group);
+    wait_until_none_runs(&marker, "a job of a dropped call");
 }
 
 #[tokio::test]
 async fn local_background_jobs_do_not_outlive_a_finished_command() {
     let dirs = Dirs::new();
-    let outcome = call(
-        &RunCommand,
-        &dirs.env(),
-        json!({"command": "read -r _ _ _ _ g _ < /proc/$$/stat; echo $g > pgid; sleep 30 & echo done"}),
-    )
-    .await;
+    let marker = marker();
+    let outcome =
+        call(&RunCommand, &dirs.env(), json!({ "command": two_sleeps(&marker, "sleep 0.2; echo done") }))
+            .await;
     assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model);
-    wait_until_group_gone(group_of(&dirs).await);
+    wait_until_none_runs(&marker, "a background job of a finished command");
 }
 
 /// A process that leaves the command's group (`setsid`, or a double fork that detaches) is
 /// still ended with the command: when it finishes, when it times out, and when it fails.
 #[tokio::test]
 async fn a_process_that_leaves_the_group_does_not_outlive_the_command() {
-    let escape = "setsid sleep 300 >/dev/null 2>&1 </dev/null & echo $! > escaped; \
-                  (setsid sh -c 'sleep 301 & echo $! > detached; wait' >/dev/null 2>&1 </dev/null &)";
-    for (ending, args) in [
-        ("finished", json!({ "command": format!("{escape}; sleep 0.2; echo done") })),
-        ("timed out", json!({ "command": format!("{escape}; sleep 30"), "timeout_ms": 700 })),
-        ("failed", json!({ "command": format!("{escape}; sleep 0.2; exit 4") })),
-    ] {
+    for ending in ["finished", "timed out", "failed"] {
+        let (escaped, detached) = (marker(), marker());
+        let escape = format!(
+            "setsid sleep {escaped} >/dev/null 2>&1 </dev/null & \
+             (setsid sh -c 'sleep {detached} & wait' >/dev/null 2>&1 </dev/null &)"
+        );
+        let args = match ending {
+            "finished" => json!({ "command": format!("{escape}; sleep 0.2; echo done") }),
+            "timed out" => json!({ "command": format!("{escape}; sleep 30"), "timeout_ms": 700 }),
+            _ => json!({ "command": format!("{escape}; sleep 0.2; exit 4") }),
+        };
         let dirs = Dirs::new();
         let outcome = call(&RunCommand, &dirs.env(), args).await;
-        let (escaped, detached) = (pid_in(&dirs, "escaped").await, pid_in(&dirs, "detached").await);
-        wait_until_dead(escaped, &format!("a setsid process of a command that {ending}"));
-        wait_until_dead(detached, &format!("a detached grandchild of a command that {ending}"));
+        wait_until_none_runs(&escaped, &format!("a setsid process of a command that {ending}"));
+        wait_until_none_runs(&detached, &format!("a detached grandchild of a command that {ending}"));
         match ending {
             "finished" => assert_eq!(outcome.status, ToolStatus::Completed, "{}", outcome.for_model),
             "timed out" => assert!(outcome.for_model.starts_with("Timed out"), "{}", outcome.for_model),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::{Dirs, text_of};
+use crate::support::{Dirs, text_of, wait_until_none_runs};
 use heron_core::secret::Secret;
 use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec};
 use heron_core::tools::{Tool, ToolEnv};
@@ -168,18 +168,18 @@ async fn two_servers_with_one_name_get_distinct_tool_names() {
 #[tokio::test]
 async fn shutting_down_stops_the_server_and_what_it_spawned() {
     let dirs = Dirs::new();
-    let hub = started(vec![server("fake", &[])], &dirs).await;
-    let spawned = run(&tool(&hub, "mcp__fake__spawn"), json!({}), &dirs.env()).await;
-    let pids: Value = serde_json::from_str(&spawned.for_model).expect("pids");
-    let pids = [pids["server"].as_i64().expect("pid"), pids["grandchild"].as_i64().expect("pid")];
-    hub.shutdown().await;
-    let alive =
-        |pid: i64| std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    // The server and its grandchild carry the marker in their command lines: the pids they
+    // report are their pid namespace's where they have one.
+    let marker = format!("heron-mcp-marker-{}", uuid::Uuid::new_v4().simple());
+    let mut spec = server("fake", &[("HERON_TEST_MARKER", &marker)]);
+    if let TransportSpec::Stdio { args, .. } = &mut spec.transport {
+        args.push(marker.clone());
     }
-    assert!(!pids.iter().any(|p| alive(*p)), "still running: {pids:?}");
+    let hub = started(vec![spec], &dirs).await;
+    let spawned = run(&tool(&hub, "mcp__fake__spawn"), json!({}), &dirs.env()).await;
+    assert!(spawned.for_model.contains("grandchild"), "{}", spawned.for_model);
+    hub.shutdown().await;
+    wait_until_none_runs(&marker, "the MCP server or its grandchild");
     assert!(hub.tools().is_empty());
     assert!(matches!(hub.statuses()[0].state, ServerState::Failed(_)));
 }

@@ -4,7 +4,7 @@
 //! output redacted and kept within `outputByteLimit`. Invariants: no terminal outlives its
 //! release or `heron run` (its group is killed on `terminal/kill`, on release, when the
 //! command's leader exits, and at shutdown, and its keeper then ends what left the group:
-//! `heron_core::local::install_keeper`); memory is bounded by the number of terminals
+//! `heron_core::sandbox::confine_kept`); memory is bounded by the number of terminals
 //! times their output cap; an unknown terminal id is -32002.
 
 use std::collections::{HashMap, VecDeque};
@@ -211,11 +211,9 @@ impl Terminals {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        sandbox::confine(&mut command, &self.sandbox).await.map_err(|e| RpcError::internal(&e))?;
         // What leaves the group (`setsid`) is ended by the command's keeper, which only the
         // group's end reaches: so the child itself is never killed from here.
-        #[cfg(target_os = "linux")]
-        heron_core::local::install_keeper(&mut command);
+        sandbox::confine_kept(&mut command, &self.sandbox).await.map_err(|e| RpcError::internal(&e))?;
         let spawned = command.spawn();
         // The command holds the sandbox's ruleset descriptor: closed here, once the child has it.
         drop(command);

@@ -95,10 +95,15 @@ impl std::fmt::Display for Invalid {
 pub struct Config {
     /// `provider/model` used when a session does not choose one.
     pub default_model: Option<String>,
-    /// Whether commands and MCP servers run in the OS sandbox (`"on"`, the default, or
+    /// Whether the model's commands run in the OS sandbox (`"on"`, the default, or
     /// `"off"`). Postures never change it: this is the only way out.
     #[serde(default)]
     pub sandbox: SandboxSetting,
+    /// Whether MCP servers run in the OS sandbox too. Off by default: they are the user's
+    /// own programs and run as the user (with the keys withheld); with `sandbox = "off"`
+    /// they are never confined.
+    #[serde(default)]
+    pub sandbox_mcp: bool,
     /// More paths sandboxed commands may write, `~` expanded; when absent, the tool caches
     /// of [`DEFAULT_SANDBOX_WRITABLE`]. None may lie inside `HERON_HOME`.
     pub sandbox_writable: Option<Vec<String>>,

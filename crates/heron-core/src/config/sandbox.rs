@@ -1,5 +1,6 @@
-//! What `config.toml` says about the OS sandbox of commands and MCP servers: whether it is
-//! on, and the paths they may write besides the session's roots. Invariant: no configured
+//! What `config.toml` says about the OS sandbox of the model's commands (and of MCP servers,
+//! with `sandbox_mcp`): whether it is on, and the paths they may write besides the
+//! session's roots. Invariant: no configured
 //! writable path lies inside Heron's home, as written or through a link (checked at load).
 
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use super::Config;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxSetting {
-    /// Commands and MCP servers are confined (where the kernel allows it).
+    /// Commands are confined (where the kernel allows it), and MCP servers with `sandbox_mcp`.
     #[default]
     On,
     /// They run with Heron's own rights.

@@ -1,90 +1,164 @@
-//! The keeper of a local command: a small process between Heron and the command's shell
-//! that lets nothing the command started outlive it. A process that leaves the command's
-//! process group (`setsid cmd &`, a daemon's double fork) is out of reach of the group
-//! kill, but its parent's death hands it to the nearest "child subreaper" ancestor, and the
-//! keeper is one: when the shell ends (or is killed with its group, or Heron dies), the
-//! keeper kills its group and then every process handed to it, until none is left, and
-//! exits as the shell did (its code, or its signal).
+//! The processes between Heron and a confined program: the keeper, which lets nothing the
+//! program started outlive it, and, where the program gets its own pid namespace, the
+//! namespace's first process (its init), which the program runs under.
 //!
-//! It is made in the child after `fork` and before `exec` (after the sandbox's own step, so
-//! it is confined too): that child becomes the keeper and forks once more for the shell.
+//! The keeper: a process that leaves the program's process group (`setsid cmd &`, a
+//! daemon's double fork) is out of reach of the group kill, but its parent's death hands it
+//! to the nearest "child subreaper" ancestor, and the keeper is one: when the program ends
+//! (or is killed with its group, or Heron dies), the keeper kills its group and then every
+//! process handed to it, until none is left, and exits as the program did (its code, or
+//! its signal). Inside a pid namespace the kernel does the sweeping: when the namespace's
+//! init ends, every process in it is killed, wherever it went.
+//!
+//! The init: the first process of a pid namespace ignores the signals it has no handler
+//! for, and every orphan of the namespace is handed to it. So the program does not run as
+//! that process (a shell or `node` as pid 1 would ignore `kill -TERM` and leave zombies);
+//! a small init does, forks the program, reaps orphans and exits as the program did.
+//!
+//! Both are made in the child after `fork` and before `exec`, before the program confines
+//! itself: they are forks of Heron that never `exec` and never run code from outside, and
+//! they stay out of the program's Landlock domain, so the program can signal neither.
 //! Everything here runs between `fork` and `exec` of a multi-threaded parent, so it makes
 //! only raw, async-signal-safe system calls on memory of its own stack (see the `sandbox`
-//! module docs), and the keeper ends with `_exit`, never returning into the runtime.
+//! module docs), and the keeper and the init end with `_exit`, never returning.
 //!
-//! The keeper moves itself out of the command's group into Heron's, so killing the group
+//! The keeper moves itself out of the program's group into Heron's, so killing the group
 //! (timeout, cancel) leaves it alive to clean up; Heron must therefore never SIGKILL the
-//! keeper itself, only the group. It closes every descriptor it inherited, so the
-//! command's pipes end when the command's processes are gone and `spawn` learns of a
-//! failed `exec` from the shell alone. Where the kernel refuses to make a subreaper, the
-//! command runs without a keeper, as before.
+//! keeper itself, only the group. The keeper and the init close every descriptor they
+//! inherited, so the program's pipes end when its processes are gone and `spawn` learns of
+//! a failed `exec` (or a failed confinement) from the program's side alone.
 //!
-//! Heron's death reaches the keeper as SIGTERM (`PR_SET_PDEATHSIG`). The kernel sends it
-//! when the *thread* that spawned the keeper ends, so spawn from async code on the runtime
-//! (whose worker threads live as long as Heron), never from `spawn_blocking`, whose idle
-//! threads end after a few seconds and would stop a running command with them.
+//! Heron's death reaches the keeper as SIGTERM (`PR_SET_PDEATHSIG`), and the keeper's the
+//! init as SIGKILL. The kernel sends it when the *thread* that spawned the keeper ends, so
+//! spawn from async code on the runtime (whose worker threads live as long as Heron), never
+//! from `spawn_blocking`, whose idle threads end after a few seconds.
 
 use std::io;
 
-/// The signals the keeper waits for: a child ended, or it is asked to stop (Heron died or
-/// stopped it).
+/// The signals the keeper and the init wait for: a child ended, or a stop.
 const WAITED: [libc::c_int; 5] = [libc::SIGCHLD, libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT];
 
 /// The most rounds of killing what the keeper was handed (2 ms apart): a bound for a
 /// command that forks as fast as it is killed; what is left after them goes on to init.
 const SWEEPS: usize = 200;
 
-/// Makes `command`'s child split into a keeper and the command (see the module docs). Call
-/// it after the command's sandbox step and with `process_group(0)` set; then kill only the
-/// group (led by the child's pid), never the child itself, and do not `kill_on_drop`.
-pub fn install(command: &mut tokio::process::Command) {
-    // SAFETY: `split` makes only async-signal-safe system calls on its own stack and never
-    // returns in the keeper (it `_exit`s); in the command it returns to `exec`.
+/// Splits this child into the keeper (which never returns) and the program's side (which
+/// returns `Ok`). When the kernel refuses to make a subreaper, the keeper still waits for
+/// the program if `init` (a pid namespace needs a process outside it); otherwise no keeper
+/// is made and this process goes on as the program.
+///
+/// With `init`, the program's side becomes a pid namespace's init, which cannot die of a
+/// signal it has no handler for, so it cannot end as the program did; it sends the
+/// program's wait status through a pipe instead, whose writing end the program's side gets
+/// back here (for [`init_split`]), and the keeper ends as that status says.
+///
+/// # Safety
+/// Only in a child between `fork` and `exec`, leading its own process group.
+pub(super) unsafe fn split(init: bool) -> io::Result<Option<libc::c_int>> {
+    // SAFETY: raw system calls on stack values (see the module docs).
     unsafe {
-        command.pre_exec(split);
+        let subreaper = libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) == 0;
+        if !subreaper && !init {
+            return Ok(None);
+        }
+        let mut status = [-1; 2];
+        if init && libc::pipe2(status.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let heron = libc::getppid();
+        let (waited, before) = block_waited()?;
+        let program = libc::fork();
+        if program < 0 {
+            let error = io::Error::last_os_error();
+            libc::sigprocmask(libc::SIG_SETMASK, &raw const before, std::ptr::null_mut());
+            return Err(error);
+        }
+        if program == 0 {
+            // The program's side: a subreaper's children are not subreapers; its mask is
+            // its own again.
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0 as libc::c_ulong, 0, 0, 0);
+            libc::sigprocmask(libc::SIG_SETMASK, &raw const before, std::ptr::null_mut());
+            if status[0] >= 0 {
+                libc::close(status[0]);
+            }
+            return Ok(init.then_some(status[1]));
+        }
+        if status[1] >= 0 {
+            libc::close(status[1]);
+        }
+        keep(program, heron, &waited, status[0])
     }
 }
 
-/// Runs in the forked child: returns in the command's process, never in the keeper.
-fn split() -> io::Result<()> {
+/// In the first process of a new pid namespace: splits into the namespace's init (which
+/// never returns) and the program (which returns `Ok`).
+///
+/// # Safety
+/// Only in a child between `fork` and `exec`, as pid 1 of its namespace.
+pub(super) unsafe fn init_split(status: libc::c_int) -> io::Result<()> {
     // SAFETY: raw system calls on stack values (see the module docs).
     unsafe {
-        if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) != 0 {
-            // No keeper on this kernel: the command runs as before, in its group.
+        // The keeper's end is the namespace's end.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+        let (waited, before) = block_waited()?;
+        let program = libc::fork();
+        if program < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if program == 0 {
+            libc::prctl(libc::PR_SET_PDEATHSIG, 0 as libc::c_ulong, 0, 0, 0);
+            libc::sigprocmask(libc::SIG_SETMASK, &raw const before, std::ptr::null_mut());
+            libc::close(status);
             return Ok(());
         }
-        let heron = libc::getppid();
+        wipe_environment();
+        close_inherited(status);
+        let mut ended = None;
+        while ended.is_none() {
+            let signal = libc::sigwaitinfo(&raw const waited, std::ptr::null_mut());
+            if signal == libc::SIGCHLD {
+                ended = reap(program);
+            } else if signal > 0 {
+                // Asked to stop: every process of the namespace goes (pid 1 is spared by
+                // `kill(-1)`), then the init ends as if terminated.
+                libc::kill(-1, libc::SIGKILL);
+                break;
+            }
+        }
+        if let Some(ended) = ended {
+            libc::write(status, (&raw const ended).cast(), std::mem::size_of::<libc::c_int>());
+        }
+        // Leaving ends the namespace: the kernel kills whatever the program left.
+        exit_as(ended)
+    }
+}
+
+/// Blocks [`WAITED`] (before a fork, so no signal meant for the parent side is lost);
+/// returns the set and the mask it replaced.
+///
+/// # Safety
+/// As [`split`].
+unsafe fn block_waited() -> io::Result<(libc::sigset_t, libc::sigset_t)> {
+    // SAFETY: raw system calls on stack values.
+    unsafe {
         let mut waited: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut waited);
         for signal in WAITED {
             libc::sigaddset(&raw mut waited, signal);
         }
-        // Blocked before the fork, so no signal meant for the keeper is lost.
         let mut before: libc::sigset_t = std::mem::zeroed();
         if libc::sigprocmask(libc::SIG_BLOCK, &raw const waited, &raw mut before) != 0 {
             return Err(io::Error::last_os_error());
         }
-        let shell = libc::fork();
-        if shell < 0 {
-            let error = io::Error::last_os_error();
-            libc::sigprocmask(libc::SIG_SETMASK, &raw const before, std::ptr::null_mut());
-            return Err(error);
-        }
-        if shell == 0 {
-            // The command: a subreaper's children are not subreapers; its mask is its own.
-            libc::sigprocmask(libc::SIG_SETMASK, &raw const before, std::ptr::null_mut());
-            scope_signals();
-            return Ok(());
-        }
-        keep(shell, heron, &waited)
+        Ok((waited, before))
     }
 }
 
-/// The keeper's life: wait for the shell (or a stop), sweep, exit as the shell did.
+/// The keeper's life: wait for the program (or a stop), sweep, exit as the program did.
 ///
 /// # Safety
 /// Only in the child between `fork` and `exec`, with `waited` blocked.
-unsafe fn keep(shell: libc::pid_t, heron: libc::pid_t, waited: &libc::sigset_t) -> ! {
+unsafe fn keep(program: libc::pid_t, heron: libc::pid_t, waited: &libc::sigset_t, status: libc::c_int) -> ! {
     // SAFETY: raw system calls on stack values (see the module docs).
     unsafe {
         // Heron's death (however it dies) stops the keeper, which then sweeps.
@@ -94,8 +168,12 @@ unsafe fn keep(shell: libc::pid_t, heron: libc::pid_t, waited: &libc::sigset_t) 
         // editor exported) in `/proc/<keeper>/environ`, which the command could read.
         wipe_environment();
         // Out of the command's group, so that killing the group leaves the keeper to sweep.
-        libc::setpgid(0, libc::getpgid(heron));
-        close_inherited();
+        // Heron's group may be out of sight (Heron itself runs in a pid namespace whose
+        // processes do not include its group's leader): then the keeper stays in the group,
+        // never kills it (that would kill the keeper), and sweeps what it is handed instead.
+        let group = libc::getpgid(heron);
+        let left = group > 0 && libc::setpgid(0, group) == 0;
+        close_inherited(status);
         // Opened now, so a command that lowers the keeper's descriptor limit cannot keep it
         // from listing what it must kill.
         let children = libc::open(c"/proc/thread-self/children".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
@@ -103,23 +181,33 @@ unsafe fn keep(shell: libc::pid_t, heron: libc::pid_t, waited: &libc::sigset_t) 
         while ended.is_none() && !stop {
             let signal = libc::sigwaitinfo(waited, std::ptr::null_mut());
             if signal == libc::SIGCHLD {
-                ended = reap(shell);
+                ended = reap(program);
             } else if signal > 0 {
                 stop = true;
             }
         }
         // The command's group is led by the keeper's pid (the group it was made in).
-        libc::killpg(libc::getpid(), libc::SIGKILL);
+        if left {
+            libc::killpg(libc::getpid(), libc::SIGKILL);
+        }
         sweep(children);
+        // A namespace's init reports how the program really ended (see `split`).
+        if ended.is_some() && status >= 0 {
+            let mut reported: libc::c_int = 0;
+            let size = std::mem::size_of::<libc::c_int>();
+            if usize::try_from(libc::read(status, (&raw mut reported).cast(), size)).ok() == Some(size) {
+                ended = Some(reported);
+            }
+        }
         exit_as(ended)
     }
 }
 
-/// Reaps every child that ended; the shell's wait status once it is among them.
+/// Reaps every child that ended; the program's wait status once it is among them.
 ///
 /// # Safety
 /// As [`keep`].
-unsafe fn reap(shell: libc::pid_t) -> Option<libc::c_int> {
+unsafe fn reap(program: libc::pid_t) -> Option<libc::c_int> {
     let mut ended = None;
     loop {
         let mut status = 0;
@@ -128,7 +216,7 @@ unsafe fn reap(shell: libc::pid_t) -> Option<libc::c_int> {
         if pid <= 0 {
             return ended;
         }
-        if pid == shell {
+        if pid == program {
             ended = Some(status);
         }
     }
@@ -195,45 +283,6 @@ unsafe fn kill_children(fd: libc::c_int) -> Option<usize> {
     }
 }
 
-/// `LANDLOCK_SCOPE_SIGNAL` (linux/landlock.h, ABI 6): no signal to a process outside the
-/// domain.
-const SCOPE_SIGNAL: u64 = 1 << 1;
-
-/// `struct landlock_ruleset_attr` of ABI 6 and later.
-#[repr(C)]
-struct ScopeOnly {
-    handled_access_fs: u64,
-    handled_access_net: u64,
-    scoped: u64,
-}
-
-/// In the command, when the sandbox confined it (`no_new_privs` is set): a nested Landlock
-/// domain that may not signal outside itself, so the command can neither kill nor stop its
-/// keeper. The sandbox's own domain already scopes signals and abstract Unix sockets (so
-/// Heron, the editor and the host's servers are out of reach), but the keeper shares that
-/// domain, and a domain never scopes its own members. Best effort: a kernel before ABI 6
-/// refuses the ruleset, and the command then runs as the sandbox alone confined it.
-///
-/// # Safety
-/// Only in the child between `fork` and `exec`.
-unsafe fn scope_signals() {
-    // SAFETY: raw system calls on a stack value that outlives them.
-    unsafe {
-        if libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1 {
-            return;
-        }
-        let attr = ScopeOnly { handled_access_fs: 0, handled_access_net: 0, scoped: SCOPE_SIGNAL };
-        let size = std::mem::size_of::<ScopeOnly>();
-        let ruleset =
-            libc::syscall(libc::SYS_landlock_create_ruleset, &raw const attr, size, 0 as libc::c_uint);
-        let Ok(ruleset) = libc::c_int::try_from(ruleset) else { return };
-        if ruleset >= 0 {
-            libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0 as libc::c_uint);
-            libc::close(ruleset);
-        }
-    }
-}
-
 /// Overwrites the keeper's copy of the start-up environment (`env_start..env_end` of
 /// `/proc/self/stat`, fields 50 and 51) with zeros, so `/proc/<keeper>/environ` shows none
 /// of it. The memory is the keeper's own copy: Heron's is untouched.
@@ -280,16 +329,24 @@ unsafe fn wipe_environment() {
     }
 }
 
-/// Closes every descriptor the keeper inherited: the command's pipes and `spawn`'s report
-/// channel are the command's to hold, not the keeper's.
+/// Closes every descriptor the keeper inherited but `kept` (the status pipe, or -1): the
+/// command's pipes and `spawn`'s report channel are the command's to hold, not the keeper's.
 ///
 /// # Safety
 /// As [`keep`].
-unsafe fn close_inherited() {
+unsafe fn close_inherited(kept: libc::c_int) {
     // SAFETY: raw system calls with integer arguments.
     unsafe {
-        if libc::syscall(libc::SYS_close_range, 0 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint) == 0
-        {
+        let close_range = |first: libc::c_int, last: libc::c_uint| {
+            let first = libc::c_uint::try_from(first).unwrap_or(0);
+            first > last || libc::syscall(libc::SYS_close_range, first, last, 0 as libc::c_uint) == 0
+        };
+        let closed = match libc::c_uint::try_from(kept) {
+            Ok(0) => close_range(1, libc::c_uint::MAX),
+            Ok(kept) => close_range(0, kept - 1) && close_range(kept as libc::c_int + 1, libc::c_uint::MAX),
+            Err(_) => close_range(0, libc::c_uint::MAX),
+        };
+        if closed {
             return;
         }
         // Before Linux 5.9: close up to the descriptor limit.
@@ -299,14 +356,14 @@ unsafe fn close_inherited() {
         } else {
             1024
         };
-        for fd in 0..most {
+        for fd in (0..most).filter(|fd| *fd != kept) {
             libc::close(fd);
         }
     }
 }
 
-/// Exits with the shell's code, or dies of its signal (without a core file); 143 (as
-/// SIGTERM) when the keeper was stopped before the shell ended.
+/// Exits with the program's code, or dies of its signal (without a core file); 143 (as
+/// SIGTERM) when it was stopped before the program ended.
 ///
 /// # Safety
 /// As [`keep`].

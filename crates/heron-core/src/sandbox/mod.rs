@@ -1,51 +1,48 @@
-//! The OS sandbox of the processes Heron starts for the model (`run_command`, MCP stdio
-//! servers): they may read and run anything except Heron's home, and write only inside the
-//! session's roots, the temp folder (their own private one as `TMPDIR`), the configured
-//! tool caches and a few device files; they reach no abstract Unix socket and signal no
-//! process of the host, and where they get a mount namespace, no host-control socket.
-//! Invariant: a child the policy confines either starts confined or does not start.
+//! The OS sandbox of the processes Heron starts on the model's or a transcript's behalf
+//! (`run_command`, the agent a conformance run tests, and MCP servers where the user asks
+//! for it with `sandbox_mcp`). Who is trusted decides it (DESIGN.md): the model and the
+//! files in the workspace are not, so such a process starts with nothing and gets what it
+//! needs. Invariant: a child the policy confines either starts behind every wall this
+//! machine has, or does not start.
 //!
-//! Parts, one file each:
+//! The walls, each where the kernel allows it (`support` probes which stand):
 //!
-//! - `support`: whether this kernel has Landlock (probed once per process) and whether a
-//!   private mount namespace can also cover the home; said once on stderr when it cannot.
-//! - `policy`: what a session allows, from its roots and `config.toml`.
-//! - `own`: what Heron does to its own process (not dumpable), and the lineage whose
-//!   environment files a child covers.
-//! - `env`: the keys withheld from every child's environment (sandbox on or off).
-//! - `temp`: the session's private temp folder, which children get as `TMPDIR`.
-//! - `sockets`: the host's control sockets (D-Bus, tmux, X11, docker) children must not
-//!   reach, and what of them to cover.
-//! - `rules` (Linux): the Landlock ruleset, built in the parent, with the carve-out that
-//!   keeps the home out of every granted hierarchy.
-//! - `child` (Linux): what the child does between `fork` and `exec`.
+//! - no capabilities at all, as root too, and `no_new_privs` (`caps`);
+//! - its own pid namespace, under an init of its own, with a fresh `/proc`: Heron, the
+//!   editor and every other process are out of sight and reach (`keeper`, `mounts`);
+//! - its own mount namespace: a private `/tmp` (the session's temp folder), a private
+//!   `/dev`, Heron's home and the host's control sockets covered (`mounts`, `sockets`);
+//! - Landlock: reads everywhere but the home, writes only in the roots, the temp folder,
+//!   the configured caches and a few devices; no abstract socket or signal outside its
+//!   domain; no TCP where the policy has no network (`rules`);
+//! - a seccomp filter refusing mounts, device nodes, raw sockets, kernel calls and, without
+//!   a pid namespace, calls aimed at other processes (`seccomp`);
+//! - its own network namespace (loopback only) where the policy has no network.
+//!
+//! Where a user namespace is needed to make the others (Heron is not root), the child
+//! makes one with its own ids mapped to themselves. Keys leave every child's environment
+//! whether it is confined or not (`env`).
+//!
+//! Parts, one file each: `support` (the probe), `policy` (what a session allows), `own`
+//! (Heron's own process: not dumpable; its lineage), `env`, `temp` (the private temp
+//! folder), `sockets`, and on Linux `rules`, `mounts`, `caps`, `seccomp`, `keeper`, and
+//! `child`, which runs them in order.
 //!
 //! Why the work is split between parent and child: Heron is multi-threaded, and after
 //! `fork` only the forking thread exists in the child, while the others may have held the
 //! allocator's or a logger's lock at that instant. Until `exec`, the child may therefore
 //! only make async-signal-safe calls: no allocation, no locks, no logging. Everything that
 //! needs any of those (walking directories, opening the rule paths, creating the ruleset,
-//! formatting path strings) happens in the parent; the child only makes raw system calls
-//! on memory prepared before the fork: `unshare` and `mount` (optional), then
-//! `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self` on the ruleset's descriptor.
-//! The descriptor belongs to the `pre_exec` closure stored in the command, so it is open
-//! in the child while it runs and closes in the parent when the command is dropped after
-//! spawning; the kernel opens it close-on-exec, so the program never inherits it.
-//!
-//! Other processes' `/proc` files: Landlock refuses a confined child the memory of
-//! processes outside its domain, but on some kernels not their start-up environment
-//! (`/proc/PID/environ`), where a key the user exported would be. So Heron is not dumpable
-//! (`own`), no child keeps `CAP_SYS_PTRACE` (which would let root read it anyway), and where
-//! the child gets a mount namespace, the environment files of Heron and its ancestors (the
-//! editor) are covered too.
+//! building the seccomp program, formatting path strings) happens in the parent; the child
+//! only makes raw system calls on memory prepared before the fork. The ruleset's
+//! descriptor belongs to the `pre_exec` closure stored in the command, so it is open in the
+//! child while it runs and closes in the parent when the command is dropped after spawning;
+//! the kernel opens it close-on-exec, so the program never inherits it.
 //!
 //! What it does not do: it does not restrict a session's network (only the conformance
-//! runner's agent loses TCP), nor hide the environment of the user's processes outside
-//! Heron's lineage (nor the lineage's own where no mount namespace can be made), nor cover
-//! host-control sockets by path where no mount namespace can be made (connecting to a
-//! socket file is not a file access Landlock controls before ABI 9).
-//! Postures (tool approval) decide what is asked; the sandbox is the boundary, and only
-//! `sandbox = "off"` in `config.toml` turns it off.
+//! runner's agent loses it); where a wall does not stand, what it would stop is possible,
+//! and Heron says which walls are missing. Postures (tool approval) decide what is asked;
+//! the sandbox is the boundary, and only `sandbox = "off"` in `config.toml` turns it off.
 
 mod env;
 mod own;
@@ -55,9 +52,17 @@ mod support;
 mod temp;
 
 #[cfg(target_os = "linux")]
+mod caps;
+#[cfg(target_os = "linux")]
 mod child;
 #[cfg(target_os = "linux")]
+mod keeper;
+#[cfg(target_os = "linux")]
+mod mounts;
+#[cfg(target_os = "linux")]
 mod rules;
+#[cfg(target_os = "linux")]
+mod seccomp;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -65,7 +70,7 @@ use std::sync::Arc;
 pub use self::env::Withheld;
 pub use self::own::keep_this_process_private;
 pub use self::policy::Policy;
-pub use self::support::{Support, probe_in_background, support};
+pub use self::support::{CONFINED_VARIABLE, Support, Walls, probe_in_background, support};
 pub use self::temp::PrivateTemp;
 
 /// The variables that name the temp folder, for the programs that read each.
@@ -90,14 +95,24 @@ pub fn host_sockets() -> Vec<PathBuf> {
 }
 
 /// Confines `command` by `policy`: keys leave its environment always, and when the policy
-/// is on and the kernel supports it, the child confines itself before `exec`. Call it
-/// after the command's own environment is set and just before spawning; the rules are
-/// built on the blocking pool, since building them reads directories.
+/// is on, the child puts up every wall this machine has before `exec`. Call it after the
+/// command's own environment is set and just before spawning; the rules are built on the
+/// blocking pool, since building them reads directories.
 pub async fn confine(
     command: &mut tokio::process::Command,
     policy: &Arc<Policy>,
 ) -> Result<(), SandboxError> {
-    confine_with(command, policy, support()).await
+    confine_with(command, policy, support(), false).await
+}
+
+/// [`confine`], with a keeper (see `keeper`) that ends whatever the program leaves behind,
+/// even what left its process group: for commands run on the model's behalf, which are
+/// killed by their group (`process_group(0)`), never by their own pid.
+pub async fn confine_kept(
+    command: &mut tokio::process::Command,
+    policy: &Arc<Policy>,
+) -> Result<(), SandboxError> {
+    confine_with(command, policy, support(), true).await
 }
 
 /// [`confine`] for a `std` command, from a thread that may block (it reads directories):
@@ -105,81 +120,93 @@ pub async fn confine(
 /// agent it tests.
 pub fn confine_blocking(command: &mut std::process::Command, policy: &Policy) -> Result<(), SandboxError> {
     policy.withheld.scrub(command);
-    if !policy.enabled {
-        return Ok(());
-    }
-    match support() {
-        Support::Unavailable { reason } => {
-            support::warn_unconfined(reason);
-            Ok(())
+    #[cfg(target_os = "linux")]
+    {
+        let support = support();
+        if policy.enabled {
+            support::warn_missing(support);
         }
-        #[cfg(target_os = "linux")]
-        Support::Available { hides_home, .. } => {
-            let temp = private_temp(command, policy);
-            child::Steps::prepare(policy, *hides_home, temp.as_deref())?.install(command);
-            give_temp(command, temp.as_deref());
-            Ok(())
+        let (temp, own_temp) = temps(command, policy);
+        let steps = child::Steps::prepare(policy, support, temp.as_deref(), own_temp.as_deref(), false)?;
+        steps.install(command);
+        give_temp(command, temp.as_deref(), policy.enabled && support.walls.mount_namespace);
+        if policy.enabled {
+            command.env(CONFINED_VARIABLE, "1");
         }
-        #[cfg(not(target_os = "linux"))]
-        Support::Available { .. } => Ok(()),
     }
+    Ok(())
 }
 
-/// [`confine`] with the support given, so that the branch taken where Landlock is missing
-/// can be tested on a machine that has it.
+/// [`confine`] with the support given, so that what happens where a wall is missing can be
+/// tested on a machine that has it.
 async fn confine_with(
     command: &mut tokio::process::Command,
     policy: &Arc<Policy>,
     support: &Support,
+    keeper: bool,
 ) -> Result<(), SandboxError> {
     let command = command.as_std_mut();
     policy.withheld.scrub(command);
-    if !policy.enabled {
-        return Ok(());
-    }
-    match support {
-        Support::Unavailable { reason } => {
-            support::warn_unconfined(reason);
-            Ok(())
+    #[cfg(target_os = "linux")]
+    {
+        if policy.enabled {
+            support::warn_missing(support);
         }
-        #[cfg(target_os = "linux")]
-        Support::Available { hides_home, .. } => {
-            let (policy, hides_home, wants_temp) = (Arc::clone(policy), *hides_home, !sets_temp(command));
-            let (steps, temp) = tokio::task::spawn_blocking(move || {
-                let temp = wants_temp.then(|| policy.temp.path().map(std::path::Path::to_path_buf)).flatten();
-                child::Steps::prepare(&policy, hides_home, temp.as_deref()).map(|steps| (steps, temp))
-            })
-            .await
-            .map_err(|e| SandboxError::Prepare(format!("the preparing task failed: {e}")))??;
-            steps.install(command);
-            give_temp(command, temp.as_deref());
-            Ok(())
+        let enabled = policy.enabled;
+        let (policy, support_owned) = (Arc::clone(policy), support.clone());
+        let own_temp = own_temp(command);
+        let wants_temp = own_temp.is_none();
+        let (steps, temp) = tokio::task::spawn_blocking(move || {
+            let temp = wants_temp.then(|| policy.temp.path().map(std::path::Path::to_path_buf)).flatten();
+            let temp = temp.filter(|_| policy.enabled);
+            child::Steps::prepare(&policy, &support_owned, temp.as_deref(), own_temp.as_deref(), keeper)
+                .map(|steps| (steps, temp))
+        })
+        .await
+        .map_err(|e| SandboxError::Prepare(format!("the preparing task failed: {e}")))??;
+        steps.install(command);
+        give_temp(command, temp.as_deref(), enabled && support.walls.mount_namespace);
+        if enabled {
+            command.env(CONFINED_VARIABLE, "1");
         }
-        #[cfg(not(target_os = "linux"))]
-        Support::Available { .. } => Ok(()),
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (support, keeper);
+    Ok(())
 }
 
-/// Whether `command` names its own temp folder (an MCP server's `env`, the conformance
-/// runner's agent): then it keeps it.
+/// The temp folder `command` names itself (an MCP server's `env`, the conformance runner's
+/// agent): then it keeps it.
 #[cfg(target_os = "linux")]
-fn sets_temp(command: &std::process::Command) -> bool {
-    command.get_envs().any(|(name, value)| value.is_some() && TEMP_VARIABLES.iter().any(|v| name == *v))
+fn own_temp(command: &std::process::Command) -> Option<PathBuf> {
+    command
+        .get_envs()
+        .find(|(name, value)| value.is_some() && TEMP_VARIABLES.iter().any(|v| name == v))
+        .and_then(|(_, value)| value.map(PathBuf::from))
+        .filter(|path| path.is_absolute())
 }
 
-/// The policy's private temp folder for `command`, made if need be (blocking), unless the
-/// command names its own.
+/// The policy's private temp folder for `command` (made if need be, blocking) unless the
+/// command names its own, and the one it names.
 #[cfg(target_os = "linux")]
-fn private_temp(command: &std::process::Command, policy: &Policy) -> Option<PathBuf> {
-    if sets_temp(command) { None } else { policy.temp.path().map(std::path::Path::to_path_buf) }
+fn temps(command: &std::process::Command, policy: &Policy) -> (Option<PathBuf>, Option<PathBuf>) {
+    let own = own_temp(command);
+    let private = if own.is_some() || !policy.enabled {
+        None
+    } else {
+        policy.temp.path().map(std::path::Path::to_path_buf)
+    };
+    (private, own)
 }
 
-/// Points every temp variable of `command` at `temp`, the folder its rules grant.
+/// Points every temp variable of `command` at `temp`, the folder its rules grant: by its
+/// name inside the child, which is `/tmp` where the child's `/tmp` is that folder.
 #[cfg(target_os = "linux")]
-fn give_temp(command: &mut std::process::Command, temp: Option<&std::path::Path>) {
+fn give_temp(command: &mut std::process::Command, temp: Option<&std::path::Path>, private_tmp: bool) {
     if let Some(temp) = temp {
+        let inside = if private_tmp { std::path::Path::new("/tmp") } else { temp };
         for name in TEMP_VARIABLES {
-            command.env(name, temp);
+            command.env(name, inside);
         }
     }
 }
@@ -209,26 +236,40 @@ mod tests {
         (output.status.success(), String::from_utf8_lossy(&output.stdout).into_owned())
     }
 
+    /// Capabilities cleared and nothing else: what stands where no other wall does.
+    fn floor() -> Walls {
+        Walls {
+            no_capabilities: true,
+            seccomp: false,
+            user_namespace: false,
+            mount_namespace: false,
+            pid_namespace: false,
+            private_proc: false,
+            network_namespace: false,
+        }
+    }
+
     #[tokio::test]
-    async fn without_landlock_commands_still_run_unconfined() {
+    async fn without_landlock_or_namespaces_commands_still_run() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
         std::fs::create_dir_all(&home).expect("home");
         std::fs::create_dir_all(&ws).expect("ws");
         std::fs::write(home.join(".env"), "K=v\n").expect(".env");
-        let unavailable = Support::Unavailable { reason: "no Landlock in this test".to_owned() };
+        let bare =
+            Support { landlock: Err("no Landlock in this test".to_owned()), walls: floor(), inside: false };
         let mut command = tokio::process::Command::new("cat");
         command.arg(home.join(".env"));
-        confine_with(&mut command, &policy_hiding(&home, &ws), &unavailable).await.expect("no error");
+        confine_with(&mut command, &policy_hiding(&home, &ws), &bare, false).await.expect("no error");
         assert_eq!(run(&mut command).await, (true, "K=v\n".to_owned()));
     }
 
-    /// Landlock alone, without the mount layer, when this machine has it.
+    /// Landlock alone, without the namespaces, when this machine has it.
     #[cfg(target_os = "linux")]
     fn landlock_only() -> Option<Support> {
-        match support() {
-            Support::Available { abi, .. } => Some(Support::Available { abi: *abi, hides_home: false }),
-            Support::Unavailable { reason } => {
+        match &support().landlock {
+            Ok(abi) => Some(Support { landlock: Ok(*abi), walls: floor(), inside: false }),
+            Err(reason) => {
                 eprintln!("SKIPPED: Landlock is not available here: {reason}");
                 None
             }
@@ -240,7 +281,7 @@ mod tests {
     async fn landlocked(script: &str, policy: &Arc<Policy>, support: &Support) -> (bool, String) {
         let mut command = tokio::process::Command::new("sh");
         command.arg("-c").arg(format!("{{ {script}; }} 2>&1")).current_dir(&policy.roots[0]);
-        confine_with(&mut command, policy, support).await.expect("confined");
+        confine_with(&mut command, policy, support, false).await.expect("confined");
         run(&mut command).await
     }
 
@@ -302,7 +343,8 @@ mod tests {
         let home = std::fs::canonicalize(dir.path()).expect("canonical");
         std::fs::create_dir_all(home.join("ws")).expect("ws");
         let mut command = tokio::process::Command::new("true");
-        let refused = confine_with(&mut command, &policy_hiding(&home, &home.join("ws")), &support).await;
+        let refused =
+            confine_with(&mut command, &policy_hiding(&home, &home.join("ws")), &support, false).await;
         assert!(matches!(refused, Err(SandboxError::RootInHome(_))), "{refused:?}");
     }
 }

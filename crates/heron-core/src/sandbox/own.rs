@@ -38,6 +38,21 @@ pub(super) fn lineage_environs() -> Vec<std::path::PathBuf> {
     pids.into_iter().map(|pid| format!("/proc/{pid}/environ").into()).collect()
 }
 
+/// This process's pid and its ancestors' (the editor, the shell that started it, ...): the
+/// processes a program without a pid namespace of its own must not signal.
+#[cfg(target_os = "linux")]
+pub(super) fn lineage_pids() -> Vec<i32> {
+    let mut lineage = vec![std::process::id()];
+    while lineage.len() < 64 {
+        let Some(parent) = lineage.last().and_then(|pid| parent_of(*pid)) else { break };
+        if parent <= 1 || lineage.contains(&parent) {
+            break;
+        }
+        lineage.push(parent);
+    }
+    lineage.into_iter().filter_map(|pid| i32::try_from(pid).ok()).collect()
+}
+
 /// The processes this one started and that still run, from each thread's `children` file
 /// (`fork` records the child under the thread that made it).
 #[cfg(target_os = "linux")]

@@ -93,9 +93,22 @@ fn read_rights() -> BitFlags<AccessFs> {
     AccessFs::from_read(HANDLED) | AccessFs::IoctlDev
 }
 
-/// Everything handled.
-fn write_rights() -> BitFlags<AccessFs> {
+/// Every right the ruleset handles, so every one not granted is refused.
+fn handled() -> BitFlags<AccessFs> {
     AccessFs::from_all(HANDLED)
+}
+
+/// What a writable place grants: everything but making block and character devices, which
+/// no program of the model's needs (through one, root reads the disk under every rule).
+fn write_rights() -> BitFlags<AccessFs> {
+    handled() & !(AccessFs::MakeBlock | AccessFs::MakeChar)
+}
+
+/// The read and the write rights as the kernel of Landlock ABI `abi` knows them, for the
+/// rules the child adds itself to the places it mounts (see `child`).
+pub(super) fn made_rights(abi: u32) -> (u64, u64) {
+    let known = AccessFs::from_all(ABI::from(i32::try_from(abi).unwrap_or(i32::MAX)));
+    ((read_rights() & known).bits(), (write_rights() & known).bits())
 }
 
 /// Where Heron's home really is: followed through symlinks as far as it exists, so that
@@ -114,9 +127,15 @@ pub(super) fn real_home(home: &Path) -> Result<PathBuf, SandboxError> {
 }
 
 /// Builds the ruleset of `policy` with `home` (from [`real_home`]) hidden and `temp` (the
-/// child's private temp folder) writable; returns its descriptor, ready for
-/// `landlock_restrict_self`.
-pub(super) fn build(policy: &Policy, home: &Path, temp: Option<&Path>) -> Result<OwnedFd, SandboxError> {
+/// child's temp folder) writable; returns its descriptor, ready for
+/// `landlock_restrict_self`. With `private_tmp` (the child's `/tmp` is `temp`, in its own
+/// mount namespace) the host's temp folders are not granted: nothing of theirs is there.
+pub(super) fn build(
+    policy: &Policy,
+    home: &Path,
+    temp: Option<&Path>,
+    private_tmp: bool,
+) -> Result<OwnedFd, SandboxError> {
     let mut hidden = vec![home.to_path_buf()];
     hidden.extend(raw_devices());
     if policy.readable.is_some() {
@@ -158,7 +177,10 @@ pub(super) fn build(policy: &Policy, home: &Path, temp: Option<&Path>) -> Result
         rules.grant(fd, &real, write_rights())?;
     }
     let devices = DEVICES.iter().map(PathBuf::from);
-    for path in policy.writable.iter().cloned().chain(temp.map(Path::to_path_buf)).chain(devices) {
+    let host_temp =
+        |path: &&PathBuf| private_tmp && (**path == std::env::temp_dir() || *path == Path::new("/tmp"));
+    let writable = policy.writable.iter().filter(|path| !host_temp(path)).cloned();
+    for path in writable.chain(temp.map(Path::to_path_buf)).chain(devices) {
         // A cache or device that does not exist here is simply not granted.
         if let Ok((fd, real)) = open_following(&path) {
             rules.grant(fd, &real, write_rights())?;
@@ -170,7 +192,7 @@ pub(super) fn build(policy: &Policy, home: &Path, temp: Option<&Path>) -> Result
 
 /// An empty ruleset handling every file right, the scopes and, without `network`, TCP.
 fn ruleset(network: bool) -> Result<RulesetCreated, landlock::RulesetError> {
-    let mut ruleset = Ruleset::default().handle_access(write_rights())?.scope(Scope::from_all(SCOPED))?;
+    let mut ruleset = Ruleset::default().handle_access(handled())?.scope(Scope::from_all(SCOPED))?;
     if !network {
         ruleset = ruleset.handle_access(AccessNet::from_all(NETWORK))?;
     }

@@ -1,31 +1,103 @@
 //! What this machine lets the sandbox do, probed once per process: Landlock's ABI version
-//! (or why there is none) and whether a private mount namespace can also cover Heron's
-//! home. Where Landlock is missing, commands run unconfined and Heron says so once.
+//! (or why there is none), and which of the other walls stand, found by running the real
+//! confinement once in a throwaway child and giving up, one at a time, the walls the kernel
+//! refuses. What the probe found is what every child gets: a wall it found standing that
+//! then fails for a child stops that child from starting. What is missing is said (the
+//! `initialize` answer, `heron doctor`, a notice in each session), never silently dropped.
 
 use std::sync::{Once, OnceLock};
 
-/// What the sandbox can do on this machine.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Support {
-    /// Landlock works: confined children start confined.
-    Available {
-        /// The kernel's Landlock ABI version.
-        abi: u32,
-        /// Whether each child also gets a private mount namespace in which the home is an
-        /// empty read-only tmpfs (needs `CAP_SYS_ADMIN`, e.g. running as root).
-        hides_home: bool,
-    },
-    /// Children run with Heron's rights, for this reason.
-    Unavailable {
-        /// Why, in a sentence.
-        reason: String,
-    },
+/// The walls other than Landlock, as found on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Walls {
+    /// Every capability is cleared (as root too). Only false where clearing failed; then
+    /// no confined program starts at all.
+    pub no_capabilities: bool,
+    /// A seccomp filter refuses mounts, device nodes, raw sockets and kernel calls.
+    pub seccomp: bool,
+    /// The namespaces below are made through a user namespace of the child's own (Heron
+    /// does not hold `CAP_SYS_ADMIN`): a means, not a wall.
+    pub user_namespace: bool,
+    /// A mount namespace of its own: a private `/tmp` and `/dev`, the home and the host's
+    /// control sockets covered.
+    pub mount_namespace: bool,
+    /// A pid namespace of its own: no process outside its own tree can be seen, signalled,
+    /// limited or traced from inside.
+    pub pid_namespace: bool,
+    /// A `/proc` of its own pid namespace, with the kernel's settings read-only.
+    pub private_proc: bool,
+    /// A network namespace with loopback alone, for policies without network.
+    pub network_namespace: bool,
 }
 
+impl Walls {
+    /// Nothing but the capabilities: what stands where no probe could be made.
+    const FLOOR: Walls = Walls {
+        no_capabilities: true,
+        seccomp: false,
+        user_namespace: false,
+        mount_namespace: false,
+        pid_namespace: false,
+        private_proc: false,
+        network_namespace: false,
+    };
+
+    /// Each wall with its name and what it means, for reports.
+    pub fn listed(&self) -> [(&'static str, bool, &'static str); 6] {
+        [
+            ("capabilities", self.no_capabilities, "none kept, as root too"),
+            ("seccomp", self.seccomp, "no mounts, device nodes, raw sockets or kernel calls"),
+            (
+                "pidNamespace",
+                self.pid_namespace,
+                "Heron, the editor and other processes out of sight and reach",
+            ),
+            ("privateProc", self.private_proc, "a /proc of its own, kernel settings read-only"),
+            (
+                "mountNamespace",
+                self.mount_namespace,
+                "a private /tmp and /dev; HERON_HOME and host sockets covered",
+            ),
+            ("networkNamespace", self.network_namespace, "loopback only, where a run has no network"),
+        ]
+    }
+}
+
+/// What the sandbox can do on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Support {
+    /// Landlock's ABI version (file rules, signal and socket scopes), or why it is missing.
+    pub landlock: Result<u32, String>,
+    /// The other walls.
+    pub walls: Walls,
+    /// Heron itself runs inside a sandbox of Heron's (the agent a conformance run tests, a
+    /// Heron a command started): what it cannot make again, its commands have from the
+    /// walls around it (a confined process may not mount, so a nested one never can).
+    pub inside: bool,
+}
+
+/// Set in the environment of every confined program, so that a Heron among them knows
+/// the walls around it hold for its own commands too. A program that sets it itself only
+/// quiets the report of a Heron it starts inside its own walls.
+pub const CONFINED_VARIABLE: &str = "HERON_CONFINED";
+
 impl Support {
-    /// Whether children are confined.
-    pub fn is_available(&self) -> bool {
-        matches!(self, Support::Available { .. })
+    /// Whether Landlock stands: files outside the write roots cannot be changed and the
+    /// home cannot be read.
+    pub fn has_landlock(&self) -> bool {
+        self.landlock.is_ok()
+    }
+
+    /// The walls that do not stand here, named as in [`Walls::listed`] (with `landlock`):
+    /// none inside a sandbox of Heron's, whose walls its commands inherit.
+    pub fn missing(&self) -> Vec<&'static str> {
+        if self.inside {
+            return Vec::new();
+        }
+        let mut missing: Vec<&'static str> =
+            self.landlock.is_err().then_some("landlock").into_iter().collect();
+        missing.extend(self.walls.listed().iter().filter(|(_, stands, _)| !stands).map(|(name, _, _)| *name));
+        missing
     }
 }
 
@@ -46,38 +118,40 @@ pub fn probe_in_background() {
         return;
     }
     let started = std::thread::Builder::new().name("heron-sandbox-probe".to_owned()).spawn(|| {
-        // This thread is a throwaway, so the mount test may run on it directly.
-        SUPPORT.get_or_init(|| probe_on(ThisThread));
+        support();
     });
     if let Err(error) = started {
         tracing::debug!(%error, "cannot probe the sandbox in the background; probing when asked");
     }
 }
 
-/// Says once per process, on stderr, that commands are not confined.
-pub(super) fn warn_unconfined(reason: &str) {
+/// Says once per process, on stderr, which walls are missing.
+pub(super) fn warn_missing(support: &Support) {
     static SAID: Once = Once::new();
+    let missing = support.missing();
+    if missing.is_empty() {
+        return;
+    }
     SAID.call_once(|| {
-        tracing::warn!(%reason, "the OS sandbox is unavailable: commands and MCP servers run with Heron's own rights");
+        let reason = support.landlock.as_ref().err().map_or("", String::as_str);
+        tracing::warn!(missing = %missing.join(", "), %reason, "some walls of the OS sandbox do not stand on this machine");
     });
 }
 
-/// Where the mount-namespace test may run: on a thread made for it, or on the calling
-/// thread when that is itself a throwaway.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-enum Thread {
-    Throwaway,
-    ThisThread,
-}
-use Thread::ThisThread;
-
-fn probe() -> Support {
-    probe_on(Thread::Throwaway)
-}
-
 #[cfg(not(target_os = "linux"))]
-fn probe_on(_: Thread) -> Support {
-    Support::Unavailable { reason: "the sandbox uses Landlock, which only Linux has".to_owned() }
+fn probe() -> Support {
+    Support {
+        landlock: Err("the sandbox uses Landlock, which only Linux has".to_owned()),
+        walls: Walls { no_capabilities: false, ..Walls::FLOOR },
+        inside: false,
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn probe() -> Support {
+    let landlock = landlock_abi();
+    let walls = probe::walls(landlock.as_ref().ok().copied());
+    Support { landlock, walls, inside: std::env::var_os(CONFINED_VARIABLE).is_some() }
 }
 
 /// `LANDLOCK_CREATE_RULESET_VERSION`: asks `landlock_create_ruleset` for the ABI version.
@@ -85,7 +159,7 @@ fn probe_on(_: Thread) -> Support {
 const CREATE_RULESET_VERSION: libc::c_uint = 1;
 
 #[cfg(target_os = "linux")]
-fn probe_on(thread: Thread) -> Support {
+fn landlock_abi() -> Result<u32, String> {
     // SAFETY: with a null attribute, a size of 0 and the version flag, the call reads no
     // memory and only returns the ABI version (or -1 with errno).
     let abi = unsafe {
@@ -96,50 +170,90 @@ fn probe_on(thread: Thread) -> Support {
             CREATE_RULESET_VERSION,
         )
     };
-    let Some(abi) = u32::try_from(abi).ok().filter(|&abi| abi > 0) else {
-        let error = std::io::Error::last_os_error();
-        let reason = match error.raw_os_error() {
-            Some(libc::ENOSYS) => {
-                "this kernel has no Landlock (it needs Linux 5.13 or later built with it)".to_owned()
-            }
-            Some(libc::EOPNOTSUPP) => {
-                "Landlock is built into this kernel but not enabled (add it to the `lsm=` boot parameter)"
-                    .to_owned()
-            }
-            _ => format!("probing Landlock failed: {error}"),
-        };
-        return Support::Unavailable { reason };
-    };
-    let hides_home = match thread {
-        Thread::ThisThread => mount_namespace_works(),
-        Thread::Throwaway => {
-            let probe = std::thread::Builder::new()
-                .name("heron-sandbox-probe".to_owned())
-                .spawn(mount_namespace_works);
-            probe.ok().and_then(|thread| thread.join().ok()).unwrap_or(false)
+    if let Some(abi) = u32::try_from(abi).ok().filter(|&abi| abi > 0) {
+        return Ok(abi);
+    }
+    let error = std::io::Error::last_os_error();
+    Err(match error.raw_os_error() {
+        Some(libc::ENOSYS) => {
+            "this kernel has no Landlock (it needs Linux 5.13 or later built with it)".to_owned()
         }
-    };
-    Support::Available { abi, hides_home }
+        Some(libc::EOPNOTSUPP) => {
+            "Landlock is built into this kernel but not enabled (add it to the `lsm=` boot parameter)"
+                .to_owned()
+        }
+        _ => format!("probing Landlock failed: {error}"),
+    })
 }
 
-/// Whether a child could make its mounts private and mount over the home: tried on a
-/// throwaway thread (the caller's), whose new mount namespace ends with it.
-/// `unshare(CLONE_NEWNS)` is allowed in a multi-threaded process (it unshares only the
-/// calling thread's filesystem context), and making `/` private there changes nothing
-/// outside that namespace.
+/// The probe proper: the real confinement, run in a forked child that exits where the
+/// program would start.
 #[cfg(target_os = "linux")]
-fn mount_namespace_works() -> bool {
-    // SAFETY: both calls take flags and NUL-terminated strings that outlive them; they
-    // change only this thread's view of the mounts, which is dropped when it ends.
-    unsafe {
-        libc::unshare(libc::CLONE_NEWNS) == 0
-            && libc::mount(
-                std::ptr::null(),
-                c"/".as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ) == 0
+mod probe {
+    use super::Walls;
+    use crate::sandbox::child::{Step, Steps};
+
+    /// How many times the probe runs at most: once, plus once per wall given up.
+    const ROUNDS: usize = 8;
+
+    /// The walls that stand, starting from all of them.
+    pub(super) fn walls(landlock: Option<u32>) -> Walls {
+        let mut walls = Walls {
+            no_capabilities: true,
+            seccomp: true,
+            user_namespace: !crate::sandbox::caps::holds_sys_admin(),
+            mount_namespace: true,
+            pid_namespace: true,
+            private_proc: true,
+            network_namespace: true,
+        };
+        let mut forks_failed = 0;
+        for _ in 0..ROUNDS {
+            let Ok(steps) = Steps::for_probe(&walls, landlock) else {
+                walls.seccomp = false;
+                continue;
+            };
+            match steps.probe() {
+                Ok(()) => return walls,
+                Err(Some(step)) => {
+                    tracing::debug!(?step, ?walls, "a wall of the sandbox failed in the probe; giving it up");
+                    if step == Step::Split && forks_failed == 0 {
+                        forks_failed += 1;
+                    } else if !give_up(&mut walls, step) {
+                        break;
+                    }
+                }
+                Err(None) => break,
+            }
+        }
+        tracing::debug!(?walls, "the sandbox probe could not settle; keeping the floor");
+        Walls::FLOOR
+    }
+
+    /// Gives up the wall `step` needs; false when there is none left to give up.
+    fn give_up(walls: &mut Walls, step: Step) -> bool {
+        let before = *walls;
+        match step {
+            Step::Unshare if walls.network_namespace => walls.network_namespace = false,
+            Step::Unshare if walls.pid_namespace => {
+                (walls.pid_namespace, walls.private_proc) = (false, false)
+            }
+            Step::Unshare | Step::UserMap => {
+                *walls = Walls { seccomp: walls.seccomp, ..Walls::FLOOR };
+            }
+            Step::Network => walls.network_namespace = false,
+            Step::Mount => (walls.mount_namespace, walls.private_proc) = (false, false),
+            Step::Proc => walls.private_proc = false,
+            Step::Split => (walls.pid_namespace, walls.private_proc) = (false, false),
+            Step::Seccomp => walls.seccomp = false,
+            Step::Capabilities => walls.no_capabilities = false,
+            Step::Landlock => {}
+        }
+        // Nothing to make a namespace for: none is made, through a user one or not.
+        if !walls.mount_namespace && !walls.pid_namespace && !walls.network_namespace {
+            walls.user_namespace = false;
+        }
+        *walls != before && walls.no_capabilities
     }
 }
 
@@ -157,11 +271,30 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_runs_once_and_explains_a_missing_sandbox() {
-        assert!(std::ptr::eq(support(), support()), "probed once, kept");
-        match support() {
-            Support::Available { abi, .. } => assert!(*abi >= 1),
-            Support::Unavailable { reason } => assert!(!reason.is_empty()),
+    fn the_probe_explains_what_is_missing() {
+        let found = support();
+        match &found.landlock {
+            Ok(abi) => assert!(*abi >= 1),
+            Err(reason) => assert!(!reason.is_empty()),
+        }
+        assert!(found.walls.no_capabilities, "clearing capabilities works on every Linux kernel");
+        let missing = found.missing();
+        assert_eq!(missing.contains(&"landlock"), found.landlock.is_err(), "{missing:?}");
+        assert_eq!(missing.contains(&"pidNamespace"), !found.walls.pid_namespace, "{missing:?}");
+    }
+
+    #[test]
+    fn a_namespace_a_privileged_or_user_namespace_allows_is_found() {
+        // Root with CAP_SYS_ADMIN, or a kernel that lets users make user namespaces (both
+        // where CI runs): the pid and mount namespaces then stand.
+        let userns = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
+            .ok()
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .is_some_and(|n| n > 0);
+        if crate::sandbox::caps::holds_sys_admin() || userns && !std::path::Path::new("/.dockerenv").exists()
+        {
+            let walls = support().walls;
+            assert!(walls.pid_namespace && walls.mount_namespace, "{walls:?}");
         }
     }
 }

@@ -18,7 +18,7 @@ use super::goal::Goal;
 use super::loading::{Loading, StoredHistory};
 use super::lock::{self, LockError, SessionLock};
 use super::opening::{OpenOptions, OtherRoot, SessionError};
-use super::reload::{builtin_names, plugin_entries, sandbox};
+use super::reload::{builtin_names, mcp_sandbox, plugin_entries};
 use super::seats::{Seat, Seats, max_open_sessions};
 use super::settings::{Choices, Effort, Mode, Posture, Preset, Settings};
 use super::snapshot::InboxCounts;
@@ -233,11 +233,11 @@ impl Manager {
         } else if options.mcp_servers.is_empty() {
             McpHub::empty()
         } else {
-            McpHub::start(options.mcp_servers, state.cwd.clone(), sandbox(&runtime, roots.clone()))
+            McpHub::start(options.mcp_servers, state.cwd.clone(), mcp_sandbox(&runtime, roots.clone()))
         };
         let plugins = plugin_entries(&runtime, &state.cwd);
         if !plugins.is_empty() {
-            mcp.replace_plugin_servers(plugins, state.cwd.clone(), sandbox(&runtime, roots));
+            mcp.replace_plugin_servers(plugins, state.cwd.clone(), mcp_sandbox(&runtime, roots));
         }
         let context = ActorContext {
             store: self.store.clone(),

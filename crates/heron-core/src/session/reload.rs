@@ -192,7 +192,7 @@ async fn reload(session: &Session, context: &ActorContext) -> ReloadResult {
     session.mcp.replace_plugin_servers(
         plugin_entries(&next, &state.cwd),
         state.cwd.clone(),
-        sandbox(&next, roots),
+        mcp_sandbox(&next, roots),
     );
     Ok(Reloaded { catalog, choices_changed: session.choices() != before })
 }
@@ -206,6 +206,18 @@ pub(super) fn builtin_names() -> Vec<&'static str> {
 pub(super) fn sandbox(runtime: &Runtime, roots: Vec<std::path::PathBuf>) -> Arc<Policy> {
     let providers = runtime.providers();
     Arc::new(Policy::from_config(providers.config(), providers.home(), providers.keys(), roots))
+}
+
+/// The policy of a session's MCP servers. They are the user's own programs, chosen in the
+/// editor's settings, the config or a plugin (trusted, DESIGN.md), so they run as the user
+/// with the keys withheld, unless `sandbox_mcp = true` confines them like the model's
+/// commands.
+pub(super) fn mcp_sandbox(runtime: &Runtime, roots: Vec<std::path::PathBuf>) -> Arc<Policy> {
+    let providers = runtime.providers();
+    let config = providers.config();
+    let mut policy = Policy::from_config(config, providers.home(), providers.keys(), roots);
+    policy.enabled &= config.sandbox_mcp;
+    Arc::new(policy)
 }
 
 /// The MCP servers `runtime`'s plugins give a session in `cwd`: each loaded plugin's

@@ -1,5 +1,5 @@
 //! Running a shell command on this machine for `run_command`, in its own process group and
-//! the session's sandbox, under a keeper (`keeper`). Invariant: when the run ends (exit,
+//! the session's sandbox, under a keeper (`sandbox::confine_kept`). Invariant: when the run ends (exit,
 //! timeout, cancel, or the future being dropped) the whole group is killed, and the keeper
 //! then kills whatever left the group (`setsid`), so nothing the command started outlives
 //! the call. The keeper itself is never killed from here: it ends once it has swept.
@@ -80,10 +80,7 @@ pub(super) async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    sandbox::confine(&mut shell, sandbox).await.map_err(|e| format!("the command was not run: {e}"))?;
-    // After the sandbox's step, so the keeper is confined as well.
-    #[cfg(target_os = "linux")]
-    super::keeper::install(&mut shell);
+    sandbox::confine_kept(&mut shell, sandbox).await.map_err(|e| format!("the command was not run: {e}"))?;
     let spawned = shell.spawn();
     // The command holds the sandbox's ruleset descriptor: closed here, once the child has it.
     drop(shell);

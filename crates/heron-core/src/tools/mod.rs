@@ -10,7 +10,6 @@ pub(crate) mod finish_goal;
 pub(crate) mod fsio;
 pub mod grep;
 #[cfg(target_os = "linux")]
-pub(crate) mod keeper;
 pub mod list_files;
 mod local_process;
 pub mod mcp;

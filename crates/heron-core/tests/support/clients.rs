@@ -2,7 +2,8 @@
 //! Python MCP package) must be there. `HERON_REQUIRE_CLIENTS` names the variables of those
 //! `.ci/run` installed, or is `1` for all of them: a required one that is missing fails its
 //! test instead of skipping it, so a broken install cannot pass as a green run. Machines
-//! that lack what a client runs on still skip, loudly.
+//! that lack what a client runs on still skip, loudly. The walls of the OS sandbox are
+//! held to the same rule by `HERON_REQUIRE_WALLS`.
 
 /// Whether the client `var` names must be there.
 pub fn required(var: &str) -> bool {
@@ -19,4 +20,16 @@ pub fn skip(var: &str, what: &str) {
         "{what} is missing, and HERON_REQUIRE_CLIENTS requires it: set {var} to it (as .ci/run does)"
     );
     eprintln!("SKIPPED: {what} is not installed (set {var}, as .ci/run does, to run this test)");
+}
+
+/// Whether every wall of the OS sandbox must stand (`HERON_REQUIRE_WALLS`, set by `.ci/run`).
+pub fn walls_required() -> bool {
+    std::env::var_os("HERON_REQUIRE_WALLS").is_some_and(|value| !value.is_empty())
+}
+
+/// Skips (part of) a test because a wall of the OS sandbox does not stand here, saying so
+/// loudly; fails it when the walls are required, so a machine that lost one cannot pass.
+pub fn skip_wall(why: impl std::fmt::Display) {
+    assert!(!walls_required(), "{why}, and HERON_REQUIRE_WALLS requires every wall");
+    eprintln!("SKIPPED: {why}");
 }

@@ -374,24 +374,23 @@ pub fn alive(pid: i32) -> bool {
         .is_some_and(|zombie| !zombie)
 }
 
-/// Waits up to 5 s for `pid` to be gone; fails naming `what` if it is not.
-pub fn wait_until_dead(pid: i32, what: &str) {
+/// Waits up to 5 s until no process of this machine has `marker` in its command line; fails
+/// naming `what` if one does. For processes of a pid namespace, whose own pids mean nothing
+/// here.
+pub fn wait_until_none_runs(marker: &str, what: &str) {
+    let running = || {
+        std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|entry| {
+            let pid = entry.file_name().to_str().and_then(|name| name.parse::<i32>().ok());
+            pid.is_some_and(|pid| {
+                alive(pid)
+                    && std::fs::read(entry.path().join("cmdline"))
+                        .is_ok_and(|line| String::from_utf8_lossy(&line).contains(marker))
+            })
+        })
+    };
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while alive(pid) {
-        assert!(std::time::Instant::now() < deadline, "{what} ({pid}) outlived the command");
+    while running() {
+        assert!(std::time::Instant::now() < deadline, "{what} ({marker}) outlived the command");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// The number a command wrote into `file` of the workspace, waiting up to 5 s for it.
-pub async fn pid_in(dirs: &Dirs, file: &str) -> i32 {
-    for _ in 0..250 {
-        if let Ok(text) = std::fs::read_to_string(dirs.ws().join(file))
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the command never wrote {file}");
 }

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{Turn, TurnError};
-use crate::sandbox::Support;
 use crate::session::event::Event;
 use crate::session::working::instructions::{self, Instruction, Sources};
 use crate::session::working::{self, Facts, WorkingContext};
@@ -82,7 +81,7 @@ impl Turn {
     pub(super) async fn refresh_context(&mut self) -> Result<(), TurnError> {
         let env = self.env.clone();
         let roots = env.roots.all().to_vec();
-        let confined = env.sandbox.enabled && matches!(crate::sandbox::support(), Support::Available { .. });
+        let confined = env.sandbox.enabled && crate::sandbox::support().has_landlock();
         let editor = (env.editor.reads_files(), env.editor.writes_files(), env.editor.has_terminals());
         let (posture, mode) = (self.settings.posture, self.settings.mode);
         let gathering = tokio::task::spawn_blocking(move || {

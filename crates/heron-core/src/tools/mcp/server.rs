@@ -55,6 +55,9 @@ struct Now {
     state: ServerState,
     tools: Vec<Arc<McpTool>>,
     http_status: Option<u16>,
+    /// Whether the server was started in the OS sandbox (`sandbox_mcp = true`), so that a
+    /// refusal at start names the sandbox and the setting.
+    confined: bool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -72,7 +75,7 @@ impl Server {
         Self {
             spec,
             editor,
-            now: Mutex::new(Now { state, tools: Vec::new(), http_status: None }),
+            now: Mutex::new(Now { state, tools: Vec::new(), http_status: None, confined: false }),
             running: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
             group: Mutex::new(ProcessGroup(None)),
@@ -110,9 +113,13 @@ impl Server {
     }
 
     fn fail(&self, reason: String) {
-        let reason = failure_report(&reason, &lock(&self.stderr).lines());
+        let mut reason = failure_report(&reason, &lock(&self.stderr).lines());
+        let mut now = lock(&self.now);
+        if now.confined && looks_refused(&reason) {
+            reason.push_str(SANDBOX_HINT);
+        }
         tracing::warn!(server = %self.spec.name, %reason, "an MCP server could not start");
-        lock(&self.now).state = ServerState::Failed(reason);
+        now.state = ServerState::Failed(reason);
     }
 
     fn fail_remote(&self, failure: RemoteFailure) {
@@ -163,6 +170,7 @@ impl Server {
         let TransportSpec::Stdio { command, args, env } = &self.spec.transport else { return None };
         let mut process = tokio::process::Command::new(command);
         process.args(args).envs(env.iter().map(|(k, v)| (k, v))).current_dir(cwd);
+        lock(&self.now).confined = sandbox.enabled;
         if let Err(error) = sandbox::confine(&mut process, sandbox).await {
             self.fail(format!("it was not started: {error}"));
             return None;
@@ -268,7 +276,7 @@ impl Server {
             let mut now = lock(&self.now);
             let stopped = now.state != ServerState::Connecting;
             if !stopped {
-                *now = Now { state: ServerState::Ready, tools, http_status: None };
+                (now.state, now.tools, now.http_status) = (ServerState::Ready, tools, None);
             }
             stopped
         };
@@ -285,11 +293,10 @@ impl Server {
     pub(super) async fn stop(&self) {
         let client = {
             let mut running = self.running.lock().await;
-            *lock(&self.now) = Now {
-                state: ServerState::Failed("stopped with its session".into()),
-                tools: Vec::new(),
-                http_status: None,
-            };
+            let mut now = lock(&self.now);
+            now.state = ServerState::Failed("stopped with its session".into());
+            (now.tools, now.http_status) = (Vec::new(), None);
+            drop(now);
             running.take()
         };
         if let Some(client) = client {
@@ -308,6 +315,22 @@ async fn list_tools(client: Running) -> Result<(Running, Vec<rmcp::model::Tool>)
             Err(format!("it did not list its tools: {e}"))
         }
     }
+}
+
+/// What a failed start of a confined server adds when it looks like the sandbox refused it:
+/// the user reads it in the status and the model in its tool list, and both learn the way
+/// out, instead of a program's own advice (npm's `sudo chown`) that cannot help.
+const SANDBOX_HINT: &str = " (this server runs in Heron's OS sandbox because `sandbox_mcp = true` in \
+config.toml: it may write only the session's folders and the `sandbox_writable` caches; set \
+`sandbox_mcp = false` to run it as you, as by default)";
+
+/// Whether a failure reads like a refused file or system call (EACCES, EPERM, EROFS), the
+/// way the sandbox refuses.
+fn looks_refused(report: &str) -> bool {
+    let report = report.to_ascii_lowercase();
+    ["eacces", "eperm", "erofs", "permission denied", "operation not permitted", "read-only file system"]
+        .iter()
+        .any(|sign| report.contains(sign))
 }
 
 /// `reason`, then as much of the end of the server's stderr as fits in [`MAX_FAILURE`]
@@ -342,5 +365,14 @@ mod tests {
         assert!(report.len() <= MAX_FAILURE, "{} bytes", report.len());
         assert!(report.starts_with("it did not initialize; its stderr ends: …"), "{report}");
         assert!(report.ends_with(&stderr[19]), "the last line is whole");
+    }
+
+    #[test]
+    fn refusals_read_as_the_sandbox_s_and_other_failures_do_not() {
+        assert!(looks_refused("npm ERR! code EACCES"));
+        assert!(looks_refused("OSError: [Errno 30] Read-only file system: '/x'"));
+        assert!(looks_refused("error: failed to create directory: Permission denied (os error 13)"));
+        assert!(!looks_refused("it did not initialize: connection closed"));
+        assert!(!looks_refused("cannot start `nope`: No such file or directory (os error 2)"));
     }
 }
