@@ -10,7 +10,14 @@ fn main() -> ExitCode {
     // Before any key is read: the commands Heron starts must not read its memory or its
     // environment through /proc.
     heron_core::sandbox::keep_this_process_private();
+    // Commands sent to an editor's terminal run through this binary's `sandbox-exec`.
+    if let Ok(program) = std::env::current_exe() {
+        heron_core::sandbox::launcher::set(program);
+    }
     let cli = Cli::parse_from(single_dash_cwd(std::env::args_os()));
+    if let Command::SandboxExec(args) = cli.command {
+        return heron::cli::sandbox_exec::run(args);
+    }
     if let Command::Run(args) = cli.command {
         return run(args);
     }
@@ -115,8 +122,8 @@ fn acp_or_setup(cli: Cli) -> ExitCode {
             Command::Setup(args) => setup(args),
             Command::Run(_) => Err("unreachable: run is handled before".to_owned()),
             Command::Conformance(_) => Err("unreachable: conformance is handled before".to_owned()),
-            Command::Doctor(_) | Command::Models(_) | Command::Manifest(_) => {
-                Err("unreachable: doctor, models and manifest are handled before".to_owned())
+            Command::Doctor(_) | Command::Models(_) | Command::Manifest(_) | Command::SandboxExec(_) => {
+                Err("unreachable: doctor, models, manifest and sandbox-exec are handled before".to_owned())
             }
         }
     });

@@ -476,7 +476,7 @@ fn heron_runs_its_commands_in_our_terminals_and_their_output_is_shown() {
     assert!(finished.status.success(), "{finished:?}");
     let out = &finished.stdout;
     let made = format!("made in {}", dirs.ws_path().display());
-    assert!(out.contains(&format!("  {made}\n  [completed]")), "{finished:?}");
+    assert!(out.contains(&format!("  {made}\n  Exit code: 0\n  [completed]")), "{finished:?}");
     // Each once: the command in the title only, the output from the call's own account.
     assert_eq!(out.matches("echo made in").count(), 1, "{out}");
     assert_eq!(out.matches(&made).count(), 1, "{out}");

@@ -152,3 +152,147 @@ fn a_saved_yolo_default_zed_applies_is_said_before_the_first_answer() {
     );
     heron.finish(Duration::from_secs(10));
 }
+
+/// What Zed does with `terminal/create`: runs the program with the args in the cwd, with
+/// its own environment (here, one holding a key the user exported), in its terminal panel.
+struct ZedTerminal {
+    output: String,
+    code: i32,
+}
+
+impl ZedTerminal {
+    fn run(params: &Value) -> Self {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        let args: Vec<String> = params["args"].as_array().into_iter().flatten().map(text).collect();
+        let ran = Command::new(text(&params["command"]))
+            .args(&args)
+            .current_dir(text(&params["cwd"]))
+            .env("EXPORTED_TEST_KEY", EXPORTED)
+            .stdin(Stdio::null())
+            .output()
+            .expect("the terminal runs the program");
+        let mut output = String::from_utf8_lossy(&ran.stdout).into_owned();
+        output.push_str(&String::from_utf8_lossy(&ran.stderr));
+        Self { output, code: ran.status.code().unwrap_or(-1) }
+    }
+}
+
+const EXPORTED: &str = "sk-exported-zed-4b9e1d";
+const IN_ENV_FILE: &str = "sk-env-file-zed-7c2a55";
+
+/// In Zed, `run_command` goes to Zed's terminal; what Heron asks Zed to run is its own
+/// launcher, so the command there is as confined as a local one: it cannot read the home's
+/// `.env`, holds no capabilities, inherits no key, and writes only in the workspace. The
+/// card shows the model's command and the final update does not repeat the output.
+#[test]
+fn a_command_in_zeds_terminal_runs_behind_the_same_walls() {
+    let dirs = crate::support::scripted_home("script", "default_model = \"script/m\"\n", "");
+    std::fs::write(dirs.home().join(".env"), format!("OPENAI_API_KEY={IN_ENV_FILE}\n")).expect(".env");
+    let outside = tempfile::tempdir().expect("a folder outside");
+    // The command names the home's `.env` by path, as a model that guessed it would.
+    let command = format!(
+        "cat '{env}' 2>&1 | head -c 200; grep CapEff /proc/self/status; \
+         env | grep -c -e EXPORTED_TEST_KEY -e OPENAI_API_KEY; \
+         echo inside > mine.txt && echo wrote-inside; echo x > '{out}/escaped' 2>/dev/null || echo outside-refused",
+        env = dirs.home().join(".env").display(),
+        out = outside.path().display()
+    );
+    let call =
+        json!({ "steps": [{ "tool_call": { "name": "run_command", "arguments": { "command": command } } }] });
+    dirs.write_home("script.jsonl", &format!("{call}\n{}\n", json!({ "steps": [{ "text": "Done." }] })));
+    let mut heron = Process::spawn(&dirs.home(), &["--permission-mode", "bypassPermissions"]);
+    let init = heron.request(json!(0), "initialize", zed_initialize());
+    assert_eq!(init["result"]["_meta"]["heron"]["sandbox"]["editorTerminals"], "launcher", "{init}");
+    let opened = heron.request(json!(1), "session/new", json!({ "cwd": dirs.ws(), "mcpServers": [] }));
+    let session = opened["result"]["sessionId"].as_str().expect("a session").to_owned();
+
+    heron.send_prompt(json!("p"), &session, "Check the walls");
+    let mut terminal: Option<ZedTerminal> = None;
+    let mut created = Value::Null;
+    let mut updates = Vec::new();
+    let answer = heron.until_answer(&json!("p"), |heron, message| {
+        let id = message["id"].clone();
+        match message["method"].as_str() {
+            Some("terminal/create") => {
+                created = message["params"].clone();
+                terminal = Some(ZedTerminal::run(&message["params"]));
+                heron.send(json!({ "jsonrpc": "2.0", "id": id, "result": { "terminalId": "zed-1" } }));
+            }
+            Some("terminal/wait_for_exit") => {
+                let code = terminal.as_ref().map_or(-1, |t| t.code);
+                heron.send(json!({ "jsonrpc": "2.0", "id": id, "result": { "exitCode": code } }));
+            }
+            Some("terminal/output") => {
+                let (output, code) =
+                    terminal.as_ref().map_or((String::new(), -1), |t| (t.output.clone(), t.code));
+                let result =
+                    json!({ "output": output, "truncated": false, "exitStatus": { "exitCode": code } });
+                heron.send(json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+            }
+            Some("terminal/release" | "terminal/kill") => {
+                heron.send(json!({ "jsonrpc": "2.0", "id": id, "result": {} }));
+            }
+            Some("session/update") => updates.push(message["params"]["update"].clone()),
+            _ => {}
+        }
+    });
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(created["args"][0], "sandbox-exec", "Heron's launcher runs in the terminal: {created}");
+    let output = terminal.map(|t| t.output).unwrap_or_default();
+    assert!(!output.contains(IN_ENV_FILE), "the home's .env was read: {output}");
+    assert!(output.contains("CapEff:\t0000000000000000"), "no capabilities: {output}");
+    assert!(output.lines().any(|line| line == "0"), "no key inherited: {output}");
+    assert!(output.contains("wrote-inside") && output.contains("outside-refused"), "{output}");
+    assert!(!outside.path().join("escaped").exists());
+    let call = updates.iter().find(|u| u["sessionUpdate"] == "tool_call").expect("the call");
+    assert!(call["title"].as_str().is_some_and(|t| t.starts_with("Run cat")), "the model's command: {call}");
+    let done = updates.iter().find(|u| u["status"] == "completed").expect("the call completed");
+    let shown = done["content"][1]["content"]["text"].as_str().unwrap_or_default();
+    assert!(shown.starts_with("$ cat") && shown.ends_with("Exit code: 0"), "{shown}");
+    assert!(!shown.contains("CapEff:\t"), "the terminal already shows the output: {shown}");
+    heron.finish(Duration::from_secs(10));
+}
+
+/// An editor that runs commands on another machine (where Heron's path does not exist)
+/// cannot run the launcher: the command then runs in Heron's own process, behind the same
+/// walls, and the model is told why.
+#[test]
+fn a_terminal_that_cannot_run_the_launcher_runs_the_command_here_instead() {
+    let call = json!({ "steps": [{ "tool_call": { "name": "run_command", "arguments": { "command": "echo ran-here" } } }] });
+    let script = format!("{call}\n{}\n", json!({ "steps": [{ "text": "Done." }] }));
+    let dirs = crate::support::scripted_home("script", "default_model = \"script/m\"\n", &script);
+    let mut heron = Process::spawn(&dirs.home(), &["--permission-mode", "bypassPermissions"]);
+    heron.request(json!(0), "initialize", zed_initialize());
+    let opened = heron.request(json!(1), "session/new", json!({ "cwd": dirs.ws(), "mcpServers": [] }));
+    let session = opened["result"]["sessionId"].as_str().expect("a session").to_owned();
+    heron.send_prompt(json!("p"), &session, "Run it");
+    let mut program = String::new();
+    let mut updates = Vec::new();
+    let answer = heron.until_answer(&json!("p"), |heron, message| {
+        let id = message["id"].clone();
+        let result = match message["method"].as_str() {
+            Some("terminal/create") => {
+                program = message["params"]["command"].as_str().unwrap_or_default().to_owned();
+                json!({ "terminalId": "remote-1" })
+            }
+            Some("terminal/wait_for_exit") => json!({ "exitCode": 127 }),
+            Some("terminal/output") => {
+                let output = format!("sh: 1: {program}: not found\n");
+                json!({ "output": output, "truncated": false, "exitStatus": { "exitCode": 127 } })
+            }
+            Some("terminal/release" | "terminal/kill") => json!({}),
+            Some("session/update") => {
+                updates.push(message["params"]["update"].clone());
+                return;
+            }
+            _ => return,
+        };
+        heron.send(json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+    });
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let done = updates.iter().find(|u| u["status"] == "completed").expect("the call completed here");
+    let text = done["content"].to_string();
+    assert!(text.contains("ran-here"), "the command ran in Heron's process: {text}");
+    assert!(text.contains("could not run Heron's sandbox launcher"), "the model is told why: {text}");
+    heron.finish(Duration::from_secs(10));
+}

@@ -32,6 +32,7 @@ pub struct AcpEditor<O> {
     reads: bool,
     writes: bool,
     terminals: bool,
+    confined_terminals: bool,
     questions: bool,
     modes: ElicitationModes,
 }
@@ -49,6 +50,12 @@ impl<O: Outgoing> AcpEditor<O> {
             reads: fs.and_then(|f| f.read_text_file).unwrap_or(false),
             writes: fs.and_then(|f| f.write_text_file).unwrap_or(false),
             terminals: capabilities.terminal.unwrap_or(false),
+            // Heron's own client (`heron run`) confines the commands it runs in its terminals.
+            confined_terminals: capabilities
+                .meta
+                .as_ref()
+                .and_then(|meta| meta.get("heron")?.get("confinedTerminals")?.as_bool())
+                .unwrap_or(false),
             // `elicitation: {}` advertises no mode: only a present `form` counts.
             questions: capabilities.elicitation.as_ref().is_some_and(|e| e.form.is_some()),
             modes: ElicitationModes {
@@ -231,6 +238,10 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
 
     fn has_terminals(&self) -> bool {
         self.terminals
+    }
+
+    fn confines_terminals(&self) -> bool {
+        self.confined_terminals
     }
 
     fn asks_questions(&self) -> bool {

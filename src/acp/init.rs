@@ -118,6 +118,10 @@ pub(super) fn meta(support: &Support) -> Map<String, Value> {
     if support.inside {
         sandbox["inside"] = json!(true);
     }
+    // How a command routed to the editor's terminal runs: through Heron's launcher, behind
+    // the same walls, or (a core embedded without one) as the editor runs it.
+    sandbox["editorTerminals"] =
+        json!(if heron_core::sandbox::launcher::get().is_some() { "launcher" } else { "direct" });
     Map::from_iter([("heron".to_owned(), json!({ "sandbox": sandbox }))])
 }
 
@@ -202,6 +206,8 @@ mod tests {
                 "walls": {"capabilities": true, "seccomp": true, "pidNamespace": true, "privateProc": true,
                           "mountNamespace": true, "networkNamespace": true},
                 "missing": [],
+                // The unit tests' binary registers no launcher.
+                "editorTerminals": "direct",
             }}})
         );
         let bare = heron_core::sandbox::Walls { pid_namespace: false, private_proc: false, ..all };

@@ -324,6 +324,11 @@ fn sandbox_walls(support: &Support, report: &mut Report) {
     if support.walls.user_namespace {
         report.push(Level::Ok, "sandbox: the namespaces are made in a user namespace of each command's own");
     }
+    report.push(
+        Level::Ok,
+        "sandbox: commands an editor runs in its terminal (Zed, ...) run through `heron sandbox-exec`, behind \
+         the same walls",
+    );
 }
 
 fn plural(count: usize) -> &'static str {

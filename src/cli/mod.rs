@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod manifest;
 pub mod models;
 pub mod run;
+pub mod sandbox_exec;
 pub mod setup;
 
 use std::borrow::Cow;
@@ -37,6 +38,9 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// List the configured models as provider/model, one per line.
     Models(models::ModelsArgs),
+    /// Run a program behind the walls of a session's commands (what Heron asks an editor's
+    /// terminal to run).
+    SandboxExec(sandbox_exec::SandboxExecArgs),
     /// Print this build's ACP registry entry (agent.json); used when releasing.
     #[command(hide = true)]
     Manifest(manifest::ManifestArgs),

@@ -195,13 +195,13 @@ async fn editor_terminal_runs_create_wait_output_release_in_order() {
     let outcome =
         call(&RunCommand, &dirs.env_with(Arc::new(fake.clone())), json!({"command": "cargo test"})).await;
     assert_eq!(outcome.status, ToolStatus::Completed);
-    // The final outcome keeps the terminal and says what ran and how it ended, for clients
-    // that do not render terminals (released after it is shown; here nobody shows it).
+    // The final outcome keeps the terminal, which shows the output, and says what ran and
+    // how it ended (released after it is shown; here nobody shows it).
     assert_eq!(
         outcome.output,
         [
             ToolOutput::Terminal { terminal_id: "term-1".into() },
-            ToolOutput::Text { text: "$ cargo test\nExit code: 0\nOutput:\nfake output".into() }
+            ToolOutput::Text { text: "$ cargo test\nExit code: 0".into() }
         ]
     );
     assert_eq!(outcome.for_model, "Exit code: 0\nOutput:\nfake output");

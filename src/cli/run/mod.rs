@@ -404,6 +404,12 @@ fn initialize_request() -> InitializeRequest {
                 write_text_file: Some(true),
             }),
             terminal: Some(true),
+            // Its terminals confine what they run (`terminals`): Heron's agent sends its
+            // commands as they are rather than through its launcher, which cannot nest in them.
+            meta: Some(serde_json::Map::from_iter([(
+                "heron".to_owned(),
+                serde_json::json!({ "confinedTerminals": true }),
+            )])),
             ..ClientCapabilities::default()
         }),
         client_info: Some(heron_protocol::Implementation {

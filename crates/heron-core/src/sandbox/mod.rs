@@ -23,7 +23,8 @@
 //! makes one with its own ids mapped to themselves. Keys leave every child's environment
 //! whether it is confined or not (`env`).
 //!
-//! Parts, one file each: `support` (the probe), `policy` (what a session allows), `own`
+//! Parts, one file each: `support` (the probe), `policy` (what a session allows),
+//! `launcher` (the command line an editor's terminal runs to get the same walls), `own`
 //! (Heron's own process: not dumpable; its lineage), `env`, `temp` (the private temp
 //! folder), `sockets`, and on Linux `rules`, `mounts`, `caps`, `seccomp`, `keeper`, and
 //! `child`, which runs them in order.
@@ -45,6 +46,7 @@
 //! the sandbox is the boundary, and only `sandbox = "off"` in `config.toml` turns it off.
 
 mod env;
+pub mod launcher;
 mod own;
 mod policy;
 mod sockets;

@@ -56,6 +56,9 @@ impl EditorIo for WatchedEditor {
     fn has_terminals(&self) -> bool {
         self.inner.has_terminals()
     }
+    fn confines_terminals(&self) -> bool {
+        self.inner.confines_terminals()
+    }
     fn asks_questions(&self) -> bool {
         self.inner.asks_questions()
     }

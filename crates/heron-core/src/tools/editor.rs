@@ -195,6 +195,11 @@ pub trait EditorIo: Send + Sync + 'static {
     fn writes_files(&self) -> bool;
     /// Whether commands run in editor terminals (`terminal`).
     fn has_terminals(&self) -> bool;
+    /// Whether the client's terminals already run commands behind Heron's walls (`heron
+    /// run` says so): then a command goes to them as it is, not through the launcher.
+    fn confines_terminals(&self) -> bool {
+        false
+    }
     /// Whether questions can be asked (`elicitation.form`).
     fn asks_questions(&self) -> bool;
 

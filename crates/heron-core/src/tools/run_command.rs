@@ -45,6 +45,7 @@ pub struct RunCommandArgs {
 pub struct RunCommand;
 
 /// A parsed, checked call.
+#[derive(Clone)]
 struct Checked {
     command: String,
     cwd: PathBuf,
@@ -114,7 +115,15 @@ impl Tool for RunCommand {
                 .and_then(|args| check(args, &env).map_err(Outcome::failed));
             let outcome = match checked {
                 Err(failed) => failed,
-                Ok(checked) if env.editor.has_terminals() => in_editor(&env, checked).await,
+                Ok(checked) if env.editor.has_terminals() => match in_editor(&env, &checked).await {
+                    Routed::Ran(outcome) => outcome,
+                    Routed::NoLauncher(why) => {
+                        let mut outcome = locally(&env, checked).await;
+                        outcome.for_model = format!("[{why}]\n{}", outcome.for_model);
+                        outcome.output = vec![ToolOutput::Text { text: outcome.for_model.clone() }];
+                        outcome
+                    }
+                },
                 Ok(checked) => locally(&env, checked).await,
             };
             call::scrub(&env, outcome)
@@ -139,20 +148,45 @@ async fn locally(env: &ToolEnv, checked: Checked) -> Outcome {
     outcome
 }
 
-/// Runs the command in an editor terminal. The terminal is driven by a task of its own, so
-/// that a dropped call still kills and releases it: dropping the guard cancels `stop`.
-async fn in_editor(env: &ToolEnv, checked: Checked) -> Outcome {
+/// How a command sent to the editor's terminal went.
+enum Routed {
+    /// It ran there (or failed there); the outcome says how.
+    Ran(Outcome),
+    /// The editor could not run Heron's launcher (it may run commands on another machine),
+    /// so nothing ran: run it here instead, saying why.
+    NoLauncher(String),
+}
+
+/// Runs the command in an editor terminal, through Heron's launcher when there is one, so
+/// the walls of a local command stand there too. The terminal is driven by a task of its
+/// own, so that a dropped call still kills and releases it: dropping the guard cancels
+/// `stop`.
+async fn in_editor(env: &ToolEnv, checked: &Checked) -> Routed {
     let stop = env.cancel.child_token();
     let _guard = stop.clone().drop_guard();
+    let launcher = crate::sandbox::launcher::get().filter(|_| !env.editor.confines_terminals());
+    let (program, args) = match launcher {
+        Some(launcher) => crate::sandbox::launcher::wrap(launcher, &env.sandbox, &checked.command),
+        None => ("sh".to_owned(), vec!["-c".to_owned(), checked.command.clone()]),
+    };
+    let command = TerminalCommand {
+        command: program,
+        args,
+        cwd: checked.cwd.display().to_string(),
+        output_byte_limit: OUTPUT_CAP as u64,
+    };
     let task = tokio::spawn(drive_terminal(
         Arc::clone(&env.editor),
-        checked,
+        (command, checked.clone(), launcher.is_some()),
         stop,
         env.progress.clone(),
         Arc::clone(&env.secrets),
     ));
-    task.await.unwrap_or_else(|_| Outcome::failed("the terminal task stopped unexpectedly"))
+    task.await.unwrap_or_else(|_| Routed::Ran(Outcome::failed("the terminal task stopped unexpectedly")))
 }
+
+/// The exit code of a program a shell could not find or run (`sh: heron: not found`).
+const NOT_RUN: u32 = 127;
 
 /// How waiting for an editor terminal ended.
 enum Waited {
@@ -164,20 +198,23 @@ enum Waited {
 
 async fn drive_terminal(
     editor: Arc<dyn EditorIo>,
-    checked: Checked,
+    (command, checked, launched): (TerminalCommand, Checked, bool),
     stop: CancellationToken,
     progress: crate::tools::Progress,
     secrets: Arc<Vec<crate::secret::Secret>>,
-) -> Outcome {
-    let command = TerminalCommand {
-        command: "sh".to_owned(),
-        args: vec!["-c".to_owned(), checked.command.clone()],
-        cwd: checked.cwd.display().to_string(),
-        output_byte_limit: OUTPUT_CAP as u64,
-    };
+) -> Routed {
+    let launcher = command.command.clone();
     let id = match editor.terminal_create(command).await {
         Ok(id) => id,
-        Err(e) => return Outcome::failed(format!("the editor could not start the command: {e}")),
+        Err(e) if launched => {
+            return Routed::NoLauncher(format!(
+                "the editor could not start Heron's sandbox launcher ({e}), so the command ran \
+                 in Heron's own process, behind the same walls"
+            ));
+        }
+        Err(e) => {
+            return Routed::Ran(Outcome::failed(format!("the editor could not start the command: {e}")));
+        }
     };
     // The editor shows the live output in the tool call while the command runs.
     progress.show(vec![ToolOutput::Terminal { terminal_id: id.clone() }]);
@@ -198,6 +235,19 @@ async fn drive_terminal(
         Ok(out) => (out.output, out.truncated),
         Err(e) => (format!("[the editor could not give the output: {e}]"), false),
     };
+    // A launcher the editor's shell could not find ran nothing: the editor runs commands
+    // elsewhere (a remote machine, a container) where this path does not exist.
+    if launched
+        && matches!(waited, Waited::Exited(ExitStatus { code: Some(NOT_RUN), .. }))
+        && output.contains(&launcher)
+    {
+        release(editor.as_ref(), &id).await;
+        return Routed::NoLauncher(
+            "the editor's terminal could not run Heron's sandbox launcher (it may run commands on \
+             another machine), so the command ran in Heron's own process, behind the same walls"
+                .to_owned(),
+        );
+    }
     // The editor kept the end; where it cut, the end of a key may start the text.
     let output = if truncated {
         let kept = crate::secret::drop_cut_start(&output, secrets.iter());
@@ -219,19 +269,17 @@ async fn drive_terminal(
         Ok(ending) => report(&ending, &output, checked.timeout),
         Err(message) => Outcome::failed(format!("waiting for the command failed: {message}\n{output}")),
     };
-    // The final update keeps the terminal and adds what ran, its output (clipped) and how it
-    // ended, for clients that do not render terminals; the terminal is released only once
-    // that update has reached the editor.
-    let summary = format!("$ {}\n{}", checked.command, crate::secret::clip(&outcome.for_model, SHOWN_OUTPUT));
+    // The final update keeps the terminal, which shows the output, and adds what ran and
+    // how it ended (not the output again); the terminal is released only once that update
+    // has reached the editor.
+    let ended = outcome.for_model.lines().next().unwrap_or_default();
+    let summary = format!("$ {}\n{ended}", checked.command);
     outcome.output =
         vec![ToolOutput::Terminal { terminal_id: id.clone() }, ToolOutput::Text { text: summary }];
     let releasing = Arc::clone(&editor);
     progress.after_result(Box::pin(async move { release(releasing.as_ref(), &id).await })).await;
-    outcome
+    Routed::Ran(outcome)
 }
-
-/// How much of a command's output the final update shows as text (the model gets more).
-const SHOWN_OUTPUT: usize = 16 * 1024;
 
 async fn release(editor: &dyn EditorIo, id: &str) {
     if let Err(e) = editor.terminal_release(id).await {
