@@ -47,14 +47,32 @@ pub enum Command {
 }
 
 /// Sends logs to stderr, filtered by `HERON_LOG` (default `warn`). Stdout is the protocol's.
+/// Every URL in a log line loses its password, query and fragment, whichever crate logged
+/// it (a provider's `?key=`, an MCP server's signed URL).
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("HERON_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| Redacted(std::io::stderr()))
         .with_ansi(false)
         .try_init();
+}
+
+/// A log writer (stderr) through which each formatted event passes with its URLs
+/// redacted. The formatter writes an event in one call, so a URL is never split in two.
+struct Redacted<W>(W);
+
+impl<W: Write> Write for Redacted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(heron_core::secret::redact_urls(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// Writes `text` to stdout and flushes it. A reader that went away before the end
@@ -96,5 +114,19 @@ pub(crate) fn printable(text: &str) -> Cow<'_, str> {
         Cow::Owned(text.chars().map(|c| if c.is_control() { '?' } else { c }).collect())
     } else {
         Cow::Borrowed(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_line_loses_the_credentials_of_its_urls() {
+        let mut log = Redacted(Vec::new());
+        log.write_all(b"WARN connecting url=https://me:pw@mcp.example.com/mcp?token=abc123 failed\n")
+            .expect("written");
+        let written = String::from_utf8(log.0).expect("utf-8");
+        assert_eq!(written, "WARN connecting url=https://me@mcp.example.com/mcp?\u{2026} failed\n");
     }
 }

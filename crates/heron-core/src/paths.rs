@@ -5,13 +5,42 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// Credential folders under the user's home: read only after asking, never written.
-const CREDENTIALS_UNDER_HOME: [&str; 4] = [".ssh", ".gnupg", ".aws", ".config/gcloud"];
+/// The credential stores developers keep under their home, folders and files: read only
+/// after asking, never written. A folder is named where everything in it is a secret or
+/// steers one (`.ssh`, `.gnupg`); a file where its folder also holds what tools rewrite
+/// freely (`.kube/cache`, `.docker/buildx`). The README's table lists them.
+pub const CREDENTIAL_STORES: [&str; 24] = [
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh/hosts.yml",
+    ".config/hub",
+    ".config/git/credentials",
+    ".git-credentials",
+    ".netrc",
+    ".docker/config.json",
+    ".kube/config",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".terraform.d/credentials.tfrc.json",
+    ".vault-token",
+    ".password-store",
+    ".local/share/keyrings",
+    ".config/op",
+    ".pgpass",
+    ".my.cnf",
+];
 
-/// The credential folders under `user_home` (whether they exist or not): what the OS
-/// sandbox keeps read-only when a write root contains them.
+/// The credential stores under `user_home` (whether they exist or not): what the OS
+/// sandbox keeps read-only when a write root contains them, and what the tools ask before
+/// reading.
 pub fn credential_folders(user_home: &Path) -> Vec<PathBuf> {
-    CREDENTIALS_UNDER_HOME.iter().map(|dir| user_home.join(dir)).collect()
+    CREDENTIAL_STORES.iter().map(|store| user_home.join(store)).collect()
 }
 
 /// The user's home, from `$HOME`.

@@ -1,6 +1,10 @@
 //! Secrets (API keys): a wrapper that never prints its value, and redaction of known
 //! secrets from text that leaves the process (errors, logs, transcripts).
 
+mod urls;
+
+pub use self::urls::redact_urls;
+
 use std::fmt;
 
 /// A secret value. `Debug` and `Display` print a placeholder; only [`Secret::expose`]

@@ -486,3 +486,55 @@ async fn cancelled_read_stops() {
     let outcome = call(&ReadFile, &env, json!({"path": "a.txt"})).await;
     assert_eq!(outcome.status, ToolStatus::Failed);
 }
+
+/// A file with another name (a hard link) is not written through the editor, which writes
+/// in place and so through every name: it is replaced by a rename, the other name keeps the
+/// old text, and what the user approves says so.
+#[tokio::test]
+async fn a_hard_linked_file_is_replaced_by_a_rename_and_never_written_through_the_editor() {
+    let dirs = Dirs::new();
+    let path = dirs.write("shared.txt", "old\n");
+    let other = dirs.ws().join("other-name.txt");
+    std::fs::hard_link(&path, &other).expect("a second name");
+    let fake = editor(true, true);
+    let env = dirs.env_with(Arc::new(fake.clone()));
+    let args = json!({"path": "shared.txt", "content": "new\n"}).to_string();
+    let prepared = WriteFile.prepare(&args, &env).expect("prepared");
+    let previewed = WriteFile.preview(prepared, env.clone()).await.expect("previewed");
+    let note = previewed.content.iter().find_map(|output| match output {
+        ToolOutput::Text { text } if text.contains("hard links") => Some(text.clone()),
+        _ => None,
+    });
+    assert!(note.is_some_and(|n| n.contains("2 names")), "the request says it: {:?}", previewed.content);
+    let outcome = WriteFile.run(previewed, env).await;
+    assert_eq!(outcome.status, ToolStatus::Completed, "{outcome:?}");
+    assert!(!fake.methods().contains(&"write_text_file".to_owned()), "{:?}", fake.methods());
+    assert_eq!(std::fs::read_to_string(&path).expect("this name"), "new\n");
+    assert_eq!(std::fs::read_to_string(&other).expect("the other name"), "old\n");
+}
+
+/// Files other programs run later are asked in every posture, and the title says why: a
+/// git directory made under another name, git hooks outside `.git`, `.envrc`, editor tasks.
+#[tokio::test]
+async fn files_other_programs_run_later_are_always_asked_with_the_reason_in_the_title() {
+    let dirs = Dirs::new();
+    std::fs::create_dir_all(dirs.ws().join("vendor/objects")).expect("objects");
+    std::fs::write(dirs.ws().join("vendor/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+    std::fs::write(dirs.ws().join("vendor/config"), "[core]\n").expect("config");
+    let env = dirs.env();
+    for (path, reason) in [
+        ("vendor/hooks/post-checkout", "git directory"),
+        (".husky/pre-commit", "git hook"),
+        (".envrc", "direnv"),
+        (".vscode/tasks.json", "editor task"),
+        (".git/config", "in .git"),
+    ] {
+        let args = json!({"path": path, "content": "x\n"}).to_string();
+        let prepared = WriteFile.prepare(&args, &env).expect("prepared");
+        assert!(prepared.always_ask.is_some(), "{path} is always asked");
+        assert!(prepared.title.contains(reason), "{path}: {}", prepared.title);
+    }
+    let plain =
+        WriteFile.prepare(&json!({"path": "src/lib.rs", "content": "x"}).to_string(), &env).expect("ok");
+    assert!(plain.always_ask.is_none() && !plain.title.contains('('), "{}", plain.title);
+}

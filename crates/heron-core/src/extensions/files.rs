@@ -100,9 +100,7 @@ pub(super) fn read_text(path: &Path, protected: &Protected) -> Result<String, St
 
 /// [`read_text`] with a cap of `cap` bytes.
 pub(super) fn read_text_within(path: &Path, cap: u64, protected: &Protected) -> Result<String, String> {
-    let refuse = |meta: &std::fs::Metadata| {
-        protected.is_home_file(meta).then(|| FileError::Protected(path.display().to_string()))
-    };
+    let refuse = |meta: &std::fs::Metadata| fsio::other_name_refusal(protected, meta, path);
     let bytes = match fsio::read_capped(path, cap, refuse) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Err("disappeared while it was read".to_owned()),

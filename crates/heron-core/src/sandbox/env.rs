@@ -2,8 +2,10 @@
 //! `HERON_HOME/.env` or whose value contains one of their values, and every variable whose
 //! name says it holds a credential (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
 //! `ANTHROPIC_API_KEY`, ...): editors start agents with the user's shell environment, so
-//! those are the user's keys too. `sandbox_pass_env` in `config.toml` lets named ones
-//! through (never a `.env` key). What a command sets itself (an MCP server's `env`) is its
+//! those are the user's keys too; and every variable whose value looks like one, whatever
+//! its name (a private key, a token of a known shape, a JWT, a URL with a password, a
+//! webhook URL). `sandbox_pass_env` in `config.toml` lets named ones through, whatever they
+//! look like (never a `.env` key or its value). What a command sets itself (an MCP server's `env`) is its
 //! definition's choice and is kept.
 
 use std::collections::BTreeSet;
@@ -96,11 +98,12 @@ impl Withheld {
     /// Whether a variable must not reach a child.
     fn withholds(&self, name: &OsStr, value: &OsStr) -> bool {
         let value = value.as_bytes();
-        let named = name.to_str().is_none_or(|name| {
-            self.names.contains(name) || (looks_like_a_credential(name) && !self.passed.contains(name))
-        });
+        let passed = name.to_str().is_some_and(|name| self.passed.contains(name));
+        let named = name
+            .to_str()
+            .is_none_or(|name| self.names.contains(name) || (looks_like_a_credential(name) && !passed));
         named
-            || holds_url_password(value)
+            || (!passed && (holds_url_password(value) || looks_like_a_secret(value)))
             || self.values.iter().map(|secret| secret.expose().as_bytes()).any(|secret| {
                 value == secret || (secret.len() >= SHORTEST_CONTAINED && contains(value, secret))
             })
@@ -155,6 +158,84 @@ fn holds_url_password(value: &[u8]) -> bool {
     false
 }
 
+/// Prefixes of tokens whose shape says what they are: OpenAI and Anthropic (`sk-`), Stripe,
+/// GitHub, GitLab, Slack, Hugging Face, npm, PyPI, Google, AWS access key ids. Each must
+/// start the value or follow a character that cannot be part of a token, and be followed
+/// by at least [`TOKEN_TAIL`] token characters, so a path or a word that merely contains
+/// the letters passes.
+const TOKEN_PREFIXES: [&str; 21] = [
+    "sk-",
+    "sk_live_",
+    "sk_test_",
+    "rk_live_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "xoxs-",
+    "hf_",
+    "npm_",
+    "pypi-",
+    "AIza",
+    "AKIA",
+    "ASIA",
+];
+
+/// The fewest token characters after a prefix.
+const TOKEN_TAIL: usize = 16;
+
+/// Hosts and paths whose URLs are their own keys: posting to one needs nothing else.
+const WEBHOOKS: [&str; 5] = [
+    "hooks.slack.com/",
+    "discord.com/api/webhooks/",
+    "discordapp.com/api/webhooks/",
+    "webhook.office.com/",
+    "outlook.office.com/webhook",
+];
+
+fn is_token_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// Whether `value` holds what a credential looks like: a private key, a token of a known
+/// shape, a JWT, or a webhook URL.
+fn looks_like_a_secret(value: &[u8]) -> bool {
+    if contains(value, b"-----BEGIN") && contains(value, b"PRIVATE KEY") {
+        return true;
+    }
+    if WEBHOOKS.iter().any(|hook| contains(value, hook.as_bytes())) {
+        return true;
+    }
+    let token_at = |at: usize, prefix: &[u8]| {
+        (at == 0 || !is_token_char(value[at - 1]))
+            && value[at + prefix.len()..].iter().take_while(|&&b| is_token_char(b)).count() >= TOKEN_TAIL
+    };
+    let known = TOKEN_PREFIXES.iter().any(|prefix| {
+        let prefix = prefix.as_bytes();
+        value.windows(prefix.len()).enumerate().any(|(at, window)| window == prefix && token_at(at, prefix))
+    });
+    known || holds_jwt(value)
+}
+
+/// Whether `value` holds a JWT: `eyJ`, then three base64url parts joined by dots.
+fn holds_jwt(value: &[u8]) -> bool {
+    value.windows(3).enumerate().filter(|(_, w)| *w == b"eyJ").any(|(at, _)| {
+        let token: Vec<&[u8]> = value[at..]
+            .split(|&b| !(is_token_char(b) || b == b'.'))
+            .next()
+            .unwrap_or_default()
+            .split(|&b| b == b'.')
+            .collect();
+        token.len() == 3 && token.iter().all(|part| part.len() >= 8)
+    })
+}
+
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|window| window == needle)
 }
@@ -174,6 +255,46 @@ mod tests {
         assert!(w.withholds(OsStr::new("COPY"), OsStr::new("sk-live-123456")));
         assert!(w.withholds(OsStr::new("URL"), OsStr::new("https://x/?key=sk-live-123456&a=1")));
         assert!(!w.withholds(OsStr::new("PATH"), OsStr::new("/usr/bin:/bin")));
+    }
+
+    #[test]
+    fn a_value_that_looks_like_a_secret_is_withheld_whatever_its_name() {
+        let w = Withheld::default();
+        let held = |value: &str| w.withholds(OsStr::new("INNOCENT"), OsStr::new(value));
+        for secret in [
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEA\n-----END OPENSSH PRIVATE KEY-----",
+            "sk-proj-abcdefghijklmnopqrstuvwx",
+            "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+            "github_pat_11ABCDEFG0123456789_abcdefghij",
+            "xoxb-123456789012-123456789012-abcdefghijkl",
+            "AKIAIOSFODNN7EXAMPLEXX",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "https://hooks.slack.com/services/T000/B000/XXXXXXXX",
+            "https://discord.com/api/webhooks/123/abc",
+            "postgres://app:hunter2@db.internal/app",
+            "Bearer sk-ant-api03-abcdefghijklmnopqrstu",
+        ] {
+            assert!(held(secret), "{secret}");
+        }
+        for ordinary in [
+            "/usr/local/bin:/usr/bin:/bin",
+            "en_US.UTF-8",
+            "xterm-256color",
+            "/home/me/desk-notes",
+            "--task-size=16",
+            "https://example.com/docs?page=2",
+            "postgres://db.internal/app",
+            "ask-me-later",
+            "eyJ",
+            "/tmp/sk-tmp",
+        ] {
+            assert!(!held(ordinary), "{ordinary}");
+        }
+        // What the user passes by name goes through, whatever it looks like.
+        let passed = Withheld::from_keys(&Keys::default(), &["GH_TOKEN".to_owned()]);
+        let token = OsStr::new("ghp_0123456789abcdefghijABCDEFGHIJ012345");
+        assert!(!passed.withholds(OsStr::new("GH_TOKEN"), token));
+        assert!(passed.withholds(OsStr::new("OTHER"), token));
     }
 
     #[test]

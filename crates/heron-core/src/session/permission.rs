@@ -282,7 +282,7 @@ mod tests {
     #[test]
     fn a_write_in_a_git_folder_asks_in_every_posture_that_may_ask() {
         let hook = Prepared {
-            always_ask: Some(AlwaysAsk::GitFolder),
+            always_ask: Some(AlwaysAsk::RunsLater(crate::tools::later::GIT)),
             ..call(ToolKind::Edit, Some("/w/.git/hooks/pre-commit"), false)
         };
         let none = Approvals::default();
@@ -290,7 +290,7 @@ mod tests {
         assert_eq!(ask(Posture::Yolo, &none), Decision::Ask, "yolo still asks");
         assert_eq!(ask(Posture::Auto, &none), Decision::Ask, "auto runs other edits unasked");
         let Decision::Deny(why) = ask(Posture::DontAsk, &none) else { panic!("don't-ask refuses it") };
-        assert!(why.contains(".git folder"), "{why}");
+        assert!(why.contains("in .git: git runs its hooks"), "{why}");
         // A grant for another file does not cover it; its own does.
         let mut approvals = Approvals::default();
         approvals.remember(

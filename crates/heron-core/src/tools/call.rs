@@ -80,14 +80,14 @@ pub(crate) fn resolve_for_write(env: &ToolEnv, path: &str) -> Result<PathBuf, St
 }
 
 /// The title of a write of `path` (resolved), and why it is always asked, if it is: a
-/// write inside a `.git` folder says in its title why it asks.
+/// write of a file another program runs later (`later`) says in its title why it asks.
 pub(crate) fn write_title(env: &ToolEnv, verb: &str, path: &Path) -> (String, Option<AlwaysAsk>) {
-    let always_ask = path.components().any(|c| c.as_os_str() == ".git").then_some(AlwaysAsk::GitFolder);
+    let why = super::later::why(path);
     let mut title = format!("{verb} {}", shown(env, path));
-    if always_ask.is_some() {
-        title.push_str(" (in .git: git runs its hooks and obeys its config outside the sandbox)");
+    if let Some(why) = why {
+        title.push_str(&format!(" ({why})"));
     }
-    (scrub_text(env, &title), always_ask)
+    (scrub_text(env, &title), why.map(AlwaysAsk::RunsLater))
 }
 
 /// How a path is shown in titles and listings: relative to the cwd when inside it.
@@ -183,12 +183,8 @@ fn scrub_value(value: &mut Value, clean: &impl Fn(&str) -> String) {
     }
 }
 
-/// Clips `text` to one line of at most `max` characters, for titles.
+/// Clips `text` to its first line of at most `max` characters, saying how many lines it
+/// has when more, for titles (`title::first_line`).
 pub(crate) fn one_line(text: &str, max: usize) -> String {
-    let first = text.lines().next().unwrap_or("");
-    let mut out: String = first.chars().take(max).collect();
-    if out.len() < first.len() || first.len() < text.trim_end().len() {
-        out.push('…');
-    }
-    out
+    super::title::first_line(text, max)
 }

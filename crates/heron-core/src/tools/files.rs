@@ -4,7 +4,9 @@
 //! through the editor for writing, because an editor may not keep their bytes; when the
 //! editor cannot read a file it was asked for, its message reaches the model, and no change
 //! is worked out against the disk copy in its place (the editor may hold unsaved text the
-//! disk does not, which the write would silently overwrite).
+//! disk does not, which the write would silently overwrite). A file with other names (hard
+//! links) is never written through the editor, which writes in place and so through every
+//! name: it is replaced by a rename, and the other names keep the old text.
 
 use std::path::Path;
 
@@ -28,6 +30,8 @@ pub(crate) struct Loaded {
     pub encoding: Encoding,
     /// Whether reads and writes of this file go through the editor.
     pub via_editor: bool,
+    /// How many names (hard links) the file had when read; 1 for a new file.
+    pub links: u64,
 }
 
 /// A change worked out before it is made: what the file holds now and what it will hold,
@@ -72,6 +76,20 @@ impl PlannedChange {
             ));
         }
         prepared.content = shown.outputs;
+        if self.loaded.links > 1 {
+            // What the user approves must say that only this name changes.
+            prepared.content.insert(
+                0,
+                crate::types::ToolOutput::Text {
+                    text: format!(
+                        "Note: {} has {} names (hard links). The write replaces this name only; the \
+                     other names keep the old text.",
+                        super::call::shown(env, &self.path),
+                        self.loaded.links
+                    ),
+                },
+            );
+        }
         super::call::scrub_outputs(env, &mut prepared.content);
         prepared.planned = Some(self);
         Ok(prepared)
@@ -111,25 +129,33 @@ enum OnDisk {
 }
 
 async fn read_disk(env: &ToolEnv, path: &Path) -> Result<OnDisk, String> {
+    read_disk_linked(env, path).await.map(|(disk, _)| disk)
+}
+
+/// [`read_disk`], with how many names (hard links) the opened file has.
+async fn read_disk_linked(env: &ToolEnv, path: &Path) -> Result<(OnDisk, u64), String> {
     let owned = path.to_path_buf();
     let roots = env.roots.clone();
     let read = tokio::task::spawn_blocking(move || {
-        fsio::read_capped(&owned, MAX_FILE_BYTES, |meta| {
-            roots.protected().is_home_file(meta).then(|| FileError::Protected(owned.display().to_string()))
-        })
+        let links = std::cell::Cell::new(1);
+        let read = fsio::read_capped(&owned, MAX_FILE_BYTES, |meta| {
+            links.set(std::os::unix::fs::MetadataExt::nlink(meta));
+            fsio::other_name_refusal(roots.protected(), meta, &owned)
+        });
+        read.map(|bytes| (bytes, links.get()))
     })
     .await
     .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let bytes = match read {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => return Ok(OnDisk::Missing),
+    let (bytes, links) = match read {
+        Ok((Some(bytes), links)) => (bytes, links),
+        Ok((None, _)) => return Ok((OnDisk::Missing, 1)),
         Err(FileError::Directory(shown)) => {
             return Err(format!("{shown} is a directory; use list_files to see what it holds"));
         }
         Err(err) => return Err(err.to_string()),
     };
     match text::decode(bytes) {
-        Ok(decoded) => Ok(OnDisk::Text(decoded)),
+        Ok(decoded) => Ok((OnDisk::Text(decoded), links)),
         Err(text::Binary) => Err(format!(
             "{} is a binary file (it contains NUL bytes); tools only read and edit text",
             path.display()
@@ -193,8 +219,9 @@ pub(crate) async fn read_for_view(env: &ToolEnv, path: &Path) -> Result<Option<V
 /// writes files and the disk copy is UTF-8 without a BOM (or missing); locally otherwise.
 pub(crate) async fn read_for_change(env: &ToolEnv, path: &Path) -> Result<Loaded, String> {
     env.witness(path);
-    let disk = read_disk(env, path).await?;
+    let (disk, links) = read_disk_linked(env, path).await?;
     let via_editor = env.editor.writes_files()
+        && links == 1
         && match &disk {
             OnDisk::Missing => true,
             OnDisk::Text(decoded) => decoded.encoding == Encoding::Utf8,
@@ -203,7 +230,7 @@ pub(crate) async fn read_for_change(env: &ToolEnv, path: &Path) -> Result<Loaded
     // editors report the miss as an error to the user.
     if via_editor && env.editor.reads_files() && matches!(disk, OnDisk::Text(_)) {
         return match env.editor.read_text_file(path).await {
-            Ok(text) => Ok(Loaded { text: Some(text), encoding: Encoding::Utf8, via_editor }),
+            Ok(text) => Ok(Loaded { text: Some(text), encoding: Encoding::Utf8, via_editor, links }),
             // The change would be shown and written against the disk copy while the editor
             // may hold other, unsaved text, which the write would then replace unseen.
             Err(e) => Err(format!(
@@ -214,8 +241,10 @@ pub(crate) async fn read_for_change(env: &ToolEnv, path: &Path) -> Result<Loaded
         };
     }
     Ok(match disk {
-        OnDisk::Missing => Loaded { text: None, encoding: Encoding::Utf8, via_editor },
-        OnDisk::Text(decoded) => Loaded { text: Some(decoded.text), encoding: decoded.encoding, via_editor },
+        OnDisk::Missing => Loaded { text: None, encoding: Encoding::Utf8, via_editor, links },
+        OnDisk::Text(decoded) => {
+            Loaded { text: Some(decoded.text), encoding: decoded.encoding, via_editor, links }
+        }
     })
 }
 
@@ -235,6 +264,18 @@ pub(crate) async fn write(
         )
     })?;
     if loaded.via_editor {
+        // The editor writes in place, through every name the file has: a file that got
+        // another name since it was read (a hard link made while the approval was pending)
+        // is not written through it.
+        let (_, links) = read_disk_linked(env, path).await?;
+        if links > 1 {
+            return Err(format!(
+                "{} got another name (a hard link) after the change was shown; nothing was written, \
+                 since writing it in the editor would change every name. Read it again and make the \
+                 change anew.",
+                path.display()
+            ));
+        }
         let text = String::from_utf8(bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         return env
             .editor

@@ -174,9 +174,10 @@ fn search_file(
     secrets: &[Secret],
     found: &mut Found,
 ) -> ControlFlow<()> {
-    // Regular files only, read within the cap; another name of a home file is skipped.
+    // Regular files only, read within the cap; another name of a home or credential file
+    // is skipped.
     let read = fsio::read_capped(path, files::MAX_FILE_BYTES, |meta| {
-        protected.is_home_file(meta).then(|| fsio::FileError::Protected(path.display().to_string()))
+        fsio::other_name_refusal(protected, meta, path)
     });
     let Ok(Some(bytes)) = read else { return ControlFlow::Continue(()) };
     if super::text::is_binary(&bytes[..bytes.len().min(8192)]) {

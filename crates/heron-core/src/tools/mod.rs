@@ -9,6 +9,7 @@ mod files;
 pub(crate) mod finish_goal;
 pub(crate) mod fsio;
 pub mod grep;
+pub(crate) mod later;
 #[cfg(target_os = "linux")]
 pub mod list_files;
 mod local_process;
@@ -21,6 +22,7 @@ pub mod run_command;
 pub mod shown_diff;
 pub(crate) mod streams;
 mod text;
+pub(crate) mod title;
 pub mod todo;
 mod walk;
 pub mod write_file;
@@ -192,19 +194,17 @@ pub struct Prepared {
 pub enum AlwaysAsk {
     /// It reads a credential folder (`~/.ssh`, ...).
     Credentials,
-    /// It writes inside a `.git` folder, where git finds the hooks it runs and the config
-    /// it obeys, later and outside the sandbox, whenever the user runs git.
-    GitFolder,
+    /// It writes a file another program runs or obeys later, outside the sandbox (git's
+    /// hooks and config, `.envrc`, an editor's tasks: `later`); the reason says which.
+    RunsLater(&'static str),
 }
 
 impl AlwaysAsk {
     /// What the call does, for the model when it is refused: "`tool` {what}".
-    pub fn what(self) -> &'static str {
+    pub fn what(self) -> String {
         match self {
-            AlwaysAsk::Credentials => "reads a credential folder",
-            AlwaysAsk::GitFolder => {
-                "writes inside a .git folder (git runs its hooks and obeys its config outside the sandbox)"
-            }
+            AlwaysAsk::Credentials => "reads a credential store".to_owned(),
+            AlwaysAsk::RunsLater(why) => format!("writes a file another program runs later ({why})"),
         }
     }
 

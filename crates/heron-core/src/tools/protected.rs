@@ -4,14 +4,23 @@
 //!
 //! A path is judged after it was resolved (symlinks followed), both against the protected
 //! folder as given and as canonicalized, so neither a symlink to it nor a folder that does
-//! not exist yet slips through. A hard link elsewhere to a file directly in Heron's home is
-//! caught by its inode.
+//! not exist yet slips through. A hard link elsewhere to a file directly in Heron's home, or
+//! to a file of a credential store, is caught by its inode when it is opened.
 
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::paths::{credential_folders, user_home};
+
+/// Whose file an opened file is another name of (`Protected::other_name`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtherName {
+    /// A file of Heron's home.
+    Home,
+    /// A file of one of the user's credential stores.
+    Credential,
+}
 
 /// What a session's tools may never touch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,8 +29,36 @@ pub struct Protected {
     home: Vec<PathBuf>,
     /// The files directly in Heron's home, by (device, inode).
     home_files: HashSet<(u64, u64)>,
-    /// The user's credential folders, as given and canonicalized.
+    /// The user's credential stores, as given and canonicalized.
     credentials: Vec<PathBuf>,
+    /// The files of the credential stores, by (device, inode).
+    credential_files: HashSet<(u64, u64)>,
+}
+
+/// How deep and how far the credential stores are walked for their files' inodes: they
+/// hold a few files each (`.ssh`, `.gnupg/private-keys-v1.d`), and a store that holds more
+/// (a password store of thousands) must not make every session slow to open.
+const STORE_DEPTH: usize = 3;
+const STORE_FILES: usize = 1024;
+
+/// The (device, inode) of the regular files in `stores` (files, or folders walked
+/// `STORE_DEPTH` deep), at most `STORE_FILES` of them. Symlinks are not followed.
+fn store_files(stores: &[PathBuf]) -> HashSet<(u64, u64)> {
+    let mut found = HashSet::new();
+    let mut pending: Vec<(PathBuf, usize)> = stores.iter().map(|store| (store.clone(), 0)).collect();
+    while let Some((path, depth)) = pending.pop() {
+        if found.len() >= STORE_FILES {
+            break;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        if meta.is_file() {
+            found.insert((meta.dev(), meta.ino()));
+        } else if meta.is_dir() && depth < STORE_DEPTH {
+            let entries = std::fs::read_dir(&path).into_iter().flatten().filter_map(Result::ok);
+            pending.extend(entries.take(STORE_FILES).map(|entry| (entry.path(), depth + 1)));
+        }
+    }
+    found
 }
 
 /// Both spellings of an absolute path: canonicalized when it exists, and as given.
@@ -48,10 +85,10 @@ impl Protected {
             .filter(std::fs::Metadata::is_file)
             .map(|meta| (meta.dev(), meta.ino()))
             .collect();
-        let credentials = user_home
-            .map(|user| credential_folders(user).into_iter().flat_map(|dir| spellings(&dir)).collect())
-            .unwrap_or_default();
-        Self { home, home_files, credentials }
+        let stores = user_home.map(credential_folders).unwrap_or_default();
+        let credential_files = store_files(&stores);
+        let credentials = stores.iter().flat_map(|store| spellings(store)).collect();
+        Self { home, home_files, credentials, credential_files }
     }
 
     /// Protection for this process: Heron's home at `heron_home`, and the credential
@@ -78,6 +115,18 @@ impl Protected {
     /// Whether an opened file is one of Heron's home, reached by another name.
     pub fn is_home_file(&self, meta: &std::fs::Metadata) -> bool {
         self.home_files.contains(&(meta.dev(), meta.ino()))
+    }
+
+    /// Whether the opened file at `path` is another name of a protected file: of a file of
+    /// Heron's home, or of a credential file (a hard link in the workspace to
+    /// `~/.ssh/id_ed25519`). The credential file's own path is judged by the path checks,
+    /// which ask first.
+    pub fn other_name(&self, meta: &std::fs::Metadata, path: &Path) -> Option<OtherName> {
+        let key = (meta.dev(), meta.ino());
+        if self.home_files.contains(&key) {
+            return Some(OtherName::Home);
+        }
+        (self.credential_files.contains(&key) && !self.is_credentials(path)).then_some(OtherName::Credential)
     }
 
     /// Why a tool may not use `resolved` at all, if it may not.
@@ -122,5 +171,31 @@ mod tests {
         let protected = Protected::new(&root.join("home"), None);
         let meta = std::fs::metadata(root.join("alias")).expect("meta");
         assert!(protected.is_home_file(&meta));
+    }
+
+    #[test]
+    fn a_hard_link_to_a_credential_file_is_refused_under_its_other_name_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let user = std::fs::canonicalize(dir.path()).expect("canonical");
+        std::fs::create_dir_all(user.join(".ssh")).expect("ssh");
+        std::fs::write(user.join(".ssh/id_ed25519"), "PRIVATE").expect("key");
+        std::fs::create_dir_all(user.join(".docker")).expect("docker");
+        std::fs::write(user.join(".docker/config.json"), "{}").expect("auths");
+        std::fs::create_dir_all(user.join("ws")).expect("ws");
+        std::fs::hard_link(user.join(".ssh/id_ed25519"), user.join("ws/notes.txt")).expect("link");
+        std::fs::hard_link(user.join(".docker/config.json"), user.join("ws/d.json")).expect("link");
+        std::fs::write(user.join("ws/plain.txt"), "hello").expect("plain");
+        let protected = Protected::new(&user.join("heron"), Some(&user));
+        let judged = |name: &str| {
+            let path = user.join(name);
+            protected.other_name(&std::fs::metadata(&path).expect("meta"), &path)
+        };
+        assert_eq!(judged("ws/notes.txt"), Some(OtherName::Credential));
+        assert_eq!(judged("ws/d.json"), Some(OtherName::Credential));
+        assert!(judged("ws/plain.txt").is_none());
+        // The file's own path is left to the path checks, which ask.
+        assert!(judged(".ssh/id_ed25519").is_none());
+        assert!(protected.is_credentials(&user.join(".docker/config.json")));
+        assert!(!protected.is_credentials(&user.join(".docker/buildx")));
     }
 }

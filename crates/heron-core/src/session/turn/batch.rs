@@ -16,6 +16,7 @@ use crate::session::settings::Mode;
 use crate::session::update::{self, TurnUpdate};
 use crate::tools::deadline::run_within;
 use crate::tools::editor::{PermissionAnswer, PermissionAsk, Unanswered};
+use crate::tools::title::readable;
 use crate::tools::{Outcome, Prepared, Registry, Tool, ToolEnv, finish_goal};
 use crate::types::{Location, ToolKind, ToolOutput, ToolStatus};
 
@@ -74,6 +75,12 @@ fn described(
         }
         (Some(tool), None) => tool.prepare(&call.arguments, env),
     };
+    // Whatever made the title (the model's command, a file's name, an MCP server's tool
+    // name), the user reads it as one plain line: what they approve is what they see.
+    let described = described.map(|mut p| {
+        p.title = readable(&p.title);
+        p
+    });
     let shown = match &described {
         Ok(p) => Shown {
             title: p.title.clone(),
@@ -82,7 +89,7 @@ fn described(
             raw_input: p.raw_input.clone(),
         },
         Err(_) => Shown {
-            title: call.name.clone(),
+            title: readable(&call.name),
             kind: tool.as_ref().map_or(ToolKind::Other, |t| t.kind()),
             locations: Vec::new(),
             raw_input: serde_json::from_str(&call.arguments).unwrap_or(Value::String(call.arguments.clone())),

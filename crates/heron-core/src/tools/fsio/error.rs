@@ -70,6 +70,13 @@ pub enum FileError {
         "{0} is another name for a file of Heron's home, which holds the user's keys; no tool may read it"
     )]
     Protected(String),
+    /// The file is another name (a hard link) of one of the user's credential files, which
+    /// are read only by their own path, after asking.
+    #[error(
+        "{0} is another name (a hard link) of one of the user's credential files; it is not read under \
+         this name (read the credential file by its own path, which asks the user first)"
+    )]
+    CredentialLink(String),
     /// The file's permissions do not let this user write it: replacing it by a rename
     /// would ignore that, so it is left alone.
     #[error("{0} is read-only (its permissions do not let it be written); it was left unchanged")]
@@ -183,4 +190,18 @@ pub(super) fn regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), FileE
         return Err(FileError::Directory(path.display().to_string()));
     }
     Err(FileError::NotRegular { path: path.display().to_string(), kind: kind_of(meta.mode()) })
+}
+
+/// Why the opened file at `path` may not be read under that name, if it is another name of
+/// a protected file (`Protected::other_name`).
+pub(crate) fn other_name_refusal(
+    protected: &crate::tools::protected::Protected,
+    meta: &std::fs::Metadata,
+    path: &std::path::Path,
+) -> Option<FileError> {
+    use crate::tools::protected::OtherName;
+    protected.other_name(meta, path).map(|name| match name {
+        OtherName::Home => FileError::Protected(path.display().to_string()),
+        OtherName::Credential => FileError::CredentialLink(path.display().to_string()),
+    })
 }

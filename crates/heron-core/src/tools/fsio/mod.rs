@@ -36,6 +36,7 @@ use std::path::{Component, Path};
 mod error;
 
 pub use self::error::FileError;
+pub(crate) use self::error::other_name_refusal;
 use self::error::{io_error, link_or_file, regular};
 
 fn c_name(name: &OsStr, path: &Path) -> Result<CString, FileError> {
