@@ -170,3 +170,26 @@ async fn closing_the_session_and_ending_the_connection_stop_the_servers() {
     }
     assert!(gone(&running), "no server outlives the connection: {:?}", server_pids(&marker));
 }
+
+/// A call of a failed server's tool tells the model the server's state and why, not that
+/// no such tool exists.
+#[tokio::test]
+async fn the_model_is_told_a_failed_servers_state_when_it_calls_its_tool() {
+    let script = r#"{"steps": [{"tool_call": {"name": "mcp__memory__create_entities", "arguments": {}}}]}
+{"steps": [{"text": "Done."}]}
+"#;
+    let mut editor = support::start_scripted("s", script);
+    let broken = json!({ "name": "memory", "command": "/nonexistent/server-memory", "args": [], "env": [] });
+    let session = session_with(&mut editor, json!([broken])).await;
+    settled(&mut editor, &session).await;
+    let (before, answer) = editor.prompt(json!("p"), &session, "Remember this").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let failed = before
+        .iter()
+        .find(|m| update_kind(m) == Some("tool_call_update") && m["params"]["update"]["status"] == "failed")
+        .unwrap_or_else(|| panic!("the call failed: {before:?}"));
+    let said = failed["params"]["update"].to_string();
+    assert!(said.contains("the MCP server `memory` is not running"), "{said}");
+    assert!(said.contains("/nonexistent/server-memory"), "the reason: {said}");
+    assert!(!said.contains("There is no tool called"), "{said}");
+}

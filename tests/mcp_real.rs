@@ -197,3 +197,22 @@ async fn a_confined_server_that_is_refused_at_start_names_the_sandbox_and_the_se
     assert!(reason.contains("sandbox_mcp"), "the reason names the setting: {memory}");
     assert!(reason.contains("sandbox"), "{memory}");
 }
+
+/// Heron declares the session's roots: server-filesystem started without folders (it then
+/// serves the client's roots) can write in the session's cwd.
+#[tokio::test]
+async fn server_filesystem_without_folders_serves_the_sessions_roots() {
+    let Some(npx) = launcher("HERON_NPX", "npx (Node.js)") else { return };
+    let fs = server("fs", &npx, &["-y", FILESYSTEM], &[]);
+    let dirs = support::scripted_home("s", "", "");
+    let note = dirs.ws_path().join("from-roots.txt");
+    let write = json!({ "path": note, "content": "served from the client's roots" });
+    dirs.write_home("s.jsonl", &calling("mcp__fs__write_file", write));
+    let mut editor = support::start_in(support::scripted_args("s"), dirs);
+    editor.ask(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;
+    let cwd = editor.dirs.ws();
+    let answer = editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": [fs] })).await;
+    let session = answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned();
+    call_through(&mut editor, &session, "write_file").await;
+    assert_eq!(std::fs::read_to_string(&note).expect("written"), "served from the client's roots");
+}

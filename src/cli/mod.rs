@@ -50,13 +50,24 @@ pub enum Command {
 /// Every URL in a log line loses its password, query and fragment, whichever crate logged
 /// it (a provider's `?key=`, an MCP server's signed URL).
 pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HERON_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = log_filter(std::env::var("HERON_LOG").ok().as_deref());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| Redacted(std::io::stderr()))
         .with_ansi(false)
         .try_init();
+}
+
+/// The filter `HERON_LOG` asks for (default `warn`). The MCP library logs every peer's
+/// whole description and its traffic at info, which would bury Heron's own lines (one per
+/// server state change) at the level the shipped editor setups use: it stays at warn unless
+/// `HERON_LOG` names it (`HERON_LOG=info,rmcp=debug`).
+fn log_filter(asked: Option<&str>) -> tracing_subscriber::EnvFilter {
+    let asked = asked.map(str::trim).filter(|asked| !asked.is_empty()).unwrap_or("warn");
+    let directives = if asked.contains("rmcp") { asked.to_owned() } else { format!("rmcp=warn,{asked}") };
+    tracing_subscriber::EnvFilter::try_new(&directives)
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(asked))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
 }
 
 /// A log writer (stderr) through which each formatted event passes with its URLs
@@ -128,5 +139,14 @@ mod tests {
             .expect("written");
         let written = String::from_utf8(log.0).expect("utf-8");
         assert_eq!(written, "WARN connecting url=https://me@mcp.example.com/mcp?\u{2026} failed\n");
+    }
+
+    #[test]
+    fn the_mcp_library_stays_at_warn_unless_named() {
+        let shown = |asked: Option<&str>| log_filter(asked).to_string();
+        assert!(shown(Some("info")).contains("rmcp=warn"), "{}", shown(Some("info")));
+        assert!(shown(None).contains("rmcp=warn"));
+        assert!(!shown(Some("info,rmcp=debug")).contains("rmcp=warn"));
+        assert!(shown(Some("info,rmcp=debug")).contains("rmcp=debug"));
     }
 }

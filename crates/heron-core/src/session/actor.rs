@@ -339,5 +339,8 @@ async fn with_mcp_tools(builtin: &Arc<Registry>, hub: &McpHub, cancel: &Cancella
     for tool in hub.tools() {
         tools.add(tool);
     }
+    for (prefix, why) in hub.unavailable() {
+        tools.mark_unavailable(prefix, why);
+    }
     Arc::new(tools)
 }

@@ -275,6 +275,9 @@ pub trait Tool: Send + Sync + 'static {
 #[derive(Clone, Default)]
 pub struct Registry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// Tools that exist but cannot be called now, by their names' prefix (an MCP server's
+    /// `mcp__<server>__`), with why.
+    unavailable: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -297,6 +300,20 @@ impl Registry {
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.get(name)
+    }
+
+    /// Marks the tools named `prefix...` as existing but not callable now, saying `why`.
+    pub fn mark_unavailable(&mut self, prefix: String, why: String) {
+        self.unavailable.push((prefix, why));
+    }
+
+    /// What the model is told when it calls `name`, which is not here: why its tools
+    /// cannot be called now, or that no such tool exists.
+    pub fn missing(&self, name: &str) -> String {
+        self.unavailable
+            .iter()
+            .find(|(prefix, _)| name.starts_with(prefix.as_str()))
+            .map_or_else(|| format!("There is no tool called `{name}`."), |(_, why)| why.clone())
     }
 
     /// The specs offered to the model; `read_only` keeps only tools that change nothing.

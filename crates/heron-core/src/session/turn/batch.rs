@@ -63,7 +63,7 @@ fn described(
     let tool = tools.get(&call.name).cloned();
     let described = match (&tool, refusal) {
         (_, Some(refusal)) => Err(refusal),
-        (None, None) => Err(format!("There is no tool called `{}`.", call.name)),
+        (None, None) => Err(tools.missing(&call.name)),
         (Some(tool), None)
             if rules.read_only
                 && !matches!(tool.kind(), ToolKind::Read | ToolKind::Search | ToolKind::Think) =>

@@ -12,6 +12,9 @@
 //!   within its length, choices among the options. One that does not declines the whole
 //!   form: nothing the editor sent reaches the server.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use rmcp::model::{ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction};
 use rmcp::service::{RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
@@ -38,6 +41,9 @@ const MAX_URL: usize = 4096;
 /// The client Heron is to one server.
 pub(super) struct Client {
     pub(super) editor: EditorSlot,
+    /// The session's roots (its cwd and additional directories), which a server may ask
+    /// for (`roots/list`): server-filesystem started without folders serves these.
+    pub(super) roots: Arc<Vec<PathBuf>>,
 }
 
 impl ClientHandler for Client {
@@ -46,10 +52,33 @@ impl ClientHandler for Client {
         // Declared whatever the editor can do: a request the editor cannot show is
         // declined, which a server handles like a user's "no".
         capabilities.elicitation = serde_json::from_value(serde_json::json!({ "form": {}, "url": {} })).ok();
+        // A session's roots never change while it is open, so no list_changed is sent.
+        capabilities.roots = serde_json::from_value(serde_json::json!({ "listChanged": false })).ok();
         let mut info = ClientConfig::default();
         info.capabilities = capabilities;
         info.client_info = rmcp::model::Implementation::new("heron", env!("CARGO_PKG_VERSION"));
         info
+    }
+
+    #[expect(deprecated, reason = "roots are in the MCP revision servers speak today (2025-06-18)")]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        let roots = self
+            .roots
+            .iter()
+            .filter_map(|root| {
+                let uri = reqwest::Url::from_file_path(root).ok()?;
+                let name = root.file_name().map(|name| name.to_string_lossy().into_owned());
+                let listed = rmcp::model::Root::new(uri.to_string());
+                Some(match name {
+                    Some(name) => listed.with_name(name),
+                    None => listed,
+                })
+            })
+            .collect();
+        Ok(rmcp::model::ListRootsResult::new(roots))
     }
 
     async fn create_elicitation(

@@ -309,6 +309,26 @@ impl McpHub {
         self.all().iter().map(|s| s.status()).collect()
     }
 
+    /// For each server whose tools are not offered, the prefix its tools' names would have
+    /// and what the model is told when it calls one: that the server failed (and why), is
+    /// still starting or is disabled, rather than that no such tool exists.
+    pub fn unavailable(&self) -> Vec<(String, String)> {
+        self.statuses()
+            .into_iter()
+            .filter_map(|status| {
+                let why = match &status.state {
+                    ServerState::Ready => return None,
+                    ServerState::Connecting => format!("the MCP server `{}` is still starting", status.name),
+                    ServerState::Disabled => format!("the MCP server `{}` is disabled", status.name),
+                    ServerState::Failed(reason) => {
+                        format!("the MCP server `{}` is not running: {reason}", status.name)
+                    }
+                };
+                Some((tool::model_prefix(&status.name), format!("{why}. Its tools cannot be called now.")))
+            })
+            .collect()
+    }
+
     /// Whether the hub has no servers.
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()

@@ -148,7 +148,10 @@ impl Server {
             },
             TransportSpec::Http { url, headers } | TransportSpec::Sse { url, headers } => {
                 let sse = matches!(self.spec.transport, TransportSpec::Sse { .. });
-                match tokio::time::timeout(STARTUP_TIMEOUT, self.connect_remote(url, headers, sse)).await {
+                let roots = Arc::new(sandbox.roots.clone());
+                match tokio::time::timeout(STARTUP_TIMEOUT, self.connect_remote(url, headers, sse, roots))
+                    .await
+                {
                     Ok(Ok(client)) => client,
                     Ok(Err(failure)) => return self.fail_remote(failure),
                     Err(_) => {
@@ -194,7 +197,7 @@ impl Server {
         }
         let reader = stderr
             .map(|stderr| tokio::spawn(stderr::read(stderr, self.spec.name.clone(), self.stderr.clone())));
-        let client = Client { editor: self.editor.clone() };
+        let client = Client { editor: self.editor.clone(), roots: Arc::new(sandbox.roots.clone()) };
         let started = tokio::time::timeout(STARTUP_TIMEOUT, async {
             let client = client.serve(transport).await.map_err(|e| format!("it did not initialize: {e}"))?;
             list_tools(client).await
@@ -221,6 +224,7 @@ impl Server {
         url: &str,
         headers: &[(String, String)],
         sse: bool,
+        roots: Arc<Vec<std::path::PathBuf>>,
     ) -> Result<(Running, Vec<rmcp::model::Tool>), RemoteFailure> {
         let parsed = remote::parse_url(url).map_err(|e| RemoteFailure::new(format!("the URL {e}")))?;
         let header_map = remote::header_map(headers).map_err(RemoteFailure::new)?;
@@ -228,7 +232,7 @@ impl Server {
         let began = Instant::now();
         let mut wait = FIRST_RETRY_WAIT;
         loop {
-            let client = Client { editor: self.editor.clone() };
+            let client = Client { editor: self.editor.clone(), roots: roots.clone() };
             let attempt = if sse {
                 match super::sse::connect(http.clone(), parsed.clone(), header_map.clone()).await {
                     Ok(transport) => {
@@ -266,7 +270,7 @@ impl Server {
     /// Offers the tools of a connected server, unless it was stopped meanwhile.
     async fn adopt(&self, (client, listed): (Running, Vec<rmcp::model::Tool>)) {
         let mut taken = std::collections::HashSet::new();
-        let tools = listed
+        let tools: Vec<Arc<McpTool>> = listed
             .into_iter()
             .map(|tool| Arc::new(McpTool::new(&self.spec.name, tool, client.peer().clone(), &mut taken)))
             .collect();
@@ -276,6 +280,7 @@ impl Server {
             let mut now = lock(&self.now);
             let stopped = now.state != ServerState::Connecting;
             if !stopped {
+                tracing::info!(server = %self.spec.name, tools = tools.len(), "an MCP server is ready");
                 (now.state, now.tools, now.http_status) = (ServerState::Ready, tools, None);
             }
             stopped

@@ -75,12 +75,16 @@ impl McpTool {
 
 /// `mcp__<server>__<tool>` with what model APIs refuse replaced by `_`, at most 64 chars.
 fn model_name(server: &str, tool: &str) -> String {
-    let clean = |text: &str| -> String {
-        text.chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
-            .collect()
-    };
-    truncate(&format!("mcp__{}__{}", clean(server), clean(tool)), MAX_NAME)
+    truncate(&format!("{}{}", model_prefix(server), clean(tool)), MAX_NAME)
+}
+
+/// `mcp__<server>__`, what every tool of `server` is named after.
+pub(super) fn model_prefix(server: &str) -> String {
+    format!("mcp__{}__", clean(server))
+}
+
+fn clean(text: &str) -> String {
+    text.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
 fn truncate(text: &str, max: usize) -> String {
