@@ -197,7 +197,26 @@ impl Store {
     }
 
     /// [`Store::open`] for callers outside an async runtime (it blocks the thread).
+    ///
+    /// Two processes opening a fresh file at once can meet where SQLite answers "busy"
+    /// without waiting on its busy handler (one switches the file to WAL while the other
+    /// reads its header); such an open is tried again, within [`BUSY_TIMEOUT`].
     pub fn open_blocking(path: &Path) -> Result<Store, StoreError> {
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match Self::open_once(path) {
+                // SQLite's own text for SQLITE_BUSY.
+                Err(StoreError::Unavailable(reason))
+                    if reason.contains("database is locked") && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                opened => return opened,
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> Result<Store, StoreError> {
         create_private_file(path)?;
         let mut conn = Connection::open_with_flags(
             path,
