@@ -21,6 +21,7 @@ const MEMORY: &str = "@modelcontextprotocol/server-memory@2026.8.31";
 const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
 const GIT: &str = "mcp-server-git==2026.10.19";
 const TIME: &str = "mcp-server-time==2026.10.19";
+const EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 
 /// `npx` or `uvx` as the environment names it, or `None` (the test skips or fails).
 fn launcher(var: &str, what: &str) -> Option<String> {
@@ -215,4 +216,30 @@ async fn server_filesystem_without_folders_serves_the_sessions_roots() {
     let session = answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned();
     call_through(&mut editor, &session, "write_file").await;
     assert_eq!(std::fs::read_to_string(&note).expect("written"), "served from the client's roots");
+}
+
+/// The reference server's long-running operation reports progress; it is shown on the
+/// running call (the share done and the server's message) before the call completes.
+#[tokio::test]
+async fn server_everything_progress_is_shown_on_the_running_call() {
+    let Some(npx) = launcher("HERON_NPX", "npx (Node.js)") else { return };
+    let everything = server("everything", &npx, &["-y", EVERYTHING], &[]);
+    let long = json!({ "duration": 3, "steps": 6 });
+    let script = calling("mcp__everything__trigger-long-running-operation", long);
+    let (mut editor, session) = session("", &script, json!([everything])).await;
+    let servers = settled(&mut editor, &session).await;
+    assert!(servers.iter().all(|s| s["status"] == "ready"), "{servers:?}");
+    let (before, answer) = editor.prompt(json!("p"), &session, "Run the long operation").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let updates: Vec<&Value> = before
+        .iter()
+        .filter(|m| update_kind(m) == Some("tool_call_update"))
+        .map(|m| &m["params"]["update"])
+        .collect();
+    let progressed = updates
+        .iter()
+        .position(|u| u["content"].to_string().contains("% ("))
+        .unwrap_or_else(|| panic!("progress was shown: {updates:?}"));
+    let completed = updates.iter().position(|u| u["status"] == "completed").expect("it completed");
+    assert!(progressed < completed, "progress came while it ran: {updates:?}");
 }

@@ -44,6 +44,8 @@ pub(super) struct Client {
     /// The session's roots (its cwd and additional directories), which a server may ask
     /// for (`roots/list`): server-filesystem started without folders serves these.
     pub(super) roots: Arc<Vec<PathBuf>>,
+    /// The running calls that asked for progress.
+    pub(super) progress: Arc<super::progress::Routes>,
 }
 
 impl ClientHandler for Client {
@@ -58,6 +60,14 @@ impl ClientHandler for Client {
         info.capabilities = capabilities;
         info.client_info = rmcp::model::Implementation::new("heron", env!("CARGO_PKG_VERSION"));
         info
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.progress.report(&params);
     }
 
     #[expect(deprecated, reason = "roots are in the MCP revision servers speak today (2025-06-18)")]

@@ -7,6 +7,7 @@
 //! session. A status read never starts or contacts a server. Knows nothing of ACP.
 
 mod elicit;
+mod progress;
 mod remote;
 mod server;
 mod sse;

@@ -49,6 +49,8 @@ pub(super) struct Server {
     stderr: Arc<Mutex<stderr::Tail>>,
     /// The server's process group: killed on stop, and when the server is dropped.
     group: Mutex<ProcessGroup>,
+    /// Its running calls that asked for progress.
+    progress: Arc<super::progress::Routes>,
 }
 
 struct Now {
@@ -79,6 +81,7 @@ impl Server {
             running: tokio::sync::Mutex::new(None),
             stderr: Arc::default(),
             group: Mutex::new(ProcessGroup(None)),
+            progress: Arc::default(),
         }
     }
 
@@ -197,7 +200,11 @@ impl Server {
         }
         let reader = stderr
             .map(|stderr| tokio::spawn(stderr::read(stderr, self.spec.name.clone(), self.stderr.clone())));
-        let client = Client { editor: self.editor.clone(), roots: Arc::new(sandbox.roots.clone()) };
+        let client = Client {
+            editor: self.editor.clone(),
+            roots: Arc::new(roots_of(&sandbox.roots, args)),
+            progress: self.progress.clone(),
+        };
         let started = tokio::time::timeout(STARTUP_TIMEOUT, async {
             let client = client.serve(transport).await.map_err(|e| format!("it did not initialize: {e}"))?;
             list_tools(client).await
@@ -232,7 +239,8 @@ impl Server {
         let began = Instant::now();
         let mut wait = FIRST_RETRY_WAIT;
         loop {
-            let client = Client { editor: self.editor.clone(), roots: roots.clone() };
+            let client =
+                Client { editor: self.editor.clone(), roots: roots.clone(), progress: self.progress.clone() };
             let attempt = if sse {
                 match super::sse::connect(http.clone(), parsed.clone(), header_map.clone()).await {
                     Ok(transport) => {
@@ -272,7 +280,10 @@ impl Server {
         let mut taken = std::collections::HashSet::new();
         let tools: Vec<Arc<McpTool>> = listed
             .into_iter()
-            .map(|tool| Arc::new(McpTool::new(&self.spec.name, tool, client.peer().clone(), &mut taken)))
+            .map(|tool| {
+                let peer = client.peer().clone();
+                Arc::new(McpTool::new(&self.spec.name, tool, (peer, self.progress.clone()), &mut taken))
+            })
             .collect();
         // `running` orders this against `stop`: a stop that came first wins.
         let mut running = self.running.lock().await;
@@ -320,6 +331,21 @@ async fn list_tools(client: Running) -> Result<(Running, Vec<rmcp::model::Tool>)
             Err(format!("it did not list its tools: {e}"))
         }
     }
+}
+
+/// The roots a stdio server is given: the session's folders, then the folders its own
+/// command line names (absolute paths of existing folders). A server that serves its
+/// client's roots replaces the folders it was started with by them (server-filesystem
+/// does), so leaving those out would take away what the user configured it for.
+fn roots_of(session: &[std::path::PathBuf], args: &[String]) -> Vec<std::path::PathBuf> {
+    let mut roots = session.to_vec();
+    for arg in args {
+        let path = std::path::Path::new(arg);
+        if path.is_absolute() && path.is_dir() && !roots.iter().any(|root| root == path) {
+            roots.push(path.to_path_buf());
+        }
+    }
+    roots
 }
 
 /// What a failed start of a confined server adds when it looks like the sandbox refused it:

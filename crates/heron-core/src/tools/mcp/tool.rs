@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use rmcp::RoleClient;
 use rmcp::model::CallToolRequestParams;
@@ -34,6 +35,7 @@ pub struct McpTool {
     description: String,
     parameters: Value,
     peer: Peer<RoleClient>,
+    progress: Arc<super::progress::Routes>,
 }
 
 impl McpTool {
@@ -41,7 +43,7 @@ impl McpTool {
     pub(super) fn new(
         server: &str,
         tool: rmcp::model::Tool,
-        peer: Peer<RoleClient>,
+        (peer, progress): (Peer<RoleClient>, Arc<super::progress::Routes>),
         taken: &mut HashSet<String>,
     ) -> Self {
         let remote = tool.name.to_string();
@@ -64,7 +66,7 @@ impl McpTool {
             schema.entry("type").or_insert_with(|| Value::String("object".into()));
             schema.entry("properties").or_insert_with(|| Value::Object(Map::new()));
         }
-        Self { name, server: server.to_owned(), remote, title, description, parameters, peer }
+        Self { name, server: server.to_owned(), remote, title, description, parameters, peer, progress }
     }
 
     /// Whether the server's connection has closed.
@@ -133,19 +135,66 @@ impl Tool for McpTool {
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
         let mut params = CallToolRequestParams::new(Cow::Owned(self.remote.clone()));
         params.arguments = prepared.raw_input.as_object().cloned();
-        let (peer, server) = (self.peer.clone(), self.server.clone());
+        let (peer, server, routes) = (self.peer.clone(), self.server.clone(), self.progress.clone());
         Box::pin(async move {
             // The call's deadline (`mcp_timeout_s`) is kept by the turn (`run_within`).
             let outcome = tokio::select! {
                 biased;
                 () = env.cancel.cancelled() => Outcome::failed("cancelled"),
-                result = peer.call_tool(params) => match result {
+                result = call_tool(&peer, params, &routes, &env.progress) => match result {
                     Err(error) => Outcome::failed(format!("the MCP server `{server}` failed: {error}")),
-                    Ok(result) => outcome_of(serde_json::to_value(&result).unwrap_or_default(), &env.secrets),
+                    Ok(result) => outcome_of(result, &env.secrets),
                 },
             };
             call::scrub(&env, outcome)
         })
+    }
+}
+
+/// Calls a tool, showing the server's progress on the call while it runs: the library
+/// gives each request a progress token of its own, which is routed to `progress` until
+/// the answer. A call dropped before its answer (a cancel, the deadline) is cancelled at
+/// the server, as the library's own `call_tool` does.
+async fn call_tool(
+    peer: &Peer<RoleClient>,
+    params: CallToolRequestParams,
+    routes: &Arc<super::progress::Routes>,
+    progress: &crate::tools::Progress,
+) -> Result<Value, rmcp::service::ServiceError> {
+    use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle =
+        peer.send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options()).await?;
+    let _routed = routes.register(handle.progress_token.clone(), progress.clone());
+    let mut abandoned = Abandoned { peer: Some(peer.clone()), id: handle.id.clone() };
+    let answer = handle.await_response().await;
+    abandoned.peer = None;
+    match answer? {
+        ServerResult::CallToolResult(result) => Ok(serde_json::to_value(&result).unwrap_or_default()),
+        // An empty answer is a call that returned nothing.
+        ServerResult::EmptyResult(_) => Ok(serde_json::json!({ "content": [] })),
+        _ => Err(rmcp::service::ServiceError::UnexpectedResponse),
+    }
+}
+
+/// Cancels a request at the server when the call is dropped before its answer.
+struct Abandoned {
+    peer: Option<Peer<RoleClient>>,
+    id: rmcp::model::RequestId,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else { return };
+        let params = rmcp::model::CancelledNotificationParam::new(
+            Some(self.id.clone()),
+            Some("the call was cancelled".to_owned()),
+        );
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.notify_cancelled(params).await;
+            });
+        }
     }
 }
 
