@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::support::{Editor, update_kind};
+use heron::cli::acp::AcpArgs;
 use serde_json::{Value, json};
 
 const ECHO_THEN_ANSWER: &str = r#"{"steps": [{"tool_call": {"name": "mcp__fake__echo", "arguments": {"text": "ping"}}}]}
@@ -192,4 +193,52 @@ async fn the_model_is_told_a_failed_servers_state_when_it_calls_its_tool() {
     assert!(said.contains("the MCP server `memory` is not running"), "{said}");
     assert!(said.contains("/nonexistent/server-memory"), "the reason: {said}");
     assert!(!said.contains("There is no tool called"), "{said}");
+}
+
+/// A server's log messages at warning and above reach the user as notices; below that,
+/// only Heron's log. (The fixture server logs what its `log` tool is given.)
+#[tokio::test]
+async fn a_servers_warnings_and_errors_are_notices_and_its_info_is_not() {
+    let call = |level: &str, data: &str| {
+        let args = json!({ "level": level, "data": data });
+        json!({ "steps": [{ "tool_call": { "name": "mcp__fake__log", "arguments": args } }] }).to_string()
+    };
+    let script = format!(
+        "{}\n{}\n{}\n{}\n",
+        call("info", "just so you know"),
+        call("error", "the index is corrupt"),
+        json!({ "steps": [{ "text": "Done." }] }),
+        json!({ "steps": [{ "text": "Again." }] })
+    );
+    let mut editor = support::start_in(
+        AcpArgs { permission_mode: Some("bypassPermissions".into()), ..support::scripted_args("s") },
+        support::scripted_home("s", "", &script),
+    );
+    let params = json!({ "protocolVersion": 1, "clientCapabilities": { "session": { "notices": {} } } });
+    editor.ask(json!("init"), "initialize", params).await;
+    let cwd = editor.dirs.ws();
+    let logging = json!({
+        "name": "fake", "command": "python3", "args": [fixture()], "env": [{ "name": "MCP_FAKE_LOG", "value": "1" }]
+    });
+    let answer =
+        editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": [logging] })).await;
+    let session = answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned();
+    settled(&mut editor, &session).await;
+    let (before, answer) = editor.prompt(json!("p"), &session, "Log twice").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    // The notice may follow the turn's answer: the next turn's messages include it then.
+    let (after, _) = editor.prompt(json!("p2"), &session, "Again").await;
+    let notices: Vec<String> = before
+        .iter()
+        .chain(&after)
+        .filter(|m| update_kind(m) == Some("notice") || m["params"]["update"]["sessionUpdate"] == "notice")
+        .map(|m| m["params"]["update"].to_string())
+        .collect();
+    assert!(
+        notices.iter().any(
+            |n| n.contains("The MCP server `fake` logged an error") && n.contains("the index is corrupt")
+        ),
+        "{notices:?}"
+    );
+    assert!(!notices.iter().any(|n| n.contains("just so you know")), "{notices:?}");
 }

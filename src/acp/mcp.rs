@@ -237,6 +237,29 @@ fn failures(hub: &McpHub, told: &mut std::collections::HashSet<String>) -> Vec<N
     notices
 }
 
+/// A notice for each message the servers logged at warning or above since the last look.
+fn said(hub: &McpHub) -> Vec<Notice> {
+    hub.take_said()
+        .into_iter()
+        .map(|said| {
+            let (severity, what) = if said.error {
+                (NoticeSeverity::Error, "an error")
+            } else {
+                (NoticeSeverity::Warning, "a warning")
+            };
+            let mut description = said.text;
+            if said.last {
+                description.push_str(" (its further messages of this session go to Heron's log)");
+            }
+            Notice {
+                severity,
+                title: format!("The MCP server `{}` logged {what}", said.server),
+                description: Some(description),
+            }
+        })
+        .collect()
+}
+
 /// Follows the servers of `session` until the session is gone: each failure (at start or
 /// later) is a notice, and each change is a `_heron/session/mcpStatus_update` to a client
 /// that asked for status updates. One watcher per session and connection. With `first`
@@ -287,7 +310,7 @@ async fn follow<O: Outgoing>(
     while changes.changed().await.is_ok() {
         // A closed session's servers stopping is no news to its client.
         let Some(hub) = hub.upgrade().filter(|h| !h.is_stopped()) else { break };
-        for notice in failures(&hub, &mut told) {
+        for notice in failures(&hub, &mut told).into_iter().chain(said(&hub)) {
             notices::notify(&inner, &id, notice).await;
         }
         if !inner.status.is_wanted() {

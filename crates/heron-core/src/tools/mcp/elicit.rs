@@ -46,6 +46,8 @@ pub(super) struct Client {
     pub(super) roots: Arc<Vec<PathBuf>>,
     /// The running calls that asked for progress.
     pub(super) progress: Arc<super::progress::Routes>,
+    /// What the server logs for the user to see.
+    pub(super) said: Arc<super::said::Said>,
 }
 
 impl ClientHandler for Client {
@@ -60,6 +62,15 @@ impl ClientHandler for Client {
         info.capabilities = capabilities;
         info.client_info = rmcp::model::Implementation::new("heron", env!("CARGO_PKG_VERSION"));
         info
+    }
+
+    #[expect(deprecated, reason = "server logging is in the MCP revision servers speak today (2025-06-18)")]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.said.heard(&params);
     }
 
     async fn on_progress(

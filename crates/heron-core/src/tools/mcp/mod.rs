@@ -9,6 +9,7 @@
 mod elicit;
 mod progress;
 mod remote;
+mod said;
 mod server;
 mod sse;
 mod tool;
@@ -20,6 +21,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 pub use self::remote::parse_url;
+pub use self::said::ServerSaid;
 pub use self::tool::McpTool;
 use super::Tool;
 use super::editor::EditorIo;
@@ -310,6 +312,11 @@ impl McpHub {
         self.all().iter().map(|s| s.status()).collect()
     }
 
+    /// What the servers logged at warning or above since the last call, for the user.
+    pub fn take_said(&self) -> Vec<ServerSaid> {
+        self.all().iter().flat_map(|server| server.said().take()).collect()
+    }
+
     /// For each server whose tools are not offered, the prefix its tools' names would have
     /// and what the model is told when it calls one: that the server failed (and why), is
     /// still starting or is disabled, rather than that no such tool exists.
@@ -380,6 +387,7 @@ fn connect(
 ) {
     let (server, cwd, changed, sandbox) =
         (server.clone(), cwd.to_path_buf(), changed.clone(), sandbox.clone());
+    server.said().wake(changed.clone());
     tokio::spawn(async move {
         server.connect(&cwd, &sandbox).await;
         changed.send_modify(|n| *n += 1);

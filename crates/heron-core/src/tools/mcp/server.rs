@@ -51,6 +51,8 @@ pub(super) struct Server {
     group: Mutex<ProcessGroup>,
     /// Its running calls that asked for progress.
     progress: Arc<super::progress::Routes>,
+    /// What it logged for the user to see.
+    said: Arc<super::said::Said>,
 }
 
 struct Now {
@@ -74,6 +76,7 @@ impl Server {
     /// A server that starts out in `state`: connecting, or one that is never started
     /// (disabled, or failed before it could be).
     pub(super) fn with_state(spec: ServerSpec, editor: EditorSlot, state: ServerState) -> Self {
+        let said = Arc::new(super::said::Said::new(&spec.name));
         Self {
             spec,
             editor,
@@ -82,7 +85,13 @@ impl Server {
             stderr: Arc::default(),
             group: Mutex::new(ProcessGroup(None)),
             progress: Arc::default(),
+            said,
         }
+    }
+
+    /// What it logged for the user to see.
+    pub(super) fn said(&self) -> &super::said::Said {
+        &self.said
     }
 
     pub(super) fn name(&self) -> &str {
@@ -204,6 +213,7 @@ impl Server {
             editor: self.editor.clone(),
             roots: Arc::new(roots_of(&sandbox.roots, args)),
             progress: self.progress.clone(),
+            said: self.said.clone(),
         };
         let started = tokio::time::timeout(STARTUP_TIMEOUT, async {
             let client = client.serve(transport).await.map_err(|e| format!("it did not initialize: {e}"))?;
@@ -239,8 +249,12 @@ impl Server {
         let began = Instant::now();
         let mut wait = FIRST_RETRY_WAIT;
         loop {
-            let client =
-                Client { editor: self.editor.clone(), roots: roots.clone(), progress: self.progress.clone() };
+            let client = Client {
+                editor: self.editor.clone(),
+                roots: roots.clone(),
+                progress: self.progress.clone(),
+                said: self.said.clone(),
+            };
             let attempt = if sse {
                 match super::sse::connect(http.clone(), parsed.clone(), header_map.clone()).await {
                     Ok(transport) => {
