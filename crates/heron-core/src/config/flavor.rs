@@ -3,11 +3,13 @@
 //! reasoning back), so a provider carries a [`RequestShape`], preset by its [`Flavor`] and
 //! overridden key by key from `config.toml`. Invariant: no field a streamed completion
 //! cannot do without (`model`, `messages`, `stream`; a message's `role`, `content` and tool
-//! call fields) can be dropped.
+//! call fields) can be dropped, or replaced by the `body` table.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Deserialize;
+use serde_json::Value;
 
 /// The server family a provider talks to, which presets its [`RequestShape`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -65,6 +67,93 @@ pub enum CallIds {
     /// mapped to such ids, the same one for a call and its result, and the same in every
     /// request, so the prompt cache still matches.
     NineAlphanumeric,
+}
+
+/// What the `content` of an assistant message that only calls tools is sent as. Servers
+/// disagree: OpenAI documents `null`, and gateways in front of Bedrock or Anthropic refuse
+/// an empty string (an empty text block); llama-cpp-python's server refuses `null` (its
+/// request model wants a string) and answers 500, which would fail every later request of
+/// the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallContent {
+    /// `"content": null`, as OpenAI documents it.
+    #[default]
+    Null,
+    /// `"content": ""`, which every llama.cpp server accepts.
+    Empty,
+    /// No `content` key at all (OpenAI's schema allows it beside `tool_calls`).
+    Omitted,
+}
+
+/// Which tool the model must call, sent as `tool_choice` with a request that offers tools.
+/// A choice that forces a call (`required`, or a named tool) holds until the turn's first
+/// tool call: later requests of the turn leave the field out, so the model can answer in
+/// words and the turn can end (a forced choice on every request would call tools until the
+/// turn ran out of requests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// `"auto"`: the model decides (some servers ignore `tools` unless this is said).
+    Auto,
+    /// `"required"`: some tool must be called.
+    Required,
+    /// `"none"`: no tool may be called.
+    None,
+    /// This tool must be called: `{"type": "function", "function": {"name": ...}}`.
+    Function(String),
+}
+
+impl ToolChoice {
+    /// Whether the choice makes the model call a tool.
+    pub fn forces_a_call(&self) -> bool {
+        matches!(self, ToolChoice::Required | ToolChoice::Function(_))
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolChoice {
+    /// `"auto"`, `"required"`, `"none"`, or `{ function = "NAME" }`.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Word(String),
+            Named { function: String },
+        }
+        let invalid = || {
+            serde::de::Error::custom(
+                "tool_choice: expected \"auto\", \"required\", \"none\" or { function = \"NAME\" }",
+            )
+        };
+        match Written::deserialize(deserializer).map_err(|_| invalid())? {
+            Written::Word(word) => match word.as_str() {
+                "auto" => Ok(ToolChoice::Auto),
+                "required" => Ok(ToolChoice::Required),
+                "none" => Ok(ToolChoice::None),
+                _ => Err(invalid()),
+            },
+            Written::Named { function } if !function.trim().is_empty() => Ok(ToolChoice::Function(function)),
+            Written::Named { .. } => Err(invalid()),
+        }
+    }
+}
+
+/// Extra fields of every request body (`temperature`, `top_p`, `parallel_tool_calls`,
+/// `chat_template_kwargs`, ...), set last, replacing whatever Heron put under the same key.
+/// None of the keys no request works without may be set: Heron writes those.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BodyFields(pub Vec<(String, Value)>);
+
+impl<'de> Deserialize<'de> for BodyFields {
+    /// Checked while the config is read, so a refused key is reported with its line.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let table = BTreeMap::<String, Value>::deserialize(deserializer)?;
+        if let Some(key) = table.keys().find(|key| KEPT_BODY_FIELDS.contains(&key.as_str())) {
+            return Err(serde::de::Error::custom(format!(
+                "body: `{key}` cannot be set: Heron writes it, and no request works without it"
+            )));
+        }
+        Ok(BodyFields(table.into_iter().collect()))
+    }
 }
 
 /// A field left out of every request body, after everything else is built: the escape
@@ -146,8 +235,14 @@ pub struct RequestShape {
     /// Query parameters added to the endpoint, replacing those of the same name in the
     /// base URL.
     pub query: Vec<(String, String)>,
-    /// Fields removed from the body last, whatever put them there.
+    /// Fields removed from the body, after everything Heron adds.
     pub drop_fields: Vec<DropField>,
+    /// What an assistant message that only calls tools carries as its `content`.
+    pub tool_call_content: ToolCallContent,
+    /// The `tool_choice` sent with requests that offer tools, if any.
+    pub tool_choice: Option<ToolChoice>,
+    /// Fields set last, after the dropped ones went.
+    pub body: BodyFields,
 }
 
 impl Default for RequestShape {
@@ -163,6 +258,9 @@ impl Default for RequestShape {
             headers: Vec::new(),
             query: Vec::new(),
             drop_fields: Vec::new(),
+            tool_call_content: ToolCallContent::Null,
+            tool_choice: None,
+            body: BodyFields::default(),
         }
     }
 }
@@ -211,7 +309,10 @@ impl Flavor {
             Flavor::Openrouter => {
                 RequestShape { reasoning_field: ReasoningField::ReasoningDetails, ..common }
             }
-            Flavor::Ollama | Flavor::Llamacpp => common,
+            Flavor::Ollama => common,
+            // llama-server takes `null` or `""`; llama-cpp-python's server takes only `""`,
+            // and people run both under this name.
+            Flavor::Llamacpp => RequestShape { tool_call_content: ToolCallContent::Empty, ..common },
         }
     }
 }
@@ -265,10 +366,20 @@ mod tests {
     fn each_flavor_presets_the_request_shape_its_server_accepts() {
         use MaxTokensField::{MaxCompletionTokens, MaxTokens};
         use ReasoningField::{ReasoningContent, ReasoningDetails};
+        use ToolCallContent::{Empty, Null};
         // name in config.toml, stream_options, token field, reasoning passed back as,
-        // reasoning_effort sent, call ids, key header
+        // reasoning_effort sent, call ids, key header, a tool-only message's content
         let table = [
-            ("openai", true, MaxCompletionTokens, ReasoningField::None, true, CallIds::AsRecorded, None),
+            (
+                "openai",
+                true,
+                MaxCompletionTokens,
+                ReasoningField::None,
+                true,
+                CallIds::AsRecorded,
+                None,
+                Null,
+            ),
             (
                 "azure",
                 true,
@@ -277,17 +388,18 @@ mod tests {
                 true,
                 CallIds::AsRecorded,
                 Some("api-key"),
+                Null,
             ),
-            ("mistral", false, MaxTokens, ReasoningField::None, false, CallIds::NineAlphanumeric, None),
-            ("deepseek", true, MaxTokens, ReasoningContent, true, CallIds::AsRecorded, None),
-            ("openrouter", true, MaxTokens, ReasoningDetails, true, CallIds::AsRecorded, None),
-            ("ollama", true, MaxTokens, ReasoningField::None, true, CallIds::AsRecorded, None),
-            ("llamacpp", true, MaxTokens, ReasoningField::None, true, CallIds::AsRecorded, None),
+            ("mistral", false, MaxTokens, ReasoningField::None, false, CallIds::NineAlphanumeric, None, Null),
+            ("deepseek", true, MaxTokens, ReasoningContent, true, CallIds::AsRecorded, None, Null),
+            ("openrouter", true, MaxTokens, ReasoningDetails, true, CallIds::AsRecorded, None, Null),
+            ("ollama", true, MaxTokens, ReasoningField::None, true, CallIds::AsRecorded, None, Null),
+            ("llamacpp", true, MaxTokens, ReasoningField::None, true, CallIds::AsRecorded, None, Empty),
         ];
         assert_eq!(table.len(), every_flavor().len());
-        for (flavor, (name, stream_options, max_tokens_field, reasoning_field, effort, call_ids, key)) in
-            every_flavor().into_iter().zip(table)
-        {
+        for (flavor, row) in every_flavor().into_iter().zip(table) {
+            let (name, stream_options, max_tokens_field, reasoning_field, effort, call_ids, key, content) =
+                row;
             let named: Flavor = serde_json::from_value(serde_json::json!(name)).expect("a flavor name");
             assert_eq!(named, flavor, "{name}");
             let expected = RequestShape {
@@ -297,6 +409,7 @@ mod tests {
                 reasoning_effort: effort,
                 call_ids,
                 key_header: key.map(str::to_owned),
+                tool_call_content: content,
                 ..RequestShape::default()
             };
             assert_eq!(flavor.shape(), expected, "{name}");

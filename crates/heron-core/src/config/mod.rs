@@ -216,8 +216,9 @@ impl Config {
                     text,
                     &table,
                     format!(
-                        "provider `{name}`: flavor, stream_options, max_tokens_field, reasoning_field and \
-                         drop_fields shape Chat Completions requests; kind {} has its own",
+                        "provider `{name}`: flavor, stream_options, max_tokens_field, reasoning_field, \
+                         drop_fields, tool_call_content, tool_choice and body shape Chat Completions \
+                         requests; kind {} has its own",
                         provider.kind.name()
                     ),
                 ));
@@ -249,6 +250,9 @@ impl Config {
             max_tokens_field: None,
             reasoning_field: None,
             drop_fields: None,
+            tool_call_content: None,
+            tool_choice: None,
+            body: None,
         });
     }
 
@@ -330,6 +334,41 @@ script = "demo.jsonl"
             assert!(err.starts_with("line 4, column ") && err.contains(why), "{err}");
         }
         let err = Config::parse("[providers.a]\nkind = \"anthropic\"\ndrop_fields = [\"seed\"]\n")
+            .expect_err("refused");
+        assert!(err.contains("kind anthropic has its own"), "{err}");
+    }
+
+    #[test]
+    fn body_tool_choice_and_tool_call_content_reach_the_shape_and_needed_fields_are_refused() {
+        use super::flavor::{ToolCallContent, ToolChoice};
+        let table = "[providers.x]\nkind = \"openai\"\nbase_url = \"http://h\"\n";
+        let config = Config::parse(&format!(
+            "{table}tool_call_content = \"omitted\"\ntool_choice = {{ function = \"read_file\" }}\n\
+             body = {{ temperature = 0.5, chat_template_kwargs = {{ enable_thinking = false }} }}\n"
+        ))
+        .expect("parses");
+        let shape = config.providers["x"].request_shape();
+        assert_eq!(shape.tool_call_content, ToolCallContent::Omitted);
+        assert_eq!(shape.tool_choice, Some(ToolChoice::Function("read_file".into())));
+        assert_eq!(shape.body.0.len(), 2);
+        assert_eq!(
+            shape.body.0[0],
+            ("chat_template_kwargs".into(), serde_json::json!({ "enable_thinking": false }))
+        );
+        for word in ["auto", "required", "none"] {
+            Config::parse(&format!("{table}tool_choice = \"{word}\"\n")).expect(word);
+        }
+        for bad in
+            ["tool_choice = \"any\"", "tool_choice = { function = \"\" }", "tool_call_content = \"nil\""]
+        {
+            let err = Config::parse(&format!("{table}{bad}\n")).expect_err(bad);
+            assert!(err.starts_with("line 4, column "), "{err}");
+        }
+        for needed in ["model", "messages", "stream"] {
+            let err = Config::parse(&format!("{table}body = {{ {needed} = \"x\" }}\n")).expect_err(needed);
+            assert!(err.starts_with("line 4, column ") && err.contains("cannot be set"), "{err}");
+        }
+        let err = Config::parse("[providers.a]\nkind = \"anthropic\"\nbody = { top_k = 5 }\n")
             .expect_err("refused");
         assert!(err.contains("kind anthropic has its own"), "{err}");
     }

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::flavor::{DropField, Flavor, MaxTokensField, ReasoningField, RequestShape};
+use super::flavor::{
+    BodyFields, DropField, Flavor, MaxTokensField, ReasoningField, RequestShape, ToolCallContent, ToolChoice,
+};
 use crate::types::Usage;
 
 /// Where Anthropic's own API lives; requests go to `{ANTHROPIC_BASE_URL}/messages`.
@@ -162,6 +164,15 @@ pub struct ProviderConfig {
     /// Fields left out of every request, last: `KEY` of the body, `messages.KEY` of every
     /// message; for a server that refuses one no preset knows.
     pub drop_fields: Option<Vec<DropField>>,
+    /// What an assistant message that only calls tools sends as its `content`: `null`,
+    /// `empty` (`""`) or `omitted`.
+    pub tool_call_content: Option<ToolCallContent>,
+    /// The `tool_choice` of requests that offer tools: `auto`, `required`, `none` or
+    /// `{ function = "NAME" }` (a forcing choice holds until the turn's first tool call).
+    pub tool_choice: Option<ToolChoice>,
+    /// Extra fields of every request body, set last (`temperature`, `top_p`,
+    /// `chat_template_kwargs`, ...); `model`, `messages` and `stream` are refused.
+    pub body: Option<BodyFields>,
 }
 
 impl ProviderConfig {
@@ -177,6 +188,9 @@ impl ProviderConfig {
             || self.max_tokens_field.is_some()
             || self.reasoning_field.is_some()
             || self.drop_fields.is_some()
+            || self.tool_call_content.is_some()
+            || self.tool_choice.is_some()
+            || self.body.is_some()
     }
 
     /// The flavor in effect (`openai` kind only): the configured one, else the one the
@@ -205,6 +219,15 @@ impl ProviderConfig {
         }
         if let Some(set) = &self.drop_fields {
             shape.drop_fields = set.clone();
+        }
+        if let Some(set) = self.tool_call_content {
+            shape.tool_call_content = set;
+        }
+        if let Some(set) = &self.tool_choice {
+            shape.tool_choice = Some(set.clone());
+        }
+        if let Some(set) = &self.body {
+            shape.body = set.clone();
         }
         shape.headers.extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
         shape.query.extend(self.query.iter().map(|(k, v)| (k.clone(), v.clone())));

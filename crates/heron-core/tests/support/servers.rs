@@ -290,9 +290,25 @@ pub fn deepseek() -> Played {
     Played { server, table, requests: 3 }
 }
 
+/// The `content` of each assistant message in `request` that calls tools without saying
+/// anything: `None` where the key is absent.
+fn tool_only_contents(request: &Seen) -> Vec<Option<&Value>> {
+    let tool_only = |m: &&Value| {
+        m["role"] == "assistant"
+            && m.get("tool_calls").is_some()
+            && !m["content"].as_str().is_some_and(|t| !t.is_empty())
+    };
+    request.messages().iter().filter(tool_only).map(|m| m.get("content")).collect()
+}
+
 /// OpenRouter: `reasoning_details` must come back merged; keep-alive comments are skipped.
+/// An empty string beside tool calls becomes an empty text block, which the Anthropic and
+/// Bedrock models behind it refuse.
 pub fn openrouter() -> Played {
     let server = MockServer::start(|n, request| match n {
+        _ if tool_only_contents(request).contains(&Some(&json!(""))) => {
+            openai_error(400, "messages: text content blocks must be non-empty")
+        }
         0 => {
             let mut body = ": OPENROUTER PROCESSING\n\n".to_owned();
             body.push_str(&sse(&[
@@ -375,9 +391,17 @@ pub fn ollama() -> Played {
     Played { server, table, requests: 2 }
 }
 
-/// llama.cpp: arguments as an object, CRLF lines and pings.
+/// llama.cpp: arguments as an object, CRLF lines and pings. A tool-only message's content
+/// must be a string: llama-cpp-python's server answers 500 to `null` or no content (its
+/// request model wants a string), so the follow-up of every tool call would fail.
 pub fn llamacpp() -> Played {
     let server = MockServer::start(|n, request| match n {
+        _ if tool_only_contents(request).iter().any(|content| !content.is_some_and(Value::is_string)) => {
+            Answer::Status(
+                500,
+                json!({ "detail": "messages.1.content: Input should be a valid string" }).to_string(),
+            )
+        }
         0 => {
             let chunks = [call(0, "llama_1", json!({ "path": "a.txt" })), finish("tool_calls")];
             let mut body = ": ping\r\n\r\n".to_owned();

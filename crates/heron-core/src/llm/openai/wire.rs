@@ -5,7 +5,9 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value, json};
 
-use crate::config::flavor::{CallIds, DropField, MaxTokensField, ReasoningField, RequestShape};
+use crate::config::flavor::{
+    CallIds, DropField, MaxTokensField, ReasoningField, RequestShape, ToolCallContent, ToolChoice,
+};
 use crate::llm::{ChatMessage, ModelRequest, Reasoning, UserPart};
 
 /// The JSON body of a streamed chat completion request.
@@ -30,6 +32,9 @@ pub(crate) fn request_body(request: &ModelRequest, shape: &RequestShape) -> Valu
             })
         });
         body.insert("tools".into(), tools.collect());
+        if let Some(choice) = tool_choice(request, shape.tool_choice.as_ref()) {
+            body.insert("tool_choice".into(), choice);
+        }
     }
     if let Some(effort) = request.effort.as_ref().filter(|_| shape.reasoning_effort) {
         body.insert("reasoning_effort".into(), json!(effort));
@@ -42,7 +47,42 @@ pub(crate) fn request_body(request: &ModelRequest, shape: &RequestShape) -> Valu
         body.insert(field.into(), json!(max_tokens));
     }
     drop_fields(&mut body, &shape.drop_fields);
+    // Last, so that a field set here is sent as written, whatever Heron or a preset put
+    // under its key (the config refuses the keys no request works without).
+    for (key, value) in &shape.body.0 {
+        body.insert(key.clone(), value.clone());
+    }
     Value::Object(body)
+}
+
+/// The `tool_choice` of a request that offers tools. A choice that forces a call is sent
+/// until the turn's first tool call (an assistant message with calls after the last user
+/// message), then left out, so the model can answer and the turn end; a named tool the
+/// request does not offer (plan mode's read-only set) is never asked for.
+fn tool_choice(request: &ModelRequest, choice: Option<&ToolChoice>) -> Option<Value> {
+    let choice = choice?;
+    if choice.forces_a_call() {
+        let called = request
+            .messages
+            .iter()
+            .rev()
+            .take_while(|m| !matches!(m, ChatMessage::User { .. }))
+            .any(|m| matches!(m, ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty()));
+        if called {
+            return None;
+        }
+    }
+    Some(match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Function(name) => {
+            if !request.tools.iter().any(|tool| &tool.name == name) {
+                return None;
+            }
+            json!({ "type": "function", "function": { "name": name } })
+        }
+    })
 }
 
 /// Removes the configured fields: last, so that they go whichever part of the body (or
@@ -70,7 +110,7 @@ fn message(message: &ChatMessage, shape: &RequestShape) -> Value {
         ChatMessage::System { text } => json!({ "role": "system", "content": text }),
         ChatMessage::User { parts } => json!({ "role": "user", "content": user_content(parts) }),
         ChatMessage::Assistant { text, tool_calls, reasoning } => {
-            let mut value = assistant(text, tool_calls, shape.call_ids);
+            let mut value = assistant(text, tool_calls, shape);
             if let Value::Object(fields) = &mut value {
                 add_reasoning(fields, reasoning.as_ref(), !tool_calls.is_empty(), shape.reasoning_field);
             }
@@ -153,7 +193,7 @@ fn add_reasoning(
     }
 }
 
-fn assistant(text: &str, tool_calls: &[crate::llm::ToolCallRequest], ids: CallIds) -> Value {
+fn assistant(text: &str, tool_calls: &[crate::llm::ToolCallRequest], shape: &RequestShape) -> Value {
     match tool_calls {
         [] => json!({ "role": "assistant", "content": text }),
         _ => {
@@ -161,15 +201,27 @@ fn assistant(text: &str, tool_calls: &[crate::llm::ToolCallRequest], ids: CallId
                 .iter()
                 .map(|call| {
                     json!({
-                        "id": call_id(&call.id, ids),
+                        "id": call_id(&call.id, shape.call_ids),
                         "type": "function",
                         "function": { "name": call.name, "arguments": call.arguments },
                     })
                 })
                 .collect();
-            // Several servers reject an empty string next to tool calls; null is the norm.
-            let content = if text.is_empty() { Value::Null } else { json!(text) };
-            json!({ "role": "assistant", "content": content, "tool_calls": calls })
+            let mut message = Map::new();
+            message.insert("role".into(), json!("assistant"));
+            // Servers disagree on the content of a message that only calls tools; the shape
+            // says what this one accepts.
+            let content = match shape.tool_call_content {
+                _ if !text.is_empty() => Some(json!(text)),
+                ToolCallContent::Null => Some(Value::Null),
+                ToolCallContent::Empty => Some(json!("")),
+                ToolCallContent::Omitted => None,
+            };
+            if let Some(content) = content {
+                message.insert("content".into(), content);
+            }
+            message.insert("tool_calls".into(), Value::Array(calls));
+            Value::Object(message)
         }
     }
 }
@@ -389,6 +441,91 @@ mod tests {
         assert!(mistral.get("reasoning_effort").is_none(), "{mistral}");
         let openai = request_body(&request, &crate::config::flavor::Flavor::Openai.shape());
         assert_eq!(openai["reasoning_effort"], "high");
+    }
+
+    fn tool_only(shape: &RequestShape) -> Value {
+        let [call, _] = call_then_result("c");
+        super::message(&call, shape)
+    }
+
+    #[test]
+    fn a_tool_only_message_carries_the_content_its_server_accepts() {
+        let with = |tool_call_content| RequestShape { tool_call_content, ..RequestShape::default() };
+        assert_eq!(tool_only(&with(ToolCallContent::Null)).get("content"), Some(&Value::Null));
+        assert_eq!(tool_only(&with(ToolCallContent::Empty))["content"], "");
+        let omitted = tool_only(&with(ToolCallContent::Omitted));
+        assert!(omitted.get("content").is_none() && omitted["tool_calls"][0]["id"] == "c", "{omitted}");
+        let llamacpp = crate::config::flavor::Flavor::Llamacpp.shape();
+        assert_eq!(tool_only(&llamacpp)["content"], "", "llama-cpp-python refuses null");
+        let call = crate::llm::ToolCallRequest { id: "c".into(), name: "t".into(), arguments: "{}".into() };
+        let said =
+            ChatMessage::Assistant { text: "Reading.".into(), tool_calls: vec![call], reasoning: None };
+        assert_eq!(super::message(&said, &with(ToolCallContent::Omitted))["content"], "Reading.");
+    }
+
+    fn asking(messages: Vec<ChatMessage>, tools: &[&str]) -> ModelRequest {
+        let spec = |name: &&str| crate::llm::ToolSpec {
+            name: (*name).to_owned(),
+            description: String::new(),
+            parameters: json!({ "type": "object" }),
+        };
+        ModelRequest {
+            model: "m".into(),
+            messages,
+            tools: tools.iter().map(spec).collect(),
+            effort: None,
+            max_tokens: None,
+        }
+    }
+
+    #[test]
+    fn a_forcing_tool_choice_holds_until_the_first_call_since_the_user_spoke() {
+        let user = |text: &str| ChatMessage::User { parts: vec![UserPart::Text { text: text.into() }] };
+        let named = ToolChoice::Function("read_file".into());
+        let shape = |choice: &ToolChoice| RequestShape {
+            tool_choice: Some(choice.clone()),
+            ..RequestShape::default()
+        };
+        let first = asking(vec![user("read it")], &["read_file"]);
+        assert_eq!(
+            request_body(&first, &shape(&named))["tool_choice"],
+            json!({ "type": "function", "function": { "name": "read_file" } })
+        );
+        assert_eq!(request_body(&first, &shape(&ToolChoice::Required))["tool_choice"], "required");
+        let [call, result] = call_then_result("c");
+        let after = asking(vec![user("read it"), call.clone(), result.clone()], &["read_file"]);
+        for forcing in [&named, &ToolChoice::Required] {
+            assert!(request_body(&after, &shape(forcing)).get("tool_choice").is_none(), "{forcing:?}");
+        }
+        assert_eq!(request_body(&after, &shape(&ToolChoice::Auto))["tool_choice"], "auto");
+        let next = asking(vec![user("read it"), call, result, user("again")], &["read_file"]);
+        assert!(
+            request_body(&next, &shape(&named)).get("tool_choice").is_some(),
+            "a new prompt forces again"
+        );
+        let elsewhere = asking(vec![user("read it")], &["search"]);
+        assert!(request_body(&elsewhere, &shape(&named)).get("tool_choice").is_none(), "not offered");
+        let no_tools = asking(vec![user("summarize")], &[]);
+        assert!(request_body(&no_tools, &shape(&ToolChoice::Auto)).get("tool_choice").is_none());
+    }
+
+    #[test]
+    fn body_fields_are_set_last_over_what_heron_and_drop_fields_did() {
+        let request = asking(Vec::new(), &[]);
+        let shape = RequestShape {
+            drop_fields: vec![DropField::Body("temperature".into())],
+            body: crate::config::flavor::BodyFields(vec![
+                ("temperature".into(), json!(0.2)),
+                ("stream_options".into(), json!({ "include_usage": false })),
+                ("chat_template_kwargs".into(), json!({ "enable_thinking": false })),
+            ]),
+            ..RequestShape::default()
+        };
+        let body = request_body(&request, &shape);
+        assert_eq!(body["temperature"], 0.2);
+        assert_eq!(body["stream_options"], json!({ "include_usage": false }));
+        assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
+        assert_eq!((body["model"].as_str(), body["stream"].as_bool()), (Some("m"), Some(true)));
     }
 
     #[test]
