@@ -585,7 +585,7 @@ async fn a_body_that_ends_with_neither_finish_reason_nor_done_is_retried_then_fa
     let always_cut = Server::start(vec![cut]).await;
     let (events, error) = collect(always_cut.provider().stream(request(), CancellationToken::new())).await;
     assert!(
-        matches!(&error, Some(ProviderError::Unreachable(m)) if m.contains("ended before the answer finished")),
+        matches!(&error, Some(ProviderError::Status { status: 200, message: m }) if m.contains("before the answer finished")),
         "{error:?}"
     );
     assert!(!events.iter().any(|e| matches!(e, ModelEvent::Finish { .. })), "never taken as the answer");

@@ -452,7 +452,7 @@ async fn a_body_that_ends_before_response_completed_is_retried_not_taken_as_the_
     let provider = ResponsesProvider::new(config).expect("valid config");
     let (_, error) = collect(provider.stream(request(), CancellationToken::new())).await;
     assert!(
-        matches!(&error, Some(ProviderError::Unreachable(m)) if m.contains("ended before the answer finished")),
+        matches!(&error, Some(ProviderError::Status { status: 200, message: m }) if m.contains("before the answer finished")),
         "{error:?}"
     );
 }

@@ -5,6 +5,7 @@ mod support;
 
 mod llm_anthropic;
 mod llm_caching;
+mod llm_local;
 mod llm_openai;
 mod llm_responses;
 mod llm_scripted;

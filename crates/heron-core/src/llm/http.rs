@@ -13,10 +13,13 @@
 //! - Retried, at most `max_retries` times, with exponential backoff and jitter (or the
 //!   server's `Retry-After` seconds, up to [`MAX_RETRY_DELAY`]): connect and send
 //!   failures, 429, 500, 502, 503, 504, 529, a stream that breaks before the answer
-//!   finished, one that ends cleanly before it (no finish reason nor `[DONE]`, no stop
-//!   reason, no `response.completed`: a proxy or upstream that dropped it), and an error
-//!   sent inside the stream that says the server is busy (429, 503, 529). Any other status
-//!   fails at once with the provider's message.
+//!   finished, one that ends cleanly after some events but before it (no finish reason nor
+//!   `[DONE]`, no stop reason, no `response.completed`: a proxy or upstream that dropped
+//!   it), and an error sent inside the stream that says the server is busy (429, 503, 529).
+//!   Any other status fails at once with the provider's message.
+//! - A 200 whose stream ends with no event at all is the server's answer, not a lost
+//!   connection: it fails at once as status 200 with what the body held, since the same
+//!   request would end the same way.
 //! - Not retried: a request that receives no byte for `request_timeout` fails with
 //!   `Timeout`. A stalled model tends to stall again, and retrying would multiply the
 //!   wait the user chose.
@@ -327,6 +330,10 @@ impl<A: Api> Shared<A> {
         let mut decoder = SseDecoder::default();
         let mut fold = A::Fold::default();
         let mut payloads = Vec::new();
+        // How many events came, and the body's first bytes while none has: a body with no
+        // event may be an error written as plain JSON or text.
+        let mut events = 0;
+        let mut unread = Vec::new();
         loop {
             let bytes = match timeout(self.config.request_timeout, response.chunk()).await {
                 Ok(Ok(Some(bytes))) => bytes,
@@ -339,19 +346,48 @@ impl<A: Api> Shared<A> {
                     return Err(Failure::transient(ProviderError::Unreachable(message)));
                 }
             };
+            if events == 0 && unread.len() < MAX_ERROR_BODY_BYTES {
+                unread.extend_from_slice(&bytes[..bytes.len().min(MAX_ERROR_BODY_BYTES - unread.len())]);
+            }
             decoder.push(&bytes, &mut payloads).map_err(|_| {
                 Failure::fatal(ProviderError::Protocol("a stream event exceeded 16 MiB".into()))
             })?;
+            events += payloads.len();
             if feed(&mut fold, &mut payloads, emit).await? == Progress::Done {
                 return finish(fold, emit).await;
             }
         }
         decoder.finish(&mut payloads);
+        events += payloads.len();
         if feed(&mut fold, &mut payloads, emit).await? == Progress::More && !fold.has_finished() {
-            let message = "the stream ended before the answer finished".to_owned();
-            return Err(Failure::transient(ProviderError::Unreachable(message)));
+            return Err(self.unfinished(events, &unread));
         }
         finish(fold, emit).await
+    }
+
+    /// A 200 whose body ended, cleanly, before the answer finished. With no event at all,
+    /// the server gave up before its first token (llama-cpp-python's answer to a prompt
+    /// longer than its window, or to an option it cannot serve, logged only on its side):
+    /// the same request would end the same way, so it is not retried, and what the body
+    /// held is the message. Cut after some events, it is what a proxy that lost its
+    /// upstream sends, and another attempt may get through.
+    fn unfinished(&self, events: usize, body: &[u8]) -> Failure {
+        let status = 200;
+        if events == 0 {
+            // Keep-alive comments are not what the server said.
+            let text = String::from_utf8_lossy(body);
+            let said: Vec<&str> = text.lines().filter(|line| !line.starts_with(':')).collect();
+            let message = match error_body_message(said.join("\n").as_bytes()) {
+                Some(said) => format!("no event, only: {said}"),
+                None => "an empty stream: the server failed before its first token, and its own log says \
+                         why (such as a prompt too long for it, or an option it does not take)"
+                    .to_owned(),
+            };
+            let message = scrub_text(&message, self.config.api_key.as_ref());
+            return Failure::fatal(ProviderError::Status { status, message });
+        }
+        let message = format!("the stream ended after {events} events, before the answer finished");
+        Failure::transient(ProviderError::Status { status, message })
     }
 
     /// The provider's message from an error response.

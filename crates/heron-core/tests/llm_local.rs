@@ -1,0 +1,80 @@
+//! What real local servers (llama.cpp's llama-server, llama-cpp-python's server) do that a
+//! mock written from documentation missed, each played by a loopback mock: a 200 whose
+//! stream ends with no event, a conversation kept well-formed after a failed turn, and
+//! request sizes counted by the server's own tokenizer. The same behaviours against the
+//! real llama-cpp-python server are `tests/providers_live.rs` in the binary's tests.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use heron_core::llm::http::HttpConfig;
+use heron_core::llm::openai::OpenAiProvider;
+use heron_core::llm::{ChatMessage, ModelEvent, ModelRequest, Provider, ProviderError, UserPart};
+use heron_core::secret::Secret;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::server_mock::{Answer, MockServer};
+use crate::support::servers::KEY;
+
+/// A provider for `server` with the key and two retries.
+fn provider(server: &MockServer) -> OpenAiProvider {
+    let config = HttpConfig {
+        api_key: Some(Secret::new(KEY)),
+        max_retries: 2,
+        retry_base_delay: Duration::from_millis(10),
+        ..HttpConfig::new(format!("{}/v1", server.origin))
+    };
+    OpenAiProvider::new(config).expect("valid config")
+}
+
+fn hello() -> ModelRequest {
+    ModelRequest {
+        model: "m".into(),
+        messages: vec![ChatMessage::User { parts: vec![UserPart::Text { text: "Hi".into() }] }],
+        tools: Vec::new(),
+        effort: None,
+        max_tokens: None,
+    }
+}
+
+/// The error a request to `server` ends with, and whether any answer finished.
+async fn failure(server: &MockServer) -> (Option<ProviderError>, bool) {
+    let mut stream = provider(server).stream(hello(), CancellationToken::new());
+    let (mut error, mut finished) = (None, false);
+    while let Some(item) = tokio::time::timeout(Duration::from_secs(10), stream.next()).await.expect("ends") {
+        match item {
+            Ok(ModelEvent::Finish { .. }) => finished = true,
+            Ok(_) => {}
+            Err(err) => error = Some(err),
+        }
+    }
+    (error, finished)
+}
+
+#[tokio::test]
+async fn a_200_stream_with_no_event_is_the_servers_answer_and_is_not_retried() {
+    // llama-cpp-python's answer to a prompt past its window while streaming: 200, perhaps a
+    // keep-alive, and the body ends.
+    let empty = MockServer::start(|_, _| Answer::Stream(": ping - 2025-01-01\n\n".to_owned()));
+    let (error, finished) = failure(&empty).await;
+    let Some(ProviderError::Status { status: 200, message }) = &error else { panic!("{error:?}") };
+    assert!(message.contains("empty stream"), "{message}");
+    assert!(
+        !error.as_ref().is_some_and(ProviderError::is_context_overflow),
+        "nothing said it was the window"
+    );
+    assert!(!finished, "never taken as an answer");
+    assert_eq!(empty.seen().len(), 1, "the same request would end the same way");
+
+    // An error written as plain JSON in a 200 body: its message is the error's, keyless.
+    let plain = MockServer::start(|_, _| {
+        let said = format!("the option `seed` is not supported; key {KEY}");
+        Answer::Stream(json!({ "error": { "message": said } }).to_string())
+    });
+    let (error, _) = failure(&plain).await;
+    let Some(ProviderError::Status { status: 200, message }) = &error else { panic!("{error:?}") };
+    assert!(message.contains("the option `seed` is not supported"), "{message}");
+    assert!(!message.contains(KEY), "the key never shows: {message}");
+    assert_eq!(plain.seen().len(), 1);
+}
