@@ -14,8 +14,12 @@ use heron_core::secret::Secret;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::server_mock::{Answer, MockServer};
-use crate::support::servers::KEY;
+use heron_core::session::event::Event;
+use heron_core::types::StopReason;
+
+use crate::support::served::Served;
+use crate::support::server_mock::{Answer, MockServer, Seen, sse};
+use crate::support::servers::{self, ANSWER, KEY};
 
 /// A provider for `server` with the key and two retries.
 fn provider(server: &MockServer) -> OpenAiProvider {
@@ -77,4 +81,30 @@ async fn a_200_stream_with_no_event_is_the_servers_answer_and_is_not_retried() {
     assert!(message.contains("the option `seed` is not supported"), "{message}");
     assert!(!message.contains(KEY), "the key never shows: {message}");
     assert_eq!(plain.seen().len(), 1);
+}
+
+/// Whether two messages of one role follow each other, which strict chat templates refuse.
+fn repeats_a_role(request: &Seen) -> bool {
+    request.messages().windows(2).any(|pair| pair[0]["role"] == "user" && pair[1]["role"] == "user")
+}
+
+#[tokio::test]
+async fn after_a_failed_turn_the_next_request_still_alternates_and_keeps_the_unanswered_prompt() {
+    let server = MockServer::start(|n, request| match n {
+        0 => servers::openai_error(500, "the model crashed"),
+        _ if repeats_a_role(request) => {
+            servers::openai_error(500, "Conversation roles must alternate user/assistant/user/assistant/...")
+        }
+        _ => Answer::Stream(sse(&[servers::delta(json!({ "content": ANSWER })), servers::finish("stop")])),
+    });
+    let served = Served::open(&format!("kind = \"openai\"\nbase_url = \"{}/v1\"\n", server.origin)).await;
+    let (_, failed) = served.prompt("first try").await;
+    assert!(failed.expect_err("the server failed").to_string().contains("the model crashed"));
+    let (text, second) = served.prompt("second try").await;
+    assert_eq!((text.as_str(), second.map_err(|e| e.to_string())), (ANSWER, Ok(StopReason::EndTurn)));
+    let sent = &server.seen()[1];
+    let last = sent.messages().last().and_then(|m| m["content"].as_str()).unwrap_or_default().to_owned();
+    assert!(last.contains("first try") && last.ends_with("second try"), "{last}");
+    let prompts = served.history().await.iter().filter(|e| matches!(e, Event::UserMessage { .. })).count();
+    assert_eq!(prompts, 2, "the failed turn's prompt is kept for the record");
 }

@@ -14,7 +14,7 @@ use crate::llm::{ChatMessage, ModelRequest, Reasoning, UserPart};
 pub(crate) fn request_body(request: &ModelRequest, shape: &RequestShape) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
-    let messages = request.messages.iter().map(|m| message(m, shape));
+    let messages = alternating(&request.messages).into_iter().map(|m| message(&m, shape));
     body.insert("messages".into(), messages.collect());
     body.insert("stream".into(), json!(true));
     if shape.stream_options {
@@ -83,6 +83,27 @@ fn tool_choice(request: &ModelRequest, choice: Option<&ToolChoice>) -> Option<Va
             json!({ "type": "function", "function": { "name": name } })
         }
     })
+}
+
+/// The messages with each run of user messages sent as one, its parts in order. A turn
+/// that failed before the model answered leaves its prompt in the history, and the next
+/// prompt would follow it directly; strict chat templates refuse two user messages in a
+/// row ("roles must alternate"), so both go as one message, and the model still reads
+/// the prompt it never answered. Anthropic's wire merges the same way.
+fn alternating(messages: &[ChatMessage]) -> Vec<Cow<'_, ChatMessage>> {
+    let mut out: Vec<Cow<'_, ChatMessage>> = Vec::with_capacity(messages.len());
+    for message in messages {
+        if let ChatMessage::User { parts: more } = message
+            && let Some(last) = out.last_mut()
+            && matches!(**last, ChatMessage::User { .. })
+            && let ChatMessage::User { parts } = last.to_mut()
+        {
+            parts.extend(more.iter().cloned());
+            continue;
+        }
+        out.push(Cow::Borrowed(message));
+    }
+    out
 }
 
 /// Removes the configured fields: last, so that they go whichever part of the body (or
@@ -526,6 +547,18 @@ mod tests {
         assert_eq!(body["stream_options"], json!({ "include_usage": false }));
         assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
         assert_eq!((body["model"].as_str(), body["stream"].as_bool()), (Some("m"), Some(true)));
+    }
+
+    #[test]
+    fn consecutive_user_messages_go_as_one_and_others_stay_apart() {
+        let user = |text: &str| ChatMessage::User { parts: vec![UserPart::Text { text: text.into() }] };
+        let [call, result] = call_then_result("c");
+        let request = asking(vec![user("failed"), user("again"), call, result, user("thanks")], &[]);
+        let body = request_body(&request, &RequestShape::default());
+        let roles: Vec<&str> =
+            body["messages"].as_array().into_iter().flatten().filter_map(|m| m["role"].as_str()).collect();
+        assert_eq!(roles, ["user", "assistant", "tool", "user"]);
+        assert_eq!(body["messages"][0]["content"], "failed\n\nagain", "the unanswered prompt is still read");
     }
 
     #[test]
