@@ -88,15 +88,10 @@ fn run(args: heron::cli::run::RunArgs) -> ExitCode {
         Ok(runtime) => runtime,
         Err(code) => return code,
     };
-    let outcome = runtime.block_on(heron::cli::run::run(args));
+    // It says its own errors, then how to continue the session.
+    let status = runtime.block_on(heron::cli::run::run(args));
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
-    match outcome {
-        Ok(stop) => ExitCode::from(heron::cli::run::exit_code(stop)),
-        Err(err) => {
-            eprintln!("heron: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    ExitCode::from(status)
 }
 
 fn acp_or_setup(cli: Cli) -> ExitCode {

@@ -143,6 +143,38 @@ fn a_session_is_continued_by_its_id() {
     assert!(asked < answered && answered < marked && marked < answered_again, "{out}");
 }
 
+/// The id in a run's "continue this session with --session ID" line, which must be its
+/// last line on stderr.
+fn continue_with(stderr: &str) -> String {
+    let last = stderr.lines().last().unwrap_or_default();
+    let id = last.strip_prefix("heron: continue this session with --session ");
+    id.unwrap_or_else(|| panic!("the last line says how to continue: {stderr}")).to_owned()
+}
+
+#[test]
+fn a_failed_turn_still_ends_saying_how_to_continue_and_the_session_goes_on() {
+    let script = concat!(
+        // Its first words are stored, so the next run's conversation plays the next turn.
+        r#"{"steps": [{"text": "Starting."}, {"error": "upstream overloaded"}]}"#,
+        "\n",
+        r#"{"steps": [{"text": "Back again."}]}"#,
+        "\n"
+    );
+    let dirs = Dirs::new();
+    let config = support::scripted_provider("s", "s.jsonl");
+    std::fs::write(dirs.home().join("config.toml"), config).expect("config");
+    std::fs::write(dirs.home().join("s.jsonl"), script).expect("script");
+
+    let failed = run(&dirs, &["--model", "s/m", "one"], "");
+    assert_eq!(failed.status.code(), Some(1), "{failed:?}");
+    assert!(failed.stderr.contains("upstream overloaded"), "{}", failed.stderr);
+    let id = continue_with(&failed.stderr);
+    let second = run(&dirs, &["--model", "s/m", "--session", &id, "two"], "");
+    assert!(second.status.success(), "{second:?}");
+    assert!(second.stdout.contains("Back again."), "{}", second.stdout);
+    assert_eq!(continue_with(&second.stderr), id);
+}
+
 #[test]
 fn a_session_is_resumed_when_the_agent_can_only_resume() {
     let setup = Dirs::new();

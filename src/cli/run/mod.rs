@@ -219,8 +219,33 @@ enum Ended {
     Interrupted,
 }
 
-/// Runs `heron run`.
-pub async fn run(args: RunArgs) -> Result<StopReason, RunError> {
+/// Runs `heron run` and says how it ended: the exit status, after any error and, once a
+/// session was opened, how to continue it. That line comes on every way out (a failed
+/// turn, an error from the agent, an interrupt), since those are when it is wanted most.
+pub async fn run(args: RunArgs) -> u8 {
+    let screen = Screen::for_process(!args.json);
+    let opened = Mutex::new(None);
+    let outcome = run_on(args, &screen, &opened).await;
+    screen.finish();
+    if let Err(err) = &outcome {
+        screen.line(Stream::Err, Paint::Plain, &format!("heron: {err}"));
+    }
+    if let Some(session) = opened.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        let hint = format!("heron: continue this session with --session {session}");
+        screen.line(Stream::Err, Paint::Dim, &hint);
+    }
+    match outcome {
+        Ok(stop) => exit_code(stop),
+        Err(_) => 1,
+    }
+}
+
+/// [`run`] up to its last words; `opened` gets the session's id once it is open.
+async fn run_on(
+    args: RunArgs,
+    screen: &Screen,
+    opened: &Mutex<Option<String>>,
+) -> Result<StopReason, RunError> {
     // First, so that a Ctrl-C while the agent starts is ours to handle.
     let signals = Signals::install().map_err(|e| RunError::Usage(format!("cannot handle signals: {e}")))?;
     let home = Home::from_env().map_err(|e| RunError::Usage(e.to_string()))?;
@@ -233,7 +258,6 @@ pub async fn run(args: RunArgs) -> Result<StopReason, RunError> {
     let cwd = validate_cwd(&cwd.display().to_string(), &Protected::for_home(home.root()))
         .map_err(|(_, reason)| RunError::Usage(format!("--cwd: {reason}")))?;
 
-    let screen = Screen::for_process(!args.json);
     // Nobody reads the turn any more (`heron run ... | head -3`): stop it as a Ctrl-C does,
     // rather than let the agent go on changing files unseen.
     let out_closed = screen.out_closed();
@@ -274,7 +298,7 @@ pub async fn run(args: RunArgs) -> Result<StopReason, RunError> {
         },
     };
 
-    let spawned = agent::spawn(&command, &screen)?;
+    let spawned = agent::spawn(&command, screen)?;
     let connection = Connection::new(spawned.stdout, spawned.stdin, options());
     let peer = connection.peer();
     let service = Arc::new(ClientService::new(RunClient(Arc::clone(&parts)), client::policy));
@@ -282,7 +306,7 @@ pub async fn run(args: RunArgs) -> Result<StopReason, RunError> {
     screen.spin();
 
     let outcome = tokio::select! {
-        outcome = converse(&peer, &args, &cwd, &parts, &signals) => outcome.map(Some),
+        outcome = converse(&peer, &args, &cwd, &parts, &signals, opened) => outcome.map(Some),
         () = signals.stop.cancelled() => Ok(None),
     };
     screen.finish();
@@ -312,6 +336,7 @@ async fn converse(
     cwd: &std::path::Path,
     parts: &Parts,
     signals: &Signals,
+    opened: &Mutex<Option<String>>,
 ) -> Result<Ended, RunError> {
     let agent = AgentPeer(peer.clone());
     let interrupted = &signals.interrupt;
@@ -335,6 +360,7 @@ async fn converse(
         () = interrupted.cancelled() => return Ok(Ended::Interrupted),
     };
     *parts.session.lock().unwrap_or_else(PoisonError::into_inner) = Some(session_id.0.clone());
+    *opened.lock().unwrap_or_else(PoisonError::into_inner) = Some(session_id.0.clone());
     if args.session.is_some() {
         parts.view.new_turn(&args.prompt);
     }
@@ -377,11 +403,6 @@ async fn converse(
     } else {
         screen.line(Stream::Out, Paint::Dim, &format!("[{stop}]"));
     }
-    screen.line(
-        Stream::Err,
-        Paint::Dim,
-        &format!("heron: continue this session with --session {}", session_id.0),
-    );
     Ok(ended.unwrap_or(Ended::Stopped(stop)))
 }
 

@@ -296,7 +296,7 @@ fn tool_only_contents(request: &Seen) -> Vec<Option<&Value>> {
     let tool_only = |m: &&Value| {
         m["role"] == "assistant"
             && m.get("tool_calls").is_some()
-            && !m["content"].as_str().is_some_and(|t| !t.is_empty())
+            && m["content"].as_str().is_none_or(str::is_empty)
     };
     request.messages().iter().filter(tool_only).map(|m| m.get("content")).collect()
 }
