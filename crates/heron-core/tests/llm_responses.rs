@@ -433,7 +433,7 @@ async fn a_body_that_ends_before_response_completed_is_retried_not_taken_as_the_
     assert_eq!(error, None);
     // The retry is announced, with why; its wait has jitter.
     assert!(
-        matches!(&events[2], ModelEvent::Retrying { next: 2, reason, .. } if reason.contains("the stream ended before the answer finished")),
+        matches!(&events[2], ModelEvent::Retrying { next: 2, reason, .. } if reason.contains("before the answer finished")),
         "{events:?}"
     );
     events.remove(2);
