@@ -1,8 +1,9 @@
 //! What real local servers (llama.cpp's llama-server, llama-cpp-python's server) do that a
 //! mock written from documentation missed, each played by a loopback mock: a 200 whose
 //! stream ends with no event, a conversation kept well-formed after a failed turn, and
-//! request sizes counted by the server's own tokenizer. The same behaviours against the
-//! real llama-cpp-python server are `tests/providers_live.rs` in the binary's tests.
+//! dense text sized high enough to be refused before it is sent. The same behaviours
+//! against the real llama-cpp-python server are `tests/providers_live.rs` in the binary's
+//! tests.
 
 use std::time::Duration;
 
@@ -107,4 +108,41 @@ async fn after_a_failed_turn_the_next_request_still_alternates_and_keeps_the_una
     assert!(last.contains("first try") && last.ends_with("second try"), "{last}");
     let prompts = served.history().await.iter().filter(|e| matches!(e, Event::UserMessage { .. })).count();
     assert_eq!(prompts, 2, "the failed turn's prompt is kept for the record");
+}
+
+/// A server whose completions answer [`ANSWER`] and whose other routes (a tokenizer's)
+/// answer with `tokenizer`, given the path asked and the text sent.
+fn counting(tokenizer: impl Fn(&str, &str) -> Answer + Send + Sync + 'static) -> MockServer {
+    MockServer::start(move |_, request| {
+        let target = request.target().to_owned();
+        if target.ends_with("/chat/completions") {
+            return Answer::Stream(sse(&[
+                servers::delta(json!({ "content": ANSWER })),
+                servers::finish("stop"),
+            ]));
+        }
+        let text = request.body["content"].as_str().or(request.body["input"].as_str()).unwrap_or_default();
+        tokenizer(&target, text)
+    })
+}
+
+/// The completions `server` was asked for.
+fn completions(server: &MockServer) -> usize {
+    server.seen().iter().filter(|seen| seen.target().ends_with("/chat/completions")).count()
+}
+
+#[tokio::test]
+async fn dense_text_is_estimated_high_enough_to_be_refused_before_it_is_sent() {
+    // 6,500 digits were 6,559 tokens to llama-cpp-python's server; four bytes a token let
+    // them through to a window of 4,096. A server with no tokenizer of its own: the
+    // estimate alone must refuse them, and the session go on.
+    let server = counting(|_, _| Answer::Status(404, "{}".into()));
+    let table = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\ncontext_window = 4096\n", server.origin);
+    let served = Served::open(&table).await;
+    let (_, refused) = served.prompt(&"7".repeat(6500)).await;
+    let refused = refused.expect_err("too big for the window").to_string();
+    assert!(refused.contains("does not fit the model's context window"), "{refused}");
+    assert_eq!(completions(&server), 0, "refused before it was sent");
+    let (text, next) = served.prompt("hi").await;
+    assert_eq!((text.as_str(), next.map_err(|e| e.to_string())), (ANSWER, Ok(StopReason::EndTurn)));
 }

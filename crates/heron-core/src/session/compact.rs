@@ -17,6 +17,7 @@ use futures_util::StreamExt;
 
 use super::context::{self, SUMMARY_HEADER, View};
 use super::event::{Compaction, CompactionStage, Event};
+use super::tokens;
 use super::turn::{Asking, Carried, Turn, TurnError};
 use super::update::TurnUpdate;
 use crate::llm::{ChatMessage, ModelEvent, ModelRequest, ProviderError, ToolSpec, UserPart};
@@ -47,7 +48,7 @@ impl Turn {
     }
 
     fn tokens(&self, messages: &[ChatMessage], tools: &[ToolSpec]) -> u64 {
-        self.carried.calibration.tokens(context::request_bytes(messages, tools))
+        self.carried.calibration.tokens(tokens::estimate(messages, tools))
     }
 
     fn sent(&self, asking: &Asking, view: &View) -> Vec<ChatMessage> {
@@ -180,7 +181,7 @@ impl Turn {
         };
         // The tail shrinks as the cut moves later: the first cut whose tail and a summary
         // of the longest kind fit the target.
-        let allowance = self.carried.calibration.tokens(self.summary_cap() as u64);
+        let allowance = self.carried.calibration.tokens(tokens::prose(self.summary_cap() as u64));
         let fitting = starts.partition_point(|&cut| tail(cut) + allowance > window.limit / 2);
         let cut = starts.get(fitting).copied().unwrap_or(latest);
         // When even no summary at all would leave it too big, no summary is asked for.
@@ -327,7 +328,7 @@ impl Turn {
             effort: asking.effort.clone(),
             max_tokens: None,
         };
-        self.carried.calibration.sending(context::request_bytes(&request.messages, &request.tools));
+        self.carried.calibration.sending(tokens::estimate(&request.messages, &request.tools));
         let mut stream = self.provider.provider.stream(request, self.cancel().child_token());
         let mut id = uuid::Uuid::new_v4().to_string();
         let mut summary = String::new();

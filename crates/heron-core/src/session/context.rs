@@ -1,8 +1,7 @@
-//! What a request sends of a session's history once it has been compacted, and how big a
-//! request is: the view after the latest [`Compaction`] (its summary opening the first
-//! kept user message, the events from its cut on, tool outputs before its clip point cut to
-//! head and tail, prompts no request could hold left out), and a token estimate from bytes,
-//! corrected by what the server reported.
+//! What a request sends of a session's history once it has been compacted: the view after
+//! the latest [`Compaction`] (its summary opening the first kept user message, the events
+//! from its cut on, tool outputs before its clip point cut to head and tail, prompts no
+//! request could hold left out). How many tokens a request holds is `tokens`' to say.
 //!
 //! A cut falls where a user turn starts or, inside the turn in progress, where one of its
 //! model steps starts (after the results of the step before), never between a tool call and
@@ -18,102 +17,8 @@ use std::ops::Range;
 use super::clip::clippable;
 use super::event::{Compaction, CompactionStage, Event};
 use super::history::{Images, Shaping, shaped_messages};
-use crate::llm::{ChatMessage, ToolSpec, UserPart};
+use crate::llm::ChatMessage;
 use crate::types::{PlanItem, PlanStatus};
-
-/// Bytes per token when nothing better is known: close for English prose and JSON, a
-/// little generous for code, which tokenizes denser.
-const BYTES_PER_TOKEN: u64 = 4;
-
-/// What an image counts for, whatever its file size: providers bill images by their
-/// pixels (about 1,500 tokens for a screenshot), not by their base64 length.
-const IMAGE_BYTES: u64 = 6 * 1024;
-
-/// What a message's framing (role, ids, JSON punctuation) counts for.
-const MESSAGE_BYTES: u64 = 16;
-
-/// How a request's bytes turn into tokens: four bytes a token, or more tokens when the
-/// server's own count of an earlier request said so.
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct Calibration {
-    /// The bytes of the request in flight.
-    sent: u64,
-    /// Bytes and tokens of the last request the server counted.
-    seen: Option<(u64, u64)>,
-}
-
-impl Calibration {
-    /// A request of `bytes` is being sent.
-    pub(super) fn sending(&mut self, bytes: u64) {
-        self.sent = bytes;
-    }
-
-    /// The server counted `input_tokens` for the request in flight.
-    pub(super) fn reported(&mut self, input_tokens: u64) {
-        if input_tokens > 0 && self.sent > 0 {
-            // No tokenizer makes more than a token of a byte; a count past that is noise
-            // (a test script's made-up usage), and would compact every request.
-            self.seen = Some((self.sent, input_tokens.min(self.sent)));
-        }
-    }
-
-    /// The server refused the request in flight as longer than its window of `window`
-    /// tokens: from now on a request that size counts as past it. `false` when nothing can
-    /// be learnt (no window known, nothing in flight).
-    pub(super) fn overflowed(&mut self, window: Option<u64>) -> bool {
-        match window {
-            Some(window) if self.sent > 0 => {
-                self.seen = Some((self.sent, window.saturating_add(1)));
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// The tokens a request of `bytes` is taken to hold.
-    pub(super) fn tokens(&self, bytes: u64) -> u64 {
-        let plain = bytes.div_ceil(BYTES_PER_TOKEN);
-        match self.seen {
-            Some((seen_bytes, seen_tokens)) if seen_bytes > 0 => {
-                let scaled = u128::from(bytes) * u128::from(seen_tokens) / u128::from(seen_bytes);
-                plain.max(u64::try_from(scaled).unwrap_or(u64::MAX))
-            }
-            _ => plain,
-        }
-    }
-}
-
-/// The bytes a request of `messages` and `tools` counts for.
-pub(super) fn request_bytes(messages: &[ChatMessage], tools: &[ToolSpec]) -> u64 {
-    let tools = serde_json::to_string(tools).map_or(0, |json| json.len() as u64);
-    tools + messages.iter().map(message_bytes).sum::<u64>()
-}
-
-fn message_bytes(message: &ChatMessage) -> u64 {
-    let len = |text: &str| text.len() as u64;
-    MESSAGE_BYTES
-        + match message {
-            ChatMessage::System { text } => len(text),
-            ChatMessage::User { parts } => parts
-                .iter()
-                .map(|part| match part {
-                    UserPart::Text { text } => len(text),
-                    UserPart::Image { .. } => IMAGE_BYTES,
-                })
-                .sum(),
-            ChatMessage::Assistant { text, tool_calls, reasoning } => {
-                let calls: u64 = tool_calls
-                    .iter()
-                    .map(|c| MESSAGE_BYTES + len(&c.id) + len(&c.name) + len(&c.arguments))
-                    .sum();
-                let reasoning = reasoning.as_ref().map_or(0, |r| {
-                    len(&r.text) + r.details.as_ref().map_or(0, |d| d.to_string().len() as u64)
-                });
-                len(text) + calls + reasoning
-            }
-            ChatMessage::Tool { call_id, content } => len(call_id) + len(content),
-        }
-}
 
 /// What requests send of a history: events from `cut` on (after the prompt of the turn the
 /// cut falls in, when it falls inside one), tool outputs before `clip_before` clipped, the
@@ -359,6 +264,7 @@ impl Compaction {
 mod tests {
     use super::super::clip::CLIP_OVER;
     use super::*;
+    use crate::llm::UserPart;
     use crate::types::{ToolKind, ToolStatus, UserContent};
 
     fn user(text: &str) -> Event {
@@ -548,20 +454,5 @@ mod tests {
         let history = vec![user("a"), call("1"), result("1", "r"), said("b"), call("2"), result("2", "r")];
         assert_eq!(answered_end(&history), 4);
         assert_eq!(turn_starts(&history).collect::<Vec<_>>(), [0]);
-    }
-
-    #[test]
-    fn reported_tokens_raise_the_estimate_but_never_lower_it() {
-        let mut calibration = Calibration::default();
-        assert_eq!(calibration.tokens(400), 100);
-        calibration.sending(1000);
-        calibration.reported(500);
-        assert_eq!(calibration.tokens(400), 200, "two bytes a token, as the server counted");
-        calibration.sending(1000);
-        calibration.reported(10);
-        assert_eq!(calibration.tokens(400), 100, "never below four bytes a token");
-        calibration.sending(1000);
-        assert!(calibration.overflowed(Some(2000)));
-        assert!(calibration.tokens(1000) > 2000, "a refused size counts as past the window");
     }
 }

@@ -39,6 +39,7 @@ mod status;
 mod steer;
 mod stored_prompt;
 mod title;
+mod tokens;
 mod transcript;
 mod turn;
 pub mod update;

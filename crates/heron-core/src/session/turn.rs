@@ -18,7 +18,6 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::context::{self, Calibration};
 use super::event::Event;
 use super::history::Images;
 use super::limits::{Limits, UNSTORED_BYTES};
@@ -26,6 +25,7 @@ use super::permission::Approvals;
 use super::settings::{Mode, Settings};
 use super::status::Board;
 use super::steer::{Pending, Steers};
+use super::tokens::{self, Calibration};
 use super::transcript::Transcript;
 use super::update::{ChunkBudget, TurnUpdate};
 use crate::llm::registry::ResolvedProvider;
@@ -80,7 +80,7 @@ pub(super) struct Carried {
     pub(super) images: Images,
     /// The session's readable transcript, kept in step with the history.
     pub(super) transcript: Transcript,
-    /// How request sizes turn into tokens for this session's model, as its server counted.
+    /// How request estimates turn into tokens for this session's model, as its server counted.
     pub(super) calibration: Calibration,
 }
 
@@ -359,7 +359,7 @@ impl Turn {
                     effort: asking.effort.clone(),
                     max_tokens: self.limits.max_reply_tokens,
                 };
-                self.carried.calibration.sending(context::request_bytes(&request.messages, &request.tools));
+                self.carried.calibration.sending(tokens::estimate(&request.messages, &request.tools));
                 match self.stream_response(request).await {
                     // The server counts tokens differently than the estimate: knowing now what
                     // size it refused, the request is compacted and sent once more.
