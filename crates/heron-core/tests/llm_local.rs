@@ -1,9 +1,9 @@
 //! What real local servers (llama.cpp's llama-server, llama-cpp-python's server) do that a
 //! mock written from documentation missed, each played by a loopback mock: a 200 whose
-//! stream ends with no event, a conversation kept well-formed after a failed turn, and
-//! dense text sized high enough to be refused before it is sent. The same behaviours
-//! against the real llama-cpp-python server are `tests/providers_live.rs` in the binary's
-//! tests.
+//! stream ends with no event, a conversation kept well-formed after a failed turn, dense
+//! text sized high enough, and request sizes counted by the server's own tokenizer. The
+//! same behaviours against the real llama-cpp-python server are `tests/providers_live.rs`
+//! in the binary's tests.
 
 use std::time::Duration;
 
@@ -131,6 +131,15 @@ fn completions(server: &MockServer) -> usize {
     server.seen().iter().filter(|seen| seen.target().ends_with("/chat/completions")).count()
 }
 
+/// The provider keys of a llamacpp server at `server` with a window of `window` tokens, all
+/// of which a request may fill.
+fn llamacpp(server: &MockServer, window: u64) -> String {
+    format!(
+        "kind = \"openai\"\nflavor = \"llamacpp\"\nbase_url = \"{}/v1\"\ncontext_window = {window}\ncompact_at = 1.0\n",
+        server.origin
+    )
+}
+
 #[tokio::test]
 async fn dense_text_is_estimated_high_enough_to_be_refused_before_it_is_sent() {
     // 6,500 digits were 6,559 tokens to llama-cpp-python's server; four bytes a token let
@@ -145,4 +154,56 @@ async fn dense_text_is_estimated_high_enough_to_be_refused_before_it_is_sent() {
     assert_eq!(completions(&server), 0, "refused before it was sent");
     let (text, next) = served.prompt("hi").await;
     assert_eq!((text.as_str(), next.map_err(|e| e.to_string())), (ANSWER, Ok(StopReason::EndTurn)));
+}
+
+#[tokio::test]
+async fn a_llamacpp_servers_own_count_decides_what_fits_where_the_estimate_would_not() {
+    // llama-cpp-python has no `/tokenize` (llama-server's route) but `/extras/tokenize/count`.
+    // This one's tokenizer makes a token of every byte, four times what the estimate takes
+    // prose for: 600 kB of prose fits a window of 200,000 by the estimate, not by the count.
+    let dense = counting(|target, text| match target {
+        "/extras/tokenize/count" => Answer::Status(200, json!({ "count": text.len() }).to_string()),
+        _ => Answer::Status(404, json!({ "detail": "Not Found" }).to_string()),
+    });
+    let served = Served::open(&llamacpp(&dense, 200_000)).await;
+    let prose = "the quick brown fox jumps over the lazy dog ".repeat(600_000 / 44);
+    let (_, refused) = served.prompt(&prose).await;
+    let refused = refused.expect_err("past the window by the server's count").to_string();
+    assert!(refused.contains("does not fit the model's context window"), "{refused}");
+    assert_eq!(completions(&dense), 0, "refused before it was sent");
+    let (text, next) = served.prompt("hi").await;
+    assert_eq!((text.as_str(), next.map_err(|e| e.to_string())), (ANSWER, Ok(StopReason::EndTurn)));
+    let routes: Vec<String> = dense
+        .seen()
+        .iter()
+        .map(|seen| seen.target().to_owned())
+        .filter(|t| !t.ends_with("completions"))
+        .collect();
+    assert_eq!(routes, ["/tokenize", "/extras/tokenize/count"], "an absent route is not asked again");
+
+    // llama-server's `/tokenize` lists the tokens; this one groups digits by three, so
+    // 120,000 digits that the estimate takes for 120,000 tokens fit a window of 100,000.
+    let grouping = counting(|target, text| match target {
+        "/tokenize" => Answer::Status(200, json!({ "tokens": vec![1; text.len() / 3] }).to_string()),
+        _ => Answer::Status(404, "{}".into()),
+    });
+    let served = Served::open(&llamacpp(&grouping, 100_000)).await;
+    let (text, sent) = served.prompt(&"7".repeat(120_000)).await;
+    assert_eq!((text.as_str(), sent.map_err(|e| e.to_string())), (ANSWER, Ok(StopReason::EndTurn)));
+    assert_eq!(completions(&grouping), 1);
+}
+
+#[tokio::test]
+async fn a_tokenizer_that_fails_leaves_the_estimate_and_is_soon_not_asked() {
+    let failing = counting(|_, _| Answer::Status(500, json!({ "detail": "tokenizer crashed" }).to_string()));
+    let served = Served::open(&llamacpp(&failing, 200_000)).await;
+    // Past half the window from the first prompt on, so every request is worth a count.
+    let prose = "the quick brown fox jumps over the lazy dog ".repeat(600_000 / 44);
+    for prompt in [prose.as_str(), "hi", "hi", "hi"] {
+        let (text, sent) = served.prompt(prompt).await;
+        assert_eq!((text.as_str(), sent.map_err(|e| e.to_string())), (ANSWER, Ok(StopReason::EndTurn)));
+    }
+    let counts = failing.seen().iter().filter(|seen| seen.target() == "/tokenize").count();
+    assert_eq!(counts, 3, "three failures in a row, then the estimate alone");
+    assert_eq!(completions(&failing), 4);
 }

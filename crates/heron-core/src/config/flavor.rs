@@ -86,6 +86,15 @@ pub enum ToolCallContent {
     Omitted,
 }
 
+/// The tokenizer a server serves beside its API, which counts a request's tokens as its model
+/// will (`llm::openai::tokenize`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenCounter {
+    /// llama.cpp's `POST /tokenize`, or llama-cpp-python's `POST /extras/tokenize/count`:
+    /// people run both under the llamacpp flavor, and the first that answers is kept.
+    Llamacpp,
+}
+
 /// Which tool the model must call, sent as `tool_choice` with a request that offers tools.
 /// A choice that forces a call (`required`, or a named tool) holds until the turn's first
 /// tool call: later requests of the turn leave the field out, so the model can answer in
@@ -243,6 +252,8 @@ pub struct RequestShape {
     pub tool_choice: Option<ToolChoice>,
     /// Fields set last, after the dropped ones went.
     pub body: BodyFields,
+    /// The server's own tokenizer, asked to count requests that come near the window.
+    pub token_counter: Option<TokenCounter>,
 }
 
 impl Default for RequestShape {
@@ -261,6 +272,7 @@ impl Default for RequestShape {
             tool_call_content: ToolCallContent::Null,
             tool_choice: None,
             body: BodyFields::default(),
+            token_counter: None,
         }
     }
 }
@@ -311,8 +323,13 @@ impl Flavor {
             }
             Flavor::Ollama => common,
             // llama-server takes `null` or `""`; llama-cpp-python's server takes only `""`,
-            // and people run both under this name.
-            Flavor::Llamacpp => RequestShape { tool_call_content: ToolCallContent::Empty, ..common },
+            // and people run both under this name. Both count tokens for a client, and
+            // neither reports usage while streaming, so their count is the only one there is.
+            Flavor::Llamacpp => RequestShape {
+                tool_call_content: ToolCallContent::Empty,
+                token_counter: Some(TokenCounter::Llamacpp),
+                ..common
+            },
         }
     }
 }
@@ -410,6 +427,8 @@ mod tests {
                 call_ids,
                 key_header: key.map(str::to_owned),
                 tool_call_content: content,
+                // Only llama.cpp's servers serve their tokenizer.
+                token_counter: (flavor == Flavor::Llamacpp).then_some(TokenCounter::Llamacpp),
                 ..RequestShape::default()
             };
             assert_eq!(flavor.shape(), expected, "{name}");

@@ -205,6 +205,12 @@ impl<A: Api> HttpProvider<A> {
     pub(crate) fn endpoint(&self) -> &str {
         self.shared.endpoint.as_str()
     }
+
+    /// The client and headers (key included) requests go with, for a side request to the
+    /// same server (a token count).
+    pub(crate) fn client_and_headers(&self) -> (reqwest::Client, HeaderMap) {
+        (self.shared.client.clone(), self.shared.headers.clone())
+    }
 }
 
 impl<A: Api> Provider for HttpProvider<A> {

@@ -281,9 +281,20 @@ impl ProviderError {
 /// A stream of model events.
 pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ProviderError>> + Send + 'static>>;
 
+/// A count of tokens, when the server gave one.
+pub type TokenCount = Pin<Box<dyn Future<Output = Option<u64>> + Send + 'static>>;
+
 /// A model provider.
 pub trait Provider: Send + Sync + 'static {
     /// Starts a request. Cancelling `cancel` ends the stream at once with
     /// [`ProviderError::Cancelled`] and aborts the underlying request.
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream;
+
+    /// The tokens the server's own tokenizer makes of `text`, where the server serves one;
+    /// `None` when it serves none, or the count failed or would cost too much (the caller's
+    /// estimate stands in). Dropping the future abandons the count.
+    fn count_tokens(&self, text: String) -> TokenCount {
+        drop(text);
+        Box::pin(std::future::ready(None))
+    }
 }

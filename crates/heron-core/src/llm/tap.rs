@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use futures_util::Stream;
 use tokio_util::sync::CancellationToken;
 
-use super::{ModelEvent, ModelRequest, ModelStream, Provider, ProviderError};
+use super::{ModelEvent, ModelRequest, ModelStream, Provider, ProviderError, TokenCount};
 
 /// How a watched request ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +50,10 @@ impl Provider for Tapped {
         let index = self.tap.begin();
         let inner = self.inner.stream(request, cancel);
         Box::pin(TapStream { inner, tap: self.tap.clone(), index, done: false })
+    }
+
+    fn count_tokens(&self, text: String) -> TokenCount {
+        self.inner.count_tokens(text)
     }
 }
 

@@ -12,6 +12,10 @@
 //! fit, the turn fails naming the window instead of summarizing again, and a prompt the
 //! model never read because of that is left out of later requests (a `Dropped` compaction),
 //! so it does not fail the next prompt too.
+//!
+//! Sizes are estimates (`tokens`); a request past half the limit is first counted by the
+//! server's own tokenizer where it serves one, so the decision to compact rests on the
+//! server's count rather than a guess.
 
 use futures_util::StreamExt;
 
@@ -70,6 +74,26 @@ impl Turn {
         TurnError::ContextFull { needed, window: window.size, limit: window.limit }
     }
 
+    /// Has the server's own tokenizer count `messages` and `tools`, where it serves one, and
+    /// scales estimates by its count from then on; `false` when no count came (none served,
+    /// a failure, a cancel), and the estimate stands.
+    async fn count(&mut self, messages: &[ChatMessage], tools: &[ToolSpec]) -> bool {
+        let (text, apart) = tokens::counted_apart(messages, tools);
+        let cancel = self.cancel().clone();
+        let counted = tokio::select! {
+            counted = self.provider.provider.count_tokens(text) => counted,
+            () = cancel.cancelled() => None,
+        };
+        match counted {
+            Some(counted) => {
+                let estimate = tokens::estimate(messages, tools);
+                self.carried.calibration.counted(estimate, counted.saturating_add(apart));
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The messages of the next request, compacted first when they would not fit.
     pub(super) async fn fitted(
         &mut self,
@@ -80,7 +104,12 @@ impl Turn {
         let current = View::of(&self.carried.history);
         let messages = self.sent(asking, &current);
         let Some(window) = self.window() else { return Ok(messages) };
-        let before = self.tokens(&messages, tools);
+        let mut before = self.tokens(&messages, tools);
+        // Past half the limit a wrong estimate could cost a needless summary or a refused
+        // request, so the server's own count is worth its round trip there.
+        if before > window.limit / 2 && self.count(&messages, tools).await {
+            before = self.tokens(&messages, tools);
+        }
         if before <= window.limit {
             return Ok(messages);
         }

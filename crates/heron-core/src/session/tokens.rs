@@ -63,6 +63,13 @@ pub(super) fn estimate(messages: &[ChatMessage], tools: &[ToolSpec]) -> u64 {
     text.iter().map(|piece| quarters(piece)).sum::<u64>().saturating_add(rest).div_ceil(4)
 }
 
+/// The text of a request, for a server's tokenizer, and the estimated tokens of what a
+/// tokenizer is not shown: each message's framing, and its images.
+pub(super) fn counted_apart(messages: &[ChatMessage], tools: &[ToolSpec]) -> (String, u64) {
+    let (text, rest) = parts(messages, tools);
+    (text.concat(), rest.div_ceil(4))
+}
+
 /// The pieces of text of a request, and the quarter tokens of the rest.
 fn parts<'a>(messages: &'a [ChatMessage], tools: &[ToolSpec]) -> (Vec<std::borrow::Cow<'a, str>>, u64) {
     use std::borrow::Cow;
@@ -127,8 +134,8 @@ impl Calibration {
         self.counted(self.sent, input_tokens);
     }
 
-    /// The server counted `tokens` of a request estimated at `estimate`.
-    fn counted(&mut self, estimate: u64, tokens: u64) {
+    /// The server's tokenizer counted `tokens` of a request estimated at `estimate`.
+    pub(super) fn counted(&mut self, estimate: u64, tokens: u64) {
         if tokens > 0 && estimate > 0 {
             let (least, most) = (scaled(estimate, MIN_SCALE), scaled(estimate, MAX_SCALE));
             self.seen = Some((tokens.clamp(least, most), estimate));
@@ -193,6 +200,23 @@ mod tests {
     }
 
     #[test]
+    fn images_and_framing_count_apart_from_the_text_a_tokenizer_sees() {
+        let messages = vec![
+            ChatMessage::System { text: "be brief".into() },
+            ChatMessage::User {
+                parts: vec![
+                    UserPart::Text { text: "look: ".into() },
+                    UserPart::Image { mime_type: "image/png".into(), data: "AAAA".repeat(10_000) },
+                ],
+            },
+        ];
+        let (text, rest) = counted_apart(&messages, &[]);
+        assert_eq!(text, "be brieflook: ");
+        assert_eq!(rest, 1536 + 2 * framing(), "the image by its pixels, not its base64");
+        assert_eq!(estimate(&messages, &[]), rest + quarters(&text).div_ceil(4));
+    }
+
+    #[test]
     fn a_servers_count_scales_later_estimates_both_ways_within_bounds() {
         let mut calibration = Calibration::default();
         assert_eq!(calibration.tokens(100), 100);
@@ -200,7 +224,7 @@ mod tests {
         calibration.reported(1500);
         assert_eq!(calibration.tokens(400), 600, "as the server counted");
         calibration.counted(1000, 800);
-        assert_eq!(calibration.tokens(400), 320, "a lower count lowers it too");
+        assert_eq!(calibration.tokens(400), 320, "a tokenizer's count lowers it too");
         calibration.counted(1000, 10);
         assert_eq!(calibration.tokens(400), 200, "never below half the estimate");
         calibration.counted(1000, 1_000_000);
