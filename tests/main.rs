@@ -45,6 +45,7 @@ mod hostile_input;
 mod layers;
 mod mcp_real;
 mod providers;
+mod providers_live;
 mod record;
 mod registry;
 mod run_client;

@@ -1,6 +1,7 @@
 //! What the binary's tests share: `heron acp` over in-memory pipes ([`Editor`]), the real
 //! binary over its stdio ([`Process`]), `heron run` ([`run`]), private directories
-//! ([`Dirs`]), and the model servers and helpers each kind of test drives them with.
+//! ([`Dirs`]), and the model servers (mocks, and a real one in `llama`) and helpers each kind
+//! of test drives them with.
 
 #[path = "../../crates/heron-core/tests/support/clients.rs"]
 pub mod clients;
@@ -17,6 +18,7 @@ pub mod servers;
 pub mod windowed;
 
 pub mod conformance;
+pub mod llama;
 pub mod process;
 pub mod run;
 pub mod turns;

@@ -41,6 +41,7 @@ pub struct Launch {
     stderr: Stderr,
     read_ahead: usize,
     read_now: bool,
+    wait: Duration,
 }
 
 impl Launch {
@@ -54,7 +55,7 @@ impl Launch {
     /// `command` as it is (`heron acp` behind a shell, say), which must speak ACP on its
     /// stdio.
     pub fn command(command: Command) -> Launch {
-        Launch { command, stderr: Stderr::Null, read_ahead: READ_AHEAD, read_now: true }
+        Launch { command, stderr: Stderr::Null, read_ahead: READ_AHEAD, read_now: true, wait: PROCESS_WAIT }
     }
 
     /// Sets `key` in the process's environment.
@@ -93,6 +94,13 @@ impl Launch {
         self
     }
 
+    /// Waits up to `wait` for each message instead of [`PROCESS_WAIT`] (a real model server
+    /// on a slow machine).
+    pub fn patience(mut self, wait: Duration) -> Launch {
+        self.wait = wait;
+        self
+    }
+
     /// Leaves stdout unread until [`Process::read_stdout`] (an editor that does not read).
     pub fn unread(mut self) -> Launch {
         self.read_now = false;
@@ -101,7 +109,7 @@ impl Launch {
 
     /// Starts the process.
     pub fn start(self) -> Process {
-        let Launch { mut command, stderr, read_ahead, read_now } = self;
+        let Launch { mut command, stderr, read_ahead, read_now, wait } = self;
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(match stderr {
             Stderr::Null => Stdio::null(),
             Stderr::Captured => Stdio::piped(),
@@ -122,6 +130,7 @@ impl Launch {
             lines: None,
             stderr,
             read_ahead,
+            wait,
         };
         if read_now {
             process.read_stdout();
@@ -140,6 +149,8 @@ pub struct Process {
     lines: Option<Receiver<Result<Value, String>>>,
     stderr: Option<JoinHandle<String>>,
     read_ahead: usize,
+    /// How long a message may take.
+    wait: Duration,
 }
 
 /// A process that ended: how, what it wrote that was not read, and what it logged (when
@@ -199,13 +210,14 @@ impl Process {
         self.send_line(&message.to_string());
     }
 
-    /// The next message, within [`PROCESS_WAIT`]; a bad stdout line fails the test.
+    /// The next message, within [`PROCESS_WAIT`] (or the launch's patience); a bad stdout
+    /// line fails the test.
     pub fn next(&self) -> Value {
         let lines = self.lines.as_ref().expect("stdout is being read");
-        match lines.recv_timeout(PROCESS_WAIT) {
+        match lines.recv_timeout(self.wait) {
             Ok(Ok(message)) => message,
             Ok(Err(problem)) => panic!("{problem}"),
-            Err(RecvTimeoutError::Timeout) => panic!("no message from heron within {PROCESS_WAIT:?}"),
+            Err(RecvTimeoutError::Timeout) => panic!("no message from heron within {:?}", self.wait),
             Err(RecvTimeoutError::Disconnected) => panic!("heron closed its output while a message was due"),
         }
     }

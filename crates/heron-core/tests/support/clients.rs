@@ -1,9 +1,10 @@
 //! Whether a test's real client or server (acpx, the TypeScript and Rust ACP clients, the
-//! Python MCP package) must be there. `HERON_REQUIRE_CLIENTS` names the variables of those
-//! `.ci/run` installed, or is `1` for all of them: a required one that is missing fails its
-//! test instead of skipping it, so a broken install cannot pass as a green run. Machines
-//! that lack what a client runs on still skip, loudly. The walls of the OS sandbox are
-//! held to the same rule by `HERON_REQUIRE_WALLS`.
+//! Python MCP package, llama-cpp-python's model server) must be there.
+//! `HERON_REQUIRE_CLIENTS` names the variables of those `.ci/run` installed, or is `1` for
+//! all of them: a required one that is missing fails its test instead of skipping it, so a
+//! broken install cannot pass as a green run. Machines that lack what a client runs on
+//! still skip, loudly. The walls of the OS sandbox are held to the same rule by
+//! `HERON_REQUIRE_WALLS`.
 
 /// Whether the client `var` names must be there.
 pub fn required(var: &str) -> bool {
