@@ -43,6 +43,7 @@ mod doctor;
 mod editors;
 mod hostile_input;
 mod layers;
+mod mcp_everything;
 mod mcp_real;
 mod providers;
 mod providers_live;

@@ -21,10 +21,10 @@ const MEMORY: &str = "@modelcontextprotocol/server-memory@2026.8.31";
 const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
 const GIT: &str = "mcp-server-git==2026.10.19";
 const TIME: &str = "mcp-server-time==2026.10.19";
-const EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+pub(crate) const EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 
 /// `npx` or `uvx` as the environment names it, or `None` (the test skips or fails).
-fn launcher(var: &str, what: &str) -> Option<String> {
+pub(crate) fn launcher(var: &str, what: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(path) if !path.is_empty() => Some(path),
         _ => {
@@ -35,13 +35,13 @@ fn launcher(var: &str, what: &str) -> Option<String> {
 }
 
 /// A server entry as Zed writes one.
-fn server(name: &str, command: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
+pub(crate) fn server(name: &str, command: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
     let env: Vec<Value> = env.iter().map(|(name, value)| json!({ "name": name, "value": value })).collect();
     json!({ "name": name, "command": command, "args": args, "env": env })
 }
 
 /// A model that calls `tool` with `arguments`, then ends the turn.
-fn calling(tool: &str, arguments: Value) -> String {
+pub(crate) fn calling(tool: &str, arguments: Value) -> String {
     let call = json!({ "steps": [{ "tool_call": { "name": tool, "arguments": arguments } }] });
     format!("{call}\n{}\n", json!({ "steps": [{ "text": "Done." }] }))
 }
@@ -58,7 +58,7 @@ async fn session(config: &str, script: &str, servers: Value) -> (Editor, String)
 }
 
 /// The servers' status once none is connecting (a first `npx` or `uvx` run downloads).
-async fn settled(editor: &mut Editor, session: &str) -> Vec<Value> {
+pub(crate) async fn settled(editor: &mut Editor, session: &str) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let answer =

@@ -11,17 +11,20 @@ use std::time::Duration;
 use heron_core::BoxFuture;
 use heron_core::tools::editor::{
     EditorError, EditorIo, Elicitation, ElicitationAnswer, ElicitationModes, ExitStatus, FieldKind,
-    FormField, PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand, TerminalOutput, Unanswered,
+    FieldOption, FormField, PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand, TerminalOutput,
+    TextFormat, Unanswered,
 };
 use heron_protocol::runtime::{ClientPeer, Outgoing};
 use heron_protocol::{
-    Client, ClientCapabilities, CreateElicitationRequest, CreateElicitationRequestForm,
-    CreateElicitationRequestUrl, CreateElicitationResponse, CreateTerminalRequest, ElicitationContentValue,
-    ElicitationId, ElicitationPropertySchema, ElicitationSchema, EnumOption, KillTerminalRequest,
-    MultiSelectItems, MultiSelectPropertySchema, PermissionOption, PermissionOptionId, PermissionOptionKind,
-    ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, RpcError, SessionId, StringMultiSelectItems, StringPropertySchema, TerminalId,
-    TerminalOutputRequest, WaitForTerminalExitRequest, WriteTextFileRequest,
+    BooleanPropertySchema, Client, ClientCapabilities, CreateElicitationRequest,
+    CreateElicitationRequestForm, CreateElicitationRequestUrl, CreateElicitationResponse,
+    CreateTerminalRequest, ElicitationContentValue, ElicitationId, ElicitationPropertySchema,
+    ElicitationSchema, EnumOption, IntegerPropertySchema, KillTerminalRequest, MultiSelectItems,
+    MultiSelectPropertySchema, NumberPropertySchema, PermissionOption, PermissionOptionId,
+    PermissionOptionKind, ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, RpcError, SessionId, StringFormat,
+    StringMultiSelectItems, StringPropertySchema, TerminalId, TerminalOutputRequest, TitledMultiSelectItems,
+    WaitForTerminalExitRequest, WriteTextFileRequest,
 };
 
 /// One session's view of the editor.
@@ -98,43 +101,95 @@ fn failed(err: RpcError) -> EditorError {
 
 /// A checked form field as ACP's flat property schema.
 fn property(field: &FormField) -> ElicitationPropertySchema {
+    let (title, description) = (field.title.clone(), field.description.clone());
+    let text = |enum_, one_of, default| StringPropertySchema {
+        default,
+        description: description.clone(),
+        enum_,
+        format: None,
+        max_length: None,
+        meta: None,
+        min_length: None,
+        one_of,
+        pattern: None,
+        title: title.clone(),
+    };
+    let titled = |options: &[FieldOption]| options.iter().any(|o| o.title.is_some());
+    let enum_options = |options: &[FieldOption]| -> Vec<EnumOption> {
+        options
+            .iter()
+            .map(|o| EnumOption {
+                const_: o.value.clone(),
+                description: None,
+                meta: None,
+                title: o.title.clone().unwrap_or_else(|| o.value.clone()),
+            })
+            .collect()
+    };
+    let values = |options: &[FieldOption]| options.iter().map(|o| o.value.clone()).collect::<Vec<_>>();
     match &field.kind {
-        FieldKind::Text { max_length } => ElicitationPropertySchema::String(StringPropertySchema {
-            default: None,
-            description: field.description.clone(),
-            enum_: None,
-            format: None,
-            max_length: u32::try_from(*max_length).ok(),
-            meta: None,
-            min_length: None,
-            one_of: None,
-            pattern: None,
-            title: field.title.clone(),
-        }),
-        FieldKind::Choice { options } => ElicitationPropertySchema::String(StringPropertySchema {
-            default: None,
-            description: field.description.clone(),
-            enum_: Some(options.clone()),
-            format: None,
-            max_length: None,
-            meta: None,
-            min_length: None,
-            one_of: None,
-            pattern: None,
-            title: field.title.clone(),
-        }),
-        FieldKind::Choices { options, min, max } => {
-            ElicitationPropertySchema::Array(MultiSelectPropertySchema {
-                default: None,
-                description: field.description.clone(),
-                items: MultiSelectItems::String(StringMultiSelectItems {
-                    enum_: options.clone(),
-                    meta: None,
+        FieldKind::Text { min_length, max_length, format, default } => {
+            ElicitationPropertySchema::String(StringPropertySchema {
+                format: format.map(|format| match format {
+                    TextFormat::Email => StringFormat::Email,
+                    TextFormat::Uri => StringFormat::Uri,
+                    TextFormat::Date => StringFormat::Date,
+                    TextFormat::DateTime => StringFormat::DateTime,
                 }),
+                max_length: u32::try_from(*max_length).ok(),
+                min_length: u32::try_from(*min_length).ok().filter(|n| *n > 0),
+                ..text(None, None, default.clone())
+            })
+        }
+        // The core keeps numbers within 2^53, so an integer's bounds convert exactly.
+        FieldKind::Number { integer: true, minimum, maximum, default } => {
+            ElicitationPropertySchema::Integer(IntegerPropertySchema {
+                default: default.map(|n| n as i64),
+                description,
+                maximum: maximum.map(|n| n as i64),
+                meta: None,
+                minimum: minimum.map(|n| n as i64),
+                title,
+            })
+        }
+        FieldKind::Number { integer: false, minimum, maximum, default } => {
+            ElicitationPropertySchema::Number(NumberPropertySchema {
+                default: *default,
+                description,
+                maximum: *maximum,
+                meta: None,
+                minimum: *minimum,
+                title,
+            })
+        }
+        FieldKind::Boolean { default } => ElicitationPropertySchema::Boolean(BooleanPropertySchema {
+            default: *default,
+            description,
+            meta: None,
+            title,
+        }),
+        FieldKind::Choice { options, default } if titled(options) => {
+            ElicitationPropertySchema::String(text(None, Some(enum_options(options)), default.clone()))
+        }
+        FieldKind::Choice { options, default } => {
+            ElicitationPropertySchema::String(text(Some(values(options)), None, default.clone()))
+        }
+        FieldKind::Choices { options, min, max, default } => {
+            ElicitationPropertySchema::Array(MultiSelectPropertySchema {
+                default: (!default.is_empty()).then(|| default.clone()),
+                description,
+                items: if titled(options) {
+                    MultiSelectItems::Titled(TitledMultiSelectItems {
+                        any_of: enum_options(options),
+                        meta: None,
+                    })
+                } else {
+                    MultiSelectItems::String(StringMultiSelectItems { enum_: values(options), meta: None })
+                },
                 max_items: u64::try_from(*max).ok(),
                 meta: None,
                 min_items: u64::try_from(*min).ok().filter(|n| *n > 0),
-                title: field.title.clone(),
+                title,
             })
         }
     }

@@ -139,7 +139,10 @@ async fn a_form_reaches_the_editor_cleaned_and_its_answer_the_server() {
     let [Elicitation::Form { message, fields }] = shown.as_slice() else { panic!("one form: {shown:?}") };
     assert_eq!(message, "MCP server asks: Which color?");
     let color = fields.iter().find(|f| f.name == "color").expect("color");
-    assert_eq!(color.kind, FieldKind::Choice { options: vec!["red".into(), "green".into(), "blue".into()] });
+    assert_eq!(
+        color.kind,
+        FieldKind::Choice { options: vec!["red".into(), "green".into(), "blue".into()], default: None }
+    );
 }
 
 #[tokio::test]

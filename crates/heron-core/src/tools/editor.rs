@@ -104,9 +104,9 @@ pub enum QuestionAnswer {
     Cancelled,
 }
 
-/// A form field an MCP server asks for. Only flat forms are offered: text, one choice, or
-/// several choices of a fixed list.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A form field an MCP server asks for. Only flat forms are offered: text, a number, a
+/// yes or no, one choice, or several choices of a fixed list.
+#[derive(Debug, Clone, PartialEq)]
 pub struct FormField {
     /// The key the answer goes under.
     pub name: String,
@@ -120,33 +120,89 @@ pub struct FormField {
     pub required: bool,
 }
 
-/// The shape of a [`FormField`]'s answer.
+/// What a text answer must look like, as MCP and ACP forms name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextFormat {
+    /// An email address (`email`).
+    Email,
+    /// An absolute URI (`uri`).
+    Uri,
+    /// A calendar date, `YYYY-MM-DD` (`date`).
+    Date,
+    /// An RFC 3339 date and time (`date-time`).
+    DateTime,
+}
+
+/// One option of a choice: the value sent back, and what the user is shown, if the server
+/// gave a title.
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldOption {
+    /// The value the answer carries.
+    pub value: String,
+    /// The label shown instead of the value.
+    pub title: Option<String>,
+}
+
+impl From<&str> for FieldOption {
+    /// An option shown as its value.
+    fn from(value: &str) -> Self {
+        Self { value: value.to_owned(), title: None }
+    }
+}
+
+/// The shape of a [`FormField`]'s answer. Every default is one the field accepts.
+#[derive(Debug, Clone, PartialEq)]
 pub enum FieldKind {
-    /// Free text, at most `max_length` characters.
+    /// Free text, between `min_length` and `max_length` characters.
     Text {
+        /// The shortest answer taken.
+        min_length: usize,
         /// The longest answer taken.
         max_length: usize,
+        /// What the text must be, if anything in particular.
+        format: Option<TextFormat>,
+        /// The answer offered first.
+        default: Option<String>,
+    },
+    /// A number within bounds; a whole one if `integer`.
+    Number {
+        /// Whether only whole numbers are taken.
+        integer: bool,
+        /// The least taken (inclusive).
+        minimum: Option<f64>,
+        /// The most taken (inclusive).
+        maximum: Option<f64>,
+        /// The answer offered first.
+        default: Option<f64>,
+    },
+    /// Yes or no.
+    Boolean {
+        /// The answer offered first.
+        default: Option<bool>,
     },
     /// One of `options`.
     Choice {
         /// The values offered.
-        options: Vec<String>,
+        options: Vec<FieldOption>,
+        /// The value offered first.
+        default: Option<String>,
     },
     /// Some of `options`, each at most once.
     Choices {
         /// The values offered.
-        options: Vec<String>,
+        options: Vec<FieldOption>,
         /// The fewest to pick.
         min: usize,
         /// The most to pick.
         max: usize,
+        /// The values picked at first.
+        default: Vec<String>,
     },
 }
 
 /// What an MCP server asks the user through the editor, already checked and cleaned:
 /// the message starts "MCP server asks:", has no control characters and is capped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Elicitation {
     /// A form to fill in.
     Form {
@@ -166,8 +222,8 @@ pub enum Elicitation {
     },
 }
 
-/// How the user answered an [`Elicitation`]. An accepted form's values are each a string
-/// or a list of strings; they are checked against the form before they reach the server.
+/// How the user answered an [`Elicitation`]. An accepted form's values are checked against
+/// the form before they reach the server.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ElicitationAnswer {
     /// Accepted, with the form's values (empty for a page).

@@ -1,27 +1,21 @@
-//! Heron's side of an MCP connection: it declares form and URL elicitation, and turns a
-//! server's elicitation into an [`Elicitation`] for the session's editor, on these rules:
+//! An MCP server's elicitation as Heron offers it to the editor, and the editor's answer as
+//! Heron passes it back, on these rules:
 //!
-//! - A request goes to the editor only in a mode it advertised; otherwise it is declined.
-//!   A URL request is never turned into a form, nor a form into a page.
 //! - The message starts "MCP server asks:", loses its control characters and is capped;
 //!   titles, descriptions and options likewise.
-//! - A form must be flat: each field a string, a string enum, or an array of a string enum,
-//!   within [`MAX_FIELDS`] fields and [`MAX_OPTIONS`] options; anything else is declined.
+//! - A form must be flat: each field text (with its length bounds and format: email, uri,
+//!   date, date-time), a number or an integer (with bounds), a yes or no, one choice or
+//!   several of a fixed list (plain, titled, or legacy `enumNames`), within [`MAX_FIELDS`]
+//!   fields and [`MAX_OPTIONS`] options; anything else is declined. A default is offered
+//!   only if the field would accept it.
 //! - A URL must be http or https.
-//! - An accepted answer must fit the form: known fields only, required ones present, text
-//!   within its length, choices among the options. One that does not declines the whole
-//!   form: nothing the editor sent reaches the server.
+//! - An accepted answer must fit the form Heron offered: known fields only, required ones
+//!   present, each of its field's type, within its bounds, format and options. One that
+//!   does not declines the whole form: nothing the editor sent reaches the server.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
-use rmcp::model::{ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction};
-use rmcp::service::{RequestContext, RoleClient};
-use rmcp::{ClientHandler, ErrorData};
 use serde_json::{Map, Value};
 
-use super::EditorSlot;
-use crate::tools::editor::{Elicitation, ElicitationAnswer, FieldKind, FormField};
+use crate::tools::editor::{Elicitation, ElicitationAnswer, FieldKind, FieldOption, FormField, TextFormat};
 
 /// How every message to the user starts.
 const PREFIX: &str = "MCP server asks: ";
@@ -37,114 +31,9 @@ pub(super) const MAX_OPTIONS: usize = 64;
 pub(super) const MAX_TEXT: usize = 4096;
 /// The longest URL offered, in bytes.
 const MAX_URL: usize = 4096;
-
-/// The client Heron is to one server.
-pub(super) struct Client {
-    pub(super) editor: EditorSlot,
-    /// The session's roots (its cwd and additional directories), which a server may ask
-    /// for (`roots/list`): server-filesystem started without folders serves these.
-    pub(super) roots: Arc<Vec<PathBuf>>,
-    /// The running calls that asked for progress.
-    pub(super) progress: Arc<super::progress::Routes>,
-    /// What the server logs for the user to see.
-    pub(super) said: Arc<super::said::Said>,
-}
-
-impl ClientHandler for Client {
-    fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::default();
-        // Declared whatever the editor can do: a request the editor cannot show is
-        // declined, which a server handles like a user's "no".
-        capabilities.elicitation = serde_json::from_value(serde_json::json!({ "form": {}, "url": {} })).ok();
-        // A session's roots never change while it is open, so no list_changed is sent.
-        capabilities.roots = serde_json::from_value(serde_json::json!({ "listChanged": false })).ok();
-        let mut info = ClientConfig::default();
-        info.capabilities = capabilities;
-        info.client_info = rmcp::model::Implementation::new("heron", env!("CARGO_PKG_VERSION"));
-        info
-    }
-
-    #[expect(deprecated, reason = "server logging is in the MCP revision servers speak today (2025-06-18)")]
-    async fn on_logging_message(
-        &self,
-        params: rmcp::model::LoggingMessageNotificationParam,
-        _context: rmcp::service::NotificationContext<RoleClient>,
-    ) {
-        self.said.heard(&params);
-    }
-
-    async fn on_progress(
-        &self,
-        params: rmcp::model::ProgressNotificationParam,
-        _context: rmcp::service::NotificationContext<RoleClient>,
-    ) {
-        self.progress.report(&params);
-    }
-
-    #[expect(deprecated, reason = "roots are in the MCP revision servers speak today (2025-06-18)")]
-    async fn list_roots(
-        &self,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
-        let roots = self
-            .roots
-            .iter()
-            .filter_map(|root| {
-                let uri = reqwest::Url::from_file_path(root).ok()?;
-                let name = root.file_name().map(|name| name.to_string_lossy().into_owned());
-                let listed = rmcp::model::Root::new(uri.to_string());
-                Some(match name {
-                    Some(name) => listed.with_name(name),
-                    None => listed,
-                })
-            })
-            .collect();
-        Ok(rmcp::model::ListRootsResult::new(roots))
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        let answer = match (self.editor.get(), offer(&request)) {
-            (None, _) => ElicitationAnswer::Decline,
-            (_, Err(why)) => {
-                tracing::info!(%why, "an MCP server's elicitation was declined");
-                ElicitationAnswer::Decline
-            }
-            (Some(editor), Ok(offered)) => {
-                let modes = editor.elicitation_modes();
-                let allowed = match &offered {
-                    Elicitation::Form { .. } => modes.form,
-                    Elicitation::Url { .. } => modes.url,
-                };
-                if !allowed {
-                    ElicitationAnswer::Decline
-                } else {
-                    match editor.elicit(offered.clone()).await {
-                        Ok(answer) => checked(&offered, answer),
-                        Err(error) => {
-                            tracing::info!(%error, "the editor could not show an MCP server's elicitation");
-                            ElicitationAnswer::Decline
-                        }
-                    }
-                }
-            }
-        };
-        Ok(match answer {
-            ElicitationAnswer::Accept(content) => {
-                let mut result = ElicitResult::new(ElicitationAction::Accept);
-                if !content.is_empty() {
-                    result.content = Some(Value::Object(content));
-                }
-                result
-            }
-            ElicitationAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
-            ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
-        })
-    }
-}
+/// The largest magnitude a number field takes: beyond it, an f64 no longer holds every
+/// whole number, so "integer" could not be checked.
+const MAX_NUMBER: f64 = 9_007_199_254_740_991.0;
 
 /// Text from a server as the user may see it: control characters removed, at most `max`
 /// characters (cut marked).
@@ -160,22 +49,26 @@ fn clean(text: &str, max: usize) -> String {
 }
 
 /// The request as the editor would be shown it, or why it is declined.
-pub(super) fn offer(request: &ElicitRequestParams) -> Result<Elicitation, String> {
+pub(super) fn offer(request: &rmcp::model::ElicitRequestParams) -> Result<Elicitation, String> {
     let value = serde_json::to_value(request).map_err(|e| e.to_string())?;
     let message = format!("{PREFIX}{}", clean(value["message"].as_str().unwrap_or_default(), MAX_MESSAGE));
     match value["mode"].as_str() {
         Some("url") => {
-            let url = value["url"].as_str().unwrap_or_default();
-            if url.len() > MAX_URL {
-                return Err("the URL is too long".into());
-            }
-            super::remote::parse_url(url).map_err(|e| format!("the URL {e}"))?;
-            let id = clean(value["elicitationId"].as_str().unwrap_or_default(), MAX_LABEL);
-            Ok(Elicitation::Url { message, url: url.trim().to_owned(), id })
+            page(message, value["url"].as_str().unwrap_or_default(), value["elicitationId"].as_str())
         }
         Some("form") | None => Ok(Elicitation::Form { message, fields: fields(&value["requestedSchema"])? }),
         Some(other) => Err(format!("the mode `{}` is unknown", clean(other, 32))),
     }
+}
+
+/// A page to open, if `url` is one Heron offers: http or https, within [`MAX_URL`].
+pub(super) fn page(message: String, url: &str, id: Option<&str>) -> Result<Elicitation, String> {
+    if url.len() > MAX_URL {
+        return Err("the URL is too long".into());
+    }
+    super::remote::parse_url(url).map_err(|e| format!("the URL {e}"))?;
+    let id = clean(id.unwrap_or_default(), MAX_LABEL);
+    Ok(Elicitation::Url { message, url: url.trim().to_owned(), id })
 }
 
 /// The fields of a flat form schema.
@@ -214,58 +107,123 @@ fn fields(schema: &Value) -> Result<Vec<FormField>, String> {
     Ok(fields)
 }
 
-/// What one property asks for: text, one choice, or several.
+/// A count a schema gives under `key`, if it gives one.
+fn count(schema: &Value, key: &str) -> Option<usize> {
+    schema.get(key).and_then(Value::as_u64).and_then(|n| usize::try_from(n).ok())
+}
+
+/// What one property asks for.
 fn kind(property: &Value) -> Result<FieldKind, String> {
-    match property.get("type").and_then(Value::as_str) {
+    let kind = match property.get("type").and_then(Value::as_str) {
         Some("string") => match options(property)? {
-            Some(options) => Ok(FieldKind::Choice { options }),
-            None => {
-                let asked = property.get("maxLength").and_then(Value::as_u64).unwrap_or(MAX_TEXT as u64);
-                Ok(FieldKind::Text { max_length: usize::try_from(asked).unwrap_or(MAX_TEXT).min(MAX_TEXT) })
-            }
+            Some(options) => FieldKind::Choice { options, default: None },
+            None => text(property)?,
         },
+        Some(kind @ ("number" | "integer")) => {
+            let integer = kind == "integer";
+            let bound =
+                |key: &str| property.get(key).and_then(Value::as_f64).filter(|n| n.abs() <= MAX_NUMBER);
+            // An integer field's bounds are whole: 1.5 as a least means 2.
+            let minimum = bound("minimum").map(|n| if integer { n.ceil() } else { n });
+            let maximum = bound("maximum").map(|n| if integer { n.floor() } else { n });
+            if let (Some(least), Some(most)) = (minimum, maximum)
+                && least > most
+            {
+                return Err("a number that cannot be answered".into());
+            }
+            FieldKind::Number { integer, minimum, maximum, default: None }
+        }
+        Some("boolean") => FieldKind::Boolean { default: None },
         Some("array") => {
             let items = property.get("items").ok_or("a list without items")?;
             if items.get("type").is_some_and(|t| t != "string") {
                 return Err("a list of something other than strings".into());
             }
             let options = options(items)?.ok_or("a list whose items are not a fixed set")?;
-            let count =
-                |key: &str| property.get(key).and_then(Value::as_u64).and_then(|n| usize::try_from(n).ok());
-            let min = count("minItems").unwrap_or(0);
-            let max = count("maxItems").unwrap_or(options.len()).min(options.len());
+            let min = count(property, "minItems").unwrap_or(0);
+            let max = count(property, "maxItems").unwrap_or(options.len()).min(options.len());
             if min > max {
                 return Err("a list that cannot be answered".into());
             }
-            Ok(FieldKind::Choices { options, min, max })
+            FieldKind::Choices { options, min, max, default: Vec::new() }
         }
-        Some(other) => Err(format!("type `{}` is not offered (only text and choices)", clean(other, 32))),
-        None => Err("a field without a type".into()),
-    }
+        Some(other) => return Err(format!("type `{}` is not offered in a form", clean(other, 32))),
+        None => return Err("a field without a type".into()),
+    };
+    Ok(with_default(kind, property.get("default")))
 }
 
-/// The fixed options of a string schema (`enum`, or `oneOf`/`anyOf` of `const`s), if it
-/// has them.
-fn options(schema: &Value) -> Result<Option<Vec<String>>, String> {
-    let listed: Vec<&Value> = if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        values.iter().collect()
-    } else if let Some(choices) =
-        schema.get("oneOf").or_else(|| schema.get("anyOf")).and_then(Value::as_array)
-    {
-        choices.iter().map(|c| c.get("const").unwrap_or(&Value::Null)).collect()
-    } else {
-        return Ok(None);
+/// A text field: its length bounds (within [`MAX_TEXT`]) and format.
+fn text(property: &Value) -> Result<FieldKind, String> {
+    let max_length = count(property, "maxLength").unwrap_or(MAX_TEXT).min(MAX_TEXT);
+    let min_length = count(property, "minLength").unwrap_or(0);
+    if min_length > max_length {
+        return Err("text that cannot be answered".into());
+    }
+    // A format Heron cannot check is dropped: the field is offered, and checked, as text.
+    let format = match property.get("format").and_then(Value::as_str) {
+        Some("email") => Some(TextFormat::Email),
+        Some("uri") => Some(TextFormat::Uri),
+        Some("date") => Some(TextFormat::Date),
+        Some("date-time") => Some(TextFormat::DateTime),
+        _ => None,
     };
+    Ok(FieldKind::Text { min_length, max_length, format, default: None })
+}
+
+/// `kind` with the server's default, if the field would take it as an answer.
+fn with_default(mut kind: FieldKind, given: Option<&Value>) -> FieldKind {
+    let Some(given) = given else { return kind };
+    let fits = fits_kind(&kind, given).is_ok();
+    match &mut kind {
+        FieldKind::Text { default, .. } | FieldKind::Choice { default, .. } => {
+            *default = given.as_str().filter(|_| fits).map(str::to_owned);
+        }
+        FieldKind::Number { default, .. } => *default = given.as_f64().filter(|_| fits),
+        FieldKind::Boolean { default } => *default = given.as_bool(),
+        FieldKind::Choices { default, .. } => {
+            if fits {
+                *default = given
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect();
+            }
+        }
+    }
+    kind
+}
+
+/// The fixed options of a string schema, if it has them: `enum` (titled by a legacy
+/// `enumNames` of the same length), or `oneOf`/`anyOf` of `const`s with titles.
+fn options(schema: &Value) -> Result<Option<Vec<FieldOption>>, String> {
+    let listed: Vec<(&Value, Option<&Value>)> =
+        if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+            let names = schema.get("enumNames").and_then(Value::as_array).filter(|n| n.len() == values.len());
+            values.iter().enumerate().map(|(at, value)| (value, names.and_then(|n| n.get(at)))).collect()
+        } else if let Some(choices) =
+            schema.get("oneOf").or_else(|| schema.get("anyOf")).and_then(Value::as_array)
+        {
+            choices.iter().map(|c| (c.get("const").unwrap_or(&Value::Null), c.get("title"))).collect()
+        } else {
+            return Ok(None);
+        };
     if listed.is_empty() || listed.len() > MAX_OPTIONS {
         return Err(format!("a choice of none or more than {MAX_OPTIONS} options"));
     }
-    let mut options = Vec::new();
-    for option in listed {
-        let text = option.as_str().ok_or("an option that is not a string")?;
-        if text.chars().count() > MAX_LABEL || text.chars().any(char::is_control) {
+    let mut options: Vec<FieldOption> = Vec::new();
+    for (value, title) in listed {
+        let value = value.as_str().ok_or("an option that is not a string")?;
+        if value.chars().count() > MAX_LABEL || value.chars().any(char::is_control) {
             return Err("an option too long or with control characters".into());
         }
-        options.push(text.to_owned());
+        if options.iter().any(|o| o.value == value) {
+            return Err("an option listed twice".into());
+        }
+        let title = title.and_then(Value::as_str).map(|t| clean(t, MAX_LABEL)).filter(|t| !t.is_empty());
+        options.push(FieldOption { value: value.to_owned(), title });
     }
     Ok(Some(options))
 }
@@ -289,27 +247,54 @@ pub(super) fn checked(offered: &Elicitation, answer: ElicitationAnswer) -> Elici
 fn fits(fields: &[FormField], content: &Map<String, Value>) -> Result<(), String> {
     for (name, value) in content {
         let field = fields.iter().find(|f| &f.name == name).ok_or("an answer to a field not asked")?;
-        match (&field.kind, value) {
-            (FieldKind::Text { max_length }, Value::String(text)) if text.chars().count() <= *max_length => {}
-            (FieldKind::Choice { options }, Value::String(text)) if options.contains(text) => {}
-            (FieldKind::Choices { options, min, max }, Value::Array(picked)) => {
-                let mut seen = std::collections::HashSet::new();
-                for item in picked {
-                    let text = item.as_str().ok_or("a pick that is not a string")?;
-                    if !options.iter().any(|o| o == text) || !seen.insert(text) {
-                        return Err(format!("field `{name}`: a pick outside its options"));
-                    }
-                }
-                if picked.len() < *min || picked.len() > *max {
-                    return Err(format!("field `{name}`: a number of picks outside its bounds"));
-                }
-            }
-            _ => return Err(format!("field `{name}`: an answer of the wrong shape or size")),
-        }
+        fits_kind(&field.kind, value).map_err(|why| format!("field `{name}`: {why}"))?;
     }
     match fields.iter().find(|f| f.required && !content.contains_key(&f.name)) {
         Some(missing) => Err(format!("field `{}` is required", missing.name)),
         None => Ok(()),
+    }
+}
+
+/// Whether `value` is an answer `kind` takes.
+fn fits_kind(kind: &FieldKind, value: &Value) -> Result<(), &'static str> {
+    let among = |options: &[FieldOption], text: &str| options.iter().any(|o| o.value == text);
+    match (kind, value) {
+        (FieldKind::Text { min_length, max_length, format, .. }, Value::String(text)) => {
+            let length = text.chars().count();
+            if length < *min_length || length > *max_length {
+                return Err("text of the wrong length");
+            }
+            match format {
+                Some(format) if !super::formats::holds(*format, text) => Err("text not in the asked format"),
+                _ => Ok(()),
+            }
+        }
+        (FieldKind::Number { integer, minimum, maximum, .. }, Value::Number(number)) => {
+            let n = number.as_f64().ok_or("not a number")?;
+            if n.abs() > MAX_NUMBER || (*integer && n.fract() != 0.0) {
+                return Err("not a number of the asked kind");
+            }
+            if minimum.is_some_and(|least| n < least) || maximum.is_some_and(|most| n > most) {
+                return Err("a number outside its bounds");
+            }
+            Ok(())
+        }
+        (FieldKind::Boolean { .. }, Value::Bool(_)) => Ok(()),
+        (FieldKind::Choice { options, .. }, Value::String(text)) if among(options, text) => Ok(()),
+        (FieldKind::Choices { options, min, max, .. }, Value::Array(picked)) => {
+            let mut seen = std::collections::HashSet::new();
+            for item in picked {
+                let text = item.as_str().ok_or("a pick that is not a string")?;
+                if !among(options, text) || !seen.insert(text) {
+                    return Err("a pick outside its options");
+                }
+            }
+            if picked.len() < *min || picked.len() > *max {
+                return Err("a number of picks outside its bounds");
+            }
+            Ok(())
+        }
+        _ => Err("an answer of the wrong type"),
     }
 }
 
@@ -318,7 +303,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn request(value: Value) -> ElicitRequestParams {
+    fn request(value: Value) -> rmcp::model::ElicitRequestParams {
         serde_json::from_value(value).expect("an elicitation request")
     }
 
@@ -360,12 +345,142 @@ mod tests {
         let nested =
             json!({ "type": "object", "properties": { "a": { "type": "object", "properties": {} } } });
         assert!(fields(&nested).is_err());
-        assert!(fields(&json!({ "type": "object", "properties": { "n": { "type": "number" } } })).is_err());
+        assert!(fields(&json!({ "type": "object", "properties": { "n": { "type": "null" } } })).is_err());
+        let impossible = json!({ "type": "object", "properties": { "n": { "type": "integer", "minimum": 1.5, "maximum": 1.9 } } });
+        assert!(fields(&impossible).is_err());
         let open_list = json!({ "type": "object", "properties": { "l": { "type": "array", "items": { "type": "string" } } } });
         assert!(fields(&open_list).is_err());
         let many: Map<String, Value> =
             (0..=MAX_FIELDS).map(|i| (format!("f{i}"), json!({ "type": "string" }))).collect();
         assert!(fields(&json!({ "type": "object", "properties": many })).is_err());
+    }
+
+    /// The form server-everything's `trigger-elicitation-request` sends, as the pinned
+    /// version spells it (every primitive MCP forms allow).
+    fn every_primitive() -> Value {
+        json!({ "type": "object", "required": ["name"], "properties": {
+            "name": { "type": "string", "title": "Full name", "minLength": 1, "maxLength": 50 },
+            "check": { "type": "boolean", "default": true },
+            "email": { "type": "string", "format": "email" },
+            "homepage": { "type": "string", "format": "uri" },
+            "birthdate": { "type": "string", "format": "date" },
+            "integer": { "type": "integer", "minimum": 1, "maximum": 100, "default": 42 },
+            "number": { "type": "number", "minimum": 0, "maximum": 1000, "default": 2.75 },
+            "untitled": { "type": "string", "enum": ["a", "b"], "default": "b" },
+            "multi": { "type": "array", "minItems": 1, "maxItems": 2,
+                "items": { "type": "string", "enum": ["Guitar", "Drums", "Bass"] }, "default": ["Guitar"] },
+            "titled": { "type": "string", "oneOf": [{ "const": "v1", "title": "First" }, { "const": "v2", "title": "Second" }] },
+            "titledMulti": { "type": "array", "items": { "anyOf": [{ "const": "x", "title": "Ex" }] } },
+            "legacy": { "type": "string", "enum": ["p", "q"], "enumNames": ["Pea", "Queue"] },
+        }})
+    }
+
+    fn every_primitive_form() -> Vec<FormField> {
+        let Ok(Elicitation::Form { fields, .. }) = form(every_primitive()) else {
+            panic!("every primitive is offered")
+        };
+        fields
+    }
+
+    fn kind_of<'f>(fields: &'f [FormField], name: &str) -> &'f FieldKind {
+        &fields.iter().find(|f| f.name == name).expect("the field").kind
+    }
+
+    #[test]
+    fn every_primitive_is_offered_with_its_bounds_titles_and_defaults() {
+        let fields = every_primitive_form();
+        assert_eq!(fields.len(), 12);
+        assert_eq!(
+            kind_of(&fields, "name"),
+            &FieldKind::Text { min_length: 1, max_length: 50, format: None, default: None }
+        );
+        assert_eq!(kind_of(&fields, "check"), &FieldKind::Boolean { default: Some(true) });
+        assert!(matches!(kind_of(&fields, "email"), FieldKind::Text { format: Some(TextFormat::Email), .. }));
+        assert!(matches!(
+            kind_of(&fields, "birthdate"),
+            FieldKind::Text { format: Some(TextFormat::Date), .. }
+        ));
+        assert_eq!(
+            kind_of(&fields, "integer"),
+            &FieldKind::Number {
+                integer: true,
+                minimum: Some(1.0),
+                maximum: Some(100.0),
+                default: Some(42.0)
+            }
+        );
+        assert!(
+            matches!(kind_of(&fields, "number"), FieldKind::Number { integer: false, default: Some(d), .. } if (*d - 2.75).abs() < 1e-9)
+        );
+        assert!(
+            matches!(kind_of(&fields, "untitled"), FieldKind::Choice { default: Some(d), .. } if d == "b")
+        );
+        assert!(
+            matches!(kind_of(&fields, "multi"), FieldKind::Choices { min: 1, max: 2, default, .. } if default == &["Guitar"])
+        );
+        let titles = |name: &str| match kind_of(&fields, name) {
+            FieldKind::Choice { options, .. } | FieldKind::Choices { options, .. } => options
+                .iter()
+                .map(|o| (o.value.clone(), o.title.clone().unwrap_or_default()))
+                .collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(titles("titled"), [("v1".into(), "First".into()), ("v2".into(), "Second".into())]);
+        assert_eq!(titles("titledMulti"), [("x".into(), "Ex".into())]);
+        assert_eq!(titles("legacy"), [("p".into(), "Pea".into()), ("q".into(), "Queue".into())]);
+    }
+
+    #[test]
+    fn a_default_the_field_would_refuse_is_not_offered() {
+        let form = json!({ "type": "object", "properties": {
+            "n": { "type": "integer", "maximum": 10, "default": 11 },
+            "f": { "type": "integer", "default": 1.5 },
+            "c": { "type": "string", "enum": ["a"], "default": "z" },
+            "t": { "type": "string", "maxLength": 2, "default": "long" },
+            "m": { "type": "array", "items": { "type": "string", "enum": ["a"] }, "default": ["a", "a"] },
+            "b": { "type": "boolean", "default": "yes" },
+        }});
+        for field in fields(&form).expect("a flat form") {
+            let default_left = match field.kind {
+                FieldKind::Number { default, .. } => default.is_some(),
+                FieldKind::Choice { default, .. } | FieldKind::Text { default, .. } => default.is_some(),
+                FieldKind::Choices { default, .. } => !default.is_empty(),
+                FieldKind::Boolean { default } => default.is_some(),
+            };
+            assert!(!default_left, "{}", field.name);
+        }
+    }
+
+    #[test]
+    fn answers_of_every_primitive_are_checked_against_the_form() {
+        let offered = Elicitation::Form { message: String::new(), fields: every_primitive_form() };
+        let check = |content: Value| {
+            checked(&offered, ElicitationAnswer::Accept(content.as_object().cloned().unwrap_or_default()))
+        };
+        let good = json!({ "name": "Ada", "check": false, "email": "ada@x.example", "homepage": "https://x.example",
+            "birthdate": "1815-12-10", "integer": 7, "number": 2.5, "untitled": "a", "multi": ["Drums", "Bass"],
+            "titled": "v2", "titledMulti": ["x"], "legacy": "q" });
+        assert!(matches!(check(good.clone()), ElicitationAnswer::Accept(content) if content.len() == 12));
+        for (field, wrong) in [
+            ("name", json!("")),
+            ("check", json!("true")),
+            ("email", json!("not an address")),
+            ("homepage", json!("x")),
+            ("birthdate", json!("1815-02-30")),
+            ("integer", json!(7.5)),
+            ("integer", json!("7")),
+            ("integer", json!(101)),
+            ("number", json!(-0.1)),
+            ("untitled", json!("c")),
+            ("multi", json!([])),
+            ("multi", json!(["Guitar", "Drums", "Bass"])),
+            ("titled", json!("First")),
+            ("legacy", json!("Pea")),
+        ] {
+            let mut content = good.clone();
+            content[field] = wrong.clone();
+            assert_eq!(check(content), ElicitationAnswer::Decline, "{field} = {wrong}");
+        }
     }
 
     #[test]

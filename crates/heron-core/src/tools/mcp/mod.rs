@@ -3,10 +3,13 @@
 //! through rmcp), initialized and asked for its tools in the background; its tools join the
 //! session's as `mcp__<server>__<tool>`; a server that cannot be reached is reported with the
 //! reason (its last stderr lines, or the HTTP status), never fatal to the session; a server's
-//! elicitation goes to the session's editor, checked (`elicit`); all of them stop with the
+//! elicitation goes to the session's editor, checked (`elicit`, `formats`); all of them stop with the
 //! session. A status read never starts or contacts a server. Knows nothing of ACP.
 
+mod client;
 mod elicit;
+mod formats;
+mod pages;
 mod progress;
 mod remote;
 mod said;

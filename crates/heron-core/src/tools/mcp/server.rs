@@ -17,9 +17,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 
-use super::elicit::Client;
+use super::client::Client;
 use super::remote::{self, RemoteFailure};
-use super::tool::McpTool;
+use super::tool::{Link, McpTool};
 use super::{EditorSlot, STARTUP_TIMEOUT, ServerSpec, ServerState, ServerStatus, TransportSpec};
 use crate::sandbox::{self, Policy};
 use crate::tools::Tool;
@@ -296,7 +296,8 @@ impl Server {
             .into_iter()
             .map(|tool| {
                 let peer = client.peer().clone();
-                Arc::new(McpTool::new(&self.spec.name, tool, (peer, self.progress.clone()), &mut taken))
+                let link = Link { peer, progress: self.progress.clone(), editor: self.editor.clone() };
+                Arc::new(McpTool::new(&self.spec.name, tool, link, &mut taken))
             })
             .collect();
         // `running` orders this against `stop`: a stop that came first wins.

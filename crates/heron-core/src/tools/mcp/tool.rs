@@ -34,8 +34,16 @@ pub struct McpTool {
     title: String,
     description: String,
     parameters: Value,
-    peer: Peer<RoleClient>,
-    progress: Arc<super::progress::Routes>,
+    link: Link,
+}
+
+/// What every tool of one server shares: the connection, where its progress goes, and the
+/// editor its pages are offered through.
+#[derive(Clone)]
+pub(super) struct Link {
+    pub(super) peer: Peer<RoleClient>,
+    pub(super) progress: Arc<super::progress::Routes>,
+    pub(super) editor: super::EditorSlot,
 }
 
 impl McpTool {
@@ -43,7 +51,7 @@ impl McpTool {
     pub(super) fn new(
         server: &str,
         tool: rmcp::model::Tool,
-        (peer, progress): (Peer<RoleClient>, Arc<super::progress::Routes>),
+        link: Link,
         taken: &mut HashSet<String>,
     ) -> Self {
         let remote = tool.name.to_string();
@@ -66,12 +74,12 @@ impl McpTool {
             schema.entry("type").or_insert_with(|| Value::String("object".into()));
             schema.entry("properties").or_insert_with(|| Value::Object(Map::new()));
         }
-        Self { name, server: server.to_owned(), remote, title, description, parameters, peer, progress }
+        Self { name, server: server.to_owned(), remote, title, description, parameters, link }
     }
 
     /// Whether the server's connection has closed.
     pub(super) fn is_closed(&self) -> bool {
-        self.peer.is_transport_closed()
+        self.link.peer.is_transport_closed()
     }
 }
 
@@ -135,19 +143,41 @@ impl Tool for McpTool {
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
         let mut params = CallToolRequestParams::new(Cow::Owned(self.remote.clone()));
         params.arguments = prepared.raw_input.as_object().cloned();
-        let (peer, server, routes) = (self.peer.clone(), self.server.clone(), self.progress.clone());
+        let (link, server) = (self.link.clone(), self.server.clone());
         Box::pin(async move {
             // The call's deadline (`mcp_timeout_s`) is kept by the turn (`run_within`).
             let outcome = tokio::select! {
                 biased;
                 () = env.cancel.cancelled() => Outcome::failed("cancelled"),
-                result = call_tool(&peer, params, &routes, &env.progress) => match result {
-                    Err(error) => Outcome::failed(format!("the MCP server `{server}` failed: {error}")),
-                    Ok(result) => outcome_of(result, &env.secrets),
-                },
+                outcome = call_opening_pages(&link, &server, params, &env) => outcome,
             };
             call::scrub(&env, outcome)
         })
+    }
+}
+
+/// Calls a tool; a refusal until the user opens a page offers the page and, once the user
+/// has opened it, tries the call once more.
+async fn call_opening_pages(
+    link: &Link,
+    server: &str,
+    params: CallToolRequestParams,
+    env: &ToolEnv,
+) -> Outcome {
+    let mut retried = false;
+    loop {
+        match call_tool(&link.peer, params.clone(), &link.progress, &env.progress).await {
+            Ok(result) => return outcome_of(result, &env.secrets),
+            Err(rmcp::service::ServiceError::McpError(error))
+                if error.code.0 == super::pages::URL_REQUIRED && !retried =>
+            {
+                match super::pages::offer(&link.editor, server, error.data.as_ref()).await {
+                    super::pages::Pages::Opened => retried = true,
+                    super::pages::Pages::NotOpened(why) => return Outcome::failed(why),
+                }
+            }
+            Err(error) => return Outcome::failed(format!("the MCP server `{server}` failed: {error}")),
+        }
     }
 }
 

@@ -1,0 +1,124 @@
+//! Heron as the client of one MCP server: what it declares (roots, form and URL
+//! elicitation) and how it answers what the server sends it: `roots/list` with the
+//! session's roots, `elicitation/create` through the editor (checked by `elicit`), progress
+//! to the running call, log messages to `said`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::model::{ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction};
+use rmcp::service::{RequestContext, RoleClient};
+use rmcp::{ClientHandler, ErrorData};
+use serde_json::Value;
+
+use super::EditorSlot;
+use super::elicit::{checked, offer};
+use crate::tools::editor::{Elicitation, ElicitationAnswer};
+
+/// The client Heron is to one server.
+pub(super) struct Client {
+    pub(super) editor: EditorSlot,
+    /// The session's roots (its cwd and additional directories), which a server may ask
+    /// for (`roots/list`): server-filesystem started without folders serves these.
+    pub(super) roots: Arc<Vec<PathBuf>>,
+    /// The running calls that asked for progress.
+    pub(super) progress: Arc<super::progress::Routes>,
+    /// What the server logs for the user to see.
+    pub(super) said: Arc<super::said::Said>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        // Declared whatever the editor can do: a request the editor cannot show is
+        // declined, which a server handles like a user's "no".
+        capabilities.elicitation = serde_json::from_value(serde_json::json!({ "form": {}, "url": {} })).ok();
+        // A session's roots never change while it is open, so no list_changed is sent.
+        capabilities.roots = serde_json::from_value(serde_json::json!({ "listChanged": false })).ok();
+        let mut info = ClientConfig::default();
+        info.capabilities = capabilities;
+        info.client_info = rmcp::model::Implementation::new("heron", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    #[expect(deprecated, reason = "server logging is in the MCP revision servers speak today (2025-06-18)")]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.said.heard(&params);
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.progress.report(&params);
+    }
+
+    #[expect(deprecated, reason = "roots are in the MCP revision servers speak today (2025-06-18)")]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        let roots = self
+            .roots
+            .iter()
+            .filter_map(|root| {
+                let uri = reqwest::Url::from_file_path(root).ok()?;
+                let name = root.file_name().map(|name| name.to_string_lossy().into_owned());
+                let listed = rmcp::model::Root::new(uri.to_string());
+                Some(match name {
+                    Some(name) => listed.with_name(name),
+                    None => listed,
+                })
+            })
+            .collect();
+        Ok(rmcp::model::ListRootsResult::new(roots))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let answer = match (self.editor.get(), offer(&request)) {
+            (None, _) => ElicitationAnswer::Decline,
+            (_, Err(why)) => {
+                tracing::info!(%why, "an MCP server's elicitation was declined");
+                ElicitationAnswer::Decline
+            }
+            (Some(editor), Ok(offered)) => {
+                let modes = editor.elicitation_modes();
+                let allowed = match &offered {
+                    Elicitation::Form { .. } => modes.form,
+                    Elicitation::Url { .. } => modes.url,
+                };
+                if !allowed {
+                    ElicitationAnswer::Decline
+                } else {
+                    match editor.elicit(offered.clone()).await {
+                        Ok(answer) => checked(&offered, answer),
+                        Err(error) => {
+                            tracing::info!(%error, "the editor could not show an MCP server's elicitation");
+                            ElicitationAnswer::Decline
+                        }
+                    }
+                }
+            }
+        };
+        Ok(match answer {
+            ElicitationAnswer::Accept(content) => {
+                let mut result = ElicitResult::new(ElicitationAction::Accept);
+                if !content.is_empty() {
+                    result.content = Some(Value::Object(content));
+                }
+                result
+            }
+            ElicitationAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+}

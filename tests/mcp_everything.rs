@@ -1,0 +1,184 @@
+//! The MCP client features, driven by the reference server
+//! `@modelcontextprotocol/server-everything` (pinned in `mcp_real`, installed from the npm
+//! registry by `.ci/run`) over the real binary: its form elicitation with every primitive
+//! reaches the editor and only a fitting answer reaches the server; its URL-required error
+//! (-32042) becomes a page the editor offers, and the call runs again once it is opened.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::mcp_real::{EVERYTHING, calling, launcher, server, settled};
+use crate::support::{self, Editor, update_kind};
+
+/// An agent whose model plays `script`, a client that declares `capabilities`, and a
+/// session with server-everything, ready.
+async fn everything(script: &str, capabilities: Value) -> Option<(Editor, String)> {
+    let npx = launcher("HERON_NPX", "npx (Node.js)")?;
+    let dirs = support::scripted_home("s", "", script);
+    let mut editor = support::start_in(support::scripted_args("s"), dirs);
+    let init = json!({ "protocolVersion": 1, "clientCapabilities": capabilities });
+    editor.ask(json!("init"), "initialize", init).await;
+    let cwd = editor.dirs.ws();
+    let servers = json!([server("everything", &npx, &["-y", EVERYTHING], &[])]);
+    let answer = editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": servers })).await;
+    let session = answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned();
+    let ready = settled(&mut editor, &session).await;
+    assert!(ready.iter().all(|s| s["status"] == "ready"), "{ready:?}");
+    Some((editor, session))
+}
+
+/// What the client saw during one turn.
+struct Played {
+    /// The `elicitation/create` requests, in order.
+    asked: Vec<Value>,
+    /// The finished call's update.
+    finished: Value,
+}
+
+/// Prompts and plays the editor until the answer: permission is allowed once, and each
+/// `elicitation/create` is answered with `reply(request)`.
+async fn play(editor: &mut Editor, session: &str, reply: impl Fn(&Value) -> Value) -> Played {
+    let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Use the server" }] });
+    editor.send_request(json!("p"), "session/prompt", params).await;
+    let (mut asked, mut finished) = (Vec::new(), Value::Null);
+    loop {
+        let message = editor.recv_within(Duration::from_secs(60)).await;
+        if message["id"] == "p" && message.get("method").is_none() {
+            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+            return Played { asked, finished };
+        }
+        let answer = match message["method"].as_str() {
+            Some("session/request_permission") => {
+                Some(json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } }))
+            }
+            Some("elicitation/create") => {
+                asked.push(message["params"].clone());
+                Some(reply(&message["params"]))
+            }
+            _ => None,
+        };
+        if let Some(result) = answer {
+            editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": result })).await;
+        }
+        let update = &message["params"]["update"];
+        if update_kind(&message) == Some("tool_call_update")
+            && update["status"].as_str().is_some_and(|s| s != "in_progress" && s != "pending")
+        {
+            finished = update.clone();
+        }
+    }
+}
+
+/// The text of a finished call's content.
+fn text_of(finished: &Value) -> String {
+    finished["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["content"]["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const FORMS: &str = "mcp__everything__trigger-elicitation-request";
+
+/// The server's form, as ACP's schema: every primitive is offered with its bounds, format
+/// and default, and a fitting answer of each type reaches the server.
+#[tokio::test]
+async fn a_form_with_every_primitive_reaches_the_editor_and_a_fitting_answer_the_server() {
+    let Some((mut editor, session)) =
+        everything(&calling(FORMS, json!({})), json!({ "elicitation": { "form": {} } })).await
+    else {
+        return;
+    };
+    let answer = json!({ "action": "accept", "content": {
+        "name": "Ada Lovelace", "check": true, "email": "ada@example.com", "integer": 7, "number": 2.5,
+        "birthdate": "1815-12-10", "untitledSingleSelectEnum": "Joey",
+    }});
+    let played = play(&mut editor, &session, |_| answer.clone()).await;
+    assert_eq!(played.asked.len(), 1, "one form: {:?}", played.asked);
+    let properties = &played.asked[0]["requestedSchema"]["properties"];
+    assert_eq!(properties["check"]["type"], "boolean", "{properties}");
+    assert_eq!(
+        properties["integer"],
+        json!({ "type": "integer", "title": "Integer",
+        "description": "Your favorite integer (do not give us your phone number, pin, or other sensitive info)",
+        "minimum": 1, "maximum": 100, "default": 42 })
+    );
+    assert_eq!(properties["number"]["type"], "number");
+    assert_eq!(properties["number"]["default"].as_f64().map(|d| (d * 100.0).round()), Some(314.0));
+    assert_eq!(properties["email"]["format"], "email");
+    assert_eq!(properties["birthdate"]["format"], "date");
+    assert_eq!(properties["untitledSingleSelectEnum"]["default"], "Monica");
+    let text = text_of(&played.finished);
+    assert_eq!(played.finished["status"], "completed", "{}", played.finished);
+    for line in
+        ["- Name: Ada Lovelace", "- Agreed to terms: true", "- Favorite Integer: 7", "- Favorite Number: 2.5"]
+    {
+        assert!(text.contains(line), "the answer reached the server ({line}): {text}");
+    }
+}
+
+/// An answer of the wrong type (a string for the integer) declines the form: the server is
+/// told decline, and the editor's values never reach it.
+#[tokio::test]
+async fn an_answer_that_does_not_fit_the_form_tells_the_server_decline() {
+    let Some((mut editor, session)) =
+        everything(&calling(FORMS, json!({})), json!({ "elicitation": { "form": {} } })).await
+    else {
+        return;
+    };
+    let answer = json!({ "action": "accept", "content": { "name": "Mallory", "integer": "7; drop table" } });
+    let played = play(&mut editor, &session, |_| answer.clone()).await;
+    let text = text_of(&played.finished);
+    assert!(text.contains("User declined"), "the server was told decline: {text}");
+    assert!(!text.contains("Mallory"), "nothing the editor sent reached the server: {text}");
+}
+
+const PAGES: &str = "mcp__everything__trigger-url-elicitation";
+
+fn page_call() -> String {
+    calling(PAGES, json!({ "url": "https://example.com/sign-in", "errorPath": true }))
+}
+
+/// A -32042 refusal offers the prerequisite page; once the user opens it, the call runs
+/// again and reaches the server's own page request.
+#[tokio::test]
+async fn a_url_required_refusal_offers_the_page_and_retries_the_call_once_it_is_opened() {
+    let capabilities = json!({ "elicitation": { "form": {}, "url": {} } });
+    let Some((mut editor, session)) = everything(&page_call(), capabilities).await else { return };
+    let played = play(&mut editor, &session, |_| json!({ "action": "accept" })).await;
+    let urls: Vec<&str> = played.asked.iter().filter_map(|a| a["url"].as_str()).collect();
+    assert_eq!(
+        urls,
+        ["https://modelcontextprotocol.io", "https://example.com/sign-in"],
+        "{:?}",
+        played.asked
+    );
+    assert!(played.asked.iter().all(|a| a["mode"] == "url"), "{:?}", played.asked);
+    assert_eq!(played.finished["status"], "completed", "{}", played.finished);
+    assert!(
+        text_of(&played.finished).contains("User completed the URL elicitation flow"),
+        "{}",
+        played.finished
+    );
+}
+
+/// Without `elicitation.url` the page is not offered: the call fails and the model is told
+/// what the server needs and why it was not offered (without the URL).
+#[tokio::test]
+async fn without_pages_the_model_is_told_what_the_server_needs_and_why_it_was_not_offered() {
+    let Some((mut editor, session)) =
+        everything(&page_call(), json!({ "elicitation": { "form": {} } })).await
+    else {
+        return;
+    };
+    let played = play(&mut editor, &session, |_| json!({ "action": "accept" })).await;
+    assert!(played.asked.is_empty(), "no page was offered: {:?}", played.asked);
+    assert_eq!(played.finished["status"], "failed", "{}", played.finished);
+    let text = text_of(&played.finished);
+    assert!(text.contains("needs the user to open a page"), "{text}");
+    assert!(text.contains("elicitation.url"), "why it was not offered: {text}");
+    assert!(!text.contains("modelcontextprotocol.io"), "the URL is the user's, not the model's: {text}");
+}
