@@ -182,3 +182,80 @@ async fn without_pages_the_model_is_told_what_the_server_needs_and_why_it_was_no
     assert!(text.contains("elicitation.url"), "why it was not offered: {text}");
     assert!(!text.contains("modelcontextprotocol.io"), "the URL is the user's, not the model's: {text}");
 }
+
+const SAMPLING: &str = "mcp__everything__trigger-sampling-request";
+
+/// A model that says `sampled` and calls the sampling trigger, then ends the turn. The
+/// scripted model plays by the request's assistant messages: the server's request has
+/// none, so it is answered by the first turn's text.
+fn sampling_script(sampled: &str) -> String {
+    let arguments = json!({ "prompt": "Say hi", "maxTokens": 50 });
+    let call = json!({ "steps": [{ "text": sampled }, { "tool_call": { "name": SAMPLING, "arguments": arguments } }] });
+    format!("{call}\n{}\n", json!({ "steps": [{ "text": "Done." }] }))
+}
+
+/// Prompts and plays the editor until the answer: the tool call is allowed, and the
+/// sampling request is answered with `option`. Returns the sampling permission request and
+/// the finished call's update.
+async fn play_sampling(editor: &mut Editor, session: &str, option: &str) -> (Value, Value) {
+    let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Use the server" }] });
+    editor.send_request(json!("p"), "session/prompt", params).await;
+    let (mut sampling, mut finished) = (Value::Null, Value::Null);
+    loop {
+        let message = editor.recv_within(Duration::from_secs(60)).await;
+        if message["id"] == "p" && message.get("method").is_none() {
+            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+            return (sampling, finished);
+        }
+        if message["method"] == "session/request_permission" {
+            let is_sampling =
+                message["params"]["toolCall"]["title"].as_str().is_some_and(|t| t.contains("asks the model"));
+            let chosen = if is_sampling {
+                sampling = message["params"].clone();
+                option
+            } else {
+                "allow_once"
+            };
+            let result = json!({ "outcome": { "outcome": "selected", "optionId": chosen } });
+            editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": result })).await;
+        }
+        let update = &message["params"]["update"];
+        if update_kind(&message) == Some("tool_call_update")
+            && update["status"].as_str().is_some_and(|s| s != "in_progress" && s != "pending")
+        {
+            finished = update.clone();
+        }
+    }
+}
+
+/// The server's sampling request is shown to the user with the server's name and every
+/// message; once approved, the session's model answers it and the answer reaches the
+/// server.
+#[tokio::test]
+async fn a_sampling_request_is_approved_by_the_user_and_answered_by_the_sessions_model() {
+    let script = sampling_script("Hello from the session's model");
+    let Some((mut editor, session)) = everything(&script, json!({})).await else { return };
+    let (asked, finished) = play_sampling(&mut editor, &session, "allow_once").await;
+    let card = asked["toolCall"].to_string();
+    assert!(card.contains("`everything`"), "the server is named: {card}");
+    assert!(
+        card.contains("Resource trigger-sampling-request context: Say hi"),
+        "its message is shown: {card}"
+    );
+    assert!(card.contains("You are a helpful test server."), "its system prompt is shown: {card}");
+    assert_eq!(finished["status"], "completed", "{finished}");
+    let text = text_of(&finished);
+    assert!(text.contains("Hello from the session's model"), "the model's answer reached the server: {text}");
+}
+
+/// A rejected sampling request never reaches the model: the server hears why.
+#[tokio::test]
+async fn a_rejected_sampling_request_never_reaches_the_model() {
+    let script = sampling_script("THIS MUST NOT BE SENT");
+    let Some((mut editor, session)) = everything(&script, json!({})).await else { return };
+    let (asked, finished) = play_sampling(&mut editor, &session, "reject_once").await;
+    assert!(!asked.is_null(), "the user was asked");
+    let text = text_of(&finished);
+    assert!(text.contains("declined"), "the server heard the user declined: {finished}");
+    assert!(!text.contains("THIS MUST NOT BE SENT"), "{text}");
+}

@@ -32,6 +32,7 @@ mod pursuit;
 pub mod reload;
 mod reply_calls;
 mod response;
+mod sampling;
 mod seats;
 pub mod settings;
 pub mod snapshot;
@@ -260,6 +261,7 @@ impl Session {
             transcript,
             calibration: Default::default(),
         };
+        session.mcp.attach_sampler(Arc::new(sampling::SessionSampler::new(&session)));
         let reloads = session.reload.clone();
         tokio::spawn(actor::run(Arc::downgrade(&session), closed, queue, carried, context, inbox, reloads));
         session

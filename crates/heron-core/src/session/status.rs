@@ -14,7 +14,8 @@ use super::goal::{Goal, now};
 use super::settings::Settings;
 use super::snapshot::{Activity, InboxCounts, Snapshot};
 use super::update::TurnUpdate;
-use crate::types::UsageReport;
+use crate::config::Price;
+use crate::types::{Usage, UsageReport};
 use heron_store::{SessionPatch, Store, StoreError};
 
 /// Sequence numbers are process-wide, so a session closed and opened again never reuses
@@ -31,6 +32,9 @@ struct Current {
 /// The live status of one session, shared by its actor, its turn and the adapter.
 pub(super) struct Board {
     current: Mutex<Current>,
+    /// Usage spent outside a turn's own requests (an MCP server's sampling), with its
+    /// price: counted into the session's totals at the next request of a turn.
+    owed: Mutex<Vec<(Usage, Option<Price>)>>,
     /// Serialises store writes, so the last write always carries the latest goal and usage.
     saving: tokio::sync::Mutex<()>,
 }
@@ -64,8 +68,19 @@ impl Board {
         };
         Self {
             current: Mutex::new(Current { snapshot, seq: 0, route: None }),
+            owed: Mutex::default(),
             saving: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Adds usage spent outside a turn's requests, to be counted by the next one.
+    pub(super) fn owe(&self, usage: Usage, price: Option<Price>) {
+        self.owed.lock().unwrap_or_else(PoisonError::into_inner).push((usage, price));
+    }
+
+    /// The usage owed since the last call.
+    pub(super) fn take_owed(&self) -> Vec<(Usage, Option<Price>)> {
+        std::mem::take(&mut *self.owed.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The snapshot and its sequence number.

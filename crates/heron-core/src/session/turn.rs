@@ -422,14 +422,18 @@ impl Turn {
     }
 
     pub(super) fn report_usage(&mut self, usage: Usage) {
-        match &self.provider.price {
-            Some(price) => {
-                self.carried.cost += price.cost(&usage);
-                self.carried.currency = Some(price.currency.clone());
+        // What MCP servers' sampling spent since the last request counts first.
+        for (owed, price) in self.status.take_owed().into_iter().chain([(usage, self.provider.price.clone())])
+        {
+            match price {
+                Some(price) => {
+                    self.carried.cost += price.cost(&owed);
+                    self.carried.currency = Some(price.currency);
+                }
+                None => self.carried.cost_complete = false,
             }
-            None => self.carried.cost_complete = false,
+            self.carried.tokens = self.carried.tokens.plus(&owed);
         }
-        self.carried.tokens = self.carried.tokens.plus(&usage);
         self.carried.calibration.reported(usage.input_tokens);
         // Tokens and cost count whether or not the window is known; the edge decides what
         // a report without a window can be sent as.

@@ -1,6 +1,7 @@
-//! Heron as the client of one MCP server: what it declares (roots, form and URL
+//! Heron as the client of one MCP server: what it declares (roots, sampling, form and URL
 //! elicitation) and how it answers what the server sends it: `roots/list` with the
-//! session's roots, `elicitation/create` through the editor (checked by `elicit`), progress
+//! session's roots, `elicitation/create` through the editor (checked by `elicit`), `sampling/createMessage`
+//! through the session's sampler (`sampling`), progress
 //! to the running call, log messages to `said`.
 
 use std::path::PathBuf;
@@ -17,6 +18,8 @@ use crate::tools::editor::{Elicitation, ElicitationAnswer};
 
 /// The client Heron is to one server.
 pub(super) struct Client {
+    /// The server's name, as the user is shown it.
+    pub(super) server: String,
     pub(super) editor: EditorSlot,
     /// The session's roots (its cwd and additional directories), which a server may ask
     /// for (`roots/list`): server-filesystem started without folders serves these.
@@ -33,6 +36,8 @@ impl ClientHandler for Client {
         // Declared whatever the editor can do: a request the editor cannot show is
         // declined, which a server handles like a user's "no".
         capabilities.elicitation = serde_json::from_value(serde_json::json!({ "form": {}, "url": {} })).ok();
+        // Answered by the session's model after the user approves each request.
+        capabilities.sampling = serde_json::from_value(serde_json::json!({})).ok();
         // A session's roots never change while it is open, so no list_changed is sent.
         capabilities.roots = serde_json::from_value(serde_json::json!({ "listChanged": false })).ok();
         let mut info = ClientConfig::default();
@@ -77,6 +82,18 @@ impl ClientHandler for Client {
             })
             .collect();
         Ok(rmcp::model::ListRootsResult::new(roots))
+    }
+
+    #[expect(
+        deprecated,
+        reason = "sampling is in the MCP revisions servers speak today (2025-06-18, 2025-11-25)"
+    )]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        super::sampling::answer(&self.editor.sampler, &self.server, &params).await
     }
 
     async fn create_elicitation(

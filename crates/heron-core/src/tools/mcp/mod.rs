@@ -3,7 +3,8 @@
 //! through rmcp), initialized and asked for its tools in the background; its tools join the
 //! session's as `mcp__<server>__<tool>`; a server that cannot be reached is reported with the
 //! reason (its last stderr lines, or the HTTP status), never fatal to the session; a server's
-//! elicitation goes to the session's editor, checked (`elicit`, `formats`); all of them stop with the
+//! elicitation goes to the session's editor, checked (`elicit`, `formats`), and its sampling
+//! to the session's model (`sampling`); all of them stop with the
 //! session. A status read never starts or contacts a server. Knows nothing of ACP.
 
 mod client;
@@ -13,6 +14,7 @@ mod pages;
 mod progress;
 mod remote;
 mod said;
+pub mod sampling;
 mod server;
 mod sse;
 mod tool;
@@ -147,18 +149,22 @@ pub struct ServerStatus {
     pub http_status: Option<u16>,
 }
 
-/// The editor a session's servers elicit through: set when the session opens, replaced
-/// when another connection opens it. Until then, elicitations are declined.
+/// What a session lends its servers: the editor they elicit through (set when the session
+/// opens, replaced when another connection opens it) and the sampler that answers their
+/// sampling requests. Until then, elicitations are declined and sampling refused.
 #[derive(Clone, Default)]
-pub(crate) struct EditorSlot(Arc<Mutex<Option<Arc<dyn EditorIo>>>>);
+pub(crate) struct EditorSlot {
+    editor: Arc<Mutex<Option<Arc<dyn EditorIo>>>>,
+    sampler: sampling::SamplerSlot,
+}
 
 impl EditorSlot {
     fn set(&self, editor: Arc<dyn EditorIo>) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(editor);
+        *self.editor.lock().unwrap_or_else(PoisonError::into_inner) = Some(editor);
     }
 
     pub(crate) fn get(&self) -> Option<Arc<dyn EditorIo>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.editor.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 }
 
@@ -308,6 +314,11 @@ impl McpHub {
     /// Sends the servers' elicitations to `editor` from now on.
     pub fn attach(&self, editor: Arc<dyn EditorIo>) {
         self.editor.set(editor);
+    }
+
+    /// Answers the servers' sampling requests with `sampler` from now on.
+    pub fn attach_sampler(&self, sampler: Arc<dyn sampling::Sampler>) {
+        self.editor.sampler.set(sampler);
     }
 
     /// Every server's state, in the order given.

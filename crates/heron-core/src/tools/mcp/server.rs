@@ -210,6 +210,7 @@ impl Server {
         let reader = stderr
             .map(|stderr| tokio::spawn(stderr::read(stderr, self.spec.name.clone(), self.stderr.clone())));
         let client = Client {
+            server: self.spec.name.clone(),
             editor: self.editor.clone(),
             roots: Arc::new(roots_of(&sandbox.roots, args)),
             progress: self.progress.clone(),
@@ -250,6 +251,7 @@ impl Server {
         let mut wait = FIRST_RETRY_WAIT;
         loop {
             let client = Client {
+                server: self.spec.name.clone(),
                 editor: self.editor.clone(),
                 roots: roots.clone(),
                 progress: self.progress.clone(),
