@@ -257,8 +257,8 @@ async fn safe_mode_reads_no_commands_or_plugins_and_starts_no_mcp_server() {
     let listed = names(&update["params"]["update"]["availableCommands"]);
     assert_eq!(
         listed,
-        ["help", "status", "mode", "model", "approval", "compact"],
-        "only Heron's own: {update}"
+        ["help", "status", "mode", "model", "approval", "mcp", "compact"],
+        "only Heron's own (`/mcp` too: the session has servers, disabled): {update}"
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
     let status = editor.ask(json!(1), "_heron/session/mcpStatus", reload_params(&session)).await;
@@ -270,7 +270,7 @@ async fn safe_mode_reads_no_commands_or_plugins_and_starts_no_mcp_server() {
     let reloaded = editor.request(json!(2), "_heron/session/reloadExtensions", reload_params(&session)).await;
     assert_eq!(
         names(&reloaded["result"]["availableCommands"]).len(),
-        6,
+        7,
         "a reload reads none either: {reloaded}"
     );
     assert_eq!(reloaded["result"]["mcpServers"][0]["status"], "disabled");

@@ -12,8 +12,8 @@ use crate::mcp_real::{EVERYTHING, calling, launcher, server, settled};
 use crate::support::{self, Editor, update_kind};
 
 /// An agent whose model plays `script`, a client that declares `capabilities`, and a
-/// session with server-everything, ready.
-async fn everything(script: &str, capabilities: Value) -> Option<(Editor, String)> {
+/// session with server-everything, just opened.
+async fn starting(script: &str, capabilities: Value) -> Option<(Editor, String)> {
     let npx = launcher("HERON_NPX", "npx (Node.js)")?;
     let dirs = support::scripted_home("s", "", script);
     let mut editor = support::start_in(support::scripted_args("s"), dirs);
@@ -23,6 +23,12 @@ async fn everything(script: &str, capabilities: Value) -> Option<(Editor, String
     let servers = json!([server("everything", &npx, &["-y", EVERYTHING], &[])]);
     let answer = editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": servers })).await;
     let session = answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned();
+    Some((editor, session))
+}
+
+/// [`starting`], once the server is ready.
+async fn everything(script: &str, capabilities: Value) -> Option<(Editor, String)> {
+    let (mut editor, session) = starting(script, capabilities).await?;
     let ready = settled(&mut editor, &session).await;
     assert!(ready.iter().all(|s| s["status"] == "ready"), "{ready:?}");
     Some((editor, session))
@@ -258,4 +264,76 @@ async fn a_rejected_sampling_request_never_reaches_the_model() {
     let text = text_of(&finished);
     assert!(text.contains("declined"), "the server heard the user declined: {finished}");
     assert!(!text.contains("THIS MUST NOT BE SENT"), "{text}");
+}
+
+/// Waits for the `available_commands_update` that lists `command`; returns its commands.
+async fn commands_with(editor: &mut Editor, command: &str) -> Vec<Value> {
+    loop {
+        let message = editor.recv_within(Duration::from_secs(30)).await;
+        if update_kind(&message) != Some("available_commands_update") {
+            continue;
+        }
+        let listed = message["params"]["update"]["availableCommands"].as_array().cloned().unwrap_or_default();
+        if listed.iter().any(|c| c["name"] == command) {
+            return listed;
+        }
+    }
+}
+
+/// The server's prompts are slash commands; one with arguments expands on the server, and
+/// the model reads what it expanded to.
+#[tokio::test]
+async fn the_servers_prompts_are_slash_commands_that_expand_on_the_server() {
+    let script = format!("{}\n", json!({ "steps": [{ "text": "Sunny." }] }));
+    let Some((mut editor, session)) = starting(&script, json!({})).await else { return };
+    let listed = commands_with(&mut editor, "mcp:everything:args-prompt").await;
+    let args = listed.iter().find(|c| c["name"] == "mcp:everything:args-prompt").expect("listed");
+    assert_eq!(args["input"]["hint"], "<city> [state]", "{args}");
+    assert_eq!(args["_meta"]["heron"]["source"], "mcp", "{args}");
+    assert!(listed.iter().any(|c| c["name"] == "mcp:everything:simple-prompt"), "{listed:?}");
+    let (_, answer) =
+        editor.prompt(json!("p"), &session, "/mcp:everything:args-prompt Paris state=Texas").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let transcript = answer["result"]["_meta"]["heron"]["transcriptPath"].as_str().expect("a transcript");
+    let told = std::fs::read_to_string(transcript).expect("the transcript");
+    assert!(told.contains("What's weather in Paris, Texas?"), "the model read the server's prompt: {told}");
+    // A required argument left out is the user's to fix; the model is not asked.
+    let (before, answer) = editor.prompt(json!("q"), &session, "/mcp:everything:args-prompt").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let said = before.iter().map(|m| m.to_string()).collect::<String>();
+    assert!(said.contains("needs `city`"), "{said}");
+}
+
+/// The model reads a resource the server lists through `read_mcp_resource`.
+#[tokio::test]
+async fn the_model_reads_a_listed_resource() {
+    let uri = "demo://resource/static/document/architecture.md";
+    let script = calling("read_mcp_resource", json!({ "server": "everything", "uri": uri }));
+    let Some((mut editor, session)) = everything(&script, json!({})).await else { return };
+    let played = play(&mut editor, &session, |_| json!({ "action": "decline" })).await;
+    assert_eq!(played.finished["status"], "completed", "{}", played.finished);
+    let text = text_of(&played.finished);
+    assert!(text.to_lowercase().contains("architecture"), "the resource's text reached the model: {text}");
+}
+
+/// `/mcp disable` stops a server for the session: its tools and prompts go; `/mcp enable`
+/// starts it again.
+#[tokio::test]
+async fn mcp_turns_a_server_off_and_on_without_losing_the_session() {
+    let script = format!("{}\n", json!({ "steps": [{ "text": "ok" }] }));
+    let Some((mut editor, session)) = starting(&script, json!({})).await else { return };
+    commands_with(&mut editor, "mcp:everything:simple-prompt").await;
+    let (before, _) = editor.prompt(json!("off"), &session, "/mcp disable everything").await;
+    assert!(
+        before.iter().any(|m| m.to_string().contains("is disabled for the rest of the session")),
+        "{before:?}"
+    );
+    let off = settled(&mut editor, &session).await;
+    assert_eq!(off[0]["status"], "disabled", "{off:?}");
+    let (before, _) = editor.prompt(json!("list"), &session, "/mcp").await;
+    assert!(before.iter().any(|m| m.to_string().contains("everything (stdio): disabled")), "{before:?}");
+    editor.prompt(json!("on"), &session, "/mcp enable everything").await;
+    let on = settled(&mut editor, &session).await;
+    assert_eq!(on[0]["status"], "ready", "{on:?}");
+    assert!(on[0]["tools"].as_u64() > Some(0), "{on:?}");
 }

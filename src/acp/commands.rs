@@ -1,6 +1,6 @@
 //! Slash commands on the wire: the `available_commands_update` a session's commands go out
-//! as (Heron's own, then its custom ones, each custom one naming its source in
-//! `_meta.heron.source`, and the files that could not be used in `_meta.heron.problems`),
+//! as (Heron's own, then its custom ones, then its MCP servers' prompts, each custom or MCP
+//! one naming its source in `_meta.heron.source`, and the files that could not be used in `_meta.heron.problems`),
 //! and the problems' shape, which `_heron/session/reloadExtensions` answers with and the
 //! session status carries too.
 
@@ -10,6 +10,7 @@ use heron_core::extensions::{Catalog, Origin, Problem};
 use heron_core::session::Session;
 use heron_core::session::commands::{self, COMMANDS, Invocation};
 use heron_core::session::settings::SettingError;
+use heron_core::tools::mcp::{McpHub, McpPrompt};
 use heron_protocol::{self as p, SessionUpdate};
 
 /// The longest problem message sent, in bytes.
@@ -22,9 +23,37 @@ fn hint(text: &str) -> p::AvailableCommandInput {
     p::AvailableCommandInput(p::UnstructuredCommandInput { hint: text.to_owned(), meta: None })
 }
 
-/// Every command of a session with `catalog`, Heron's own first.
-pub fn available(catalog: &Catalog) -> Vec<p::AvailableCommand> {
-    let builtin = COMMANDS.iter().map(|c| p::AvailableCommand {
+/// The slash command an MCP server's prompt is, with its arguments as the hint.
+pub fn prompt_hint(prompt: &McpPrompt) -> Option<String> {
+    let arguments: Vec<String> = prompt
+        .arguments
+        .iter()
+        .map(|a| if a.required { format!("<{}>", a.name) } else { format!("[{}]", a.name) })
+        .collect();
+    (!arguments.is_empty()).then(|| arguments.join(" "))
+}
+
+/// The description an MCP server's prompt is advertised with.
+pub fn prompt_description(prompt: &McpPrompt) -> String {
+    match &prompt.description {
+        Some(description) if !description.is_empty() => {
+            format!("{description} (MCP server `{}`)", prompt.server)
+        }
+        _ => format!("The `{}` prompt of the MCP server `{}`", prompt.name, prompt.server),
+    }
+}
+
+/// Heron's own commands a session offers: `/mcp` only where there are MCP servers.
+pub fn builtins(mcp: &McpHub) -> impl Iterator<Item = &'static commands::CommandSpec> {
+    let has_servers = !mcp.is_empty();
+    COMMANDS.iter().filter(move |c| has_servers || c.name != commands::MCP)
+}
+
+/// Every command of a session with `catalog` and the MCP servers of `mcp` (with their
+/// prompts), Heron's own first.
+pub fn available(catalog: &Catalog, mcp: &McpHub) -> Vec<p::AvailableCommand> {
+    let prompts = mcp.prompts();
+    let builtin = builtins(mcp).map(|c| p::AvailableCommand {
         description: c.description.to_owned(),
         input: c.hint.map(hint),
         meta: None,
@@ -43,12 +72,21 @@ pub fn available(catalog: &Catalog) -> Vec<p::AvailableCommand> {
             name: c.name.clone(),
         }
     });
-    builtin.chain(custom).collect()
+    let mcp = prompts.iter().map(|prompt| p::AvailableCommand {
+        description: prompt_description(prompt),
+        input: prompt_hint(prompt).as_deref().map(hint),
+        meta: json!({ "heron": { "source": "mcp", "server": prompt.server } }).as_object().cloned(),
+        name: prompt.command(),
+    });
+    builtin.chain(custom).chain(mcp).collect()
 }
 
 /// Runs one of Heron's own commands on `session`, whichever protocol version asked: the
 /// reply for the user, and whether the settings changed. A refused command changes nothing.
 pub(super) async fn run_here(session: &Session, invocation: &Invocation) -> (String, bool) {
+    if invocation.name == commands::MCP {
+        return (session.mcp_command(&invocation.argument).await, false);
+    }
     let mut outcome = None;
     let custom = session.commands();
     let result = session
@@ -62,6 +100,9 @@ pub(super) async fn run_here(session: &Session, invocation: &Invocation) -> (Str
         })
         .await;
     match (outcome, result) {
+        (Some(Ok(ran)), Ok(_)) if invocation.name == "help" && !session.mcp().is_empty() => {
+            (ran.reply + &commands::mcp_help(&session.mcp().prompts()), ran.settings_changed)
+        }
         (Some(Ok(ran)), Ok(_)) if invocation.name == "status" => {
             let loaded = session.status().1.instructions;
             (ran.reply + &commands::instructions_line(&loaded), ran.settings_changed)
@@ -74,9 +115,9 @@ pub(super) async fn run_here(session: &Session, invocation: &Invocation) -> (Str
 }
 
 /// The update that advertises a session's commands.
-pub fn update(catalog: &Catalog) -> SessionUpdate {
+pub fn update(catalog: &Catalog, mcp: &McpHub) -> SessionUpdate {
     SessionUpdate::AvailableCommandsUpdate(p::AvailableCommandsUpdate {
-        available_commands: available(catalog),
+        available_commands: available(catalog, mcp),
         meta: meta(catalog),
     })
 }
@@ -115,7 +156,9 @@ mod tests {
     #[test]
     fn builtins_come_first_and_problems_only_when_there_are_some() {
         let catalog = Catalog::default();
-        let SessionUpdate::AvailableCommandsUpdate(update) = update(&catalog) else { panic!("not commands") };
+        let SessionUpdate::AvailableCommandsUpdate(update) = update(&catalog, &McpHub::empty()) else {
+            panic!("not commands")
+        };
         assert_eq!(update.available_commands.len(), COMMANDS.len());
         assert_eq!(update.available_commands[0].name, "help");
         assert!(update.meta.is_none());

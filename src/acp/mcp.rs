@@ -301,6 +301,8 @@ async fn follow<O: Outgoing>(
     mut changes: tokio::sync::watch::Receiver<u64>,
 ) {
     let mut told = std::collections::HashSet::new();
+    // The prompts last advertised as commands: the session's opening advertised none.
+    let mut advertised = Vec::new();
     // A server may have failed before this watcher started.
     if let Some(hub) = hub.upgrade() {
         for notice in failures(&hub, &mut told) {
@@ -312,6 +314,14 @@ async fn follow<O: Outgoing>(
         let Some(hub) = hub.upgrade().filter(|h| !h.is_stopped()) else { break };
         for notice in failures(&hub, &mut told).into_iter().chain(said(&hub)) {
             notices::notify(&inner, &id, notice).await;
+        }
+        // A server's prompts came, changed or went: the commands go out again.
+        let prompts = hub.prompts();
+        if prompts != advertised
+            && let Some(session) = inner.manager.now().and_then(|m| m.get(&id))
+        {
+            let _ = inner.send(&id, super::commands::update(&session.commands(), &hub)).await;
+            advertised = prompts;
         }
         if !inner.status.is_wanted() {
             continue;

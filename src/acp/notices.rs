@@ -131,7 +131,8 @@ pub async fn turn_started<O: Outgoing>(inner: &Inner<O>, session_id: &str, start
     };
     if first
         && let Some(session) = inner.manager.now().and_then(|manager| manager.get(session_id))
-        && let Err(err) = inner.send(session_id, super::commands::update(&session.commands())).await
+        && let Err(err) =
+            inner.send(session_id, super::commands::update(&session.commands(), session.mcp())).await
     {
         tracing::debug!(%err, "could not advertise the commands again");
     }

@@ -48,7 +48,7 @@ pub(super) fn reload<O: Outgoing>(
             heron_rpc::after_response(async move { notices::notify(&inner, &id, notice).await });
         }
         let (follow, id) = (inner.clone(), session.id().to_owned());
-        let update = commands::update(&reloaded.catalog);
+        let update = commands::update(&reloaded.catalog, session.mcp());
         let options = reloaded.choices_changed.then(|| options_update(&inner, &session));
         heron_rpc::after_response(async move { announce(&follow, &id, update, options).await });
         let mut response = answer(&session, false);
@@ -84,7 +84,7 @@ fn left_out(problems: &[heron_core::extensions::Problem]) -> Option<Notice> {
 /// What the session offers now.
 fn answer(session: &Session, queued: bool) -> HeronReloadExtensionsResponse {
     HeronReloadExtensionsResponse {
-        available_commands: commands::available(&session.commands()),
+        available_commands: commands::available(&session.commands(), session.mcp()),
         mcp_servers: mcp::statuses(session.mcp()),
         meta: None,
         queued: queued.then_some(true),
@@ -154,5 +154,5 @@ async fn tell<O: Outgoing>(inner: &Arc<Inner<O>>, id: &str, session: &Arc<Sessio
     mcp::watch(inner, session, false);
     // Nobody was told what changed: the options go out too, changed or not.
     let options = Some(options_update(inner, session));
-    announce(inner, id, commands::update(&session.commands()), options).await;
+    announce(inner, id, commands::update(&session.commands(), session.mcp()), options).await;
 }

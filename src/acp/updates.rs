@@ -49,9 +49,9 @@ pub(super) async fn forward<O: Outgoing>(inner: &Inner<O>, session_id: &str, mut
 pub(super) fn advertise<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session, usage: Option<UsageReport>) {
     let inner = inner.clone();
     let id = session.id().to_owned();
-    let catalog = session.commands();
+    let (catalog, mcp) = (session.commands(), session.mcp().clone());
     heron_rpc::after_response(async move {
-        if let Err(err) = inner.send(&id, commands::update(&catalog)).await {
+        if let Err(err) = inner.send(&id, commands::update(&catalog, &mcp)).await {
             tracing::debug!(%err, "could not advertise commands");
         }
         if let Some(update) = usage.as_ref().and_then(convert::usage_update)

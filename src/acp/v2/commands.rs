@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use heron_core::extensions::Catalog;
 use heron_core::session::Session;
-use heron_core::session::commands::{COMMANDS, Invocation};
+use heron_core::session::commands::Invocation;
+use heron_core::tools::mcp::McpHub;
 use heron_core::types::StopReason;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::v2::{
@@ -21,9 +22,11 @@ fn hint(text: &str) -> AvailableCommandInput {
     AvailableCommandInput::Text(TextCommandInput { hint: text.to_owned(), meta: None })
 }
 
-/// Every command of a session with `catalog`, Heron's own first.
-fn available(catalog: &Catalog) -> Vec<AvailableCommand> {
-    let builtin = COMMANDS.iter().map(|c| Command {
+/// Every command of a session with `catalog` and its MCP servers' `prompts`, Heron's own
+/// first.
+fn available(catalog: &Catalog, mcp: &McpHub) -> Vec<AvailableCommand> {
+    let prompts = mcp.prompts();
+    let builtin = super::super::commands::builtins(mcp).map(|c| Command {
         description: c.description.to_owned(),
         input: c.hint.map(hint),
         meta: None,
@@ -35,15 +38,22 @@ fn available(catalog: &Catalog) -> Vec<AvailableCommand> {
         meta: None,
         name: c.name.clone(),
     });
-    builtin.chain(custom).map(AvailableCommand::Command).collect()
+    let mcp = prompts.iter().map(|prompt| Command {
+        description: super::super::commands::prompt_description(prompt),
+        input: super::super::commands::prompt_hint(prompt).as_deref().map(hint),
+        meta: None,
+        name: prompt.command(),
+    });
+    builtin.chain(custom).chain(mcp).map(AvailableCommand::Command).collect()
 }
 
 /// Advertises the session's commands once the answer that made it known is out.
 pub(super) fn advertise<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
     let (inner, id, catalog) = (inner.clone(), session.id().to_owned(), session.commands());
+    let mcp = session.mcp().clone();
     heron_rpc::after_response(async move {
         let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate {
-            available_commands: available(&catalog),
+            available_commands: available(&catalog, &mcp),
             meta: super::super::commands::meta(&catalog),
         });
         if let Err(err) = inner.send(&id, update).await {

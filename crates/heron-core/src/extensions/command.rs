@@ -58,8 +58,21 @@ pub struct Expansion {
     pub name: String,
     /// The line as the user typed it (`/name argument`): what the conversation shows.
     pub invoked: String,
-    /// What the model is sent.
+    /// What the model is sent (empty for an MCP prompt, fetched when its turn starts).
     pub prompt: String,
+    /// The MCP server's prompt it stands for, if it is one.
+    pub mcp: Option<McpPromptCall>,
+}
+
+/// An MCP server's prompt, to fetch when its turn starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpPromptCall {
+    /// The server's name.
+    pub server: String,
+    /// The prompt's name on the server.
+    pub name: String,
+    /// Its arguments.
+    pub arguments: serde_json::Map<String, serde_json::Value>,
 }
 
 impl CustomCommand {
@@ -91,7 +104,7 @@ impl CustomCommand {
         } else {
             format!("/{} {argument}", self.name)
         };
-        Ok(Expansion { name: self.name.clone(), invoked, prompt })
+        Ok(Expansion { name: self.name.clone(), invoked, prompt, mcp: None })
     }
 }
 

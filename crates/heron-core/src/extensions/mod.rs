@@ -20,7 +20,7 @@ mod runtime;
 use std::path::PathBuf;
 
 pub use self::catalog::Catalog;
-pub use self::command::{CustomCommand, Expansion, Origin, valid_name};
+pub use self::command::{CustomCommand, Expansion, McpPromptCall, Origin, valid_name};
 pub use self::plugin::{Plugin, PluginServer};
 pub use self::runtime::{ReloadError, Runtime, Shared};
 

@@ -232,6 +232,14 @@ async fn run_job(
             Some(invoked),
         ),
         Work::Compact(instructions) => Ready::Compact(instructions),
+        Work::McpPrompt { call, invoked } => {
+            let text = session
+                .mcp
+                .get_prompt(&call.server, &call.name, call.arguments)
+                .await
+                .map_err(PromptError::McpPrompt)?;
+            Ready::Prompt(vec![UserContent::Text { text }], Some(invoked))
+        }
     };
     // A session nobody titled (`--title`) is named by its first prompt, or the command line
     // that stands for it.

@@ -17,11 +17,14 @@ pub struct CommandSpec {
     pub hint: Option<&'static str>,
 }
 
+/// The command that lists, disables and enables MCP servers.
+pub const MCP: &str = "mcp";
+
 /// The command that compacts the conversation.
 pub const COMPACT: &str = "compact";
 
 /// Every slash command.
-pub const COMMANDS: [CommandSpec; 6] = [
+pub const COMMANDS: [CommandSpec; 7] = [
     CommandSpec { name: "help", description: "List Heron's slash commands", hint: None },
     CommandSpec { name: "status", description: "Show the session's mode, model and settings", hint: None },
     CommandSpec {
@@ -34,6 +37,11 @@ pub const COMMANDS: [CommandSpec; 6] = [
         name: "approval",
         description: "Set tool approval: readOnly, dontAsk, ask, auto or yolo",
         hint: Some("readOnly | dontAsk | ask | auto | yolo"),
+    },
+    CommandSpec {
+        name: MCP,
+        description: "List the MCP servers, or turn one off or on for this session",
+        hint: Some("disable <server> | enable <server>"),
     },
     CommandSpec {
         name: COMPACT,
@@ -111,6 +119,7 @@ pub fn run(
             changed(format!("Tool approval is now {}.", settings.posture.id()))
         }
         COMPACT => Err("/compact runs in the session, after the prompts before it".to_owned()),
+        MCP => Err("/mcp runs in the session, with its servers".to_owned()),
         name => Err(format!("/{name} needs an argument: try /help")),
     }
 }
@@ -128,9 +137,25 @@ pub fn instructions_line(loaded: &[String]) -> String {
 
 /// The `/help` reply: Heron's commands, then the session's custom ones with where each
 /// comes from, so the user sees every command the editor's menu offers.
+/// What `/help` adds for a session with MCP servers: `/mcp` and each server's prompts.
+pub fn mcp_help(prompts: &[crate::tools::mcp::McpPrompt]) -> String {
+    let mut reply = String::new();
+    if let Some(c) = COMMANDS.iter().find(|c| c.name == MCP) {
+        let hint = c.hint.map(|h| format!(" <{h}>")).unwrap_or_default();
+        reply.push_str(&format!("\nMCP:\n- /{}{hint} — {}\n", c.name, c.description));
+    }
+    for prompt in prompts {
+        let about = prompt.description.as_deref().unwrap_or("a prompt of the server");
+        reply.push_str(&format!("- /{} — {about}\n", prompt.command()));
+    }
+    reply
+}
+
 fn help(custom: &Catalog) -> String {
     let mut reply = String::from("Heron's commands:\n");
-    for c in COMMANDS {
+    // `/mcp` and the servers' prompts are the session's to list (`mcp_help`), where it has
+    // servers.
+    for c in COMMANDS.iter().filter(|c| c.name != MCP) {
         let hint = c.hint.map(|h| format!(" <{h}>")).unwrap_or_default();
         reply.push_str(&format!("- /{}{hint} — {}\n", c.name, c.description));
     }

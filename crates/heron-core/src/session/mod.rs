@@ -25,6 +25,7 @@ mod limits;
 mod loading;
 mod lock;
 mod manager;
+mod mcp_commands;
 mod opening;
 mod outcome;
 mod permission;
@@ -96,6 +97,9 @@ pub enum PromptError {
     /// The session was closed before the prompt ran.
     #[error("the session was closed")]
     Closed,
+    /// An MCP server's prompt could not be fetched.
+    #[error("the MCP prompt could not be fetched: {0}")]
+    McpPrompt(String),
 }
 
 /// What a queued job does.
@@ -111,6 +115,13 @@ enum Work {
     },
     /// `/compact`, with the user's instructions for the summary.
     Compact(String),
+    /// An MCP server's prompt, fetched when its turn starts, and the line the user typed.
+    McpPrompt {
+        /// Which prompt, with its arguments.
+        call: crate::extensions::McpPromptCall,
+        /// `/mcp:server:prompt argument`.
+        invoked: String,
+    },
 }
 
 struct Job {
@@ -310,14 +321,32 @@ impl Session {
     pub fn expand(&self, text: &str) -> Option<Result<Expansion, String>> {
         let invocation = commands::split(text)?;
         let catalog = self.catalog.get();
-        Some(catalog.find(&invocation.name)?.expand(&invocation.argument))
+        match catalog.find(&invocation.name) {
+            Some(command) => Some(command.expand(&invocation.argument)),
+            None => mcp_commands::expand(&self.mcp.prompts(), &invocation),
+        }
+    }
+
+    /// Runs `/mcp` with `argument`: the reply for the user.
+    pub async fn mcp_command(&self, argument: &str) -> String {
+        mcp_commands::run(&self.mcp, argument).await
     }
 
     /// Queues a custom command's expansion as a prompt, like [`Session::prompt`]; the
     /// conversation shows the command line, the model reads the expansion.
     pub fn run_command(&self, expansion: Expansion, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
-        let prompt = vec![PromptInput::Content(crate::types::UserContent::Text { text: expansion.prompt })];
-        self.queue(Work::Command { prompt, invoked: expansion.invoked }, updates, None)
+        self.queue(Self::command_work(expansion), updates, None)
+    }
+
+    fn command_work(expansion: Expansion) -> Work {
+        match expansion.mcp {
+            Some(call) => Work::McpPrompt { call, invoked: expansion.invoked },
+            None => {
+                let prompt =
+                    vec![PromptInput::Content(crate::types::UserContent::Text { text: expansion.prompt })];
+                Work::Command { prompt, invoked: expansion.invoked }
+            }
+        }
     }
 
     /// Queues a custom command like [`Session::run_command`], shown back under
@@ -328,8 +357,7 @@ impl Session {
         updates: mpsc::UnboundedSender<TurnUpdate>,
         message_id: String,
     ) -> Queued {
-        let prompt = vec![PromptInput::Content(crate::types::UserContent::Text { text: expansion.prompt })];
-        self.queue(Work::Command { prompt, invoked: expansion.invoked }, updates, Some(message_id))
+        self.queue(Self::command_work(expansion), updates, Some(message_id))
     }
 
     /// Asks for a reload of the session's extensions (see `reload`): run now when the

@@ -28,6 +28,8 @@ pub(super) struct Client {
     pub(super) progress: Arc<super::progress::Routes>,
     /// What the server logs for the user to see.
     pub(super) said: Arc<super::said::Said>,
+    /// Its prompts and resources, listed again when it says they changed.
+    pub(super) offers: Arc<super::offers::Offers>,
 }
 
 impl ClientHandler for Client {
@@ -53,6 +55,14 @@ impl ClientHandler for Client {
         _context: rmcp::service::NotificationContext<RoleClient>,
     ) {
         self.said.heard(&params);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.offers.relist_prompts().await;
+    }
+
+    async fn on_resource_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.offers.relist_resources().await;
     }
 
     async fn on_progress(

@@ -10,9 +10,11 @@
 mod client;
 mod elicit;
 mod formats;
+mod offers;
 mod pages;
 mod progress;
 mod remote;
+mod resource;
 mod said;
 pub mod sampling;
 mod server;
@@ -25,6 +27,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+pub use self::offers::{McpPrompt, McpResource, PromptArgument};
 pub use self::remote::parse_url;
 pub use self::said::ServerSaid;
 pub use self::tool::McpTool;
@@ -193,6 +196,9 @@ pub struct McpHub {
     changed: watch::Sender<u64>,
     stopped: std::sync::atomic::AtomicBool,
     editor: EditorSlot,
+    /// Where the editor's servers were started, and how confined, to start one again
+    /// (`/mcp enable`); `None` when they may not be (`--safe-mode`).
+    launch: Mutex<Option<(PathBuf, Arc<Policy>)>>,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -210,6 +216,7 @@ impl McpHub {
             changed: watch::Sender::new(0),
             stopped: Default::default(),
             editor: EditorSlot::default(),
+            launch: Mutex::default(),
         })
     }
 
@@ -231,6 +238,7 @@ impl McpHub {
             changed,
             stopped: Default::default(),
             editor,
+            launch: Mutex::new(Some((cwd, sandbox))),
         })
     }
 
@@ -247,6 +255,7 @@ impl McpHub {
             changed: watch::Sender::new(0),
             stopped: Default::default(),
             editor,
+            launch: Mutex::default(),
         })
     }
 
@@ -321,6 +330,30 @@ impl McpHub {
         self.editor.sampler.set(sampler);
     }
 
+    /// Turns server `name` off (it stops, its tools and prompts go) or on again (it starts
+    /// as it did when the session opened). An `Err` says why not, for the user.
+    pub async fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), String> {
+        let server = self.all().into_iter().find(|s| s.name() == name).ok_or_else(|| {
+            let names: Vec<String> = self.all().iter().map(|s| s.name().to_owned()).collect();
+            format!("There is no MCP server `{name}`; the session has: {}.", names.join(", "))
+        })?;
+        if !enabled {
+            server.disable().await;
+            self.changed.send_modify(|n| *n += 1);
+            return Ok(());
+        }
+        let launch = self.launch.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let Some((cwd, sandbox)) = launch.filter(|_| !self.is_stopped()) else {
+            return Err("MCP servers cannot be started in this session (safe mode, or it is closing).".into());
+        };
+        if !server.restart() {
+            return Err(format!("MCP server `{name}` is already running or starting."));
+        }
+        connect(&server, &cwd, &sandbox, &self.changed);
+        self.changed.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
     /// Every server's state, in the order given.
     pub fn statuses(&self) -> Vec<ServerStatus> {
         self.all().iter().map(|s| s.status()).collect()
@@ -372,9 +405,40 @@ impl McpHub {
         }
     }
 
-    /// The tools of the servers that are ready.
+    /// The prompts of the servers that are ready, each a slash command.
+    pub fn prompts(&self) -> Vec<McpPrompt> {
+        self.all().iter().flat_map(|s| s.offers().prompts()).collect()
+    }
+
+    /// The text prompt `name` of `server` expands to with `arguments`.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<String, String> {
+        let server = self
+            .all()
+            .into_iter()
+            .find(|s| s.name() == server)
+            .ok_or_else(|| format!("there is no MCP server `{server}`"))?;
+        server.offers().get_prompt(name, arguments).await
+    }
+
+    /// The tools of the servers that are ready, and `read_mcp_resource` when any of them
+    /// lists resources.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.all().iter().flat_map(|s| s.tools()).collect()
+        let servers = self.all();
+        let mut tools: Vec<Arc<dyn Tool>> = servers.iter().flat_map(|s| s.tools()).collect();
+        let shelf = servers
+            .iter()
+            .filter(|s| s.status().state == ServerState::Ready)
+            .map(|s| (s.name().to_owned(), s.offers().clone()))
+            .collect();
+        if let Some(read) = resource::ReadResource::over(shelf) {
+            tools.push(Arc::new(read));
+        }
+        tools
     }
 
     /// Whether [`McpHub::shutdown`] was called.
@@ -402,6 +466,7 @@ fn connect(
     let (server, cwd, changed, sandbox) =
         (server.clone(), cwd.to_path_buf(), changed.clone(), sandbox.clone());
     server.said().wake(changed.clone());
+    server.offers().wake(changed.clone());
     tokio::spawn(async move {
         server.connect(&cwd, &sandbox).await;
         changed.send_modify(|n| *n += 1);

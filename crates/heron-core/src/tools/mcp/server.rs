@@ -53,6 +53,8 @@ pub(super) struct Server {
     progress: Arc<super::progress::Routes>,
     /// What it logged for the user to see.
     said: Arc<super::said::Said>,
+    /// Its prompts and resources.
+    offers: Arc<super::offers::Offers>,
 }
 
 struct Now {
@@ -77,6 +79,7 @@ impl Server {
     /// (disabled, or failed before it could be).
     pub(super) fn with_state(spec: ServerSpec, editor: EditorSlot, state: ServerState) -> Self {
         let said = Arc::new(super::said::Said::new(&spec.name));
+        let offers = Arc::new(super::offers::Offers::new(&spec.name));
         Self {
             spec,
             editor,
@@ -85,6 +88,7 @@ impl Server {
             stderr: Arc::default(),
             group: Mutex::new(ProcessGroup(None)),
             progress: Arc::default(),
+            offers,
             said,
         }
     }
@@ -92,6 +96,11 @@ impl Server {
     /// What it logged for the user to see.
     pub(super) fn said(&self) -> &super::said::Said {
         &self.said
+    }
+
+    /// Its prompts and resources.
+    pub(super) fn offers(&self) -> &Arc<super::offers::Offers> {
+        &self.offers
     }
 
     pub(super) fn name(&self) -> &str {
@@ -215,6 +224,7 @@ impl Server {
             roots: Arc::new(roots_of(&sandbox.roots, args)),
             progress: self.progress.clone(),
             said: self.said.clone(),
+            offers: self.offers.clone(),
         };
         let started = tokio::time::timeout(STARTUP_TIMEOUT, async {
             let client = client.serve(transport).await.map_err(|e| format!("it did not initialize: {e}"))?;
@@ -256,6 +266,7 @@ impl Server {
                 roots: roots.clone(),
                 progress: self.progress.clone(),
                 said: self.said.clone(),
+                offers: self.offers.clone(),
             };
             let attempt = if sse {
                 match super::sse::connect(http.clone(), parsed.clone(), header_map.clone()).await {
@@ -317,21 +328,61 @@ impl Server {
             drop(running);
             let _ = client.cancel().await;
         } else {
+            let peer = client.peer().clone();
             *running = Some(client);
+            drop(running);
+            self.offers.adopt(peer).await;
         }
     }
 
     /// Stops the server: the MCP connection, then its process group (when the transport
     /// is dropped).
     pub(super) async fn stop(&self) {
+        self.halt(ServerState::Failed("stopped with its session".into())).await;
+    }
+
+    /// Stops the server for the rest of the session, or until [`Server::restart`]: at once
+    /// as far as the session is concerned; the connection closes and the process group is
+    /// killed in the background (a server may take seconds to exit on its own).
+    pub(super) async fn disable(&self) {
         let client = {
             let mut running = self.running.lock().await;
             let mut now = lock(&self.now);
-            now.state = ServerState::Failed("stopped with its session".into());
+            (now.state, now.tools, now.http_status) = (ServerState::Disabled, Vec::new(), None);
+            running.take()
+        };
+        self.offers.clear();
+        let mut group = ProcessGroup(lock(&self.group).0.take());
+        tokio::spawn(async move {
+            if let Some(client) = client {
+                let _ = tokio::time::timeout(STDERR_SETTLE, client.cancel()).await;
+            }
+            group.kill();
+        });
+    }
+
+    /// Marks a stopped (disabled or failed) server as connecting again; false when it is
+    /// running or starting already. The caller connects it.
+    pub(super) fn restart(&self) -> bool {
+        let mut now = lock(&self.now);
+        if matches!(now.state, ServerState::Ready | ServerState::Connecting) {
+            return false;
+        }
+        (now.state, now.tools, now.http_status) = (ServerState::Connecting, Vec::new(), None);
+        true
+    }
+
+    /// Stops the server and leaves it in `state`.
+    async fn halt(&self, state: ServerState) {
+        let client = {
+            let mut running = self.running.lock().await;
+            let mut now = lock(&self.now);
+            now.state = state;
             (now.tools, now.http_status) = (Vec::new(), None);
             drop(now);
             running.take()
         };
+        self.offers.clear();
         if let Some(client) = client {
             let _ = client.cancel().await;
         }
