@@ -1,5 +1,7 @@
 //! `heron doctor`, `heron models` and `heron setup` over the real binary, each on its own temporary
-//! HERON_HOME, with model lists served by a small HTTP server on 127.0.0.1.
+//! HERON_HOME, with model lists served by a small HTTP server on 127.0.0.1; `--mcp` in `mcp`.
+
+mod mcp;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::errors::{ErrorCode, coded};
 use super::{HeronAgent, Inner, Reply, notices};
@@ -18,8 +18,8 @@ use heron_protocol::error::INVALID_PARAMS;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{
     Client, HeronMcpServerState, HeronMcpServerStatus, HeronMcpTransport, HeronSessionMcpStatusRequest,
-    HeronSessionMcpStatusResponse, HeronSessionMcpStatusUpdateNotification, HttpHeader, McpServer, RpcError,
-    SessionId,
+    HeronSessionMcpStatusResponse, HeronSessionMcpStatusUpdateNotification, HttpHeader, McpServer,
+    McpServerHttp, McpServerSse, McpServerStdio, RpcError, SessionId,
 };
 
 /// Refuses a server definition whose command or a path argument reaches into Heron's home:
@@ -91,7 +91,12 @@ pub enum Definition<'a> {
 
 /// The servers as Heron starts them. Headers come only from the editor's definition.
 pub fn specs(servers: &[McpServer], cwd: &Path, protected: &Protected) -> Result<Vec<ServerSpec>, RpcError> {
-    let definitions = servers.iter().map(|server| match server {
+    specs_of(servers.iter().map(definition), cwd, protected)
+}
+
+/// `server` as a [`Definition`].
+pub fn definition(server: &McpServer) -> Definition<'_> {
+    match server {
         McpServer::Stdio(stdio) => Definition::Stdio {
             name: &stdio.name,
             command: &stdio.command,
@@ -104,12 +109,10 @@ pub fn specs(servers: &[McpServer], cwd: &Path, protected: &Protected) -> Result
         McpServer::Sse(sse) => {
             Definition::Sse { name: &sse.name, url: &sse.url, headers: headers(&sse.headers) }
         }
-    });
-    specs_of(definitions, cwd, protected)
+    }
 }
 
-/// The servers `definitions` name, checked: a command must be named and must not reach into
-/// Heron's home, a URL must be http(s); an unnamed server is named by its place.
+/// The servers `definitions` name, checked as [`spec_of`] checks each.
 pub fn specs_of<'a>(
     definitions: impl IntoIterator<Item = Definition<'a>>,
     cwd: &Path,
@@ -118,31 +121,82 @@ pub fn specs_of<'a>(
     definitions
         .into_iter()
         .enumerate()
-        .map(|(index, definition)| {
-            let (name, transport) = match definition {
-                Definition::Stdio { name, command, args, env } => {
-                    if command.trim().is_empty() {
-                        return Err(RpcError::invalid_params(
-                            format!("mcpServers[{index}].command"),
-                            "must name the server's executable",
-                        ));
-                    }
-                    check_paths(command, args, index, cwd, protected)?;
-                    let transport =
-                        TransportSpec::Stdio { command: command.into(), args: args.to_vec(), env };
-                    (name, transport)
-                }
-                Definition::Http { name, url, headers } => {
-                    (name, TransportSpec::Http { url: check_url(url, index)?, headers })
-                }
-                Definition::Sse { name, url, headers } => {
-                    (name, TransportSpec::Sse { url: check_url(url, index)?, headers })
-                }
-            };
-            let name = if name.trim().is_empty() { format!("server{}", index + 1) } else { name.to_owned() };
-            Ok(ServerSpec { name, transport })
-        })
+        .map(|(index, definition)| spec_of(index, definition, cwd, protected))
         .collect()
+}
+
+/// The server `definition` names, the `index`th of its list, checked: a command must be
+/// named and must not reach into Heron's home, a URL must be http(s); an unnamed server is
+/// named by its place. The error's `data` has the field's `path` and the `reason`.
+pub fn spec_of(
+    index: usize,
+    definition: Definition<'_>,
+    cwd: &Path,
+    protected: &Protected,
+) -> Result<ServerSpec, RpcError> {
+    let (name, transport) = match definition {
+        Definition::Stdio { name, command, args, env } => {
+            if command.trim().is_empty() {
+                return Err(RpcError::invalid_params(
+                    format!("mcpServers[{index}].command"),
+                    "must name the server's executable",
+                ));
+            }
+            check_paths(command, args, index, cwd, protected)?;
+            (name, TransportSpec::Stdio { command: command.into(), args: args.to_vec(), env })
+        }
+        Definition::Http { name, url, headers } => {
+            (name, TransportSpec::Http { url: check_url(url, index)?, headers })
+        }
+        Definition::Sse { name, url, headers } => {
+            (name, TransportSpec::Sse { url: check_url(url, index)?, headers })
+        }
+    };
+    let name = if name.trim().is_empty() { format!("server{}", index + 1) } else { name.to_owned() };
+    Ok(ServerSpec { name, transport })
+}
+
+/// The `index`th entry of `session/new`'s `mcpServers`, as JSON, read as ACP v1 reads it
+/// and checked as [`spec_of`] checks it; else why a session would refuse it. For `heron
+/// doctor --mcp`, which reads such a list from a file.
+pub fn spec_of_wire(
+    index: usize,
+    item: &Value,
+    cwd: &Path,
+    protected: &Protected,
+) -> Result<ServerSpec, String> {
+    use serde::Deserialize;
+    // As older clients send it too: `env` and `headers` as objects.
+    let mut item = item.clone();
+    if let Value::Object(server) = &mut item {
+        heron_protocol::upgrade_mcp_server(server);
+    }
+    // Stdio is v1's untagged variant: it would take any `type` it does not know.
+    let server = match item.get("type").and_then(Value::as_str).unwrap_or("stdio") {
+        "stdio" => McpServerStdio::deserialize(&item).map(McpServer::Stdio),
+        "http" => McpServerHttp::deserialize(&item).map(McpServer::Http),
+        "sse" => McpServerSse::deserialize(&item).map(McpServer::Sse),
+        other => return Err(format!("type: `{other}` is not a transport Heron starts (stdio, http, sse)")),
+    };
+    let server = server.map_err(|err| format!("not an ACP server definition: {err}"))?;
+    checked(index, definition(&server), cwd, protected)
+}
+
+/// [`spec_of`], or why not as a sentence after the field it is about (`command: ...`).
+pub fn checked(
+    index: usize,
+    definition: Definition<'_>,
+    cwd: &Path,
+    protected: &Protected,
+) -> Result<ServerSpec, String> {
+    spec_of(index, definition, cwd, protected).map_err(|err| {
+        let data = err.data.as_ref();
+        let reason = data.and_then(|d| d["reason"].as_str()).unwrap_or(&err.message);
+        match data.and_then(|d| d["path"].as_str()).and_then(|path| path.split_once('.')) {
+            Some((_, field)) => format!("{field}: {reason}"),
+            None => reason.to_owned(),
+        }
+    })
 }
 
 /// The longest `error` a server status carries, in bytes: a server's own words (its stderr,

@@ -13,7 +13,7 @@ mod editor;
 mod errors;
 mod inbox;
 mod init;
-mod mcp;
+pub mod mcp;
 pub mod negotiate;
 mod notices;
 pub mod policy;

@@ -9,13 +9,18 @@
 //! `default_model`; any other provider's problem; models a provider does not list; the OS
 //! sandbox missing or turned off.
 //!
-//! Nothing here creates or changes a file. Every line is redacted against every key in
+//! With `--mcp FILE` it checks the MCP servers FILE defines instead, one line per server
+//! (`mcp`); a server that fails, or a FILE that cannot be read, is a `fail`.
+//!
+//! Nothing here creates or changes a file (the MCP servers `--mcp` starts are the user's
+//! own programs, and do what they do when an editor starts them). Every line is redacted against every key in
 //! `.env` and loses its control characters before it is printed, so neither a key nor a
 //! terminal escape sent by a server reaches the screen.
 
+mod mcp;
 mod providers;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -47,6 +52,12 @@ pub struct DoctorArgs {
     /// Seconds each provider has to answer its model list.
     #[arg(long, value_name = "SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=60))]
     pub timeout: u64,
+    /// Instead of the setup, check the MCP servers FILE defines: Zed settings
+    /// (`context_servers`), ACP `mcpServers` (a list, as `session/new` carries it) or an
+    /// `mcpServers` map by name. Each is started as a session in this directory would start
+    /// it (within 30 seconds) and stopped; one line per server.
+    #[arg(long, value_name = "FILE")]
+    pub mcp: Option<PathBuf>,
 }
 
 /// How much a finding matters.
@@ -103,6 +114,11 @@ pub fn run(args: DoctorArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(file) = &args.mcp {
+        let (report, keys) = mcp::examine(&runtime, file);
+        let status = if report.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+        return super::after_output(super::write_stdout(&report.render(&keys)), status);
+    }
     let (report, keys) = examine(&runtime, Duration::from_secs(args.timeout));
     let snippet = std::env::current_exe().map_or_else(|_| ZED_SNIPPET.to_owned(), |exe| zed_snippet(&exe));
     let text = format!(

@@ -70,6 +70,16 @@ fn log_filter(asked: Option<&str>) -> tracing_subscriber::EnvFilter {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
 }
 
+/// Values every log line is also redacted against: those a command was handed that it must
+/// never show (the env and header values of the servers `heron doctor --mcp` starts, which
+/// a failing server's stderr, logged with the failure, may repeat).
+static LOG_SECRETS: std::sync::Mutex<Vec<heron_core::secret::Secret>> = std::sync::Mutex::new(Vec::new());
+
+/// Adds `secrets` to those every later log line is redacted against.
+pub(crate) fn hide_in_logs(secrets: impl IntoIterator<Item = heron_core::secret::Secret>) {
+    LOG_SECRETS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(secrets);
+}
+
 /// A log writer (stderr) through which each formatted event passes with its URLs
 /// redacted. The formatter writes an event in one call, so a URL is never split in two.
 struct Redacted<W>(W);
@@ -77,7 +87,14 @@ struct Redacted<W>(W);
 impl<W: Write> Write for Redacted<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
-        self.0.write_all(heron_core::secret::redact_urls(&text).as_bytes())?;
+        let text = heron_core::secret::redact_urls(&text);
+        let secrets = LOG_SECRETS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let text = if secrets.is_empty() {
+            text
+        } else {
+            Cow::Owned(heron_core::secret::redact(&text, secrets.iter()))
+        };
+        self.0.write_all(text.as_bytes())?;
         Ok(buf.len())
     }
 
@@ -139,6 +156,14 @@ mod tests {
             .expect("written");
         let written = String::from_utf8(log.0).expect("utf-8");
         assert_eq!(written, "WARN connecting url=https://me@mcp.example.com/mcp?\u{2026} failed\n");
+    }
+
+    #[test]
+    fn a_log_line_loses_the_values_a_command_hid() {
+        hide_in_logs([heron_core::secret::Secret::new("tok-hidden-4821")]);
+        let mut log = Redacted(Vec::new());
+        log.write_all(b"WARN server=x reason=bad token tok-hidden-4821\n").expect("written");
+        assert_eq!(String::from_utf8(log.0).expect("utf-8"), "WARN server=x reason=bad token ***\n");
     }
 
     #[test]

@@ -48,16 +48,25 @@ fn mcp_servers(params: &RawValue) -> Option<Map<String, Value>> {
     let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(text) else { return None };
     let mut changed = false;
     for server in map.get_mut("mcpServers")?.as_array_mut()?.iter_mut().filter_map(Value::as_object_mut) {
-        for key in ["env", "headers"] {
-            if let Some(Value::Object(pairs)) = server.get_mut(key) {
-                let list = std::mem::take(pairs)
-                    .into_iter()
-                    .map(|(name, value)| serde_json::json!({ "name": name, "value": value }))
-                    .collect();
-                server.insert(key.to_owned(), Value::Array(list));
-                changed = true;
-            }
-        }
+        changed |= upgrade_mcp_server(server);
     }
     changed.then_some(map)
+}
+
+/// One MCP server of `mcpServers` as [`upgrade`] rewrites it: its `env` and `headers`
+/// objects made lists of `{"name", "value"}`, by name; whether anything changed. Also for
+/// a server read from elsewhere than a request (`heron doctor --mcp` reads a file).
+pub fn upgrade_mcp_server(server: &mut Map<String, Value>) -> bool {
+    let mut changed = false;
+    for key in ["env", "headers"] {
+        if let Some(Value::Object(pairs)) = server.get_mut(key) {
+            let list = std::mem::take(pairs)
+                .into_iter()
+                .map(|(name, value)| serde_json::json!({ "name": name, "value": value }))
+                .collect();
+            server.insert(key.to_owned(), Value::Array(list));
+            changed = true;
+        }
+    }
+    changed
 }

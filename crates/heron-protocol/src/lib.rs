@@ -41,6 +41,7 @@ pub mod types {
 }
 
 pub use heron_rpc::RpcError;
+pub use legacy::upgrade_mcp_server;
 pub use types::*;
 
 bind::protocol_version!(crate::types, schema: SCHEMA_JSON, upgrade: crate::legacy::upgrade);

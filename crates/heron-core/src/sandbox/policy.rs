@@ -65,6 +65,17 @@ impl Policy {
             temp: PrivateTemp::default(),
         }
     }
+
+    /// The policy of the MCP servers of a session with these roots. They are the user's own
+    /// programs, chosen in the editor's settings, the config or a plugin (trusted,
+    /// DESIGN.md), so they run as the user with the keys withheld, unless `sandbox_mcp =
+    /// true` confines them like the model's commands. One function, so that what `heron
+    /// doctor --mcp` starts runs exactly as a session's servers do.
+    pub fn for_mcp_servers(config: &Config, home: &Home, keys: &Keys, roots: Vec<PathBuf>) -> Self {
+        let mut policy = Self::from_config(config, home, keys, roots);
+        policy.enabled &= config.sandbox_mcp;
+        policy
+    }
 }
 
 /// Where programs keep their temporary files: `TMPDIR` (or the platform's default) and
@@ -96,5 +107,18 @@ mod tests {
         );
         let off = Config::parse("sandbox = \"off\"\n").expect("parses");
         assert!(!Policy::from_config(&off, &home, &keys, Vec::new()).enabled);
+    }
+
+    #[test]
+    fn mcp_servers_run_unconfined_unless_sandbox_mcp_asks() {
+        let home = Home::at("/srv/heron");
+        let keys = Keys::from_pairs([("K".to_owned(), "v".to_owned())]);
+        let confined = |text: &str| {
+            let config = Config::parse(text).expect("parses");
+            Policy::for_mcp_servers(&config, &home, &keys, vec![PathBuf::from("/ws")]).enabled
+        };
+        assert!(!confined(""), "by default the user's servers run as the user");
+        assert!(confined("sandbox_mcp = true\n"));
+        assert!(!confined("sandbox = \"off\"\nsandbox_mcp = true\n"), "no sandbox, none for them either");
     }
 }

@@ -208,16 +208,10 @@ pub(super) fn sandbox(runtime: &Runtime, roots: Vec<std::path::PathBuf>) -> Arc<
     Arc::new(Policy::from_config(providers.config(), providers.home(), providers.keys(), roots))
 }
 
-/// The policy of a session's MCP servers. They are the user's own programs, chosen in the
-/// editor's settings, the config or a plugin (trusted, DESIGN.md), so they run as the user
-/// with the keys withheld, unless `sandbox_mcp = true` confines them like the model's
-/// commands.
+/// The policy of a session's MCP servers ([`Policy::for_mcp_servers`]).
 pub(super) fn mcp_sandbox(runtime: &Runtime, roots: Vec<std::path::PathBuf>) -> Arc<Policy> {
     let providers = runtime.providers();
-    let config = providers.config();
-    let mut policy = Policy::from_config(config, providers.home(), providers.keys(), roots);
-    policy.enabled &= config.sandbox_mcp;
-    Arc::new(policy)
+    Arc::new(Policy::for_mcp_servers(providers.config(), providers.home(), providers.keys(), roots))
 }
 
 /// The MCP servers `runtime`'s plugins give a session in `cwd`: each loaded plugin's
