@@ -337,3 +337,38 @@ async fn mcp_turns_a_server_off_and_on_without_losing_the_session() {
     assert_eq!(on[0]["status"], "ready", "{on:?}");
     assert!(on[0]["tools"].as_u64() > Some(0), "{on:?}");
 }
+
+/// For a client that takes boolean config options, each server is one (`mcp:<name>`):
+/// turning it off disables the server, on starts it again, and `/mcp` moves it too.
+#[tokio::test]
+async fn each_server_is_a_boolean_config_option_the_client_can_turn_off_and_on() {
+    let script = format!("{}\n", json!({ "steps": [{ "text": "ok" }] }));
+    let capabilities = json!({ "session": { "configOptions": { "boolean": {} } } });
+    let Some((mut editor, session)) = everything(&script, capabilities).await else { return };
+    let set = |value: bool| json!({ "sessionId": session, "configId": "mcp:everything", "type": "boolean", "value": value });
+    let option = |answer: &Value| {
+        answer["result"]["configOptions"]
+            .as_array()
+            .and_then(|o| o.iter().find(|o| o["id"] == "mcp:everything").cloned())
+            .unwrap_or_else(|| panic!("the server's option: {answer}"))
+    };
+    let off = editor.ask(json!("off"), "session/set_config_option", set(false)).await;
+    assert_eq!(option(&off)["type"], "boolean", "{off}");
+    assert_eq!(option(&off)["currentValue"], false, "{off}");
+    assert_eq!(settled(&mut editor, &session).await[0]["status"], "disabled");
+    let on = editor.ask(json!("on"), "session/set_config_option", set(true)).await;
+    assert_eq!(option(&on)["currentValue"], true, "{on}");
+    let ready = settled(&mut editor, &session).await;
+    assert_eq!(ready[0]["status"], "ready", "{ready:?}");
+    let unknown = json!({ "sessionId": session, "configId": "mcp:nope", "type": "boolean", "value": false });
+    let refused = editor.ask(json!("x"), "session/set_config_option", unknown).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let (before, _) = editor.prompt(json!("p"), &session, "/mcp disable everything").await;
+    let told = before
+        .iter()
+        .filter(|m| update_kind(m) == Some("config_option_update"))
+        .flat_map(|m| m["params"]["update"]["configOptions"].as_array().cloned().unwrap_or_default())
+        .find(|o| o["id"] == "mcp:everything")
+        .unwrap_or_else(|| panic!("/mcp tells the editor: {before:?}"));
+    assert_eq!(told["currentValue"], false);
+}

@@ -85,7 +85,7 @@ pub fn available(catalog: &Catalog, mcp: &McpHub) -> Vec<p::AvailableCommand> {
 /// reply for the user, and whether the settings changed. A refused command changes nothing.
 pub(super) async fn run_here(session: &Session, invocation: &Invocation) -> (String, bool) {
     if invocation.name == commands::MCP {
-        return (session.mcp_command(&invocation.argument).await, false);
+        return session.mcp_command(&invocation.argument).await;
     }
     let mut outcome = None;
     let custom = session.commands();
@@ -159,7 +159,9 @@ mod tests {
         let SessionUpdate::AvailableCommandsUpdate(update) = update(&catalog, &McpHub::empty()) else {
             panic!("not commands")
         };
-        assert_eq!(update.available_commands.len(), COMMANDS.len());
+        // `/mcp` is offered only where a session has MCP servers.
+        assert_eq!(update.available_commands.len(), COMMANDS.len() - 1);
+        assert!(update.available_commands.iter().all(|c| c.name != commands::MCP));
         assert_eq!(update.available_commands[0].name, "help");
         assert!(update.meta.is_none());
         let shown = problems(&[Problem::at("/x/a.md", 3, "bad"), Problem::new("/x/b.md", "worse")]);

@@ -341,6 +341,8 @@ pub struct Opted {
     pub compaction: bool,
     /// Notices as `notice` updates.
     pub notices: bool,
+    /// Boolean config options (`session.configOptions.boolean`).
+    pub boolean_options: bool,
 }
 
 impl Opted {
@@ -350,6 +352,9 @@ impl Opted {
         Self {
             compaction: session.is_some_and(|s| s.compaction.is_some()),
             notices: session.is_some_and(|s| s.notices.is_some()),
+            boolean_options: session
+                .and_then(|s| s.config_options.as_ref())
+                .is_some_and(|c| c.boolean.is_some()),
         }
     }
 }

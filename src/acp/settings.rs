@@ -54,11 +54,17 @@ pub(super) fn set_mode<O: Outgoing>(
     })
 }
 
-/// `session/set_config_option`: value ids only (Heron offers no boolean options).
+/// `session/set_config_option`: value ids, and booleans for the options that turn MCP
+/// servers on and off.
 pub(super) fn set_config_option<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: SetSessionConfigOptionRequest,
 ) -> Reply<SetSessionConfigOptionResponse> {
+    if let SetSessionConfigOptionRequest::Boolean(b) = &params
+        && let Some(server) = b.config_id.0.strip_prefix(MCP_OPTION)
+    {
+        return set_mcp_option(agent, &b.session_id, server.to_owned(), b.value);
+    }
     let request = match params {
         SetSessionConfigOptionRequest::ValueId(v) => {
             config_id(&v.config_id.0).map(|option| (v.session_id, option, v.value.0))
@@ -85,6 +91,55 @@ pub(super) fn set_config_option<O: Outgoing>(
         let (_, config_options) = inner.options_of(&session);
         Ok(SetSessionConfigOptionResponse { config_options, meta: None })
     })
+}
+
+/// Turns MCP server `server` on or off; a server the session does not have, or one that
+/// cannot be started (safe mode), is -32602 naming `configId`.
+fn set_mcp_option<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    session_id: &SessionId,
+    server: String,
+    on: bool,
+) -> Reply<SetSessionConfigOptionResponse> {
+    let session = agent.session(session_id);
+    let inner = agent.inner.clone();
+    Box::pin(async move {
+        let session = session?;
+        let hub = session.mcp().clone();
+        let already = hub
+            .statuses()
+            .iter()
+            .any(|s| s.name == server && (s.state != heron_core::tools::mcp::ServerState::Disabled) == on);
+        if !already {
+            hub.set_enabled(&server, on).await.map_err(|why| RpcError::invalid_params("configId", why))?;
+        }
+        let (_, config_options) = inner.options_of(&session);
+        Ok(SetSessionConfigOptionResponse { config_options, meta: None })
+    })
+}
+
+/// The prefix of the boolean config option that turns an MCP server on or off.
+pub const MCP_OPTION: &str = "mcp:";
+
+/// One boolean option per MCP server of `hub`, on unless it is disabled, for a client that
+/// takes boolean options.
+pub fn mcp_options(hub: &heron_core::tools::mcp::McpHub) -> Vec<heron_protocol::SessionConfigOption> {
+    hub.statuses()
+        .into_iter()
+        .map(|status| {
+            heron_protocol::SessionConfigOption::Boolean(heron_protocol::SessionConfigOptionBoolean {
+                category: Some(SessionConfigOptionCategory::Other("mcp".into())),
+                current_value: status.state != heron_core::tools::mcp::ServerState::Disabled,
+                description: Some(format!(
+                    "Turn the MCP server `{}` off or on for this session",
+                    status.name
+                )),
+                id: heron_protocol::SessionConfigId(format!("{MCP_OPTION}{}", status.name)),
+                meta: None,
+                name: format!("MCP: {}", status.name),
+            })
+        })
+        .collect()
 }
 
 /// `session/set_model` (unstable in ACP; the `model` option does the same).

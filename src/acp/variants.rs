@@ -153,8 +153,8 @@ pub(super) mod tests {
         classified.iter().map(|(path, _)| *path).collect()
     }
 
-    const EVERYTHING: Opted = Opted { compaction: true, notices: true };
-    const NOTHING: Opted = Opted { compaction: false, notices: false };
+    const EVERYTHING: Opted = Opted { compaction: true, notices: true, boolean_options: true };
+    const NOTHING: Opted = Opted { compaction: false, notices: false, boolean_options: false };
 
     #[test]
     fn what_heron_sends_matches_the_classification_people_read() {

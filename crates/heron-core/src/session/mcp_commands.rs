@@ -97,19 +97,23 @@ fn arguments(prompt: &McpPrompt, line: &str) -> Result<Map<String, Value>, Strin
     Ok(given)
 }
 
-/// Runs `/mcp [list | disable NAME | enable NAME]`; the reply for the user.
-pub(super) async fn run(hub: &McpHub, argument: &str) -> String {
+/// Runs `/mcp [list | disable NAME | enable NAME]`: the reply for the user, and whether a
+/// server was turned off or on.
+pub(super) async fn run(hub: &McpHub, argument: &str) -> (String, bool) {
     let words = words(argument);
     match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        [] | ["list"] => list(hub),
+        [] | ["list"] => (list(hub), false),
         [action @ ("disable" | "enable"), name] => match hub.set_enabled(name, *action == "enable").await {
-            Ok(()) if *action == "enable" => format!("MCP server `{name}` is starting again."),
-            Ok(()) => format!(
-                "MCP server `{name}` is disabled for the rest of the session; `/mcp enable {name}` turns it back on."
+            Ok(()) if *action == "enable" => (format!("MCP server `{name}` is starting again."), true),
+            Ok(()) => (
+                format!(
+                    "MCP server `{name}` is disabled for the rest of the session; `/mcp enable {name}` turns it back on."
+                ),
+                true,
             ),
-            Err(why) => why,
+            Err(why) => (why, false),
         },
-        _ => "Usage: /mcp, /mcp disable <server>, /mcp enable <server>".into(),
+        _ => ("Usage: /mcp, /mcp disable <server>, /mcp enable <server>".into(), false),
     }
 }
 

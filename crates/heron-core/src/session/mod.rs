@@ -327,8 +327,9 @@ impl Session {
         }
     }
 
-    /// Runs `/mcp` with `argument`: the reply for the user.
-    pub async fn mcp_command(&self, argument: &str) -> String {
+    /// Runs `/mcp` with `argument`: the reply for the user, and whether a server was turned
+    /// off or on (the editor's options for them changed).
+    pub async fn mcp_command(&self, argument: &str) -> (String, bool) {
         mcp_commands::run(&self.mcp, argument).await
     }
 
