@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::actor_context::ActorContext;
 use super::inbox::{self, Inbox};
-use super::limits::Limits;
+use super::turn::limits::Limits;
 use super::turn::{Carried, Turn};
 use super::update::ChunkBudget;
 use super::update::TurnUpdate;

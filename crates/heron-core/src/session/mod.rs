@@ -13,36 +13,24 @@ mod actor;
 mod actor_context;
 pub mod attachments;
 mod calls;
-mod clip;
 pub mod commands;
-mod compact;
-mod context;
 pub mod event;
 pub mod goal;
-mod history;
 pub mod inbox;
-mod limits;
 mod loading;
 mod lock;
 mod manager;
 mod mcp_commands;
 mod opening;
 mod outcome;
-mod permission;
-mod pursuit;
 pub mod reload;
-mod reply_calls;
-mod response;
 mod sampling;
 mod seats;
 pub mod settings;
 pub mod snapshot;
 mod status;
-mod steer;
-mod stored_prompt;
 mod title;
 mod tokens;
-mod transcript;
 mod turn;
 pub mod update;
 mod watched;
@@ -58,13 +46,13 @@ use tokio_util::sync::CancellationToken;
 use self::event::Event;
 use self::goal::Goal;
 use self::inbox::Inbox;
-use self::permission::Approvals;
+use self::inbox::steer::Steers;
 use self::reload::{ReloadRequest, ReloadSlot};
 use self::settings::{Choices, Posture, SettingError, Settings};
 use self::snapshot::Snapshot;
 use self::status::Board;
-use self::steer::Steers;
 pub use self::turn::TurnError;
+use self::turn::permission::Approvals;
 use self::update::TurnUpdate;
 use crate::extensions::{Catalog, Expansion, Runtime, Shared};
 use crate::llm::registry::ModelError;
@@ -77,7 +65,7 @@ pub use loading::Loading;
 pub use manager::{Manager, ManagerOptions};
 pub use opening::{OpenOptions, OtherRoot, SessionError};
 pub use seats::{MAX_OPEN_SESSIONS, max_open_sessions};
-pub use transcript::transcript_path;
+pub use turn::transcript::transcript_path;
 
 /// How a prompt ended.
 pub type PromptResult = Result<StopReason, PromptError>;
@@ -261,7 +249,7 @@ impl Session {
             calls: Arc::default(),
         });
         let closed = session.closed.clone();
-        let transcript = transcript::Transcript::new(&context.transcripts, session.id());
+        let transcript = turn::transcript::Transcript::new(&context.transcripts, session.id());
         let carried = turn::Carried {
             history,
             cost,

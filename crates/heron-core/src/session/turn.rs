@@ -2,15 +2,31 @@
 //! stops, the turn runs out of requests, or it is cancelled. In goal mode the turn goes on
 //! with continuations until the goal ends, is paused, or the continuations run out
 //! (`pursuit`). Steering accepted for the turn reaches the model before its next request,
-//! recorded in the same store write that marks it applied (`super::steer`), and each request
-//! is first fitted to the model's context window (`compact`).
+//! recorded in the same store write that marks it applied (`super::inbox::steer`), and each
+//! request is first fitted to the model's context window (`compact`).
 //!
 //! Every finished message, tool call and result is stored before the turn moves on, so a
 //! crash loses at most the message still streaming. A cancelled turn ends `Cancelled`,
 //! never as an error, after recording what it finished. The tool calls of one model step
 //! run as a batch (`batch`).
+//!
+//! The turn's machinery lives in this room: the model's response (`response`), the
+//! conversation as the model is sent it (`history`, `context`, `clip`), fitting it to the
+//! window (`compact`), goal mode (`pursuit`), bounds on what the model sends (`limits`,
+//! `reply_calls`), the permission gate (`permission`) and the readable transcript
+//! (`transcript`).
 
 mod batch;
+pub(super) mod clip;
+pub(super) mod compact;
+pub(super) mod context;
+pub(super) mod history;
+pub(super) mod limits;
+pub(super) mod permission;
+pub(super) mod pursuit;
+pub(super) mod reply_calls;
+pub(super) mod response;
+pub(super) mod transcript;
 pub(crate) mod working;
 
 use std::sync::Arc;
@@ -18,15 +34,15 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use self::history::Images;
+use self::limits::{Limits, UNSTORED_BYTES};
+use self::permission::Approvals;
+use self::transcript::Transcript;
 use super::event::Event;
-use super::history::Images;
-use super::limits::{Limits, UNSTORED_BYTES};
-use super::permission::Approvals;
+use super::inbox::steer::{Pending, Steers};
 use super::settings::{Mode, Settings};
 use super::status::Board;
-use super::steer::{Pending, Steers};
 use super::tokens::{self, Calibration};
-use super::transcript::Transcript;
 use super::update::{ChunkBudget, TurnUpdate};
 use crate::llm::registry::ResolvedProvider;
 use crate::llm::{ModelRequest, ProviderError, ToolCallRequest, Usage};
@@ -459,5 +475,5 @@ pub(super) struct Response {
     pub(super) stop: Option<StopReason>,
     pub(super) tool_calls: Vec<ToolCallRequest>,
     /// The calls that fail without running (`reply_calls`).
-    pub(super) refused: super::reply_calls::Refused,
+    pub(super) refused: self::reply_calls::Refused,
 }

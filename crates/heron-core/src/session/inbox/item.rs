@@ -4,7 +4,7 @@
 
 use heron_store::{InboxIntent, InboxItem, InboxStatus};
 
-use super::super::stored_prompt;
+use super::stored_prompt;
 use crate::types::{PromptInput, UserContent};
 
 /// The longest preview, in bytes (clipped on a character boundary, with an ellipsis).

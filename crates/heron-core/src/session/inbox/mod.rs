@@ -1,6 +1,6 @@
 //! A session's durable inbox: prompts kept in the store that run, in order, as ordinary turns
 //! whenever the session is idle (no prompt running or waiting) and the inbox is not paused,
-//! and the steering accepted for the running turn (`super::steer`). Invariant: each
+//! and the steering accepted for the running turn (`self::steer`). Invariant: each
 //! follow-up is taken by one turn at most, and once a session is reopened no item is left
 //! `running` without a turn running it, nor a steer waiting for a turn that is gone.
 //!
@@ -31,6 +31,8 @@
 
 mod item;
 mod line;
+pub(super) mod steer;
+pub(super) mod stored_prompt;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -44,10 +46,9 @@ pub use self::item::{Disposition, Item, PREVIEW_BYTES};
 use self::line::Line;
 pub use self::line::Ticket;
 
+use self::steer::Steers;
 use super::snapshot::InboxCounts;
 use super::status::Board;
-use super::steer::Steers;
-use super::stored_prompt;
 use super::update::TurnUpdate;
 use super::{PromptError, PromptInput};
 use crate::llm::registry::Providers;

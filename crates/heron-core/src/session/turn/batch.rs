@@ -11,8 +11,8 @@ use serde_json::Value;
 use super::{Asking, Turn, TurnError};
 use crate::llm::{ProviderError, ToolCallRequest};
 use crate::session::event::Event;
-use crate::session::permission::{Decision, Scope, decide};
 use crate::session::settings::Mode;
+use crate::session::turn::permission::{Decision, Scope, decide};
 use crate::session::update::{self, TurnUpdate};
 use crate::tools::deadline::run_within;
 use crate::tools::editor::{PermissionAnswer, PermissionAsk, Unanswered};
@@ -106,7 +106,7 @@ impl Turn {
     pub(super) async fn run_tools(
         &mut self,
         calls: Vec<ToolCallRequest>,
-        refused: &crate::session::reply_calls::Refused,
+        refused: &crate::session::turn::reply_calls::Refused,
         asking: &Asking,
     ) -> Result<(), TurnError> {
         let mut prepared = Vec::with_capacity(calls.len());
@@ -133,7 +133,8 @@ impl Turn {
             };
             prepared.push((call, tool, described, call_cancel, registered, touched));
         }
-        let mut budget = crate::session::reply_calls::ResultBudget::new(self.limits.max_tool_result_bytes);
+        let mut budget =
+            crate::session::turn::reply_calls::ResultBudget::new(self.limits.max_tool_result_bytes);
         for (call, tool, described, call_cancel, registered, touched) in prepared {
             // The sink of the call that ran, to run what it left for after its result.
             let mut sink = None;
@@ -215,7 +216,7 @@ impl Turn {
     async fn describe(
         &self,
         calls: Vec<ToolCallRequest>,
-        refused: &crate::session::reply_calls::Refused,
+        refused: &crate::session::turn::reply_calls::Refused,
         asking: &Asking,
     ) -> Result<Vec<Described>, TurnError> {
         let rules = Rules { read_only: asking.read_only, pursuing: asking.pursuing };

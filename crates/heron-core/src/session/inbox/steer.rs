@@ -20,22 +20,22 @@ use std::sync::Arc;
 
 use tokio::sync::Mutex;
 
-use super::PromptInput;
 use super::stored_prompt;
+use crate::session::PromptInput;
 use heron_store::{Enqueued, InboxIntent, NewInboxItem, Store, StoreError};
 
 /// A steer waiting for the running turn: its item and its input, or why that cannot be read.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Pending {
+pub(in crate::session) struct Pending {
     /// The inbox item.
-    pub(super) id: String,
+    pub(in crate::session) id: String,
     /// The input.
-    pub(super) input: Result<Vec<PromptInput>, String>,
+    pub(in crate::session) input: Result<Vec<PromptInput>, String>,
 }
 
 /// One session's steering gate.
 #[derive(Debug)]
-pub(super) struct Steers {
+pub(in crate::session) struct Steers {
     session_id: String,
     store: Store,
     /// Whether a turn takes steers now.
@@ -43,12 +43,12 @@ pub(super) struct Steers {
 }
 
 impl Steers {
-    pub(super) fn new(session_id: String, store: Store) -> Self {
+    pub(in crate::session) fn new(session_id: String, store: Store) -> Self {
         Self { session_id, store, open: Mutex::new(false) }
     }
 
     /// Commits `new` as a steer for the running turn if one takes steers, or as a follow-up.
-    pub(super) async fn accept(&self, mut new: NewInboxItem) -> Result<Enqueued, StoreError> {
+    pub(in crate::session) async fn accept(&self, mut new: NewInboxItem) -> Result<Enqueued, StoreError> {
         let open = self.open.lock().await;
         new.intent = if *open { InboxIntent::Steer } else { InboxIntent::Followup };
         let enqueued = self.store.inbox_enqueue(&self.session_id, new).await;
@@ -57,12 +57,12 @@ impl Steers {
     }
 
     /// A turn starts taking steers.
-    pub(super) async fn open(&self) {
+    pub(in crate::session) async fn open(&self) {
         *self.open.lock().await = true;
     }
 
     /// The steers the running turn has yet to apply, in queue order.
-    pub(super) async fn pending(&self) -> Result<Vec<Pending>, StoreError> {
+    pub(in crate::session) async fn pending(&self) -> Result<Vec<Pending>, StoreError> {
         let items = self.store.inbox_pending_steers(&self.session_id).await?;
         Ok(items
             .into_iter()
@@ -72,7 +72,12 @@ impl Steers {
 
     /// Applies steer `id`: marks it done and appends the event that shows it, together.
     /// `false` when it was withdrawn meanwhile (deleted), so nothing was recorded.
-    pub(super) async fn apply(&self, id: &str, kind: &str, payload: Arc<str>) -> Result<bool, StoreError> {
+    pub(in crate::session) async fn apply(
+        &self,
+        id: &str,
+        kind: &str,
+        payload: Arc<str>,
+    ) -> Result<bool, StoreError> {
         Ok(self.store.inbox_apply_steer(id, kind, payload).await?.is_some())
     }
 
@@ -80,7 +85,7 @@ impl Steers {
     /// applied yet (`Err`), in which case it must go on. A store that cannot be read closes
     /// the gate; what it holds is turned into follow-ups by [`Steers::close_now`] or, at
     /// the latest, when the session is next opened.
-    pub(super) async fn close(&self) -> Result<(), Vec<Pending>> {
+    pub(in crate::session) async fn close(&self) -> Result<(), Vec<Pending>> {
         let mut open = self.open.lock().await;
         match self.pending().await {
             Ok(pending) if !pending.is_empty() => Err(pending),
@@ -99,7 +104,7 @@ impl Steers {
     /// The turn has ended: it stops taking steers, and those it did not apply become queued
     /// follow-ups; `stopped` (the turn was cancelled) pauses the inbox if there were any.
     /// Returns how many there were.
-    pub(super) async fn close_now(&self, stopped: bool) -> usize {
+    pub(in crate::session) async fn close_now(&self, stopped: bool) -> usize {
         let mut open = self.open.lock().await;
         *open = false;
         match self.store.inbox_steers_to_followups(&self.session_id, stopped).await {

@@ -15,29 +15,29 @@
 use std::ops::Range;
 
 use super::clip::clippable;
-use super::event::{Compaction, CompactionStage, Event};
 use super::history::{Images, Shaping, shaped_messages};
 use crate::llm::ChatMessage;
+use crate::session::event::{Compaction, CompactionStage, Event};
 use crate::types::{PlanItem, PlanStatus};
 
 /// What requests send of a history: events from `cut` on (after the prompt of the turn the
 /// cut falls in, when it falls inside one), tool outputs before `clip_before` clipped, the
 /// compaction's summary first, and nothing of the `unsent` runs. Indices are the history's.
 #[derive(Debug, Clone, Default)]
-pub(super) struct View {
+pub(in crate::session) struct View {
     /// The first event sent as it is.
-    pub(super) cut: usize,
+    pub(in crate::session) cut: usize,
     /// Tool outputs of events before this are clipped.
-    pub(super) clip_before: usize,
+    pub(in crate::session) clip_before: usize,
     /// The compaction in effect.
-    pub(super) compaction: Option<Compaction>,
+    pub(in crate::session) compaction: Option<Compaction>,
     /// Runs of events never sent: prompts no request could hold.
-    pub(super) unsent: Vec<Range<usize>>,
+    pub(in crate::session) unsent: Vec<Range<usize>>,
 }
 
 impl View {
     /// The view after the latest compaction of `history` (all of it when there is none).
-    pub(super) fn of(history: &[Event]) -> View {
+    pub(in crate::session) fn of(history: &[Event]) -> View {
         let latest = history.iter().enumerate().rev().find_map(|(at, event)| match event {
             Event::Compacted(compaction) => Some((at, compaction)),
             _ => None,
@@ -49,7 +49,7 @@ impl View {
     }
 
     /// The view `compaction` makes, stored at index `at` of the history.
-    pub(super) fn at(at: usize, compaction: Compaction) -> View {
+    pub(in crate::session) fn at(at: usize, compaction: Compaction) -> View {
         let back = |count: u64| at.saturating_sub(usize::try_from(count).unwrap_or(usize::MAX));
         View {
             cut: back(compaction.kept),
@@ -61,7 +61,7 @@ impl View {
 
     /// The runs of `unsent` a compaction stored at index `at` carries on (those not wholly
     /// before `cut`), counted back from `at`.
-    pub(super) fn unsent_back_from(&self, at: usize, cut: usize) -> Vec<[u64; 2]> {
+    pub(in crate::session) fn unsent_back_from(&self, at: usize, cut: usize) -> Vec<[u64; 2]> {
         let back = |index: usize| at.saturating_sub(index) as u64;
         self.unsent.iter().filter(|run| run.end > cut).map(|run| [back(run.start), back(run.end)]).collect()
     }
@@ -73,7 +73,12 @@ impl View {
 
     /// The messages this view sends of `events` (the history, or a start of it), after
     /// `system`.
-    pub(super) fn render(&self, system: &str, events: &[Event], images: &Images) -> Vec<ChatMessage> {
+    pub(in crate::session) fn render(
+        &self,
+        system: &str,
+        events: &[Event],
+        images: &Images,
+    ) -> Vec<ChatMessage> {
         let cut = self.cut.min(events.len());
         let preamble = self.compaction.as_ref().and_then(preamble);
         // A cut inside a turn keeps the turn's prompt: the latest user message before it.
@@ -103,7 +108,7 @@ impl View {
     }
 
     /// How many tool outputs of `history` this view sends clipped.
-    pub(super) fn clipped(&self, history: &[Event]) -> u64 {
+    pub(in crate::session) fn clipped(&self, history: &[Event]) -> u64 {
         let end = self.clip_before.min(history.len());
         let start = self.cut.min(end);
         history[start..end]
@@ -131,7 +136,7 @@ fn opens_a_step(events: &[Event]) -> bool {
 
 /// Where each user turn starts: the cut points a summary may end at, since a user message
 /// never falls between a tool call and its result.
-pub(super) fn turn_starts(history: &[Event]) -> impl Iterator<Item = usize> + '_ {
+pub(in crate::session) fn turn_starts(history: &[Event]) -> impl Iterator<Item = usize> + '_ {
     history.iter().enumerate().filter_map(|(at, event)| is_turn_start(event).then_some(at))
 }
 
@@ -139,7 +144,7 @@ pub(super) fn turn_starts(history: &[Event]) -> impl Iterator<Item = usize> + '_
 /// turn each model step's start (its first thought, message or call after the results of
 /// the step before), so that one long turn can be summarized between its own steps. None
 /// falls between a tool call and its result.
-pub(super) fn cut_points(history: &[Event], after: usize) -> Vec<usize> {
+pub(in crate::session) fn cut_points(history: &[Event], after: usize) -> Vec<usize> {
     let latest = turn_starts(history).last();
     let mut points: Vec<usize> = turn_starts(history).filter(|&at| at > after).collect();
     if let Some(latest) = latest {
@@ -163,7 +168,7 @@ pub(super) fn cut_points(history: &[Event], after: usize) -> Vec<usize> {
 
 /// The end of the outputs the model has answered: a tool result before the model's latest
 /// words was read by it; those after are about to be.
-pub(super) fn answered_end(history: &[Event]) -> usize {
+pub(in crate::session) fn answered_end(history: &[Event]) -> usize {
     history
         .iter()
         .rposition(|event| {
@@ -173,7 +178,7 @@ pub(super) fn answered_end(history: &[Event]) -> usize {
 }
 
 /// Whether `events` hold anything of a conversation a summary could stand for.
-pub(super) fn has_conversation(events: &[Event]) -> bool {
+pub(in crate::session) fn has_conversation(events: &[Event]) -> bool {
     events.iter().any(|event| {
         matches!(
             event,
@@ -183,7 +188,7 @@ pub(super) fn has_conversation(events: &[Event]) -> bool {
 }
 
 /// The latest plan among `events`, if one was set there.
-pub(super) fn latest_plan(events: &[Event]) -> Option<&[PlanItem]> {
+pub(in crate::session) fn latest_plan(events: &[Event]) -> Option<&[PlanItem]> {
     events.iter().rev().find_map(|event| match event {
         Event::Plan { entries } => Some(entries.as_slice()),
         _ => None,
@@ -215,7 +220,7 @@ fn preamble(compaction: &Compaction) -> Option<String> {
 }
 
 /// The first words of a summary's thought, streamed before the summary.
-pub(super) const SUMMARY_HEADER: &str =
+pub(in crate::session) const SUMMARY_HEADER: &str =
     "Compacting the conversation to free the model's context window. Summary:\n\n";
 
 impl Compaction {

@@ -20,12 +20,12 @@
 use futures_util::StreamExt;
 
 use super::context::{self, SUMMARY_HEADER, View};
-use super::event::{Compaction, CompactionStage, Event};
-use super::tokens;
-use super::turn::{Asking, Carried, Turn, TurnError};
-use super::update::TurnUpdate;
+use super::{Asking, Carried, Turn, TurnError};
 use crate::llm::{ChatMessage, ModelEvent, ModelRequest, ProviderError, ToolSpec, UserPart};
 use crate::secret::StreamRedactor;
+use crate::session::event::{Compaction, CompactionStage, Event};
+use crate::session::tokens;
+use crate::session::update::TurnUpdate;
 use crate::types::{PlanItem, StopReason};
 
 /// The model's window and what one request may take of it.
@@ -95,7 +95,7 @@ impl Turn {
     }
 
     /// The messages of the next request, compacted first when they would not fit.
-    pub(super) async fn fitted(
+    pub(in crate::session) async fn fitted(
         &mut self,
         asking: &Asking,
         tools: &[ToolSpec],
@@ -280,7 +280,10 @@ impl Turn {
 
     /// `/compact`: summarizes the whole conversation now, whatever its size, with the
     /// user's `instructions` for the summary.
-    pub(super) async fn compact(mut self, instructions: String) -> (Result<StopReason, TurnError>, Carried) {
+    pub(in crate::session) async fn compact(
+        mut self,
+        instructions: String,
+    ) -> (Result<StopReason, TurnError>, Carried) {
         let outcome = match self.compact_asked(instructions).await {
             Err(TurnError::Provider(crate::llm::ProviderError::Cancelled)) => Ok(StopReason::Cancelled),
             _ if self.cancel().is_cancelled() => Ok(StopReason::Cancelled),
@@ -488,7 +491,8 @@ fn inherited(current: &View) -> Compaction {
 /// the system prompt).
 fn summary_request(cap: usize, instructions: Option<&str>) -> String {
     let words = cap / 7;
-    let mut text = super::working::COMPACTION_PROMPT.trim_end().replace("{words}", &words.to_string());
+    let mut text =
+        crate::session::working::COMPACTION_PROMPT.trim_end().replace("{words}", &words.to_string());
     if let Some(instructions) = instructions {
         text.push_str(&format!("\n\nThe user's instructions for this summary: {instructions}"));
     }

@@ -36,7 +36,7 @@ enum StoredInput {
 }
 
 /// A prompt as the store keeps it.
-pub(super) fn encode(input: &[PromptInput]) -> Value {
+pub(in crate::session) fn encode(input: &[PromptInput]) -> Value {
     let input = input
         .iter()
         .map(|item| match item {
@@ -54,7 +54,7 @@ pub(super) fn encode(input: &[PromptInput]) -> Value {
 }
 
 /// A stored prompt read back, or why it cannot be.
-pub(super) fn decode(value: &Value) -> Result<Vec<PromptInput>, String> {
+pub(in crate::session) fn decode(value: &Value) -> Result<Vec<PromptInput>, String> {
     if value.is_array() {
         return legacy_blocks(value);
     }

@@ -11,13 +11,13 @@
 
 use futures_util::StreamExt;
 
-use super::event::Event;
 use super::limits::PIECE_BYTES;
 use super::reply_calls::{Refused, admit};
-use super::turn::{Response, Turn, TurnError};
-use super::update::TurnUpdate;
+use super::{Response, Turn, TurnError};
 use crate::llm::{FinishReason, ModelEvent, ModelRequest, ProviderError, ToolCallRequest};
 use crate::secret::StreamRedactor;
+use crate::session::event::Event;
+use crate::session::update::TurnUpdate;
 use crate::types::{Notice, NoticeSeverity, StopReason};
 
 /// The id a call of the model keeps: its own, unless it is empty or another call of this
@@ -100,7 +100,7 @@ enum Part {
 
 /// The longest start of `text` within `room` bytes, on a character boundary.
 /// What the user is told while a model request waits to be tried again.
-pub(super) fn retry_notice(next: u32, of: u32, wait_ms: u64, reason: &str) -> Notice {
+pub(in crate::session) fn retry_notice(next: u32, of: u32, wait_ms: u64, reason: &str) -> Notice {
     // Tenths of a second: enough to tell a backoff from a long Retry-After.
     let wait = format!("{}.{}", wait_ms / 1000, (wait_ms % 1000) / 100);
     Notice {
@@ -157,7 +157,10 @@ impl Turn {
     }
 
     /// Streams one model response, recording its finished thought, message and tool calls.
-    pub(super) async fn stream_response(&mut self, request: ModelRequest) -> Result<Response, TurnError> {
+    pub(in crate::session) async fn stream_response(
+        &mut self,
+        request: ModelRequest,
+    ) -> Result<Response, TurnError> {
         let mut stream = self.provider.provider.stream(request, self.cancel().child_token());
         let mut message = Draft::new(self);
         let mut thought = Draft::new(self);

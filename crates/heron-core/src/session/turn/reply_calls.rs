@@ -26,17 +26,17 @@ const KEPT_ARGUMENTS: usize = 1024;
 
 /// Calls of a reply that fail without running, by call id, with what the model is told.
 #[derive(Debug, Default)]
-pub(super) struct Refused(HashMap<String, String>);
+pub(in crate::session) struct Refused(HashMap<String, String>);
 
 impl Refused {
     /// Why call `id` may not run, if it may not.
-    pub(super) fn reason(&self, id: &str) -> Option<String> {
+    pub(in crate::session) fn reason(&self, id: &str) -> Option<String> {
         self.0.get(id).cloned()
     }
 }
 
 /// What the model reads of the call after the last one a reply may make.
-pub(super) fn past_cap(max: usize) -> String {
+pub(in crate::session) fn past_cap(max: usize) -> String {
     format!(
         "Not run: this reply asked for more than {max} tool calls (max_tool_calls_per_reply), so Heron stopped \
          reading it here. This call and any after it did not run; the {max} before it did. Make at most {max} \
@@ -47,7 +47,7 @@ pub(super) fn past_cap(max: usize) -> String {
 /// Takes call number `index` (from 0) of a reply: refuses it when it is past the cap or
 /// its arguments are too large, keeping only the start of their text. Returns the bytes
 /// of arguments now held for it, which count toward the reply's size.
-pub(super) fn admit(
+pub(in crate::session) fn admit(
     call: &mut ToolCallRequest,
     index: usize,
     limits: &Limits,
@@ -71,20 +71,20 @@ pub(super) fn admit(
 
 /// What is left of the bytes one reply's tool results may take.
 #[derive(Debug)]
-pub(super) struct ResultBudget {
+pub(in crate::session) struct ResultBudget {
     cap: usize,
     left: usize,
 }
 
 impl ResultBudget {
     /// A budget of `cap` bytes for one reply's results.
-    pub(super) fn new(cap: usize) -> Self {
+    pub(in crate::session) fn new(cap: usize) -> Self {
         Self { cap, left: cap }
     }
 
     /// Fits `outcome` into what is left, the model's text first: text past it is cut with
     /// a note saying so, a diff or raw result that does not fit is replaced by that note.
-    pub(super) fn fit(&mut self, outcome: &mut Outcome) {
+    pub(in crate::session) fn fit(&mut self, outcome: &mut Outcome) {
         outcome.for_model = self.take_text(std::mem::take(&mut outcome.for_model));
         for output in &mut outcome.output {
             match output {

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 /// Outputs up to this size are never clipped: clipping them would save little.
-pub(super) const CLIP_OVER: usize = 4 * 1024;
+pub(in crate::session) const CLIP_OVER: usize = 4 * 1024;
 /// How much of a clipped output's start is kept (errors and headers are at the top).
 const CLIP_HEAD: usize = 1536;
 /// How much of its end is kept (summaries and exit codes are at the bottom).
@@ -14,7 +14,7 @@ const CLIP_TAIL: usize = 1024;
 
 /// `text` as sent once the model has answered it: as it is when short, else its head and
 /// tail around a marker saying how much was left out and how to see it.
-pub(super) fn clip_output(text: &str) -> Cow<'_, str> {
+pub(in crate::session) fn clip_output(text: &str) -> Cow<'_, str> {
     if text.len() <= CLIP_OVER {
         return Cow::Borrowed(text);
     }
@@ -36,7 +36,7 @@ pub(super) fn clip_output(text: &str) -> Cow<'_, str> {
 }
 
 /// Whether `text` would be clipped.
-pub(super) fn clippable(text: &str) -> bool {
+pub(in crate::session) fn clippable(text: &str) -> bool {
     text.len() > CLIP_OVER
 }
 

@@ -17,19 +17,19 @@ use std::collections::HashMap;
 
 use base64::Engine as _;
 
-use super::event::{Event, WorkingContext};
-use super::working;
 use crate::llm::{ChatMessage, Reasoning, ToolCallRequest, UserPart};
+use crate::session::event::{Event, WorkingContext};
+use crate::session::working;
 use crate::types::UserContent;
 
 /// The images a session's history refers to, base64-encoded, read once each. An image that
 /// could not be read is remembered as missing, with why.
 #[derive(Debug, Default)]
-pub(super) struct Images(HashMap<String, Result<String, String>>);
+pub(in crate::session) struct Images(HashMap<String, Result<String, String>>);
 
 impl Images {
     /// Reads every image of `events` not read yet.
-    pub(super) async fn load(&mut self, events: &[Event]) {
+    pub(in crate::session) async fn load(&mut self, events: &[Event]) {
         let missing: Vec<String> = events
             .iter()
             .flat_map(|event| match event {
@@ -70,11 +70,13 @@ impl Images {
 }
 
 fn read_image(path: &str) -> Result<String, String> {
-    super::attachments::read(path).map(|bytes| base64::engine::general_purpose::STANDARD.encode(bytes))
+    crate::session::attachments::read(path)
+        .map(|bytes| base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
 /// What the model is told about an interrupted call.
-pub(super) const INTERRUPTED: &str = "The tool call was interrupted before it finished; it may not have run.";
+pub(in crate::session) const INTERRUPTED: &str =
+    "The tool call was interrupted before it finished; it may not have run.";
 
 fn user_parts(content: &[UserContent], images: &Images) -> Vec<UserPart> {
     content
@@ -111,22 +113,22 @@ fn chat_messages(system: &str, events: &[Event], images: &Images) -> Vec<ChatMes
 
 /// How a compacted history is rendered (see `context`).
 #[derive(Debug, Default)]
-pub(super) struct Shaping<'a> {
+pub(in crate::session) struct Shaping<'a> {
     /// Tool outputs of the first this many events are sent clipped.
-    pub(super) clip_before: usize,
+    pub(in crate::session) clip_before: usize,
     /// What opens the first user message (a compaction's summary).
-    pub(super) preamble: Option<&'a str>,
+    pub(in crate::session) preamble: Option<&'a str>,
     /// A user message sent before the events: the prompt of the turn they start inside.
-    pub(super) anchor: Option<&'a Event>,
+    pub(in crate::session) anchor: Option<&'a Event>,
     /// The events, by index, that are not sent at all.
-    pub(super) unsent: &'a [std::ops::Range<usize>],
+    pub(in crate::session) unsent: &'a [std::ops::Range<usize>],
     /// The working context in effect before the events (a compaction cut the event that
     /// gave it): sent whole at the start, and what later contexts are compared with.
-    pub(super) context: Option<&'a WorkingContext>,
+    pub(in crate::session) context: Option<&'a WorkingContext>,
 }
 
 /// [`chat_messages`], shaped by a compaction.
-pub(super) fn shaped_messages(
+pub(in crate::session) fn shaped_messages(
     system: &str,
     events: &[Event],
     images: &Images,

@@ -10,14 +10,14 @@
 
 use std::path::PathBuf;
 
-use super::settings::Posture;
+use crate::session::settings::Posture;
 use crate::tools::editor::PermissionAnswer;
 use crate::tools::{AlwaysAsk, Prepared};
 use crate::types::ToolKind;
 
 /// What one permission request showed, and so what an "always" answer to it covers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) enum Scope {
+pub(in crate::session) enum Scope {
     /// One file, resolved.
     File(PathBuf),
     /// A directory, resolved, and what is below it.
@@ -35,7 +35,7 @@ pub(super) enum Scope {
 
 impl Scope {
     /// What `prepared` shows: its command, its directory or file, or the tool itself.
-    pub(super) fn of(prepared: &Prepared) -> Scope {
+    pub(in crate::session) fn of(prepared: &Prepared) -> Scope {
         let field =
             |name: &str| prepared.raw_input.get(name).and_then(serde_json::Value::as_str).map(str::to_owned);
         if prepared.kind == ToolKind::Execute
@@ -61,7 +61,7 @@ impl Scope {
 
 /// What the gate decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Decision {
+pub(in crate::session) enum Decision {
     /// Run without asking.
     Allow,
     /// Ask the user first.
@@ -73,13 +73,13 @@ pub(super) enum Decision {
 /// What the user said "always" to, for the rest of the session: per tool, for what each
 /// request showed. The latest answer covering a request wins.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct Approvals {
+pub(in crate::session) struct Approvals {
     remembered: Vec<(String, Scope, bool)>,
 }
 
 impl Approvals {
     /// Remembers an always answer for `scope`; once answers are not remembered.
-    pub(super) fn remember(&mut self, tool: &str, scope: Scope, answer: PermissionAnswer) {
+    pub(in crate::session) fn remember(&mut self, tool: &str, scope: Scope, answer: PermissionAnswer) {
         let allow = match answer {
             PermissionAnswer::AllowAlways => true,
             PermissionAnswer::RejectAlways => false,
@@ -114,7 +114,7 @@ fn reads(kind: ToolKind) -> bool {
 
 /// Decides one call of `tool` as prepared. `plan_mode` makes the session read-only
 /// whatever the posture.
-pub(super) fn decide(
+pub(in crate::session) fn decide(
     posture: Posture,
     plan_mode: bool,
     tool: &str,

@@ -6,7 +6,7 @@
 /// Bounds on what one model response may send, and what its tool calls may cost
 /// ([`super::reply_calls`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Limits {
+pub(in crate::session) struct Limits {
     /// The most bytes of text, thought and tool-call arguments one response may hold; past
     /// it the turn ends `max_tokens`, with what streamed kept exactly as the editor saw it.
     pub(crate) max_reply_bytes: usize,
@@ -34,8 +34,8 @@ impl Default for Limits {
 
 /// The most text one stored message event holds: a long message is kept and stored as
 /// consecutive pieces of this size under one message id.
-pub(super) const PIECE_BYTES: usize = 1 << 20;
+pub(in crate::session) const PIECE_BYTES: usize = 1 << 20;
 
 /// The encoded bytes of finished messages and thoughts that may wait for the next event
 /// before they are stored on their own: two of a long reply's pieces.
-pub(super) const UNSTORED_BYTES: usize = 2 * PIECE_BYTES;
+pub(in crate::session) const UNSTORED_BYTES: usize = 2 * PIECE_BYTES;

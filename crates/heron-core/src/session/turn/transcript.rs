@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::event::Event;
+use crate::session::event::Event;
 
 /// Where a session's transcript is written.
 pub fn transcript_path(dir: &Path, id: &str) -> PathBuf {
@@ -28,13 +28,13 @@ pub(crate) struct Transcript {
 }
 
 impl Transcript {
-    pub(super) fn new(dir: &Path, id: &str) -> Self {
+    pub(in crate::session) fn new(dir: &Path, id: &str) -> Self {
         Self { path: Some(transcript_path(dir, id)), written: None }
     }
 
     /// Adds the event `line` (its JSON) that follows `history`. A failure is logged: the
     /// store, not the transcript, is the record.
-    pub(super) async fn append(&mut self, history: &[Event], line: Arc<str>) {
+    pub(in crate::session) async fn append(&mut self, history: &[Event], line: Arc<str>) {
         if self.written == Some(history.len()) {
             let text = line;
             self.write(
@@ -58,7 +58,7 @@ impl Transcript {
     /// written from the text the store was given, never joined into one: a long message
     /// is stored as many 1 MiB pieces, and joining them held the whole message once more
     /// (twice while the joined text grew) at the end of the turn.
-    pub(super) async fn append_all(&mut self, history: &[Event], lines: Vec<Arc<str>>) {
+    pub(in crate::session) async fn append_all(&mut self, history: &[Event], lines: Vec<Arc<str>>) {
         let holds = history.len() + lines.len();
         let before = if self.written == Some(history.len()) { String::new() } else { whole(history) };
         let replace_file = self.written != Some(history.len());
@@ -76,7 +76,7 @@ impl Transcript {
     }
 
     /// Writes the whole of `history` if the file does not hold it yet.
-    pub(super) async fn sync(&mut self, history: &[Event]) {
+    pub(in crate::session) async fn sync(&mut self, history: &[Event]) {
         if self.written == Some(history.len()) {
             return;
         }

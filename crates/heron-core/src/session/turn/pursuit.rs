@@ -2,17 +2,17 @@
 //! asks whether to go on each time the model stops, counts continuations and applies the
 //! model's `finish_goal`. Every goal change is stored before the turn moves on.
 
-use super::event::Event;
-use super::goal::{Goal, GoalStatus, continuation_text, objective_of};
-use super::settings::Mode;
-use super::turn::{Turn, TurnError};
+use super::{Turn, TurnError};
+use crate::session::event::Event;
+use crate::session::goal::{Goal, GoalStatus, continuation_text, objective_of};
+use crate::session::settings::Mode;
 use crate::tools::finish_goal::GoalEnd;
 use crate::types::UserContent;
 
 impl Turn {
     /// Called when a goal-mode prompt starts: an active goal takes the prompt as more
     /// input; otherwise (none, paused or ended) the prompt states a new goal.
-    pub(super) async fn adopt_goal(&mut self, prompt: &[UserContent]) -> Result<(), TurnError> {
+    pub(in crate::session) async fn adopt_goal(&mut self, prompt: &[UserContent]) -> Result<(), TurnError> {
         let changed = self.status.change(|s| match &s.goal {
             Some(goal) if goal.status == GoalStatus::Active => false,
             _ => {
@@ -28,18 +28,18 @@ impl Turn {
 
     /// Whether the model, having stopped, should be asked to go on: the goal is still
     /// active and the session is still in goal mode.
-    pub(super) fn goal_wants_more(&self) -> bool {
+    pub(in crate::session) fn goal_wants_more(&self) -> bool {
         let (_, now) = self.status.current();
         now.mode == Mode::Goal && now.goal.is_some_and(|g| g.status == GoalStatus::Active)
     }
 
     /// Whether the goal was paused (the turn stops after the step that was running).
-    pub(super) fn goal_paused(&self) -> bool {
+    pub(in crate::session) fn goal_paused(&self) -> bool {
         self.status.goal().is_some_and(|g| g.status == GoalStatus::Paused)
     }
 
     /// Counts a continuation and tells the model to go on.
-    pub(super) async fn continue_goal(&mut self) -> Result<(), TurnError> {
+    pub(in crate::session) async fn continue_goal(&mut self) -> Result<(), TurnError> {
         let goal = self.status.change(|s| {
             if let Some(goal) = s.goal.as_mut() {
                 goal.continued();
@@ -54,7 +54,7 @@ impl Turn {
     }
 
     /// Applies the model's `finish_goal`.
-    pub(super) async fn end_goal(&mut self, end: GoalEnd) -> Result<(), TurnError> {
+    pub(in crate::session) async fn end_goal(&mut self, end: GoalEnd) -> Result<(), TurnError> {
         self.status.change(|s| {
             if let Some(goal) = s.goal.as_mut() {
                 goal.finish(end == GoalEnd::Completed);
