@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::actor_context::ActorContext;
 use super::inbox::{self, Inbox};
 use super::turn::limits::Limits;
-use super::turn::{Carried, Turn};
+use super::turn::{Carried, Turn, TurnIo, TurnPolicy, TurnShared};
 use super::update::ChunkBudget;
 use super::update::TurnUpdate;
 use super::{Job, PromptError, PromptResult, Session, State, Work, attachments, reload, watched};
@@ -268,44 +268,54 @@ async fn run_job(
         ..Limits::default()
     };
     let tools = with_mcp_tools(&context.tools, &session.mcp, &cancel).await;
+    let command = match &work {
+        Ready::Prompt(_, invoked) => invoked.clone(),
+        Ready::Compact(_) => None,
+    };
     let turn = Turn {
-        session_id: session.id.clone(),
-        store: context.store.clone(),
-        provider,
-        tools,
-        settings: state.settings,
-        env: ToolEnv {
-            cwd: state.cwd,
-            roots,
-            cancel,
-            editor: Arc::new(watched::WatchedEditor::new(session.editor(), session.status.clone())),
-            secrets,
-            sandbox,
-            progress: crate::tools::Progress::default(),
-            witness: context.witness.clone(),
-            deadlines: config.deadlines(),
+        policy: TurnPolicy {
+            provider,
+            tools,
+            settings: state.settings,
+            permission_timeout,
+            max_goal_continuations: config.goal_continuations(),
+            limits,
+            append_system_prompt: context.append_system_prompt.clone(),
+            verify_command: config.verify_command.as_deref().map(Arc::from),
+            echo_prompt,
+            prompt_message_id: message_id,
+            command,
         },
-        approvals: session.approvals.clone(),
-        permission_timeout,
-        updates,
+        shared: TurnShared {
+            session_id: session.id.clone(),
+            store: context.store.clone(),
+            approvals: session.approvals.clone(),
+            status: session.status.clone(),
+            steers: session.steers.clone(),
+            calls: session.calls.clone(),
+        },
+        io: TurnIo {
+            env: ToolEnv {
+                cwd: state.cwd,
+                roots,
+                cancel,
+                editor: Arc::new(watched::WatchedEditor::new(session.editor(), session.status.clone())),
+                secrets,
+                sandbox,
+                progress: crate::tools::Progress::default(),
+                witness: context.witness.clone(),
+                deadlines: config.deadlines(),
+            },
+            updates,
+            budget: ChunkBudget::new(),
+        },
         carried: std::mem::take(carried),
-        status: session.status.clone(),
-        steers: session.steers.clone(),
-        max_goal_continuations: config.goal_continuations(),
-        limits,
-        budget: ChunkBudget::new(),
-        echo_prompt,
-        prompt_message_id: message_id,
-        calls: session.calls.clone(),
-        append_system_prompt: context.append_system_prompt.clone(),
-        verify_command: config.verify_command.as_deref().map(Arc::from),
-        command: None,
         unstored: Vec::new(),
     };
     let (outcome, after) = match work {
-        Ready::Prompt(prompt, invoked) => {
+        Ready::Prompt(prompt, _) => {
             session.steers.open().await;
-            Turn { command: invoked, ..turn }.run(prompt).await
+            turn.run(prompt).await
         }
         Ready::Compact(instructions) => turn.compact(instructions).await,
     };

@@ -100,46 +100,44 @@ pub(super) struct Carried {
     pub(super) calibration: Calibration,
 }
 
-/// Everything a turn needs.
+/// Everything a turn needs: what it is given, what it shares with its session, where its
+/// output goes, and what it carries from turn to turn.
 pub(super) struct Turn {
-    /// The session.
-    pub(super) session_id: String,
-    /// Where events go.
-    pub(super) store: Store,
+    /// What the turn is given: its model, tools, settings and bounds.
+    pub(super) policy: TurnPolicy,
+    /// What it shares with its session.
+    pub(super) shared: TurnShared,
+    /// Where its tools run and its updates go.
+    pub(super) io: TurnIo,
+    /// The conversation, its cost and its images; the turn appends to them.
+    pub(super) carried: Carried,
+    /// Events already in the history (and streamed to the editor) but not yet stored: a
+    /// response's finished message and thought, which go to the store together with the
+    /// event after them (a tool call, the turn's end) in one transaction and one
+    /// transcript append. Nothing is answered before they are stored. Each is kept as its
+    /// kind and encoded text only: the history holds the event itself.
+    pub(super) unstored: Vec<(&'static str, Arc<str>)>,
+}
+
+/// What a turn is given when it starts, fixed for the turn.
+pub(super) struct TurnPolicy {
     /// The model.
     pub(super) provider: ResolvedProvider,
     /// The tools.
     pub(super) tools: Arc<Registry>,
     /// The settings when the turn started.
     pub(super) settings: Settings,
-    /// Where tools run.
-    pub(super) env: ToolEnv,
-    /// What the user said "always" to in this session.
-    pub(super) approvals: Arc<std::sync::Mutex<Approvals>>,
     /// How long to wait for a permission answer.
     pub(super) permission_timeout: std::time::Duration,
-    /// Where live updates go (the editor).
-    pub(super) updates: mpsc::UnboundedSender<TurnUpdate>,
-    /// The conversation, its cost and its images; the turn appends to them.
-    pub(super) carried: Carried,
-    /// The session's status (its goal and usage live there).
-    pub(super) status: Arc<Board>,
-    /// Steering for this turn; the actor opens it before the turn runs and settles it after.
-    pub(super) steers: Arc<Steers>,
     /// Continuations one goal-mode prompt may start.
     pub(super) max_goal_continuations: u32,
     /// Bounds on what the model may send.
     pub(super) limits: Limits,
-    /// Streamed text in flight to the editor.
-    pub(super) budget: ChunkBudget,
     /// Whether the prompt is shown as a user message: not when the editor sent it (it shows
     /// it already), yes when it came from elsewhere (the inbox).
     pub(super) echo_prompt: bool,
     /// The id the prompt's user message takes, when the client was given one on accepting it.
     pub(super) prompt_message_id: Option<String>,
-    /// The session's cancellable calls; each of this turn's calls is registered from the moment
-    /// the editor is shown it until its result is recorded.
-    pub(super) calls: Arc<super::calls::RunningCalls>,
     /// Text the user appends to the system prompt (`--append-system-prompt`).
     pub(super) append_system_prompt: Option<Arc<str>>,
     /// The command whose success verifies changes (`verify_command`), if the config names one.
@@ -147,12 +145,33 @@ pub(super) struct Turn {
     /// The custom command line the prompt is the expansion of, when it is one (stored with
     /// the user message, which the conversation then shows as typed).
     pub(super) command: Option<String>,
-    /// Events already in the history (and streamed to the editor) but not yet stored: a
-    /// response's finished message and thought, which go to the store together with the
-    /// event after them (a tool call, the turn's end) in one transaction and one
-    /// transcript append. Nothing is answered before they are stored. Each is kept as its
-    /// kind and encoded text only: the history holds the event itself.
-    pub(super) unstored: Vec<(&'static str, Arc<str>)>,
+}
+
+/// What a turn shares with its session: the store and the state the adapter also reads.
+pub(super) struct TurnShared {
+    /// The session.
+    pub(super) session_id: String,
+    /// Where events go.
+    pub(super) store: Store,
+    /// What the user said "always" to in this session.
+    pub(super) approvals: Arc<std::sync::Mutex<Approvals>>,
+    /// The session's status (its goal and usage live there).
+    pub(super) status: Arc<Board>,
+    /// Steering for this turn; the actor opens it before the turn runs and settles it after.
+    pub(super) steers: Arc<Steers>,
+    /// The session's cancellable calls; each of this turn's calls is registered from the moment
+    /// the editor is shown it until its result is recorded.
+    pub(super) calls: Arc<super::calls::RunningCalls>,
+}
+
+/// Where a turn's tools run and where its updates go.
+pub(super) struct TurnIo {
+    /// Where tools run.
+    pub(super) env: ToolEnv,
+    /// Where live updates go (the editor).
+    pub(super) updates: mpsc::UnboundedSender<TurnUpdate>,
+    /// Streamed text in flight to the editor.
+    pub(super) budget: ChunkBudget,
 }
 
 /// How a turn asks the model, fixed when it starts.
@@ -189,7 +208,7 @@ impl Asking {
 
 impl Turn {
     pub(super) fn cancel(&self) -> &CancellationToken {
-        &self.env.cancel
+        &self.io.env.cancel
     }
 
     pub(super) async fn record(&mut self, event: Event) -> Result<(), TurnError> {
@@ -237,8 +256,9 @@ impl Turn {
     async fn store_with(&mut self, next: Option<(&str, Arc<str>)>) -> Result<(), TurnError> {
         let waiting = self.unstored.iter().map(|(kind, payload)| (*kind, payload.clone()));
         let batch = waiting.chain(next).map(|(kind, payload)| (kind.to_owned(), payload)).collect();
-        self.store
-            .append_events_json(&self.session_id, batch)
+        self.shared
+            .store
+            .append_events_json(&self.shared.session_id, batch)
             .await
             .map_err(|e| TurnError::Store(e.to_string()))?;
         self.stored_unstored().await;
@@ -263,13 +283,13 @@ impl Turn {
         // Finished messages and thoughts already streamed as chunks; the rest shows as it is.
         if shown && !matches!(event, Event::AgentMessage { .. } | Event::AgentThought { .. }) {
             // The editor may be gone; the turn still finishes and records.
-            let _ = self.updates.send(TurnUpdate::Event(event.clone()));
+            let _ = self.io.updates.send(TurnUpdate::Event(event.clone()));
         }
         self.carried.history.push(event);
     }
 
     pub(super) fn live(&self, update: TurnUpdate) {
-        let _ = self.updates.send(update);
+        let _ = self.io.updates.send(update);
     }
 
     /// Runs the turn for `prompt` and says how it ended.
@@ -285,24 +305,28 @@ impl Turn {
         }
         // A failed turn has no end event: what it streamed is stored on its own.
         if let Err(err) = self.store_unstored().await {
-            tracing::warn!(session = %self.session_id, %err, "cannot store the turn's last message");
+            tracing::warn!(session = %self.shared.session_id, %err, "cannot store the turn's last message");
         }
         (outcome, self.carried)
     }
 
     async fn run_inner(&mut self, prompt: Vec<UserContent>) -> Result<StopReason, TurnError> {
         let start = self.carried.history.len();
-        let pursuing = self.settings.mode == Mode::Goal;
+        let pursuing = self.policy.settings.mode == Mode::Goal;
         if pursuing {
             self.adopt_goal(&prompt).await?;
         }
         // What the model reads of its surroundings opens the prompt, when it is new or changed.
         self.refresh_context().await?;
-        let message_id = self.prompt_message_id.take().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let command = self.command.take();
-        self.record_shown(Event::UserMessage { message_id, content: prompt, command }, self.echo_prompt)
-            .await?;
-        let asking = Asking::of(&self.settings, self.append_system_prompt.as_deref());
+        let message_id =
+            self.policy.prompt_message_id.take().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let command = self.policy.command.take();
+        self.record_shown(
+            Event::UserMessage { message_id, content: prompt, command },
+            self.policy.echo_prompt,
+        )
+        .await?;
+        let asking = Asking::of(&self.policy.settings, self.policy.append_system_prompt.as_deref());
 
         let mut continuations = 0;
         loop {
@@ -311,7 +335,7 @@ impl Turn {
                 return Ok(stop);
             }
             if pursuing && self.goal_wants_more() {
-                if continuations >= self.max_goal_continuations {
+                if continuations >= self.policy.max_goal_continuations {
                     return Ok(StopReason::MaxTurnRequests);
                 }
                 continuations += 1;
@@ -319,7 +343,7 @@ impl Turn {
                 continue;
             }
             // Steering that arrived as the model finished still gets an answer.
-            match self.steers.close().await {
+            match self.shared.steers.close().await {
                 Ok(()) => {
                     self.conclude(start).await?;
                     return Ok(StopReason::EndTurn);
@@ -337,11 +361,11 @@ impl Turn {
     /// ended: `paused`, with a host-written line the user and the model both read, when it
     /// changed files nothing verified; else `completed`. Other presets report nothing.
     async fn conclude(&mut self, start: usize) -> Result<(), TurnError> {
-        if self.settings.preset != super::settings::Preset::Delivery {
+        if self.policy.settings.preset != super::settings::Preset::Delivery {
             return Ok(());
         }
         let events = self.carried.history.get(start..).unwrap_or_default();
-        let outcome = super::outcome::assess(events, self.verify_command.as_deref());
+        let outcome = super::outcome::assess(events, self.policy.verify_command.as_deref());
         if let TurnOutcome::Paused { reason } = &outcome {
             let (message_id, text) = (uuid::Uuid::new_v4().to_string(), super::outcome::paused_note(reason));
             // Written by Heron, not streamed by the model: one chunk, small, outside the budget.
@@ -356,12 +380,12 @@ impl Turn {
     /// Model requests and their tool calls until the model stops, the requests run out, or
     /// the goal this turn pursues is paused (after the step that was running).
     async fn steps(&mut self, asking: &Asking) -> Result<StopReason, TurnError> {
-        let max_requests = self.settings.preset.max_turn_requests();
+        let max_requests = self.policy.settings.preset.max_turn_requests();
         for _ in 0..max_requests {
             if self.cancel().is_cancelled() {
                 return Ok(StopReason::Cancelled);
             }
-            let pending = self.steers.pending().await.map_err(|e| TurnError::Store(e.to_string()))?;
+            let pending = self.shared.steers.pending().await.map_err(|e| TurnError::Store(e.to_string()))?;
             for steer in pending {
                 self.record_steer(steer).await?;
             }
@@ -369,11 +393,11 @@ impl Turn {
             let mut refused = false;
             let response = loop {
                 let request = ModelRequest {
-                    model: self.provider.model.clone(),
+                    model: self.policy.provider.model.clone(),
                     messages: self.fitted(asking, &tools).await?,
                     tools: tools.clone(),
                     effort: asking.effort.clone(),
-                    max_tokens: self.limits.max_reply_tokens,
+                    max_tokens: self.policy.limits.max_reply_tokens,
                 };
                 self.carried.calibration.sending(tokens::estimate(&request.messages, &request.tools));
                 match self.stream_response(request).await {
@@ -382,7 +406,7 @@ impl Turn {
                     Err(TurnError::Provider(err))
                         if !refused
                             && err.is_context_overflow()
-                            && self.carried.calibration.overflowed(self.provider.context_window) =>
+                            && self.carried.calibration.overflowed(self.policy.provider.context_window) =>
                     {
                         refused = true;
                     }
@@ -402,7 +426,7 @@ impl Turn {
 
     /// The tools a request of this turn offers.
     pub(super) fn tool_specs(&self, asking: &Asking) -> Vec<crate::llm::ToolSpec> {
-        let mut tools = self.tools.specs(asking.read_only);
+        let mut tools = self.policy.tools.specs(asking.read_only);
         if !asking.pursuing {
             tools.retain(|t| t.name != finish_goal::NAME);
         }
@@ -414,7 +438,7 @@ impl Turn {
     /// from the inbox) is skipped.
     async fn record_steer(&mut self, steer: Pending) -> Result<(), TurnError> {
         let content = match steer.input {
-            Ok(input) => super::attachments::save(&self.env.cwd, input).await.unwrap_or_else(|reason| {
+            Ok(input) => super::attachments::save(&self.io.env.cwd, input).await.unwrap_or_else(|reason| {
                 vec![UserContent::Text { text: format!("[an attachment could not be saved: {reason}]") }]
             }),
             Err(reason) => {
@@ -427,6 +451,7 @@ impl Turn {
         // Stored in its own transaction, with the inbox: what came before it goes first.
         self.store_unstored().await?;
         let applied = self
+            .shared
             .steers
             .apply(&steer.id, event.kind(), payload.clone())
             .await
@@ -439,7 +464,8 @@ impl Turn {
 
     pub(super) fn report_usage(&mut self, usage: Usage) {
         // What MCP servers' sampling spent since the last request counts first.
-        for (owed, price) in self.status.take_owed().into_iter().chain([(usage, self.provider.price.clone())])
+        for (owed, price) in
+            self.shared.status.take_owed().into_iter().chain([(usage, self.policy.provider.price.clone())])
         {
             match price {
                 Some(price) => {
@@ -455,13 +481,13 @@ impl Turn {
         // a report without a window can be sent as.
         let report = UsageReport {
             used: usage.input_tokens + usage.output_tokens,
-            size: self.provider.context_window,
+            size: self.policy.provider.context_window,
             cost: self.carried.currency.as_ref().map(|currency| (self.carried.cost, currency.clone())),
             tokens: self.carried.tokens,
             cost_complete: self.carried.cost_complete,
         };
         self.live(TurnUpdate::Usage(report.clone()));
-        self.status.change(|s| s.usage = Some(report));
+        self.shared.status.change(|s| s.usage = Some(report));
     }
 }
 

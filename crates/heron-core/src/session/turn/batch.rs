@@ -115,8 +115,8 @@ impl Turn {
             // This call's own token: `tool_call/cancel` ends it, the turn goes on. Registered
             // before the editor is shown the call (which offers the cancel), and kept until
             // its result is recorded.
-            let call_cancel = self.env.cancel.child_token();
-            let registered = self.calls.register(&call.id, call_cancel.clone());
+            let call_cancel = self.io.env.cancel.child_token();
+            let registered = self.shared.calls.register(&call.id, call_cancel.clone());
             self.record(Event::ToolCall {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
@@ -134,7 +134,7 @@ impl Turn {
             prepared.push((call, tool, described, call_cancel, registered, touched));
         }
         let mut budget =
-            crate::session::turn::reply_calls::ResultBudget::new(self.limits.max_tool_result_bytes);
+            crate::session::turn::reply_calls::ResultBudget::new(self.policy.limits.max_tool_result_bytes);
         for (call, tool, described, call_cancel, registered, touched) in prepared {
             // The sink of the call that ran, to run what it left for after its result.
             let mut sink = None;
@@ -154,12 +154,12 @@ impl Turn {
                             status: ToolStatus::InProgress,
                             output: Vec::new(),
                         });
-                        let (progress, call_sink) = update::call_progress(&call.id, &self.updates);
+                        let (progress, call_sink) = update::call_progress(&call.id, &self.io.updates);
                         sink = Some(call_sink);
                         // The editor sees the call running before the tool asks it anything
                         // (fs/*, terminal/*, elicitation/create).
                         progress.flushed().await;
-                        let env = ToolEnv { progress, cancel: call_cancel.clone(), ..self.env.clone() };
+                        let env = ToolEnv { progress, cancel: call_cancel.clone(), ..self.io.env.clone() };
                         run_within(tool.as_ref(), prepared, env).await
                     }
                     Err(refused) => refused.outcome(),
@@ -181,7 +181,7 @@ impl Turn {
                 let (text, paths) = self.nested_instructions(touched).await;
                 outcome.for_model.push_str(&text);
                 if !paths.is_empty() {
-                    self.status.change(|s| s.instructions.extend(paths.iter().cloned()));
+                    self.shared.status.change(|s| s.instructions.extend(paths.iter().cloned()));
                 }
                 given = paths;
             }
@@ -202,7 +202,7 @@ impl Turn {
             })
             .await?;
             if let Some(sink) = sink {
-                sink.finish(self.env.deadlines.quick).await;
+                sink.finish(self.io.env.deadlines.quick).await;
             }
             // Final now: a cancel of it is refused from here on.
             drop(registered);
@@ -220,7 +220,7 @@ impl Turn {
         asking: &Asking,
     ) -> Result<Vec<Described>, TurnError> {
         let rules = Rules { read_only: asking.read_only, pursuing: asking.pursuing };
-        let (tools, env) = (self.tools.clone(), self.env.clone());
+        let (tools, env) = (self.policy.tools.clone(), self.io.env.clone());
         let calls: Vec<_> = calls
             .into_iter()
             .map(|call| {
@@ -260,8 +260,14 @@ impl Turn {
     ) -> Result<Prepared, Refused> {
         let name = call.name.as_str();
         let decision = {
-            let approvals = self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            decide(self.settings.posture, self.settings.mode == Mode::Plan, name, &prepared, &approvals)
+            let approvals = self.shared.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            decide(
+                self.policy.settings.posture,
+                self.policy.settings.mode == Mode::Plan,
+                name,
+                &prepared,
+                &approvals,
+            )
         };
         match decision {
             Decision::Allow => Ok(prepared),
@@ -277,7 +283,7 @@ impl Turn {
                     });
                 }
                 // The editor must have seen the tool call before it is asked about it.
-                update::flushed(&self.updates).await;
+                update::flushed(&self.io.updates).await;
                 let ask = PermissionAsk {
                     call_id: call.id.clone(),
                     name: name.to_owned(),
@@ -287,13 +293,13 @@ impl Turn {
                     raw_input: prepared.raw_input.clone(),
                     content: prepared.content.clone(),
                 };
-                let asked = self.env.editor.request_permission(&ask, self.permission_timeout);
+                let asked = self.io.env.editor.request_permission(&ask, self.policy.permission_timeout);
                 let answer = tokio::select! {
                     answer = asked => answer,
                     // Dropping the request cancels it at the editor ($/cancel_request).
-                    () = self.env.cancel.cancelled() => PermissionAnswer::Cancelled,
+                    () = self.io.env.cancel.cancelled() => PermissionAnswer::Cancelled,
                 };
-                self.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remember(
+                self.shared.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remember(
                     name,
                     Scope::of(&prepared),
                     answer,
@@ -303,7 +309,7 @@ impl Turn {
                     PermissionAnswer::RejectOnce | PermissionAnswer::RejectAlways => {
                         format!("The user did not allow `{name}` to run.")
                     }
-                    PermissionAnswer::Cancelled if self.env.cancel.is_cancelled() => {
+                    PermissionAnswer::Cancelled if self.io.env.cancel.is_cancelled() => {
                         "The turn was cancelled while waiting for permission.".to_owned()
                     }
                     PermissionAnswer::Cancelled => format!(
@@ -312,7 +318,7 @@ impl Turn {
                     PermissionAnswer::Unanswered(Unanswered::TimedOut) => format!(
                         "Nobody answered the permission request for `{name}` within {} s \
                          (permission_timeout_s); it was not run.",
-                        self.permission_timeout.as_secs()
+                        self.policy.permission_timeout.as_secs()
                     ),
                     PermissionAnswer::Unanswered(Unanswered::Failed) => format!(
                         "The editor could not ask the user about `{name}` (its permission request failed); \
@@ -328,14 +334,14 @@ impl Turn {
     /// What the call will do, worked out within the tool's quick deadline: a preview that
     /// waits on an editor that never answers fails the call rather than the turn.
     async fn preview(&self, tool: &dyn Tool, prepared: Prepared) -> Result<Prepared, String> {
-        let limit = self.env.deadlines.quick;
-        let previewing = tool.preview(prepared, self.env.clone());
+        let limit = self.io.env.deadlines.quick;
+        let previewing = tool.preview(prepared, self.io.env.clone());
         tokio::select! {
             result = tokio::time::timeout(limit, previewing) => result.unwrap_or_else(|_| Err(format!(
                 "Working out the change took longer than {} s (tool_timeout_s); nothing was changed.",
                 limit.as_secs()
             ))),
-            () = self.env.cancel.cancelled() => Err("The turn was cancelled before this tool ran.".into()),
+            () = self.io.env.cancel.cancelled() => Err("The turn was cancelled before this tool ran.".into()),
         }
     }
 }

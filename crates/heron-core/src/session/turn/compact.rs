@@ -45,9 +45,9 @@ const SUMMARY_MIN_BYTES: usize = 1024;
 
 impl Turn {
     fn window(&self) -> Option<Window> {
-        let size = self.provider.context_window?;
+        let size = self.policy.provider.context_window?;
         // A float share of a token count: the product is within u64 for any real window.
-        let limit = (size as f64 * self.provider.compact_at).floor() as u64;
+        let limit = (size as f64 * self.policy.provider.compact_at).floor() as u64;
         Some(Window { size, limit: limit.max(1) })
     }
 
@@ -81,7 +81,7 @@ impl Turn {
         let (text, apart) = tokens::counted_apart(messages, tools);
         let cancel = self.cancel().clone();
         let counted = tokio::select! {
-            counted = self.provider.provider.count_tokens(text) => counted,
+            counted = self.policy.provider.provider.count_tokens(text) => counted,
             () = cancel.cancelled() => None,
         };
         match counted {
@@ -274,7 +274,7 @@ impl Turn {
                 .or_else(|| current.compaction.as_ref().map(|c| c.plan.clone()))
                 .unwrap_or_default()
         };
-        let goal = self.status.goal().filter(|g| !g.status.is_final()).map(|g| g.objective);
+        let goal = self.shared.status.goal().filter(|g| !g.status.is_final()).map(|g| g.objective);
         (plan, goal)
     }
 
@@ -290,13 +290,13 @@ impl Turn {
             other => other,
         };
         if let Err(err) = self.store_unstored().await {
-            tracing::warn!(session = %self.session_id, %err, "cannot store the summary's last message");
+            tracing::warn!(session = %self.shared.session_id, %err, "cannot store the summary's last message");
         }
         (outcome, self.carried)
     }
 
     async fn compact_asked(&mut self, instructions: String) -> Result<StopReason, TurnError> {
-        let asking = Asking::of(&self.settings, self.append_system_prompt.as_deref());
+        let asking = Asking::of(&self.policy.settings, self.policy.append_system_prompt.as_deref());
         let tools = self.tool_specs(&asking);
         self.carried.images.load(&self.carried.history).await;
         let len = self.carried.history.len();
@@ -354,17 +354,17 @@ impl Turn {
             }
         };
         let request = ModelRequest {
-            model: self.provider.model.clone(),
+            model: self.policy.provider.model.clone(),
             messages,
             tools: tools.to_vec(),
             effort: asking.effort.clone(),
             max_tokens: None,
         };
         self.carried.calibration.sending(tokens::estimate(&request.messages, &request.tools));
-        let mut stream = self.provider.provider.stream(request, self.cancel().child_token());
+        let mut stream = self.policy.provider.provider.stream(request, self.cancel().child_token());
         let mut id = uuid::Uuid::new_v4().to_string();
         let mut summary = String::new();
-        let mut redactor = StreamRedactor::new(self.env.secrets.iter());
+        let mut redactor = StreamRedactor::new(self.io.env.secrets.iter());
         let mut usage_seen = false;
         self.live(TurnUpdate::CompactionStarted { id: id.clone() });
         self.show_summary(&id, SUMMARY_HEADER).await;
@@ -387,7 +387,7 @@ impl Turn {
                     self.live(TurnUpdate::CompactionEnded { id, cancelled: false, error });
                     id = uuid::Uuid::new_v4().to_string();
                     summary.clear();
-                    redactor = StreamRedactor::new(self.env.secrets.iter());
+                    redactor = StreamRedactor::new(self.io.env.secrets.iter());
                     self.live(TurnUpdate::CompactionStarted { id: id.clone() });
                     self.show_summary(&id, SUMMARY_HEADER).await;
                 }
@@ -415,8 +415,9 @@ impl Turn {
             self.add_to_summary(&id, &mut summary, &rest, cap).await;
         }
         if usage_seen {
-            self.status
-                .save(&self.store, &self.session_id)
+            self.shared
+                .status
+                .save(&self.shared.store, &self.shared.session_id)
                 .await
                 .map_err(|e| TurnError::Store(e.to_string()))?;
         }
@@ -446,10 +447,10 @@ impl Turn {
         if text.is_empty() {
             return;
         }
-        let held = if self.updates.is_closed() {
+        let held = if self.io.updates.is_closed() {
             Default::default()
         } else {
-            match self.budget.hold(text.len(), &self.env.cancel).await {
+            match self.io.budget.hold(text.len(), &self.io.env.cancel).await {
                 Some(held) => held,
                 None => return,
             }

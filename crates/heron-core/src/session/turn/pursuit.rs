@@ -13,7 +13,7 @@ impl Turn {
     /// Called when a goal-mode prompt starts: an active goal takes the prompt as more
     /// input; otherwise (none, paused or ended) the prompt states a new goal.
     pub(in crate::session) async fn adopt_goal(&mut self, prompt: &[UserContent]) -> Result<(), TurnError> {
-        let changed = self.status.change(|s| match &s.goal {
+        let changed = self.shared.status.change(|s| match &s.goal {
             Some(goal) if goal.status == GoalStatus::Active => false,
             _ => {
                 s.goal = Some(Goal::new(objective_of(prompt)));
@@ -29,18 +29,18 @@ impl Turn {
     /// Whether the model, having stopped, should be asked to go on: the goal is still
     /// active and the session is still in goal mode.
     pub(in crate::session) fn goal_wants_more(&self) -> bool {
-        let (_, now) = self.status.current();
+        let (_, now) = self.shared.status.current();
         now.mode == Mode::Goal && now.goal.is_some_and(|g| g.status == GoalStatus::Active)
     }
 
     /// Whether the goal was paused (the turn stops after the step that was running).
     pub(in crate::session) fn goal_paused(&self) -> bool {
-        self.status.goal().is_some_and(|g| g.status == GoalStatus::Paused)
+        self.shared.status.goal().is_some_and(|g| g.status == GoalStatus::Paused)
     }
 
     /// Counts a continuation and tells the model to go on.
     pub(in crate::session) async fn continue_goal(&mut self) -> Result<(), TurnError> {
-        let goal = self.status.change(|s| {
+        let goal = self.shared.status.change(|s| {
             if let Some(goal) = s.goal.as_mut() {
                 goal.continued();
             }
@@ -55,7 +55,7 @@ impl Turn {
 
     /// Applies the model's `finish_goal`.
     pub(in crate::session) async fn end_goal(&mut self, end: GoalEnd) -> Result<(), TurnError> {
-        self.status.change(|s| {
+        self.shared.status.change(|s| {
             if let Some(goal) = s.goal.as_mut() {
                 goal.finish(end == GoalEnd::Completed);
             }
@@ -64,6 +64,10 @@ impl Turn {
     }
 
     async fn save_goal(&self) -> Result<(), TurnError> {
-        self.status.save(&self.store, &self.session_id).await.map_err(|e| TurnError::Store(e.to_string()))
+        self.shared
+            .status
+            .save(&self.shared.store, &self.shared.session_id)
+            .await
+            .map_err(|e| TurnError::Store(e.to_string()))
     }
 }

@@ -54,7 +54,7 @@ impl Draft {
             id: uuid::Uuid::new_v4().to_string(),
             pieces: Vec::new(),
             len: 0,
-            redactor: StreamRedactor::new(turn.env.secrets.iter()),
+            redactor: StreamRedactor::new(turn.io.env.secrets.iter()),
         }
     }
 
@@ -132,17 +132,17 @@ impl Turn {
         arguments: usize,
         text: &str,
     ) -> bool {
-        let room = self.limits.max_reply_bytes.saturating_sub(message.len + thought.len + arguments);
+        let room = self.policy.limits.max_reply_bytes.saturating_sub(message.len + thought.len + arguments);
         let shown = fit(text, room);
         let whole = shown.len() == text.len();
         if !shown.is_empty() {
             let draft = if part == Part::Message { message } else { thought };
             draft.push(shown);
             // A turn whose editor is gone streams to nobody and waits for no one.
-            let held = if self.updates.is_closed() {
+            let held = if self.io.updates.is_closed() {
                 Default::default()
             } else {
-                match self.budget.hold(shown.len(), &self.env.cancel).await {
+                match self.io.budget.hold(shown.len(), &self.io.env.cancel).await {
                     Some(held) => held,
                     None => return whole,
                 }
@@ -161,7 +161,7 @@ impl Turn {
         &mut self,
         request: ModelRequest,
     ) -> Result<Response, TurnError> {
-        let mut stream = self.provider.provider.stream(request, self.cancel().child_token());
+        let mut stream = self.policy.provider.provider.stream(request, self.cancel().child_token());
         let mut message = Draft::new(self);
         let mut thought = Draft::new(self);
         let mut calls: Vec<ToolCallRequest> = Vec::new();
@@ -220,16 +220,16 @@ impl Turn {
                     // The model's calls are its output too: a key in a name or an argument
                     // is masked before anything shows, stores or runs it, so what the user
                     // is asked to approve (`***`) is what runs.
-                    call.name = crate::secret::redact(&call.name, self.env.secrets.iter());
-                    call.arguments = crate::secret::redact_json_text(&call.arguments, &self.env.secrets);
+                    call.name = crate::secret::redact(&call.name, self.io.env.secrets.iter());
+                    call.arguments = crate::secret::redact_json_text(&call.arguments, &self.io.env.secrets);
                     call.id = unique_call_id(call.id, &calls, &self.carried.history);
-                    arguments += admit(&mut call, calls.len(), &self.limits, &mut refused);
+                    arguments += admit(&mut call, calls.len(), &self.policy.limits, &mut refused);
                     calls.push(call);
                     // The call past the cap is kept to fail, and the reply read no further.
-                    if calls.len() > self.limits.max_tool_calls {
+                    if calls.len() > self.policy.limits.max_tool_calls {
                         break;
                     }
-                    if message.len + thought.len + arguments > self.limits.max_reply_bytes {
+                    if message.len + thought.len + arguments > self.policy.limits.max_reply_bytes {
                         capped = true;
                         break;
                     }
@@ -252,8 +252,9 @@ impl Turn {
         }
         // The report (tokens and cost, with or without a window) is kept with the session.
         if usage_seen {
-            self.status
-                .save(&self.store, &self.session_id)
+            self.shared
+                .status
+                .save(&self.shared.store, &self.shared.session_id)
                 .await
                 .map_err(|e| TurnError::Store(e.to_string()))?;
         }

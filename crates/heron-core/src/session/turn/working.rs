@@ -79,11 +79,11 @@ impl Turn {
     /// Stores the working context before the turn's prompt when it is the session's first,
     /// or differs from the one the model was last given.
     pub(super) async fn refresh_context(&mut self) -> Result<(), TurnError> {
-        let env = self.env.clone();
+        let env = self.io.env.clone();
         let roots = env.roots.all().to_vec();
         let confined = env.sandbox.enabled && crate::sandbox::support().has_landlock();
         let editor = (env.editor.reads_files(), env.editor.writes_files(), env.editor.has_terminals());
-        let (posture, mode) = (self.settings.posture, self.settings.mode);
+        let (posture, mode) = (self.policy.settings.posture, self.policy.settings.mode);
         let gathering = tokio::task::spawn_blocking(move || {
             let cwd = roots.first().cloned().unwrap_or_default();
             let facts = Facts {
@@ -118,7 +118,7 @@ impl Turn {
         }
         self.record_shown(Event::Context(now), false).await?;
         let loaded = loaded(&self.carried.history);
-        self.status.change(|s| s.instructions = loaded);
+        self.shared.status.change(|s| s.instructions = loaded);
         Ok(())
     }
 
@@ -129,7 +129,7 @@ impl Turn {
         if touched.is_empty() {
             return (String::new(), Vec::new());
         }
-        let env = self.env.clone();
+        let env = self.io.env.clone();
         let given = given(&self.carried.history);
         let reading = tokio::task::spawn_blocking(move || {
             let cwd = env.roots.cwd().to_path_buf();
