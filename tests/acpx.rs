@@ -1,6 +1,6 @@
 //! A real ACP client, acpx (npm), drives the real binary through one approved write and one
 //! command in acpx's terminal: no error lines, the diff and the command's output shown, the
-//! file written; and acpx's permission policies match Heron's requests as the README says.
+//! file written; and acpx's permission policies match Heron's requests as docs/editors.md says.
 //! `.ci/run` installs a pinned acpx and names it in `HERON_ACPX`; without it (and with no
 //! `acpx` on PATH) the test says loudly that it was skipped, or fails where
 //! `HERON_REQUIRE_CLIENTS` requires it.
@@ -67,7 +67,7 @@ fn acpx_completes_an_approved_write_and_a_command_in_its_terminal() {
     assert_eq!(note, "# Notes\n\nHeron was here.\n");
 }
 
-/// What the README and `docs/editors/acpx.sh` say of acpx's policies: a rule matches the
+/// What docs/editors.md and `docs/editors/acpx.sh` say of acpx's policies: a rule matches the
 /// request's kind (`execute`), not Heron's tool name (`write_file` matches nothing).
 #[test]
 fn acpx_policies_match_the_kind_not_the_tool_name() {

@@ -1,7 +1,8 @@
 //! Model servers over the real binary: `heron acp` spawned against the loopback mock of each
 //! server people run (`support::servers`), each refusing what that server refuses; and the
-//! README's per-server config examples, loaded with Heron's own config loader and each run
-//! through a tool-calling turn against its server's mock, so that they cannot rot.
+//! per-server config examples of `docs/configuration.md`, loaded with Heron's own config
+//! loader and each run through a tool-calling turn against its server's mock, so that they
+//! cannot rot.
 
 use heron_core::config::flavor::Flavor;
 use heron_core::config::{Config, ProviderKind};
@@ -274,13 +275,15 @@ fn a_llamacpp_bare_error_field_at_status_200_fails_the_prompt_as_turn_failed_wit
     assert!(!answer.to_string().contains(KEY), "the key never reaches the editor: {answer}");
 }
 
-/// The fenced TOML blocks between the README's config-examples markers.
-fn readme_examples() -> Vec<String> {
-    let readme = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
-    let start = readme.find("<!-- config-examples -->").expect("the start marker");
-    let end = readme.find("<!-- /config-examples -->").expect("the end marker");
-    readme[start..end]
+/// The fenced TOML blocks between the config-examples markers of `docs/configuration.md`.
+fn documented_examples() -> Vec<String> {
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md"),
+    )
+    .expect("docs/configuration.md");
+    let start = page.find("<!-- config-examples -->").expect("the start marker");
+    let end = page.find("<!-- /config-examples -->").expect("the end marker");
+    page[start..end]
         .split("```toml\n")
         .skip(1)
         .filter_map(|block| block.split("```").next())
@@ -288,7 +291,7 @@ fn readme_examples() -> Vec<String> {
         .collect()
 }
 
-/// The mock of the server a README example is for, by the example's provider name.
+/// The mock of the server a documented example is for, by the example's provider name.
 fn mock_for(name: &str) -> fn() -> Played {
     match name {
         "openai" => servers::openai,
@@ -328,8 +331,8 @@ fn pointed_at(
 }
 
 #[test]
-fn every_readme_server_example_loads_names_its_flavor_and_completes_a_turn_against_its_mock() {
-    let examples = readme_examples();
+fn every_documented_server_example_loads_names_its_flavor_and_completes_a_turn_against_its_mock() {
+    let examples = documented_examples();
     assert_eq!(examples.len(), 9, "one example per server and native kind");
     for example in examples {
         let config = Config::parse(&example).unwrap_or_else(|e| panic!("{e}\n{example}"));

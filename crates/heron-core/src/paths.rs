@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 /// The credential stores developers keep under their home, folders and files: read only
 /// after asking, never written. A folder is named where everything in it is a secret or
 /// steers one (`.ssh`, `.gnupg`); a file where its folder also holds what tools rewrite
-/// freely (`.kube/cache`, `.docker/buildx`). The README's table lists them.
+/// freely (`.kube/cache`, `.docker/buildx`). The table in docs/security.md lists them.
 pub const CREDENTIAL_STORES: [&str; 24] = [
     ".ssh",
     ".gnupg",

@@ -356,7 +356,7 @@ mod tests {
         }
     }
 
-    /// Every flavor, in the order the README lists them. The match fails to compile when a
+    /// Every flavor, in the order docs/configuration.md lists them. The match fails to compile when a
     /// flavor is added, until it is added here and to the table below.
     fn every_flavor() -> [Flavor; 7] {
         let _exhaustive = |flavor: Flavor| match flavor {

@@ -9,7 +9,7 @@
 //! Landlock itself (`rules`); these pathname ones are covered in the child's private mount
 //! namespace, where it gets one (`child`): a folder by an empty read-only tmpfs, a single
 //! socket by `/dev/null`, on which `connect` fails. Where no mount namespace can be made
-//! (Heron is not root), they stay reachable; the README says so.
+//! (Heron is not root), they stay reachable; docs/security.md says so.
 //!
 //! The ssh agent's socket (`SSH_AUTH_SOCK`) is kept on purpose, as it is in the
 //! environment: a folder that holds it is covered entry by entry around it.
