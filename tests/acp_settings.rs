@@ -334,3 +334,58 @@ async fn a_fork_of_a_session_saved_at_yolo_opens_at_the_ask_ceiling() {
     );
     second.close().await;
 }
+
+/// The settings a turn started with hold until it ends: a model chosen while it waits on
+/// the user is the next turn's (the invariant in `docs/architecture.md`: settings change at
+/// once, outside the actor, and a turn reads them only when it starts).
+#[tokio::test]
+async fn a_model_chosen_during_a_turn_is_the_next_turns() {
+    let write =
+        json!({ "tool_call": { "name": "write_file", "arguments": { "path": "x.txt", "content": "x" } } });
+    let config = support::scripted_provider("a", "a.jsonl") + &support::scripted_provider("b", "b.jsonl");
+    let a = format!("{}\n{}\n", json!({ "steps": [write] }), json!({ "steps": [{ "text": "a finished" }] }));
+    let b = ["b0", "b1", "b2"].map(|t| json!({ "steps": [{ "text": t }] }).to_string()).join("\n") + "\n";
+    let dirs = support::dirs_with(&[("config.toml", &config), ("a.jsonl", &a), ("b.jsonl", &b)]);
+    let mut editor = support::start_in(model_a(), dirs);
+    let session = editor.new_session().await;
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "write" }] });
+    editor.send_request(json!("p1"), "session/prompt", prompt).await;
+    let asked = loop {
+        let message = editor.recv().await;
+        if message["method"] == "session/request_permission" {
+            break message;
+        }
+    };
+    editor.send_request(json!("m"), "session/set_config_option", set_option(&session, "model", "b/m")).await;
+    let mut text = String::new();
+    let mut allowed = false;
+    loop {
+        let message = editor.recv().await;
+        if message["id"] == "m" && message.get("method").is_none() {
+            assert!(
+                current(&message["result"]["configOptions"]).contains(&"model=b/m".to_owned()),
+                "{message}"
+            );
+            let allow = json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } });
+            editor.send_json(json!({ "jsonrpc": "2.0", "id": asked["id"], "result": allow })).await;
+            allowed = true;
+        }
+        if update_kind(&message) == Some("agent_message_chunk") {
+            text.push_str(message["params"]["update"]["content"]["text"].as_str().unwrap_or_default());
+        }
+        if message["id"] == "p1" && message.get("method").is_none() {
+            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+            break;
+        }
+    }
+    assert!(allowed, "the model was chosen while the turn waited");
+    assert_eq!(text, "a finished", "the running turn kept the model it started with");
+    let (before, _) = editor.prompt(json!("p2"), &session, "again").await;
+    let next: String = before
+        .iter()
+        .filter(|m| update_kind(m) == Some("agent_message_chunk"))
+        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(next, "b2", "the next turn is the new model's");
+    editor.close().await;
+}

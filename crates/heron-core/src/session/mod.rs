@@ -4,7 +4,8 @@
 //! Prompts are queued in arrival order: [`Session::prompt`] is synchronous, so the order
 //! the editor sent them in is the order they run in. [`Session::cancel`] ends the running
 //! turn and every queued one with `Cancelled`. Settings change at once, outside the
-//! actor, and apply from the next model request on. The goal, steering input and the
+//! actor (invariant 3 in `docs/architecture.md` says why), and apply from the next turn
+//! on: a turn keeps the settings it started with. The goal, steering input and the
 //! status board are shared with the running turn; changes to them also happen at once
 //! (steering is committed to the store first).
 //! When no prompt runs or waits, the actor runs the session's durable inbox (`inbox`).
