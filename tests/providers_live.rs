@@ -181,7 +181,9 @@ fn a_prompt_past_the_window_is_refused_by_the_servers_count_and_the_session_goes
     assert!(server.requests("/extras/tokenize/count") >= 1, "the server counted it:\n{}", server.log());
     assert_eq!(server.requests("/v1/chat/completions"), 0, "and it was never sent");
     // The next prompt goes through as if the failed one had not been: one user message,
-    // nothing of the digits, alternating roles the strict template wants.
-    ended(&prompt(&mut heron, &session, "small", "Say hello."));
+    // nothing of the digits, alternating roles the strict template wants. The model's own
+    // stop either way: how long a tiny model goes on depends on the temporary paths in its
+    // prompt, greedy or not.
+    finished(&prompt(&mut heron, &session, "small", "Say hello."));
     assert_eq!(server.requests("/v1/chat/completions"), 1);
 }

@@ -3,9 +3,9 @@
 //! the session like a prompt) -> the turn's updates forwarded as they come -> the answer.
 //! `session/cancel` ends the running and queued turns.
 
-use heron_core::session::Session;
-use heron_core::session::commands::{self, Invocation};
+use heron_core::session::commands::Invocation;
 use heron_core::session::update::TurnUpdate;
+use heron_core::session::{Recognised, Session};
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::{CancelNotification, ContentBlock, PromptRequest, PromptResponse, RpcError, StopReason};
 use serde_json::json;
@@ -19,18 +19,15 @@ use super::{HeronAgent, Inner, Reply, convert, settings, updates};
 pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) -> Reply<PromptResponse> {
     let mut compact = None;
     let mut custom = None;
-    if let [ContentBlock::Text(text)] = params.prompt.as_slice() {
-        if let Some(invocation) = commands::parse(&text.text) {
-            if invocation.name != commands::COMPACT {
-                return command(agent, &params, invocation);
-            }
-            compact = Some(invocation.argument);
-        } else if let Ok(session) = agent.session(&params.session_id) {
-            match session.expand(&text.text) {
-                Some(Ok(expansion)) => custom = Some(expansion),
-                Some(Err(reason)) => return reply(agent, &params, reason),
-                None => {}
-            }
+    if let [ContentBlock::Text(text)] = params.prompt.as_slice()
+        && let Ok(session) = agent.session(&params.session_id)
+    {
+        match session.recognise(&text.text) {
+            Recognised::Local(invocation) => return command(agent, &params, invocation),
+            Recognised::Compact(instructions) => compact = Some(instructions),
+            Recognised::Custom(expansion) => custom = Some(expansion),
+            Recognised::Refused(reason) => return reply(agent, &params, reason),
+            Recognised::Prompt => {}
         }
     }
     // Queue the prompt now, in arrival order; stream its updates in the future.

@@ -9,9 +9,9 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use heron_core::extensions::Expansion;
-use heron_core::session::commands::{self, Invocation};
+use heron_core::session::commands::Invocation;
 use heron_core::session::update::TurnUpdate;
-use heron_core::session::{Queued, Session};
+use heron_core::session::{Queued, Recognised, Session};
 use heron_protocol::RpcError;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::v2::{
@@ -40,17 +40,12 @@ enum Asked {
 fn asked(session: &Session, blocks: Vec<p::ContentBlock>) -> Result<Asked, RpcError> {
     if let [p::ContentBlock::Text(text)] = blocks.as_slice() {
         let line = text.text.clone();
-        if let Some(invocation) = commands::parse(&line) {
-            return Ok(if invocation.name == commands::COMPACT {
-                Asked::Compact(invocation.argument, line)
-            } else {
-                Asked::Local(invocation, line)
-            });
-        }
-        match session.expand(&line) {
-            Some(Ok(expansion)) => return Ok(Asked::Custom(expansion)),
-            Some(Err(reason)) => return Ok(Asked::Refused(line, reason)),
-            None => {}
+        match session.recognise(&line) {
+            Recognised::Local(invocation) => return Ok(Asked::Local(invocation, line)),
+            Recognised::Compact(instructions) => return Ok(Asked::Compact(instructions, line)),
+            Recognised::Custom(expansion) => return Ok(Asked::Custom(expansion)),
+            Recognised::Refused(reason) => return Ok(Asked::Refused(line, reason)),
+            Recognised::Prompt => {}
         }
     }
     Ok(Asked::Prompt(convert::prompt_input(blocks)?))

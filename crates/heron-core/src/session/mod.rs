@@ -68,6 +68,21 @@ pub use opening::{OpenOptions, OtherRoot, SessionError};
 pub use seats::{MAX_OPEN_SESSIONS, max_open_sessions};
 pub use turn::transcript::transcript_path;
 
+/// What a prompt asks for ([`Session::recognise`]).
+#[derive(Debug)]
+pub enum Recognised {
+    /// One of Heron's own commands, run without the model.
+    Local(commands::Invocation),
+    /// `/compact`, with the user's instructions for the summary.
+    Compact(String),
+    /// A custom command or an MCP server's prompt, expanded.
+    Custom(Expansion),
+    /// A custom command refused: the reply for the user.
+    Refused(String),
+    /// An ordinary prompt for the model.
+    Prompt,
+}
+
 /// How a prompt ended.
 pub type PromptResult = Result<StopReason, PromptError>;
 
@@ -303,6 +318,25 @@ impl Session {
     /// The session's custom commands, and the problems found reading them.
     pub fn commands(&self) -> Arc<Catalog> {
         self.catalog.get()
+    }
+
+    /// What a prompt of one text block, `text`, asks for: one of Heron's own commands, run
+    /// without the model; `/compact`; a custom command or an MCP server's prompt, expanded
+    /// (or refused, with the reply for the user); or the model. Both protocol versions
+    /// recognise a prompt through here.
+    pub fn recognise(&self, text: &str) -> Recognised {
+        if let Some(invocation) = commands::parse(text) {
+            return if invocation.name == commands::COMPACT {
+                Recognised::Compact(invocation.argument)
+            } else {
+                Recognised::Local(invocation)
+            };
+        }
+        match self.expand(text) {
+            Some(Ok(expansion)) => Recognised::Custom(expansion),
+            Some(Err(reason)) => Recognised::Refused(reason),
+            None => Recognised::Prompt,
+        }
     }
 
     /// The custom command `text` invokes, expanded, when it is exactly one (`/name rest`):
