@@ -21,6 +21,7 @@ mod acp_notices;
 mod acp_outcome;
 mod acp_process;
 mod acp_prompt;
+mod acp_queue;
 mod acp_reload;
 mod acp_replay;
 mod acp_session_lock;

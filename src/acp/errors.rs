@@ -124,6 +124,9 @@ listed_enum! {
         /// A reload of the extensions found a file it cannot use; nothing changed.
         #[serde(rename = "extensions.reload_failed")]
         ReloadFailed,
+        /// The prompts waiting fill their byte budget (the session's, or all sessions').
+        #[serde(rename = "prompt.queue_full")]
+        PromptQueueFull,
     }
 }
 
@@ -411,6 +414,12 @@ pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
             "The session was closed before the prompt ran",
             ErrorCode::SessionClosed,
             json!({}),
+        ),
+        PromptError::QueueFull(full) => coded(
+            INVALID_PARAMS,
+            PromptError::QueueFull(full).to_string(),
+            ErrorCode::PromptQueueFull,
+            json!({ "limit": full.limit, "scope": if full.process { "process" } else { "session" } }),
         ),
         other => {
             let cause = clip(&redact(&other.to_string(), keys.all()), MAX_FAILURE_MESSAGE);

@@ -24,6 +24,7 @@ mod manager;
 mod mcp_commands;
 mod opening;
 mod outcome;
+pub mod queue_budget;
 pub mod reload;
 mod sampling;
 mod seats;
@@ -38,7 +39,7 @@ mod watched;
 pub mod working;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{mpsc, oneshot, watch};
@@ -104,6 +105,13 @@ pub enum PromptError {
     /// An MCP server's prompt could not be fetched.
     #[error("the MCP prompt could not be fetched: {0}")]
     McpPrompt(String),
+    /// The prompts waiting already fill their budget ([`queue_budget`]).
+    #[error(
+        "too many prompts are waiting: {} hold their budget of {} MiB; send this one once a turn has ended",
+        if .0.process { "all sessions together" } else { "this session's" },
+        .0.limit / (1024 * 1024)
+    )]
+    QueueFull(queue_budget::Full),
 }
 
 /// What a queued job does.
@@ -130,6 +138,8 @@ enum Work {
 
 struct Job {
     work: Work,
+    /// Its place in the queue's byte budget, given back when the job is done with.
+    _held: queue_budget::Held,
     updates: mpsc::UnboundedSender<TurnUpdate>,
     reply: oneshot::Sender<PromptResult>,
     /// Resolves once the caller has passed the result on (or gave up on it).
@@ -207,6 +217,8 @@ pub struct Session {
     inbox: Arc<Inbox>,
     /// Tool calls that can be cancelled one by one.
     calls: Arc<calls::RunningCalls>,
+    /// The bytes of the prompts it holds, running and waiting ([`queue_budget`]).
+    queued_bytes: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Session {
@@ -263,6 +275,7 @@ impl Session {
             mcp: context.mcp.clone(),
             inbox: inbox.clone(),
             calls: Arc::default(),
+            queued_bytes: Arc::default(),
         });
         let closed = session.closed.clone();
         let transcript = turn::transcript::Transcript::new(&context.transcripts, session.id());
@@ -433,8 +446,16 @@ impl Session {
         let (reply, result) = oneshot::channel();
         let (delivered, handed_on) = oneshot::channel();
         let cancel = CancellationToken::new();
+        let held = match queue_budget::admit(&self.queued_bytes, &work) {
+            Ok(held) => held,
+            Err(full) => {
+                let _ = reply.send(Err(PromptError::QueueFull(full)));
+                return Queued { result, cancel, delivered: Delivered(delivered) };
+            }
+        };
         let job = Job {
             work,
+            _held: held,
             updates,
             reply,
             delivered: handed_on,

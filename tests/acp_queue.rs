@@ -1,0 +1,77 @@
+//! What a client may hold waiting in a session: prompts sent faster than turns end are
+//! queued up to a byte budget (16 MiB a session, 48 MiB over all sessions), and a prompt
+//! past it is refused at once with -32602 `prompt.queue_full` and the limit, so a flood
+//! cannot grow the process without bound; what was queued before it still runs, and
+//! cancelling gives the budget back.
+
+use serde_json::{Value, json};
+
+use crate::support::{self, Editor};
+
+const MIB: usize = 1024 * 1024;
+
+/// A model whose first turn writes a file, so the turn waits on the user's permission.
+fn waiting() -> Editor {
+    let write =
+        json!({ "tool_call": { "name": "write_file", "arguments": { "path": "x.txt", "content": "x" } } });
+    support::start_scripted("s", &format!("{}\n", json!({ "steps": [write] })))
+}
+
+fn prompt(session: &str, text: String) -> Value {
+    json!({ "sessionId": session, "prompt": [{ "type": "text", "text": text }] })
+}
+
+/// Reads until `wanted` answers to the ids in `ids` came; returns them by id.
+async fn answers(editor: &mut Editor, ids: &[String], wanted: usize) -> Vec<(String, Value)> {
+    let mut seen = Vec::new();
+    while seen.len() < wanted {
+        let message = editor.recv().await;
+        if let Some(id) = message["id"].as_str().filter(|id| ids.iter().any(|i| i == id))
+            && message.get("method").is_none()
+        {
+            seen.push((id.to_owned(), message));
+        }
+    }
+    seen
+}
+
+#[tokio::test]
+async fn prompts_past_the_sessions_byte_budget_are_refused_and_the_queue_goes_on() {
+    let mut editor = waiting();
+    let session = editor.new_session().await;
+    editor.send_request(json!("first"), "session/prompt", prompt(&session, "write it".into())).await;
+    loop {
+        if editor.recv().await["method"] == "session/request_permission" {
+            break;
+        }
+    }
+    // The turn waits on the user; 20 prompts of 1 MiB arrive meanwhile.
+    let ids: Vec<String> = (0..20).map(|n| format!("q{n}")).collect();
+    for id in &ids {
+        editor.send_request(json!(id), "session/prompt", prompt(&session, "y".repeat(MIB))).await;
+    }
+    // 15 fit beside the first prompt in 16 MiB; the other 5 are refused at once.
+    let refused = answers(&mut editor, &ids, 5).await;
+    let refused_ids: Vec<&str> = refused.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(refused_ids, ["q15", "q16", "q17", "q18", "q19"], "the last ones, in order");
+    for (_, answer) in &refused {
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        assert_eq!(answer["error"]["data"]["code"], "prompt.queue_full", "{answer}");
+        assert_eq!(answer["error"]["data"]["limit"], 16 * MIB, "{answer}");
+        assert_eq!(answer["error"]["data"]["scope"], "session", "{answer}");
+    }
+    // Cancelling ends the running turn and every queued prompt, and gives the budget back.
+    editor
+        .send_json(
+            json!({ "jsonrpc": "2.0", "method": "session/cancel", "params": { "sessionId": session } }),
+        )
+        .await;
+    let mut queued: Vec<String> = ids[..15].to_vec();
+    queued.push("first".into());
+    let ended = answers(&mut editor, &queued, queued.len()).await;
+    for (id, answer) in &ended {
+        assert_eq!(answer["result"]["stopReason"], "cancelled", "{id}: {answer}");
+    }
+    let (_, again) = editor.prompt(json!("again"), &session, &"z".repeat(MIB)).await;
+    assert!(again["result"]["stopReason"].is_string(), "it ran, not refused: {again}");
+}
