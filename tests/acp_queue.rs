@@ -2,7 +2,7 @@
 //! queued up to a byte budget (16 MiB a session, 48 MiB over all sessions), and a prompt
 //! past it is refused at once with -32602 `prompt.queue_full` and the limit, so a flood
 //! cannot grow the process without bound; what was queued before it still runs, and
-//! cancelling gives the budget back.
+//! cancelling gives the budget back. The durable inbox is held to bytes the same way.
 
 use serde_json::{Value, json};
 
@@ -74,4 +74,40 @@ async fn prompts_past_the_sessions_byte_budget_are_refused_and_the_queue_goes_on
     }
     let (_, again) = editor.prompt(json!("again"), &session, &"z".repeat(MIB)).await;
     assert!(again["result"]["stopReason"].is_string(), "it ran, not refused: {again}");
+}
+
+/// The durable inbox holds prompts by bytes too: 32 MiB of stored prompts a session (and
+/// 256 MiB over every session); past it an enqueue is refused with -32602
+/// `inbox.bytes_full` and the limit, and deleting an item makes room again.
+#[tokio::test]
+async fn the_inbox_refuses_prompts_past_its_byte_budget_and_deleting_makes_room() {
+    let mut editor = support::start_scripted("s", &format!("{}\n", json!({ "steps": [{ "text": "ok" }] })));
+    let session = editor.new_session().await;
+    let call = |method: &str, params: Value| {
+        let mut params = params;
+        params["sessionId"] = json!(session);
+        (format!("_heron/inbox/{method}"), params)
+    };
+    let (method, params) = call("setPaused", json!({ "paused": true }));
+    editor.ask(json!("pause"), &method, params).await;
+    let item = |text: String| json!({ "prompt": [{ "type": "text", "text": text }] });
+    let mut kept = Vec::new();
+    for n in 0..3 {
+        let (method, params) = call("enqueue", item("i".repeat(10 * MIB)));
+        let answer = editor.ask(json!(n), &method, params).await;
+        kept.push(answer["result"]["itemId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned());
+    }
+    for (id, size) in [("over", 10 * MIB), ("huge", 60 * MIB)] {
+        let (method, params) = call("enqueue", item("o".repeat(size)));
+        let refused = editor.ask(json!(id), &method, params).await;
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+        assert_eq!(refused["error"]["data"]["code"], "inbox.bytes_full", "{refused}");
+        assert_eq!(refused["error"]["data"]["limit"], 32 * MIB, "{refused}");
+    }
+    let (method, params) = call("delete", json!({ "itemId": kept[0] }));
+    let deleted = editor.ask(json!("del"), &method, params).await;
+    assert!(deleted.get("error").is_none(), "{deleted}");
+    let (method, params) = call("enqueue", item("a".repeat(10 * MIB)));
+    let again = editor.ask(json!("again"), &method, params).await;
+    assert!(again["result"]["itemId"].is_string(), "room was made: {again}");
 }

@@ -103,6 +103,9 @@ listed_enum! {
         /// The inbox is full and none of its items has finished.
         #[serde(rename = "inbox.full")]
         InboxFull,
+        /// The inbox's stored prompts fill their byte budget and none has finished.
+        #[serde(rename = "inbox.bytes_full")]
+        InboxBytesFull,
         /// A provider cannot start (a bad script, a bad URL).
         #[serde(rename = "provider.unavailable")]
         ProviderUnavailable,

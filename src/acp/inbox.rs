@@ -186,6 +186,12 @@ fn inbox_error(err: InboxError) -> RpcError {
             ErrorCode::InboxFull,
             json!({ "capacity": capacity, "reason": reason }),
         ),
+        InboxError::BytesFull { limit, all_sessions } => coded(
+            INVALID_PARAMS,
+            reason.clone(),
+            ErrorCode::InboxBytesFull,
+            json!({ "limit": limit, "scope": if all_sessions { "process" } else { "session" }, "reason": reason }),
+        ),
         InboxError::SessionGone(id) => unknown_session(&id),
         InboxError::Internal(cause) => RpcError::internal(&cause),
     }

@@ -27,7 +27,9 @@ use serde_json::Value;
 
 use super::{Store, StoreError, decode_json, encode_json, now, sessions};
 
-pub use enqueue::{Enqueued, INBOX_CAPACITY, NewInboxItem, Placement};
+pub use enqueue::{
+    Enqueued, INBOX_CAPACITY, INBOX_SESSION_BYTES, INBOX_STORE_BYTES, NewInboxItem, Placement,
+};
 pub use steers::Recovery;
 
 /// Where an inbox item stands; stored as its snake_case name.

@@ -38,8 +38,8 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use events::{DecodedPage, EventRecord, MAX_EVENTS_LIMIT, PageBudget};
 pub use inbox::{
-    Enqueued, INBOX_CAPACITY, InboxIntent, InboxItem, InboxState, InboxStatus, InboxTally, NewInboxItem,
-    Placement, Recovery,
+    Enqueued, INBOX_CAPACITY, INBOX_SESSION_BYTES, INBOX_STORE_BYTES, InboxIntent, InboxItem, InboxState,
+    InboxStatus, InboxTally, NewInboxItem, Placement, Recovery,
 };
 pub use inspect::{StoreHealth, inspect};
 pub use schema::SCHEMA_VERSION;
@@ -83,6 +83,15 @@ pub enum StoreError {
     InboxFull {
         /// The most items it may hold.
         capacity: usize,
+    },
+    /// The inbox's stored prompts fill their byte budget (the session's, or every
+    /// session's together) and no finished item can make room.
+    #[error("the inbox is full: its prompts hold their budget of {limit} bytes and none has finished")]
+    InboxBytesFull {
+        /// The budget, in bytes.
+        limit: usize,
+        /// Whether it is the budget of every session's inbox together.
+        all_sessions: bool,
     },
     /// A list cursor was malformed or was issued for a different query.
     #[error("the list cursor is malformed or belongs to a different query")]
@@ -142,6 +151,7 @@ impl StoreError {
             | StoreError::AlreadyExists(_)
             | StoreError::WrongStatus { .. }
             | StoreError::InboxFull { .. }
+            | StoreError::InboxBytesFull { .. }
             | StoreError::BadCursor
             | StoreError::Sqlite(_)
             | StoreError::Task(_) => StoreErrorKind::Other,

@@ -12,6 +12,12 @@ use crate::{Store, StoreError, encode_json, now, sessions};
 /// The most items a session's inbox holds unless the caller says otherwise.
 pub const INBOX_CAPACITY: usize = 500;
 
+/// The most bytes of stored prompts a session's inbox holds.
+pub const INBOX_SESSION_BYTES: usize = 32 * 1024 * 1024;
+
+/// The most bytes of stored prompts the inboxes of every session hold together.
+pub const INBOX_STORE_BYTES: usize = 256 * 1024 * 1024;
+
 /// Where [`Store::inbox_enqueue`] puts a new item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
@@ -72,11 +78,45 @@ fn keyed(conn: &Connection, session_id: &str, key: &str) -> Result<Option<InboxI
     rows.next()?.map(item_from_row).transpose()
 }
 
+/// The bytes of the stored prompts of `session_id`'s inbox, or of every inbox.
+fn stored_bytes(conn: &Connection, session_id: Option<&str>) -> Result<usize, StoreError> {
+    let bytes: i64 = match session_id {
+        Some(id) => conn.query_row(
+            "SELECT COALESCE(SUM(LENGTH(prompt)), 0) FROM inbox_items WHERE session_id = ?1",
+            [id],
+            |row| row.get(0),
+        )?,
+        None => {
+            conn.query_row("SELECT COALESCE(SUM(LENGTH(prompt)), 0) FROM inbox_items", [], |row| row.get(0))?
+        }
+    };
+    Ok(usize::try_from(bytes).unwrap_or(usize::MAX))
+}
+
+/// Whether the inbox of `session_id` can take `adding` more bytes: within its own budget
+/// and within every inbox's together; `Err` names the budget it would pass.
+fn bytes_fit(conn: &Connection, session_id: &str, adding: usize) -> Result<Option<StoreError>, StoreError> {
+    if stored_bytes(conn, Some(session_id))?.saturating_add(adding) > INBOX_SESSION_BYTES {
+        return Ok(Some(StoreError::InboxBytesFull { limit: INBOX_SESSION_BYTES, all_sessions: false }));
+    }
+    if stored_bytes(conn, None)?.saturating_add(adding) > INBOX_STORE_BYTES {
+        return Ok(Some(StoreError::InboxBytesFull { limit: INBOX_STORE_BYTES, all_sessions: true }));
+    }
+    Ok(None)
+}
+
 /// Removes the oldest finished items (done or cancelled: failed ones wait for a retry)
-/// until the session holds fewer than `capacity`; fails when that is not enough.
-fn make_room(conn: &Connection, session_id: &str, capacity: usize) -> Result<(), StoreError> {
+/// until the session holds fewer than `capacity` items and room for `adding` more bytes
+/// in the byte budgets; fails when that is not enough.
+fn make_room(conn: &Connection, session_id: &str, capacity: usize, adding: usize) -> Result<(), StoreError> {
     let capacity_i64 = i64::try_from(capacity).unwrap_or(i64::MAX);
-    while len(conn, session_id)? >= capacity_i64 {
+    loop {
+        let full = if len(conn, session_id)? >= capacity_i64 {
+            Some(StoreError::InboxFull { capacity })
+        } else {
+            bytes_fit(conn, session_id, adding)?
+        };
+        let Some(full) = full else { return Ok(()) };
         let oldest: Option<(String, i64)> = conn
             .query_row(
                 "SELECT id, position FROM inbox_items WHERE session_id = ?1 AND status IN (?2, ?3)
@@ -86,12 +126,11 @@ fn make_room(conn: &Connection, session_id: &str, capacity: usize) -> Result<(),
             )
             .optional()?;
         let Some((id, position)) = oldest else {
-            return Err(StoreError::InboxFull { capacity });
+            return Err(full);
         };
         conn.execute("DELETE FROM inbox_items WHERE id = ?1", [&id])?;
         shift(conn, session_id, position + 1, -1)?;
     }
-    Ok(())
 }
 
 /// Where `placement` puts a new item in a queue of `end` items.
@@ -127,7 +166,7 @@ impl Store {
             {
                 return Ok(Enqueued { item, idempotent: true, paused });
             }
-            make_room(&tx, &session_id, new.capacity)?;
+            make_room(&tx, &session_id, new.capacity, prompt.len())?;
             let end = len(&tx, &session_id)?;
             let position = place(&tx, &session_id, new.placement, end)?;
             shift(&tx, &session_id, position, 1)?;

@@ -109,6 +109,18 @@ pub enum InboxError {
         /// The most items it holds.
         capacity: u32,
     },
+    /// The stored prompts fill their byte budget and none has finished.
+    #[error(
+        "the inbox is full: {} prompts hold their budget of {} MiB and none has finished; delete some or let them run",
+        if *all_sessions { "every session's" } else { "this session's" },
+        limit / (1024 * 1024)
+    )]
+    BytesFull {
+        /// The budget, in bytes.
+        limit: usize,
+        /// Whether it is every session's inboxes together.
+        all_sessions: bool,
+    },
     /// The session itself is gone from the store.
     #[error("session {0} not found")]
     SessionGone(String),
@@ -124,6 +136,9 @@ impl From<StoreError> for InboxError {
             StoreError::NotFound { id, .. } => InboxError::NotFound(id),
             StoreError::InboxFull { capacity } => {
                 InboxError::Full { capacity: u32::try_from(capacity).unwrap_or(u32::MAX) }
+            }
+            StoreError::InboxBytesFull { limit, all_sessions } => {
+                InboxError::BytesFull { limit, all_sessions }
             }
             other => InboxError::Internal(other.to_string()),
         }
