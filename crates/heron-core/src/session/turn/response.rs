@@ -121,22 +121,62 @@ fn fit(text: &str, room: usize) -> &str {
     &text[..end]
 }
 
+/// The reply as it streams: its message and thought, its tool calls, the calls refused,
+/// the bytes their arguments hold (which count toward the reply cap) and the structured
+/// reasoning to send back. A retry starts a new one.
+struct Reply {
+    message: Draft,
+    thought: Draft,
+    calls: Vec<ToolCallRequest>,
+    refused: Refused,
+    arguments: usize,
+    details: Option<serde_json::Value>,
+    /// Whether the server reported usage, in this attempt or an earlier one.
+    usage_seen: bool,
+}
+
+impl Reply {
+    fn new(turn: &Turn) -> Self {
+        Self {
+            message: Draft::new(turn),
+            thought: Draft::new(turn),
+            calls: Vec::new(),
+            refused: Refused::default(),
+            arguments: 0,
+            details: None,
+            usage_seen: false,
+        }
+    }
+
+    /// The bytes the reply holds, toward its cap.
+    fn len(&self) -> usize {
+        self.message.len + self.thought.len + self.arguments
+    }
+}
+
+/// How the model's stream ended.
+enum Ended {
+    /// It ran to its end, with the model's finish reason if it gave one; or the reply
+    /// passed its call count, the call past it kept to fail and the reply read no further.
+    Finished(Option<FinishReason>),
+    /// The turn was cancelled; what streamed before was seen by the user and is kept.
+    Cancelled,
+    /// The reply passed its byte cap: what fitted is kept, and its calls do not run (they
+    /// may be cut too).
+    Capped,
+    /// The stream failed; what streamed before is kept, and the failure reported after it.
+    Failed(ProviderError),
+}
+
 impl Turn {
-    /// Shows `text` as a chunk of `part`, within the reply cap, which the `arguments` of
-    /// the reply's tool calls so far count toward. Returns `false` once the cap is reached
-    /// (what fitted was shown).
-    async fn show(
-        &mut self,
-        part: Part,
-        (message, thought): (&mut Draft, &mut Draft),
-        arguments: usize,
-        text: &str,
-    ) -> bool {
-        let room = self.policy.limits.max_reply_bytes.saturating_sub(message.len + thought.len + arguments);
+    /// Shows `text` as a chunk of `part` of `reply`, within the reply cap. Returns `false`
+    /// once the cap is reached (what fitted was shown).
+    async fn show(&mut self, part: Part, reply: &mut Reply, text: &str) -> bool {
+        let room = self.policy.limits.max_reply_bytes.saturating_sub(reply.len());
         let shown = fit(text, room);
         let whole = shown.len() == text.len();
         if !shown.is_empty() {
-            let draft = if part == Part::Message { message } else { thought };
+            let draft = if part == Part::Message { &mut reply.message } else { &mut reply.thought };
             draft.push(shown);
             // A turn whose editor is gone streams to nobody and waits for no one.
             let held = if self.io.updates.is_closed() {
@@ -156,64 +196,35 @@ impl Turn {
         whole
     }
 
-    /// Streams one model response, recording its finished thought, message and tool calls.
-    pub(in crate::session) async fn stream_response(
-        &mut self,
-        request: ModelRequest,
-    ) -> Result<Response, TurnError> {
+    /// Reads the model's stream into `reply` until it ends, one way or another.
+    async fn read_stream(&mut self, request: ModelRequest, reply: &mut Reply) -> Ended {
         let mut stream = self.policy.provider.provider.stream(request, self.cancel().child_token());
-        let mut message = Draft::new(self);
-        let mut thought = Draft::new(self);
-        let mut calls: Vec<ToolCallRequest> = Vec::new();
-        let mut refused = Refused::default();
-        // Bytes of the calls' arguments held, which count toward the reply cap.
-        let mut arguments = 0;
-        let mut details = None;
         let mut finish = None;
-        let mut cancelled = false;
-        let mut capped = false;
-        let mut usage_seen = false;
-        let mut failed = None;
         while let Some(item) = stream.next().await {
             let event = match item {
                 Ok(event) => event,
-                // What streamed before a cancel was seen by the user: keep it.
-                Err(ProviderError::Cancelled) => {
-                    cancelled = true;
-                    break;
-                }
-                // What streamed before the failure was seen by the user too: it is kept, and
-                // the failure reported after it.
-                Err(other) => {
-                    failed = Some(other);
-                    break;
-                }
+                Err(ProviderError::Cancelled) => return Ended::Cancelled,
+                Err(other) => return Ended::Failed(other),
             };
             match event {
+                // A retry voids what the failed attempt streamed: new message ids.
                 ModelEvent::Attempt { number } if number > 1 => {
-                    // A retry voids what the failed attempt streamed: new message ids.
-                    message = Draft::new(self);
-                    thought = Draft::new(self);
-                    calls.clear();
-                    (refused, arguments) = (Refused::default(), 0);
-                    details = None;
+                    *reply = Reply { usage_seen: reply.usage_seen, ..Reply::new(self) };
                 }
                 ModelEvent::Attempt { .. } => {}
                 ModelEvent::Retrying { next, of, wait_ms, reason } => {
                     self.live(TurnUpdate::Notice(retry_notice(next, of, wait_ms, &reason)));
                 }
                 ModelEvent::TextDelta { text } => {
-                    let shown = message.redactor.push(&text);
-                    if !self.show(Part::Message, (&mut message, &mut thought), arguments, &shown).await {
-                        capped = true;
-                        break;
+                    let shown = reply.message.redactor.push(&text);
+                    if !self.show(Part::Message, reply, &shown).await {
+                        return Ended::Capped;
                     }
                 }
                 ModelEvent::ThoughtDelta { text } => {
-                    let shown = thought.redactor.push(&text);
-                    if !self.show(Part::Thought, (&mut message, &mut thought), arguments, &shown).await {
-                        capped = true;
-                        break;
+                    let shown = reply.thought.redactor.push(&text);
+                    if !self.show(Part::Thought, reply, &shown).await {
+                        return Ended::Capped;
                     }
                 }
                 ModelEvent::ToolCall { mut call } => {
@@ -222,42 +233,59 @@ impl Turn {
                     // is asked to approve (`***`) is what runs.
                     call.name = crate::secret::redact(&call.name, self.io.env.secrets.iter());
                     call.arguments = crate::secret::redact_json_text(&call.arguments, &self.io.env.secrets);
-                    call.id = unique_call_id(call.id, &calls, &self.carried.history);
-                    arguments += admit(&mut call, calls.len(), &self.policy.limits, &mut refused);
-                    calls.push(call);
+                    call.id = unique_call_id(call.id, &reply.calls, &self.carried.history);
+                    reply.arguments +=
+                        admit(&mut call, reply.calls.len(), &self.policy.limits, &mut reply.refused);
+                    reply.calls.push(call);
                     // The call past the cap is kept to fail, and the reply read no further.
-                    if calls.len() > self.policy.limits.max_tool_calls {
-                        break;
+                    if reply.calls.len() > self.policy.limits.max_tool_calls {
+                        return Ended::Finished(None);
                     }
-                    if message.len + thought.len + arguments > self.policy.limits.max_reply_bytes {
-                        capped = true;
-                        break;
+                    if reply.len() > self.policy.limits.max_reply_bytes {
+                        return Ended::Capped;
                     }
                 }
-                ModelEvent::ReasoningDetails { details: sent } => details = Some(sent),
+                ModelEvent::ReasoningDetails { details } => reply.details = Some(details),
                 ModelEvent::Usage { usage } => {
-                    usage_seen = true;
                     self.report_usage(usage);
+                    reply.usage_seen = true;
                 }
                 ModelEvent::Finish { reason } => finish = Some(reason),
             }
         }
+        Ended::Finished(finish)
+    }
+
+    /// Streams one model response, recording its finished thought, message and tool calls.
+    pub(in crate::session) async fn stream_response(
+        &mut self,
+        request: ModelRequest,
+    ) -> Result<Response, TurnError> {
+        let mut reply = Reply::new(self);
         // Ending the stream early drops the request, which stops the model.
-        drop(stream);
-        if !capped {
+        let mut ended = self.read_stream(request, &mut reply).await;
+        if !matches!(ended, Ended::Capped) {
             // What each redactor held back (a possible start of a key) is shown last.
-            let (rest_thought, rest_message) = (thought.redactor.finish(), message.redactor.finish());
-            capped = !self.show(Part::Thought, (&mut message, &mut thought), arguments, &rest_thought).await
-                || !self.show(Part::Message, (&mut message, &mut thought), arguments, &rest_message).await;
+            let (rest_thought, rest_message) =
+                (reply.thought.redactor.finish(), reply.message.redactor.finish());
+            let fits = self.show(Part::Thought, &mut reply, &rest_thought).await
+                && self.show(Part::Message, &mut reply, &rest_message).await;
+            if !fits && !matches!(ended, Ended::Failed(_)) {
+                ended = match ended {
+                    Ended::Cancelled => Ended::Cancelled,
+                    _ => Ended::Capped,
+                };
+            }
         }
         // The report (tokens and cost, with or without a window) is kept with the session.
-        if usage_seen {
+        if reply.usage_seen {
             self.shared
                 .status
                 .save(&self.shared.store, &self.shared.session_id)
                 .await
                 .map_err(|e| TurnError::Store(e.to_string()))?;
         }
+        let Reply { message, mut thought, calls, refused, mut details, .. } = reply;
         // Structured reasoning rides on the thought's first piece, or on a thought of its
         // own when the server sent no reasoning text (encrypted reasoning).
         if thought.pieces.is_empty() && details.is_some() {
@@ -273,17 +301,14 @@ impl Turn {
         for text in message.pieces {
             self.record_with_next(Event::AgentMessage { message_id: message.id.clone(), text }).await?;
         }
-        if let Some(failure) = failed {
-            return Err(failure.into());
-        }
-        let stop = match finish.unwrap_or(FinishReason::Stop) {
-            _ if cancelled || self.cancel().is_cancelled() => Some(StopReason::Cancelled),
-            // The calls of a reply cut short are not run: they may be cut too.
-            _ if capped => Some(StopReason::MaxTokens),
-            FinishReason::Length => Some(StopReason::MaxTokens),
-            FinishReason::Refusal => Some(StopReason::Refusal),
-            FinishReason::Stop | FinishReason::ToolCalls if calls.is_empty() => Some(StopReason::EndTurn),
-            FinishReason::Stop | FinishReason::ToolCalls => None,
+        let stop = match ended {
+            Ended::Failed(failure) => return Err(failure.into()),
+            Ended::Cancelled => Some(StopReason::Cancelled),
+            _ if self.cancel().is_cancelled() => Some(StopReason::Cancelled),
+            Ended::Capped | Ended::Finished(Some(FinishReason::Length)) => Some(StopReason::MaxTokens),
+            Ended::Finished(Some(FinishReason::Refusal)) => Some(StopReason::Refusal),
+            Ended::Finished(_) if calls.is_empty() => Some(StopReason::EndTurn),
+            Ended::Finished(_) => None,
         };
         Ok(Response { stop, tool_calls: calls, refused })
     }
