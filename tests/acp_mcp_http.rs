@@ -8,7 +8,8 @@
 use std::time::{Duration, Instant};
 
 use crate::support::mcp_python::{HttpServer, python};
-use crate::support::{self, Editor, update_kind};
+use crate::support::playing::play;
+use crate::support::{self, Editor};
 use serde_json::{Value, json};
 
 /// A model that calls `tool` of the server `web`, then ends its turn.
@@ -46,41 +47,15 @@ async fn settled(editor: &mut Editor, session: &str) -> Value {
     }
 }
 
-/// Prompts and plays the editor until the answer: permission is allowed once, and each
-/// `elicitation/create` is answered with `reply(request)`. Returns the elicitations seen and
-/// the text of the completed tool call.
+/// Prompts and plays the editor until the answer (see [`play`]): the elicitations seen and
+/// the text of the call, when it completed.
 async fn prompt(editor: &mut Editor, session: &str, reply: impl Fn(&Value) -> Value) -> (Vec<Value>, String) {
-    let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Use the server" }] });
-    editor.send_request(json!("p"), "session/prompt", params).await;
-    let (mut asked, mut output) = (Vec::new(), String::new());
-    loop {
-        let message = editor.recv_within(Duration::from_secs(40)).await;
-        if message["id"] == "p" && message.get("method").is_none() {
-            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
-            return (asked, output);
-        }
-        let answer = match message["method"].as_str() {
-            Some("session/request_permission") => {
-                Some(json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } }))
-            }
-            Some("elicitation/create") => {
-                asked.push(message["params"].clone());
-                Some(reply(&message["params"]))
-            }
-            _ => None,
-        };
-        if let Some(result) = answer {
-            editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": result })).await;
-        }
-        if update_kind(&message) == Some("tool_call_update")
-            && message["params"]["update"]["status"] == "completed"
-        {
-            output = message["params"]["update"]["content"][0]["content"]["text"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-        }
-    }
+    let played = play(editor, session, reply).await;
+    let output = match played.finished["status"].as_str() {
+        Some("completed") => played.finished["content"][0]["content"]["text"].as_str().unwrap_or_default(),
+        _ => "",
+    };
+    (played.asked, output.to_owned())
 }
 
 #[tokio::test]

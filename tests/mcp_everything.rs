@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::mcp_real::{EVERYTHING, calling, launcher, server, settled};
+use crate::support::playing::play;
 use crate::support::{self, Editor, update_kind};
 
 /// An agent whose model plays `script`, a client that declares `capabilities`, and a
@@ -32,48 +33,6 @@ async fn everything(script: &str, capabilities: Value) -> Option<(Editor, String
     let ready = settled(&mut editor, &session).await;
     assert!(ready.iter().all(|s| s["status"] == "ready"), "{ready:?}");
     Some((editor, session))
-}
-
-/// What the client saw during one turn.
-struct Played {
-    /// The `elicitation/create` requests, in order.
-    asked: Vec<Value>,
-    /// The finished call's update.
-    finished: Value,
-}
-
-/// Prompts and plays the editor until the answer: permission is allowed once, and each
-/// `elicitation/create` is answered with `reply(request)`.
-async fn play(editor: &mut Editor, session: &str, reply: impl Fn(&Value) -> Value) -> Played {
-    let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Use the server" }] });
-    editor.send_request(json!("p"), "session/prompt", params).await;
-    let (mut asked, mut finished) = (Vec::new(), Value::Null);
-    loop {
-        let message = editor.recv_within(Duration::from_secs(60)).await;
-        if message["id"] == "p" && message.get("method").is_none() {
-            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
-            return Played { asked, finished };
-        }
-        let answer = match message["method"].as_str() {
-            Some("session/request_permission") => {
-                Some(json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } }))
-            }
-            Some("elicitation/create") => {
-                asked.push(message["params"].clone());
-                Some(reply(&message["params"]))
-            }
-            _ => None,
-        };
-        if let Some(result) = answer {
-            editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": result })).await;
-        }
-        let update = &message["params"]["update"];
-        if update_kind(&message) == Some("tool_call_update")
-            && update["status"].as_str().is_some_and(|s| s != "in_progress" && s != "pending")
-        {
-            finished = update.clone();
-        }
-    }
 }
 
 /// The text of a finished call's content.

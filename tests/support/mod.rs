@@ -8,6 +8,7 @@ pub mod clients;
 pub mod endpoint;
 #[path = "../../crates/heron-core/tests/support/mcp_python.rs"]
 pub mod mcp_python;
+pub mod playing;
 #[path = "../../crates/heron-core/tests/support/scratch.rs"]
 pub mod scratch;
 #[path = "../../crates/heron-core/tests/support/server_mock.rs"]
