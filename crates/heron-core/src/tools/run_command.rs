@@ -232,7 +232,7 @@ async fn drive_terminal(
         tracing::debug!(terminal = %id, error = %e, "killing the editor terminal failed");
     }
     let (output, truncated) = match editor.terminal_output(&id).await {
-        Ok(out) => (out.output, out.truncated),
+        Ok(out) => held_to_limit(out.output, out.truncated),
         Err(e) => (format!("[the editor could not give the output: {e}]"), false),
     };
     // A launcher the editor's shell could not find ran nothing: the editor runs commands
@@ -314,5 +314,34 @@ fn report(ending: &Ending, output: &str, timeout: Duration) -> Outcome {
         raw_output: Some(raw),
         for_model: format!("{status_line}\nOutput:\n{body}"),
         plan: None,
+    }
+}
+
+/// The terminal's output held to the `outputByteLimit` Heron asked for ([`OUTPUT_CAP`]):
+/// an editor that sends more is cut the way the limit says an editor should cut, keeping
+/// the end, at a character boundary, and the output marked truncated.
+fn held_to_limit(mut output: String, truncated: bool) -> (String, bool) {
+    if output.len() <= OUTPUT_CAP {
+        return (output, truncated);
+    }
+    let mut start = output.len() - OUTPUT_CAP;
+    while !output.is_char_boundary(start) {
+        start += 1;
+    }
+    output.drain(..start);
+    (output, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_editor_that_sends_more_output_than_asked_is_held_to_the_limit() {
+        let sent = format!("{}é{}", "a".repeat(10), "b".repeat(OUTPUT_CAP));
+        let (kept, truncated) = held_to_limit(sent.clone(), false);
+        assert!(truncated, "marked truncated");
+        assert!(kept.len() <= OUTPUT_CAP && sent.ends_with(&kept), "the end is kept");
+        assert_eq!(held_to_limit("short".into(), false), ("short".to_owned(), false));
     }
 }
