@@ -326,7 +326,7 @@ impl Server {
         };
         if stopped {
             drop(running);
-            let _ = client.cancel().await;
+            closed(client).await;
         } else {
             let peer = client.peer().clone();
             *running = Some(client);
@@ -355,7 +355,7 @@ impl Server {
         let mut group = ProcessGroup(lock(&self.group).0.take());
         tokio::spawn(async move {
             if let Some(client) = client {
-                let _ = tokio::time::timeout(STDERR_SETTLE, client.cancel()).await;
+                closed(client).await;
             }
             group.kill();
         });
@@ -384,10 +384,20 @@ impl Server {
         };
         self.offers.clear();
         if let Some(client) = client {
-            let _ = client.cancel().await;
+            closed(client).await;
         }
         lock(&self.group).kill();
     }
+}
+
+/// How long closing a connection may take before its process group is killed anyway: a
+/// server that never lets go must not hold a session's close, or Heron's exit, past the
+/// 2 s it is given.
+const CLOSE_WAIT: Duration = Duration::from_millis(1500);
+
+/// Closes `client`'s connection, within [`CLOSE_WAIT`].
+async fn closed(client: Running) {
+    let _ = tokio::time::timeout(CLOSE_WAIT, client.cancel()).await;
 }
 
 /// The tools of a connected server; the connection is closed when it cannot list them.
@@ -395,7 +405,7 @@ async fn list_tools(client: Running) -> Result<(Running, Vec<rmcp::model::Tool>)
     match client.list_all_tools().await {
         Ok(tools) => Ok((client, tools)),
         Err(e) => {
-            let _ = client.cancel().await;
+            closed(client).await;
             Err(format!("it did not list its tools: {e}"))
         }
     }
