@@ -407,7 +407,11 @@ impl McpHub {
 
     /// The prompts of the servers that are ready, each a slash command.
     pub fn prompts(&self) -> Vec<McpPrompt> {
-        self.all().iter().flat_map(|s| s.offers().prompts()).collect()
+        self.all()
+            .iter()
+            .filter(|s| s.status().state == ServerState::Ready)
+            .flat_map(|s| s.offers().prompts())
+            .collect()
     }
 
     /// The text prompt `name` of `server` expands to with `arguments`.

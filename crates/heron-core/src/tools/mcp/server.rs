@@ -313,6 +313,11 @@ impl Server {
                 Arc::new(McpTool::new(&self.spec.name, tool, link, &mut taken))
             })
             .collect();
+        // Its prompts and resources are listed before it is ready, so the first turn that
+        // sees its tools sees `read_mcp_resource` and its commands too.
+        if tokio::time::timeout(OFFERS_WAIT, self.offers.adopt(client.peer().clone())).await.is_err() {
+            tracing::warn!(server = %self.spec.name, "an MCP server did not list its prompts and resources in time");
+        }
         // `running` orders this against `stop`: a stop that came first wins.
         let mut running = self.running.lock().await;
         let stopped = {
@@ -326,12 +331,10 @@ impl Server {
         };
         if stopped {
             drop(running);
+            self.offers.clear();
             closed(client).await;
         } else {
-            let peer = client.peer().clone();
             *running = Some(client);
-            drop(running);
-            self.offers.adopt(peer).await;
         }
     }
 
@@ -389,6 +392,10 @@ impl Server {
         lock(&self.group).kill();
     }
 }
+
+/// How long a ready server may take to list its prompts and resources; past it, it is
+/// ready with what it listed.
+const OFFERS_WAIT: Duration = Duration::from_secs(10);
 
 /// How long closing a connection may take before its process group is killed anyway: a
 /// server that never lets go must not hold a session's close, or Heron's exit, past the
