@@ -188,8 +188,27 @@ impl Offers {
             })
             .take(MAX_LISTED)
             .collect();
+        let prompts = self.distinct(prompts, listed.len());
         self.lock().prompts = prompts;
         self.moved();
+    }
+
+    /// `prompts` with a name given twice kept once (the first: `prompts/get` names one);
+    /// what was left out, of the `listed` the server sent, is said in the log, not dropped
+    /// in silence.
+    fn distinct(&self, prompts: Vec<McpPrompt>, listed: usize) -> Vec<McpPrompt> {
+        let mut seen = std::collections::HashSet::new();
+        let kept: Vec<McpPrompt> = prompts.into_iter().filter(|p| seen.insert(p.name.clone())).collect();
+        if kept.len() < listed {
+            tracing::warn!(
+                server = %self.server,
+                listed,
+                offered = kept.len(),
+                "some of an MCP server's prompts are not offered as commands: a name repeated, unusable \
+                 in a command line (empty, over 64 bytes, with spaces or colons), or past the 200 kept"
+            );
+        }
+        kept
     }
 
     /// Lists the resources again (the server said they changed).
@@ -312,3 +331,23 @@ where
 
 /// The offers of several servers, for the model's `read_mcp_resource` tool.
 pub(super) type Shelf = Vec<(String, Arc<Offers>)>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt(name: &str) -> McpPrompt {
+        McpPrompt { server: "s".into(), name: name.into(), description: None, arguments: Vec::new() }
+    }
+
+    #[test]
+    fn a_prompt_name_given_twice_is_one_command_and_names_that_break_a_command_line_are_not_offered() {
+        let offers = Offers::new("s");
+        let kept = offers.distinct(vec![prompt("a"), prompt("a"), prompt("b")], 3);
+        assert_eq!(kept.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        for bad in ["", "two words", "a:b", &"x".repeat(MAX_NAME + 1)] {
+            assert!(!usable(bad), "{bad:?}");
+        }
+        assert!(usable("summarize-pr"));
+    }
+}
