@@ -77,10 +77,26 @@ fn warn_if_linked(path: &Path) {
     }
 }
 
+/// The largest `.env` read, in bytes.
+pub(crate) const MAX_ENV_BYTES: u64 = 1024 * 1024;
+/// The most keys `.env` may hold.
+pub(crate) const MAX_KEYS: usize = 1000;
+
 impl Keys {
-    /// Reads `.env`; a missing file means no keys.
+    /// Reads `.env`; a missing file means no keys. One over [`MAX_ENV_BYTES`] or with more
+    /// than [`MAX_KEYS`] keys is refused, naming the bound.
     pub fn load(home: &Home) -> Result<Self, ConfigError> {
         let path = home.env_path();
+        // Every key is redacted from every log line, output and error: a file of thousands
+        // would make each of those slow, and one this large is not a file of keys.
+        if let Ok(meta) = std::fs::metadata(&path)
+            && meta.len() > MAX_ENV_BYTES
+        {
+            return Err(ConfigError::Invalid {
+                path: path.display().to_string(),
+                reason: format!("it is {} bytes; a .env of keys is at most {MAX_ENV_BYTES}", meta.len()),
+            });
+        }
         let iter = match dotenvy::from_path_iter(&path) {
             Ok(iter) => iter,
             Err(dotenvy::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -98,6 +114,12 @@ impl Keys {
                 reason: "a line is not NAME=value".to_owned(),
             })?;
             keys.insert(name, Secret::new(value));
+            if keys.len() > MAX_KEYS {
+                return Err(ConfigError::Invalid {
+                    path: path.display().to_string(),
+                    reason: format!("it holds more than {MAX_KEYS} keys"),
+                });
+            }
         }
         warn_if_linked(&path);
         Ok(Self { keys })
@@ -137,5 +159,20 @@ mod tests {
         assert_eq!(keys.get("LOCAL_API_KEY").map(Secret::expose), Some("sk-test-1234"));
         assert!(keys.get("EMPTY").is_none());
         assert!(keys.get("PATH").is_none(), "the process environment is never read");
+    }
+
+    #[test]
+    fn an_env_past_its_bounds_is_refused_naming_the_bound() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        let many: String = (0..=MAX_KEYS).map(|n| format!("KEY_{n}=v{n}\n")).collect();
+        std::fs::write(home.env_path(), many).expect("write");
+        let refused = Keys::load(&home).expect_err("too many keys").to_string();
+        assert!(refused.contains(&format!("more than {MAX_KEYS} keys")), "{refused}");
+        let huge = format!("K={}\n", "v".repeat(usize::try_from(MAX_ENV_BYTES).unwrap_or(0)));
+        std::fs::write(home.env_path(), huge).expect("write");
+        let refused = Keys::load(&home).expect_err("too large").to_string();
+        assert!(refused.contains("at most"), "{refused}");
+        assert!(!refused.contains("vvvv"), "no value is quoted: {refused}");
     }
 }

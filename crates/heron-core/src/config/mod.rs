@@ -144,6 +144,10 @@ pub struct Config {
     pub compact_at: Option<f64>,
 }
 
+/// The largest `config.toml` read, in bytes: more than any hand-written config, and what
+/// keeps a session's model list (sent with every config option update) within reason.
+pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
 /// The name of the always-available offline demo provider and its one model.
 pub const DEMO_PROVIDER: &str = "demo";
 /// The demo model id.
@@ -153,6 +157,14 @@ impl Config {
     /// Reads `config.toml`; a missing file is an empty config.
     pub fn load(home: &Home) -> Result<Self, ConfigError> {
         let path = home.config_path();
+        if let Ok(meta) = std::fs::metadata(&path)
+            && meta.len() > MAX_CONFIG_BYTES
+        {
+            return Err(ConfigError::Invalid {
+                path: path.display().to_string(),
+                reason: format!("it is {} bytes; config.toml is read up to {MAX_CONFIG_BYTES}", meta.len()),
+            });
+        }
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -396,5 +408,15 @@ script = "demo.jsonl"
     fn unknown_keys_are_refused_with_their_name() {
         let err = Config::parse("max_turn_requests = 3\ndefualt_model = \"x/y\"\n").expect_err("refused");
         assert!(err.starts_with("line 2, column 1: ") && err.contains("defualt_model"), "{err}");
+    }
+
+    #[test]
+    fn a_config_past_its_size_is_refused_naming_the_bound() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        let comment = format!("# {}\n", "x".repeat(usize::try_from(MAX_CONFIG_BYTES).unwrap_or(0)));
+        std::fs::write(home.config_path(), comment).expect("write");
+        let refused = Config::load(&home).expect_err("too large").to_string();
+        assert!(refused.contains(&format!("read up to {MAX_CONFIG_BYTES}")), "{refused}");
     }
 }
