@@ -211,6 +211,9 @@ enum Ready {
     Compact(String),
 }
 
+/// How long an MCP server may take to expand a prompt (`/mcp:<server>:<prompt>`).
+const MCP_PROMPT_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 async fn run_job(
     session: &Session,
     context: &ActorContext,
@@ -233,10 +236,20 @@ async fn run_job(
         ),
         Work::Compact(instructions) => Ready::Compact(instructions),
         Work::McpPrompt { call, invoked } => {
-            let text = session
-                .mcp
-                .get_prompt(&call.server, &call.name, call.arguments)
-                .await
+            // The server is a peer: its answer is awaited within a deadline, and a cancel
+            // of the prompt ends the wait.
+            let fetched = tokio::select! {
+                fetched = tokio::time::timeout(MCP_PROMPT_WAIT, session.mcp.get_prompt(&call.server, &call.name, call.arguments)) => fetched,
+                () = cancel.cancelled() => return Ok(StopReason::Cancelled),
+            };
+            let text = fetched
+                .map_err(|_| {
+                    PromptError::McpPrompt(format!(
+                        "the MCP server `{}` did not answer within {} s",
+                        call.server,
+                        MCP_PROMPT_WAIT.as_secs()
+                    ))
+                })?
                 .map_err(PromptError::McpPrompt)?;
             Ready::Prompt(vec![UserContent::Text { text }], Some(invoked))
         }
