@@ -40,12 +40,17 @@ struct Turn {
 /// A home whose default model is `server`'s, with the provider keys `extra`, the request
 /// fields `body` and a workspace holding `notes.txt`.
 fn home(server: &Lease, body: &str, extra: &str) -> std::sync::Arc<Dirs> {
+    home_with(server, body, &format!("context_window = {WINDOW}\nmax_retries = 0\n{extra}"))
+}
+
+/// As [`home`], with no `context_window` and the default retries unless `extra` sets them.
+fn home_with(server: &Lease, body: &str, extra: &str) -> std::sync::Arc<Dirs> {
     let dirs = Dirs::new();
     dirs.write_home(
         "config.toml",
         &format!(
             "default_model = \"llama/smollm2\"\n[providers.llama]\nkind = \"openai\"\nflavor = \"llamacpp\"\n\
-             base_url = \"{}\"\nmodels = [\"smollm2\"]\ncontext_window = {WINDOW}\nmax_retries = 0\ntimeout_s = 300\n\
+             base_url = \"{}\"\nmodels = [\"smollm2\"]\ntimeout_s = 300\n\
              body = {{ {body} }}\n{extra}",
             server.base_url()
         ),
@@ -186,4 +191,27 @@ fn a_prompt_past_the_window_is_refused_by_the_servers_count_and_the_session_goes
     // prompt, greedy or not.
     finished(&prompt(&mut heron, &session, "small", "Say hello."));
     assert_eq!(server.requests("/v1/chat/completions"), 1);
+}
+
+/// Without a `context_window` Heron cannot tell a prompt is too long before it is sent: the
+/// server refuses it, and the session goes on without it, rather than sending it again
+/// with every later prompt and failing each the same way.
+#[test]
+fn without_a_window_a_prompt_the_server_refuses_as_too_long_does_not_poison_the_session() {
+    let Some(server) = llama::lease() else { return };
+    // One retry: this server drops the connection after such a refusal, and the next
+    // request meets the reset on the pooled connection, which a retry is for.
+    let dirs = home_with(&server, GREEDY, "max_retries = 1\n");
+    let (mut heron, session) = session(&dirs, 64);
+    let digits = "7".repeat(WINDOW as usize + 500);
+    let failed = prompt(&mut heron, &session, "big", &digits);
+    // This server answers such a prompt 200 with an empty stream: refused, and said so.
+    let cause = failed.answer["error"]["data"]["cause"].as_str().unwrap_or_default();
+    assert!(cause.contains("empty stream"), "the server refused it: {}", failed.answer);
+    let sent = server.requests("/v1/chat/completions");
+    assert_eq!(sent, 1, "a deterministic refusal is not retried:\n{}", server.log());
+    // Sent again with the digits, it would be refused again: the model's own stop shows it
+    // was not.
+    finished(&prompt(&mut heron, &session, "small", "Say hello."));
+    assert!(server.requests("/v1/chat/completions") >= 2, "the small prompt was sent:\n{}", server.log());
 }

@@ -278,6 +278,17 @@ impl ProviderError {
     }
 }
 
+impl ProviderError {
+    /// Whether the server refused this request for what it holds, so that sending it again
+    /// would fail the same way: too long for the model, malformed for the server (400, 413,
+    /// 422), or answered 200 with an empty stream (how some servers report a prompt too long
+    /// while streaming).
+    pub fn refuses_the_request(&self) -> bool {
+        self.is_context_overflow()
+            || matches!(self, ProviderError::Status { status: 200 | 400 | 413 | 422, .. })
+    }
+}
+
 /// A stream of model events.
 pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ProviderError>> + Send + 'static>>;
 

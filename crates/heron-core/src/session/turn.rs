@@ -399,7 +399,8 @@ impl Turn {
                     effort: asking.effort.clone(),
                     max_tokens: self.policy.limits.max_reply_tokens,
                 };
-                self.carried.calibration.sending(tokens::estimate(&request.messages, &request.tools));
+                let estimate = tokens::estimate(&request.messages, &request.tools);
+                self.carried.calibration.sending(estimate);
                 match self.stream_response(request).await {
                     // The server counts tokens differently than the estimate: knowing now what
                     // size it refused, the request is compacted and sent once more.
@@ -409,6 +410,14 @@ impl Turn {
                             && self.carried.calibration.overflowed(self.policy.provider.context_window) =>
                     {
                         refused = true;
+                    }
+                    // Refused for what it holds (too long with no window configured to
+                    // compact to, or compacting did not help; malformed for the server): a
+                    // prompt no request has read is left out of later ones, or every later
+                    // prompt would carry it and fail the same way.
+                    Err(TurnError::Provider(err)) if err.refuses_the_request() => {
+                        self.leave_unread_prompts_out(asking, &tools, estimate).await?;
+                        return Err(TurnError::Provider(err));
                     }
                     other => break other?,
                 }

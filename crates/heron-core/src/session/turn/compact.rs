@@ -127,7 +127,7 @@ impl Turn {
     /// later requests, recorded as a `Dropped` compaction. Otherwise the next prompt's request
     /// would carry them and fail the same way. Nothing is left out once the turn has had a
     /// model step: its prompt was read, and what failed it came later.
-    async fn leave_unread_prompts_out(
+    pub(in crate::session) async fn leave_unread_prompts_out(
         &mut self,
         asking: &Asking,
         tools: &[ToolSpec],
