@@ -371,14 +371,14 @@ fn strace_injects() -> bool {
     match probe {
         Ok(output) if output.status.success() => true,
         Ok(output) => {
-            eprintln!(
-                "SKIPPED: strace cannot trace here: {}",
+            crate::support::clients::skipped(&format!(
+                "strace cannot trace here: {}",
                 String::from_utf8_lossy(&output.stderr).trim()
-            );
+            ));
             false
         }
         Err(error) => {
-            eprintln!("SKIPPED: no strace to hide Landlock from heron with: {error}");
+            crate::support::clients::skipped(&format!("no strace to hide Landlock from heron with: {error}"));
             false
         }
     }

@@ -329,7 +329,9 @@ fn ts_echo() -> Option<PathBuf> {
         for tool in ["node", "npm"] {
             let found = Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
             if !found {
-                eprintln!("SKIPPED: `{tool}` is missing, so the TypeScript echo agent cannot run");
+                crate::support::clients::skipped(&format!(
+                    "`{tool}` is missing, so the TypeScript echo agent cannot run"
+                ));
                 return None;
             }
         }
@@ -443,7 +445,7 @@ fn an_agent_named_by_a_relative_path_is_found_from_the_callers_directory() {
     if Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success()) {
         lines.push("node ./agent.mjs");
     } else {
-        eprintln!("SKIPPED: `node` is missing, so `node ./agent.mjs` is not tried");
+        crate::support::clients::skipped("`node` is missing, so `node ./agent.mjs` is not tried");
     }
     for line in lines {
         let (ok, table) = heron_conformance(&["--agent", line, &transcript], dir.path());

@@ -206,7 +206,7 @@ fn a_transcripts_commands_can_neither_read_the_users_files_nor_reach_the_network
         Ok(_) => {}
     }
     if !Path::new("/bin/bash").exists() {
-        eprintln!("SKIPPED: no /bin/bash to open a TCP connection with");
+        crate::support::clients::skipped("no /bin/bash to open a TCP connection with");
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

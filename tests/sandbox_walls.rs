@@ -182,7 +182,7 @@ fn an_ordinary_user_gets_the_same_walls() {
     // SAFETY: geteuid takes nothing and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         // The tests already run as an ordinary user: the test above is this one.
-        eprintln!("SKIPPED: not root, so the other test already runs as an ordinary user");
+        crate::support::clients::skipped("not root, so the other test already runs as an ordinary user");
         return;
     }
     let owner = ordinary_user();

@@ -194,7 +194,7 @@ async fn cargo_creates_and_builds_a_crate_with_the_default_caches() {
     }
     let dirs = dirs();
     if !std::process::Command::new("cargo").arg("--version").output().is_ok_and(|o| o.status.success()) {
-        eprintln!("SKIPPED: cargo is not installed here");
+        crate::support::clients::skipped("cargo is not installed here");
         return;
     }
     // This folder lies inside Heron's own Cargo workspace, which `cargo new` would extend
@@ -212,7 +212,9 @@ async fn cargo_creates_and_builds_a_crate_with_the_default_caches() {
 fn keys_shadowing_the_test_environment(dirs: &Dirs) -> Option<(String, String)> {
     let (Ok(name_value), Ok(secret)) = (std::env::var("CARGO_PKG_NAME"), std::env::var("CARGO_MANIFEST_DIR"))
     else {
-        eprintln!("SKIPPED: not run by cargo, so CARGO_PKG_NAME and CARGO_MANIFEST_DIR are not set");
+        crate::support::clients::skipped(
+            "not run by cargo, so CARGO_PKG_NAME and CARGO_MANIFEST_DIR are not set",
+        );
         return None;
     };
     std::fs::write(dirs.home().join(".env"), format!("CARGO_PKG_NAME=other\nSOME_KEY={secret}\n"))
@@ -294,7 +296,7 @@ async fn raw_block_devices_cannot_be_read_even_by_root() {
         use std::os::unix::fs::FileTypeExt;
         e.file_type().is_ok_and(|t| t.is_block_device())
     }) else {
-        eprintln!("SKIPPED: no block device in /dev");
+        crate::support::clients::skipped("no block device in /dev");
         return;
     };
     let dirs = dirs();
@@ -617,7 +619,7 @@ async fn a_home_under_the_temp_folder_leaves_commands_a_temp_folder_of_their_own
         let (ok, output) = sh(&env, script).await;
         assert!(ok && output.contains("Hello, world!"), "{output}");
     } else {
-        eprintln!("SKIPPED (in part): cargo is not installed here");
+        crate::support::clients::skipped("cargo is not installed here");
     }
 
     drop((env, policy));
