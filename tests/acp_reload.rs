@@ -150,9 +150,10 @@ async fn a_reload_during_a_turn_is_queued_once_and_runs_after_it() {
     assert!(names(&commands["params"]["update"]["availableCommands"]).contains(&"late".to_owned()));
     let options = editor.recv().await;
     assert_eq!(update_kind(&options), Some("config_option_update"), "{options}");
-    // Exactly one reload ran.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    editor.expect_silence().await;
+    // Exactly one reload ran: a request sent now is answered next, after anything a second
+    // reload would have sent.
+    let after = editor.request(json!("after"), "_heron/session/status", reload_params(&session)).await;
+    assert!(after["result"].is_object(), "nothing came before the answer: {after}");
     editor.close().await;
 }
 
@@ -260,7 +261,7 @@ async fn safe_mode_reads_no_commands_or_plugins_and_starts_no_mcp_server() {
         ["help", "status", "mode", "model", "approval", "mcp", "compact"],
         "only Heron's own (`/mcp` too: the session has servers, disabled): {update}"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A server is `connecting` from the moment it is started: no wait would show more.
     let status = editor.ask(json!(1), "_heron/session/mcpStatus", reload_params(&session)).await;
     assert_eq!(
         status["result"]["servers"],

@@ -217,6 +217,8 @@ async fn a_turn_waits_for_a_slow_editor_instead_of_queueing_its_stream() {
     let session = harness.session().await;
     let (updates, mut stream) = mpsc::unbounded_channel();
     let queued = session.prompt(text("stream"), updates);
+    // The wait is what is tested: an unbounded producer would fill the stream with the
+    // whole 4 MiB in far less time than this.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let waiting = stream.len();
     assert!(

@@ -103,6 +103,8 @@ async fn a_server_slow_to_start_is_connecting_then_ready() {
     let Some(server) = HttpServer::start(&["--delay", "2"]) else { return };
     let dirs = Dirs::new();
     let hub = McpHub::start(vec![http(server.url("/mcp"), &[])], dirs.ws(), dirs.policy());
+    // The wait is what is tested: a refused first try, a few hundred ms in, must leave the
+    // server connecting rather than failed.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(hub.statuses()[0].state, ServerState::Connecting, "{:?}", hub.statuses());
     tokio::time::timeout(Duration::from_secs(40), hub.started()).await.expect("it settles");
