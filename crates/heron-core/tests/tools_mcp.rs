@@ -183,3 +183,21 @@ async fn shutting_down_stops_the_server_and_what_it_spawned() {
     assert!(hub.tools().is_empty());
     assert!(matches!(hub.statuses()[0].state, ServerState::Failed(_)));
 }
+
+/// A server whose tool list never ends, with vast descriptions and schemas, is held to
+/// bounds: its list is read for a few pages and at most 200 tools, a description to 4 KiB,
+/// and a tool whose schema passes 64 KiB is not offered; the server is still ready.
+#[tokio::test]
+async fn a_flood_of_tools_is_held_to_the_lists_bounds() {
+    let dirs = Dirs::new();
+    let hub = started(vec![server("flood", &[("MCP_FAKE_MODE", "flood")])], &dirs).await;
+    let status = &hub.statuses()[0];
+    assert_eq!(status.state, ServerState::Ready, "{status:?}");
+    let specs: Vec<_> = hub.tools().iter().map(|t| t.spec()).collect();
+    assert!(specs.len() <= 200, "{} tools offered", specs.len());
+    assert!(specs.len() >= 150, "the first pages are kept: {}", specs.len());
+    assert!(specs.iter().all(|s| s.name != "mcp__flood__huge"), "the vast schema is not offered");
+    assert!(specs.iter().all(|s| s.description.len() < 5 * 1024), "descriptions are held to their bound");
+    hub.shutdown().await;
+}
+

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 /// The most pages of a list read.
 const MAX_PAGES: usize = 10;
-/// The most prompts, and the most resources, kept of one server.
+/// The most tools, prompts and resources kept of one server (each kind).
 const MAX_LISTED: usize = 200;
 /// The longest prompt or argument name kept, in bytes; longer ones are left out.
 const MAX_NAME: usize = 64;
@@ -161,7 +161,8 @@ impl Offers {
                 },
                 "prompts",
             )
-            .await;
+            .await
+            .unwrap_or_default();
         let prompts = listed
             .iter()
             .filter_map(|p| {
@@ -223,7 +224,8 @@ impl Offers {
             },
             "resources",
         )
-        .await;
+        .await
+        .unwrap_or_default();
         let resources = listed
             .iter()
             .filter_map(|r| {
@@ -309,16 +311,21 @@ fn text_of(content: &Value) -> String {
 }
 
 /// Every item of a paginated list, at most [`MAX_PAGES`] pages and [`MAX_LISTED`] items; a
-/// failed page ends the list (what came before is kept).
-async fn pages<F, Fut>(mut page: F, key: &str) -> Vec<Value>
+/// failed first page is the list's failure, a failed later page ends it (what came before
+/// is kept).
+pub(super) async fn pages<F, Fut>(mut page: F, key: &str) -> Result<Vec<Value>, rmcp::service::ServiceError>
 where
     F: FnMut(Option<rmcp::model::PaginatedRequestParams>) -> Fut,
     Fut: std::future::Future<Output = Result<Value, rmcp::service::ServiceError>>,
 {
     let (mut items, mut cursor): (Vec<Value>, Option<String>) = (Vec::new(), None);
-    for _ in 0..MAX_PAGES {
+    for number in 0..MAX_PAGES {
         let params = cursor.take().and_then(|c| serde_json::from_value(json!({ "cursor": c })).ok());
-        let Ok(listed) = page(params).await else { break };
+        let listed = match page(params).await {
+            Ok(listed) => listed,
+            Err(error) if number == 0 => return Err(error),
+            Err(_) => break,
+        };
         items.extend(listed[key].as_array().into_iter().flatten().cloned());
         match listed["nextCursor"].as_str() {
             Some(next) if items.len() < MAX_LISTED && !next.is_empty() => cursor = Some(next.to_owned()),
@@ -326,7 +333,7 @@ where
         }
     }
     items.truncate(MAX_LISTED);
-    items
+    Ok(items)
 }
 
 /// The offers of several servers, for the model's `read_mcp_resource` tool.

@@ -307,6 +307,14 @@ impl Server {
         let mut taken = std::collections::HashSet::new();
         let tools: Vec<Arc<McpTool>> = listed
             .into_iter()
+            .filter(|tool| {
+                let size = serde_json::to_vec(&tool.input_schema).map_or(usize::MAX, |json| json.len());
+                let fits = size <= super::tool::MAX_SCHEMA;
+                if !fits {
+                    tracing::warn!(server = %self.spec.name, tool = %tool.name, size, "an MCP tool's input schema is too large to offer");
+                }
+                fits
+            })
             .map(|tool| {
                 let peer = client.peer().clone();
                 let link = Link { peer, progress: self.progress.clone(), editor: self.editor.clone() };
@@ -407,10 +415,33 @@ async fn closed(client: Running) {
     let _ = tokio::time::timeout(CLOSE_WAIT, client.cancel()).await;
 }
 
-/// The tools of a connected server; the connection is closed when it cannot list them.
+/// The tools of a connected server, bounded like its other lists (pages and count), each
+/// as rmcp reads it (one it cannot read is left out, and said in the log); the connection
+/// is closed when the server cannot list them.
 async fn list_tools(client: Running) -> Result<(Running, Vec<rmcp::model::Tool>), String> {
-    match client.list_all_tools().await {
-        Ok(tools) => Ok((client, tools)),
+    let peer = client.peer().clone();
+    let listed = super::offers::pages(
+        |cursor| {
+            let peer = peer.clone();
+            async move { peer.list_tools(cursor).await.map(|r| serde_json::to_value(r).unwrap_or_default()) }
+        },
+        "tools",
+    )
+    .await;
+    match listed {
+        Ok(listed) => {
+            let count = listed.len();
+            let tools: Vec<rmcp::model::Tool> =
+                listed.into_iter().filter_map(|tool| serde_json::from_value(tool).ok()).collect();
+            if tools.len() < count {
+                tracing::warn!(
+                    listed = count,
+                    read = tools.len(),
+                    "an MCP server listed tools that cannot be read"
+                );
+            }
+            Ok((client, tools))
+        }
         Err(e) => {
             closed(client).await;
             Err(format!("it did not list its tools: {e}"))

@@ -22,6 +22,11 @@ use crate::types::{ToolKind, ToolStatus};
 const MAX_OUTPUT: usize = 64 * 1024;
 /// Model APIs accept tool names of at most this many characters.
 const MAX_NAME: usize = 64;
+/// The longest description of a server's tool the model is given, in bytes.
+const MAX_DESCRIPTION: usize = 4 * 1024;
+/// The largest input schema of a server's tool offered, in bytes of JSON: every request
+/// carries it, so a tool with a larger one is not offered.
+pub(super) const MAX_SCHEMA: usize = 64 * 1024;
 
 /// A tool of an MCP server.
 pub struct McpTool {
@@ -65,7 +70,10 @@ impl McpTool {
         }
         let title = tool.title.clone().unwrap_or_else(|| remote.clone());
         let description = match tool.description.as_deref() {
-            Some(text) if !text.trim().is_empty() => format!("{text} (MCP server `{server}`)"),
+            // Every request carries every tool's description: each is held to a few KiB.
+            Some(text) if !text.trim().is_empty() => {
+                format!("{} (MCP server `{server}`)", crate::secret::clip(text.trim(), MAX_DESCRIPTION))
+            }
             _ => format!("The `{remote}` tool of the MCP server `{server}`."),
         };
         let mut parameters = Value::Object((*tool.input_schema).clone());
