@@ -200,4 +200,3 @@ async fn a_flood_of_tools_is_held_to_the_lists_bounds() {
     assert!(specs.iter().all(|s| s.description.len() < 5 * 1024), "descriptions are held to their bound");
     hub.shutdown().await;
 }
-

@@ -64,6 +64,13 @@ pub struct McpResource {
     pub name: String,
 }
 
+/// Which of a server's lists.
+#[derive(Clone, Copy)]
+enum Listing {
+    Prompts,
+    Resources,
+}
+
 /// A server's prompts and resources, kept current.
 #[derive(Default)]
 pub(super) struct Offers {
@@ -148,21 +155,33 @@ impl Offers {
         self.lock().peer.clone()
     }
 
-    /// Lists the prompts again (the server said they changed).
-    pub(super) async fn relist_prompts(&self) {
-        let Some(peer) = self.peer() else { return };
-        let listed =
-            pages(
-                |cursor| {
-                    let peer = peer.clone();
-                    async move {
+    /// What the server lists of `kind`, bounded ([`pages`]); nothing when it is not
+    /// connected or its first page fails.
+    async fn listed(&self, kind: Listing) -> Vec<Value> {
+        let Some(peer) = self.peer() else { return Vec::new() };
+        let page = |cursor| {
+            let peer = peer.clone();
+            async move {
+                match kind {
+                    Listing::Prompts => {
                         peer.list_prompts(cursor).await.map(|r| serde_json::to_value(r).unwrap_or_default())
                     }
-                },
-                "prompts",
-            )
-            .await
-            .unwrap_or_default();
+                    Listing::Resources => {
+                        peer.list_resources(cursor).await.map(|r| serde_json::to_value(r).unwrap_or_default())
+                    }
+                }
+            }
+        };
+        let key = match kind {
+            Listing::Prompts => "prompts",
+            Listing::Resources => "resources",
+        };
+        pages(page, key).await.unwrap_or_default()
+    }
+
+    /// Lists the prompts again (the server said they changed).
+    pub(super) async fn relist_prompts(&self) {
+        let listed = self.listed(Listing::Prompts).await;
         let prompts = listed
             .iter()
             .filter_map(|p| {
@@ -214,18 +233,7 @@ impl Offers {
 
     /// Lists the resources again (the server said they changed).
     pub(super) async fn relist_resources(&self) {
-        let Some(peer) = self.peer() else { return };
-        let listed = pages(
-            |cursor| {
-                let peer = peer.clone();
-                async move {
-                    peer.list_resources(cursor).await.map(|r| serde_json::to_value(r).unwrap_or_default())
-                }
-            },
-            "resources",
-        )
-        .await
-        .unwrap_or_default();
+        let listed = self.listed(Listing::Resources).await;
         let resources = listed
             .iter()
             .filter_map(|r| {
