@@ -1,9 +1,12 @@
 //! The MCP client features, driven by the reference server
 //! `@modelcontextprotocol/server-everything` (pinned in `mcp_real`, installed from the npm
-//! registry by `.ci/run`) over the real binary: its form elicitation with every primitive
-//! reaches the editor and only a fitting answer reaches the server; its URL-required error
-//! (-32042) becomes a page the editor offers, and the call runs again once it is opened.
-
+//! registry by `.ci/run`) over the real binary: its echo and sum tools; its form
+//! elicitation with every primitive reaching the editor, and only a fitting answer the
+//! server; its URL-required error (-32042) becoming a page the editor offers, the call run
+//! again once it is opened; its sampling request approved by the user and answered by the
+//! session's model; its prompts as slash commands and its resources read by the model; its
+//! roots listing; its log messages as notices; and `/mcp` and the per-server config option
+//! turning it off and on. (Its long-running operation's progress is in `mcp_real`.)
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -330,4 +333,67 @@ async fn each_server_is_a_boolean_config_option_the_client_can_turn_off_and_on()
         .find(|o| o["id"] == "mcp:everything")
         .unwrap_or_else(|| panic!("/mcp tells the editor: {before:?}"));
     assert_eq!(told["currentValue"], false);
+}
+
+/// The reference server's own tools: echo and sum answer through a turn.
+#[tokio::test]
+async fn the_servers_echo_and_sum_tools_answer() {
+    let calls = json!({ "steps": [
+        { "tool_call": { "name": "mcp__everything__echo", "arguments": { "message": "from heron" } } },
+        { "tool_call": { "name": "mcp__everything__get-sum", "arguments": { "a": 2, "b": 40 } } },
+    ]});
+    let script = format!("{calls}\n{}\n", json!({ "steps": [{ "text": "Done." }] }));
+    let Some((mut editor, session)) = everything(&script, json!({})).await else { return };
+    let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Use the server" }] });
+    editor.send_request(json!("p"), "session/prompt", params).await;
+    let mut texts = Vec::new();
+    loop {
+        let message = editor.recv_within(Duration::from_secs(60)).await;
+        if message["method"] == "session/request_permission" {
+            let allow = json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } });
+            editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": allow })).await;
+        }
+        let update = &message["params"]["update"];
+        if update_kind(&message) == Some("tool_call_update") && update["status"] == "completed" {
+            texts.push(text_of(update));
+        }
+        if message["id"] == "p" && message.get("method").is_none() {
+            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+            break;
+        }
+    }
+    assert!(texts.iter().any(|t| t.contains("Echo: from heron")), "{texts:?}");
+    assert!(texts.iter().any(|t| t.contains("The sum of 2 and 40 is 42.")), "{texts:?}");
+}
+
+/// The server asks for the client's roots: it is given the session's cwd.
+#[tokio::test]
+async fn the_server_lists_the_sessions_roots() {
+    let script = calling("mcp__everything__get-roots-list", json!({}));
+    let Some((mut editor, session)) = everything(&script, json!({})).await else { return };
+    let cwd = editor.dirs.ws();
+    let played = play(&mut editor, &session, |_| json!({ "action": "decline" })).await;
+    let text = text_of(&played.finished);
+    assert!(text.contains(&format!("file://{cwd}")), "the cwd is a root: {text}");
+}
+
+/// The server's log messages at warning and above reach a client that shows notices.
+#[tokio::test]
+async fn the_servers_warnings_are_notices() {
+    let script = calling("mcp__everything__toggle-simulated-logging", json!({}));
+    let capabilities = json!({ "session": { "notices": {} } });
+    let Some((mut editor, session)) = everything(&script, capabilities).await else { return };
+    play(&mut editor, &session, |_| json!({ "action": "decline" })).await;
+    // It logs a random level every 5 s; five of its eight levels are warning or above.
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        assert!(std::time::Instant::now() < deadline, "no notice of the server's log came");
+        let message = editor.recv_within(Duration::from_secs(90)).await;
+        let update = &message["params"]["update"];
+        if update["sessionUpdate"] == "notice" {
+            let title = update["title"].as_str().unwrap_or_default();
+            assert!(title.starts_with("The MCP server `everything` logged"), "{update}");
+            break;
+        }
+    }
 }
