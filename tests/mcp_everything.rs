@@ -7,6 +7,7 @@
 //! session's model; its prompts as slash commands and its resources read by the model; its
 //! roots listing; its log messages as notices; and `/mcp` and the per-server config option
 //! turning it off and on. (Its long-running operation's progress is in `mcp_real`.)
+
 use std::time::Duration;
 
 use serde_json::{Value, json};
