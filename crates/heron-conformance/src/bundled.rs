@@ -6,7 +6,7 @@
 /// `(name, text)` of one embedded transcript per name, read from `conformance/NAME.ndjson`.
 macro_rules! bundle {
     ($($name:ident),* $(,)?) => {
-        &[$((stringify!($name), include_str!(concat!("../../conformance/", stringify!($name), ".ndjson")))),*]
+        &[$((stringify!($name), include_str!(concat!("../../../conformance/", stringify!($name), ".ndjson")))),*]
     };
 }
 
@@ -45,11 +45,11 @@ pub const ACP_V2: &[(&str, &str)] = bundle!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conformance::format::{Profile, Scenario};
+    use crate::format::{Profile, Scenario};
 
     fn profile_files(profile: Profile) -> Vec<String> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance");
-        let files = crate::conformance::transcript_files(&[dir]).expect("conformance/ lists");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
+        let files = crate::transcript_files(&[dir]).expect("conformance/ lists");
         files
             .iter()
             .map(|file| Scenario::load(file).unwrap_or_else(|e| panic!("{e}")))
@@ -65,7 +65,7 @@ mod tests {
             assert_eq!(
                 bundled,
                 profile_files(profile),
-                "list each {}-profile transcript in bundle!() in src/conformance/bundled.rs",
+                "list each {}-profile transcript in bundle!() in crates/heron-conformance/src/bundled.rs",
                 profile.name()
             );
         }

@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use super::{Seen, Sender, Setup};
-use crate::conformance::format::Header;
-use crate::conformance::matcher::{Bindings, Paths, generalize, generalize_sent};
+use crate::format::Header;
+use crate::matcher::{Bindings, Paths, generalize, generalize_sent};
 use heron_core::llm::scripted::{Deltas, ScriptedCall, Step, Turn, word_deltas};
 use heron_core::llm::tap::TapEnd;
 use heron_core::llm::{ModelEvent, ToolCallRequest};

@@ -11,7 +11,7 @@
 
 use serde_json::{Value, json};
 
-use crate::conformance::format::{Item, Scenario};
+use crate::format::{Item, Scenario};
 
 /// ACP's auth_required: the agent cannot open a session without credentials.
 pub(super) const AUTH_REQUIRED: i64 = -32000;

@@ -18,8 +18,8 @@ use super::client::{AUTH_REQUIRED, Client};
 use super::refresh::rewrite_segment;
 use super::transport::{Received, Transport};
 use super::{DEFAULT_TIMEOUT, EOF_WAIT, Failure, GRACE, STARTUP_TIMEOUT};
-use crate::conformance::format::{Expectation, Item, Profile, Scenario, requirement_met};
-use crate::conformance::matcher::{self, Bindings, Paths, fill, matches, merge, side_by_side, signature};
+use crate::format::{Expectation, Item, Profile, Scenario, requirement_met};
+use crate::matcher::{self, Bindings, Paths, fill, matches, merge, side_by_side, signature};
 
 /// How a replay that did not fail ended.
 #[derive(Debug, Clone, PartialEq)]

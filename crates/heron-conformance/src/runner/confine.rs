@@ -15,8 +15,8 @@ use std::process::Command;
 use serde_json::Value;
 
 use super::{Failure, Sandbox};
-use crate::conformance::format::{Item, Scenario};
-use crate::conformance::matcher::{self, Paths};
+use crate::format::{Item, Scenario};
+use crate::matcher::{self, Paths};
 
 /// Whether an allowed flag takes a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -208,7 +208,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::conformance::runner::Failure;
+    use crate::runner::Failure;
 
     fn outcomes() -> Vec<Outcome> {
         let failure = Failure {

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::conformance::format::{Expectation, Item, expect_line};
-use crate::conformance::matcher::{Bindings, Paths, generalize, matches, merge, signature};
+use crate::format::{Expectation, Item, expect_line};
+use crate::matcher::{Bindings, Paths, generalize, matches, merge, signature};
 
 /// The lines that replace a segment whose messages changed.
 pub(super) fn rewrite_segment(

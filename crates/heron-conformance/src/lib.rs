@@ -1,3 +1,5 @@
+//! Heron's conformance kit, a library of its own so the binary is a thin shell over it.
+//!
 //! Conformance transcripts: a readable NDJSON format for ACP exchanges (`format`), a matcher
 //! that survives harmless change (`matcher`), a runner that replays a transcript against
 //! Heron or any other agent command (`runner`), the acp profile built into the binary

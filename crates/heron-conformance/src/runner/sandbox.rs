@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::conformance::format::Header;
-use crate::conformance::matcher::Paths;
+use crate::format::Header;
+use crate::matcher::Paths;
 
 /// A scenario's private directories under the system temp directory, removed when dropped:
 /// `home` (HERON_HOME), `ws` (the workspace), `user` (the agent's HOME) and `tmp` (its
