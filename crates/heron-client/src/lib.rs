@@ -1,3 +1,5 @@
+//! Heron's headless ACP client, a crate of its own so the binary is a thin shell over it.
+//!
 //! `heron run "prompt"`: a one-shot headless ACP client. It starts an agent (Heron's own
 //! `heron acp`, or any agent command) in a process group of its own, initializes, opens a
 //! session (or continues one with `--session`), sends one prompt, renders the turn on the
