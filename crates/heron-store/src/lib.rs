@@ -303,9 +303,23 @@ fn create_private_file(path: &Path) -> Result<(), StoreError> {
     options.open(path).map(drop).map_err(|err| io("creating", err))
 }
 
-/// The current time as an RFC 3339 UTC string with millisecond precision.
+/// The last millisecond [`now`] gave, since the Unix epoch.
+static LAST_MILLIS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The current time as an RFC 3339 UTC string with millisecond precision, strictly later
+/// than any this process gave before: two writes in one millisecond, or a wall clock set
+/// back, still order as they were made (lists sort by these), and tests need no sleep to
+/// tell two writes apart.
 fn now() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+    use std::sync::atomic::Ordering;
+    let wall = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX));
+    let next = |last: u64| wall.max(last.saturating_add(1));
+    let millis = match LAST_MILLIS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| Some(next(last))) {
+        Ok(last) | Err(last) => next(last),
+    };
+    humantime::format_rfc3339_millis(SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(millis)).to_string()
 }
 
 /// Decodes a stored JSON column, describing a failure by its location only.
@@ -330,6 +344,12 @@ fn encode_json(value: &impl serde::Serialize) -> Result<String, StoreError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn timestamps_strictly_increase_even_within_one_millisecond() {
+        let stamps: Vec<String> = (0..1000).map(|_| super::now()).collect();
+        assert!(stamps.windows(2).all(|pair| pair[0] < pair[1]), "{:?}", &stamps[..3]);
+    }
+
     use super::*;
 
     #[tokio::test]

@@ -115,7 +115,6 @@ async fn update_changes_only_the_patched_fields_and_bumps_updated_at() {
         .create_session(NewSession { title: Some("old".to_owned()), ..session_in("/w") })
         .await
         .expect("create");
-    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let patch = SessionPatch { settings: Some(json!({"mode": "code"})), ..SessionPatch::default() };
     let updated = store.update_session(&created.id, patch).await.expect("update");
     assert_eq!(updated.settings, json!({"mode": "code"}));
@@ -191,10 +190,9 @@ async fn delete_cascades_to_events_and_inbox() {
 #[tokio::test]
 async fn list_is_most_recently_updated_first() {
     let (_dir, store) = open_temp().await;
+    // The store's timestamps strictly increase: no wait is needed to order these.
     let a = store.create_session(session_in("/w")).await.expect("a");
-    tokio::time::sleep(std::time::Duration::from_millis(3)).await;
     let b = store.create_session(session_in("/w")).await.expect("b");
-    tokio::time::sleep(std::time::Duration::from_millis(3)).await;
     store.append_event(&a.id, "user", &json!({})).await.expect("touch a");
     assert_eq!(list_all(&store, None, 10).await, [a.id, b.id]);
 }
@@ -277,9 +275,8 @@ async fn sessions_created_between_pages_do_not_disturb_later_pages() {
     for _ in 0..30 {
         original.insert(store.create_session(session_in("/w")).await.expect("create").id);
     }
-    // Later sessions must be strictly newer; a same-millisecond insert may legitimately sort
-    // after the cursor, which would show it (once) on a later page.
-    tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    // Later sessions are strictly newer (the store's timestamps strictly increase), so none
+    // sorts after the cursor.
     let mut seen = Vec::new();
     let mut cursor = None;
     loop {
