@@ -319,7 +319,8 @@ fn now() -> String {
     let millis = match LAST_MILLIS.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| Some(next(last))) {
         Ok(last) | Err(last) => next(last),
     };
-    humantime::format_rfc3339_millis(SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(millis)).to_string()
+    humantime::format_rfc3339_millis(SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(millis))
+        .to_string()
 }
 
 /// Decodes a stored JSON column, describing a failure by its location only.
