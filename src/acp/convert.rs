@@ -7,7 +7,7 @@ use serde_json::json;
 use super::compaction;
 use heron_core::session::attachments::{self, ReadBack};
 use heron_core::session::event::Event;
-use heron_core::session::settings::{Mode, OptionSpec, Settings};
+use heron_core::session::settings::{Mode, Settings};
 use heron_core::session::update::TurnUpdate;
 use heron_core::tools::editor::PermissionAsk;
 use heron_core::types::{
@@ -17,9 +17,8 @@ use heron_core::types::{
 use heron_protocol::{
     self as p, BlobResourceContents, ContentBlock, ContentChunk, EmbeddedResource, EmbeddedResourceResource,
     ImageContent, MessageId, PlanEntry, PlanEntryPriority, PlanEntryStatus, ResourceLink, RpcError,
-    SessionConfigId, SessionConfigOption, SessionConfigOptionSelect, SessionConfigSelectOption,
-    SessionConfigSelectOptions, SessionConfigValueId, SessionMode, SessionModeId, SessionModeState,
-    SessionUpdate, TextContent, TextResourceContents, ToolCallContent, ToolCallId, ToolCallLocation,
+    SessionMode, SessionModeId, SessionModeState, SessionUpdate, TextContent, TextResourceContents,
+    ToolCallContent, ToolCallId, ToolCallLocation,
 };
 
 /// Image types Heron accepts in prompts.
@@ -575,34 +574,6 @@ pub fn modes(settings: &Settings) -> SessionModeState {
         current_mode_id: SessionModeId(settings.mode.id().to_owned()),
         meta: None,
     }
-}
-
-/// The config options as `select`s.
-pub fn config_options(options: Vec<OptionSpec>) -> Vec<SessionConfigOption> {
-    options
-        .into_iter()
-        .map(|o| {
-            SessionConfigOption::Select(SessionConfigOptionSelect {
-                category: Some(super::settings::category(o.id)),
-                current_value: SessionConfigValueId(o.current),
-                description: Some(o.description.to_owned()),
-                id: SessionConfigId(o.id.id().to_owned()),
-                meta: None,
-                name: o.name.to_owned(),
-                options: SessionConfigSelectOptions::Ungrouped(
-                    o.values
-                        .into_iter()
-                        .map(|(value, name, description)| SessionConfigSelectOption {
-                            description,
-                            meta: None,
-                            name,
-                            value: SessionConfigValueId(value),
-                        })
-                        .collect(),
-                ),
-            })
-        })
-        .collect()
 }
 
 /// An agent message of one piece (slash command replies).

@@ -165,7 +165,7 @@ impl<O: Outgoing> Inner<O> {
     /// The session's settings and its config options as the wire shows them.
     fn options_of(&self, session: &Session) -> (Settings, Vec<SessionConfigOption>) {
         let settings = session.state().settings;
-        let mut options = convert::config_options(settings.options(&session.choices()));
+        let mut options = settings::config_options(settings.options(&session.choices()));
         if self.opted().boolean_options {
             options.extend(settings::mcp_options(session.mcp()));
         }

@@ -1,7 +1,8 @@
 //! Settings on the wire: `session/set_mode`, `set_config_option` and `set_model`; the
-//! config option ids and value ids clients send, older clients' names included, read into
-//! the core's changes; the protocol category of each option; and telling the editor that
-//! settings changed.
+//! config options as the wire shows them (a select per setting, and for clients that take
+//! them a boolean per MCP server); the config option ids and value ids clients send, older
+//! clients' names included, read into the core's changes; the protocol category of each
+//! option; and telling the editor that settings changed.
 
 use heron_core::session::settings::{
     Change, Choices, ConfigId, Mode, Posture, Preset, SettingError, Settings,
@@ -116,6 +117,36 @@ fn set_mcp_option<O: Outgoing>(
         let (_, config_options) = inner.options_of(&session);
         Ok(SetSessionConfigOptionResponse { config_options, meta: None })
     })
+}
+
+/// The config options as `select`s.
+pub fn config_options(
+    options: Vec<heron_core::session::settings::OptionSpec>,
+) -> Vec<heron_protocol::SessionConfigOption> {
+    options
+        .into_iter()
+        .map(|o| {
+            heron_protocol::SessionConfigOption::Select(heron_protocol::SessionConfigOptionSelect {
+                category: Some(category(o.id)),
+                current_value: heron_protocol::SessionConfigValueId(o.current),
+                description: Some(o.description.to_owned()),
+                id: heron_protocol::SessionConfigId(o.id.id().to_owned()),
+                meta: None,
+                name: o.name.to_owned(),
+                options: heron_protocol::SessionConfigSelectOptions::Ungrouped(
+                    o.values
+                        .into_iter()
+                        .map(|(value, name, description)| heron_protocol::SessionConfigSelectOption {
+                            description,
+                            meta: None,
+                            name,
+                            value: heron_protocol::SessionConfigValueId(value),
+                        })
+                        .collect(),
+                ),
+            })
+        })
+        .collect()
 }
 
 /// The prefix of the boolean config option that turns an MCP server on or off.

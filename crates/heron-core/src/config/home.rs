@@ -83,8 +83,8 @@ pub(crate) const MAX_ENV_BYTES: u64 = 1024 * 1024;
 pub(crate) const MAX_KEYS: usize = 1000;
 
 impl Keys {
-    /// Reads `.env`; a missing file means no keys. One over [`MAX_ENV_BYTES`] or with more
-    /// than [`MAX_KEYS`] keys is refused, naming the bound.
+    /// Reads `.env`; a missing file means no keys. One over `MAX_ENV_BYTES` or with more
+    /// than `MAX_KEYS` keys is refused, naming the bound.
     pub fn load(home: &Home) -> Result<Self, ConfigError> {
         let path = home.env_path();
         // Every key is redacted from every log line, output and error: a file of thousands
