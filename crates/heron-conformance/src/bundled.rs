@@ -80,4 +80,18 @@ mod tests {
             }
         }
     }
+
+    /// A check any agent is measured by names what it enforces, so an agent author reads
+    /// the failure next to the spec, and a dispute is about the spec, not the kit.
+    #[test]
+    fn every_bundled_check_names_the_spec_it_enforces() {
+        for (name, text) in ACP.iter().chain(ACP_V2) {
+            let scenario = Scenario::parse(name, text).unwrap_or_else(|e| panic!("{e}"));
+            let spec = scenario.header.spec.unwrap_or_default();
+            assert!(
+                spec.starts_with("ACP v1") || spec.starts_with("ACP v2"),
+                "{name} names no spec: {spec:?}"
+            );
+        }
+    }
 }

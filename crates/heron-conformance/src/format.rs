@@ -45,6 +45,14 @@ pub struct Header {
     /// run (dotted paths into the result, `!` in front for must not); otherwise it is skipped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
+    /// What the scenario enforces: the spec page or schema definition (and the JSON-RPC 2.0
+    /// section), shown in every report; the `acp` and `acp-v2` profiles name one for each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
+    /// A check the spec recommends but does not require: not following it is reported as
+    /// advice, never counted as a failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recommendation: bool,
     /// Patterns of messages the agent may send anywhere (an agent's own `session/update`s):
     /// one of them that the expectation at hand does not match is passed over.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

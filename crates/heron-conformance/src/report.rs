@@ -38,10 +38,13 @@ enum Verdict {
     Update,
     Fail,
     Skip,
+    Advice,
 }
 
 fn verdict(outcome: &Outcome) -> Verdict {
     match (&outcome.result, outcome.rewritten, &outcome.skipped) {
+        // A recommendation not followed is advice: the spec does not require it.
+        (Err(_), _, _) if outcome.recommendation => Verdict::Advice,
         (Err(_), _, _) => Verdict::Fail,
         (Ok(()), _, Some(_)) => Verdict::Skip,
         (Ok(()), true, None) => Verdict::Update,
@@ -49,10 +52,15 @@ fn verdict(outcome: &Outcome) -> Verdict {
     }
 }
 
-/// One line on why a scenario failed or was skipped, empty when it passed.
+/// One line on why a scenario failed or was skipped, empty when it passed; a failure names
+/// what it enforces.
 fn reason(outcome: &Outcome) -> String {
+    let traced = outcome.spec.as_deref().map(|spec| format!(" [{spec}]")).unwrap_or_default();
     match (&outcome.result, &outcome.skipped) {
-        (Err(failure), _) => format!("line {}: {}", failure.line, failure.summary),
+        (Err(failure), _) if outcome.recommendation => {
+            format!("recommended, not required: line {}: {}{traced}", failure.line, failure.summary)
+        }
+        (Err(failure), _) => format!("line {}: {}{traced}", failure.line, failure.summary),
         (Ok(()), Some(why)) => why.clone(),
         (Ok(()), None) => String::new(),
     }
@@ -62,6 +70,11 @@ fn reason(outcome: &Outcome) -> String {
 fn counts(outcomes: &[Outcome]) -> (usize, usize, usize) {
     let count = |wanted: &[Verdict]| outcomes.iter().filter(|o| wanted.contains(&verdict(o))).count();
     (count(&[Verdict::Pass, Verdict::Update]), count(&[Verdict::Fail]), count(&[Verdict::Skip]))
+}
+
+/// How many recommendations were not followed.
+fn advised(outcomes: &[Outcome]) -> usize {
+    outcomes.iter().filter(|o| verdict(o) == Verdict::Advice).count()
 }
 
 /// `outcomes` written in `format`; `suite` names the run (the profile, or `conformance`).
@@ -84,6 +97,7 @@ pub fn text(outcomes: &[Outcome]) -> String {
             Verdict::Update => "update",
             Verdict::Fail => "FAIL",
             Verdict::Skip => "skip",
+            Verdict::Advice => "advice",
         };
         let line = format!(
             "{shown:<6} {:<width$} {:>7.2}s  {}",
@@ -95,7 +109,11 @@ pub fn text(outcomes: &[Outcome]) -> String {
         out.push('\n');
     }
     let (passed, failed, skipped) = counts(outcomes);
-    out.push_str(&format!("\n{passed} passed, {failed} failed, {skipped} skipped\n"));
+    let advice = match advised(outcomes) {
+        0 => String::new(),
+        n => format!(", {n} recommendation{} not followed", if n == 1 { "" } else { "s" }),
+    };
+    out.push_str(&format!("\n{passed} passed, {failed} failed, {skipped} skipped{advice}\n"));
     for outcome in outcomes {
         if let Err(failure) = &outcome.result {
             out.push_str(&format!("\n=== {} ===\n{failure}", outcome.name));
@@ -128,6 +146,8 @@ fn xml(text: &str) -> String {
 /// text, `skipped` with its reason.
 pub fn junit(outcomes: &[Outcome], suite: &str) -> String {
     let (_, failed, skipped) = counts(outcomes);
+    // A recommendation not followed is a skipped testcase, with the advice as its message.
+    let skipped = skipped + advised(outcomes);
     let total: f64 = outcomes.iter().map(|o| o.elapsed.as_secs_f64()).sum();
     let suite = xml(suite);
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -146,6 +166,10 @@ pub fn junit(outcomes: &[Outcome], suite: &str) -> String {
             outcome.elapsed.as_secs_f64()
         );
         match (&outcome.result, &outcome.skipped) {
+            (Err(_), _) if outcome.recommendation => out.push_str(&format!(
+                "{open}>\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                xml(&reason(outcome))
+            )),
             (Err(failure), _) => out.push_str(&format!(
                 "{open}>\n      <failure message=\"{}\" type=\"mismatch\">{}</failure>\n    </testcase>\n",
                 xml(&reason(outcome)),
@@ -172,6 +196,7 @@ pub fn json_report(outcomes: &[Outcome], suite: &str) -> String {
                 Verdict::Update => "update",
                 Verdict::Fail => "fail",
                 Verdict::Skip => "skip",
+                Verdict::Advice => "advice",
             };
             let mut entry = json!({
                 "name": outcome.name,
@@ -179,6 +204,9 @@ pub fn json_report(outcomes: &[Outcome], suite: &str) -> String {
                 "seconds": outcome.elapsed.as_secs_f64(),
             });
             if let Some(map) = entry.as_object_mut() {
+                if let Some(spec) = &outcome.spec {
+                    map.insert("spec".into(), spec.clone().into());
+                }
                 let why = reason(outcome);
                 if !why.is_empty() {
                     map.insert("reason".into(), why.into());
@@ -196,6 +224,7 @@ pub fn json_report(outcomes: &[Outcome], suite: &str) -> String {
         "passed": passed,
         "failed": failed,
         "skipped": skipped,
+        "advice": advised(outcomes),
         "scenarios": scenarios,
     });
     let mut out = serde_json::to_string_pretty(&report).unwrap_or_default();
@@ -224,6 +253,8 @@ mod tests {
             result,
             rewritten: false,
             skipped: skipped.map(str::to_owned),
+            spec: Some("ACP v1 schema: RequestError".into()),
+            recommendation: false,
         };
         vec![
             outcome("ok", Ok(()), None),
@@ -241,6 +272,23 @@ mod tests {
         assert!(table.contains("does not advertise agentCapabilities.loadSession"), "{table}");
         assert!(table.contains("1 passed, 1 failed, 1 skipped"), "{table}");
         assert!(table.contains("=== broken ==="), "the failure in full: {table}");
+    }
+
+    #[test]
+    fn a_recommendation_not_followed_is_advice_and_every_failure_names_what_it_enforces() {
+        let mut all = outcomes();
+        let mut advice = all[1].clone();
+        advice.name = "advised".into();
+        advice.recommendation = true;
+        all.push(advice);
+        let table = text(&all);
+        assert!(table.contains("[ACP v1 schema: RequestError]"), "{table}");
+        assert!(table.contains("advice advised"), "{table}");
+        assert!(table.contains("1 passed, 1 failed, 1 skipped, 1 recommendation not followed"), "{table}");
+        let report: serde_json::Value = serde_json::from_str(&json_report(&all, "acp")).expect("JSON");
+        assert_eq!((report["failed"].as_u64(), report["advice"].as_u64()), (Some(1), Some(1)));
+        assert_eq!(report["scenarios"][0]["spec"], "ACP v1 schema: RequestError");
+        assert!(junit(&all, "acp").contains(r#"failures="1" errors="0" skipped="2""#));
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub enum AgentCommand {
 }
 
 /// The result of one scenario.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Outcome {
     /// The scenario's name.
     pub name: String,
@@ -99,6 +99,10 @@ pub struct Outcome {
     /// Why the scenario did not run to the end: the agent does not advertise what its
     /// header `requires`.
     pub skipped: Option<String>,
+    /// What the scenario enforces (its header's `spec`).
+    pub spec: Option<String>,
+    /// Whether it checks a recommendation: a failure is advice, not a failure.
+    pub recommendation: bool,
 }
 
 fn start(agent: &AgentCommand, args: &CheckedArgs, sandbox: &Sandbox) -> Result<ProcessTransport, Failure> {
@@ -136,8 +140,10 @@ pub fn run_file(path: &Path, agent: &AgentCommand, refresh: bool) -> Outcome {
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let mut rewritten = false;
     let mut skipped = None;
+    let mut traced = (None, false);
     let result = (|| {
         let scenario = Scenario::load(path)?;
+        traced = (scenario.header.spec.clone(), scenario.header.recommendation);
         match run_once(&scenario, agent, refresh)? {
             Replayed::Passed => {}
             Replayed::Skipped(reason) => skipped = Some(reason),
@@ -151,7 +157,8 @@ pub fn run_file(path: &Path, agent: &AgentCommand, refresh: bool) -> Outcome {
         }
         Ok(())
     })();
-    Outcome { name, elapsed: started.elapsed(), result, rewritten, skipped }
+    let (spec, recommendation) = traced;
+    Outcome { name, elapsed: started.elapsed(), result, rewritten, skipped, spec, recommendation }
 }
 
 /// Replays the transcript `text` (one built into the binary) against `agent`; there is no
@@ -159,11 +166,22 @@ pub fn run_file(path: &Path, agent: &AgentCommand, refresh: bool) -> Outcome {
 pub fn run_text(name: &str, text: &str, agent: &AgentCommand) -> Outcome {
     let started = Instant::now();
     let mut skipped = None;
+    let mut traced = (None, false);
     let result = Scenario::parse(name, text).map_err(Failure::from).and_then(|scenario| {
+        traced = (scenario.header.spec.clone(), scenario.header.recommendation);
         if let Replayed::Skipped(reason) = run_once(&scenario, agent, false)? {
             skipped = Some(reason);
         }
         Ok(())
     });
-    Outcome { name: name.to_owned(), elapsed: started.elapsed(), result, rewritten: false, skipped }
+    let (spec, recommendation) = traced;
+    Outcome {
+        name: name.to_owned(),
+        elapsed: started.elapsed(),
+        result,
+        rewritten: false,
+        skipped,
+        spec,
+        recommendation,
+    }
 }
