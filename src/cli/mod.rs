@@ -5,7 +5,7 @@ pub mod conformance;
 pub mod doctor;
 pub mod manifest;
 pub mod models;
-pub use heron_client as run;
+pub mod run;
 pub mod sandbox_exec;
 pub mod setup;
 

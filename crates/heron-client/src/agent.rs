@@ -28,8 +28,10 @@ const TERM_GRACE: Duration = Duration::from_secs(1);
 /// What to start.
 #[derive(Debug, Clone)]
 pub enum AgentCommand {
-    /// This binary's `heron acp --model MODEL`.
+    /// Heron's `EXE acp --model MODEL`.
     Heron {
+        /// Heron's executable.
+        exe: std::path::PathBuf,
         /// The model new sessions use.
         model: String,
     },
@@ -65,9 +67,7 @@ pub struct Spawned {
 /// Starts the agent in its own process group.
 pub fn spawn(command: &AgentCommand, screen: &Screen) -> Result<Spawned, RunError> {
     let (mut cmd, shown) = match command {
-        AgentCommand::Heron { model } => {
-            let exe = std::env::current_exe()
-                .map_err(|e| RunError::Agent(format!("cannot find the heron binary: {e}")))?;
+        AgentCommand::Heron { exe, model } => {
             let mut cmd = tokio::process::Command::new(exe);
             cmd.arg("acp").arg("--model").arg(model);
             (cmd, "heron acp".to_owned())

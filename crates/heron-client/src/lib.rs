@@ -1,18 +1,19 @@
 //! Heron's headless ACP client, a crate of its own so the binary is a thin shell over it.
 //!
-//! `heron run "prompt"`: a one-shot headless ACP client. It starts an agent (Heron's own
-//! `heron acp`, or any agent command) in a process group of its own, initializes, opens a
-//! session (or continues one with `--session`), sends one prompt, renders the turn on the
-//! terminal (or as JSON lines), asks permission questions there, answers the agent's file
-//! and terminal requests inside `--cwd`, and exits with a status that reflects the stop
-//! reason.
+//! What `heron run "prompt"` does: a one-shot headless ACP client. It starts an agent
+//! (Heron's own, whose executable the caller names, or any agent command) in a process
+//! group of its own, initializes, opens a session (or continues one), sends one prompt,
+//! renders the turn on the terminal (or as JSON lines), asks permission questions there,
+//! answers the agent's file and terminal requests inside the session's directory, and
+//! exits with a status that reflects the stop reason. The command line that fills in
+//! [`Options`] is the binary's (`src/cli/run.rs`).
 //!
 //! Interrupts: the first Ctrl-C sends `session/cancel`, ends open questions `cancelled` and
 //! waits up to two seconds for the turn to end; then the agent's group is ended (SIGTERM,
 //! then SIGKILL) and the exit status is 130. A stdout whose reader went away (a closed
 //! pipe) is taken as that first Ctrl-C. A second Ctrl-C stops at once, killing the
 //! group; SIGTERM and SIGHUP stop at once too, giving the agent its SIGTERM first. No agent
-//! process or terminal command outlives `heron run`, whatever the way out.
+//! process or terminal command outlives the run, whatever the way out.
 //!
 //! Parts: `agent` (the child process), `client` (what the agent may ask of us), `view` and
 //! `screen` (what is shown), `ask` (permission questions), `files` and `terminals` (the
@@ -33,7 +34,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -41,10 +41,11 @@ use heron_core::config::{Config, DEMO_MODEL, Home, Keys};
 use heron_core::sandbox::Policy;
 use heron_core::tools::protected::Protected;
 use heron_core::tools::roots::validate_cwd;
+use heron_protocol::Agent as _;
 use heron_protocol::runtime::AgentPeer;
 use heron_protocol::serve::ClientService;
 use heron_protocol::{
-    Agent, CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest,
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest,
     InitializeResponse, LoadSessionRequest, NewSessionRequest, PromptRequest, ProtocolVersion,
     ResumeSessionRequest, RpcError, SessionId, StopReason, TextContent,
 };
@@ -55,7 +56,7 @@ use self::client::{Parts, RunClient};
 use self::screen::{Paint, Screen, Stream};
 
 /// How permission questions are answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Approve {
     /// Ask: a line read from stdin, a terminal or a pipe (end of input: reject).
     Ask,
@@ -65,30 +66,34 @@ pub enum Approve {
     None,
 }
 
-/// Options of `heron run`.
-#[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+/// Which agent a run drives.
+#[derive(Debug, Clone)]
+pub enum Agent {
+    /// Heron's own: its executable (the caller's to find), started as `EXE acp --model
+    /// MODEL`.
+    Heron(PathBuf),
+    /// Another agent: a shell command line (`sh -c`), e.g. "other-agent --acp".
+    Shell(String),
+}
+
+/// What one run does: the binary's `heron run` arguments, with Heron's executable found.
+#[derive(Debug, Clone)]
+pub struct Options {
     /// What to ask the agent.
     pub prompt: String,
-    /// An agent command to drive instead of Heron itself, e.g. "other-agent --acp".
-    #[arg(long, value_name = "CMD")]
-    pub agent: Option<String>,
+    /// The agent to drive.
+    pub agent: Agent,
     /// The session's working directory (default: the current one); the agent's file and
     /// terminal requests are confined to it.
-    #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Continue this stored session (`session/load`, else `session/resume`) instead of
     /// opening a new one.
-    #[arg(long, value_name = "ID")]
     pub session: Option<String>,
     /// How permission questions are answered.
-    #[arg(long, value_enum, default_value_t = Approve::Ask)]
     pub approve: Approve,
     /// Print every session update and the result as JSON lines.
-    #[arg(long)]
     pub json: bool,
     /// The model, for Heron's own agent (default: the configured one, else demo/demo).
-    #[arg(long, value_name = "PROVIDER/MODEL")]
     pub model: Option<String>,
 }
 
@@ -224,7 +229,7 @@ enum Ended {
 /// Runs `heron run` and says how it ended: the exit status, after any error and, once a
 /// session was opened, how to continue it. That line comes on every way out (a failed
 /// turn, an error from the agent, an interrupt), since those are when it is wanted most.
-pub async fn run(args: RunArgs) -> u8 {
+pub async fn run(args: Options) -> u8 {
     let screen = Screen::for_process(!args.json);
     let opened = Mutex::new(None);
     let outcome = run_on(args, &screen, &opened).await;
@@ -244,7 +249,7 @@ pub async fn run(args: RunArgs) -> u8 {
 
 /// [`run`] up to its last words; `opened` gets the session's id once it is open.
 async fn run_on(
-    args: RunArgs,
+    args: Options,
     screen: &Screen,
     opened: &Mutex<Option<String>>,
 ) -> Result<StopReason, RunError> {
@@ -281,7 +286,7 @@ async fn run_on(
         session: Mutex::new(args.session.clone()),
     });
     let command = match &args.agent {
-        Some(line) => {
+        Agent::Shell(line) => {
             if args.model.is_some() {
                 screen.line(
                     Stream::Err,
@@ -291,7 +296,8 @@ async fn run_on(
             }
             AgentCommand::Shell(line.clone())
         }
-        None => AgentCommand::Heron {
+        Agent::Heron(exe) => AgentCommand::Heron {
+            exe: exe.clone(),
             model: args
                 .model
                 .clone()
@@ -334,7 +340,7 @@ async fn run_on(
 /// Talks to the agent: initialize, open the session, prompt.
 async fn converse(
     peer: &Peer,
-    args: &RunArgs,
+    args: &Options,
     cwd: &std::path::Path,
     parts: &Parts,
     signals: &Signals,
@@ -450,7 +456,7 @@ fn initialize_request() -> InitializeRequest {
 /// (it replays the conversation, so the earlier turns are shown), else `session/resume`.
 async fn open_session(
     agent: &AgentPeer<Peer>,
-    args: &RunArgs,
+    args: &Options,
     cwd: &std::path::Path,
     init: &InitializeResponse,
     parts: &Parts,
