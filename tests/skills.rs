@@ -194,6 +194,9 @@ async fn a_skill_runs_as_a_slash_command_with_its_arguments() {
     assert!(text.contains("`deploy`") && text.contains("load_skill"), "{text}");
     assert!(text.ends_with("Arguments: api --fast"), "{text}");
     assert_eq!(user["command"], "/deploy api --fast");
+    let (before, _) = editor.prompt(json!("h"), &session, "/help").await;
+    let help = agent_text(&before);
+    assert!(help.contains("- /deploy [arguments] — Deploy a service (user skill)"), "{help}");
     editor.close().await;
 }
 
