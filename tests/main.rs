@@ -54,4 +54,5 @@ mod run_client;
 mod run_lifecycle;
 mod sandbox_walls;
 mod seed_contract;
+mod skills;
 mod zed;

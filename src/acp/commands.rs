@@ -1,5 +1,6 @@
 //! Slash commands on the wire: the `available_commands_update` a session's commands go out
-//! as (Heron's own, then its custom ones, then its MCP servers' prompts, each custom or MCP
+//! as (Heron's own, then its custom ones, then its skills, then its MCP servers' prompts,
+//! each custom, skill or MCP
 //! one naming its source in `_meta.heron.source`, and the files that could not be used in `_meta.heron.problems`),
 //! and the problems' shape, which `_heron/session/reloadExtensions` answers with and the
 //! session status carries too.
@@ -72,13 +73,19 @@ pub fn available(catalog: &Catalog, mcp: &McpHub) -> Vec<p::AvailableCommand> {
             name: c.name.clone(),
         }
     });
+    let skills = catalog.skill_commands().map(|skill| p::AvailableCommand {
+        description: skill.description.clone(),
+        input: Some(hint("[arguments]")),
+        meta: json!({ "heron": { "source": "skill", "origin": skill.origin.label() } }).as_object().cloned(),
+        name: skill.name.clone(),
+    });
     let mcp = prompts.iter().map(|prompt| p::AvailableCommand {
         description: prompt_description(prompt),
         input: prompt_hint(prompt).as_deref().map(hint),
         meta: json!({ "heron": { "source": "mcp", "server": prompt.server } }).as_object().cloned(),
         name: prompt.command(),
     });
-    builtin.chain(custom).chain(mcp).collect()
+    builtin.chain(custom).chain(skills).chain(mcp).collect()
 }
 
 /// Runs one of Heron's own commands on `session`, whichever protocol version asked: the

@@ -1,17 +1,26 @@
 //! The custom commands one session offers, merged from every source: on a name clash the
 //! built-in command wins, then the project's, then the user's, then a plugin's, and each
 //! command left out is reported with the one that won. At most [`MAX_COMMANDS`] in all.
+//! The session's skills join it: each is also the slash command of its name, unless a
+//! command of that name wins (then the skill is still loaded by name, and the clash reported).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::command::CustomCommand;
 use super::plugin::Plugin;
+use super::skill::{self, Skill};
 use super::{MAX_COMMANDS, Problem};
 
-/// A session's custom commands, by name, and every problem found building them.
+/// A session's custom commands and skills, by name, and every problem found building them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Catalog {
     commands: BTreeMap<String, CustomCommand>,
+    skills: BTreeMap<String, Skill>,
+    /// The skills whose slash command another command's name takes.
+    shadowed: BTreeSet<String>,
+    /// What the system prompt says of the skills, made once: the prompt's prefix stays the
+    /// same from request to request until a reload.
+    listing: Option<String>,
     problems: Vec<Problem>,
 }
 
@@ -59,7 +68,55 @@ impl Catalog {
             }
             commands.insert(command.name.clone(), command);
         }
-        Catalog { commands, problems }
+        Catalog { commands, problems, ..Catalog::default() }
+    }
+
+    /// Adds `skills` (in order of precedence: the first of a name wins); a skill whose name
+    /// is one of the `builtin` commands or a custom command keeps no slash command.
+    pub(super) fn with_skills(mut self, builtin: &[&str], skills: Vec<Skill>) -> Catalog {
+        self.skills = skill::merge(skills, &mut self.problems);
+        for skill in self.skills.values() {
+            let taken = if builtin.contains(&skill.name.as_str()) {
+                Some("one of Heron's built-in commands".to_owned())
+            } else {
+                self.commands
+                    .get(&skill.name)
+                    .map(|c| format!("the {} command of {}", c.origin.label(), c.file.display()))
+            };
+            if let Some(taken) = taken {
+                let message =
+                    format!("`/{}` is {taken}, which wins; the skill is still loaded by name", skill.name);
+                self.problems.push(Problem::new(&skill.file, message));
+                self.shadowed.insert(skill.name.clone());
+            }
+        }
+        self.listing = skill::listing(self.skills.values());
+        self
+    }
+
+    /// The skills, by name.
+    pub fn skills(&self) -> impl ExactSizeIterator<Item = &Skill> {
+        self.skills.values()
+    }
+
+    /// The skill `name`, if there is one.
+    pub fn skill(&self, name: &str) -> Option<&Skill> {
+        self.skills.get(name)
+    }
+
+    /// The skill `/name` runs, if that slash command is a skill's.
+    pub fn skill_command(&self, name: &str) -> Option<&Skill> {
+        self.skills.get(name).filter(|s| !self.shadowed.contains(&s.name))
+    }
+
+    /// The skills with a slash command of their own, by name.
+    pub fn skill_commands(&self) -> impl Iterator<Item = &Skill> {
+        self.skills.values().filter(|s| !self.shadowed.contains(&s.name))
+    }
+
+    /// What the system prompt says of the skills, when there are any.
+    pub fn skill_listing(&self) -> Option<&str> {
+        self.listing.as_deref()
     }
 
     /// The commands, by name.

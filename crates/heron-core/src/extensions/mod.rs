@@ -1,7 +1,8 @@
 //! What a user adds to Heron without rebuilding it: custom slash commands written as
 //! markdown files (`.heron/commands/*.md` in a project, `HERON_HOME/commands/*.md` for the
-//! user), plugins (`HERON_HOME/plugins/<name>/plugin.toml`: prompt actions and MCP
-//! servers), and the [`Runtime`] that holds them with the providers of `config.toml`, which
+//! user), skills (`SKILL.md` folders in `.heron/skills`, `.agents/skills` and
+//! `.claude/skills` of a project, and `HERON_HOME/skills`), plugins
+//! (`HERON_HOME/plugins/<name>/plugin.toml`: prompt actions and MCP servers), and the [`Runtime`] that holds them with the providers of `config.toml`, which
 //! `_heron/session/reloadExtensions` rebuilds and swaps whole.
 //!
 //! Every file here is someone else's: read only as a regular file reached without a
@@ -16,6 +17,8 @@ mod files;
 mod front_matter;
 mod plugin;
 mod runtime;
+mod skill;
+mod skill_tool;
 
 use std::path::PathBuf;
 
@@ -23,6 +26,8 @@ pub use self::catalog::Catalog;
 pub use self::command::{CustomCommand, Expansion, McpPromptCall, Origin, valid_name};
 pub use self::plugin::{Plugin, PluginServer};
 pub use self::runtime::{ReloadError, Runtime, Shared};
+pub use self::skill::{MAX_FRONT_MATTER, MAX_LISTING, MAX_SKILL_BYTES, MAX_SKILLS, Skill};
+pub use self::skill_tool::{LoadSkill, LoadedSkills};
 
 /// The most custom commands a session offers, from every source together; more are
 /// reported and left out, so a folder of thousands cannot flood the editor's menu.

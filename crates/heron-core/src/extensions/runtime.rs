@@ -15,6 +15,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use super::catalog::Catalog;
 use super::command::{CustomCommand, Origin};
 use super::plugin::Plugin;
+use super::skill::{self, Skill};
 use super::{Problem, command_dir, files, log, plugin};
 use crate::config::{Config, ConfigError, Keys};
 use crate::llm::registry::{ModelError, Providers};
@@ -82,6 +83,7 @@ pub struct Runtime {
     /// The home's files as they were when this runtime was read.
     read: HomeFiles,
     user_commands: Vec<CustomCommand>,
+    user_skills: Vec<Skill>,
     plugins: Vec<Plugin>,
     broken_plugins: Vec<(String, Problem)>,
     problems: Vec<Problem>,
@@ -92,6 +94,7 @@ impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime")
             .field("user_commands", &self.user_commands.len())
+            .field("user_skills", &self.user_skills.len())
             .field("plugins", &self.plugins)
             .field("problems", &self.problems)
             .field("safe_mode", &self.safe_mode)
@@ -106,6 +109,7 @@ impl Runtime {
             read: HomeFiles::now(providers.home()),
             providers,
             user_commands: Vec::new(),
+            user_skills: Vec::new(),
             plugins: Vec::new(),
             broken_plugins: Vec::new(),
             problems: Vec::new(),
@@ -174,6 +178,7 @@ impl Runtime {
         let protected = Protected::for_home(&root);
         self.user_commands =
             command_dir::load(&root.join("commands"), &Origin::User, &protected, &mut self.problems);
+        self.user_skills = skill::load(&root.join("skills"), &Origin::User, &protected, &mut self.problems);
         let (plugins, broken) = plugin::load_all(&root.join("plugins"), &protected, &mut self.problems);
         self.plugins = plugins;
         self.broken_plugins = broken;
@@ -199,16 +204,40 @@ impl Runtime {
         self.safe_mode
     }
 
-    /// The commands a session in `cwd` offers: its project's (`.heron/commands/`), the
-    /// user's and the plugins', past Heron's `builtin` ones. Problems the project or a
-    /// clash adds are logged once. Blocks.
+    /// The commands and skills a session in `cwd` offers: its project's
+    /// (`.heron/commands/`, the skills folders of [`PROJECT_SKILLS`]), the user's and the
+    /// plugins', past Heron's `builtin` ones. Problems the project or a clash adds are
+    /// logged once. Blocks.
     pub fn catalog(&self, cwd: &Path, builtin: &[&str]) -> Catalog {
         let mut problems = self.problems.clone();
         let known = problems.len();
-        let project = if self.safe_mode { Vec::new() } else { self.project_commands(cwd, &mut problems) };
-        let catalog = Catalog::build(builtin, project, &self.user_commands, &self.plugins, problems);
+        let (project, project_skills) = if self.safe_mode {
+            (Vec::new(), Vec::new())
+        } else {
+            (self.project_commands(cwd, &mut problems), self.project_skills(cwd, &mut problems))
+        };
+        let skills = project_skills.into_iter().chain(self.user_skills.iter().cloned()).collect();
+        let catalog = Catalog::build(builtin, project, &self.user_commands, &self.plugins, problems)
+            .with_skills(builtin, skills);
         log(&catalog.problems()[known..]);
         catalog
+    }
+
+    /// The skills of the project in `cwd`, from each folder of [`PROJECT_SKILLS`] in turn
+    /// (the first of a name wins).
+    fn project_skills(&self, cwd: &Path, problems: &mut Vec<Problem>) -> Vec<Skill> {
+        let Ok(cwd) = std::fs::canonicalize(cwd) else { return Vec::new() };
+        let protected = Protected::for_home(self.providers.home().root());
+        let mut skills = Vec::new();
+        for folder in PROJECT_SKILLS {
+            let dir = cwd.join(folder).join("skills");
+            // At the user's home, `.heron` is Heron's home: those skills are the user's.
+            if protected.is_home(&dir) {
+                continue;
+            }
+            skills.extend(skill::load(&dir, &Origin::Project, &protected, problems));
+        }
+        skills
     }
 
     fn project_commands(&self, cwd: &Path, problems: &mut Vec<Problem>) -> Vec<CustomCommand> {
@@ -223,6 +252,10 @@ impl Runtime {
         command_dir::load(&dir, &Origin::Project, &protected, problems)
     }
 }
+
+/// The folders of a project whose `skills/` hold its skills, first winning: Heron's own,
+/// then those other agents read, so skills written for them work unchanged.
+const PROJECT_SKILLS: [&str; 3] = [".heron", ".agents", ".claude"];
 
 fn whole_file(file: &Path, reason: String) -> ReloadError {
     ReloadError { file: file.to_path_buf(), line: None, column: None, reason }

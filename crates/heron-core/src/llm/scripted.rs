@@ -102,8 +102,33 @@ impl Provider for ScriptedProvider {
 }
 
 /// What a `context` step says of the request's `messages`: the working directory of its
-/// working context and the instruction files it was given, in the order given.
+/// working context and the instruction files it was given, in the order given, and the
+/// skills its system prompt lists, when it lists any.
 fn context_said(messages: &[ChatMessage]) -> String {
+    let mut said = context_files(messages);
+    let skills = skills_listed(messages);
+    if !skills.is_empty() {
+        said.push_str(&format!("Skills I was offered: {}. ", skills.join("; ")));
+    }
+    said
+}
+
+/// The `- name: description` lines of the `<skills>` block of the system prompt.
+fn skills_listed(messages: &[ChatMessage]) -> Vec<String> {
+    let system = messages.iter().find_map(|message| match message {
+        ChatMessage::System { text } => Some(text.as_str()),
+        _ => None,
+    });
+    let Some(block) =
+        system.and_then(|s| s.split("<skills>").nth(1)).and_then(|s| s.split("</skills>").next())
+    else {
+        return Vec::new();
+    };
+    block.lines().filter_map(|line| line.strip_prefix("- ")).map(str::to_owned).collect()
+}
+
+/// The working directory and instruction files a `context` step says.
+fn context_files(messages: &[ChatMessage]) -> String {
     let texts = messages.iter().flat_map(|message| match message {
         ChatMessage::User { parts } => parts
             .iter()

@@ -18,6 +18,7 @@ use super::turn::{Carried, Turn, TurnIo, TurnPolicy, TurnShared};
 use super::update::ChunkBudget;
 use super::update::TurnUpdate;
 use super::{Job, PromptError, PromptResult, Session, State, Work, attachments, reload, watched};
+use crate::extensions::LoadSkill;
 use crate::tools::mcp::McpHub;
 use crate::tools::protected::Protected;
 use crate::tools::roots::Roots;
@@ -281,6 +282,17 @@ async fn run_job(
         ..Limits::default()
     };
     let tools = with_mcp_tools(&context.tools, &session.mcp, &cancel).await;
+    // The skills as the turn starts, like the runtime: a reload changes the next turn's.
+    let catalog = session.commands();
+    let skills = catalog.skill_listing().map(Arc::from);
+    let tools = match LoadSkill::for_catalog(catalog, session.loaded_skills.clone()) {
+        Some(load_skill) => {
+            let mut with_skills = (*tools).clone();
+            with_skills.add(Arc::new(load_skill));
+            Arc::new(with_skills)
+        }
+        None => tools,
+    };
     let command = match &work {
         Ready::Prompt(_, invoked) => invoked.clone(),
         Ready::Compact(_) => None,
@@ -294,6 +306,7 @@ async fn run_job(
             max_goal_continuations: config.goal_continuations(),
             limits,
             append_system_prompt: context.append_system_prompt.clone(),
+            skills,
             verify_command: config.verify_command.as_deref().map(Arc::from),
             echo_prompt,
             prompt_message_id: message_id,

@@ -167,6 +167,18 @@ fn help(custom: &Catalog) -> String {
         let hint = c.hint.as_ref().map(|h| format!(" {h}")).unwrap_or_default();
         reply.push_str(&format!("- /{}{hint} — {} ({})\n", c.name, c.description, c.origin.label()));
     }
+    let mut skills = custom.skill_commands().peekable();
+    if skills.peek().is_some() {
+        reply.push_str("\nSkills:\n");
+    }
+    for s in skills {
+        reply.push_str(&format!(
+            "- /{} [arguments] — {} ({} skill)\n",
+            s.name,
+            s.description,
+            s.origin.label()
+        ));
+    }
     reply
 }
 

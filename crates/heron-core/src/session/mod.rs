@@ -56,7 +56,7 @@ use self::status::Board;
 pub use self::turn::TurnError;
 use self::turn::permission::Approvals;
 use self::update::TurnUpdate;
-use crate::extensions::{Catalog, Expansion, Runtime, Shared};
+use crate::extensions::{Catalog, Expansion, LoadedSkills, Runtime, Shared};
 use crate::llm::registry::ModelError;
 use crate::tools::editor::EditorIo;
 use crate::tools::mcp::McpHub;
@@ -204,8 +204,10 @@ pub struct Session {
     ceiling: Option<Posture>,
     /// The providers, commands and plugins this session's turns use; a reload replaces it.
     runtime: Shared<Runtime>,
-    /// The session's custom commands.
+    /// The session's custom commands and skills.
     catalog: Shared<Catalog>,
+    /// The skills loaded so far, so a project's asks only before its first load.
+    loaded_skills: Arc<LoadedSkills>,
     reload: Arc<ReloadSlot>,
     /// Moves when a queued reload ended, either way (an asked-for one answers its caller).
     extensions_changed: watch::Sender<u64>,
@@ -266,6 +268,7 @@ impl Session {
             ceiling: offer.ceiling,
             runtime: Shared::new(offer.runtime),
             catalog: Shared::new(offer.catalog),
+            loaded_skills: Arc::default(),
             reload: Arc::default(),
             extensions_changed: watch::Sender::new(0),
             editor: Mutex::new(editor),
@@ -352,15 +355,19 @@ impl Session {
         }
     }
 
-    /// The custom command `text` invokes, expanded, when it is exactly one (`/name rest`):
-    /// `None` for anything else, an `Err` (a reply for the user) when it is refused.
+    /// The custom command, skill or MCP prompt `text` invokes, expanded, when it is exactly
+    /// one (`/name rest`): `None` for anything else, an `Err` (a reply for the user) when it
+    /// is refused.
     pub fn expand(&self, text: &str) -> Option<Result<Expansion, String>> {
         let invocation = commands::split(text)?;
         let catalog = self.catalog.get();
-        match catalog.find(&invocation.name) {
-            Some(command) => Some(command.expand(&invocation.argument)),
-            None => mcp_commands::expand(&self.mcp.prompts(), &invocation),
+        if let Some(command) = catalog.find(&invocation.name) {
+            return Some(command.expand(&invocation.argument));
         }
+        if let Some(skill) = catalog.skill_command(&invocation.name) {
+            return Some(skill.expand(&invocation.argument));
+        }
+        mcp_commands::expand(&self.mcp.prompts(), &invocation)
     }
 
     /// Runs `/mcp` with `argument`: the reply for the user, and whether a server was turned

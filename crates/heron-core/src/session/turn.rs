@@ -140,6 +140,8 @@ pub(super) struct TurnPolicy {
     pub(super) prompt_message_id: Option<String>,
     /// Text the user appends to the system prompt (`--append-system-prompt`).
     pub(super) append_system_prompt: Option<Arc<str>>,
+    /// What the system prompt says of the session's skills, when it has any.
+    pub(super) skills: Option<Arc<str>>,
     /// The command whose success verifies changes (`verify_command`), if the config names one.
     pub(super) verify_command: Option<Arc<str>>,
     /// The custom command line the prompt is the expansion of, when it is one (stored with
@@ -184,11 +186,16 @@ pub(super) struct Asking {
 }
 
 impl Asking {
-    /// How a turn under `settings` asks.
-    pub(super) fn of(settings: &Settings, append: Option<&str>) -> Asking {
+    /// How a turn under `settings` asks; `skills` is what the session's skills say of
+    /// themselves, fixed until a reload.
+    pub(super) fn of(settings: &Settings, append: Option<&str>, skills: Option<&str>) -> Asking {
         let read_only = settings.mode == Mode::Plan;
         let pursuing = settings.mode == Mode::Goal;
         let mut system = super::working::SYSTEM_PROMPT.trim_end().to_owned();
+        if let Some(skills) = skills {
+            system.push_str("\n\n");
+            system.push_str(skills);
+        }
         // Before the mode's text, so that a mode change leaves more of the prefix cached.
         if let Some(extra) = append.filter(|t| !t.trim().is_empty()) {
             system.push_str("\n\n");
@@ -326,7 +333,11 @@ impl Turn {
             self.policy.echo_prompt,
         )
         .await?;
-        let asking = Asking::of(&self.policy.settings, self.policy.append_system_prompt.as_deref());
+        let asking = Asking::of(
+            &self.policy.settings,
+            self.policy.append_system_prompt.as_deref(),
+            self.policy.skills.as_deref(),
+        );
 
         let mut continuations = 0;
         loop {

@@ -1,7 +1,7 @@
 //! Tools the model can call: the [`Tool`] trait, the registry the turn loop looks them up
 //! in, and what a call reports. Knows nothing of ACP.
 
-mod call;
+pub(crate) mod call;
 pub mod deadline;
 pub mod edit_file;
 pub mod editor;
@@ -197,6 +197,9 @@ pub enum AlwaysAsk {
     /// It writes a file another program runs or obeys later, outside the sandbox (git's
     /// hooks and config, `.envrc`, an editor's tasks: `later`); the reason says which.
     RunsLater(&'static str),
+    /// It loads a skill that came with the project (which may be hostile) for the first time
+    /// in the session.
+    ProjectSkill,
 }
 
 impl AlwaysAsk {
@@ -205,6 +208,7 @@ impl AlwaysAsk {
         match self {
             AlwaysAsk::Credentials => "reads a credential store".to_owned(),
             AlwaysAsk::RunsLater(why) => format!("writes a file another program runs later ({why})"),
+            AlwaysAsk::ProjectSkill => "loads a skill that comes with the project".to_owned(),
         }
     }
 

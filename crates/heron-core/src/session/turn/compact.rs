@@ -296,7 +296,11 @@ impl Turn {
     }
 
     async fn compact_asked(&mut self, instructions: String) -> Result<StopReason, TurnError> {
-        let asking = Asking::of(&self.policy.settings, self.policy.append_system_prompt.as_deref());
+        let asking = Asking::of(
+            &self.policy.settings,
+            self.policy.append_system_prompt.as_deref(),
+            self.policy.skills.as_deref(),
+        );
         let tools = self.tool_specs(&asking);
         self.carried.images.load(&self.carried.history).await;
         let len = self.carried.history.len();
