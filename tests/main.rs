@@ -37,6 +37,7 @@ mod acp_tools;
 mod acp_trust;
 mod acp_v2;
 mod acpx;
+mod bounds_inventory;
 mod conformance;
 mod conformance_acp;
 mod conformance_untrusted;
