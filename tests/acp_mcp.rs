@@ -93,7 +93,7 @@ async fn status_reports_ready_servers_and_why_the_others_failed() {
     let missing = json!({ "name": "gone", "command": "/nonexistent/server", "args": [], "env": [] });
     let session = session_with(&mut editor, json!([fake("fake"), missing])).await;
     let servers = settled(&mut editor, &session).await;
-    assert_eq!(servers[0], json!({ "name": "fake", "status": "ready", "tools": 5, "transport": "stdio" }));
+    assert_eq!(servers[0], json!({ "name": "fake", "status": "ready", "tools": 6, "transport": "stdio" }));
     assert_eq!((servers[1]["status"].as_str(), servers[1]["tools"].as_u64()), (Some("failed"), Some(0)));
     assert!(
         servers[1]["error"].as_str().is_some_and(|e| e.contains("/nonexistent/server")),
@@ -123,6 +123,70 @@ async fn a_server_without_a_command_is_invalid_params_naming_it() {
     let answer = editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": servers })).await;
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     assert_eq!(answer["error"]["data"]["path"], "mcpServers[1].command", "{answer}");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn more_servers_than_a_session_starts_are_refused_whole_and_the_connection_serves_on() {
+    let mut editor = start();
+    editor.ask(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;
+    let cwd = editor.dirs.ws();
+    // Commands that do not exist: had any been started, the list would not have been
+    // refused whole.
+    let many: Vec<Value> = (0..=64)
+        .map(|i| json!({ "name": format!("s{i}"), "command": "/nonexistent/server", "args": [], "env": [] }))
+        .collect();
+    let answer = editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": many })).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["data"]["path"], "mcpServers", "{answer}");
+    assert_eq!(answer["error"]["data"]["limit"], 64, "{answer}");
+    let at_limit = &many[..64];
+    let answer =
+        editor.ask(json!("new2"), "session/new", json!({ "cwd": cwd, "mcpServers": at_limit })).await;
+    assert!(answer["result"]["sessionId"].is_string(), "64 servers are taken: {answer}");
+    editor.close().await;
+}
+
+/// A server that sends the user more requests than a person answers at once: four reach
+/// the editor, the fifth is refused at once with why, and the session goes on.
+#[tokio::test]
+async fn a_server_that_floods_the_user_with_forms_has_four_waiting_and_the_rest_refused() {
+    let script = r#"{"steps": [{"tool_call": {"name": "mcp__fake__ask_many", "arguments": {"count": 5}}}]}
+{"steps": [{"text": "Done."}]}
+"#;
+    let mut editor = support::start_scripted("s", script);
+    let params = json!({ "protocolVersion": 1, "clientCapabilities": { "elicitation": { "form": {} } } });
+    editor.ask(json!("init"), "initialize", params).await;
+    let cwd = editor.dirs.ws();
+    let answer =
+        editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": [fake("fake")] })).await;
+    let session = answer["result"]["sessionId"].as_str().expect("a session").to_owned();
+    assert_eq!(settled(&mut editor, &session).await[0]["status"], "ready");
+    let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Ask" }] });
+    editor.send_request(json!("p"), "session/prompt", params).await;
+    let (mut shown, mut output) = (0, String::new());
+    loop {
+        let message = editor.recv_within(Duration::from_secs(30)).await;
+        if message["id"] == "p" && message.get("method").is_none() {
+            assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+            break;
+        }
+        match message["method"].as_str() {
+            // Never answered: the four stay waiting while the fifth is refused.
+            Some("elicitation/create") => shown += 1,
+            Some("session/request_permission") => {
+                let result = json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } });
+                editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": result })).await;
+            }
+            _ => {}
+        }
+        let update = &message["params"]["update"];
+        if update_kind(&message) == Some("tool_call_update") && update["status"] == "completed" {
+            output = update["content"][0]["content"]["text"].as_str().unwrap_or_default().to_owned();
+        }
+    }
+    assert_eq!(shown, 4, "four requests reach the editor");
+    assert!(output.contains("4 requests of this server already wait on the user"), "{output}");
     editor.close().await;
 }
 

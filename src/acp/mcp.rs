@@ -112,17 +112,31 @@ pub fn definition(server: &McpServer) -> Definition<'_> {
     }
 }
 
-/// The servers `definitions` name, checked as [`spec_of`] checks each.
+/// The most servers one session starts from the editor's list. Each is a process or a
+/// connection, started at once: a list longer than any setup a person writes is refused
+/// whole rather than started in part, so the editor learns the limit.
+pub const MAX_SERVERS: usize = 64;
+
+/// The servers `definitions` name, checked as [`spec_of`] checks each; more than
+/// [`MAX_SERVERS`] is invalid params naming `mcpServers`.
 pub fn specs_of<'a>(
     definitions: impl IntoIterator<Item = Definition<'a>>,
     cwd: &Path,
     protected: &Protected,
 ) -> Result<Vec<ServerSpec>, RpcError> {
-    definitions
-        .into_iter()
-        .enumerate()
-        .map(|(index, definition)| spec_of(index, definition, cwd, protected))
-        .collect()
+    let mut specs = Vec::new();
+    for (index, definition) in definitions.into_iter().enumerate() {
+        if index == MAX_SERVERS {
+            let reason = format!("a session starts at most {MAX_SERVERS} MCP servers");
+            let mut refused = RpcError::invalid_params("mcpServers", reason);
+            if let Some(Value::Object(data)) = &mut refused.data {
+                data.insert("limit".into(), MAX_SERVERS.into());
+            }
+            return Err(refused);
+        }
+        specs.push(spec_of(index, definition, cwd, protected)?);
+    }
+    Ok(specs)
 }
 
 /// The server `definition` names, the `index`th of its list, checked: a command must be

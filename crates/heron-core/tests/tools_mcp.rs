@@ -52,12 +52,19 @@ async fn a_stdio_server_offers_its_tools_and_answers_calls() {
     let dirs = Dirs::new();
     let hub = started(vec![server("fake", &[])], &dirs).await;
     let status = &hub.statuses()[0];
-    assert_eq!((status.state.clone(), status.transport, status.tool_count), (ServerState::Ready, "stdio", 5));
+    assert_eq!((status.state.clone(), status.transport, status.tool_count), (ServerState::Ready, "stdio", 6));
     let mut names: Vec<String> = hub.tools().iter().map(|t| t.spec().name).collect();
     names.sort();
     assert_eq!(
         names,
-        ["mcp__fake__echo", "mcp__fake__env", "mcp__fake__fail", "mcp__fake__slow", "mcp__fake__spawn"]
+        [
+            "mcp__fake__ask_many",
+            "mcp__fake__echo",
+            "mcp__fake__env",
+            "mcp__fake__fail",
+            "mcp__fake__slow",
+            "mcp__fake__spawn"
+        ]
     );
     let echo = tool(&hub, "mcp__fake__echo");
     let spec = echo.spec();

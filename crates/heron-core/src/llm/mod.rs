@@ -28,6 +28,23 @@ pub use crate::types::Usage;
 /// past it; the turn fails a call over it without running it.
 pub const MAX_TOOL_ARGUMENT_BYTES: usize = 8 * 1024 * 1024;
 
+/// The longest tool call name or id a response may give, in bytes. Real ones are short (a
+/// name among the tools offered, an id of a few dozen bytes), and every call is held until
+/// its response ends: without this a server could park one event's worth of bytes (16 MiB)
+/// in each of a response's hundreds of calls, none of it counted in the reply's cap.
+pub const MAX_TOOL_IDENTITY_BYTES: usize = 1024;
+
+/// `value`, a tool call's `field` (`name` or `id`) as a server sent it, or a protocol error
+/// when it is past [`MAX_TOOL_IDENTITY_BYTES`].
+pub(crate) fn tool_identity(field: &str, value: String) -> Result<String, ProviderError> {
+    if value.len() > MAX_TOOL_IDENTITY_BYTES {
+        return Err(ProviderError::Protocol(format!(
+            "a tool call's {field} is longer than {MAX_TOOL_IDENTITY_BYTES} bytes"
+        )));
+    }
+    Ok(value)
+}
+
 /// Appends a piece of a tool call's arguments to `held`, keeping at most one byte past
 /// [`MAX_TOOL_ARGUMENT_BYTES`]: enough for the turn to refuse the call without holding what
 /// a runaway model keeps sending. Never cuts a character.

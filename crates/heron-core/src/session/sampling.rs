@@ -107,6 +107,22 @@ fn shown(ask: &SamplingAsk) -> String {
     text.trim_end().to_owned()
 }
 
+/// The most text of the model's answer a server is given, in bytes: four times what the
+/// largest answer Heron asks for (4,096 tokens) holds at four bytes a token, so only a model
+/// that ignores `max_tokens` reaches it.
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+/// Appends `piece` to `text` within [`MAX_ANSWER_BYTES`], never cutting a character; true
+/// once the answer is full.
+fn gather(text: &mut String, piece: &str) -> bool {
+    let mut end = MAX_ANSWER_BYTES.saturating_sub(text.len()).min(piece.len());
+    while !piece.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.push_str(&piece[..end]);
+    end < piece.len() || text.len() >= MAX_ANSWER_BYTES
+}
+
 impl Sampler for SessionSampler {
     fn sample(&self, ask: SamplingAsk) -> BoxFuture<Result<Sampled, String>> {
         let (session, always) = (self.session.upgrade(), self.always.clone());
@@ -146,19 +162,42 @@ impl Sampler for SessionSampler {
             let cancel = session.closed.child_token();
             let _abandon = cancel.clone().drop_guard();
             let mut stream = resolved.provider.stream(request, cancel);
-            let (mut text, mut cut) = (String::new(), false);
+            let (mut text, mut cut, mut full) = (String::new(), false, false);
             while let Some(event) = stream.next().await {
                 match event.map_err(|e| format!("the model failed: {e}"))? {
                     // A retry starts the answer over.
                     ModelEvent::Attempt { .. } => text.clear(),
-                    ModelEvent::TextDelta { text: piece } => text.push_str(&piece),
+                    ModelEvent::TextDelta { text: piece } => full = gather(&mut text, &piece),
                     ModelEvent::Usage { usage } => session.status.owe(usage, resolved.price.clone()),
                     ModelEvent::Finish { reason } => cut = reason == FinishReason::Length,
                     _ => {}
+                }
+                if full {
+                    // A model that ignores `max_tokens` is not read further; what it would
+                    // still report of its usage is lost with the stream.
+                    cut = true;
+                    break;
                 }
             }
             let text = crate::secret::redact(&text, providers.keys().all());
             Ok(Sampled { text, model: settings.model, cut })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_gathered_within_its_bound_on_a_character_boundary() {
+        let mut text = String::new();
+        assert!(!gather(&mut text, "hello "), "room is left");
+        let long = "é".repeat(MAX_ANSWER_BYTES);
+        assert!(gather(&mut text, &long), "full");
+        assert!(text.len() <= MAX_ANSWER_BYTES && text.len() > MAX_ANSWER_BYTES - 2, "{}", text.len());
+        assert!(text.starts_with("hello é"));
+        assert!(gather(&mut text, "more"), "a full answer takes nothing");
+        assert!(text.len() <= MAX_ANSWER_BYTES);
     }
 }

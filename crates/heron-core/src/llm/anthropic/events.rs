@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::llm::http::{Fold, Progress};
 use crate::llm::sse::Payload;
-use crate::llm::{FinishReason, ModelEvent, ProviderError, ToolCallRequest, Usage};
+use crate::llm::{FinishReason, ModelEvent, ProviderError, ToolCallRequest, Usage, tool_identity};
 
 /// The most content blocks one message may have; a stream past it is malformed.
 const MAX_BLOCKS: usize = 1024;
@@ -264,6 +264,7 @@ impl MessageAssembler {
                 }
                 // The turn pairs a call with its result by id, so each needs one.
                 let id = if id.is_empty() { format!("toolu_{}", uuid::Uuid::new_v4().simple()) } else { id };
+                let (id, name) = (tool_identity("id", id)?, tool_identity("name", name)?);
                 // The input streams as JSON text; one sent whole in the start is its text.
                 let input = match input {
                     Value::Object(fields) if !fields.is_empty() => Value::Object(fields).to_string(),

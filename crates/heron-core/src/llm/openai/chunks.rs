@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::llm::http::{Fold, Progress};
 use crate::llm::sse::Payload;
-use crate::llm::{FinishReason, ModelEvent, ProviderError, ToolCallRequest, Usage};
+use crate::llm::{FinishReason, ModelEvent, ProviderError, ToolCallRequest, Usage, tool_identity};
 
 /// The most tool calls one response may make; a stream past it is malformed.
 const MAX_TOOL_CALLS: usize = 256;
@@ -236,7 +236,7 @@ impl ChunkAssembler {
         for (position, piece) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
             // Servers that send whole calls without an index list them in order.
             let index = piece.index.unwrap_or(position as u32);
-            let id = piece.id.filter(|id| !id.is_empty());
+            let id = piece.id.filter(|id| !id.is_empty()).map(|id| tool_identity("id", id)).transpose()?;
             let at = match self.open.get(&index) {
                 // A different id at an open index is a new call, not more of the old one.
                 Some(&at)
@@ -268,7 +268,7 @@ impl ChunkAssembler {
             }
             if let Some(function) = piece.function {
                 if let Some(name) = function.name.filter(|name| !name.is_empty()) {
-                    call.name = name;
+                    call.name = tool_identity("name", name)?;
                 }
                 match function.arguments {
                     None | Some(Value::Null) => {}

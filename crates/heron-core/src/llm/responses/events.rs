@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::llm::http::{Fold, Progress};
 use crate::llm::sse::Payload;
-use crate::llm::{FinishReason, ModelEvent, ProviderError, ToolCallRequest, Usage};
+use crate::llm::{FinishReason, ModelEvent, ProviderError, ToolCallRequest, Usage, tool_identity};
 
 /// The most function calls one response may make; a stream past it is malformed.
 const MAX_TOOL_CALLS: usize = 256;
@@ -419,8 +419,15 @@ fn is_function_call(item: &Value) -> bool {
 }
 
 fn call_of(item: Value) -> Result<WireCall, ProviderError> {
-    serde_json::from_value(item).map_err(|error| {
+    let call: WireCall = serde_json::from_value(item).map_err(|error| {
         ProviderError::Protocol(format!("a function call item is not the expected JSON ({error})"))
+    })?;
+    let checked = |field: &str, value: Option<String>| value.map(|v| tool_identity(field, v)).transpose();
+    Ok(WireCall {
+        id: checked("id", call.id)?,
+        call_id: checked("id", call.call_id)?,
+        name: checked("name", call.name)?,
+        ..call
     })
 }
 

@@ -11,6 +11,7 @@ use rmcp::model::{ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitR
 use rmcp::service::{RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
 use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::EditorSlot;
 use super::elicit::{checked, offer};
@@ -30,6 +31,29 @@ pub(super) struct Client {
     pub(super) said: Arc<super::said::Said>,
     /// Its prompts and resources, listed again when it says they changed.
     pub(super) offers: Arc<super::offers::Offers>,
+    /// Its requests that wait on the user (sampling, forms, pages): [`MAX_ASKING`] at once.
+    pub(super) asking: Arc<Semaphore>,
+}
+
+/// The most requests one server may have waiting on the user at once. A person answers
+/// one at a time; a server that sends more is flooding, and each would be a card in the
+/// editor and a task held here.
+pub(super) const MAX_ASKING: usize = 4;
+
+/// The gate of a new server's requests to the user.
+pub(super) fn asking() -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(MAX_ASKING))
+}
+
+impl Client {
+    /// A place among the requests waiting on the user, or the error the server is answered.
+    fn ask_turn(&self) -> Result<OwnedSemaphorePermit, ErrorData> {
+        self.asking.clone().try_acquire_owned().map_err(|_| {
+            let why =
+                format!("{MAX_ASKING} requests of this server already wait on the user; ask again later");
+            ErrorData::new(rmcp::model::ErrorCode(-1), why, None)
+        })
+    }
 }
 
 impl ClientHandler for Client {
@@ -103,6 +127,7 @@ impl ClientHandler for Client {
         params: rmcp::model::CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        let _turn = self.ask_turn()?;
         super::sampling::answer(&self.editor.sampler, &self.server, &params).await
     }
 
@@ -111,6 +136,7 @@ impl ClientHandler for Client {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
+        let _turn = self.ask_turn()?;
         let answer = match (self.editor.get(), offer(&request)) {
             (None, _) => ElicitationAnswer::Decline,
             (_, Err(why)) => {

@@ -68,7 +68,9 @@ pub(super) fn page(message: String, url: &str, id: Option<&str>) -> Result<Elici
     }
     super::remote::parse_url(url).map_err(|e| format!("the URL {e}"))?;
     let id = clean(id.unwrap_or_default(), MAX_LABEL);
-    Ok(Elicitation::Url { message, url: url.trim().to_owned(), id })
+    // A -32042 refusal's pages come here too: whatever brought it, the editor is shown one
+    // bounded line.
+    Ok(Elicitation::Url { message: clean(&message, MAX_MESSAGE), url: url.trim().to_owned(), id })
 }
 
 /// The fields of a flat form schema.
@@ -491,6 +493,16 @@ mod tests {
         assert!(matches!(page("https://auth.example/login?x=1"), Ok(Elicitation::Url { .. })));
         assert!(page("javascript:alert(1)").is_err());
         assert!(page("file:///etc/passwd").is_err());
+    }
+
+    #[test]
+    fn a_pages_message_is_clipped_and_cleaned_wherever_it_came_from() {
+        let long = format!("Sign\u{1b}[31m in {}", "x".repeat(3 * MAX_MESSAGE));
+        let Ok(Elicitation::Url { message, .. }) = page(long, "https://auth.example/", Some("e1")) else {
+            panic!("offered")
+        };
+        assert_eq!(message.chars().count(), MAX_MESSAGE, "{message}");
+        assert!(message.starts_with("Sign[31m in x") && message.ends_with('…'), "{message}");
     }
 
     #[test]

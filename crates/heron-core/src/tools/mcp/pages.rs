@@ -46,8 +46,7 @@ pub(super) async fn offer(editor: &EditorSlot, server: &str, data: Option<&Value
     let mut pages = Vec::new();
     for item in asked {
         let message = item.get("message").and_then(Value::as_str).unwrap_or_default();
-        let shown =
-            format!("MCP server asks: {}", message.chars().filter(|c| !c.is_control()).collect::<String>());
+        let shown = format!("MCP server asks: {message}");
         let url = item.get("url").and_then(Value::as_str).unwrap_or_default();
         match page(shown, url, item.get("elicitationId").and_then(Value::as_str)) {
             Ok(offered) => pages.push((offered, told(message))),

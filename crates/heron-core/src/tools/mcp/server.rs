@@ -55,6 +55,8 @@ pub(super) struct Server {
     said: Arc<super::said::Said>,
     /// Its prompts and resources.
     offers: Arc<super::offers::Offers>,
+    /// Its requests waiting on the user, bounded across reconnections.
+    asking: Arc<tokio::sync::Semaphore>,
 }
 
 struct Now {
@@ -90,6 +92,7 @@ impl Server {
             progress: Arc::default(),
             offers,
             said,
+            asking: super::client::asking(),
         }
     }
 
@@ -225,6 +228,7 @@ impl Server {
             progress: self.progress.clone(),
             said: self.said.clone(),
             offers: self.offers.clone(),
+            asking: self.asking.clone(),
         };
         let started = tokio::time::timeout(STARTUP_TIMEOUT, async {
             let client = client.serve(transport).await.map_err(|e| format!("it did not initialize: {e}"))?;
@@ -267,6 +271,7 @@ impl Server {
                 progress: self.progress.clone(),
                 said: self.said.clone(),
                 offers: self.offers.clone(),
+                asking: self.asking.clone(),
             };
             let attempt = if sse {
                 match super::sse::connect(http.clone(), parsed.clone(), header_map.clone()).await {

@@ -320,3 +320,21 @@ fn a_finished_message_says_so_before_message_stop() {
     assembler.push(&stop_reason("end_turn"), &mut Vec::new()).expect("delta");
     assert!(Fold::has_finished(&assembler));
 }
+
+#[test]
+fn a_tool_use_name_or_id_past_its_bound_fails_the_stream() {
+    use crate::llm::MAX_TOOL_IDENTITY_BYTES;
+    let start = |id: &str, name: &str| {
+        json!({ "type": "content_block_start", "index": 0,
+                "content_block": { "type": "tool_use", "id": id, "name": name, "input": {} } })
+        .to_string()
+    };
+    let past = "n".repeat(MAX_TOOL_IDENTITY_BYTES + 1);
+    for (id, name) in [(past.as_str(), "f"), ("t", past.as_str())] {
+        assert!(
+            matches!(failure(&[&start(id, name)]), ProviderError::Protocol(m) if m.contains("1024 bytes"))
+        );
+    }
+    let at_bound = "n".repeat(MAX_TOOL_IDENTITY_BYTES);
+    assert!(MessageAssembler::default().push(&start(&at_bound, &at_bound), &mut Vec::new()).is_ok());
+}

@@ -261,3 +261,23 @@ fn mistral_content_parts_split_into_thoughts_and_text_in_order() {
         ]
     );
 }
+
+#[test]
+fn a_tool_call_name_or_id_past_its_bound_fails_the_stream() {
+    use crate::llm::MAX_TOOL_IDENTITY_BYTES;
+    let at_bound = "n".repeat(MAX_TOOL_IDENTITY_BYTES);
+    let chunk = |id: &str, name: &str| {
+        serde_json::json!({ "choices": [{ "delta": { "tool_calls": [
+            { "index": 0, "id": id, "function": { "name": name, "arguments": "{}" } }
+        ] } }] })
+        .to_string()
+    };
+    let events =
+        run(&[&chunk(&at_bound, &at_bound), r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#]);
+    assert_eq!(calls(&events), [(at_bound.clone(), at_bound.clone(), "{}".to_owned())]);
+    let past = format!("{at_bound}n");
+    for (id, name) in [(past.as_str(), "f"), ("c", past.as_str())] {
+        let result = ChunkAssembler::default().push(&chunk(id, name), &mut Vec::new());
+        assert!(matches!(&result, Err(ProviderError::Protocol(m)) if m.contains("1024 bytes")), "{result:?}");
+    }
+}

@@ -357,3 +357,18 @@ fn a_done_marker_or_a_clean_end_without_a_terminal_event_still_finishes() {
     assembler.finish(&mut out);
     assert_eq!(out.last(), Some(&ModelEvent::Finish { reason: FinishReason::Stop }));
 }
+
+#[test]
+fn a_call_name_or_id_past_its_bound_fails_the_stream() {
+    use crate::llm::MAX_TOOL_IDENTITY_BYTES;
+    let past = "n".repeat(MAX_TOOL_IDENTITY_BYTES + 1);
+    for event in
+        [call_added(0, "fc", &past, "f"), call_added(0, "fc", "c", &past), call_added(0, &past, "c", "f")]
+    {
+        assert!(matches!(failure(&[event]), ProviderError::Protocol(m) if m.contains("1024 bytes")));
+    }
+    let at_bound = "n".repeat(MAX_TOOL_IDENTITY_BYTES);
+    let mut assembler = EventAssembler::default();
+    let added = Payload::Data(call_added(0, "fc", "c", &at_bound).to_string());
+    assert!(assembler.push_payload(&added, &mut Vec::new()).is_ok());
+}
