@@ -111,7 +111,7 @@ fn zed_settings_with_comments_report_each_failing_server_and_never_a_secret() {
 
 #[test]
 fn an_acp_list_and_an_mcp_servers_map_each_start_a_working_server() {
-    // MCP_FAKE_LOG adds the fixture's `log` tool: six tools show that the env reached it.
+    // MCP_FAKE_LOG adds the fixture's `log` tool: seven tools show that the env reached it.
     let list = json!([{
         "name": "fake",
         "command": "python3",
@@ -122,14 +122,14 @@ fn an_acp_list_and_an_mcp_servers_map_each_start_a_working_server() {
     let text = stdout(&output);
     assert!(output.status.success(), "{text}{}", String::from_utf8_lossy(&output.stderr));
     assert!(text.starts_with(&format!("ok   {file}: ACP mcpServers (a list), 1 MCP server, ")), "{text}");
-    assert!(has_line(&text, "ok   fake (stdio): 6 tools"), "{text}");
+    assert!(has_line(&text, "ok   fake (stdio): 7 tools"), "{text}");
 
     let map = json!({ "mcpServers": { "fake": { "command": "python3", "args": [fixture()] } } });
     let (output, file, _dirs) = check("claude_desktop_config.json", &map.to_string());
     let text = stdout(&output);
     assert!(output.status.success(), "{text}{}", String::from_utf8_lossy(&output.stderr));
     assert!(text.starts_with(&format!("ok   {file}: mcpServers by name, 1 MCP server, ")), "{text}");
-    assert!(has_line(&text, "ok   fake (stdio): 5 tools"), "{text}");
+    assert!(has_line(&text, "ok   fake (stdio): 6 tools"), "{text}");
 }
 
 #[test]

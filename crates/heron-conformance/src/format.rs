@@ -287,6 +287,11 @@ pub fn is_comment(line: &str) -> bool {
     trimmed.is_empty() || trimmed.starts_with('#')
 }
 
+/// The largest transcript read, in bytes: a shared transcript is hostile input, and it is
+/// held whole, with each of its lines parsed, while it runs. Recorded sessions are far
+/// smaller (a recording keeps at most 4 MiB of workspace files).
+pub const MAX_TRANSCRIPT_BYTES: u64 = 32 * 1024 * 1024;
+
 impl Scenario {
     /// Parses the text of `name.ndjson`.
     pub fn parse(name: &str, text: &str) -> Result<Scenario, FormatError> {
@@ -369,14 +374,11 @@ impl Scenario {
         Ok(Scenario { name: name.to_owned(), header, items, lines })
     }
 
-    /// Reads and parses a transcript file.
+    /// Reads and parses a transcript file of at most [`MAX_TRANSCRIPT_BYTES`].
     pub fn load(path: &std::path::Path) -> Result<Scenario, FormatError> {
         let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let text = std::fs::read_to_string(path).map_err(|e| FormatError {
-            name: name.clone(),
-            line: 0,
-            reason: e.to_string(),
-        })?;
+        let text = heron_core::whole_file::read_text(path, MAX_TRANSCRIPT_BYTES)
+            .map_err(|e| FormatError { name: name.clone(), line: 0, reason: e.to_string() })?;
         Scenario::parse(&name, &text)
     }
 
@@ -446,5 +448,19 @@ impl serde_json::ser::Formatter for Spaced {
 
     fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
         writer.write_all(b": ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transcript_past_its_bound_is_refused_naming_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("big.ndjson");
+        std::fs::File::create(&path).expect("create").set_len(MAX_TRANSCRIPT_BYTES + 1).expect("grow");
+        let error = Scenario::load(&path).expect_err("refused");
+        assert!(error.reason.contains(&format!("larger than {MAX_TRANSCRIPT_BYTES} bytes")), "{error:?}");
     }
 }

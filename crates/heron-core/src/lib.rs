@@ -19,6 +19,7 @@ pub mod secret;
 pub mod session;
 pub mod tools;
 pub mod types;
+pub mod whole_file;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -24,6 +24,7 @@ use heron_core::llm::ModelEvent;
 use heron_core::llm::tap::{ModelTap, TapEnd};
 use heron_core::secret::Secret;
 use heron_core::tools::FileWitness;
+use heron_core::whole_file::WholeFileError;
 
 /// A workspace file larger than this is left out of the recording.
 const MAX_FILE: u64 = 256 * 1024;
@@ -122,7 +123,16 @@ struct Seen {
     notes: Vec<String>,
     /// How many lines had crossed when the editor closed stdin.
     closed_at: Option<usize>,
+    /// Bytes of lines kept, and of lines still being read.
+    lines_bytes: usize,
+    /// Whether the recording reached [`MAX_RECORDED_BYTES`] and keeps no more lines.
+    full: bool,
 }
+
+/// The most bytes of stdio lines a recording keeps: what a transcript may hold to be
+/// replayed at all (`MAX_TRANSCRIPT_BYTES`), less room for its setup and files. Past it the
+/// session goes on unrecorded, so the recorder holds no more than this whatever is sent.
+pub const MAX_RECORDED_BYTES: usize = 24 * 1024 * 1024;
 
 /// A session being recorded. Shared by the stdio adapters, the model tap, the file
 /// witness and the task that writes the file.
@@ -147,6 +157,21 @@ impl Recorder {
     /// Bytes that crossed stdio from `from`.
     pub fn bytes(&self, from: Sender, bytes: &[u8]) {
         let mut seen = self.seen();
+        if seen.full {
+            return;
+        }
+        if seen.lines_bytes + seen.partial_in.len() + seen.partial_out.len() + bytes.len()
+            > MAX_RECORDED_BYTES
+        {
+            seen.full = true;
+            (seen.partial_in, seen.partial_out) = (Vec::new(), Vec::new());
+            let kept = seen.lines.len();
+            seen.notes.push(format!(
+                "the recording stopped after {kept} lines: it holds at most {MAX_RECORDED_BYTES} bytes of them"
+            ));
+            self.dirty.store(true, Ordering::Relaxed);
+            return;
+        }
         let partial = match from {
             Sender::Client => &mut seen.partial_in,
             Sender::Agent => &mut seen.partial_out,
@@ -190,6 +215,7 @@ impl Recorder {
                 (cwd, resolved)
             });
         }
+        seen.lines_bytes += text.len();
         seen.lines.push(Line { from, text });
         self.dirty.store(true, Ordering::Relaxed);
     }
@@ -275,21 +301,28 @@ impl FileWitness for Recorder {
         if seen.files.contains_key(&relative) {
             return;
         }
-        let kept = match std::fs::metadata(path) {
+        // A link is not followed: it could lead out of the workspace, into what a shared
+        // recording must never hold.
+        let kept = match std::fs::symlink_metadata(path) {
             Err(_) => None,
             Ok(meta) if !meta.is_file() => return,
-            Ok(meta) if meta.len() > MAX_FILE => {
-                seen.notes.push(format!("{relative} is left out: it is {} bytes", meta.len()));
-                None
-            }
-            Ok(_) => match std::fs::read(path).map(String::from_utf8) {
-                Ok(Ok(text)) if seen.files_bytes + text.len() <= MAX_FILES_TOTAL => Some(text),
-                Ok(Ok(_)) => {
+            // The bound is on the read itself: the file may grow after its size was seen.
+            Ok(_) => match heron_core::whole_file::read_text(path, MAX_FILE) {
+                Ok(text) if seen.files_bytes + text.len() <= MAX_FILES_TOTAL => Some(text),
+                Ok(_) => {
                     seen.notes.push(format!("{relative} is left out: the recording holds enough files"));
                     None
                 }
-                _ => {
+                Err(WholeFileError::TooLarge { .. }) => {
+                    seen.notes.push(format!("{relative} is left out: it is larger than {MAX_FILE} bytes"));
+                    None
+                }
+                Err(WholeFileError::NotText) => {
                     seen.notes.push(format!("{relative} is left out: it is not UTF-8 text"));
+                    None
+                }
+                Err(error) => {
+                    seen.notes.push(format!("{relative} is left out: {error}"));
                     None
                 }
             },
@@ -328,5 +361,26 @@ mod tests {
         assert!(table.contains("compact_at = 0.5"), "{table}");
         assert!(!table.contains("10.0.0.1") && !table.contains("P_KEY"), "{table}");
         assert!(table.contains("playback = \"sequential\""), "{table}");
+    }
+
+    #[test]
+    fn a_recording_keeps_lines_up_to_its_budget_and_then_says_it_stopped() {
+        let recorder = Recorder::new(PathBuf::from("unused.ndjson"), Setup::default());
+        recorder.bytes(Sender::Client, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n");
+        // One endless line: it is not held past the budget.
+        let piece = vec![b'x'; 1024 * 1024];
+        for _ in 0..=MAX_RECORDED_BYTES / piece.len() {
+            recorder.bytes(Sender::Agent, &piece);
+        }
+        recorder.bytes(Sender::Client, b"{\"after\":true}\n");
+        let seen = recorder.seen();
+        assert_eq!(seen.lines.len(), 1, "only the line before the budget ran out");
+        assert!(seen.partial_in.is_empty() && seen.partial_out.is_empty(), "nothing is held");
+        assert!(seen.full);
+        assert!(
+            seen.notes.iter().any(|n| n.contains("the recording stopped after 1 lines")),
+            "{:?}",
+            seen.notes
+        );
     }
 }

@@ -1,9 +1,9 @@
 //! How a replay talks to the agent under test: lines in, lines out, over the agent's own
 //! stdin and stdout, its stderr kept (the tail only) for failure reports.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -32,6 +32,51 @@ pub trait Transport {
     }
 }
 
+/// The longest line of the agent's output taken, in bytes: the size of line Heron itself
+/// reads by default. A longer one is dropped as it arrives, never held.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Lines of the agent's output read ahead of the replay.
+const QUEUED_LINES: usize = 1024;
+
+/// Calls `each` with every line of `reader` (without its newline), or with how many bytes a
+/// line past `cap` had when it ended (its bytes dropped as they came); stops when `each`
+/// says so or the input ends. Bytes that are not UTF-8 are replaced.
+pub fn each_line(mut reader: impl BufRead, cap: usize, mut each: impl FnMut(Result<String, usize>) -> bool) {
+    let (mut line, mut length) = (Vec::new(), 0usize);
+    loop {
+        let Ok(buffer) = reader.fill_buf() else { return };
+        if buffer.is_empty() {
+            if length > 0 {
+                let last =
+                    if length > cap { Err(length) } else { Ok(String::from_utf8_lossy(&line).into_owned()) };
+                each(last);
+            }
+            return;
+        }
+        let (body, ended) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(at) => (&buffer[..at], true),
+            None => (buffer, false),
+        };
+        if length + body.len() <= cap {
+            line.extend_from_slice(body);
+        } else {
+            line = Vec::new();
+        }
+        length += body.len();
+        let used = body.len() + usize::from(ended);
+        reader.consume(used);
+        if ended {
+            let done =
+                if length > cap { Err(length) } else { Ok(String::from_utf8_lossy(&line).into_owned()) };
+            (line, length) = (Vec::new(), 0);
+            if !each(done) {
+                return;
+            }
+        }
+    }
+}
+
 /// An agent running as a child process, spoken to over its stdin and stdout.
 pub struct ProcessTransport {
     child: Child,
@@ -53,24 +98,30 @@ impl ProcessTransport {
             let _ = child.kill();
             return Err(std::io::Error::other("the agent's stdio is not piped"));
         };
-        let (sender, lines) = channel();
+        // Bounded both ways: a line past the cap is replaced by a note the replay reports as
+        // not JSON, and an agent that writes faster than the replay reads waits on the pipe.
+        let (sender, lines) = sync_channel(QUEUED_LINES);
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
+            each_line(BufReader::new(stdout), MAX_LINE_BYTES, |line| {
+                let line = line.unwrap_or_else(|dropped| {
+                    format!("<a line of more than {MAX_LINE_BYTES} bytes ({dropped} read), dropped>")
+                });
+                sender.send(line).is_ok()
+            });
         });
         let log = Arc::new(Mutex::new(String::new()));
         let sink = log.clone();
         let stderr_reader = std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
+            let mut stderr = stderr;
+            let mut piece = [0u8; 8192];
+            while let Ok(read) = stderr.read(&mut piece) {
+                if read == 0 {
+                    break;
+                }
                 let mut log = sink.lock().unwrap_or_else(PoisonError::into_inner);
-                log.push_str(&line);
-                log.push('\n');
-                // Keep the tail only: a chatty agent must not grow the report without bound.
+                log.push_str(&String::from_utf8_lossy(&piece[..read]));
+                // Keep the tail only: a chatty agent, or one endless line, must not grow the
+                // report without bound.
                 if log.len() > 64 * 1024 {
                     let cut = log.len() - 32 * 1024;
                     let cut = (cut..log.len()).find(|i| log.is_char_boundary(*i)).unwrap_or(0);
@@ -122,5 +173,27 @@ impl Drop for ProcessTransport {
         self.stdin = None;
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(input: &[u8], cap: usize) -> Vec<Result<String, usize>> {
+        let mut lines = Vec::new();
+        // A small buffer, so lines arrive in many pieces.
+        each_line(BufReader::with_capacity(3, input), cap, |line| {
+            lines.push(line);
+            true
+        });
+        lines
+    }
+
+    #[test]
+    fn lines_past_the_cap_are_reported_by_length_and_never_held() {
+        let lines = split(b"abc\nabcdefgh\n\nxyz", 4);
+        assert_eq!(lines, [Ok("abc".into()), Err(8), Ok(String::new()), Ok("xyz".into())]);
+        assert_eq!(split(b"abcd\nabcde", 4), [Ok("abcd".into()), Err(5)]);
     }
 }

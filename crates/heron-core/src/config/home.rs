@@ -89,23 +89,20 @@ impl Keys {
         let path = home.env_path();
         // Every key is redacted from every log line, output and error: a file of thousands
         // would make each of those slow, and one this large is not a file of keys.
-        if let Ok(meta) = std::fs::metadata(&path)
-            && meta.len() > MAX_ENV_BYTES
-        {
-            return Err(ConfigError::Invalid {
-                path: path.display().to_string(),
-                reason: format!("it is {} bytes; a .env of keys is at most {MAX_ENV_BYTES}", meta.len()),
-            });
-        }
-        let iter = match dotenvy::from_path_iter(&path) {
-            Ok(iter) => iter,
-            Err(dotenvy::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Self::default());
+        let bytes = match crate::whole_file::read_bytes(&path, MAX_ENV_BYTES) {
+            Ok(bytes) => bytes,
+            Err(crate::whole_file::WholeFileError::NotFound) => return Ok(Self::default()),
+            Err(crate::whole_file::WholeFileError::TooLarge { .. }) => {
+                return Err(ConfigError::Invalid {
+                    path: path.display().to_string(),
+                    reason: format!("a .env of keys is at most {MAX_ENV_BYTES} bytes, and it is larger"),
+                });
             }
             Err(e) => {
                 return Err(ConfigError::Io { path: path.display().to_string(), reason: e.to_string() });
             }
         };
+        let iter = dotenvy::from_read_iter(bytes.as_slice());
         let mut keys = BTreeMap::new();
         for item in iter {
             // The parser's message can quote the line, which may hold a key: say only where.
@@ -174,5 +171,23 @@ mod tests {
         let refused = Keys::load(&home).expect_err("too large").to_string();
         assert!(refused.contains("at most"), "{refused}");
         assert!(!refused.contains("vvvv"), "no value is quoted: {refused}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_env_that_is_a_fifo_or_grows_past_its_bound_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        let name = std::ffi::CString::new(home.env_path().as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: a valid NUL-terminated path and a plain mode.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let refused = Keys::load(&home).expect_err("not a file").to_string();
+        assert!(refused.contains("not a regular file"), "{refused}");
+        std::fs::remove_file(home.env_path()).expect("remove");
+        // A sparse file: its size is what a reader sees, whatever it would have checked first.
+        let file = std::fs::File::create(home.env_path()).expect("create");
+        file.set_len(MAX_ENV_BYTES + 1).expect("grow");
+        let refused = Keys::load(&home).expect_err("too large").to_string();
+        assert!(refused.contains(&format!("at most {MAX_ENV_BYTES} bytes")), "{refused}");
     }
 }

@@ -21,6 +21,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::whole_file::WholeFileError;
+
 pub use self::home::{Home, Keys};
 pub use self::limits::{
     COMMAND_GRACE, DEFAULT_COMPACT_AT, DEFAULT_GOAL_CONTINUATIONS, DEFAULT_MAX_REPLY_BYTES,
@@ -157,19 +159,17 @@ impl Config {
     /// Reads `config.toml`; a missing file is an empty config.
     pub fn load(home: &Home) -> Result<Self, ConfigError> {
         let path = home.config_path();
-        if let Ok(meta) = std::fs::metadata(&path)
-            && meta.len() > MAX_CONFIG_BYTES
-        {
-            return Err(ConfigError::Invalid {
-                path: path.display().to_string(),
-                reason: format!("it is {} bytes; config.toml is read up to {MAX_CONFIG_BYTES}", meta.len()),
-            });
-        }
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::whole_file::read_text(&path, MAX_CONFIG_BYTES) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => {
-                return Err(ConfigError::Io { path: path.display().to_string(), reason: e.to_string() });
+            Err(WholeFileError::NotFound) => String::new(),
+            Err(WholeFileError::TooLarge { .. }) => {
+                return Err(ConfigError::Invalid {
+                    path: path.display().to_string(),
+                    reason: format!("config.toml is read up to {MAX_CONFIG_BYTES} bytes, and it is larger"),
+                });
+            }
+            Err(error) => {
+                return Err(ConfigError::Io { path: path.display().to_string(), reason: error.to_string() });
             }
         };
         Self::from_text(home, &text)
@@ -418,5 +418,17 @@ script = "demo.jsonl"
         std::fs::write(home.config_path(), comment).expect("write");
         let refused = Config::load(&home).expect_err("too large").to_string();
         assert!(refused.contains(&format!("read up to {MAX_CONFIG_BYTES}")), "{refused}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_config_that_is_a_fifo_is_refused_without_waiting_for_a_writer() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        let name = std::ffi::CString::new(home.config_path().as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: a valid NUL-terminated path and a plain mode.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let refused = Config::load(&home).expect_err("not a file").to_string();
+        assert!(refused.contains("not a regular file"), "{refused}");
     }
 }

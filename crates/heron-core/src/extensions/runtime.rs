@@ -16,13 +16,10 @@ use super::catalog::Catalog;
 use super::command::{CustomCommand, Origin};
 use super::plugin::Plugin;
 use super::skill::{self, Skill};
-use super::{Problem, command_dir, files, log, plugin};
+use super::{Problem, command_dir, log, plugin};
 use crate::config::{Config, ConfigError, Keys};
 use crate::llm::registry::{ModelError, Providers};
 use crate::tools::protected::Protected;
-
-/// The largest `config.toml` a reload reads, in bytes.
-const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
 /// A value many readers share and one writer replaces whole: a reader keeps the `Arc` it
 /// took, so a turn finishes with the runtime it started with.
@@ -139,14 +136,11 @@ impl Runtime {
         // Taken before the files are read: a change made while they are read is seen next time.
         let read = HomeFiles::now(&home);
         let config_path = home.config_path();
-        let text = match std::fs::symlink_metadata(&config_path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            // The user's own file: a symlink to it is fine, the opener must not follow one.
-            _ => {
-                let real = std::fs::canonicalize(&config_path).unwrap_or_else(|_| config_path.clone());
-                files::read_text_within(&real, MAX_CONFIG_BYTES, &Protected::default())
-                    .map_err(|reason| whole_file(&config_path, reason))?
-            }
+        // Read as at start, within the same bound: a file that loads at start reloads.
+        let text = match crate::whole_file::read_text(&config_path, crate::config::MAX_CONFIG_BYTES) {
+            Ok(text) => text,
+            Err(crate::whole_file::WholeFileError::NotFound) => String::new(),
+            Err(error) => return Err(whole_file(&config_path, error.to_string())),
         };
         let config = Config::from_text(&home, &text).map_err(|invalid| ReloadError {
             file: config_path.clone(),

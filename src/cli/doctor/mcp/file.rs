@@ -53,10 +53,15 @@ pub enum Found {
     Skipped(String),
 }
 
+/// The largest file of servers read, in bytes: an editor's settings file is far smaller,
+/// and the file is held whole while it is checked.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
 /// The servers of the file at `path`, checked as a session in `cwd` with Heron's home
 /// `protected` checks them; an error says what is wrong with the file as a whole.
 pub fn read(path: &Path, cwd: &Path, protected: &Protected) -> Result<Servers, String> {
-    let text = std::fs::read_to_string(path).map_err(|err| format!("cannot be read: {err}"))?;
+    let text = heron_core::whole_file::read_text(path, MAX_FILE_BYTES)
+        .map_err(|err| format!("cannot be read: {err}"))?;
     let text = jsonc::plain(&text);
     let value: Value = serde_json::from_str(&text).map_err(|err| format!("is not JSON: {}", placed(&err)))?;
     let secrets = secrets_in(&value);
@@ -523,5 +528,14 @@ mod tests {
     fn an_empty_list_names_no_server() {
         assert!(parse("{\"context_servers\": {}}").expect("read").entries.is_empty());
         assert!(parse("[]").expect("read").entries.is_empty());
+    }
+
+    #[test]
+    fn a_file_past_its_bound_is_refused_naming_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("settings.json");
+        std::fs::File::create(&path).expect("create").set_len(MAX_FILE_BYTES + 1).expect("grow");
+        let Err(why) = read(&path, dir.path(), &Protected::default()) else { panic!("refused") };
+        assert!(why.contains(&format!("larger than {MAX_FILE_BYTES} bytes")), "{why}");
     }
 }

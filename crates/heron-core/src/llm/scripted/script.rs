@@ -176,6 +176,10 @@ pub enum ScriptError {
     },
 }
 
+/// The largest script file read, in bytes: a script is written by hand or by a test, and
+/// every turn of it is held for the session.
+pub(super) const MAX_SCRIPT_BYTES: u64 = 16 * 1024 * 1024;
+
 impl Script {
     /// Parses JSONL text: one turn per line; blank lines and lines starting with `#` are
     /// skipped.
@@ -193,11 +197,10 @@ impl Script {
         Ok(Self { turns })
     }
 
-    /// Reads and parses a script file.
+    /// Reads and parses a script file of at most [`MAX_SCRIPT_BYTES`].
     pub fn from_path(path: &Path) -> Result<Self, ScriptError> {
-        let text = std::fs::read_to_string(path).map_err(|error| ScriptError::Read {
-            path: path.display().to_string(),
-            reason: error.to_string(),
+        let text = crate::whole_file::read_text(path, MAX_SCRIPT_BYTES).map_err(|error| {
+            ScriptError::Read { path: path.display().to_string(), reason: error.to_string() }
         })?;
         Self::parse(&text)
     }
@@ -261,5 +264,14 @@ mod tests {
     fn an_unknown_turn_field_is_refused() {
         let refused = Script::parse("\n{\"steps\": [], \"finsh\": \"stop\"}");
         assert!(matches!(refused, Err(ScriptError::Parse { line: 2, .. })), "{refused:?}");
+    }
+
+    #[test]
+    fn a_script_file_past_its_bound_is_refused_naming_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("script.ndjson");
+        std::fs::File::create(&path).expect("create").set_len(MAX_SCRIPT_BYTES + 1).expect("grow");
+        let Err(ScriptError::Read { reason, .. }) = Script::from_path(&path) else { panic!("refused") };
+        assert!(reason.contains(&format!("larger than {MAX_SCRIPT_BYTES} bytes")), "{reason}");
     }
 }
