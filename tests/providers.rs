@@ -411,3 +411,33 @@ fn flags_shape_every_request_the_appended_system_prompt_and_the_token_limit() {
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     assert_eq!(server.seen().len(), 1);
 }
+
+/// A server that answers 200 and then only keep-alive comments: the configured response
+/// deadline ends the turn with a message saying so, and the session goes on serving.
+#[test]
+fn a_server_that_never_answers_past_keep_alives_fails_the_turn_at_the_response_deadline() {
+    let server = MockServer::start(|_, _| Answer::KeepAlive(std::time::Duration::from_millis(100)));
+    let dirs = Dirs::new();
+    let config = format!(
+        "default_model = \"net/m\"\n[providers.net]\nkind = \"openai\"\nbase_url = \"{}/v1\"\nmodels = [\"m\"]\n\
+         timeout_s = 1\nresponse_timeout_s = 2\n",
+        server.origin
+    );
+    dirs.write_home("config.toml", &config);
+    let mut heron = Process::spawn(&dirs.home(), &[]);
+    heron.request(json!(0), "initialize", json!({ "protocolVersion": 1 }));
+    let answer = heron.request(json!(1), "session/new", json!({ "cwd": dirs.ws(), "mcpServers": [] }));
+    let session = answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned();
+    heron.send_prompt(json!("p"), &session, "Hello");
+    let answer = loop {
+        let message = heron.next();
+        if message["id"] == "p" && message.get("method").is_none() {
+            break message;
+        }
+    };
+    let text = answer.to_string();
+    assert!(text.contains("timed out after 2 s"), "{answer}");
+    assert_eq!(server.seen().len(), 1, "a deadline is not retried: {answer}");
+    let listed = heron.request(json!(2), "session/list", json!({}));
+    assert!(listed["result"]["sessions"].is_array(), "the connection serves on: {listed}");
+}

@@ -432,7 +432,8 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
             description: None,
             enum_: (!options.is_empty()).then(|| options.to_vec()),
             format: None,
-            max_length: None,
+            // What Heron gives the model; the core holds an answer to it whatever comes.
+            max_length: u32::try_from(heron_core::tools::question::MAX_ANSWER_CHARS).ok(),
             meta: None,
             min_length: None,
             one_of: (!options.is_empty()).then(|| {

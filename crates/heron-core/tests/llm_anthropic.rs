@@ -77,6 +77,7 @@ fn config(origin: &str) -> HttpConfig {
         api_key: Some(Secret::new(KEY)),
         request_timeout: Duration::from_secs(2),
         connect_timeout: Duration::from_secs(1),
+        response_timeout: Duration::from_secs(60),
         max_retries: 2,
         retry_base_delay: Duration::from_millis(10),
         shape: RequestShape::default(),

@@ -45,6 +45,7 @@ fn config(server: &MockServer) -> HttpConfig {
         api_key: Some(Secret::new(KEY)),
         request_timeout: Duration::from_secs(2),
         connect_timeout: Duration::from_secs(1),
+        response_timeout: Duration::from_secs(60),
         max_retries: 1,
         retry_base_delay: Duration::from_millis(10),
         shape: Default::default(),

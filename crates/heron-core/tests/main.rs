@@ -4,6 +4,7 @@
 mod support;
 
 mod llm_anthropic;
+mod llm_bounds;
 mod llm_caching;
 mod llm_local;
 mod llm_openai;

@@ -253,6 +253,7 @@ impl Config {
             context_window: Some(128_000),
             compact_at: None,
             timeout_s: None,
+            response_timeout_s: None,
             max_retries: None,
             flavor: None,
             headers: BTreeMap::new(),

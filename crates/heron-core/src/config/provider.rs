@@ -142,6 +142,8 @@ pub struct ProviderConfig {
     pub compact_at: Option<f64>,
     /// Seconds without progress before a request fails (default 120).
     pub timeout_s: Option<u64>,
+    /// Seconds one response may stream in all (default 3600).
+    pub response_timeout_s: Option<u64>,
     /// Retries of a transient failure (default 3).
     pub max_retries: Option<u32>,
     /// The server family (`openai` kind), which presets the keys below; detected from the

@@ -62,6 +62,10 @@ const MAX_MESSAGE_BYTES: usize = 2048;
 /// The most bytes of an error response body read.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
+/// The longest one response may stream, unless configured (`response_timeout_s`): an hour,
+/// which a slow local model writing a long answer stays within.
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(3600);
+
 /// How to reach a model endpoint.
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
@@ -74,6 +78,9 @@ pub struct HttpConfig {
     pub request_timeout: Duration,
     /// How long opening a connection may take.
     pub connect_timeout: Duration,
+    /// How long one response may stream in all. The idle timeout alone lets a server that
+    /// sends a keep-alive comment in time hold a turn for good.
+    pub response_timeout: Duration,
     /// How many times a transient failure is retried.
     pub max_retries: u32,
     /// The backoff before the first retry; it doubles with each further retry.
@@ -90,6 +97,7 @@ impl HttpConfig {
             api_key: None,
             request_timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(10),
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             max_retries: 3,
             retry_base_delay: Duration::from_millis(500),
             shape: RequestShape::default(),
@@ -332,7 +340,10 @@ impl<A: Api> Shared<A> {
             let retryable = matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504 | 529);
             return Err(Failure { error, retryable, retry_after });
         }
-        self.read_stream(response, emit).await
+        match timeout(self.config.response_timeout, self.read_stream(response, emit)).await {
+            Ok(read) => read,
+            Err(_) => Err(Failure::fatal(ProviderError::Timeout(rounded_up(self.config.response_timeout)))),
+        }
     }
 
     async fn read_stream(&self, mut response: Response, emit: &Emitter) -> Result<(), Failure> {
@@ -415,10 +426,14 @@ impl<A: Api> Shared<A> {
     }
 
     fn timeout(&self) -> ProviderError {
-        let limit = self.config.request_timeout;
-        // Rounded up, so a sub-second test timeout does not read as "after 0 s".
-        ProviderError::Timeout(limit.as_secs() + u64::from(limit.subsec_nanos() > 0))
+        ProviderError::Timeout(rounded_up(self.config.request_timeout))
     }
+}
+
+/// `limit` in whole seconds, rounded up, so a sub-second test timeout does not read as
+/// "after 0 s".
+fn rounded_up(limit: Duration) -> u64 {
+    limit.as_secs() + u64::from(limit.subsec_nanos() > 0)
 }
 
 /// A request body as the bytes sent.

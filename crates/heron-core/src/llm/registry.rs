@@ -73,6 +73,9 @@ pub fn http_config(config: &ProviderConfig, keys: &Keys) -> HttpConfig {
         api_key: config.api_key_env.as_ref().and_then(|k| keys.get(k)).cloned(),
         request_timeout: Duration::from_secs(config.timeout_s.unwrap_or(120)),
         connect_timeout: Duration::from_secs(10),
+        response_timeout: config
+            .response_timeout_s
+            .map_or(crate::llm::http::DEFAULT_RESPONSE_TIMEOUT, Duration::from_secs),
         max_retries: config.max_retries.unwrap_or(3),
         retry_base_delay: Duration::from_millis(500),
         shape: config.request_shape(),

@@ -72,6 +72,18 @@ impl Tool for Question {
     }
 }
 
+/// The longest answer the model is given, in characters; the editor is asked for no more
+/// (`maxLength`), and an answer past it is cut, saying so.
+pub const MAX_ANSWER_CHARS: usize = 8000;
+
+/// `text` within [`MAX_ANSWER_CHARS`].
+fn held(text: &str) -> String {
+    match text.char_indices().nth(MAX_ANSWER_CHARS) {
+        Some((end, _)) => format!("{} [the answer was cut at {MAX_ANSWER_CHARS} characters]", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
 async fn ask(env: &ToolEnv, args: QuestionArgs) -> Outcome {
     if !env.editor.asks_questions() {
         return Outcome::failed(
@@ -85,11 +97,31 @@ async fn ask(env: &ToolEnv, args: QuestionArgs) -> Outcome {
         () = env.cancel.cancelled() => return Outcome::failed("cancelled"),
     };
     match answer {
-        Ok(QuestionAnswer::Answer(text)) => call::completed(format!("The user answered: {text}")),
+        Ok(QuestionAnswer::Answer(text)) if !options.is_empty() && !options.contains(&text) => {
+            Outcome::failed(
+                "the editor answered with something other than the choices offered; ask again or decide",
+            )
+        }
+        Ok(QuestionAnswer::Answer(text)) => call::completed(format!("The user answered: {}", held(&text))),
         Ok(QuestionAnswer::Declined) => {
             Outcome::failed("the user declined to answer; go on without the answer or stop and explain")
         }
         Ok(QuestionAnswer::Cancelled) => Outcome::failed("the user dismissed the question without answering"),
         Err(e) => Outcome::failed(format!("the question could not be asked: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_past_its_bound_is_cut_saying_so() {
+        assert_eq!(held("yes"), "yes");
+        let long = "é".repeat(MAX_ANSWER_CHARS + 10);
+        let kept = held(&long);
+        assert!(kept.starts_with(&"é".repeat(MAX_ANSWER_CHARS)), "the answer's start is kept");
+        assert!(kept.ends_with("[the answer was cut at 8000 characters]"), "{}", &kept[kept.len() - 60..]);
+        assert_eq!(kept.chars().filter(|c| *c == 'é').count(), MAX_ANSWER_CHARS);
     }
 }

@@ -72,6 +72,9 @@ pub enum Answer {
     Stream(String),
     /// An error status with this body.
     Status(u16, String),
+    /// 200 with an event stream that says nothing: a keep-alive comment every this often,
+    /// for as long as the client listens.
+    KeepAlive(std::time::Duration),
 }
 
 /// A running mock: its address and what it saw.
@@ -119,6 +122,15 @@ fn serve(
     let (status, kind, body) = match answer(number, &request) {
         Answer::Stream(body) => (200, "text/event-stream", body),
         Answer::Status(status, body) => (status, "application/json", body),
+        Answer::KeepAlive(every) => {
+            // No length: the body ends when the connection does.
+            let head = "HTTP/1.1 200 Answer\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+            let _ = socket.write_all(head.as_bytes());
+            while socket.write_all(b": keep-alive\n\n").and_then(|()| socket.flush()).is_ok() {
+                std::thread::sleep(every);
+            }
+            return;
+        }
     };
     let head = format!(
         "HTTP/1.1 {status} Answer\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",

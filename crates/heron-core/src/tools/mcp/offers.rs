@@ -78,6 +78,39 @@ pub(super) struct Offers {
     now: Mutex<Listed>,
     /// Moves when the lists change.
     changed: Mutex<Option<watch::Sender<u64>>>,
+    /// Whether each list is being listed again, and whether the server said it changed since.
+    prompts_relisting: Relisting,
+    resources_relisting: Relisting,
+}
+
+/// One listing at a time per list, however often a server says it changed: a change said
+/// while one runs makes one more run after it, and any number of them make only one. So a
+/// server that floods `list_changed` costs at most two listings in flight, not one each.
+#[derive(Default)]
+struct Relisting(std::sync::atomic::AtomicU8);
+
+impl Relisting {
+    const IDLE: u8 = 0;
+    const RUNNING: u8 = 1;
+    const AGAIN: u8 = 2;
+
+    /// Whether the caller should list now; if not, whoever lists will go once more.
+    fn begin(&self) -> bool {
+        self.step(|state| if state == Self::IDLE { Self::RUNNING } else { Self::AGAIN }) == Self::IDLE
+    }
+
+    /// After a listing: whether to list once more (a change was said meanwhile).
+    fn again(&self) -> bool {
+        self.step(|state| if state == Self::AGAIN { Self::RUNNING } else { Self::IDLE }) == Self::AGAIN
+    }
+
+    /// Moves the state by `next` in one atomic step; the state before.
+    fn step(&self, next: impl Fn(u8) -> u8) -> u8 {
+        use std::sync::atomic::Ordering::{AcqRel, Acquire};
+        match self.0.fetch_update(AcqRel, Acquire, |state| Some(next(state))) {
+            Ok(before) | Err(before) => before,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -179,8 +212,20 @@ impl Offers {
         pages(page, key).await.unwrap_or_default()
     }
 
-    /// Lists the prompts again (the server said they changed).
+    /// Lists the prompts again (the server said they changed); see [`Relisting`].
     pub(super) async fn relist_prompts(&self) {
+        if !self.prompts_relisting.begin() {
+            return;
+        }
+        loop {
+            self.list_prompts().await;
+            if !self.prompts_relisting.again() {
+                return;
+            }
+        }
+    }
+
+    async fn list_prompts(&self) {
         let listed = self.listed(Listing::Prompts).await;
         let prompts = listed
             .iter()
@@ -231,8 +276,20 @@ impl Offers {
         kept
     }
 
-    /// Lists the resources again (the server said they changed).
+    /// Lists the resources again (the server said they changed); see [`Relisting`].
     pub(super) async fn relist_resources(&self) {
+        if !self.resources_relisting.begin() {
+            return;
+        }
+        loop {
+            self.list_resources().await;
+            if !self.resources_relisting.again() {
+                return;
+            }
+        }
+    }
+
+    async fn list_resources(&self) {
         let listed = self.listed(Listing::Resources).await;
         let resources = listed
             .iter()
@@ -350,6 +407,19 @@ pub(super) type Shelf = Vec<(String, Arc<Offers>)>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changes_said_during_a_listing_make_one_more_and_no_more() {
+        let relisting = Relisting::default();
+        assert!(relisting.begin(), "the first lists");
+        for _ in 0..1000 {
+            assert!(!relisting.begin(), "a flood while it runs starts nothing");
+        }
+        assert!(relisting.again(), "the flood makes one more listing");
+        assert!(!relisting.again(), "and only one");
+        assert!(relisting.begin(), "idle again: the next change lists");
+        assert!(!relisting.again());
+    }
 
     fn prompt(name: &str) -> McpPrompt {
         McpPrompt { server: "s".into(), name: name.into(), description: None, arguments: Vec::new() }

@@ -1,0 +1,54 @@
+//! Model servers that misbehave along the bounds of docs/bounds.md's model server table,
+//! played by the shared mock (`support::server_mock`): each test crosses one bound and
+//! checks what the turn is told.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use heron_core::llm::http::HttpConfig;
+use heron_core::llm::openai::OpenAiProvider;
+use heron_core::llm::{ChatMessage, ModelEvent, ModelRequest, Provider, ProviderError, UserPart};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::server_mock::{Answer, MockServer};
+
+fn request() -> ModelRequest {
+    ModelRequest {
+        model: "m".into(),
+        messages: vec![ChatMessage::User { parts: vec![UserPart::Text { text: "Hi".into() }] }],
+        tools: Vec::new(),
+        effort: None,
+        max_tokens: None,
+    }
+}
+
+/// The stream's events, and the error it ended with.
+async fn run(config: HttpConfig) -> (Vec<ModelEvent>, Option<ProviderError>) {
+    let provider = OpenAiProvider::new(config).expect("valid config");
+    let mut stream = provider.stream(request(), CancellationToken::new());
+    let mut events = Vec::new();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => events.push(event),
+            Err(error) => return (events, Some(error)),
+        }
+    }
+    (events, None)
+}
+
+/// L2: a server that keeps the connection alive with comments but never answers is
+/// within the idle timeout forever; the response's own deadline ends it, not retried.
+#[tokio::test]
+async fn a_server_that_only_keeps_alive_is_ended_by_the_response_deadline() {
+    let server = MockServer::start(|_, _| Answer::KeepAlive(Duration::from_millis(50)));
+    let config = HttpConfig {
+        request_timeout: Duration::from_millis(500),
+        response_timeout: Duration::from_millis(1500),
+        max_retries: 2,
+        ..HttpConfig::new(format!("{}/v1", server.origin))
+    };
+    let (events, error) = run(config).await;
+    assert_eq!(error, Some(ProviderError::Timeout(2)), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e, ModelEvent::TextDelta { .. })), "{events:?}");
+    assert_eq!(server.seen().len(), 1, "a deadline is not retried");
+}
