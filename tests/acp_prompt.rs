@@ -215,6 +215,46 @@ async fn an_image_whose_bytes_are_not_what_it_claims_is_invalid_params_and_not_s
     editor.close().await;
 }
 
+/// An image larger than Heron keeps, and one that would pass the workspace's attachment
+/// budget, are refused before anything is saved, naming the limit; the session goes on.
+#[tokio::test]
+async fn attachments_past_their_bounds_are_refused_naming_the_limit() {
+    use base64::Engine as _;
+    let png = |size: usize| {
+        let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+        bytes.resize(size, 0);
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    };
+    let mut editor = support::start();
+    let session = editor.new_session().await;
+    let saved = std::path::Path::new(&editor.dirs.ws()).join(".heron").join("attachments");
+    let send = |id: &str, data: String| {
+        (
+            json!(id),
+            json!({ "sessionId": session, "prompt": [{ "type": "image", "mimeType": "image/png", "data": data }] }),
+        )
+    };
+    let (id, prompt) = send("big", png(20 * 1024 * 1024 + 1));
+    let (_, answer) = editor.exchange(id, "session/prompt", prompt).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["data"]["code"], "prompt.attachment_refused", "{answer}");
+    assert_eq!(answer["error"]["data"]["limit"], 20 * 1024 * 1024, "{answer}");
+    assert!(std::fs::read_dir(&saved).map_or(true, |mut d| d.next().is_none()), "nothing was saved");
+    // The folder already holds its budget (a sparse file: no disk is used).
+    std::fs::create_dir_all(&saved).expect("folder");
+    let old = std::fs::File::create(saved.join("old.bin")).expect("old");
+    old.set_len(heron_core::session::attachments::MAX_FOLDER_BYTES).expect("grow");
+    let (id, prompt) = send("full", png(64));
+    let (_, answer) = editor.exchange(id, "session/prompt", prompt).await;
+    assert_eq!(answer["error"]["data"]["code"], "prompt.attachment_refused", "{answer}");
+    assert_eq!(answer["error"]["data"]["scope"], "workspace", "{answer}");
+    std::fs::remove_file(saved.join("old.bin")).expect("make room");
+    let (id, prompt) = send("fits", png(64));
+    let (_, answer) = editor.exchange(id, "session/prompt", prompt).await;
+    assert!(answer["result"]["stopReason"].is_string(), "room was made: {answer}");
+    editor.close().await;
+}
+
 #[tokio::test]
 async fn audio_is_invalid_params() {
     let error = prompt_error(json!({ "type": "audio", "mimeType": "audio/wav", "data": "AAAA" })).await;

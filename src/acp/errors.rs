@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use heron_core::config::Keys;
 use heron_core::llm::registry::ModelError;
 use heron_core::secret::{clip, redact};
+use heron_core::session::attachments::AttachmentError;
 use heron_core::session::goal::GoalError;
 use heron_core::session::settings::SettingError;
 use heron_core::session::{Manager, OtherRoot, PromptError, SessionError};
@@ -130,6 +131,10 @@ listed_enum! {
         /// The prompts waiting fill their byte budget (the session's, or all sessions').
         #[serde(rename = "prompt.queue_full")]
         PromptQueueFull,
+        /// An attachment is larger than Heron keeps, or the workspace's attachments would
+        /// pass their budget.
+        #[serde(rename = "prompt.attachment_refused")]
+        PromptAttachmentRefused,
     }
 }
 
@@ -423,6 +428,14 @@ pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
             PromptError::QueueFull(full).to_string(),
             ErrorCode::PromptQueueFull,
             json!({ "limit": full.limit, "scope": if full.process { "process" } else { "session" } }),
+        ),
+        PromptError::Attachment(
+            refused @ (AttachmentError::TooLarge { limit, .. } | AttachmentError::Full { limit }),
+        ) => coded(
+            INVALID_PARAMS,
+            PromptError::Attachment(refused.clone()).to_string(),
+            ErrorCode::PromptAttachmentRefused,
+            json!({ "limit": limit, "scope": if matches!(refused, AttachmentError::Full { .. }) { "workspace" } else { "attachment" } }),
         ),
         other => {
             let cause = clip(&redact(&other.to_string(), keys.all()), MAX_FAILURE_MESSAGE);

@@ -22,8 +22,39 @@ const MAX_ATTACHMENT_BYTES: u64 = 20 * 1024 * 1024;
 /// Where a session's attachments go, relative to its cwd.
 const FOLDER: &str = ".heron/attachments";
 
+/// The most bytes the attachment folder of one workspace holds. Each prompt's content is
+/// bounded by its line, but what is saved stays: without a total, a client could fill the
+/// disk one prompt at a time. Deleting old attachments makes room.
+pub const MAX_FOLDER_BYTES: u64 = 512 * 1024 * 1024;
+
+/// The most entries of the folder looked at to count what it holds; a folder with more is
+/// full whatever their size.
+const MAX_FOLDER_ENTRIES: usize = 10_000;
+
+/// Why an attachment was not saved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AttachmentError {
+    /// One attachment is larger than Heron keeps (it could not be read back).
+    #[error("an attachment of {size} bytes is larger than the {limit} bytes Heron keeps")]
+    TooLarge {
+        /// Its size.
+        size: u64,
+        /// The most kept, in bytes.
+        limit: u64,
+    },
+    /// The workspace's attachment folder would pass its budget.
+    #[error("the workspace's attachments ({FOLDER}) would pass {limit} bytes; delete old ones to make room")]
+    Full {
+        /// The folder's budget, in bytes.
+        limit: u64,
+    },
+    /// The folder or the file could not be written.
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// Saves the binary items of `input` and refers to each by its new path.
-pub(super) async fn save(cwd: &Path, input: Vec<PromptInput>) -> Result<Vec<UserContent>, String> {
+pub(super) async fn save(cwd: &Path, input: Vec<PromptInput>) -> Result<Vec<UserContent>, AttachmentError> {
     if !input.iter().any(|item| matches!(item, PromptInput::Attachment { .. })) {
         return Ok(input
             .into_iter()
@@ -36,7 +67,7 @@ pub(super) async fn save(cwd: &Path, input: Vec<PromptInput>) -> Result<Vec<User
     let cwd = cwd.to_path_buf();
     tokio::task::spawn_blocking(move || save_blocking(&cwd, input))
         .await
-        .map_err(|e| format!("saving attachments stopped: {e}"))?
+        .map_err(|e| AttachmentError::Failed(format!("saving attachments stopped: {e}")))?
 }
 
 /// The attachment folder of `cwd`, resolved; refused when it leads outside `cwd`.
@@ -53,8 +84,21 @@ fn folder(cwd: &Path) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-fn save_blocking(cwd: &Path, input: Vec<PromptInput>) -> Result<Vec<UserContent>, String> {
-    let dir = folder(cwd)?;
+fn save_blocking(cwd: &Path, input: Vec<PromptInput>) -> Result<Vec<UserContent>, AttachmentError> {
+    let dir = folder(cwd).map_err(AttachmentError::Failed)?;
+    let mut adding = 0u64;
+    for item in &input {
+        if let PromptInput::Attachment { data, .. } = item {
+            let size = data.len() as u64;
+            if size > MAX_ATTACHMENT_BYTES {
+                return Err(AttachmentError::TooLarge { size, limit: MAX_ATTACHMENT_BYTES });
+            }
+            adding += size;
+        }
+    }
+    if held(&dir).is_none_or(|held| held + adding > MAX_FOLDER_BYTES) {
+        return Err(AttachmentError::Full { limit: MAX_FOLDER_BYTES });
+    }
     input
         .into_iter()
         .map(|item| match item {
@@ -63,7 +107,7 @@ fn save_blocking(cwd: &Path, input: Vec<PromptInput>) -> Result<Vec<UserContent>
                 let extension = mime_type.rsplit('/').next().filter(|e| e.chars().all(char::is_alphanumeric));
                 let name = format!("{}.{}", uuid::Uuid::new_v4(), extension.unwrap_or("bin"));
                 let path = dir.join(name);
-                fsio::write_atomic(&path, &data).map_err(|e| e.to_string())?;
+                fsio::write_atomic(&path, &data).map_err(|e| AttachmentError::Failed(e.to_string()))?;
                 let path = path.display().to_string();
                 Ok(if image {
                     UserContent::Image { mime_type, path, uri }
@@ -73,6 +117,25 @@ fn save_blocking(cwd: &Path, input: Vec<PromptInput>) -> Result<Vec<UserContent>
             }
         })
         .collect()
+}
+
+/// The bytes the folder `dir` holds in regular files; `None` when it has more than
+/// [`MAX_FOLDER_ENTRIES`] entries. A folder not made yet holds nothing.
+fn held(dir: &Path) -> Option<u64> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Some(0) };
+    let mut total = 0u64;
+    for (count, entry) in entries.enumerate() {
+        if count == MAX_FOLDER_ENTRIES {
+            return None;
+        }
+        let size = entry
+            .ok()
+            .and_then(|e| e.metadata().ok())
+            .filter(std::fs::Metadata::is_file)
+            .map_or(0, |m| m.len());
+        total = total.saturating_add(size);
+    }
+    Some(total)
 }
 
 /// The saved files a stored user message refers to (its images and blobs), read back for

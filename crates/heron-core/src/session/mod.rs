@@ -96,9 +96,9 @@ pub enum PromptError {
     /// The session's model cannot be used.
     #[error(transparent)]
     Model(#[from] ModelError),
-    /// Saving an attachment failed.
+    /// Saving an attachment failed, or it would pass a bound.
     #[error("cannot save an attachment: {0}")]
-    Attachment(String),
+    Attachment(#[from] attachments::AttachmentError),
     /// The session was closed before the prompt ran.
     #[error("the session was closed")]
     Closed,
