@@ -61,18 +61,36 @@ fn make() -> Option<PathBuf> {
 /// Removes the folders in `parent` that a process of this user made and that outlived it:
 /// named as [`make`] names them, real folders (not links), owned by this user, of a process
 /// id that no longer runs. One whose id was taken by another process since stays.
+/// Within bounds, as it runs each time a folder is made: a shared temp folder can hold
+/// anything others put there.
 fn sweep(parent: &Path) {
+    sweep_within(parent, MAX_SWEPT_ENTRIES, MAX_SWEPT_FOLDERS);
+}
+
+/// The most entries of the temp folder one sweep looks at.
+const MAX_SWEPT_ENTRIES: usize = 100_000;
+
+/// The most left-behind folders one sweep removes; the next sweep goes on.
+const MAX_SWEPT_FOLDERS: usize = 64;
+
+/// [`sweep`], looking at `entries` entries of `parent` at most and removing `folders`.
+fn sweep_within(parent: &Path, entries: usize, folders: usize) {
     use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    let Ok(listing) = std::fs::read_dir(parent) else { return };
     // SAFETY: getuid takes nothing and cannot fail.
     let uid = unsafe { libc::getuid() };
-    for entry in entries.flatten() {
+    let mut removed = 0;
+    for entry in listing.take(entries).flatten() {
         let name = entry.file_name();
         let Some(pid) = name.to_str().and_then(made_by) else { continue };
         let path = entry.path();
         let ours = std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir() && meta.uid() == uid);
         if ours && !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = std::fs::remove_dir_all(&path);
+            removed += 1;
+            if removed == folders {
+                return;
+            }
         }
     }
 }
@@ -142,6 +160,22 @@ mod tests {
         }
         assert!(left_gone, "the folder of a process that is gone was swept");
         assert!(living_kept && other_kept, "a living process's folder and other names stay");
+    }
+
+    #[test]
+    fn a_sweep_looks_at_and_removes_a_bounded_number() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stale = |n: usize| dir.path().join(format!("{PREFIX}4194305-{:032x}", n));
+        for n in 0..10 {
+            std::fs::create_dir(stale(n)).expect("a folder");
+        }
+        let left = || (0..10).filter(|n| stale(*n).exists()).count();
+        sweep_within(dir.path(), 1000, 3);
+        assert_eq!(left(), 7, "three removed");
+        sweep_within(dir.path(), 2, 100);
+        assert!(left() >= 5, "at most two entries looked at");
+        sweep_within(dir.path(), 1000, 100);
+        assert_eq!(left(), 0);
     }
 
     #[test]
