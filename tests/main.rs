@@ -38,6 +38,7 @@ mod acp_trust;
 mod acp_v2;
 mod acpx;
 mod bounds_inventory;
+mod config_scale;
 mod conformance;
 mod conformance_acp;
 mod conformance_untrusted;

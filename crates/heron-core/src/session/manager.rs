@@ -78,17 +78,16 @@ struct Open {
 
 /// What settings may be changed to under `config`, up to `ceiling`.
 pub(super) fn choices_of(config: &Config, ceiling: Option<Posture>) -> Choices {
-    Choices {
-        models: config
-            .model_ids()
-            .into_iter()
-            .map(|id| {
-                let efforts = config.resolve(&id).map(|r| r.config.efforts.clone()).unwrap_or_default();
-                (id, efforts)
-            })
-            .collect(),
-        ceiling,
-    }
+    // Provider by provider: resolving each id again would cost a search of its provider's
+    // models per model, which a config of many models turns into seconds.
+    let models = config
+        .providers
+        .iter()
+        .flat_map(|(name, provider)| {
+            provider.models.iter().map(move |model| (format!("{name}/{model}"), provider.efforts.clone()))
+        })
+        .collect();
+    Choices { models, ceiling }
 }
 
 /// The sessions of one agent process.

@@ -350,6 +350,23 @@ impl Choices {
     }
 }
 
+/// The most models the model option lists. Every option goes to the editor whole with each
+/// session and each change; a config of thousands of models (a router's catalog pasted in)
+/// would make every one of those messages megabytes. Past it, the list holds the first ones
+/// in config order and the current one; any configured model can still be chosen by id.
+pub const MAX_OFFERED_MODELS: usize = 256;
+
+/// The model option's values: see [`MAX_OFFERED_MODELS`].
+fn offered_models(current: &str, choices: &Choices) -> Vec<(String, String, Option<String>)> {
+    let mut offered: Vec<_> =
+        choices.models.iter().take(MAX_OFFERED_MODELS).map(|(m, _)| (m.clone(), m.clone(), None)).collect();
+    if choices.models.len() > MAX_OFFERED_MODELS && !offered.iter().any(|(m, _, _)| m == current) {
+        offered.pop();
+        offered.insert(0, (current.to_owned(), current.to_owned(), None));
+    }
+    offered
+}
+
 impl Settings {
     /// The config options, most important first, reflecting the current values.
     pub fn options(&self, choices: &Choices) -> Vec<OptionSpec> {
@@ -374,7 +391,7 @@ impl Settings {
                 name: "Model",
                 description: "The model that answers",
                 current: self.model.clone(),
-                values: choices.models.iter().map(|(m, _)| (m.clone(), m.clone(), None)).collect(),
+                values: offered_models(&self.model, choices),
             },
             OptionSpec {
                 id: ConfigId::Effort,
@@ -491,6 +508,26 @@ mod tests {
             preset: Preset::Balanced,
             posture: Posture::Ask,
         }
+    }
+
+    #[test]
+    fn a_catalog_of_many_models_offers_a_bounded_list_with_the_current_one_and_takes_any() {
+        let many =
+            Choices { models: (0..1000).map(|i| (format!("p/m{i}"), Vec::new())).collect(), ceiling: None };
+        let mut s = Settings { model: "p/m999".into(), effort: Effort::Auto, ..settings() };
+        let listed = |s: &Settings| {
+            let options = s.options(&many);
+            let model = options.iter().find(|o| o.id == ConfigId::Model).expect("a model option");
+            model.values.iter().map(|(id, _, _)| id.clone()).collect::<Vec<_>>()
+        };
+        let values = listed(&s);
+        assert_eq!(values.len(), MAX_OFFERED_MODELS);
+        assert_eq!((values[0].as_str(), values[1].as_str()), ("p/m999", "p/m0"), "the current one first");
+        s.apply(ConfigId::Model, "p/m500", &many).expect("a model not listed is still taken");
+        assert_eq!(listed(&s)[0], "p/m500");
+        assert!(s.apply(ConfigId::Model, "p/m1000", &many).is_err(), "an unconfigured one is not");
+        let early = listed(&Settings { model: "p/m3".into(), ..s.clone() });
+        assert_eq!(early[..2], ["p/m0".to_owned(), "p/m1".to_owned()], "a listed one keeps its place");
     }
 
     #[test]
