@@ -496,3 +496,18 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_editors_error_reaches_the_model_as_one_clipped_line() {
+        let long = format!("disk\nfull\u{1b}[2J {}", "y".repeat(10_000));
+        let err = RpcError::new(-32603, "Internal error").with_data(serde_json::json!({ "details": long }));
+        let EditorError(text) = failed(err);
+        assert!(text.len() <= MAX_EDITOR_ERROR, "{}", text.len());
+        assert!(!text.contains('\n') && !text.contains('\u{1b}'), "{text:?}");
+        assert!(text.starts_with("Internal error (disk"), "{text}");
+    }
+}

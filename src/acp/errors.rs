@@ -506,4 +506,18 @@ mod tests {
         let err = coded(-32602, "bad", ErrorCode::TurnFailed, json!({ "cause": "x" }));
         assert_eq!(err.data, Some(json!({ "code": "turn_failed", "cause": "x" })));
     }
+
+    #[test]
+    fn a_turns_failure_and_a_stores_reason_are_clipped_and_keep_no_key() {
+        let keys = Keys::from_pairs([("OPENAI_API_KEY".to_owned(), "sk-secret-value-1".to_owned())]);
+        let long = format!("sk-secret-value-1 {}", "x".repeat(10_000));
+        let failed = prompt_error(PromptError::Attachment(AttachmentError::Failed(long.clone())), &keys);
+        assert!(failed.message.len() <= MAX_FAILURE_MESSAGE, "{}", failed.message.len());
+        let data = failed.data.as_ref().expect("data").to_string();
+        assert!(!failed.message.contains("sk-secret") && !data.contains("sk-secret"), "{}", failed.message);
+        assert!(data.len() <= MAX_FAILURE_MESSAGE + 64, "{}", data.len());
+        let stored = store_error(StoreErrorKind::Other, &long, &keys);
+        let reason = stored.data.as_ref().and_then(|d| d["reason"].as_str()).expect("a reason").to_owned();
+        assert!(reason.len() <= MAX_STORE_REASON && !reason.contains("sk-secret"), "{reason}");
+    }
 }

@@ -52,3 +52,25 @@ async fn a_server_that_only_keeps_alive_is_ended_by_the_response_deadline() {
     assert!(!events.iter().any(|e| matches!(e, ModelEvent::TextDelta { .. })), "{events:?}");
     assert_eq!(server.seen().len(), 1, "a deadline is not retried");
 }
+
+/// L4: a server that asks to be tried again in an hour is waited on for at most 30 s; the
+/// wait is announced before it starts.
+#[tokio::test]
+async fn a_retry_after_past_the_cap_is_waited_on_for_thirty_seconds() {
+    let busy = serde_json::json!({ "error": { "message": "slow down" } }).to_string();
+    let server = MockServer::start(move |_, _| {
+        Answer::StatusWith(429, vec![("Retry-After", "3600".into())], busy.clone())
+    });
+    let config = HttpConfig { max_retries: 1, ..HttpConfig::new(format!("{}/v1", server.origin)) };
+    let provider = OpenAiProvider::new(config).expect("valid config");
+    let mut stream = provider.stream(request(), CancellationToken::new());
+    // The stream is dropped once the wait is announced: nobody sits through it here.
+    let waited = loop {
+        match stream.next().await {
+            Some(Ok(ModelEvent::Retrying { wait_ms, .. })) => break wait_ms,
+            Some(Ok(_)) => {}
+            other => panic!("no retry announced: {other:?}"),
+        }
+    };
+    assert_eq!(waited, 30_000);
+}

@@ -72,6 +72,9 @@ pub enum Answer {
     Stream(String),
     /// An error status with this body.
     Status(u16, String),
+    /// An error status with these headers and this body.
+    #[allow(dead_code, reason = "the binary's tests share this file and send no headers yet")]
+    StatusWith(u16, Vec<(&'static str, String)>, String),
     /// 200 with an event stream that says nothing: a keep-alive comment every this often,
     /// for as long as the client listens.
     KeepAlive(std::time::Duration),
@@ -119,9 +122,14 @@ fn serve(
         all.push(request.clone());
         all.len() - 1
     };
+    let mut extra = String::new();
     let (status, kind, body) = match answer(number, &request) {
         Answer::Stream(body) => (200, "text/event-stream", body),
         Answer::Status(status, body) => (status, "application/json", body),
+        Answer::StatusWith(status, headers, body) => {
+            extra = headers.iter().map(|(name, value)| format!("{name}: {value}\r\n")).collect();
+            (status, "application/json", body)
+        }
         Answer::KeepAlive(every) => {
             // No length: the body ends when the connection does.
             let head = "HTTP/1.1 200 Answer\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
@@ -133,7 +141,7 @@ fn serve(
         }
     };
     let head = format!(
-        "HTTP/1.1 {status} Answer\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status} Answer\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
         body.len()
     );
     let _ = socket.write_all(head.as_bytes());

@@ -281,3 +281,21 @@ fn a_tool_call_name_or_id_past_its_bound_fails_the_stream() {
         assert!(matches!(&result, Err(ProviderError::Protocol(m)) if m.contains("1024 bytes")), "{result:?}");
     }
 }
+
+#[test]
+fn reasoning_details_past_their_bound_are_dropped_whole_and_the_text_still_streams() {
+    let piece = "r".repeat(1024 * 1024);
+    let chunk = serde_json::json!({ "choices": [{ "delta": {
+        "reasoning": "x",
+        "reasoning_details": [{ "type": "reasoning.text", "text": piece, "index": 0 }]
+    } }] })
+    .to_string();
+    let mut payloads: Vec<&str> = vec![chunk.as_str(); MAX_REASONING_DETAILS_BYTES / piece.len() + 1];
+    let finish = r#"{"choices":[{"delta":{"content":"ok"},"finish_reason":"stop"}]}"#;
+    payloads.push(finish);
+    let events = run(&payloads);
+    assert!(!events.iter().any(|e| matches!(e, ModelEvent::ReasoningDetails { .. })), "none is kept");
+    assert!(events.iter().any(|e| matches!(e, ModelEvent::TextDelta { text } if text == "ok")));
+    let thoughts = events.iter().filter(|e| matches!(e, ModelEvent::ThoughtDelta { .. })).count();
+    assert_eq!(thoughts, payloads.len() - 1, "the thought streams on");
+}
