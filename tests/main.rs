@@ -36,6 +36,7 @@ mod acp_titles;
 mod acp_tools;
 mod acp_trust;
 mod acp_v2;
+mod acp_v2_clients;
 mod acpx;
 mod bounds_inventory;
 mod config_scale;

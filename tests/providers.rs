@@ -237,7 +237,7 @@ fn an_openai_responses_turn_replays_its_encrypted_reasoning_at_the_default_effor
     assert!(seen[0].body.get("reasoning").is_none(), "no effort was chosen");
     let input = seen[1].body["input"].as_array().cloned().unwrap_or_default();
     let reasoning = input.iter().find(|item| item["type"] == "reasoning").expect("the reasoning came back");
-    assert_eq!(reasoning["encrypted_content"], servers::ENCRYPTED_REASONING);
+    assert_eq!(reasoning["encrypted_content"], servers::native::ENCRYPTED_REASONING);
 }
 
 #[test]

@@ -4,4 +4,5 @@ mod classified;
 mod emit_shapes;
 mod merge_and_table;
 mod normalize_rules;
+mod strip_rules;
 mod vendored;

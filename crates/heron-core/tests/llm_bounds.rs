@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use tokio::net::TcpListener;
+
 use futures_util::StreamExt;
 use heron_core::llm::http::HttpConfig;
 use heron_core::llm::openai::OpenAiProvider;
@@ -73,4 +75,36 @@ async fn a_retry_after_past_the_cap_is_waited_on_for_thirty_seconds() {
         }
     };
     assert_eq!(waited, 30_000);
+}
+
+/// L3: an endpoint nobody listens on is tried `max_retries` more times, each retry
+/// announced with its wait, then reported as unreachable.
+#[tokio::test]
+async fn an_unreachable_endpoint_is_retried_then_reported() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("addr");
+    drop(listener);
+    let config = HttpConfig {
+        base_url: format!("http://{address}/v1"),
+        api_key: None,
+        request_timeout: Duration::from_secs(2),
+        connect_timeout: Duration::from_secs(1),
+        response_timeout: Duration::from_secs(60),
+        max_retries: 1,
+        retry_base_delay: Duration::from_millis(10),
+        shape: Default::default(),
+    };
+    let (events, error) = run(config).await;
+    assert!(matches!(error, Some(ProviderError::Unreachable(_))), "{error:?}");
+    assert!(
+        matches!(
+            &events[..],
+            [
+                ModelEvent::Attempt { number: 1 },
+                ModelEvent::Retrying { next: 2, of: 2, wait_ms: 0..=40, .. },
+                ModelEvent::Attempt { number: 2 },
+            ]
+        ),
+        "{events:?}"
+    );
 }

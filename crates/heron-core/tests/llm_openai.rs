@@ -441,37 +441,6 @@ async fn a_silent_server_times_out_within_the_request_timeout() {
 }
 
 #[tokio::test]
-async fn an_unreachable_endpoint_is_retried_then_reported() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("addr");
-    drop(listener);
-    let config = HttpConfig {
-        base_url: format!("http://{address}/v1"),
-        api_key: None,
-        request_timeout: Duration::from_secs(2),
-        connect_timeout: Duration::from_secs(1),
-        response_timeout: Duration::from_secs(60),
-        max_retries: 1,
-        retry_base_delay: Duration::from_millis(10),
-        shape: Default::default(),
-    };
-    let provider = OpenAiProvider::new(config).expect("valid config");
-    let (events, error) = collect(provider.stream(request(), CancellationToken::new())).await;
-    assert!(matches!(error, Some(ProviderError::Unreachable(_))), "{error:?}");
-    assert!(
-        matches!(
-            &events[..],
-            [
-                ModelEvent::Attempt { number: 1 },
-                ModelEvent::Retrying { next: 2, of: 2, wait_ms: 0..=40, .. },
-                ModelEvent::Attempt { number: 2 },
-            ]
-        ),
-        "{events:?}"
-    );
-}
-
-#[tokio::test]
 async fn cancelling_mid_stream_ends_it_at_once_and_closes_the_connection() {
     let (closed_tx, mut closed) = mpsc::unbounded_channel();
     let pieces = vec![format!("data: {}\n\n", delta(json!({ "content": "Thinking about it" })))];

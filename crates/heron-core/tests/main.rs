@@ -24,4 +24,5 @@ mod tools_mcp_stderr;
 mod tools_plan_question;
 mod tools_protected;
 mod tools_sandbox;
+mod tools_sandbox_sockets;
 mod tools_search;
