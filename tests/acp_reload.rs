@@ -258,7 +258,7 @@ async fn safe_mode_reads_no_commands_or_plugins_and_starts_no_mcp_server() {
     let listed = names(&update["params"]["update"]["availableCommands"]);
     assert_eq!(
         listed,
-        ["help", "status", "mode", "model", "approval", "mcp", "compact"],
+        ["help", "status", "mode", "model", "approval", "mcp", "undo", "rewind", "compact"],
         "only Heron's own (`/mcp` too: the session has servers, disabled): {update}"
     );
     // A server is `connecting` from the moment it is started: no wait would show more.
@@ -271,7 +271,7 @@ async fn safe_mode_reads_no_commands_or_plugins_and_starts_no_mcp_server() {
     let reloaded = editor.request(json!(2), "_heron/session/reloadExtensions", reload_params(&session)).await;
     assert_eq!(
         names(&reloaded["result"]["availableCommands"]).len(),
-        7,
+        9,
         "a reload reads none either: {reloaded}"
     );
     assert_eq!(reloaded["result"]["mcpServers"][0]["status"], "disabled");

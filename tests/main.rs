@@ -39,6 +39,7 @@ mod acp_v2;
 mod acp_v2_clients;
 mod acpx;
 mod bounds_inventory;
+mod checkpoints;
 mod config_scale;
 mod conformance;
 mod conformance_acp;

@@ -18,6 +18,7 @@ use super::{HeronAgent, Inner, Reply, convert, settings, updates};
 /// `session/prompt`. Runs on the reader up to queueing, so prompts keep their order.
 pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) -> Reply<PromptResponse> {
     let mut compact = None;
+    let mut rewind = None;
     let mut custom = None;
     if let [ContentBlock::Text(text)] = params.prompt.as_slice()
         && let Ok(session) = agent.session(&params.session_id)
@@ -25,6 +26,7 @@ pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) 
         match session.recognise(&text.text) {
             Recognised::Local(invocation) => return command(agent, &params, invocation),
             Recognised::Compact(instructions) => compact = Some(instructions),
+            Recognised::Rewind(target) => rewind = Some(target),
             Recognised::Custom(expansion) => custom = Some(expansion),
             Recognised::Refused(reason) => return reply(agent, &params, reason),
             Recognised::Prompt => {}
@@ -33,10 +35,11 @@ pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) 
     // Queue the prompt now, in arrival order; stream its updates in the future.
     let started = agent.session(&params.session_id).and_then(|session| {
         let (updates, stream) = mpsc::unbounded_channel();
-        let queued = match (compact, custom) {
-            (Some(instructions), _) => session.compact(instructions, updates),
-            (None, Some(expansion)) => session.run_command(expansion, updates),
-            (None, None) => session.prompt(convert::prompt_input(params.prompt)?, updates),
+        let queued = match (compact, rewind, custom) {
+            (Some(instructions), _, _) => session.compact(instructions, updates),
+            (None, Some(target), _) => session.rewind(target, updates),
+            (None, None, Some(expansion)) => session.run_command(expansion, updates),
+            (None, None, None) => session.prompt(convert::prompt_input(params.prompt)?, updates),
         };
         // If this request is dropped ($/cancel_request), even before its future first
         // runs, this prompt alone is cancelled.

@@ -52,10 +52,14 @@ async fn question_answer_goes_to_the_model() {
     let dirs = Dirs::new();
     let fake = FakeEditor::new(Script::full());
     let env = dirs.env_with(Arc::new(fake.clone()));
-    let outcome = call(&Question, &env, json!({"question": "Which one?", "options": ["a", "b"]})).await;
+    let outcome = call(&Question, &env, json!({"question": "Which one?", "options": ["a", "yes"]})).await;
     assert_eq!(outcome.status, ToolStatus::Completed);
     assert_eq!(outcome.for_model, "The user answered: yes");
-    assert_eq!(fake.calls(), vec!["ask Which one? [a|b]"]);
+    assert_eq!(fake.calls(), vec!["ask Which one? [a|yes]"]);
+    // An answer that is none of the choices offered is not passed on as one.
+    let outcome = call(&Question, &env, json!({"question": "Which one?", "options": ["a", "b"]})).await;
+    assert_eq!(outcome.status, ToolStatus::Failed);
+    assert!(outcome.for_model.contains("other than the choices offered"), "{}", outcome.for_model);
 }
 
 #[tokio::test]

@@ -31,6 +31,8 @@ enum Asked {
     Local(Invocation, String),
     /// `/compact` with the user's instructions (the line as typed).
     Compact(String, String),
+    /// `/undo` or `/rewind N` (the line as typed).
+    Rewind(heron_core::session::checkpoints::Target, String),
     /// A custom command, expanded.
     Custom(Expansion),
     /// A custom command refused: the line as typed, and why.
@@ -43,6 +45,7 @@ fn asked(session: &Session, blocks: Vec<p::ContentBlock>) -> Result<Asked, RpcEr
         match session.recognise(&line) {
             Recognised::Local(invocation) => return Ok(Asked::Local(invocation, line)),
             Recognised::Compact(instructions) => return Ok(Asked::Compact(instructions, line)),
+            Recognised::Rewind(target) => return Ok(Asked::Rewind(target, line)),
             Recognised::Custom(expansion) => return Ok(Asked::Custom(expansion)),
             Recognised::Refused(reason) => return Ok(Asked::Refused(line, reason)),
             Recognised::Prompt => {}
@@ -67,6 +70,8 @@ pub(super) fn prompt<O: Outgoing>(agent: &HeronAgentV2<O>, params: PromptRequest
             Asked::Compact(instructions, line) => {
                 Queuing::Turn(session.compact(instructions, updates), Some(line))
             }
+            // Nor does a rewind.
+            Asked::Rewind(target, line) => Queuing::Turn(session.rewind(target, updates), Some(line)),
             Asked::Local(invocation, line) => Queuing::Local(invocation, line),
             Asked::Refused(line, reason) => Queuing::Refused(line, reason),
         };

@@ -210,6 +210,7 @@ struct Prompted {
 enum Ready {
     Prompt(Vec<UserContent>, Option<String>),
     Compact(String),
+    Rewind(super::checkpoints::Target),
 }
 
 /// How long an MCP server may take to expand a prompt (`/mcp:<server>:<prompt>`).
@@ -236,6 +237,7 @@ async fn run_job(
             Some(invoked),
         ),
         Work::Compact(instructions) => Ready::Compact(instructions),
+        Work::Rewind(target) => Ready::Rewind(target),
         Work::McpPrompt { call, invoked } => {
             // The server is a peer: its answer is awaited within a deadline, and a cancel
             // of the prompt ends the wait.
@@ -295,7 +297,7 @@ async fn run_job(
     };
     let command = match &work {
         Ready::Prompt(_, invoked) => invoked.clone(),
-        Ready::Compact(_) => None,
+        Ready::Compact(_) | Ready::Rewind(_) => None,
     };
     let turn = Turn {
         policy: TurnPolicy {
@@ -344,6 +346,7 @@ async fn run_job(
             turn.run(prompt).await
         }
         Ready::Compact(instructions) => turn.compact(instructions).await,
+        Ready::Rewind(target) => turn.rewind(target).await,
     };
     *carried = after;
     // Steering the turn never applied becomes a follow-up, held back after a stop.

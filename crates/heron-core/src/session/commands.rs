@@ -23,8 +23,14 @@ pub const MCP: &str = "mcp";
 /// The command that compacts the conversation.
 pub const COMPACT: &str = "compact";
 
+/// The command that undoes the last turn's file changes.
+pub const UNDO: &str = "undo";
+
+/// The command that puts the files back as they were at the end of a turn.
+pub const REWIND: &str = "rewind";
+
 /// Every slash command.
-pub const COMMANDS: [CommandSpec; 7] = [
+pub const COMMANDS: [CommandSpec; 9] = [
     CommandSpec { name: "help", description: "List Heron's slash commands", hint: None },
     CommandSpec { name: "status", description: "Show the session's mode, model and settings", hint: None },
     CommandSpec {
@@ -42,6 +48,12 @@ pub const COMMANDS: [CommandSpec; 7] = [
         name: MCP,
         description: "List the MCP servers, or turn one off or on for this session",
         hint: Some("disable <server> | enable <server>"),
+    },
+    CommandSpec { name: UNDO, description: "Put back the files the last turn changed", hint: None },
+    CommandSpec {
+        name: REWIND,
+        description: "Put back the files as they were at the end of a turn",
+        hint: Some("turn number (0: before the first)"),
     },
     CommandSpec {
         name: COMPACT,
@@ -120,6 +132,9 @@ pub fn run(
         }
         COMPACT => Err("/compact runs in the session, after the prompts before it".to_owned()),
         MCP => Err("/mcp runs in the session, with its servers".to_owned()),
+        UNDO | REWIND => {
+            Err("/undo and /rewind run in the session, after the prompts before them".to_owned())
+        }
         name => Err(format!("/{name} needs an argument: try /help")),
     }
 }

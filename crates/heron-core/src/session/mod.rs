@@ -14,6 +14,7 @@ mod actor;
 mod actor_context;
 pub mod attachments;
 mod calls;
+pub mod checkpoints;
 pub mod commands;
 pub mod event;
 pub mod goal;
@@ -76,6 +77,8 @@ pub enum Recognised {
     Local(commands::Invocation),
     /// `/compact`, with the user's instructions for the summary.
     Compact(String),
+    /// `/undo` or `/rewind N`: the files go back to the end of a turn.
+    Rewind(checkpoints::Target),
     /// A custom command or an MCP server's prompt, expanded.
     Custom(Expansion),
     /// A custom command refused: the reply for the user.
@@ -127,6 +130,8 @@ enum Work {
     },
     /// `/compact`, with the user's instructions for the summary.
     Compact(String),
+    /// `/undo` or `/rewind N`.
+    Rewind(checkpoints::Target),
     /// An MCP server's prompt, fetched when its turn starts, and the line the user typed.
     McpPrompt {
         /// Which prompt, with its arguments.
@@ -342,10 +347,15 @@ impl Session {
     /// recognise a prompt through here.
     pub fn recognise(&self, text: &str) -> Recognised {
         if let Some(invocation) = commands::parse(text) {
-            return if invocation.name == commands::COMPACT {
-                Recognised::Compact(invocation.argument)
-            } else {
-                Recognised::Local(invocation)
+            return match invocation.name.as_str() {
+                commands::COMPACT => Recognised::Compact(invocation.argument),
+                commands::UNDO | commands::REWIND => {
+                    match checkpoints::Target::parse(&invocation.name, &invocation.argument) {
+                        Ok(target) => Recognised::Rewind(target),
+                        Err(reason) => Recognised::Refused(reason),
+                    }
+                }
+                _ => Recognised::Local(invocation),
             };
         }
         match self.expand(text) {
@@ -447,6 +457,13 @@ impl Session {
     /// requests start from that summary. It streams and answers like a prompt.
     pub fn compact(&self, instructions: String, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
         self.queue(Work::Compact(instructions), updates, None)
+    }
+
+    /// Queues `/undo` or `/rewind N`: once the prompts queued before it have run, the files
+    /// Heron changed after that turn go back, each restore shown and approved like any file
+    /// change. It streams and answers like a prompt.
+    pub fn rewind(&self, target: checkpoints::Target, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
+        self.queue(Work::Rewind(target), updates, None)
     }
 
     fn queue(&self, work: Work, updates: mpsc::UnboundedSender<TurnUpdate>, shown: Option<String>) -> Queued {

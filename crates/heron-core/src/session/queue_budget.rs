@@ -72,6 +72,7 @@ fn bytes_of(work: &Work) -> usize {
         Work::Prompt(input) => inputs(input),
         Work::Command { prompt, invoked } => inputs(prompt) + invoked.len(),
         Work::Compact(instructions) => instructions.len(),
+        Work::Rewind(_) => 0,
         Work::McpPrompt { call, invoked } => {
             invoked.len()
                 + call.name.len()

@@ -26,6 +26,7 @@ pub(super) mod permission;
 pub(super) mod pursuit;
 pub(super) mod reply_calls;
 pub(super) mod response;
+mod rewind;
 pub(super) mod transcript;
 pub(crate) mod working;
 

@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod protected;
 pub mod question;
 pub mod read_file;
+pub mod restore_file;
 pub mod roots;
 pub mod run_command;
 pub mod shown_diff;
@@ -200,6 +201,9 @@ pub enum AlwaysAsk {
     /// It loads a skill that came with the project (which may be hostile) for the first time
     /// in the session.
     ProjectSkill,
+    /// It puts back a file someone changed since Heron last wrote it (a rewind): their
+    /// change would be lost.
+    ChangedSince,
 }
 
 impl AlwaysAsk {
@@ -209,6 +213,7 @@ impl AlwaysAsk {
             AlwaysAsk::Credentials => "reads a credential store".to_owned(),
             AlwaysAsk::RunsLater(why) => format!("writes a file another program runs later ({why})"),
             AlwaysAsk::ProjectSkill => "loads a skill that comes with the project".to_owned(),
+            AlwaysAsk::ChangedSince => "puts back a file someone changed since Heron wrote it".to_owned(),
         }
     }
 
