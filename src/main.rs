@@ -30,6 +30,9 @@ fn main() -> ExitCode {
     if let Command::Models(args) = cli.command {
         return heron::cli::models::run(args);
     }
+    if let Command::ModelServer(args) = cli.command {
+        return heron::cli::model_server::run(args);
+    }
     if let Command::Manifest(args) = cli.command {
         return heron::cli::manifest::run(args);
     }
@@ -117,8 +120,13 @@ fn acp_or_setup(cli: Cli) -> ExitCode {
             Command::Setup(args) => setup(args),
             Command::Run(_) => Err("unreachable: run is handled before".to_owned()),
             Command::Conformance(_) => Err("unreachable: conformance is handled before".to_owned()),
-            Command::Doctor(_) | Command::Models(_) | Command::Manifest(_) | Command::SandboxExec(_) => {
-                Err("unreachable: doctor, models, manifest and sandbox-exec are handled before".to_owned())
+            Command::Doctor(_)
+            | Command::Models(_)
+            | Command::ModelServer(_)
+            | Command::Manifest(_)
+            | Command::SandboxExec(_) => {
+                Err("unreachable: doctor, models, model-server, manifest and sandbox-exec are handled before"
+                    .to_owned())
             }
         }
     });

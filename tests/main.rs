@@ -50,6 +50,7 @@ mod hostile_input;
 mod layers;
 mod mcp_everything;
 mod mcp_real;
+mod model_server;
 mod providers;
 mod providers_live;
 mod record;

@@ -4,6 +4,7 @@ pub mod acp;
 pub mod conformance;
 pub mod doctor;
 pub mod manifest;
+pub mod model_server;
 pub mod models;
 pub mod run;
 pub mod sandbox_exec;
@@ -38,6 +39,9 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// List the configured models as provider/model, one per line.
     Models(models::ModelsArgs),
+    /// Serve a script of the scripted model on 127.0.0.1 as the OpenAI and Anthropic APIs,
+    /// for pointing another agent at a model with no network and no key.
+    ModelServer(model_server::ModelServerArgs),
     /// Run a program behind the walls of a session's commands (what Heron asks an editor's
     /// terminal to run).
     SandboxExec(sandbox_exec::SandboxExecArgs),

@@ -1,0 +1,120 @@
+//! The conformance kit's model server (`heron model-server`) over the real binary, with a
+//! real client of each API it speaks: Heron's own OpenAI and Anthropic providers, pointed at
+//! it by `base_url` as another agent would be, complete a turn with a tool call and its
+//! permission request, and a request of the wrong shape is refused.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::support::{self, Dirs, Process};
+
+/// A scripted turn that writes NOTES.md, then says it is done.
+const SCRIPT: &str = r#"{"steps": [{"thought": "A note, then."}, {"text": "I'll leave a note."}, {"tool_call": {"name": "write_file", "arguments": {"path": "NOTES.md", "content": "kit\n"}}}]}
+{"steps": [{"text": "Left the note."}, {"usage": {"input": 10, "output": 3}}]}
+"#;
+
+/// `heron model-server` playing `script`, and the URL it printed.
+struct Served {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn served(dirs: &Dirs, script: &str) -> Served {
+    let path = dirs.home().join("kit.jsonl");
+    std::fs::write(&path, script).expect("script");
+    let mut child = Command::new(support::heron_bin())
+        .args(["model-server", "--script"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the model server starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("its address");
+    assert!(line.starts_with("http://127.0.0.1:"), "{line}");
+    Served { child, url: line.trim().to_owned() }
+}
+
+/// One turn of `heron acp` whose model `kit/m` is a provider of `kind` at the server.
+fn turn_against(kind: &str) -> (Vec<Value>, Value, std::sync::Arc<Dirs>) {
+    let dirs = Dirs::new();
+    let server = served(&dirs, SCRIPT);
+    let config = format!(
+        "default_model = \"kit/m\"\n[providers.kit]\nkind = \"{kind}\"\nbase_url = \"{}/v1\"\napi_key_env = \"KIT_KEY\"\nmodels = [\"m\"]\nmax_retries = 0\n",
+        server.url
+    );
+    dirs.write_home("config.toml", &config);
+    dirs.write_home(".env", "KIT_KEY=any-key-will-do\n");
+    let mut heron = Process::spawn(&dirs.home(), &[]);
+    let session = heron.new_session(&dirs.ws());
+    heron.send_prompt(json!("p"), &session, "Leave a note");
+    let mut seen = Vec::new();
+    let answer = heron.until_answer(&json!("p"), |heron, message| {
+        if message["method"] == "session/request_permission" {
+            heron.reply(message, json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } }));
+        }
+        seen.push(message.clone());
+    });
+    drop(server);
+    (seen, answer, dirs)
+}
+
+fn checked(kind: &str) {
+    let (seen, answer, dirs) = turn_against(kind);
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{kind}: {answer}");
+    let said: String = seen
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
+        .collect();
+    assert!(said.contains("I'll leave a note.") && said.contains("Left the note."), "{kind}: {said}");
+    assert!(
+        seen.iter().any(|m| m["params"]["update"]["sessionUpdate"] == "agent_thought_chunk"),
+        "{kind}: a thought"
+    );
+    assert!(seen.iter().any(|m| m["method"] == "session/request_permission"), "{kind}: asked");
+    let written = std::fs::read_to_string(std::path::Path::new(&dirs.ws()).join("NOTES.md"));
+    assert_eq!(written.ok().as_deref(), Some("kit\n"), "{kind}");
+}
+
+#[test]
+fn an_openai_chat_completions_client_completes_a_turn_with_a_tool_call() {
+    checked("openai");
+}
+
+#[test]
+fn an_anthropic_messages_client_completes_a_turn_with_a_tool_call() {
+    checked("anthropic");
+}
+
+#[test]
+fn a_request_of_the_wrong_shape_or_place_is_refused_and_the_server_serves_on() {
+    let dirs = Dirs::new();
+    let server = served(&dirs, SCRIPT);
+    let address = server.url.trim_start_matches("http://").to_owned();
+    let exchange = |request: &str| {
+        use std::io::{Read, Write};
+        let mut socket = std::net::TcpStream::connect(&address).expect("connect");
+        socket.write_all(request.as_bytes()).expect("send");
+        let mut answer = String::new();
+        socket.read_to_string(&mut answer).expect("read");
+        answer
+    };
+    let bad = exchange("POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 5\r\n\r\nnope!");
+    assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
+    let missing = exchange("POST /v1/elsewhere HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}");
+    assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
+    let models = exchange("GET /v1/models HTTP/1.1\r\n\r\n");
+    assert!(models.starts_with("HTTP/1.1 200") && models.contains("\"scripted\""), "{models}");
+    let huge = exchange("POST /v1/messages HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n{}");
+    assert!(huge.starts_with("HTTP/1.1 400"), "{huge}");
+}
