@@ -211,6 +211,23 @@ fn an_agent_that_needs_authentication_is_skipped_saying_so_not_failed() {
     assert!(replay_text(&acp_turn("acp"), &[&[INITIALIZED], &[broken]]).is_err());
 }
 
+#[test]
+fn an_agent_that_asks_for_authentication_before_any_session_exists_is_skipped_too() {
+    // The built-in unknown-session check sends session/prompt before any session/new.
+    let (_, text) = heron::conformance::bundled::ACP
+        .iter()
+        .find(|(name, _)| *name == "acp_unknown_session")
+        .expect("bundled");
+    let auth = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Authenticate first"}}"#;
+    assert_eq!(
+        replay_text(text, &[&[INITIALIZED], &[auth]]).expect("skipped"),
+        Replayed::Skipped("the agent requires authentication".into())
+    );
+    // Any other error there is still the deviation it was.
+    let wrong = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error"}}"#;
+    assert!(replay_text(text, &[&[INITIALIZED], &[wrong]]).is_err());
+}
+
 fn heron_conformance(args: &[&str], cwd: &Path) -> (bool, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_heron"))
         .arg("conformance")

@@ -52,9 +52,12 @@ struct Replay<'a> {
     /// scenario's `initialize` advertised. `None` in other profiles, whose transcripts say
     /// every answer themselves.
     client: Option<super::client::Client>,
-    /// The ids of the `session/new` requests sent (acp profile: an auth_required answer to
-    /// one skips the scenario).
+    /// The ids of the requests an auth_required answer to skips the scenario (acp profile):
+    /// every `session/new`, and every `session/*` request sent before the first
+    /// `session/new` (an agent that wants credentials may say so to any session method).
     session_new: Vec<Value>,
+    /// Whether a `session/new` went out.
+    opened: bool,
     /// Why the scenario stopped short as skipped, once the agent said so mid-segment.
     skipped: Option<String>,
 }
@@ -81,8 +84,9 @@ impl Replay<'_> {
     }
 
     /// Why the scenario is skipped when `message` is an agent's auth_required answer to a
-    /// `session/new` (acp profile): it cannot open a session without credentials the
-    /// runner does not have.
+    /// `session/new`, or to a session method before any session could exist (acp profile):
+    /// it cannot open a session without credentials the runner does not have, and asking
+    /// for them is not getting the session contract wrong.
     fn needs_auth(&self, message: &Value) -> Option<String> {
         let id = message.get("id")?;
         let code = message.get("error")?.get("code")?.as_i64()?;
@@ -339,6 +343,7 @@ pub fn replay(
         initialize: (Vec::new(), None),
         client: (scenario.header.profile == Profile::Acp).then(|| Client::of(scenario)),
         session_new: Vec::new(),
+        opened: false,
         skipped: None,
     };
     let outcome = replay_items(scenario, &mut replay, refresh);
@@ -374,7 +379,13 @@ fn replay_items(scenario: &Scenario, replay: &mut Replay<'_>, refresh: bool) -> 
             {
                 match message.get("method").and_then(Value::as_str) {
                     Some("initialize") => replay.initialize.0.push(id.clone()),
-                    Some("session/new") => replay.session_new.push(id.clone()),
+                    Some("session/new") => {
+                        replay.session_new.push(id.clone());
+                        replay.opened = true;
+                    }
+                    Some(method) if method.starts_with("session/") && !replay.opened => {
+                        replay.session_new.push(id.clone());
+                    }
                     _ => {}
                 }
             }
