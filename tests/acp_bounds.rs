@@ -184,3 +184,21 @@ async fn tool_call_arguments_count_toward_the_reply_cap() {
     assert_eq!(written(&editor, "f.txt"), None, "the call of a cut reply does not run");
     editor.close().await;
 }
+
+/// A model that never stops calling tools is held to its preset's model requests: `light`
+/// allows 8 in a turn, and the turn ends `max_turn_requests` after them.
+#[tokio::test]
+async fn a_model_that_never_stops_calling_tools_ends_at_its_presets_request_cap() {
+    let list = json!({ "tool_call": { "name": "list_files", "arguments": { "path": "." } } });
+    let line = json!({ "steps": [list] }).to_string();
+    let script = format!("{}\n", vec![line; 20].join("\n"));
+    let mut editor = start(&script, "", support::demo_args());
+    let session = new_session(&mut editor, json!({})).await;
+    let set = json!({ "sessionId": session, "configId": "agent_preset", "value": "light" });
+    let chosen = editor.ask(json!("preset"), "session/set_config_option", set).await;
+    assert!(chosen.get("result").is_some(), "{chosen}");
+    let (seen, answer) = prompt_answering(&mut editor, &session, |_| Some(select("allow_once"))).await;
+    assert_eq!(answer["result"]["stopReason"], "max_turn_requests", "{answer}");
+    let calls = seen.iter().filter(|m| update_kind(m) == Some("tool_call")).count();
+    assert_eq!(calls, 8, "one call per model request, and 8 requests");
+}

@@ -111,3 +111,37 @@ async fn the_inbox_refuses_prompts_past_its_byte_budget_and_deleting_makes_room(
     let again = editor.ask(json!("again"), &method, params).await;
     assert!(again["result"]["itemId"].is_string(), "room was made: {again}");
 }
+
+/// The process's budget, over all sessions, in a process of its own (the in-process tests
+/// share one): three sessions each queue 15 MiB behind a turn waiting on the user, and a
+/// fourth session's 15 MiB passes 48 MiB and is refused naming the process's scope.
+#[test]
+fn prompts_past_the_process_byte_budget_are_refused_whatever_the_session() {
+    use crate::support::Process;
+    let write =
+        json!({ "tool_call": { "name": "write_file", "arguments": { "path": "x.txt", "content": "x" } } });
+    let dirs = support::scripted_home("s", "", &format!("{}\n", json!({ "steps": [write] })));
+    let mut heron = Process::spawn(&dirs.home(), &["--model", "s/m"]);
+    heron.request(json!("init"), "initialize", json!({ "protocolVersion": 1 }));
+    let mut sessions = Vec::new();
+    for n in 0..4 {
+        let opened = heron.request(
+            json!(format!("new{n}")),
+            "session/new",
+            json!({ "cwd": dirs.ws(), "mcpServers": [] }),
+        );
+        let session = opened["result"]["sessionId"].as_str().expect("a session").to_owned();
+        heron.send_prompt(json!(format!("first{n}")), &session, "write it");
+        heron.until(|m| m["method"] == "session/request_permission");
+        sessions.push(session);
+    }
+    for (n, session) in sessions.iter().enumerate() {
+        heron.send(json!({ "jsonrpc": "2.0", "id": format!("big{n}"), "method": "session/prompt",
+                           "params": prompt(session, "y".repeat(15 * MIB)) }));
+    }
+    let refused = heron.until(|m| m["id"] == "big3" && m.get("method").is_none());
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(refused["error"]["data"]["code"], "prompt.queue_full", "{refused}");
+    assert_eq!(refused["error"]["data"]["limit"], 48 * MIB, "{refused}");
+    assert_eq!(refused["error"]["data"]["scope"], "process", "{refused}");
+}

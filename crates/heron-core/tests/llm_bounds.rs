@@ -108,3 +108,34 @@ async fn an_unreachable_endpoint_is_retried_then_reported() {
         "{events:?}"
     );
 }
+
+/// L20: a model list is read within its bounds: 10,000 ids kept of a longer list, ten
+/// pages of a list that never ends, and no more than 4 MiB of body in all.
+#[tokio::test]
+async fn a_model_list_is_held_to_its_count_pages_and_bytes() {
+    use heron_core::config::ProviderKind;
+    use heron_core::llm::models::list_models;
+    let wait = Duration::from_secs(30);
+    let ids: Vec<serde_json::Value> =
+        (0..10_001).map(|i| serde_json::json!({ "id": format!("m{i}") })).collect();
+    let long = serde_json::json!({ "object": "list", "data": ids }).to_string();
+    let server = MockServer::start(move |_, _| Answer::Stream(long.clone()));
+    let config = HttpConfig::new(format!("{}/v1", server.origin));
+    let listed = list_models(ProviderKind::Openai, &config, wait).await.expect("a list");
+    assert_eq!((listed.len(), listed.last().map(String::as_str)), (10_000, Some("m9999")));
+
+    // Anthropic's cursor moves on every page and always says there is more.
+    let endless = MockServer::start(|n, _| {
+        let page = serde_json::json!({ "data": [{ "id": format!("p{n}") }], "has_more": true, "last_id": format!("p{n}") });
+        Answer::Stream(page.to_string())
+    });
+    let config = HttpConfig::new(format!("{}/v1", endless.origin));
+    let listed = list_models(ProviderKind::Anthropic, &config, wait).await.expect("a list");
+    assert_eq!((listed.len(), endless.seen().len()), (10, 10), "ten pages, then it stops");
+
+    let huge = format!(r#"{{"data": [{{"id": "{}"}}]}}"#, "x".repeat(5 * 1024 * 1024));
+    let server = MockServer::start(move |_, _| Answer::Stream(huge.clone()));
+    let config = HttpConfig::new(format!("{}/v1", server.origin));
+    let refused = list_models(ProviderKind::Openai, &config, wait).await;
+    assert!(matches!(refused, Err(ProviderError::Protocol(_))), "{refused:?}");
+}

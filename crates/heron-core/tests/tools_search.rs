@@ -197,3 +197,20 @@ async fn search_tools_walk_the_disk_even_with_an_editor() {
     assert_eq!(found.for_model, "README.md:1: say hello\n");
     assert!(fake.calls().is_empty(), "{:?}", fake.calls());
 }
+
+#[tokio::test]
+async fn grep_clips_long_lines_and_stops_at_its_byte_cap_with_a_marker() {
+    let dirs = Dirs::new();
+    // 400 matching lines of 1,000 characters: under the match cap, past the byte cap once
+    // each line is clipped to 400 characters.
+    let text: String = (0..400).map(|i| format!("match {i} {}\n", "w".repeat(990))).collect();
+    dirs.write("wide.txt", text);
+    let outcome = call(&Grep, &dirs.env(), json!({"pattern": "match"})).await;
+    let lines: Vec<&str> = outcome.for_model.lines().collect();
+    let matches: Vec<&&str> = lines.iter().filter(|l| l.starts_with("wide.txt:")).collect();
+    assert!(matches.iter().all(|l| l.ends_with('…') && l.chars().count() <= 400 + 20), "clipped lines");
+    assert!(matches.len() < 400, "stopped by bytes before the last match: {}", matches.len());
+    let shown: usize = matches.iter().map(|l| l.len() + 1).sum();
+    assert!(shown <= 128 * 1024, "{shown}");
+    assert!(outcome.for_model.contains("[truncated"), "the marker says it was cut");
+}

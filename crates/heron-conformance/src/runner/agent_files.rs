@@ -202,4 +202,22 @@ mod tests {
         push_folder(&temp, &script, &mut files);
         assert_eq!(files, [script]);
     }
+
+    #[test]
+    fn a_shebang_is_read_within_256_bytes_and_followed_two_deep() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = std::fs::canonicalize(dir.path()).expect("canonical");
+        // A `#!` line past 256 bytes is read only that far: the interpreter it names is cut.
+        let long = format!("/{}", "d".repeat(300));
+        executable(&base.join("long"), &format!("#!{long}/node\n"));
+        let named = interpreter(&base.join("long")).expect("a name");
+        assert!(named.as_os_str().len() <= 254, "{}", named.display());
+        // A chain of scripts in folders of their own, each run by the next: the script's
+        // interpreter and that one's are followed, not a third.
+        executable(&base.join("c/run"), "#!/bin/sh\n");
+        executable(&base.join("b/run"), &format!("#!{}\n", base.join("c/run").display()));
+        executable(&base.join("a/run"), &format!("#!{}\n", base.join("b/run").display()));
+        let files = of_line(&base.join("a/run").display().to_string());
+        assert_eq!(files, [base.join("a"), base.join("b"), base.join("c")], "two deep, not three");
+    }
 }
