@@ -51,6 +51,32 @@ pub enum SetupError {
     Config(#[from] heron_core::config::ConfigError),
 }
 
+/// The longest answer read, in bytes: a key, a URL or a model list, with room to spare.
+const MAX_ANSWER: u64 = 64 * 1024;
+
+/// One line of `input`, at most [`MAX_ANSWER`] bytes; `None` when the input ended.
+fn answer(input: &mut impl BufRead) -> Result<Option<String>, SetupError> {
+    let mut line = String::new();
+    let read = std::io::Read::take(&mut *input, MAX_ANSWER + 1).read_line(&mut line)?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if line.len() as u64 > MAX_ANSWER {
+        return Err(SetupError::Invalid(format!("an answer is longer than {MAX_ANSWER} bytes")));
+    }
+    Ok(Some(line))
+}
+
+/// The text of the setup file at `path` it is about to change: empty when there is none;
+/// an error when it is there but cannot be read whole, so it is never replaced unseen.
+fn held_text(path: &Path, cap: u64) -> Result<String, SetupError> {
+    match heron_core::whole_file::read_text(path, cap) {
+        Ok(text) => Ok(text),
+        Err(heron_core::whole_file::WholeFileError::NotFound) => Ok(String::new()),
+        Err(error) => Err(SetupError::Invalid(format!("{}: {error}; it was left as it is", path.display()))),
+    }
+}
+
 fn ask(input: &mut impl BufRead, question: &str, default: &str) -> Result<String, SetupError> {
     let mut err = std::io::stderr();
     if default.is_empty() {
@@ -59,10 +85,9 @@ fn ask(input: &mut impl BufRead, question: &str, default: &str) -> Result<String
         write!(err, "{question} [{default}]: ")?;
     }
     err.flush()?;
-    let mut line = String::new();
-    if input.read_line(&mut line)? == 0 {
+    let Some(line) = answer(input)? else {
         return Err(SetupError::Invalid("input ended before setup finished".to_owned()));
-    }
+    };
     let line = line.trim();
     Ok(if line.is_empty() { default.to_owned() } else { line.to_owned() })
 }
@@ -150,20 +175,14 @@ pub fn run(home: &Home, args: SetupArgs, input: &mut impl BufRead) -> Result<(),
     let key = if key_env.is_empty() {
         None
     } else if args.key_stdin {
-        let mut line = String::new();
-        input.read_line(&mut line)?;
-        Some(line.trim().to_owned())
+        Some(answer(input)?.unwrap_or_default().trim().to_owned())
     } else {
         Some(ask(input, "API key (shown as you type)", "")?)
     };
 
     // Merge into the existing config, keeping everything else as it is.
     let path = home.config_path();
-    let existing = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e.into()),
-    };
+    let existing = held_text(&path, heron_core::config::MAX_CONFIG_BYTES)?;
     let mut table: toml::Table = toml::from_str(&existing)
         .map_err(|e| SetupError::Invalid(format!("config.toml: {}", e.message())))?;
     let mut entry = toml::Table::new();
@@ -188,7 +207,8 @@ pub fn run(home: &Home, args: SetupArgs, input: &mut impl BufRead) -> Result<(),
 
     if let (Some(key), false) = (key, key_env.is_empty()) {
         let env_path = home.env_path();
-        let current = std::fs::read_to_string(&env_path).unwrap_or_default();
+        // A .env that cannot be read whole is not replaced by one holding the new key alone.
+        let current = held_text(&env_path, heron_core::config::MAX_ENV_BYTES)?;
         write_private(&env_path, &set_env_line(&current, &key_env, &key))?;
     }
     eprintln!("heron: provider `{provider}` saved; models: {}", models.join(", "));
@@ -245,6 +265,28 @@ mod tests {
         assert!(config.resolve("other/x").is_some());
         let env = std::fs::read_to_string(home.env_path()).expect("env");
         assert_eq!(env, "OTHER=1\nLOCAL_API_KEY=new\n");
+    }
+
+    #[test]
+    fn a_env_it_cannot_read_whole_is_left_as_it_is_and_an_endless_answer_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = Home::at(dir.path());
+        // Not UTF-8: read as text it would be lost, and the new key written alone.
+        std::fs::write(home.env_path(), b"OTHER=\xff\n").expect("w");
+        let args = || SetupArgs {
+            preset: Some("custom".into()),
+            provider: Some("local".into()),
+            base_url: Some("http://127.0.0.1:1/v1".into()),
+            models: Some("m".into()),
+            key_env: Some("LOCAL_API_KEY".into()),
+            key_stdin: true,
+        };
+        let err = run(&home, args(), &mut std::io::Cursor::new("new\n")).expect_err("refused");
+        assert!(err.to_string().contains("left as it is"), "{err}");
+        assert_eq!(std::fs::read(home.env_path()).expect("env"), b"OTHER=\xff\n", "untouched");
+        let endless = "k".repeat(2 * MAX_ANSWER as usize);
+        let err = run(&home, args(), &mut std::io::Cursor::new(endless)).expect_err("refused");
+        assert!(err.to_string().contains("longer than"), "{err}");
     }
 
     #[test]

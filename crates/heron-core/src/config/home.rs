@@ -78,7 +78,7 @@ fn warn_if_linked(path: &Path) {
 }
 
 /// The largest `.env` read, in bytes.
-pub(crate) const MAX_ENV_BYTES: u64 = 1024 * 1024;
+pub const MAX_ENV_BYTES: u64 = 1024 * 1024;
 /// The most keys `.env` may hold.
 pub(crate) const MAX_KEYS: usize = 1000;
 

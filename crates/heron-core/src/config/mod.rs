@@ -23,7 +23,7 @@ use serde::Deserialize;
 
 use crate::whole_file::WholeFileError;
 
-pub use self::home::{Home, Keys};
+pub use self::home::{Home, Keys, MAX_ENV_BYTES};
 pub use self::limits::{
     COMMAND_GRACE, DEFAULT_COMPACT_AT, DEFAULT_GOAL_CONTINUATIONS, DEFAULT_MAX_REPLY_BYTES,
     DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_RESULT_BYTES, DEFAULT_PERMISSION_TIMEOUT, Deadlines, Pace,
