@@ -47,11 +47,14 @@ impl Tool for RestoreFile {
     fn prepare(&self, arguments: &str, env: &ToolEnv) -> Result<Prepared, String> {
         let (args, raw_input): (RestoreFileArgs, _) = call::parse(NAME, arguments)?;
         let path = call::resolve_for_write(env, &args.path)?;
-        let verb = match &args.content {
-            Some(_) => format!("Restore (as at the end of turn {})", args.turn),
-            None => format!("Remove (made after turn {})", args.turn),
+        let (verb, when) = match (&args.content, args.turn) {
+            (Some(_), 0) => ("Restore", " to before the first turn".to_owned()),
+            (Some(_), turn) => ("Restore", format!(" to the end of turn {turn}")),
+            (None, 0) => ("Remove", " (made during the session)".to_owned()),
+            (None, turn) => ("Remove", format!(" (made after turn {turn})")),
         };
-        let (mut title, runs_later) = call::write_title(env, &verb, &path);
+        let (mut title, runs_later) = call::write_title(env, verb, &path);
+        title.push_str(&when);
         if args.changed_since {
             title.push_str(", changed since Heron wrote it");
         }
