@@ -60,4 +60,5 @@ mod run_lifecycle;
 mod sandbox_walls;
 mod seed_contract;
 mod skills;
+mod subagents;
 mod zed;

@@ -295,6 +295,19 @@ async fn run_job(
         }
         None => tools,
     };
+    // Subagents get the turn's read-only tools, which never include `task` itself.
+    let task = super::subagent::Task::new(
+        provider.clone(),
+        providers.clone(),
+        tools.clone(),
+        session.status.clone(),
+        session.subagents.clone(),
+    );
+    let tools = {
+        let mut with_task = (*tools).clone();
+        with_task.add(Arc::new(task));
+        Arc::new(with_task)
+    };
     let command = match &work {
         Ready::Prompt(_, invoked) => invoked.clone(),
         Ready::Compact(_) | Ready::Rewind(_) => None,

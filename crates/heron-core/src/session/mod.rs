@@ -32,6 +32,7 @@ mod seats;
 pub mod settings;
 pub mod snapshot;
 mod status;
+pub mod subagent;
 mod title;
 mod tokens;
 mod turn;
@@ -213,6 +214,8 @@ pub struct Session {
     catalog: Shared<Catalog>,
     /// The skills loaded so far, so a project's asks only before its first load.
     loaded_skills: Arc<LoadedSkills>,
+    /// Places for subagents running at once (`task`), shared by the session's turns.
+    subagents: Arc<tokio::sync::Semaphore>,
     reload: Arc<ReloadSlot>,
     /// Moves when a queued reload ended, either way (an asked-for one answers its caller).
     extensions_changed: watch::Sender<u64>,
@@ -274,6 +277,7 @@ impl Session {
             runtime: Shared::new(offer.runtime),
             catalog: Shared::new(offer.catalog),
             loaded_skills: Arc::default(),
+            subagents: Arc::new(tokio::sync::Semaphore::new(subagent::MAX_RUNNING)),
             reload: Arc::default(),
             extensions_changed: watch::Sender::new(0),
             editor: Mutex::new(editor),

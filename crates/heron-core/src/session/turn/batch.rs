@@ -32,6 +32,11 @@ struct Rules {
     pursuing: bool,
 }
 
+/// A `task` call to run with the others of its step: the call, its tool, what it will do
+/// (or why not) and its own cancel.
+type Subagent =
+    (ToolCallRequest, Option<Arc<dyn Tool>>, Result<Prepared, String>, tokio_util::sync::CancellationToken);
+
 /// What the editor is shown of a call before it runs.
 struct Shown {
     title: String,
@@ -135,13 +140,38 @@ impl Turn {
         }
         let mut budget =
             crate::session::turn::reply_calls::ResultBudget::new(self.policy.limits.max_tool_result_bytes);
-        for (call, tool, described, call_cancel, registered, touched) in prepared {
+        // Subagents of one step run at once: the first `task` call reached starts every
+        // later one too, and each result is then recorded in its place.
+        let mut together: std::collections::HashMap<String, (Outcome, Arc<update::CallProgress>)> =
+            Default::default();
+        let mut prepared: Vec<_> = prepared.into_iter().map(Some).collect();
+        for index in 0..prepared.len() {
+            let Some((call, tool, described, call_cancel, registered, touched)) = prepared[index].take()
+            else {
+                continue;
+            };
+            if call.name == crate::session::subagent::NAME && !together.contains_key(&call.id) {
+                let mut group = vec![(call.clone(), tool.clone(), described.clone(), call_cancel.clone())];
+                for later in prepared[index + 1..].iter_mut().flatten() {
+                    let runs = later.1.is_some() && later.2.is_ok() && !later.3.is_cancelled();
+                    if later.0.name == crate::session::subagent::NAME && runs {
+                        // It ran here: its own turn in the loop records the result.
+                        let described = std::mem::replace(&mut later.2, Err(String::new()));
+                        group.push((later.0.clone(), later.1.clone(), described, later.3.clone()));
+                    }
+                }
+                together = self.run_subagents(group).await;
+            }
             // The sink of the call that ran, to run what it left for after its result.
             let mut sink = None;
-            let mut outcome = match (tool, described) {
+            let mut outcome = match (together.remove(&call.id), tool, described) {
+                (Some((outcome, call_sink)), _, _) => {
+                    sink = Some(call_sink);
+                    outcome
+                }
                 // Cancelled while an earlier call waited or ran: it never starts.
                 _ if call_cancel.is_cancelled() => self.cancelled_before_running(),
-                (Some(tool), Ok(prepared)) => match tokio::select! {
+                (None, Some(tool), Ok(prepared)) => match tokio::select! {
                     // Dropping a pending question withdraws it at the editor.
                     gated = self.gate(&call, tool.as_ref(), prepared) => gated,
                     () = call_cancel.cancelled() => Err(Refused::plain(CALL_CANCELLED)),
@@ -164,8 +194,8 @@ impl Turn {
                     }
                     Err(refused) => refused.outcome(),
                 },
-                (_, Err(message)) => Outcome::failed(message),
-                (None, Ok(_)) => Outcome::failed(format!("There is no tool called `{}`.", call.name)),
+                (None, _, Err(message)) => Outcome::failed(message),
+                (None, None, Ok(_)) => Outcome::failed(format!("There is no tool called `{}`.", call.name)),
             };
             // A call a cancel stopped ends cancelled; one that finished first keeps its result.
             if call_cancel.is_cancelled() && outcome.status != ToolStatus::Completed {
@@ -208,6 +238,42 @@ impl Turn {
             drop(registered);
         }
         Ok(())
+    }
+
+    /// Runs `group`, a step's `task` calls, at once: each through the gate, then all of them
+    /// together. Their outcomes, with the sinks of their progress, by call id.
+    async fn run_subagents(
+        &self,
+        group: Vec<Subagent>,
+    ) -> std::collections::HashMap<String, (Outcome, Arc<update::CallProgress>)> {
+        let mut runs = Vec::new();
+        let mut done = std::collections::HashMap::new();
+        for (call, tool, described, call_cancel) in group {
+            let (Some(tool), Ok(prepared)) = (tool, described) else { continue };
+            if call_cancel.is_cancelled() {
+                continue;
+            }
+            let (progress, sink) = update::call_progress(&call.id, &self.io.updates);
+            match self.gate(&call, tool.as_ref(), prepared).await {
+                Ok(prepared) => {
+                    self.live(TurnUpdate::ToolProgress {
+                        call_id: call.id.clone(),
+                        status: ToolStatus::InProgress,
+                        output: Vec::new(),
+                    });
+                    progress.flushed().await;
+                    let env = ToolEnv { progress, cancel: call_cancel.clone(), ..self.io.env.clone() };
+                    runs.push(async move { (call.id, run_within(tool.as_ref(), prepared, env).await, sink) });
+                }
+                Err(refused) => {
+                    done.insert(call.id, (refused.outcome(), sink));
+                }
+            }
+        }
+        for (id, outcome, sink) in futures_util::future::join_all(runs).await {
+            done.insert(id, (outcome, sink));
+        }
+        done
     }
 
     /// Checks and describes every call of a step in one call on the blocking pool: a tool's

@@ -1,0 +1,319 @@
+//! `task`: the model hands a self-contained job to a subagent, a child run with a context
+//! window of its own (its instructions and the job, nothing of the parent's conversation),
+//! which answers with one message. The child reads, lists and searches only: its tools are
+//! the session's read-only ones (never `task`, so children do not nest), and it runs in
+//! the session's confinement with the call's cancellation, so `session/cancel` and a
+//! cancel of the call stop it. It is bounded in model requests ([`MAX_STEPS`]), in the
+//! answer it returns ([`MAX_ANSWER_BYTES`]), in time (the call's deadline) and in how many
+//! run at once ([`MAX_RUNNING`]). Its usage counts in the session's. The editor sees the
+//! parent's call, whose content follows the child's tool calls as they run, then the
+//! answer; the child's steps are kept in the call's raw output.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::Semaphore;
+
+use super::status::Board;
+use crate::BoxFuture;
+use crate::llm::registry::{Providers, ResolvedProvider};
+use crate::llm::{ChatMessage, ModelEvent, ModelRequest, ToolCallRequest, ToolSpec, UserPart};
+use crate::tools::deadline::{Pace, run_within};
+use crate::tools::{Outcome, Prepared, Registry, Tool, ToolEnv};
+use crate::types::{ToolKind, ToolOutput, ToolStatus};
+
+/// The tool's name.
+pub const NAME: &str = "task";
+
+/// The most model requests one child makes.
+pub const MAX_STEPS: usize = 12;
+
+/// The most of a child's answer the parent reads, in bytes.
+pub const MAX_ANSWER_BYTES: usize = 32 * 1024;
+
+/// The most children of one session that run at once; more wait for a place.
+pub const MAX_RUNNING: usize = 3;
+
+/// The longest a job's title shows, in characters.
+const MAX_TITLE: usize = 80;
+
+/// What the child is told before its job.
+const INSTRUCTIONS: &str = "You are a subagent of Heron, a coding agent. You were handed one \
+self-contained job: do it with the read-only tools you have (you cannot change files or run \
+commands), then answer with one message that holds everything the agent that asked needs, \
+since it sees nothing else of your work. Be concise and exact; name files and lines.";
+
+/// Arguments of `task`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TaskArgs {
+    /// The whole job: the subagent sees nothing of this conversation, so say all it needs.
+    pub prompt: String,
+    /// A short title for the job, shown to the user.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Tools the subagent may use, among the read-only ones (all of them when left out).
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// A configured model (`provider/model`) for the subagent; the session's when left out.
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// The `task` tool of one turn.
+pub(super) struct Task {
+    /// The turn's model, and the session's providers for another.
+    model: ResolvedProvider,
+    providers: Arc<Providers>,
+    /// The turn's tools; the child gets the read-only ones.
+    tools: Arc<Registry>,
+    /// Where the child's usage is owed.
+    status: Arc<Board>,
+    /// Places for children running at once, shared by the session's turns.
+    running: Arc<Semaphore>,
+}
+
+impl Task {
+    pub(super) fn new(
+        model: ResolvedProvider,
+        providers: Arc<Providers>,
+        tools: Arc<Registry>,
+        status: Arc<Board>,
+        running: Arc<Semaphore>,
+    ) -> Self {
+        Self { model, providers, tools, status, running }
+    }
+}
+
+/// Whether a tool of `kind` changes nothing, so a child may have it.
+fn read_only(kind: ToolKind) -> bool {
+    matches!(kind, ToolKind::Read | ToolKind::Search)
+}
+
+impl Tool for Task {
+    fn spec(&self) -> ToolSpec {
+        crate::tools::call::spec::<TaskArgs>(
+            NAME,
+            "Hand a self-contained research job to a subagent with a fresh context: it reads, lists and \
+             searches files (it cannot change anything), then answers with one message. Use it for work \
+             that would fill your context (surveying a large tree, finding every use of something); \
+             several task calls in one reply run at once.",
+        )
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Think
+    }
+
+    fn pace(&self) -> Pace {
+        Pace::External
+    }
+
+    fn prepare(&self, arguments: &str, _env: &ToolEnv) -> Result<Prepared, String> {
+        let (args, raw_input): (TaskArgs, _) = crate::tools::call::parse(NAME, arguments)?;
+        if args.prompt.trim().is_empty() {
+            return Err("`prompt` must say the job".into());
+        }
+        if let Some(model) = &args.model {
+            self.providers.resolve(model).map_err(|e| format!("`model`: {e}"))?;
+        }
+        for name in args.tools.iter().flatten() {
+            match self.tools.get(name) {
+                Some(tool) if read_only(tool.kind()) => {}
+                Some(_) => return Err(format!("`tools`: `{name}` changes things; a subagent only reads")),
+                None => return Err(format!("`tools`: there is no tool called `{name}`")),
+            }
+        }
+        let what = args.description.as_deref().unwrap_or(&args.prompt);
+        let line: String = what.lines().next().unwrap_or_default().chars().take(MAX_TITLE).collect();
+        Ok(Prepared {
+            title: format!("Subagent: {}", line.trim()),
+            kind: ToolKind::Think,
+            locations: Vec::new(),
+            raw_input,
+            outside_roots: false,
+            always_ask: None,
+            content: Vec::new(),
+            planned: None,
+        })
+    }
+
+    fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
+        let child = Child {
+            model: self.model.clone(),
+            providers: self.providers.clone(),
+            tools: self.tools.clone(),
+            status: self.status.clone(),
+        };
+        let running = self.running.clone();
+        Box::pin(async move {
+            let args: TaskArgs = match crate::tools::call::reparse(NAME, &prepared.raw_input) {
+                Ok(args) => args,
+                Err(failed) => return failed,
+            };
+            let _place = tokio::select! {
+                place = running.acquire_owned() => place.ok(),
+                () = env.cancel.cancelled() => return Outcome::failed("cancelled before it started"),
+            };
+            child.run(args, env).await
+        })
+    }
+}
+
+/// One child run.
+struct Child {
+    model: ResolvedProvider,
+    providers: Arc<Providers>,
+    tools: Arc<Registry>,
+    status: Arc<Board>,
+}
+
+/// What the child did, for the parent's call: each of its tool calls with its status.
+struct Steps(Vec<(String, ToolStatus)>);
+
+impl Steps {
+    fn shown(&self, answer: Option<&str>) -> Vec<ToolOutput> {
+        let mut text: String =
+            self.0.iter().map(|(title, status)| format!("- {title}: {}\n", status_word(*status))).collect();
+        if let Some(answer) = answer {
+            text.push_str(answer);
+        }
+        vec![ToolOutput::Text { text }]
+    }
+}
+
+fn status_word(status: ToolStatus) -> &'static str {
+    match status {
+        ToolStatus::Pending => "waiting",
+        ToolStatus::InProgress => "running",
+        ToolStatus::Completed => "done",
+        ToolStatus::Failed => "failed",
+        ToolStatus::Cancelled => "cancelled",
+    }
+}
+
+impl Child {
+    async fn run(self, args: TaskArgs, env: ToolEnv) -> Outcome {
+        let model = match &args.model {
+            Some(id) => match self.providers.resolve(id) {
+                Ok(model) => model,
+                Err(error) => return Outcome::failed(format!("`model`: {error}")),
+            },
+            None => self.model.clone(),
+        };
+        let mut tools = Registry::new();
+        for spec in self.tools.specs(true) {
+            let wanted = args.tools.as_ref().is_none_or(|names| names.contains(&spec.name));
+            if let Some(tool) = self.tools.get(&spec.name).filter(|t| wanted && read_only(t.kind())) {
+                tools.add(tool.clone());
+            }
+        }
+        let specs = tools.specs(true);
+        let mut messages = vec![
+            ChatMessage::System { text: INSTRUCTIONS.to_owned() },
+            ChatMessage::User { parts: vec![UserPart::Text { text: args.prompt.clone() }] },
+        ];
+        let mut steps = Steps(Vec::new());
+        for _ in 0..MAX_STEPS {
+            let request = ModelRequest {
+                model: model.model.clone(),
+                messages: messages.clone(),
+                tools: specs.clone(),
+                effort: None,
+                max_tokens: None,
+            };
+            let (text, calls) = match self.ask(&model, request, &env).await {
+                Ok(reply) => reply,
+                Err(why) => return Outcome::failed(why),
+            };
+            if calls.is_empty() {
+                return answered(&text, &steps);
+            }
+            messages.push(ChatMessage::Assistant { text, tool_calls: calls.clone(), reasoning: None });
+            for call in calls {
+                let (title, status, said) = run_one(&tools, &call, &env).await;
+                steps.0.push((title, status));
+                env.progress.show(steps.shown(None));
+                messages.push(ChatMessage::Tool { call_id: call.id, content: said });
+            }
+            if env.cancel.is_cancelled() {
+                return Outcome::failed("cancelled");
+            }
+        }
+        let mut outcome = Outcome::failed(format!(
+            "the subagent made {MAX_STEPS} model requests without answering; what it did is shown above"
+        ));
+        outcome.output = steps.shown(None);
+        outcome
+    }
+
+    /// One model request: its text and tool calls; usage is owed to the session.
+    async fn ask(
+        &self,
+        model: &ResolvedProvider,
+        request: ModelRequest,
+        env: &ToolEnv,
+    ) -> Result<(String, Vec<ToolCallRequest>), String> {
+        let mut stream = model.provider.stream(request, env.cancel.child_token());
+        let (mut text, mut calls) = (String::new(), Vec::new());
+        while let Some(event) = stream.next().await {
+            match event.map_err(|e| format!("the subagent's model failed: {e}"))? {
+                ModelEvent::Attempt { .. } => {
+                    text.clear();
+                    calls.clear();
+                }
+                ModelEvent::TextDelta { text: piece } if text.len() < MAX_ANSWER_BYTES => {
+                    text.push_str(&piece)
+                }
+                ModelEvent::ToolCall { call } => calls.push(call),
+                ModelEvent::Usage { usage } => self.status.owe(usage, model.price.clone()),
+                _ => {}
+            }
+        }
+        Ok((text, calls))
+    }
+}
+
+/// Runs one of the child's calls the way the parent's run, without asking: a child only
+/// has tools that change nothing, and a read outside the session's roots is refused.
+async fn run_one(tools: &Registry, call: &ToolCallRequest, env: &ToolEnv) -> (String, ToolStatus, String) {
+    let Some(tool) = tools.get(&call.name).cloned() else {
+        return (call.name.clone(), ToolStatus::Failed, tools.missing(&call.name));
+    };
+    let (arguments, env_for) = (call.arguments.clone(), env.clone());
+    let prepared = tokio::task::spawn_blocking({
+        let tool = tool.clone();
+        move || tool.prepare(&arguments, &env_for)
+    })
+    .await;
+    let prepared = match prepared {
+        Ok(Ok(prepared)) if !prepared.outside_roots && prepared.always_ask.is_none() => prepared,
+        Ok(Ok(prepared)) => {
+            let why =
+                "a subagent cannot ask the user, and this reads outside the session's folders".to_owned();
+            return (prepared.title, ToolStatus::Failed, why);
+        }
+        Ok(Err(why)) => return (call.name.clone(), ToolStatus::Failed, why),
+        Err(_) => return (call.name.clone(), ToolStatus::Failed, "the call could not be checked".into()),
+    };
+    let title = prepared.title.clone();
+    let env = ToolEnv { progress: crate::tools::Progress::default(), ..env.clone() };
+    let outcome = run_within(tool.as_ref(), prepared, env).await;
+    (title, outcome.status, outcome.for_model)
+}
+
+/// The parent's result: the child's answer, clipped, after the list of what it did.
+fn answered(text: &str, steps: &Steps) -> Outcome {
+    let answer = crate::secret::clip(text.trim(), MAX_ANSWER_BYTES);
+    let mut outcome = crate::tools::call::completed(answer.clone());
+    outcome.output = steps.shown(Some(&answer));
+    let done: Vec<_> = steps
+        .0
+        .iter()
+        .map(|(title, status)| json!({ "title": title, "status": status_word(*status) }))
+        .collect();
+    outcome.raw_output = Some(json!({ "steps": done }));
+    outcome
+}
