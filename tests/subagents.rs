@@ -8,19 +8,28 @@ use serde_json::{Value, json};
 
 use crate::support::{self, Editor, update_kind};
 
-/// The parent: two jobs in one reply, then a closing line.
+/// The parent: two jobs in one reply (the second for a child of model `d/m`, allowed to
+/// write), then a closing line.
 fn parent(child: &str) -> String {
     let task = |description: &str| {
         json!({ "tool_call": { "name": "task", "arguments": {
             "prompt": "Count the files in the workspace and say how many.", "description": description, "model": child,
         } } })
     };
+    let writer = json!({ "tool_call": { "name": "task", "arguments": {
+        "prompt": "Leave a note in NOTE.md.", "description": "leave a note", "model": "d/m", "tools": ["write_file"],
+    } } });
     format!(
         "{}\n{}\n",
-        json!({ "steps": [task("count them"), task("count them again")] }),
+        json!({ "steps": [task("count them"), writer] }),
         json!({ "steps": [{ "text": "Both subagents answered." }] })
     )
 }
+
+/// A child that writes a note, then says so.
+const WRITER: &str = r#"{"steps": [{"tool_call": {"name": "write_file", "arguments": {"path": "NOTE.md", "content": "from a subagent\n"}}}]}
+{"steps": [{"text": "Wrote NOTE.md."}]}
+"#;
 
 /// A child that lists the files, then answers.
 const CHILD: &str = r#"{"steps": [{"tool_call": {"name": "list_files", "arguments": {"path": "."}}}]}
@@ -32,9 +41,14 @@ const SLOW_CHILD: &str = r#"{"steps": [{"delay_ms": 60000}, {"text": "Late."}]}
 "#;
 
 fn editor(child_script: &str) -> Editor {
-    let child = support::scripted_provider("c", "c.jsonl");
-    let dirs = support::scripted_home("p", &child, &parent("c/m"));
+    let children = format!(
+        "{}{}",
+        support::scripted_provider("c", "c.jsonl"),
+        support::scripted_provider("d", "d.jsonl")
+    );
+    let dirs = support::scripted_home("p", &children, &parent("c/m"));
     dirs.write_home("c.jsonl", child_script);
+    dirs.write_home("d.jsonl", WRITER);
     std::fs::write(std::path::Path::new(&dirs.ws()).join("a.txt"), "a").expect("a file");
     std::fs::write(std::path::Path::new(&dirs.ws()).join("b.txt"), "b").expect("a file");
     support::start_in(support::scripted_args("p"), dirs)
@@ -46,18 +60,56 @@ fn updates_of<'a>(seen: &'a [Value], status: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// Sends a prompt and allows every permission request; what came before the answer, and
+/// the answer.
+async fn prompt_allowing(editor: &mut Editor, session: &str) -> (Vec<Value>, Value) {
+    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Count the files" }] });
+    editor.send_request(json!("p"), "session/prompt", prompt).await;
+    let mut seen = Vec::new();
+    loop {
+        let message = editor.recv_within(Duration::from_secs(30)).await;
+        if message["id"] == "p" && message.get("method").is_none() {
+            return (seen, message);
+        }
+        if message["method"] == "session/request_permission" {
+            let result = json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } });
+            editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": result })).await;
+        }
+        seen.push(message);
+    }
+}
+
 #[tokio::test]
-async fn two_subagents_run_at_once_and_each_answers_through_its_call() {
+async fn two_subagents_run_at_once_one_asks_on_its_card_and_each_answers_through_its_call() {
     let mut editor = editor(CHILD);
     let session = editor.new_session().await;
-    let (seen, answer) = editor.prompt(json!("p"), &session, "Count the files twice").await;
+    let (seen, answer) = prompt_allowing(&mut editor, &session).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    // The writer's call was asked about on its parent's card, naming the subagent.
+    let asked: Vec<&Value> = seen.iter().filter(|m| m["method"] == "session/request_permission").collect();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    let card = &asked[0]["params"]["toolCall"];
+    assert!(
+        card["title"].as_str().is_some_and(|t| t.starts_with("Subagent: leave a note: Create NOTE.md")),
+        "{card}"
+    );
+    let writer_call = seen
+        .iter()
+        .find(|m| {
+            update_kind(m) == Some("tool_call") && m["params"]["update"]["title"] == "Subagent: leave a note"
+        })
+        .expect("the writer's call");
+    assert_eq!(card["toolCallId"], writer_call["params"]["update"]["toolCallId"], "on the parent's card");
+    assert_eq!(
+        std::fs::read_to_string(std::path::Path::new(&editor.dirs.ws()).join("NOTE.md")).ok().as_deref(),
+        Some("from a subagent\n")
+    );
     let calls: Vec<&Value> = seen.iter().filter(|m| update_kind(m) == Some("tool_call")).collect();
     assert_eq!(calls.len(), 2, "one call per child: {calls:#?}");
     for call in &calls {
         let update = &call["params"]["update"];
         assert_eq!(update["kind"], "think", "{update}");
-        assert!(update["title"].as_str().is_some_and(|t| t.starts_with("Subagent: count them")), "{update}");
+        assert!(update["title"].as_str().is_some_and(|t| t.starts_with("Subagent: ")), "{update}");
     }
     // Both children started before either finished.
     let position = |status: &str| {
@@ -77,9 +129,19 @@ async fn two_subagents_run_at_once_and_each_answers_through_its_call() {
         started[1] < finished[0],
         "the second started before the first finished: {started:?} {finished:?}"
     );
+    let answers: Vec<&str> = updates_of(&seen, "completed")
+        .iter()
+        .map(|done| done["params"]["update"]["content"][0]["content"]["text"].as_str().unwrap_or_default())
+        .collect();
+    assert!(
+        answers.iter().any(|t| t.contains("There are 2 files.") && t.contains("List the workspace: done")),
+        "{answers:?}"
+    );
+    assert!(
+        answers.iter().any(|t| t.contains("Wrote NOTE.md.") && t.contains("Create NOTE.md: done")),
+        "{answers:?}"
+    );
     for done in updates_of(&seen, "completed") {
-        let text = done["params"]["update"]["content"][0]["content"]["text"].as_str().unwrap_or_default();
-        assert!(text.contains("There are 2 files.") && text.contains(": done"), "{text}");
         assert_eq!(done["params"]["update"]["rawOutput"]["steps"][0]["status"], "done", "{done}");
     }
     editor.close().await;

@@ -302,6 +302,12 @@ async fn run_job(
         tools.clone(),
         session.status.clone(),
         session.subagents.clone(),
+        super::subagent::Gate {
+            posture: state.settings.posture,
+            plan: state.settings.mode == super::settings::Mode::Plan,
+            approvals: session.approvals.clone(),
+            timeout: permission_timeout,
+        },
     );
     let tools = {
         let mut with_task = (*tools).clone();

@@ -1,8 +1,10 @@
 //! `task`: the model hands a self-contained job to a subagent, a child run with a context
 //! window of its own (its instructions and the job, nothing of the parent's conversation),
-//! which answers with one message. The child reads, lists and searches only: its tools are
-//! the session's read-only ones (never `task`, so children do not nest), and it runs in
-//! the session's confinement with the call's cancellation, so `session/cancel` and a
+//! which answers with one message. The child reads, lists and searches by default; the
+//! model may name other tools of the session for it (never `task`, so children do not
+//! nest), and each of its calls goes through the session's permission gate: a call the
+//! user must approve is asked on the parent's card, its title naming the subagent. It runs
+//! in the session's confinement with the call's cancellation, so `session/cancel` and a
 //! cancel of the call stop it. It is bounded in model requests ([`MAX_STEPS`]), in the
 //! answer it returns ([`MAX_ANSWER_BYTES`]), in time (the call's deadline) and in how many
 //! run at once ([`MAX_RUNNING`]). Its usage counts in the session's. The editor sees the
@@ -46,6 +48,16 @@ self-contained job: do it with the read-only tools you have (you cannot change f
 commands), then answer with one message that holds everything the agent that asked needs, \
 since it sees nothing else of your work. Be concise and exact; name files and lines.";
 
+/// How a child's calls are decided: the session's tool approval, its plan mode and the
+/// approvals given so far, and how long the user has to answer.
+#[derive(Clone)]
+pub(super) struct Gate {
+    pub(super) posture: super::settings::Posture,
+    pub(super) plan: bool,
+    pub(super) approvals: Arc<std::sync::Mutex<super::turn::permission::Approvals>>,
+    pub(super) timeout: std::time::Duration,
+}
+
 /// Arguments of `task`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TaskArgs {
@@ -54,7 +66,8 @@ pub struct TaskArgs {
     /// A short title for the job, shown to the user.
     #[serde(default)]
     pub description: Option<String>,
-    /// Tools the subagent may use, among the read-only ones (all of them when left out).
+    /// Tools the subagent may use (the read-only ones when left out); any it is given that
+    /// change things are asked about as the session's own calls are.
     #[serde(default)]
     pub tools: Option<Vec<String>>,
     /// A configured model (`provider/model`) for the subagent; the session's when left out.
@@ -73,6 +86,8 @@ pub(super) struct Task {
     status: Arc<Board>,
     /// Places for children running at once, shared by the session's turns.
     running: Arc<Semaphore>,
+    /// How the children's calls are decided.
+    gate: Gate,
 }
 
 impl Task {
@@ -82,8 +97,9 @@ impl Task {
         tools: Arc<Registry>,
         status: Arc<Board>,
         running: Arc<Semaphore>,
+        gate: Gate,
     ) -> Self {
-        Self { model, providers, tools, status, running }
+        Self { model, providers, tools, status, running, gate }
     }
 }
 
@@ -120,10 +136,8 @@ impl Tool for Task {
             self.providers.resolve(model).map_err(|e| format!("`model`: {e}"))?;
         }
         for name in args.tools.iter().flatten() {
-            match self.tools.get(name) {
-                Some(tool) if read_only(tool.kind()) => {}
-                Some(_) => return Err(format!("`tools`: `{name}` changes things; a subagent only reads")),
-                None => return Err(format!("`tools`: there is no tool called `{name}`")),
+            if name == NAME || self.tools.get(name).is_none() {
+                return Err(format!("`tools`: a subagent cannot have `{name}`"));
             }
         }
         let what = args.description.as_deref().unwrap_or(&args.prompt);
@@ -146,6 +160,8 @@ impl Tool for Task {
             providers: self.providers.clone(),
             tools: self.tools.clone(),
             status: self.status.clone(),
+            gate: self.gate.clone(),
+            title: prepared.title.clone(),
         };
         let running = self.running.clone();
         Box::pin(async move {
@@ -168,6 +184,9 @@ struct Child {
     providers: Arc<Providers>,
     tools: Arc<Registry>,
     status: Arc<Board>,
+    gate: Gate,
+    /// The parent call's title, which names the child in what the user is asked.
+    title: String,
 }
 
 /// What the child did, for the parent's call: each of its tool calls with its status.
@@ -204,13 +223,16 @@ impl Child {
             None => self.model.clone(),
         };
         let mut tools = Registry::new();
-        for spec in self.tools.specs(true) {
-            let wanted = args.tools.as_ref().is_none_or(|names| names.contains(&spec.name));
-            if let Some(tool) = self.tools.get(&spec.name).filter(|t| wanted && read_only(t.kind())) {
+        for spec in self.tools.specs(false) {
+            let wanted = match &args.tools {
+                Some(names) => names.contains(&spec.name),
+                None => self.tools.get(&spec.name).is_some_and(|t| read_only(t.kind())),
+            };
+            if let Some(tool) = self.tools.get(&spec.name).filter(|_| wanted && spec.name != NAME) {
                 tools.add(tool.clone());
             }
         }
-        let specs = tools.specs(true);
+        let specs = tools.specs(self.gate.plan);
         let mut messages = vec![
             ChatMessage::System { text: INSTRUCTIONS.to_owned() },
             ChatMessage::User { parts: vec![UserPart::Text { text: args.prompt.clone() }] },
@@ -233,7 +255,7 @@ impl Child {
             }
             messages.push(ChatMessage::Assistant { text, tool_calls: calls.clone(), reasoning: None });
             for call in calls {
-                let (title, status, said) = run_one(&tools, &call, &env).await;
+                let (title, status, said) = self.run_one(&tools, &call, &env).await;
                 steps.0.push((title, status));
                 env.progress.show(steps.shown(None));
                 messages.push(ChatMessage::Tool { call_id: call.id, content: said });
@@ -276,32 +298,80 @@ impl Child {
     }
 }
 
-/// Runs one of the child's calls the way the parent's run, without asking: a child only
-/// has tools that change nothing, and a read outside the session's roots is refused.
-async fn run_one(tools: &Registry, call: &ToolCallRequest, env: &ToolEnv) -> (String, ToolStatus, String) {
-    let Some(tool) = tools.get(&call.name).cloned() else {
-        return (call.name.clone(), ToolStatus::Failed, tools.missing(&call.name));
-    };
-    let (arguments, env_for) = (call.arguments.clone(), env.clone());
-    let prepared = tokio::task::spawn_blocking({
-        let tool = tool.clone();
-        move || tool.prepare(&arguments, &env_for)
-    })
-    .await;
-    let prepared = match prepared {
-        Ok(Ok(prepared)) if !prepared.outside_roots && prepared.always_ask.is_none() => prepared,
-        Ok(Ok(prepared)) => {
-            let why =
-                "a subagent cannot ask the user, and this reads outside the session's folders".to_owned();
-            return (prepared.title, ToolStatus::Failed, why);
+impl Child {
+    /// Runs one of the child's calls through the session's gate: allowed, refused, or asked
+    /// on the parent's card with the change it will make, its title naming the subagent.
+    async fn run_one(
+        &self,
+        tools: &Registry,
+        call: &ToolCallRequest,
+        env: &ToolEnv,
+    ) -> (String, ToolStatus, String) {
+        use super::turn::permission::{Decision, decide};
+        let Some(tool) = tools.get(&call.name).cloned() else {
+            return (call.name.clone(), ToolStatus::Failed, tools.missing(&call.name));
+        };
+        let (arguments, env_for) = (call.arguments.clone(), env.clone());
+        let prepared = tokio::task::spawn_blocking({
+            let tool = tool.clone();
+            move || tool.prepare(&arguments, &env_for)
+        })
+        .await;
+        let prepared = match prepared {
+            Ok(Ok(prepared)) => prepared,
+            Ok(Err(why)) => return (call.name.clone(), ToolStatus::Failed, why),
+            Err(_) => return (call.name.clone(), ToolStatus::Failed, "the call could not be checked".into()),
+        };
+        let title = prepared.title.clone();
+        let decision = {
+            let approvals = self.gate.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            decide(self.gate.posture, self.gate.plan, &call.name, &prepared, &approvals)
+        };
+        let prepared = match decision {
+            Decision::Allow => prepared,
+            Decision::Deny(why) => return (title, ToolStatus::Failed, why),
+            Decision::Ask => match self.asked(tool.as_ref(), call, prepared, env).await {
+                Ok(prepared) => prepared,
+                Err(why) => return (title, ToolStatus::Failed, why),
+            },
+        };
+        let env = ToolEnv { progress: crate::tools::Progress::default(), ..env.clone() };
+        let outcome = run_within(tool.as_ref(), prepared, env).await;
+        (title, outcome.status, outcome.for_model)
+    }
+
+    /// Asks the user about a child's call on the parent's card; the call as shown when they
+    /// allow it, else what the child is told.
+    async fn asked(
+        &self,
+        tool: &dyn Tool,
+        call: &ToolCallRequest,
+        prepared: Prepared,
+        env: &ToolEnv,
+    ) -> Result<Prepared, String> {
+        use crate::tools::editor::{PermissionAnswer, PermissionAsk};
+        let prepared = tool.preview(prepared, env.clone()).await?;
+        let Some(card) = env.progress.call_id() else {
+            return Err("a subagent's call needs the user's approval, and no card shows the subagent".into());
+        };
+        let ask = PermissionAsk {
+            call_id: card.to_owned(),
+            name: call.name.clone(),
+            title: format!("{}: {}", self.title, prepared.title),
+            kind: prepared.kind,
+            locations: prepared.locations.clone(),
+            raw_input: prepared.raw_input.clone(),
+            content: prepared.content.clone(),
+        };
+        let answer = tokio::select! {
+            answer = env.editor.request_permission(&ask, self.gate.timeout) => answer,
+            () = env.cancel.cancelled() => PermissionAnswer::Cancelled,
+        };
+        match answer {
+            PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways => Ok(prepared),
+            _ => Err(format!("The user did not allow `{}` to run.", call.name)),
         }
-        Ok(Err(why)) => return (call.name.clone(), ToolStatus::Failed, why),
-        Err(_) => return (call.name.clone(), ToolStatus::Failed, "the call could not be checked".into()),
-    };
-    let title = prepared.title.clone();
-    let env = ToolEnv { progress: crate::tools::Progress::default(), ..env.clone() };
-    let outcome = run_within(tool.as_ref(), prepared, env).await;
-    (title, outcome.status, outcome.for_model)
+    }
 }
 
 /// The parent's result: the child's answer, clipped, after the list of what it did.
