@@ -142,7 +142,12 @@ async fn two_subagents_run_at_once_one_asks_on_its_card_and_each_answers_through
         "{answers:?}"
     );
     for done in updates_of(&seen, "completed") {
-        assert_eq!(done["params"]["update"]["rawOutput"]["steps"][0]["status"], "done", "{done}");
+        let raw = &done["params"]["update"]["rawOutput"];
+        assert_eq!(raw["steps"][0]["status"], "done", "{done}");
+        // The child's own transcript is kept beside the session's.
+        let kept =
+            std::fs::read_to_string(raw["transcript"].as_str().expect("a transcript")).expect("written");
+        assert!(kept.lines().count() >= 4 && kept.contains("You are a subagent"), "{kept}");
     }
     editor.close().await;
 }

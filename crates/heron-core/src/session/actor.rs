@@ -308,6 +308,7 @@ async fn run_job(
             approvals: session.approvals.clone(),
             timeout: permission_timeout,
         },
+        carried.transcript.path().map(std::path::Path::to_path_buf),
     );
     let tools = {
         let mut with_task = (*tools).clone();

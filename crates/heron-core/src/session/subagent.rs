@@ -88,6 +88,8 @@ pub(super) struct Task {
     running: Arc<Semaphore>,
     /// How the children's calls are decided.
     gate: Gate,
+    /// The session's transcript, beside which each child's is kept.
+    transcript: Option<std::path::PathBuf>,
 }
 
 impl Task {
@@ -98,8 +100,9 @@ impl Task {
         status: Arc<Board>,
         running: Arc<Semaphore>,
         gate: Gate,
+        transcript: Option<std::path::PathBuf>,
     ) -> Self {
-        Self { model, providers, tools, status, running, gate }
+        Self { model, providers, tools, status, running, gate, transcript }
     }
 }
 
@@ -162,6 +165,7 @@ impl Tool for Task {
             status: self.status.clone(),
             gate: self.gate.clone(),
             title: prepared.title.clone(),
+            transcript: self.transcript.clone(),
         };
         let running = self.running.clone();
         Box::pin(async move {
@@ -187,6 +191,8 @@ struct Child {
     gate: Gate,
     /// The parent call's title, which names the child in what the user is asked.
     title: String,
+    /// The session's transcript, beside which this child's is kept.
+    transcript: Option<std::path::PathBuf>,
 }
 
 /// What the child did, for the parent's call: each of its tool calls with its status.
@@ -214,7 +220,31 @@ fn status_word(status: ToolStatus) -> &'static str {
 }
 
 impl Child {
+    /// Runs the child, and keeps what it said and was told beside the session's transcript
+    /// (`<session>.<call>.jsonl`), named in the result's raw output.
     async fn run(self, args: TaskArgs, env: ToolEnv) -> Outcome {
+        let mut messages = Vec::new();
+        let mut outcome = self.work(args, &env, &mut messages).await;
+        let (Some(parent), Some(call)) = (&self.transcript, env.progress.call_id()) else { return outcome };
+        let safe: String =
+            call.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+        let path = parent.with_extension(format!("{safe}.jsonl"));
+        let lines: String = messages
+            .iter()
+            .filter_map(|m| serde_json::to_string(m).ok())
+            .map(|line| format!("{}\n", crate::secret::redact(&line, env.secrets.iter())))
+            .collect();
+        let written = path.clone();
+        if tokio::task::spawn_blocking(move || std::fs::write(written, lines)).await.is_ok_and(|w| w.is_ok())
+        {
+            let raw = outcome.raw_output.get_or_insert_with(|| json!({}));
+            raw["transcript"] = json!(path.display().to_string());
+        }
+        outcome
+    }
+
+    async fn work(&self, args: TaskArgs, env: &ToolEnv, messages: &mut Vec<ChatMessage>) -> Outcome {
+        let env = env.clone();
         let model = match &args.model {
             Some(id) => match self.providers.resolve(id) {
                 Ok(model) => model,
@@ -233,7 +263,7 @@ impl Child {
             }
         }
         let specs = tools.specs(self.gate.plan);
-        let mut messages = vec![
+        *messages = vec![
             ChatMessage::System { text: INSTRUCTIONS.to_owned() },
             ChatMessage::User { parts: vec![UserPart::Text { text: args.prompt.clone() }] },
         ];
@@ -251,6 +281,11 @@ impl Child {
                 Err(why) => return Outcome::failed(why),
             };
             if calls.is_empty() {
+                messages.push(ChatMessage::Assistant {
+                    text: text.clone(),
+                    tool_calls: Vec::new(),
+                    reasoning: None,
+                });
                 return answered(&text, &steps);
             }
             messages.push(ChatMessage::Assistant { text, tool_calls: calls.clone(), reasoning: None });

@@ -32,6 +32,11 @@ impl Transcript {
         Self { path: Some(transcript_path(dir, id)), written: None }
     }
 
+    /// Where the transcript is written, when it is.
+    pub(in crate::session) fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
     /// Adds the event `line` (its JSON) that follows `history`. A failure is logged: the
     /// store, not the transcript, is the record.
     pub(in crate::session) async fn append(&mut self, history: &[Event], line: Arc<str>) {
