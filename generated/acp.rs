@@ -11750,7 +11750,7 @@ pub static CLIENT_CAPABILITIES_CLASSIFIED: [(&str, &str); 9usize] = [
     ("fs.readTextFile", "uses"),
     ("fs.writeTextFile", "uses"),
     ("session.compaction", "uses"),
-    ("session.configOptions.boolean", "declined"),
+    ("session.configOptions.boolean", "uses"),
     ("session.notices", "uses"),
     ("terminal", "uses"),
 ];

@@ -190,6 +190,44 @@ async fn a_server_that_floods_the_user_with_forms_has_four_waiting_and_the_rest_
     editor.close().await;
 }
 
+/// A server that goes away in the middle of a session is told to the user when it goes
+/// (a notice, and a failed status), not at the model's next call of its tools.
+#[tokio::test]
+async fn a_server_that_dies_mid_session_is_a_notice_and_a_failed_status() {
+    let mut editor = start();
+    let params = json!({ "protocolVersion": 1, "clientCapabilities": { "session": { "notices": {} } } });
+    editor.ask(json!("init"), "initialize", params).await;
+    let cwd = editor.dirs.ws();
+    let server = json!({ "name": "fake", "command": "python3", "args": [fixture()],
+                         "env": [{ "name": "MCP_FAKE_EXIT_AFTER_CALL", "value": "1" }] });
+    let answer = editor.ask(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": [server] })).await;
+    let session = answer["result"]["sessionId"].as_str().expect("a session").to_owned();
+    assert_eq!(settled(&mut editor, &session).await[0]["status"], "ready");
+    let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "ping" }] });
+    editor.send_request(json!("p"), "session/prompt", params).await;
+    let mut notice = Value::Null;
+    let mut ended = false;
+    while notice.is_null() || !ended {
+        let message = editor.recv_within(Duration::from_secs(20)).await;
+        if message["method"] == "session/request_permission" {
+            let result = json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } });
+            editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": result })).await;
+        }
+        if message["id"] == "p" && message.get("method").is_none() {
+            ended = true;
+        }
+        if update_kind(&message) == Some("notice") {
+            notice = message["params"]["update"].clone();
+        }
+    }
+    let title = notice["title"].as_str().unwrap_or_default();
+    assert!(title.contains("`fake`") && title.contains("not available"), "{notice}");
+    assert!(notice["description"].as_str().is_some_and(|d| d.contains("exited")), "{notice}");
+    let status = editor.ask(json!("st"), "_heron/session/mcpStatus", json!({ "sessionId": session })).await;
+    assert_eq!(status["result"]["servers"][0]["status"], "failed", "{status}");
+    editor.close().await;
+}
+
 #[tokio::test]
 async fn unknown_sessions_have_no_mcp_status() {
     let mut editor = start();

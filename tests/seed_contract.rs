@@ -168,3 +168,22 @@ fn the_cwd_flag_takes_both_spellings() {
         assert!(exited.status.success(), "{flag}: {:?}", exited.status);
     }
 }
+
+/// The seed's MCP status values, spelled as the guide spells them: a client keys on each,
+/// and only `ready` and `failed` are seen in the transcripts above.
+#[test]
+fn the_mcp_status_values_keep_the_seeds_spelling() {
+    use heron_protocol::HeronMcpServerState as State;
+    let seed = [
+        (State::Ready, "ready"),
+        (State::Connecting, "connecting"),
+        (State::Failed, "failed"),
+        (State::Pending, "pending"),
+        (State::Disabled, "disabled"),
+        (State::Standby, "standby"),
+        (State::Idle, "idle"),
+    ];
+    for (state, spelled) in seed {
+        assert_eq!(serde_json::to_value(state).expect("serializes"), serde_json::json!(spelled));
+    }
+}

@@ -474,7 +474,30 @@ fn connect(
     tokio::spawn(async move {
         server.connect(&cwd, &sandbox).await;
         changed.send_modify(|n| *n += 1);
+        watch_exit(Arc::downgrade(&server), changed).await;
     });
+}
+
+/// How often a ready server is looked at for having gone away.
+const EXIT_CHECK: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Moves `changed` once a ready server goes away (its process exited, its connection
+/// closed), so the session's watchers tell the user then, not at the next call. The MCP
+/// library reports a closed transport only when asked; a look twice a second costs nothing.
+/// Ends when the server is stopped, failed for another reason, or dropped with its hub.
+async fn watch_exit(server: std::sync::Weak<server::Server>, changed: watch::Sender<u64>) {
+    loop {
+        tokio::time::sleep(EXIT_CHECK).await;
+        let Some(server) = server.upgrade() else { return };
+        match server.status().state {
+            ServerState::Ready => continue,
+            ServerState::Failed(_) if server.is_ready_but_gone() => {
+                changed.send_modify(|n| *n += 1);
+                return;
+            }
+            _ => return,
+        }
+    }
 }
 
 /// Names made unique (`name`, `name-2`, ...), so tool names never collide across servers.

@@ -128,6 +128,12 @@ impl Server {
         }
     }
 
+    /// Whether the server was ready and has gone away since (see [`Server::status`]).
+    pub(super) fn is_ready_but_gone(&self) -> bool {
+        let now = lock(&self.now);
+        now.state == ServerState::Ready && now.tools.first().is_some_and(|t| t.is_closed())
+    }
+
     pub(super) fn tools(&self) -> Vec<Arc<dyn Tool>> {
         let now = lock(&self.now);
         if now.state != ServerState::Ready {
