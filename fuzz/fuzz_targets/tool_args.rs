@@ -80,7 +80,7 @@ fn fixture() -> &'static Fixture {
                 home: ws.join(".heron"),
                 roots: vec![ws, extra],
                 writable: Vec::new(),
-                read_only: Vec::new(),
+                credentials: Vec::new(),
                 withheld: Withheld::default(),
                 list_carved: false,
                 readable: None,

@@ -323,10 +323,11 @@ async fn the_home_is_also_covered_in_a_private_mount_namespace_where_allowed() {
     assert!(!own.contains(&*home.to_string_lossy()), "the mount leaked into Heron's namespace");
 }
 
-/// An editor opened on the user's home: the workspace contains `~/.ssh` and `~/.gnupg`,
-/// which commands may read but not change (no planted `authorized_keys`).
+/// An editor opened on the user's home: the workspace contains `~/.ssh`, `~/.gnupg` and
+/// `~/.netrc`, which commands may neither read nor change (no key printed, no planted
+/// `authorized_keys`), while the rest of the workspace stays theirs.
 #[tokio::test]
-async fn credential_folders_inside_the_workspace_stay_read_only() {
+async fn credential_stores_inside_the_workspace_are_neither_read_nor_written() {
     if !sandboxed() {
         return;
     }
@@ -335,12 +336,21 @@ async fn credential_folders_inside_the_workspace_stay_read_only() {
     std::fs::create_dir_all(user.join(".ssh")).expect(".ssh");
     std::fs::create_dir_all(user.join(".gnupg")).expect(".gnupg");
     std::fs::write(user.join(".ssh/authorized_keys"), "ssh-ed25519 AAAA mine\n").expect("authorized_keys");
+    std::fs::write(user.join(".ssh/id_ed25519"), "PRIVATE KEY 42\n").expect("a key");
+    std::fs::write(user.join(".netrc"), "machine x password hunter2\n").expect(".netrc");
     std::fs::create_dir_all(user.join("project")).expect("project");
     let base = policy_from("", &dirs.home(), vec![user.clone()]);
-    let policy = Arc::new(Policy { read_only: credential_folders(&user), ..(*base).clone() });
+    let policy = Arc::new(Policy { credentials: credential_folders(&user), ..(*base).clone() });
     let env = env_with(&dirs, policy);
-    let (ok, output) = sh(&env, "cat .ssh/authorized_keys").await;
-    assert!(ok && output.contains("mine"), "reading stays allowed: {output}");
+    for reading in ["cat .ssh/id_ed25519", "ls .ssh", "cat .netrc"] {
+        let (_, output) = sh(&env, reading).await;
+        assert!(
+            !output.contains("PRIVATE KEY")
+                && !output.contains("hunter2")
+                && !output.contains("authorized_keys"),
+            "{reading}: {output}"
+        );
+    }
     for planting in [
         "echo 'ssh-ed25519 BBBB theirs' >> .ssh/authorized_keys",
         "mkdir -p .gnupg/x",

@@ -234,7 +234,7 @@ pub(super) fn agent_command(
         home: callers_home,
         roots: vec![sandbox.root().to_path_buf()],
         writable: Vec::new(),
-        read_only: Vec::new(),
+        credentials: Vec::new(),
         withheld: Withheld::default(),
         // The agent may sandbox its own tools (Heron does), which needs to list `/`.
         list_carved: true,

@@ -372,6 +372,14 @@ fn plan(policy: &Policy, home: &Path, temp: Option<&Path>, own_temp: Option<&Pat
     if home.is_dir() {
         folders.insert(0, home.to_path_buf());
     }
+    // The credential stores that exist, covered like the home (Landlock hides them too).
+    for store in policy.credentials.iter().filter_map(|path| std::fs::canonicalize(path).ok()) {
+        match std::fs::metadata(&store) {
+            Ok(meta) if meta.is_dir() => folders.push(store),
+            Ok(meta) if meta.is_file() => files.push(store),
+            _ => {}
+        }
+    }
     if !proc {
         files.extend(super::own::lineage_environs());
     }

@@ -223,7 +223,7 @@ mod tests {
             home: home.to_path_buf(),
             roots: vec![ws.to_path_buf()],
             writable: Vec::new(),
-            read_only: Vec::new(),
+            credentials: Vec::new(),
             withheld: Withheld::default(),
             list_carved: false,
             readable: None,

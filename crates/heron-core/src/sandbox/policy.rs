@@ -20,9 +20,11 @@ pub struct Policy {
     /// More writable paths: the temp folders (`TMPDIR` and `/tmp`), then `sandbox_writable`
     /// expanded. The device files programs need are always writable and not listed here.
     pub writable: Vec<PathBuf>,
-    /// Paths children may read but never write, even inside a write root: the user's
-    /// credential folders (`~/.ssh`, ...), when an editor opens `~` as the workspace.
-    pub read_only: Vec<PathBuf>,
+    /// The user's credential stores (`~/.ssh`, `~/.aws`, `~/.netrc`, ...): children may
+    /// neither read, list nor write them, even inside a write root (an editor opened on
+    /// `~`). What runs on the model's behalf starts without the user's credentials; the ssh
+    /// agent's socket stays reachable, so signing in through it still works.
+    pub credentials: Vec<PathBuf>,
     /// The key names and values no child inherits.
     pub withheld: Withheld,
     /// Whether the directories on the way to the home may be listed. Landlock grants
@@ -54,7 +56,7 @@ impl Policy {
             home: home.root().to_path_buf(),
             roots,
             writable: temp_folders().into_iter().chain(config.writable_paths()).collect(),
-            read_only: crate::paths::user_home()
+            credentials: crate::paths::user_home()
                 .map(|home| crate::paths::credential_folders(&home))
                 .unwrap_or_default(),
             withheld: Withheld::from_keys(keys, &config.sandbox_pass_env),

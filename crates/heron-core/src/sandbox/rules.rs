@@ -141,12 +141,12 @@ pub(super) fn build(
     if policy.readable.is_some() {
         hidden.extend(SYSTEM_SECRETS.iter().filter_map(|path| std::fs::canonicalize(path).ok()));
     }
+    // The credential stores are hidden like the home. Only those that exist: carving a
+    // missing one would carve its parent, and a carved directory takes no new entries
+    // (`touch ~/new` would fail in a workspace on `~`).
+    hidden.extend(policy.credentials.iter().filter_map(|path| std::fs::canonicalize(path).ok()));
     let ruleset = ruleset(policy.network).map_err(prepare)?;
-    // Only those that exist: carving a missing one would carve its parent, and a carved
-    // directory takes no new entries (`touch ~/new` would fail in a workspace on `~`).
-    let read_only = policy.read_only.iter().filter_map(|path| std::fs::canonicalize(path).ok()).collect();
-    let mut rules =
-        Rules { ruleset, hidden, read_only, writing: false, list_carved: policy.list_carved, count: 0 };
+    let mut rules = Rules { ruleset, hidden, list_carved: policy.list_carved, count: 0 };
 
     let (root_fd, root) =
         open_following(Path::new("/")).map_err(|e| prepare(format!("cannot open /: {e}")))?;
@@ -166,8 +166,6 @@ pub(super) fn build(
             }
         }
     }
-    // From here on rights include writing, which the read-only paths are carved out of.
-    rules.writing = true;
     for root in &policy.roots {
         let (fd, real) = open_following(root)
             .map_err(|e| prepare(format!("cannot open the workspace root {}: {e}", root.display())))?;
@@ -207,10 +205,6 @@ fn prepare(reason: impl std::fmt::Display) -> SandboxError {
 struct Rules {
     ruleset: RulesetCreated,
     hidden: Vec<PathBuf>,
-    /// Left out of write grants only (the read grant on `/` covers them).
-    read_only: Vec<PathBuf>,
-    /// Whether the grants being made include writing.
-    writing: bool,
     /// [`Policy::list_carved`].
     list_carved: bool,
     count: usize,
@@ -219,7 +213,7 @@ struct Rules {
 impl Rules {
     /// The paths the grant being made must leave out.
     fn left_out(&self) -> impl Iterator<Item = &PathBuf> {
-        self.hidden.iter().chain(self.read_only.iter().filter(|_| self.writing))
+        self.hidden.iter()
     }
 
     fn is_hidden(&self, path: &Path) -> bool {
@@ -358,8 +352,6 @@ mod tests {
         Rules {
             ruleset,
             hidden: hidden.iter().map(|p| p.to_path_buf()).collect(),
-            read_only: Vec::new(),
-            writing: false,
             list_carved: false,
             count: 0,
         }

@@ -130,6 +130,10 @@ impl Tool for Task {
         Pace::External
     }
 
+    fn runs_together(&self) -> bool {
+        true
+    }
+
     fn prepare(&self, arguments: &str, _env: &ToolEnv) -> Result<Prepared, String> {
         let (args, raw_input): (TaskArgs, _) = crate::tools::call::parse(NAME, arguments)?;
         if args.prompt.trim().is_empty() {

@@ -278,6 +278,12 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Runs a prepared call (a previewed write makes exactly the change it showed).
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome>;
+
+    /// Whether calls of this tool in one step run at once rather than one after another
+    /// (subagents: each is a whole run of its own). The default runs them in order.
+    fn runs_together(&self) -> bool {
+        false
+    }
 }
 
 /// The tools a session offers, by name.

@@ -255,7 +255,7 @@ impl Dirs {
             home: self.home(),
             roots: vec![self.ws()],
             writable: Vec::new(),
-            read_only: Vec::new(),
+            credentials: Vec::new(),
             withheld: Withheld::default(),
             list_carved: false,
             readable: None,

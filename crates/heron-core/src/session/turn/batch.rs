@@ -32,9 +32,9 @@ struct Rules {
     pursuing: bool,
 }
 
-/// A `task` call to run with the others of its step: the call, its tool, what it will do
-/// (or why not) and its own cancel.
-type Subagent =
+/// A call to run at once with the others of its step that run together: the call, its
+/// tool, what it will do (or why not) and its own cancel.
+type Together =
     (ToolCallRequest, Option<Arc<dyn Tool>>, Result<Prepared, String>, tokio_util::sync::CancellationToken);
 
 /// What the editor is shown of a call before it runs.
@@ -140,8 +140,9 @@ impl Turn {
         }
         let mut budget =
             crate::session::turn::reply_calls::ResultBudget::new(self.policy.limits.max_tool_result_bytes);
-        // Subagents of one step run at once: the first `task` call reached starts every
-        // later one too, and each result is then recorded in its place.
+        // Calls whose tool runs them together (subagents) run at once: the first one reached
+        // starts every later one of the same kind too, and each result is then recorded in
+        // its place.
         let mut together: std::collections::HashMap<String, (Outcome, Arc<update::CallProgress>)> =
             Default::default();
         let mut prepared: Vec<_> = prepared.into_iter().map(Some).collect();
@@ -150,17 +151,19 @@ impl Turn {
             else {
                 continue;
             };
-            if call.name == crate::session::subagent::NAME && !together.contains_key(&call.id) {
+            let together_kind =
+                |tool: &Option<Arc<dyn Tool>>| tool.as_ref().is_some_and(|t| t.runs_together());
+            if together_kind(&tool) && !together.contains_key(&call.id) {
                 let mut group = vec![(call.clone(), tool.clone(), described.clone(), call_cancel.clone())];
                 for later in prepared[index + 1..].iter_mut().flatten() {
                     let runs = later.1.is_some() && later.2.is_ok() && !later.3.is_cancelled();
-                    if later.0.name == crate::session::subagent::NAME && runs {
+                    if together_kind(&later.1) && runs {
                         // It ran here: its own turn in the loop records the result.
                         let described = std::mem::replace(&mut later.2, Err(String::new()));
                         group.push((later.0.clone(), later.1.clone(), described, later.3.clone()));
                     }
                 }
-                together = self.run_subagents(group).await;
+                together = self.run_together(group).await;
             }
             // The sink of the call that ran, to run what it left for after its result.
             let mut sink = None;
@@ -240,11 +243,12 @@ impl Turn {
         Ok(())
     }
 
-    /// Runs `group`, a step's `task` calls, at once: each through the gate, then all of them
-    /// together. Their outcomes, with the sinks of their progress, by call id.
-    async fn run_subagents(
+    /// Runs `group`, a step's calls that run together (subagents), at once: each through the
+    /// gate, then all of them together. Their outcomes, with the sinks of their progress, by
+    /// call id.
+    async fn run_together(
         &self,
-        group: Vec<Subagent>,
+        group: Vec<Together>,
     ) -> std::collections::HashMap<String, (Outcome, Arc<update::CallProgress>)> {
         let mut runs = Vec::new();
         let mut done = std::collections::HashMap::new();
