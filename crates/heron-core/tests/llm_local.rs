@@ -207,3 +207,29 @@ async fn a_tokenizer_that_fails_leaves_the_estimate_and_is_soon_not_asked() {
     assert_eq!(counts, 3, "three failures in a row, then the estimate alone");
     assert_eq!(completions(&failing), 4);
 }
+
+/// A turn whose request after a tool call fails leaves the session working: the next
+/// prompt's request still alternates, carrying the call and its result, and is answered.
+#[tokio::test]
+async fn after_the_request_following_a_tool_call_fails_the_next_prompt_is_answered() {
+    let server = MockServer::start(|n, request| match n {
+        0 => Answer::Stream(sse(&[
+            servers::call(0, "call_1", json!({ "path": "a.txt" })),
+            servers::finish("tool_calls"),
+        ])),
+        1 => servers::openai_error(500, "the model crashed after the tool"),
+        _ if repeats_a_role(request) => {
+            servers::openai_error(500, "Conversation roles must alternate user/assistant/user/assistant/...")
+        }
+        _ => Answer::Stream(sse(&[servers::delta(json!({ "content": ANSWER })), servers::finish("stop")])),
+    });
+    let config = format!("kind = \"openai\"\nbase_url = \"{}/v1\"\n", server.origin);
+    let served = Served::open(&config).await;
+    let (_, failed) = served.prompt("read it").await;
+    assert!(failed.expect_err("the server failed").to_string().contains("crashed after the tool"));
+    let (text, second) = served.prompt("try again").await;
+    assert_eq!((text.as_str(), second.map_err(|e| e.to_string())), (ANSWER, Ok(StopReason::EndTurn)));
+    let sent = &server.seen()[2];
+    let roles: Vec<&str> = sent.messages().iter().filter_map(|m| m["role"].as_str()).collect();
+    assert!(roles.contains(&"tool") && roles.last() == Some(&"user"), "{roles:?}");
+}
