@@ -95,6 +95,9 @@ async fn two_subagents_run_at_once_one_asks_on_its_card_and_each_answers_through
         card["title"].as_str().is_some_and(|t| t.starts_with("Subagent: leave a note: Create NOTE.md")),
         "{card}"
     );
+    // `_meta` ties the request to both the parent's card and the child's own call.
+    assert_eq!(card["_meta"]["heron"]["parentToolCallId"], card["toolCallId"], "{card}");
+    assert!(card["_meta"]["heron"]["subagentToolCallId"].is_string(), "{card}");
     let writer_call = seen
         .iter()
         .find(|m| {

@@ -424,6 +424,7 @@ impl Child {
             locations: prepared.locations.clone(),
             raw_input: prepared.raw_input.clone(),
             content: prepared.content.clone(),
+            subagent_call_id: Some(call.id.clone()),
         };
         let answer = tokio::select! {
             answer = env.editor.request_permission(&ask, self.gate.timeout) => answer,
