@@ -139,6 +139,7 @@ transcripts!(
     session_status,
     session_steer,
     status_updates_versioned,
+    subagent_task,
     turn_outcome_completed,
     turn_outcome_paused,
     v2_config_option,

@@ -1,6 +1,8 @@
 //! Subagents (`task`) over the adapter: a parent model hands two jobs to children that
 //! run at once, each with a model of its own playing a script, and the parent's calls show
-//! what each child did and its answer; a cancel stops children that are still working.
+//! what each child did and its answer; a child past its time ends with what it did; a
+//! cancel stops children that are still working; `session/load` replays the parent's calls
+//! as they were seen live.
 
 use std::time::Duration;
 
@@ -93,6 +95,9 @@ async fn two_subagents_run_at_once_one_asks_on_its_card_and_each_answers_through
         card["title"].as_str().is_some_and(|t| t.starts_with("Subagent: leave a note: Create NOTE.md")),
         "{card}"
     );
+    // `_meta` ties the request to both the parent's card and the child's own call.
+    assert_eq!(card["_meta"]["heron"]["parentToolCallId"], card["toolCallId"], "{card}");
+    assert!(card["_meta"]["heron"]["subagentToolCallId"].is_string(), "{card}");
     let writer_call = seen
         .iter()
         .find(|m| {
@@ -188,5 +193,65 @@ async fn a_cancel_stops_the_children_and_the_turn_ends_cancelled() {
         .filter(|m| matches!(m["params"]["update"]["status"].as_str(), Some("failed" | "cancelled")))
         .count();
     assert_eq!(stopped, 2, "both children ended, not run to the end: {ended:#?}");
+    editor.close().await;
+}
+
+#[tokio::test]
+async fn a_load_replays_the_task_calls_with_their_answers() {
+    let mut editor = editor(CHILD);
+    let session = editor.new_session().await;
+    let (live, answer) = prompt_allowing(&mut editor, &session).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let load = json!({ "sessionId": session, "cwd": editor.dirs.ws(), "mcpServers": [] });
+    let (replayed, answer) = editor.exchange(json!("load"), "session/load", load).await;
+    assert!(answer["result"].is_object(), "{answer}");
+    let calls = |seen: &[Value]| -> Vec<Value> {
+        seen.iter()
+            .filter(|m| update_kind(m) == Some("tool_call"))
+            .map(|m| {
+                let update = &m["params"]["update"];
+                json!([update["toolCallId"], update["title"], update["kind"]])
+            })
+            .collect()
+    };
+    assert_eq!(calls(&replayed).len(), 2, "{replayed:#?}");
+    assert_eq!(calls(&replayed), calls(&live), "the same calls, titled and kinded as live");
+    // Each ends as it ended live: completed, with the child's steps, answer and transcript.
+    let ends = |seen: &[Value]| -> Vec<Value> {
+        updates_of(seen, "completed").iter().map(|m| m["params"]["update"].clone()).collect()
+    };
+    assert_eq!(ends(&replayed).len(), 2, "{replayed:#?}");
+    assert_eq!(ends(&replayed), ends(&live));
+    for end in ends(&replayed) {
+        assert_eq!(end["rawOutput"]["steps"][0]["status"], "done", "{end}");
+        assert!(end["rawOutput"]["transcript"].is_string(), "{end}");
+    }
+    editor.close().await;
+}
+
+/// A child that lists the files, then works for a long time.
+const STALLING_CHILD: &str = r#"{"steps": [{"tool_call": {"name": "list_files", "arguments": {"path": "."}}}]}
+{"steps": [{"delay_ms": 60000}, {"text": "Late."}]}
+"#;
+
+#[tokio::test]
+async fn a_child_past_its_time_ends_and_the_parent_learns_what_it_did() {
+    let child = support::scripted_provider("c", "c.jsonl");
+    let script = format!(
+        "{}\n{}\n",
+        json!({ "steps": [{ "tool_call": { "name": "task", "arguments": {
+            "prompt": "Count the files.", "description": "count", "model": "c/m" } } }] }),
+        json!({ "steps": [{ "text": "It ran out of time." }] })
+    );
+    let dirs = support::scripted_home("p", &format!("subagent_timeout_s = 1\n{child}"), &script);
+    dirs.write_home("c.jsonl", STALLING_CHILD);
+    let mut editor = support::start_in(support::scripted_args("p"), dirs);
+    let session = editor.new_session().await;
+    let (seen, answer) = editor.prompt(json!("p"), &session, "Count").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let failed = updates_of(&seen, "failed");
+    assert_eq!(failed.len(), 1, "{seen:#?}");
+    let text = failed[0]["params"]["update"]["content"][0]["content"]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("subagent_timeout_s") && text.contains("List the workspace: done"), "{text}");
     editor.close().await;
 }

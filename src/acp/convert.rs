@@ -290,7 +290,7 @@ pub fn permission_call(ask: &PermissionAsk) -> p::ToolCallUpdate {
         content: (!ask.content.is_empty()).then(|| tool_content(&ask.content)),
         kind: Some(tool_kind(ask.kind)),
         locations: (!ask.locations.is_empty()).then(|| locations(&ask.locations)),
-        meta: None,
+        meta: subagent_meta(ask),
         name: Some(ask.name.clone()),
         raw_input: Some(ask.raw_input.clone()),
         raw_output: None,
@@ -298,6 +298,14 @@ pub fn permission_call(ask: &PermissionAsk) -> p::ToolCallUpdate {
         title: Some(ask.title.clone()),
         tool_call_id: ToolCallId(ask.call_id.clone()),
     }
+}
+
+/// `_meta.heron` of a subagent's permission request: the parent's call (the card it is asked
+/// on) and the child's own call, so an editor can tell the two apart.
+pub fn subagent_meta(ask: &PermissionAsk) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let child = ask.subagent_call_id.as_ref()?;
+    let heron = serde_json::json!({ "parentToolCallId": ask.call_id, "subagentToolCallId": child });
+    Some(serde_json::Map::from_iter([("heron".to_owned(), heron)]))
 }
 
 fn plan_entry(item: &PlanItem) -> PlanEntry {

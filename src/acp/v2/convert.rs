@@ -244,6 +244,7 @@ pub fn permission_call(ask: &PermissionAsk) -> p::ToolCallUpdate {
         content: (!ask.content.is_empty()).then(|| tool_content(&ask.content)),
         kind: Some(Some(tool_kind(ask.kind))),
         locations: (!ask.locations.is_empty()).then(|| locations(&ask.locations)),
+        meta: v1::subagent_meta(ask),
         name: Some(Some(ask.name.clone())),
         raw_input: Some(ask.raw_input.clone()),
         title: Some(Some(ask.title.clone())),

@@ -38,6 +38,17 @@ pub const DEFAULT_MAX_TOOL_RESULT_BYTES: usize = 4 * 1024 * 1024;
 /// Continuations a goal-mode prompt may start when `config.toml` does not say.
 pub const DEFAULT_GOAL_CONTINUATIONS: u32 = 10;
 
+/// Subagents of one session running at once when `config.toml` does not say: enough for a
+/// few surveys side by side, few enough that they do not flood the provider.
+pub const DEFAULT_MAX_SUBAGENTS: usize = 3;
+
+/// Model requests of one subagent when `config.toml` does not say: room for a survey of a
+/// tree, a stop for a child that loops.
+pub const DEFAULT_SUBAGENT_MAX_STEPS: usize = 12;
+
+/// How long one subagent may run when `config.toml` does not say: as long as an MCP call.
+pub const DEFAULT_SUBAGENT_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// How long an unanswered permission request waits before it is denied: the tinycode
 /// guide's 120 s auto-deny.
 pub const DEFAULT_PERMISSION_TIMEOUT: Duration = Duration::from_secs(120);
@@ -129,6 +140,23 @@ impl Config {
             .max(1)
     }
 
+    /// How many subagents of a session run at once (at least one).
+    pub fn subagent_cap(&self) -> usize {
+        self.max_subagents.map_or(DEFAULT_MAX_SUBAGENTS, |n| usize::try_from(n).unwrap_or(usize::MAX)).max(1)
+    }
+
+    /// How long one subagent may run; a setting of 0 counts as 1 s.
+    pub fn subagent_time(&self) -> Duration {
+        self.subagent_timeout_s.map_or(DEFAULT_SUBAGENT_TIMEOUT, |s| Duration::from_secs(s.max(1)))
+    }
+
+    /// How many model requests one subagent makes (at least one).
+    pub fn subagent_steps(&self) -> usize {
+        self.subagent_max_steps
+            .map_or(DEFAULT_SUBAGENT_MAX_STEPS, |n| usize::try_from(n).unwrap_or(usize::MAX))
+            .max(1)
+    }
+
     /// The bytes one reply's tool results may hold.
     pub fn tool_result_cap(&self) -> usize {
         self.max_tool_result_bytes
@@ -174,6 +202,19 @@ mod tests {
         let err =
             Config::parse("[providers.a]\nkind = \"scripted\"\ncompact_at = -1.0\n").expect_err("negative");
         assert!(err.contains("provider `a`"), "{err}");
+    }
+
+    #[test]
+    fn subagent_bounds_default_and_a_zero_still_lets_one_run() {
+        let plain = Config::parse("").expect("parses");
+        assert_eq!((plain.subagent_cap(), plain.subagent_steps()), (3, 12));
+        assert_eq!(plain.subagent_time(), Duration::from_secs(300));
+        let zero_time = Config::parse("subagent_timeout_s = 0\n").expect("parses");
+        assert_eq!(zero_time.subagent_time(), Duration::from_secs(1));
+        let set = Config::parse("max_subagents = 5\nsubagent_max_steps = 4\n").expect("parses");
+        assert_eq!((set.subagent_cap(), set.subagent_steps()), (5, 4));
+        let zero = Config::parse("max_subagents = 0\nsubagent_max_steps = 0\n").expect("parses");
+        assert_eq!((zero.subagent_cap(), zero.subagent_steps()), (1, 1));
     }
 
     #[test]

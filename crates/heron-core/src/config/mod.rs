@@ -26,7 +26,8 @@ use crate::whole_file::WholeFileError;
 pub use self::home::{Home, Keys, MAX_ENV_BYTES};
 pub use self::limits::{
     COMMAND_GRACE, DEFAULT_COMPACT_AT, DEFAULT_GOAL_CONTINUATIONS, DEFAULT_MAX_REPLY_BYTES,
-    DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_RESULT_BYTES, DEFAULT_PERMISSION_TIMEOUT, Deadlines, Pace,
+    DEFAULT_MAX_SUBAGENTS, DEFAULT_MAX_TOOL_CALLS, DEFAULT_MAX_TOOL_RESULT_BYTES, DEFAULT_PERMISSION_TIMEOUT,
+    DEFAULT_SUBAGENT_MAX_STEPS, DEFAULT_SUBAGENT_TIMEOUT, Deadlines, Pace,
 };
 pub use self::provider::{Playback, Price, ProviderConfig, ProviderKind, ResolvedModel};
 pub use self::sandbox::{DEFAULT_SANDBOX_WRITABLE, SandboxSetting};
@@ -131,6 +132,15 @@ pub struct Config {
     /// The most bytes the results of one reply's tool calls hold together, what the model
     /// reads and what the editor is shown (default [`DEFAULT_MAX_TOOL_RESULT_BYTES`]).
     pub max_tool_result_bytes: Option<u64>,
+    /// The most subagents (`task`) of one session that run at once; more wait for a place
+    /// (default [`DEFAULT_MAX_SUBAGENTS`]).
+    pub max_subagents: Option<u32>,
+    /// The most model requests one subagent makes before its call fails showing what it
+    /// did (default [`DEFAULT_SUBAGENT_MAX_STEPS`]).
+    pub subagent_max_steps: Option<u32>,
+    /// Seconds one subagent may run before its call fails with what it did (default
+    /// [`DEFAULT_SUBAGENT_TIMEOUT`]).
+    pub subagent_timeout_s: Option<u64>,
     /// Seconds a built-in file or session tool may take before it fails (default 30).
     pub tool_timeout_s: Option<u64>,
     /// The most seconds a command may run, whatever timeout the model asks for (default 600).

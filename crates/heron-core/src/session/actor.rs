@@ -301,7 +301,11 @@ async fn run_job(
         providers.clone(),
         tools.clone(),
         session.status.clone(),
-        session.subagents.clone(),
+        super::subagent::Bounds {
+            running: session.subagents.clone(),
+            max_steps: config.subagent_steps(),
+            max_time: config.subagent_time(),
+        },
         super::subagent::Gate {
             posture: state.settings.posture,
             plan: state.settings.mode == super::settings::Mode::Plan,

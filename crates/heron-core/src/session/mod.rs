@@ -265,6 +265,8 @@ impl Session {
         let steers = Arc::new(Steers::new(id.clone(), context.store.clone()));
         let inbox = Arc::new(Inbox::new(id.clone(), context.store.clone(), status.clone(), steers.clone()));
         context.mcp.attach(Arc::new(watched::WatchedEditor::new(editor.clone(), status.clone())));
+        // How many subagents run at once is fixed for the session when it opens.
+        let subagent_cap = offer.runtime.providers().config().subagent_cap();
         let session = Arc::new(Session {
             id,
             state: Mutex::new(state),
@@ -277,7 +279,7 @@ impl Session {
             runtime: Shared::new(offer.runtime),
             catalog: Shared::new(offer.catalog),
             loaded_skills: Arc::default(),
-            subagents: Arc::new(tokio::sync::Semaphore::new(subagent::MAX_RUNNING)),
+            subagents: Arc::new(tokio::sync::Semaphore::new(subagent_cap)),
             reload: Arc::default(),
             extensions_changed: watch::Sender::new(0),
             editor: Mutex::new(editor),

@@ -62,6 +62,7 @@ async fn approved(always: &Always, session: &Session, ask: &SamplingAsk) -> Resu
             "maxTokens": ask.max_tokens,
         }),
         content: vec![ToolOutput::Text { text: shown(ask) }],
+        subagent_call_id: None,
     };
     let remember = |allow: bool| {
         always.lock().unwrap_or_else(PoisonError::into_inner).insert(ask.server.clone(), allow);

@@ -5,9 +5,10 @@
 //! nest), and each of its calls goes through the session's permission gate: a call the
 //! user must approve is asked on the parent's card, its title naming the subagent. It runs
 //! in the session's confinement with the call's cancellation, so `session/cancel` and a
-//! cancel of the call stop it. It is bounded in model requests ([`MAX_STEPS`]), in the
-//! answer it returns ([`MAX_ANSWER_BYTES`]), in time (the call's deadline) and in how many
-//! run at once ([`MAX_RUNNING`]). Its usage counts in the session's. The editor sees the
+//! cancel of the call stop it. It is bounded in model requests (`subagent_max_steps`), in
+//! the answer it returns ([`MAX_ANSWER_BYTES`]), in time (`subagent_timeout_s`, kept by the
+//! child itself so that past it the parent still learns what it did) and in how many run at
+//! once (`max_subagents`, the session's semaphore). Its usage counts in the session's. The editor sees the
 //! parent's call, whose content follows the child's tool calls as they run, then the
 //! answer; the child's steps are kept in the call's raw output.
 
@@ -30,14 +31,8 @@ use crate::types::{ToolKind, ToolOutput, ToolStatus};
 /// The tool's name.
 pub const NAME: &str = "task";
 
-/// The most model requests one child makes.
-pub const MAX_STEPS: usize = 12;
-
 /// The most of a child's answer the parent reads, in bytes.
 pub const MAX_ANSWER_BYTES: usize = 32 * 1024;
-
-/// The most children of one session that run at once; more wait for a place.
-pub const MAX_RUNNING: usize = 3;
 
 /// The longest a job's title shows, in characters.
 const MAX_TITLE: usize = 80;
@@ -84,8 +79,8 @@ pub(super) struct Task {
     tools: Arc<Registry>,
     /// Where the child's usage is owed.
     status: Arc<Board>,
-    /// Places for children running at once, shared by the session's turns.
-    running: Arc<Semaphore>,
+    /// Places for children running at once, and how far each may go.
+    bounds: Bounds,
     /// How the children's calls are decided.
     gate: Gate,
     /// The session's transcript, beside which each child's is kept.
@@ -98,12 +93,23 @@ impl Task {
         providers: Arc<Providers>,
         tools: Arc<Registry>,
         status: Arc<Board>,
-        running: Arc<Semaphore>,
+        bounds: Bounds,
         gate: Gate,
         transcript: Option<std::path::PathBuf>,
     ) -> Self {
-        Self { model, providers, tools, status, running, gate, transcript }
+        Self { model, providers, tools, status, bounds, gate, transcript }
     }
+}
+
+/// How many children run at once, and how far each may go.
+#[derive(Clone)]
+pub(super) struct Bounds {
+    /// Places for children running at once, shared by the session's turns (`max_subagents`).
+    pub(super) running: Arc<Semaphore>,
+    /// The most model requests one child makes (`subagent_max_steps`).
+    pub(super) max_steps: usize,
+    /// The longest one child runs (`subagent_timeout_s`).
+    pub(super) max_time: std::time::Duration,
 }
 
 /// Whether a tool of `kind` changes nothing, so a child may have it.
@@ -126,8 +132,10 @@ impl Tool for Task {
         ToolKind::Think
     }
 
+    /// The child keeps its own time (`subagent_timeout_s`), so that past it the parent
+    /// still gets what it did; a cancel stops it like any call.
     fn pace(&self) -> Pace {
-        Pace::External
+        Pace::Person
     }
 
     fn runs_together(&self) -> bool {
@@ -170,8 +178,9 @@ impl Tool for Task {
             gate: self.gate.clone(),
             title: prepared.title.clone(),
             transcript: self.transcript.clone(),
+            bounds: self.bounds.clone(),
         };
-        let running = self.running.clone();
+        let running = self.bounds.running.clone();
         Box::pin(async move {
             let args: TaskArgs = match crate::tools::call::reparse(NAME, &prepared.raw_input) {
                 Ok(args) => args,
@@ -197,6 +206,7 @@ struct Child {
     title: String,
     /// The session's transcript, beside which this child's is kept.
     transcript: Option<std::path::PathBuf>,
+    bounds: Bounds,
 }
 
 /// What the child did, for the parent's call: each of its tool calls with its status.
@@ -272,7 +282,14 @@ impl Child {
             ChatMessage::User { parts: vec![UserPart::Text { text: args.prompt.clone() }] },
         ];
         let mut steps = Steps(Vec::new());
-        for _ in 0..MAX_STEPS {
+        let deadline = tokio::time::Instant::now() + self.bounds.max_time;
+        let late = || {
+            format!(
+                "The subagent ran {} s (subagent_timeout_s) without answering.",
+                self.bounds.max_time.as_secs()
+            )
+        };
+        for _ in 0..self.bounds.max_steps {
             let request = ModelRequest {
                 model: model.model.clone(),
                 messages: messages.clone(),
@@ -280,9 +297,11 @@ impl Child {
                 effort: None,
                 max_tokens: None,
             };
-            let (text, calls) = match self.ask(&model, request, &env).await {
-                Ok(reply) => reply,
-                Err(why) => return Outcome::failed(why),
+            let (text, calls) = match tokio::time::timeout_at(deadline, self.ask(&model, request, &env)).await
+            {
+                Ok(Ok(reply)) => reply,
+                Ok(Err(why)) => return Outcome::failed(why),
+                Err(_) => return stopped(&late(), &steps),
             };
             if calls.is_empty() {
                 messages.push(ChatMessage::Assistant {
@@ -294,7 +313,11 @@ impl Child {
             }
             messages.push(ChatMessage::Assistant { text, tool_calls: calls.clone(), reasoning: None });
             for call in calls {
-                let (title, status, said) = self.run_one(&tools, &call, &env).await;
+                let running = self.run_one(&tools, &call, &env);
+                let Ok((title, status, said)) = tokio::time::timeout_at(deadline, running).await else {
+                    steps.0.push((call.name.clone(), ToolStatus::Cancelled));
+                    return stopped(&late(), &steps);
+                };
                 steps.0.push((title, status));
                 env.progress.show(steps.shown(None));
                 messages.push(ChatMessage::Tool { call_id: call.id, content: said });
@@ -303,11 +326,11 @@ impl Child {
                 return Outcome::failed("cancelled");
             }
         }
-        let mut outcome = Outcome::failed(format!(
-            "the subagent made {MAX_STEPS} model requests without answering; what it did is shown above"
-        ));
-        outcome.output = steps.shown(None);
-        outcome
+        let why = format!(
+            "The subagent made {} model requests (subagent_max_steps) without answering.",
+            self.bounds.max_steps
+        );
+        stopped(&why, &steps)
     }
 
     /// One model request: its text and tool calls; usage is owed to the session.
@@ -401,6 +424,7 @@ impl Child {
             locations: prepared.locations.clone(),
             raw_input: prepared.raw_input.clone(),
             content: prepared.content.clone(),
+            subagent_call_id: Some(call.id.clone()),
         };
         let answer = tokio::select! {
             answer = env.editor.request_permission(&ask, self.gate.timeout) => answer,
@@ -411,6 +435,17 @@ impl Child {
             _ => Err(format!("The user did not allow `{}` to run.", call.name)),
         }
     }
+}
+
+/// Past a bound: the parent (model and editor) gets why, and what the child did.
+fn stopped(why: &str, steps: &Steps) -> Outcome {
+    let why = format!("{why} What it did:\n");
+    let mut outcome = Outcome::failed(why.clone());
+    outcome.output = steps.shown(Some(&why));
+    if let Some(ToolOutput::Text { text }) = steps.shown(None).pop() {
+        outcome.for_model.push_str(&text);
+    }
+    outcome
 }
 
 /// The parent's result: the child's answer, clipped, after the list of what it did.

@@ -64,6 +64,9 @@ pub struct PermissionAsk {
     pub raw_input: serde_json::Value,
     /// What it will do: the diff of a write, the command line of a command.
     pub content: Vec<ToolOutput>,
+    /// For a subagent's call, asked on its parent's card (`call_id`): the child's own call
+    /// id, which the request carries in `_meta.heron` beside `parentToolCallId`.
+    pub subagent_call_id: Option<String>,
 }
 
 /// What the user chose when asked for permission.

@@ -362,6 +362,7 @@ impl Turn {
                     locations: prepared.locations.clone(),
                     raw_input: prepared.raw_input.clone(),
                     content: prepared.content.clone(),
+                    subagent_call_id: None,
                 };
                 let asked = self.io.env.editor.request_permission(&ask, self.policy.permission_timeout);
                 let answer = tokio::select! {
