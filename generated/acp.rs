@@ -2972,6 +2972,34 @@ pub struct HeronSessionMcpStatusUpdateNotification {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
 }
+///Parameters of `_heron/session/rewind`: put back the files Heron's tools changed after turn `turn`, as `/rewind N` does. It queues behind the session's prompts and streams like one: each restore is a tool call whose permission request shows the diff it makes, and a file changed since Heron wrote it is asked about on its own.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct HeronSessionRewindRequest {
+    ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    ///The session to rewind.
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    ///The turn whose end the files go back to, counted from 1 (0: before the session's first turn). Changes of later turns are undone.
+    pub turn: u32,
+}
+///Result of `_heron/session/rewind`, once the rewind's turn ended.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct HeronSessionRewindResponse {
+    ///Reserved for implementation-specific metadata attached by either side. Peers must not rely on its contents. See ACP's extensibility rules.
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+    ///How the rewind's turn ended: `end_turn` when it ran (some restores may have been refused; `summary` says which), `cancelled` when `session/cancel` stopped it.
+    #[serde(rename = "stopReason")]
+    pub stop_reason: StopReason,
+    ///The rewind's message, as the conversation stores it: the files restored, those not restored and why, and what commands changed that no rewind undoes.
+    pub summary: ::std::string::String,
+}
 ///What a session is doing right now. `idle`: no turn is running. `running`: a prompt turn is in progress. `awaiting_permission`: the turn is blocked on a `session/request_permission` answer. `awaiting_input`: the turn is blocked on other user input (for example an elicitation). `paused`: the session's goal loop is paused and it starts no new work on its own.
 #[derive(
     ::serde::Deserialize,
@@ -7643,6 +7671,7 @@ pub enum Method {
     HeronSessionGoalResume,
     HeronSessionMcpStatus,
     HeronSessionReloadExtensions,
+    HeronSessionRewind,
     HeronSessionStatus,
     HeronSessionSteer,
     Authenticate,
@@ -7676,7 +7705,7 @@ pub enum Method {
     CancelRequest,
 }
 /// The method table, indexed by `Method as usize`.
-pub static METHODS: [crate::runtime::MethodInfo; 44usize] = [
+pub static METHODS: [crate::runtime::MethodInfo; 45usize] = [
     crate::runtime::MethodInfo {
         wire: "_heron/inbox/delete",
         aliases: &[],
@@ -7816,6 +7845,17 @@ pub static METHODS: [crate::runtime::MethodInfo; 44usize] = [
         kind: crate::runtime::Kind::Request,
         params: "HeronReloadExtensionsRequest",
         result: Some("HeronReloadExtensionsResponse"),
+        stability: crate::runtime::Stability::Vendor,
+        baseline: false,
+        implemented: true,
+    },
+    crate::runtime::MethodInfo {
+        wire: "_heron/session/rewind",
+        aliases: &[],
+        side: crate::runtime::Side::Agent,
+        kind: crate::runtime::Kind::Request,
+        params: "HeronSessionRewindRequest",
+        result: Some("HeronSessionRewindResponse"),
         stability: crate::runtime::Stability::Vendor,
         baseline: false,
         implemented: true,
@@ -8164,7 +8204,7 @@ pub static METHODS: [crate::runtime::MethodInfo; 44usize] = [
 ];
 impl Method {
     /// Every method, in table order.
-    pub const ALL: [Method; 44usize] = [
+    pub const ALL: [Method; 45usize] = [
         Method::HeronInboxDelete,
         Method::HeronInboxEnqueue,
         Method::HeronInboxGet,
@@ -8178,6 +8218,7 @@ impl Method {
         Method::HeronSessionGoalResume,
         Method::HeronSessionMcpStatus,
         Method::HeronSessionReloadExtensions,
+        Method::HeronSessionRewind,
         Method::HeronSessionStatus,
         Method::HeronSessionSteer,
         Method::Authenticate,
@@ -8228,6 +8269,7 @@ impl Method {
             "_heron/session/reloadExtensions" => {
                 Some(Method::HeronSessionReloadExtensions)
             }
+            "_heron/session/rewind" => Some(Method::HeronSessionRewind),
             "_heron/session/status" => Some(Method::HeronSessionStatus),
             "_heron/session/steer" => Some(Method::HeronSessionSteer),
             "authenticate" => Some(Method::Authenticate),
@@ -8464,6 +8506,20 @@ pub trait Agent: Send + Sync + 'static {
                     "_heron/session/reloadExtensions",
                 ),
             ),
+        )
+    }
+    /// Parameters of `_heron/session/rewind`: put back the files Heron's tools changed after turn `turn`, as `/rewind N` does. It queues behind the session's prompts and streams like one: each restore is a tool call whose permission request shows the diff it makes, and a file changed since Heron wrote it is asked about on its own.
+    ///
+    /// Wire: `_heron/session/rewind`, Heron vendor request.
+    #[allow(unused_variables)]
+    fn heron_session_rewind(
+        &self,
+        params: HeronSessionRewindRequest,
+    ) -> impl ::std::future::Future<
+        Output = Result<HeronSessionRewindResponse, crate::runtime::RpcError>,
+    > + Send + 'static {
+        ::std::future::ready(
+            Err(crate::runtime::RpcError::method_not_found("_heron/session/rewind")),
         )
     }
     /// Parameters of `_heron/session/status`: ask for a snapshot of a session's state. Has no side effects.
@@ -8939,6 +8995,13 @@ pub fn dispatch_agent_request<H: Agent + ?Sized>(
             let running = handler.heron_session_reload_extensions(params);
             Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
         }
+        Method::HeronSessionRewind => {
+            let params: HeronSessionRewindRequest = crate::runtime::decode_params(
+                params,
+            )?;
+            let running = handler.heron_session_rewind(params);
+            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+        }
         Method::HeronSessionStatus => {
             let params: HeronSessionStatusRequest = crate::runtime::decode_params(
                 params,
@@ -9296,6 +9359,14 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
             "_heron/session/reloadExtensions",
             params,
         )
+    }
+    fn heron_session_rewind(
+        &self,
+        params: HeronSessionRewindRequest,
+    ) -> impl ::std::future::Future<
+        Output = Result<HeronSessionRewindResponse, crate::runtime::RpcError>,
+    > + Send + 'static {
+        crate::runtime::Outgoing::call(&self.0, "_heron/session/rewind", params)
     }
     fn heron_session_status(
         &self,
@@ -10266,6 +10337,18 @@ pub fn canonical_def(
                     .and_then(|v| crate::runtime::to_value(&v)),
             )
         }
+        "HeronSessionRewindRequest" => {
+            Some(
+                crate::runtime::decode_params::<HeronSessionRewindRequest>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
+            )
+        }
+        "HeronSessionRewindResponse" => {
+            Some(
+                crate::runtime::decode_params::<HeronSessionRewindResponse>(Some(raw))
+                    .and_then(|v| crate::runtime::to_value(&v)),
+            )
+        }
         "HeronSessionState" => {
             Some(
                 crate::runtime::decode_params::<HeronSessionState>(Some(raw))
@@ -11143,6 +11226,11 @@ pub fn canonical_params(
                 >(Some(raw))?,
             )
         }
+        Method::HeronSessionRewind => {
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronSessionRewindRequest>(Some(raw))?,
+            )
+        }
         Method::HeronSessionStatus => {
             crate::runtime::to_value(
                 &crate::runtime::decode_params::<HeronSessionStatusRequest>(Some(raw))?,
@@ -11385,6 +11473,11 @@ pub fn canonical_result(
                 >(Some(raw))?,
             )
         }
+        Method::HeronSessionRewind => {
+            crate::runtime::to_value(
+                &crate::runtime::decode_params::<HeronSessionRewindResponse>(Some(raw))?,
+            )
+        }
         Method::HeronSessionStatus => {
             crate::runtime::to_value(
                 &crate::runtime::decode_params::<HeronSessionStatusResponse>(Some(raw))?,
@@ -11516,7 +11609,7 @@ pub fn canonical_result(
     }
 }
 /// Heron's vendor extensions, as `initialize` advertises them (`x-extensions`).
-pub static EXTENSIONS: [crate::runtime::Extension; 7usize] = [
+pub static EXTENSIONS: [crate::runtime::Extension; 8usize] = [
     crate::runtime::Extension {
         name: "goalPause",
         schema_version: 1u64,
@@ -11555,6 +11648,12 @@ pub static EXTENSIONS: [crate::runtime::Extension; 7usize] = [
         name: "sessionReloadExtensions",
         schema_version: 1u64,
         methods: &[("reload", "_heron/session/reloadExtensions")],
+        notifications: &[],
+    },
+    crate::runtime::Extension {
+        name: "sessionRewind",
+        schema_version: 1u64,
+        methods: &[("rewind", "_heron/session/rewind")],
         notifications: &[],
     },
     crate::runtime::Extension {

@@ -36,7 +36,19 @@ async fn turn(
     choose: impl Fn(&Value) -> &'static str,
 ) -> (Vec<Value>, Value) {
     let params = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": text }] });
-    editor.send_request(json!(id), "session/prompt", params).await;
+    request(editor, id, "session/prompt", params, choose).await
+}
+
+/// Sends a request and answers each permission request with `choose` (given the request);
+/// returns every message before the answer, and the answer.
+async fn request(
+    editor: &mut Editor,
+    id: &str,
+    method: &str,
+    params: Value,
+    choose: impl Fn(&Value) -> &'static str,
+) -> (Vec<Value>, Value) {
+    editor.send_request(json!(id), method, params).await;
     let mut seen = Vec::new();
     loop {
         let message = editor.recv_within(Duration::from_secs(30)).await;
@@ -145,5 +157,44 @@ async fn a_rewind_past_the_finished_turns_or_before_any_says_so_and_changes_noth
     assert!(said(&seen).contains("takes a turn number"), "{seen:?}");
     let (seen, _) = turn(&mut editor, &session, "r9", "/rewind 9", |_| "allow_once").await;
     assert!(said(&seen).contains("0 finished turns"), "{}", said(&seen));
+    editor.close().await;
+}
+
+/// `_heron/session/rewind` is advertised, and does what `/rewind N` does: each restore asked
+/// with its diff, the rewind's message streamed and repeated in the answer.
+#[tokio::test]
+async fn the_vendor_method_rewinds_like_the_slash_command_and_answers_with_the_summary() {
+    let mut editor = start(SCRIPT, "", support::demo_args());
+    let session = editor.new_session().await;
+    for id in ["t1", "t2"] {
+        let (_, answer) = turn(&mut editor, &session, id, "go", |_| "allow_once").await;
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    }
+    assert_eq!(
+        (file(&editor, "a.txt").as_deref(), file(&editor, "b.txt").as_deref()),
+        (Some("two\n"), Some("bee\n"))
+    );
+
+    let params = json!({ "sessionId": session, "turn": 1 });
+    let (seen, answer) = request(&mut editor, "rw", "_heron/session/rewind", params, |_| "allow_once").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let requests = asked(&seen);
+    assert_eq!(requests.len(), 2, "one request per file");
+    let a = requests.iter().find(|r| title(r).contains("a.txt")).expect("a.txt is asked about");
+    let diff = &a["params"]["toolCall"]["content"][0];
+    assert_eq!((diff["oldText"].as_str(), diff["newText"].as_str()), (Some("two\n"), Some("one\n")), "{a}");
+    assert_eq!(file(&editor, "a.txt").as_deref(), Some("one\n"));
+    assert_eq!(file(&editor, "b.txt"), None, "made after turn 1: removed");
+    let summary = answer["result"]["summary"].as_str().unwrap_or_default();
+    assert!(summary.contains("Rewound the files to the end of turn 1 (of 2)"), "{answer}");
+    assert_eq!(summary, said(&seen), "the answer repeats the streamed message");
+
+    // Past the finished turns: said, nothing changed, nothing asked.
+    let params = json!({ "sessionId": session, "turn": 9 });
+    let (seen, answer) = request(&mut editor, "far", "_heron/session/rewind", params, |_| "allow_once").await;
+    assert!(asked(&seen).is_empty(), "{seen:?}");
+    let summary = answer["result"]["summary"].as_str().unwrap_or_default();
+    assert!(summary.starts_with("Nothing was rewound"), "{answer}");
+    assert_eq!(file(&editor, "a.txt").as_deref(), Some("one\n"));
     editor.close().await;
 }

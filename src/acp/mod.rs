@@ -19,6 +19,7 @@ mod notices;
 pub mod policy;
 mod prompt;
 mod reload;
+mod rewind;
 mod sessions;
 mod settings;
 mod slot;
@@ -46,13 +47,14 @@ use heron_protocol::{
     HeronInboxRefreshRequest, HeronInboxRefreshResponse, HeronInboxRetryRequest, HeronInboxRetryResponse,
     HeronInboxSetPausedRequest, HeronInboxSetPausedResponse, HeronInboxUpdateRequest,
     HeronInboxUpdateResponse, HeronReloadExtensionsRequest, HeronReloadExtensionsResponse,
-    HeronSessionMcpStatusRequest, HeronSessionMcpStatusResponse, HeronSessionStatusRequest,
-    HeronSessionStatusResponse, HeronSessionSteerRequest, HeronSessionSteerResponse, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
-    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest,
-    ResumeSessionResponse, RpcError, SessionConfigOption, SessionId, SessionNotification, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse, SetSessionModelRequest, SetSessionModelResponse,
+    HeronSessionMcpStatusRequest, HeronSessionMcpStatusResponse, HeronSessionRewindRequest,
+    HeronSessionRewindResponse, HeronSessionStatusRequest, HeronSessionStatusResponse,
+    HeronSessionSteerRequest, HeronSessionSteerResponse, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse, RpcError,
+    SessionConfigOption, SessionId, SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse, SetSessionModelRequest,
+    SetSessionModelResponse,
 };
 
 use self::editor::AcpEditor;
@@ -311,6 +313,13 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         params: HeronReloadExtensionsRequest,
     ) -> impl Future<Output = Result<HeronReloadExtensionsResponse, RpcError>> + Send + 'static {
         reload::reload(self, params)
+    }
+
+    fn heron_session_rewind(
+        &self,
+        params: HeronSessionRewindRequest,
+    ) -> impl Future<Output = Result<HeronSessionRewindResponse, RpcError>> + Send + 'static {
+        rewind::rewind(self, params)
     }
 
     fn heron_session_goal_pause(

@@ -33,7 +33,8 @@ pub fn agent_policy(method: Method) -> Policy {
         | M::HeronSessionMcpStatus
         | M::HeronSessionGoalPause
         | M::HeronSessionGoalResume
-        | M::HeronSessionReloadExtensions => Policy::Concurrent,
+        | M::HeronSessionReloadExtensions
+        | M::HeronSessionRewind => Policy::Concurrent,
         M::HeronInboxEnqueue
         | M::HeronInboxList
         | M::HeronInboxGet
