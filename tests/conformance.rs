@@ -89,6 +89,7 @@ transcripts!(
     authenticate,
     cancel_prompt,
     cancel_request,
+    checkpoint_rewind,
     checkpoint_undo,
     compact,
     compaction_automatic,
