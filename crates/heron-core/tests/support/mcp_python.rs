@@ -15,7 +15,12 @@ pub const MCP_VERSION: &str = "2.3.0";
 /// has no `python3 -m venv`.
 pub fn python() -> Option<PathBuf> {
     static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PYTHON.get_or_init(prepare).clone()
+    let found = PYTHON.get_or_init(prepare).clone();
+    if found.is_none() {
+        // Counted for each test that asked, not once for the process.
+        super::clients::skipped("python3 or its venv module is missing: this MCP-over-HTTP test cannot run");
+    }
+    found
 }
 
 fn prepare() -> Option<PathBuf> {
@@ -40,7 +45,6 @@ fn prepare() -> Option<PathBuf> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !has_venv {
-        eprintln!("!! python3 or its venv module is missing: the MCP-over-HTTP tests are SKIPPED");
         return None;
     }
     // Built beside its final place and renamed, so an interrupted setup is never taken
