@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 const ONE_ANSWER: &str = "{\"steps\": [{\"text\": \"Done.\"}]}\n";
 
-fn write(dir: impl AsRef<Path>, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write(dir: impl AsRef<Path>, name: &str, text: &str) -> PathBuf {
     let path = dir.as_ref().join(name);
     std::fs::create_dir_all(path.parent().expect("a parent")).expect("folder");
     std::fs::write(&path, text).expect("write");
@@ -24,12 +24,12 @@ fn fixture() -> String {
 }
 
 /// A home whose model `s/m` plays `script`, with a workspace.
-fn home(script: &str) -> std::sync::Arc<Dirs> {
+pub(crate) fn home(script: &str) -> std::sync::Arc<Dirs> {
     support::scripted_home("s", "", script)
 }
 
 /// Opens a session and returns it with the `available_commands_update` that follows.
-async fn open(editor: &mut Editor) -> (String, Value) {
+pub(crate) async fn open(editor: &mut Editor) -> (String, Value) {
     editor.request(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;
     let cwd = editor.dirs.ws();
     let answer = editor.request(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": [] })).await;

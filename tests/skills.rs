@@ -4,35 +4,12 @@
 //! first load, the user's never), bad ones reported in `_meta.heron.problems`, and a reload
 //! picking up new ones.
 
-use std::path::Path;
-
-use crate::support::{self, Dirs, Editor, update_kind};
+use crate::acp_extensions::{home, open, write};
+use crate::support::{self, update_kind};
 use serde_json::{Value, json};
-
-fn write(dir: impl AsRef<Path>, name: &str, text: &str) {
-    let path = dir.as_ref().join(name);
-    std::fs::create_dir_all(path.parent().expect("a parent")).expect("folder");
-    std::fs::write(&path, text).expect("write");
-}
 
 fn skill_md(name: &str, description: &str, body: &str) -> String {
     format!("---\nname: {name}\ndescription: {description}\n---\n{body}")
-}
-
-/// A home whose model `s/m` plays `script`, with a workspace.
-fn home(script: &str) -> std::sync::Arc<Dirs> {
-    support::scripted_home("s", "", script)
-}
-
-/// Opens a session and returns it with the `available_commands_update` that follows.
-async fn open(editor: &mut Editor) -> (String, Value) {
-    editor.request(json!("init"), "initialize", json!({ "protocolVersion": 1 })).await;
-    let cwd = editor.dirs.ws();
-    let answer = editor.request(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": [] })).await;
-    let session = answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned();
-    let update = editor.recv().await;
-    assert_eq!(update_kind(&update), Some("available_commands_update"), "{update}");
-    (session, update["params"]["update"].clone())
 }
 
 fn command<'a>(commands: &'a Value, name: &str) -> Option<&'a Value> {

@@ -49,12 +49,18 @@ pub(crate) fn tool_identity(field: &str, value: String) -> Result<String, Provid
 /// [`MAX_TOOL_ARGUMENT_BYTES`]: enough for the turn to refuse the call without holding what
 /// a runaway model keeps sending. Never cuts a character.
 pub(crate) fn push_arguments(held: &mut String, piece: &str) {
-    let room = (MAX_TOOL_ARGUMENT_BYTES + 1).saturating_sub(held.len());
-    let mut end = room.min(piece.len());
+    push_capped(held, piece, MAX_TOOL_ARGUMENT_BYTES + 1);
+}
+
+/// Appends `piece` to `held` while `held` stays within `cap` bytes, never cutting a
+/// character; true when some of `piece` was left out.
+pub(crate) fn push_capped(held: &mut String, piece: &str, cap: usize) -> bool {
+    let mut end = cap.saturating_sub(held.len()).min(piece.len());
     while !piece.is_char_boundary(end) {
         end -= 1;
     }
     held.push_str(&piece[..end]);
+    end < piece.len()
 }
 
 /// The events every stream ends with, in order: structured reasoning (when any), usage

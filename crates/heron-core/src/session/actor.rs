@@ -296,24 +296,24 @@ async fn run_job(
         None => tools,
     };
     // Subagents get the turn's read-only tools, which never include `task` itself.
-    let task = super::subagent::Task::new(
-        provider.clone(),
-        providers.clone(),
-        tools.clone(),
-        session.status.clone(),
-        super::subagent::Bounds {
+    let task = super::subagent::Task {
+        model: provider.clone(),
+        providers: providers.clone(),
+        tools: tools.clone(),
+        status: session.status.clone(),
+        bounds: super::subagent::Bounds {
             running: session.subagents.clone(),
             max_steps: config.subagent_steps(),
             max_time: config.subagent_time(),
         },
-        super::subagent::Gate {
+        gate: super::subagent::Gate {
             posture: state.settings.posture,
             plan: state.settings.mode == super::settings::Mode::Plan,
             approvals: session.approvals.clone(),
             timeout: permission_timeout,
         },
-        carried.transcript.path().map(std::path::Path::to_path_buf),
-    );
+        transcript: carried.transcript.path().map(std::path::Path::to_path_buf),
+    };
     let tools = {
         let mut with_task = (*tools).clone();
         with_task.add(Arc::new(task));

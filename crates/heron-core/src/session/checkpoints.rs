@@ -10,11 +10,10 @@
 use std::collections::BTreeMap;
 
 use super::event::Event;
+// How a clipped diff's marker ends: such a diff does not hold the whole file, so it cannot
+// be put back from.
+use crate::tools::shown_diff::LEFT_OUT as CLIPPED_MARKER;
 use crate::types::{ToolOutput, ToolStatus};
-
-/// The marker a clipped diff carries where it left lines out (see `tools::shown_diff`): such
-/// a diff does not hold the whole file, so it cannot be put back from.
-const CLIPPED_MARKER: &str = "unchanged lines not shown ⋯";
 
 /// The tools whose completed calls change files and record the change whole.
 const FILE_TOOLS: [&str; 3] = ["write_file", "edit_file", crate::tools::restore_file::NAME];

@@ -116,12 +116,7 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// Appends `piece` to `text` within [`MAX_ANSWER_BYTES`], never cutting a character; true
 /// once the answer is full.
 fn gather(text: &mut String, piece: &str) -> bool {
-    let mut end = MAX_ANSWER_BYTES.saturating_sub(text.len()).min(piece.len());
-    while !piece.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.push_str(&piece[..end]);
-    end < piece.len() || text.len() >= MAX_ANSWER_BYTES
+    crate::llm::push_capped(text, piece, MAX_ANSWER_BYTES) || text.len() >= MAX_ANSWER_BYTES
 }
 
 impl Sampler for SessionSampler {

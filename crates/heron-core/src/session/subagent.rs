@@ -70,35 +70,22 @@ pub struct TaskArgs {
     pub model: Option<String>,
 }
 
-/// The `task` tool of one turn.
+/// The `task` tool of one turn; each child run holds a copy.
+#[derive(Clone)]
 pub(super) struct Task {
     /// The turn's model, and the session's providers for another.
-    model: ResolvedProvider,
-    providers: Arc<Providers>,
-    /// The turn's tools; the child gets the read-only ones.
-    tools: Arc<Registry>,
+    pub(super) model: ResolvedProvider,
+    pub(super) providers: Arc<Providers>,
+    /// The turn's tools; the child gets the read-only ones unless given others.
+    pub(super) tools: Arc<Registry>,
     /// Where the child's usage is owed.
-    status: Arc<Board>,
+    pub(super) status: Arc<Board>,
     /// Places for children running at once, and how far each may go.
-    bounds: Bounds,
+    pub(super) bounds: Bounds,
     /// How the children's calls are decided.
-    gate: Gate,
+    pub(super) gate: Gate,
     /// The session's transcript, beside which each child's is kept.
-    transcript: Option<std::path::PathBuf>,
-}
-
-impl Task {
-    pub(super) fn new(
-        model: ResolvedProvider,
-        providers: Arc<Providers>,
-        tools: Arc<Registry>,
-        status: Arc<Board>,
-        bounds: Bounds,
-        gate: Gate,
-        transcript: Option<std::path::PathBuf>,
-    ) -> Self {
-        Self { model, providers, tools, status, bounds, gate, transcript }
-    }
+    pub(super) transcript: Option<std::path::PathBuf>,
 }
 
 /// How many children run at once, and how far each may go.
@@ -170,16 +157,7 @@ impl Tool for Task {
     }
 
     fn run(&self, prepared: Prepared, env: ToolEnv) -> BoxFuture<Outcome> {
-        let child = Child {
-            model: self.model.clone(),
-            providers: self.providers.clone(),
-            tools: self.tools.clone(),
-            status: self.status.clone(),
-            gate: self.gate.clone(),
-            title: prepared.title.clone(),
-            transcript: self.transcript.clone(),
-            bounds: self.bounds.clone(),
-        };
+        let child = Child { task: self.clone(), title: prepared.title.clone() };
         let running = self.bounds.running.clone();
         Box::pin(async move {
             let args: TaskArgs = match crate::tools::call::reparse(NAME, &prepared.raw_input) {
@@ -197,16 +175,10 @@ impl Tool for Task {
 
 /// One child run.
 struct Child {
-    model: ResolvedProvider,
-    providers: Arc<Providers>,
-    tools: Arc<Registry>,
-    status: Arc<Board>,
-    gate: Gate,
+    /// What the tool was given.
+    task: Task,
     /// The parent call's title, which names the child in what the user is asked.
     title: String,
-    /// The session's transcript, beside which this child's is kept.
-    transcript: Option<std::path::PathBuf>,
-    bounds: Bounds,
 }
 
 /// What the child did, for the parent's call: each of its tool calls with its status.
@@ -239,10 +211,10 @@ impl Child {
     async fn run(self, args: TaskArgs, env: ToolEnv) -> Outcome {
         let mut messages = Vec::new();
         let mut outcome = self.work(args, &env, &mut messages).await;
-        let (Some(parent), Some(call)) = (&self.transcript, env.progress.call_id()) else { return outcome };
-        let safe: String =
-            call.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
-        let path = parent.with_extension(format!("{safe}.jsonl"));
+        let (Some(parent), Some(call)) = (&self.task.transcript, env.progress.call_id()) else {
+            return outcome;
+        };
+        let path = parent.with_extension(format!("{}.jsonl", super::turn::transcript::safe_name(call)));
         let lines: String = messages
             .iter()
             .filter_map(|m| serde_json::to_string(m).ok())
@@ -260,36 +232,36 @@ impl Child {
     async fn work(&self, args: TaskArgs, env: &ToolEnv, messages: &mut Vec<ChatMessage>) -> Outcome {
         let env = env.clone();
         let model = match &args.model {
-            Some(id) => match self.providers.resolve(id) {
+            Some(id) => match self.task.providers.resolve(id) {
                 Ok(model) => model,
                 Err(error) => return Outcome::failed(format!("`model`: {error}")),
             },
-            None => self.model.clone(),
+            None => self.task.model.clone(),
         };
         let mut tools = Registry::new();
-        for spec in self.tools.specs(false) {
+        for spec in self.task.tools.specs(false) {
             let wanted = match &args.tools {
                 Some(names) => names.contains(&spec.name),
-                None => self.tools.get(&spec.name).is_some_and(|t| read_only(t.kind())),
+                None => self.task.tools.get(&spec.name).is_some_and(|t| read_only(t.kind())),
             };
-            if let Some(tool) = self.tools.get(&spec.name).filter(|_| wanted && spec.name != NAME) {
+            if let Some(tool) = self.task.tools.get(&spec.name).filter(|_| wanted && spec.name != NAME) {
                 tools.add(tool.clone());
             }
         }
-        let specs = tools.specs(self.gate.plan);
+        let specs = tools.specs(self.task.gate.plan);
         *messages = vec![
             ChatMessage::System { text: INSTRUCTIONS.to_owned() },
             ChatMessage::User { parts: vec![UserPart::Text { text: args.prompt.clone() }] },
         ];
         let mut steps = Steps(Vec::new());
-        let deadline = tokio::time::Instant::now() + self.bounds.max_time;
+        let deadline = tokio::time::Instant::now() + self.task.bounds.max_time;
         let late = || {
             format!(
                 "The subagent ran {} s (subagent_timeout_s) without answering.",
-                self.bounds.max_time.as_secs()
+                self.task.bounds.max_time.as_secs()
             )
         };
-        for _ in 0..self.bounds.max_steps {
+        for _ in 0..self.task.bounds.max_steps {
             let request = ModelRequest {
                 model: model.model.clone(),
                 messages: messages.clone(),
@@ -328,7 +300,7 @@ impl Child {
         }
         let why = format!(
             "The subagent made {} model requests (subagent_max_steps) without answering.",
-            self.bounds.max_steps
+            self.task.bounds.max_steps
         );
         stopped(&why, &steps)
     }
@@ -352,7 +324,7 @@ impl Child {
                     text.push_str(&piece)
                 }
                 ModelEvent::ToolCall { call } => calls.push(call),
-                ModelEvent::Usage { usage } => self.status.owe(usage, model.price.clone()),
+                ModelEvent::Usage { usage } => self.task.status.owe(usage, model.price.clone()),
                 _ => {}
             }
         }
@@ -386,8 +358,9 @@ impl Child {
         };
         let title = prepared.title.clone();
         let decision = {
-            let approvals = self.gate.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            decide(self.gate.posture, self.gate.plan, &call.name, &prepared, &approvals)
+            let approvals =
+                self.task.gate.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            decide(self.task.gate.posture, self.task.gate.plan, &call.name, &prepared, &approvals)
         };
         let prepared = match decision {
             Decision::Allow => prepared,
@@ -427,7 +400,7 @@ impl Child {
             subagent_call_id: Some(call.id.clone()),
         };
         let answer = tokio::select! {
-            answer = env.editor.request_permission(&ask, self.gate.timeout) => answer,
+            answer = env.editor.request_permission(&ask, self.task.gate.timeout) => answer,
             () = env.cancel.cancelled() => PermissionAnswer::Cancelled,
         };
         match answer {

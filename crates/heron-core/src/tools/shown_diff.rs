@@ -20,6 +20,10 @@ use crate::types::ToolOutput;
 /// The most bytes of file text, old and new together, one shown diff holds.
 pub const MAX_SHOWN_DIFF_BYTES: usize = 1024 * 1024;
 
+/// How a clipped diff's marker line ends, after the count of lines it stands for: what
+/// tells a stored diff that is not the whole file (a rewind cannot put one back).
+pub const LEFT_OUT: &str = "unchanged lines not shown ⋯";
+
 /// Unchanged lines shown before and after each change of a clipped diff.
 const CONTEXT_LINES: usize = 3;
 
@@ -211,7 +215,7 @@ impl Excerpt {
         if lines == 0 {
             return;
         }
-        let marker = format!("⋯ {lines} unchanged lines not shown ⋯\n");
+        let marker = format!("⋯ {lines} {LEFT_OUT}\n");
         self.old.push_str(&marker);
         self.new.push_str(&marker);
     }

@@ -13,10 +13,13 @@ use crate::session::event::Event;
 
 /// Where a session's transcript is written.
 pub fn transcript_path(dir: &Path, id: &str) -> PathBuf {
-    // Session ids are Heron's own UUIDs, but never trust a name to stay inside the directory.
-    let safe: String =
-        id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
-    dir.join(format!("{safe}.jsonl"))
+    dir.join(format!("{}.jsonl", safe_name(id)))
+}
+
+/// `id` made fit for a file name: session and call ids are Heron's own or a model's, but a
+/// name is never trusted to stay inside its directory.
+pub(in crate::session) fn safe_name(id: &str) -> String {
+    id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
 }
 
 /// Keeps one session's transcript in step with its history. The default writes nowhere.
