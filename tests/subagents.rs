@@ -24,13 +24,13 @@ fn parent(child: &str) -> String {
     format!(
         "{}\n{}\n",
         json!({ "steps": [task("count them"), writer] }),
-        json!({ "steps": [{ "text": "Both subagents answered." }] })
+        json!({ "steps": [{ "text": "Both subagents answered." }, { "usage": { "input": 100, "output": 5 } }] })
     )
 }
 
 /// A child that writes a note, then says so.
 const WRITER: &str = r#"{"steps": [{"tool_call": {"name": "write_file", "arguments": {"path": "NOTE.md", "content": "from a subagent\n"}}}]}
-{"steps": [{"text": "Wrote NOTE.md."}]}
+{"steps": [{"text": "Wrote NOTE.md."}, {"usage": {"input": 700, "output": 7}}]}
 "#;
 
 /// A child that lists the files, then answers.
@@ -108,6 +108,14 @@ async fn two_subagents_run_at_once_one_asks_on_its_card_and_each_answers_through
     assert_eq!(
         std::fs::read_to_string(std::path::Path::new(&editor.dirs.ws()).join("NOTE.md")).ok().as_deref(),
         Some("from a subagent\n")
+    );
+    // The child's tokens count in the session's, with the parent's next report (100 and 5).
+    let status = editor.ask(json!("st"), "_heron/session/status", json!({ "sessionId": session })).await;
+    let tokens = &status["result"]["status"]["costQuote"]["tokens"];
+    assert_eq!(
+        (tokens["inputTokens"].as_u64(), tokens["outputTokens"].as_u64()),
+        (Some(800), Some(12)),
+        "{status}"
     );
     let calls: Vec<&Value> = seen.iter().filter(|m| update_kind(m) == Some("tool_call")).collect();
     assert_eq!(calls.len(), 2, "one call per child: {calls:#?}");
