@@ -30,6 +30,7 @@ const SESSION_PROMPT: &str = r#"{"jsonrpc":"2.0","id":7,"method":"session/prompt
 /// An agent whose prompt handler answers at once; every other method is unused.
 struct BenchAgent;
 
+#[allow(refining_impl_trait)] // concrete results, narrower than the trait on purpose
 impl Agent for BenchAgent {
     fn initialize(
         &self,
@@ -75,6 +76,7 @@ impl BenchClient {
     }
 }
 
+#[allow(refining_impl_trait)] // concrete results, narrower than the trait on purpose
 impl Client for BenchClient {
     fn session_request_permission(
         &self,
@@ -115,7 +117,7 @@ fn typed_request(agent: &BenchAgent, line: &str) -> String {
     let found = Method::from_wire(&method).expect("known method");
     let running = dispatch_agent_request(agent, found, params.as_deref()).expect("params decode");
     let result = running.now_or_never().expect("handler is ready");
-    envelope::encode_response(&id, &result)
+    envelope::encode_response(&id, &result.result)
 }
 
 /// The baseline: the same bytes through `Value` and back, with no protocol knowledge.

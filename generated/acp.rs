@@ -8330,10 +8330,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxDeleteRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxDeleteResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronInboxDeleteResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/delete")),
+            Err::<
+                HeronInboxDeleteResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/inbox/delete")),
         )
     }
     /// Parameters of `_heron/inbox/enqueue`: add a prompt to the session's inbox, committed before the answer: a follow-up that runs when the session is idle and its turn comes, or a steer for the running turn. The prompt is `prompt` (content blocks) or `text` (plain text): exactly one; neither or both is -32602 naming `prompt`.
@@ -8344,10 +8352,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxEnqueueRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxEnqueueResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronInboxEnqueueResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/enqueue")),
+            Err::<
+                HeronInboxEnqueueResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/inbox/enqueue")),
         )
     }
     /// Parameters of `_heron/inbox/get`: fetch one inbox item.
@@ -8358,10 +8374,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxGetRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxGetResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronInboxGetResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/get")),
+            Err::<
+                HeronInboxGetResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/inbox/get")),
         )
     }
     /// Parameters of `_heron/inbox/list`: list a session's inbox items in queue order, 50 at a time, as metadata without their prompts.
@@ -8372,10 +8396,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxListRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxListResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronInboxListResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/list")),
+            Err::<
+                HeronInboxListResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/inbox/list")),
         )
     }
     /// Parameters of `_heron/inbox/move`: move a queued item to another place in the queue. The place is `position` or `toIndex`: exactly one; neither or both is -32602 naming `position`.
@@ -8386,10 +8418,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxMoveRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxMoveResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronInboxMoveResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/move")),
+            Err::<
+                HeronInboxMoveResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/inbox/move")),
         )
     }
     /// Parameters of `_heron/inbox/refresh`: re-read the session's inbox from the store and return all of its item metadata, unpaginated.
@@ -8400,10 +8440,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxRefreshRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxRefreshResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronInboxRefreshResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/refresh")),
+            Err::<
+                HeronInboxRefreshResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/inbox/refresh")),
         )
     }
     /// Parameters of `_heron/inbox/retry`: put a failed item back in the queue so it runs again.
@@ -8414,10 +8462,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxRetryRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxRetryResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronInboxRetryResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/retry")),
+            Err::<
+                HeronInboxRetryResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/inbox/retry")),
         )
     }
     /// Parameters of `_heron/inbox/setPaused`: pause or resume the inbox. A paused inbox keeps its items but starts none of them; a running item is not interrupted.
@@ -8428,10 +8484,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxSetPausedRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxSetPausedResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronInboxSetPausedResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/setPaused")),
+            Err::<
+                HeronInboxSetPausedResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/inbox/setPaused")),
         )
     }
     /// Parameters of `_heron/inbox/update`: replace the prompt of a queued item (a follow-up not started yet, or a steer not applied yet).
@@ -8442,10 +8506,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronInboxUpdateRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronInboxUpdateResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronInboxUpdateResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/inbox/update")),
+            Err::<
+                HeronInboxUpdateResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/inbox/update")),
         )
     }
     /// Parameters of `_heron/session/goal/pause`: stop pursuing the session's goal after the current turn, keeping it for later.
@@ -8456,10 +8528,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronGoalPauseRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronGoalPauseResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronGoalPauseResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/session/goal/pause")),
+            Err::<
+                HeronGoalPauseResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/session/goal/pause")),
         )
     }
     /// Parameters of `_heron/session/goal/resume`: continue pursuing a paused goal.
@@ -8470,10 +8550,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronGoalResumeRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronGoalResumeResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronGoalResumeResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/session/goal/resume")),
+            Err::<
+                HeronGoalResumeResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/session/goal/resume")),
         )
     }
     /// Parameters of `_heron/session/mcpStatus`: ask for the state of every MCP server attached to a session.
@@ -8484,10 +8572,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronSessionMcpStatusRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronSessionMcpStatusResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronSessionMcpStatusResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/session/mcpStatus")),
+            Err::<
+                HeronSessionMcpStatusResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/session/mcpStatus")),
         )
     }
     /// Parameters of `_heron/session/reloadExtensions`: re-read Heron's configuration (`config.toml`, `.env`), the user's and the project's custom commands and the plugins, and restart the session's plugin MCP servers; all or nothing.
@@ -8498,10 +8594,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronReloadExtensionsRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronReloadExtensionsResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronReloadExtensionsResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(
+            Err::<
+                HeronReloadExtensionsResponse,
+                _,
+            >(
                 crate::runtime::RpcError::method_not_found(
                     "_heron/session/reloadExtensions",
                 ),
@@ -8516,10 +8620,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronSessionRewindRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronSessionRewindResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronSessionRewindResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/session/rewind")),
+            Err::<
+                HeronSessionRewindResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/session/rewind")),
         )
     }
     /// Parameters of `_heron/session/status`: ask for a snapshot of a session's state. Has no side effects.
@@ -8530,10 +8642,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronSessionStatusRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronSessionStatusResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronSessionStatusResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/session/status")),
+            Err::<
+                HeronSessionStatusResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/session/status")),
         )
     }
     /// Parameters of `_heron/session/steer`: add user guidance to the session without cancelling anything. It is committed to the store as an inbox item before the answer; an unknown session or an empty prompt is -32602 with `data.path` naming the field.
@@ -8544,10 +8664,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: HeronSessionSteerRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<HeronSessionSteerResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<HeronSessionSteerResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("_heron/session/steer")),
+            Err::<
+                HeronSessionSteerResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("_heron/session/steer")),
         )
     }
     /// Request parameters for the authenticate method.
@@ -8558,10 +8686,16 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: AuthenticateRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<AuthenticateResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<AuthenticateResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("authenticate")),
+            Err::<
+                AuthenticateResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("authenticate")),
         )
     }
     /// Request parameters for the initialize method.
@@ -8571,7 +8705,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: InitializeRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<InitializeResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<InitializeResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static;
     /// Request parameters for the logout method.
     ///
@@ -8581,9 +8718,17 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: LogoutRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<LogoutResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<LogoutResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
-        ::std::future::ready(Err(crate::runtime::RpcError::method_not_found("logout")))
+        ::std::future::ready(
+            Err::<
+                LogoutResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("logout")),
+        )
     }
     /// Notification to cancel ongoing operations for a session.
     ///
@@ -8602,10 +8747,16 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: CloseSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CloseSessionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<CloseSessionResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/close")),
+            Err::<
+                CloseSessionResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/close")),
         )
     }
     /// Request parameters for deleting an existing session from `session/list`.
@@ -8616,10 +8767,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: DeleteSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<DeleteSessionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<DeleteSessionResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/delete")),
+            Err::<
+                DeleteSessionResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/delete")),
         )
     }
     /// This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -8630,10 +8789,16 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: ForkSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ForkSessionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<ForkSessionResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/fork")),
+            Err::<
+                ForkSessionResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/fork")),
         )
     }
     /// Request parameters for listing existing sessions.
@@ -8644,10 +8809,16 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: ListSessionsRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ListSessionsResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<ListSessionsResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/list")),
+            Err::<
+                ListSessionsResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/list")),
         )
     }
     /// Request parameters for loading an existing session.
@@ -8658,10 +8829,16 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: LoadSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<LoadSessionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<LoadSessionResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/load")),
+            Err::<
+                LoadSessionResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/load")),
         )
     }
     /// Request parameters for creating a new session.
@@ -8671,7 +8848,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: NewSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<NewSessionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<NewSessionResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static;
     /// Request parameters for sending a user prompt to the agent.
     ///
@@ -8680,7 +8860,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: PromptRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<PromptResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<PromptResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static;
     /// Request parameters for resuming an existing session.
     ///
@@ -8690,10 +8873,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: ResumeSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ResumeSessionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<ResumeSessionResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/resume")),
+            Err::<
+                ResumeSessionResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/resume")),
         )
     }
     /// Request parameters for setting a session configuration option.
@@ -8704,10 +8895,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: SetSessionConfigOptionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<SetSessionConfigOptionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<SetSessionConfigOptionResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/set_config_option")),
+            Err::<
+                SetSessionConfigOptionResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/set_config_option")),
         )
     }
     /// Request parameters for setting a session mode.
@@ -8718,10 +8917,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: SetSessionModeRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<SetSessionModeResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<SetSessionModeResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/set_mode")),
+            Err::<
+                SetSessionModeResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/set_mode")),
         )
     }
     /// Parameters of the legacy `session/set_model` request: switch the model that serves a session. Removed from ACP upstream in favour of a `model` config option, but still sent by older clients.
@@ -8732,10 +8939,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: SetSessionModelRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<SetSessionModelResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<SetSessionModelResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/set_model")),
+            Err::<
+                SetSessionModelResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/set_model")),
         )
     }
 }
@@ -8788,10 +9003,18 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: CreateElicitationRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CreateElicitationResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<CreateElicitationResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("elicitation/create")),
+            Err::<
+                CreateElicitationResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("elicitation/create")),
         )
     }
     /// Request to read content from a text file.
@@ -8802,10 +9025,16 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: ReadTextFileRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ReadTextFileResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<ReadTextFileResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("fs/read_text_file")),
+            Err::<
+                ReadTextFileResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("fs/read_text_file")),
         )
     }
     /// Request to write content to a text file.
@@ -8816,10 +9045,18 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: WriteTextFileRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<WriteTextFileResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<WriteTextFileResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("fs/write_text_file")),
+            Err::<
+                WriteTextFileResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("fs/write_text_file")),
         )
     }
     /// Request for user permission to execute a tool call.
@@ -8829,7 +9066,12 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: RequestPermissionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<RequestPermissionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<RequestPermissionResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static;
     /// Notification containing a session update from the agent.
     ///
@@ -8848,10 +9090,18 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: CreateTerminalRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CreateTerminalResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<CreateTerminalResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("terminal/create")),
+            Err::<
+                CreateTerminalResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("terminal/create")),
         )
     }
     /// Request to kill a terminal without releasing it.
@@ -8862,10 +9112,16 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: KillTerminalRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<KillTerminalResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<KillTerminalResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("terminal/kill")),
+            Err::<
+                KillTerminalResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("terminal/kill")),
         )
     }
     /// Request to get the current output and status of a terminal.
@@ -8876,10 +9132,18 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: TerminalOutputRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<TerminalOutputResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<TerminalOutputResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("terminal/output")),
+            Err::<
+                TerminalOutputResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("terminal/output")),
         )
     }
     /// Request to release a terminal and free its resources.
@@ -8890,10 +9154,18 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: ReleaseTerminalRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ReleaseTerminalResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<ReleaseTerminalResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("terminal/release")),
+            Err::<
+                ReleaseTerminalResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("terminal/release")),
         )
     }
     /// Request to wait for a terminal command to exit.
@@ -8904,10 +9176,18 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: WaitForTerminalExitRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<WaitForTerminalExitResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<WaitForTerminalExitResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("terminal/wait_for_exit")),
+            Err::<
+                WaitForTerminalExitResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("terminal/wait_for_exit")),
         )
     }
 }
@@ -8923,170 +9203,350 @@ pub fn dispatch_agent_request<H: Agent + ?Sized>(
         Method::HeronInboxDelete => {
             let params: HeronInboxDeleteRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_inbox_delete(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronInboxDeleteResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronInboxEnqueue => {
             let params: HeronInboxEnqueueRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_inbox_enqueue(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronInboxEnqueueResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronInboxGet => {
             let params: HeronInboxGetRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_inbox_get(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronInboxGetResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronInboxList => {
             let params: HeronInboxListRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_inbox_list(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronInboxListResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronInboxMove => {
             let params: HeronInboxMoveRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_inbox_move(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronInboxMoveResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronInboxRefresh => {
             let params: HeronInboxRefreshRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_inbox_refresh(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronInboxRefreshResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronInboxRetry => {
             let params: HeronInboxRetryRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_inbox_retry(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronInboxRetryResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronInboxSetPaused => {
             let params: HeronInboxSetPausedRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_inbox_set_paused(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronInboxSetPausedResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronInboxUpdate => {
             let params: HeronInboxUpdateRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_inbox_update(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronInboxUpdateResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronSessionGoalPause => {
             let params: HeronGoalPauseRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_session_goal_pause(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronGoalPauseResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronSessionGoalResume => {
             let params: HeronGoalResumeRequest = crate::runtime::decode_params(params)?;
             let running = handler.heron_session_goal_resume(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronGoalResumeResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronSessionMcpStatus => {
             let params: HeronSessionMcpStatusRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_session_mcp_status(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronSessionMcpStatusResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronSessionReloadExtensions => {
             let params: HeronReloadExtensionsRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_session_reload_extensions(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronReloadExtensionsResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronSessionRewind => {
             let params: HeronSessionRewindRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_session_rewind(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronSessionRewindResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronSessionStatus => {
             let params: HeronSessionStatusRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_session_status(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronSessionStatusResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::HeronSessionSteer => {
             let params: HeronSessionSteerRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.heron_session_steer(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        HeronSessionSteerResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::Authenticate => {
             let params: AuthenticateRequest = crate::runtime::decode_params(params)?;
             let running = handler.authenticate(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        AuthenticateResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::Initialize => {
             let params: InitializeRequest = crate::runtime::decode_params(params)?;
             let running = handler.initialize(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        InitializeResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::Logout => {
             let params: LogoutRequest = crate::runtime::decode_params(params)?;
             let running = handler.logout(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        LogoutResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionClose => {
             let params: CloseSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_close(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        CloseSessionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionDelete => {
             let params: DeleteSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_delete(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        DeleteSessionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionFork => {
             let params: ForkSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_fork(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        ForkSessionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionList => {
             let params: ListSessionsRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_list(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        ListSessionsResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionLoad => {
             let params: LoadSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_load(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        LoadSessionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionNew => {
             let params: NewSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_new(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        NewSessionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionPrompt => {
             let params: PromptRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_prompt(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        PromptResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionResume => {
             let params: ResumeSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_resume(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        ResumeSessionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionSetConfigOption => {
             let params: SetSessionConfigOptionRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.session_set_config_option(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        SetSessionConfigOptionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionSetMode => {
             let params: SetSessionModeRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_set_mode(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        SetSessionModeResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionSetModel => {
             let params: SetSessionModelRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_set_model(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        SetSessionModelResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         _ => Err(crate::runtime::RpcError::method_not_found(method.wire())),
     }
@@ -9129,51 +9589,105 @@ pub fn dispatch_client_request<H: Client + ?Sized>(
                 params,
             )?;
             let running = handler.elicitation_create(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        CreateElicitationResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::FsReadTextFile => {
             let params: ReadTextFileRequest = crate::runtime::decode_params(params)?;
             let running = handler.fs_read_text_file(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        ReadTextFileResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::FsWriteTextFile => {
             let params: WriteTextFileRequest = crate::runtime::decode_params(params)?;
             let running = handler.fs_write_text_file(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        WriteTextFileResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionRequestPermission => {
             let params: RequestPermissionRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.session_request_permission(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        RequestPermissionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::TerminalCreate => {
             let params: CreateTerminalRequest = crate::runtime::decode_params(params)?;
             let running = handler.terminal_create(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        CreateTerminalResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::TerminalKill => {
             let params: KillTerminalRequest = crate::runtime::decode_params(params)?;
             let running = handler.terminal_kill(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        KillTerminalResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::TerminalOutput => {
             let params: TerminalOutputRequest = crate::runtime::decode_params(params)?;
             let running = handler.terminal_output(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        TerminalOutputResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::TerminalRelease => {
             let params: ReleaseTerminalRequest = crate::runtime::decode_params(params)?;
             let running = handler.terminal_release(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        ReleaseTerminalResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::TerminalWaitForExit => {
             let params: WaitForTerminalExitRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.terminal_wait_for_exit(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        WaitForTerminalExitResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         _ => Err(crate::runtime::RpcError::method_not_found(method.wire())),
     }
@@ -9252,6 +9766,7 @@ pub fn dispatch_client_notification<H: Client + ?Sized>(
 }
 /// Calls the remote `Agent` over a connection.
 impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
+    #[allow(refining_impl_trait)]
     fn heron_inbox_delete(
         &self,
         params: HeronInboxDeleteRequest,
@@ -9260,6 +9775,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/inbox/delete", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_inbox_enqueue(
         &self,
         params: HeronInboxEnqueueRequest,
@@ -9268,6 +9784,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/inbox/enqueue", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_inbox_get(
         &self,
         params: HeronInboxGetRequest,
@@ -9276,6 +9793,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/inbox/get", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_inbox_list(
         &self,
         params: HeronInboxListRequest,
@@ -9284,6 +9802,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/inbox/list", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_inbox_move(
         &self,
         params: HeronInboxMoveRequest,
@@ -9292,6 +9811,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/inbox/move", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_inbox_refresh(
         &self,
         params: HeronInboxRefreshRequest,
@@ -9300,6 +9820,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/inbox/refresh", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_inbox_retry(
         &self,
         params: HeronInboxRetryRequest,
@@ -9308,6 +9829,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/inbox/retry", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_inbox_set_paused(
         &self,
         params: HeronInboxSetPausedRequest,
@@ -9316,6 +9838,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/inbox/setPaused", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_inbox_update(
         &self,
         params: HeronInboxUpdateRequest,
@@ -9324,6 +9847,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/inbox/update", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_session_goal_pause(
         &self,
         params: HeronGoalPauseRequest,
@@ -9332,6 +9856,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/session/goal/pause", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_session_goal_resume(
         &self,
         params: HeronGoalResumeRequest,
@@ -9340,6 +9865,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/session/goal/resume", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_session_mcp_status(
         &self,
         params: HeronSessionMcpStatusRequest,
@@ -9348,6 +9874,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/session/mcpStatus", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_session_reload_extensions(
         &self,
         params: HeronReloadExtensionsRequest,
@@ -9360,6 +9887,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
             params,
         )
     }
+    #[allow(refining_impl_trait)]
     fn heron_session_rewind(
         &self,
         params: HeronSessionRewindRequest,
@@ -9368,6 +9896,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/session/rewind", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_session_status(
         &self,
         params: HeronSessionStatusRequest,
@@ -9376,6 +9905,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/session/status", params)
     }
+    #[allow(refining_impl_trait)]
     fn heron_session_steer(
         &self,
         params: HeronSessionSteerRequest,
@@ -9384,6 +9914,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "_heron/session/steer", params)
     }
+    #[allow(refining_impl_trait)]
     fn authenticate(
         &self,
         params: AuthenticateRequest,
@@ -9392,6 +9923,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "authenticate", params)
     }
+    #[allow(refining_impl_trait)]
     fn initialize(
         &self,
         params: InitializeRequest,
@@ -9400,6 +9932,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "initialize", params)
     }
+    #[allow(refining_impl_trait)]
     fn logout(
         &self,
         params: LogoutRequest,
@@ -9416,6 +9949,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::notify(&self.0, "session/cancel", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_close(
         &self,
         params: CloseSessionRequest,
@@ -9424,6 +9958,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/close", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_delete(
         &self,
         params: DeleteSessionRequest,
@@ -9432,6 +9967,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/delete", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_fork(
         &self,
         params: ForkSessionRequest,
@@ -9440,6 +9976,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/fork", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_list(
         &self,
         params: ListSessionsRequest,
@@ -9448,6 +9985,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/list", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_load(
         &self,
         params: LoadSessionRequest,
@@ -9456,6 +9994,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/load", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_new(
         &self,
         params: NewSessionRequest,
@@ -9464,6 +10003,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/new", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_prompt(
         &self,
         params: PromptRequest,
@@ -9472,6 +10012,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/prompt", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_resume(
         &self,
         params: ResumeSessionRequest,
@@ -9480,6 +10021,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/resume", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_set_config_option(
         &self,
         params: SetSessionConfigOptionRequest,
@@ -9488,6 +10030,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/set_config_option", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_set_mode(
         &self,
         params: SetSessionModeRequest,
@@ -9496,6 +10039,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::runtime::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/set_mode", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_set_model(
         &self,
         params: SetSessionModelRequest,
@@ -9535,6 +10079,7 @@ impl<O: crate::runtime::Outgoing> Client for crate::runtime::ClientPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::notify(&self.0, "elicitation/complete", params)
     }
+    #[allow(refining_impl_trait)]
     fn elicitation_create(
         &self,
         params: CreateElicitationRequest,
@@ -9543,6 +10088,7 @@ impl<O: crate::runtime::Outgoing> Client for crate::runtime::ClientPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "elicitation/create", params)
     }
+    #[allow(refining_impl_trait)]
     fn fs_read_text_file(
         &self,
         params: ReadTextFileRequest,
@@ -9551,6 +10097,7 @@ impl<O: crate::runtime::Outgoing> Client for crate::runtime::ClientPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "fs/read_text_file", params)
     }
+    #[allow(refining_impl_trait)]
     fn fs_write_text_file(
         &self,
         params: WriteTextFileRequest,
@@ -9559,6 +10106,7 @@ impl<O: crate::runtime::Outgoing> Client for crate::runtime::ClientPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "fs/write_text_file", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_request_permission(
         &self,
         params: RequestPermissionRequest,
@@ -9575,6 +10123,7 @@ impl<O: crate::runtime::Outgoing> Client for crate::runtime::ClientPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::notify(&self.0, "session/update", params)
     }
+    #[allow(refining_impl_trait)]
     fn terminal_create(
         &self,
         params: CreateTerminalRequest,
@@ -9583,6 +10132,7 @@ impl<O: crate::runtime::Outgoing> Client for crate::runtime::ClientPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "terminal/create", params)
     }
+    #[allow(refining_impl_trait)]
     fn terminal_kill(
         &self,
         params: KillTerminalRequest,
@@ -9591,6 +10141,7 @@ impl<O: crate::runtime::Outgoing> Client for crate::runtime::ClientPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "terminal/kill", params)
     }
+    #[allow(refining_impl_trait)]
     fn terminal_output(
         &self,
         params: TerminalOutputRequest,
@@ -9599,6 +10150,7 @@ impl<O: crate::runtime::Outgoing> Client for crate::runtime::ClientPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "terminal/output", params)
     }
+    #[allow(refining_impl_trait)]
     fn terminal_release(
         &self,
         params: ReleaseTerminalRequest,
@@ -9607,6 +10159,7 @@ impl<O: crate::runtime::Outgoing> Client for crate::runtime::ClientPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "terminal/release", params)
     }
+    #[allow(refining_impl_trait)]
     fn terminal_wait_for_exit(
         &self,
         params: WaitForTerminalExitRequest,

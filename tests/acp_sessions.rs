@@ -119,6 +119,33 @@ async fn session_new_answers_the_session_with_its_modes_and_config_options() {
 }
 
 #[tokio::test]
+async fn a_new_sessions_commands_come_right_behind_its_answer_even_to_an_editor_that_pipelines() {
+    let mut editor = support::start();
+    initialize(&mut editor).await;
+    let cwd = editor.dirs.ws();
+    // The editor sends its next requests before it has read the answer to the first.
+    editor.send_request(json!("new"), "session/new", json!({ "cwd": cwd, "mcpServers": [] })).await;
+    editor.send_request(json!("list"), "session/list", json!({})).await;
+    editor.send_request(json!("again"), "session/new", json!({ "cwd": cwd, "mcpServers": [] })).await;
+    let mut seen = Vec::new();
+    let commands =
+        |seen: &[Value]| seen.iter().filter(|m| update_kind(m) == Some("available_commands_update")).count();
+    while seen.iter().filter(|m: &&Value| m.get("id").is_some()).count() < 3 || commands(&seen) < 2 {
+        seen.push(editor.recv().await);
+    }
+    for id in ["new", "again"] {
+        let at = seen.iter().position(|m| m["id"] == id).expect("answered");
+        let session = &seen[at]["result"]["sessionId"];
+        // No update of the session before its answer, and its commands right behind it.
+        assert!(seen[..at].iter().all(|m| &m["params"]["sessionId"] != session), "{seen:#?}");
+        let next = seen.get(at + 1).unwrap_or_else(|| panic!("nothing followed {id}: {seen:#?}"));
+        assert_eq!(update_kind(next), Some("available_commands_update"), "{seen:#?}");
+        assert_eq!(&next["params"]["sessionId"], session);
+    }
+    editor.close().await;
+}
+
+#[tokio::test]
 async fn session_new_with_a_relative_cwd_is_invalid_params_naming_cwd() {
     let mut editor = support::start();
     initialize(&mut editor).await;

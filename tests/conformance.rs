@@ -373,6 +373,7 @@ fn decode<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T,
     serde_json::from_value(value).map_err(|e| RpcError::internal(&e))
 }
 
+#[allow(refining_impl_trait)] // concrete results, narrower than the trait on purpose
 impl Agent for EchoAgent {
     fn initialize(
         &self,

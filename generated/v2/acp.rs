@@ -6578,10 +6578,16 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: LoginAuthRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<LoginAuthResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<LoginAuthResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("auth/login")),
+            Err::<
+                LoginAuthResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("auth/login")),
         )
     }
     /// Request parameters for the `auth/logout` method.
@@ -6592,10 +6598,16 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: LogoutAuthRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<LogoutAuthResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<LogoutAuthResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("auth/logout")),
+            Err::<
+                LogoutAuthResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("auth/logout")),
         )
     }
     /// Request parameters for the initialize method.
@@ -6605,7 +6617,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: InitializeRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<InitializeResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<InitializeResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static;
     /// Notification to cancel a session's foreground work and its prompts not yet inserted.
     ///
@@ -6624,10 +6639,16 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: CloseSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CloseSessionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<CloseSessionResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/close")),
+            Err::<
+                CloseSessionResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/close")),
         )
     }
     /// Request parameters for deleting an existing session from `session/list`.
@@ -6638,10 +6659,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: DeleteSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<DeleteSessionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<DeleteSessionResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/delete")),
+            Err::<
+                DeleteSessionResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/delete")),
         )
     }
     /// Request parameters for listing existing sessions.
@@ -6652,10 +6681,16 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: ListSessionsRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ListSessionsResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<ListSessionsResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/list")),
+            Err::<
+                ListSessionsResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/list")),
         )
     }
     /// Request parameters for creating a new session.
@@ -6665,7 +6700,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: NewSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<NewSessionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<NewSessionResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static;
     /// Request parameters for sending a user prompt to the agent.
     ///
@@ -6674,7 +6712,10 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: PromptRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<PromptResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<crate::runtime::Answered<PromptResponse>> + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static;
     /// Request parameters for resuming an existing session.
     ///
@@ -6684,10 +6725,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: ResumeSessionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<ResumeSessionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<ResumeSessionResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/resume")),
+            Err::<
+                ResumeSessionResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/resume")),
         )
     }
     /// Request parameters for setting a session configuration option.
@@ -6698,10 +6747,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: SetSessionConfigOptionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<SetSessionConfigOptionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<SetSessionConfigOptionResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("session/set_config_option")),
+            Err::<
+                SetSessionConfigOptionResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("session/set_config_option")),
         )
     }
     /// Request parameters for cancelling one terminal.
@@ -6712,10 +6769,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: CancelTerminalRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CancelTerminalResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<CancelTerminalResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("terminal/cancel")),
+            Err::<
+                CancelTerminalResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("terminal/cancel")),
         )
     }
     /// Request parameters for cancelling one tool call.
@@ -6726,10 +6791,18 @@ pub trait Agent: Send + Sync + 'static {
         &self,
         params: CancelToolCallRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CancelToolCallResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<CancelToolCallResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("tool_call/cancel")),
+            Err::<
+                CancelToolCallResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("tool_call/cancel")),
         )
     }
 }
@@ -6758,10 +6831,18 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: CreateElicitationRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<CreateElicitationResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<CreateElicitationResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static {
         ::std::future::ready(
-            Err(crate::runtime::RpcError::method_not_found("elicitation/create")),
+            Err::<
+                CreateElicitationResponse,
+                _,
+            >(crate::runtime::RpcError::method_not_found("elicitation/create")),
         )
     }
     /// Request for user permission to proceed with an operation.
@@ -6771,7 +6852,12 @@ pub trait Client: Send + Sync + 'static {
         &self,
         params: RequestPermissionRequest,
     ) -> impl ::std::future::Future<
-        Output = Result<RequestPermissionResponse, crate::runtime::RpcError>,
+        Output = Result<
+            impl Into<
+                crate::runtime::Answered<RequestPermissionResponse>,
+            > + Send + use<Self>,
+            crate::runtime::RpcError,
+        >,
     > + Send + 'static;
     /// Notification containing a session update from the agent.
     ///
@@ -6795,64 +6881,136 @@ pub fn dispatch_agent_request<H: Agent + ?Sized>(
         Method::AuthLogin => {
             let params: LoginAuthRequest = crate::runtime::decode_params(params)?;
             let running = handler.auth_login(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        LoginAuthResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::AuthLogout => {
             let params: LogoutAuthRequest = crate::runtime::decode_params(params)?;
             let running = handler.auth_logout(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        LogoutAuthResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::Initialize => {
             let params: InitializeRequest = crate::runtime::decode_params(params)?;
             let running = handler.initialize(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        InitializeResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionClose => {
             let params: CloseSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_close(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        CloseSessionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionDelete => {
             let params: DeleteSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_delete(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        DeleteSessionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionList => {
             let params: ListSessionsRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_list(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        ListSessionsResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionNew => {
             let params: NewSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_new(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        NewSessionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionPrompt => {
             let params: PromptRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_prompt(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        PromptResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionResume => {
             let params: ResumeSessionRequest = crate::runtime::decode_params(params)?;
             let running = handler.session_resume(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        ResumeSessionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionSetConfigOption => {
             let params: SetSessionConfigOptionRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.session_set_config_option(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        SetSessionConfigOptionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::TerminalCancel => {
             let params: CancelTerminalRequest = crate::runtime::decode_params(params)?;
             let running = handler.terminal_cancel(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        CancelTerminalResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::ToolCallCancel => {
             let params: CancelToolCallRequest = crate::runtime::decode_params(params)?;
             let running = handler.tool_call_cancel(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        CancelToolCallResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         _ => Err(crate::runtime::RpcError::method_not_found(method.wire())),
     }
@@ -6897,14 +7055,26 @@ pub fn dispatch_client_request<H: Client + ?Sized>(
                 params,
             )?;
             let running = handler.elicitation_create(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        CreateElicitationResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         Method::SessionRequestPermission => {
             let params: RequestPermissionRequest = crate::runtime::decode_params(
                 params,
             )?;
             let running = handler.session_request_permission(params);
-            Ok(Box::pin(async move { crate::runtime::encode_result(&running.await?) }))
+            Ok(
+                Box::pin(async move {
+                    crate::runtime::encode_answer::<
+                        RequestPermissionResponse,
+                    >(running.await.map(Into::into))
+                }),
+            )
         }
         _ => Err(crate::runtime::RpcError::method_not_found(method.wire())),
     }
@@ -6953,6 +7123,7 @@ pub fn dispatch_client_notification<H: Client + ?Sized>(
 }
 /// Calls the remote `Agent` over a connection.
 impl<O: crate::runtime::Outgoing> Agent for crate::v2::AgentPeer<O> {
+    #[allow(refining_impl_trait)]
     fn auth_login(
         &self,
         params: LoginAuthRequest,
@@ -6961,6 +7132,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::v2::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "auth/login", params)
     }
+    #[allow(refining_impl_trait)]
     fn auth_logout(
         &self,
         params: LogoutAuthRequest,
@@ -6969,6 +7141,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::v2::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "auth/logout", params)
     }
+    #[allow(refining_impl_trait)]
     fn initialize(
         &self,
         params: InitializeRequest,
@@ -6985,6 +7158,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::v2::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::notify(&self.0, "session/cancel", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_close(
         &self,
         params: CloseSessionRequest,
@@ -6993,6 +7167,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::v2::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/close", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_delete(
         &self,
         params: DeleteSessionRequest,
@@ -7001,6 +7176,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::v2::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/delete", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_list(
         &self,
         params: ListSessionsRequest,
@@ -7009,6 +7185,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::v2::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/list", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_new(
         &self,
         params: NewSessionRequest,
@@ -7017,6 +7194,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::v2::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/new", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_prompt(
         &self,
         params: PromptRequest,
@@ -7025,6 +7203,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::v2::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/prompt", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_resume(
         &self,
         params: ResumeSessionRequest,
@@ -7033,6 +7212,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::v2::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/resume", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_set_config_option(
         &self,
         params: SetSessionConfigOptionRequest,
@@ -7041,6 +7221,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::v2::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "session/set_config_option", params)
     }
+    #[allow(refining_impl_trait)]
     fn terminal_cancel(
         &self,
         params: CancelTerminalRequest,
@@ -7049,6 +7230,7 @@ impl<O: crate::runtime::Outgoing> Agent for crate::v2::AgentPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "terminal/cancel", params)
     }
+    #[allow(refining_impl_trait)]
     fn tool_call_cancel(
         &self,
         params: CancelToolCallRequest,
@@ -7068,6 +7250,7 @@ impl<O: crate::runtime::Outgoing> Client for crate::v2::ClientPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::notify(&self.0, "elicitation/complete", params)
     }
+    #[allow(refining_impl_trait)]
     fn elicitation_create(
         &self,
         params: CreateElicitationRequest,
@@ -7076,6 +7259,7 @@ impl<O: crate::runtime::Outgoing> Client for crate::v2::ClientPeer<O> {
     > + Send + 'static {
         crate::runtime::Outgoing::call(&self.0, "elicitation/create", params)
     }
+    #[allow(refining_impl_trait)]
     fn session_request_permission(
         &self,
         params: RequestPermissionRequest,

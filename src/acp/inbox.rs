@@ -19,7 +19,7 @@ use heron_core::session::inbox::{
 };
 use heron_core::types::PromptInput;
 use heron_protocol::error::INVALID_PARAMS;
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::{
     ContentBlock, HeronInboxDeleteRequest, HeronInboxDeleteResponse, HeronInboxDisposition,
     HeronInboxEnqueueRequest, HeronInboxEnqueueResponse, HeronInboxGetRequest, HeronInboxGetResponse,
@@ -31,10 +31,10 @@ use heron_protocol::{
     TextContent,
 };
 
-/// Lets the session's queued items run once the answer that opened it is out (the editor
-/// drops updates for a session it does not know yet), streaming their turns like prompts'.
-/// The stream and its forwarding task are made only when the first item runs.
-pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
+/// Lets the session's queued items run once the answer that opened it is out (`then`: the
+/// editor drops updates for a session it does not know yet), streaming their turns like
+/// prompts'. The stream and its forwarding task are made only when the first item runs.
+pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, then: &mut Then, session: &Session) {
     let (inner, id) = (inner.clone(), session.id().to_owned());
     let open = move || {
         let (updates, mut stream) = mpsc::unbounded_channel();
@@ -48,7 +48,7 @@ pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
         updates
     };
     let inbox = session.inbox().clone();
-    heron_rpc::after_response(async move { inbox.serve(open) });
+    then.after(move || inbox.serve(open));
 }
 
 /// Checks a prompt as `session/prompt` does, and that it is not empty (`empty` says why not).
@@ -198,7 +198,7 @@ fn inbox_error(err: InboxError) -> RpcError {
 }
 
 /// Runs `work` on the session's inbox after every inbox method the editor sent before it.
-fn ordered<O, T, F, Fut>(agent: &HeronAgent<O>, id: &SessionId, work: F) -> Reply<T>
+fn ordered<O, T, F, Fut>(agent: &HeronAgent<O>, id: &SessionId, work: F) -> Reply<Answered<T>>
 where
     O: Outgoing,
     T: Send + 'static,
@@ -216,11 +216,12 @@ where
         inner.status.sync(&inner.client, &session).await;
         // The next change, or the actor's claim of an item, waits until this answer is out.
         let inbox = session.inbox().clone();
-        heron_rpc::after_response(async move {
+        let mut then = Then::new();
+        then.after(move || {
             inbox.wake();
             drop(ticket);
         });
-        Ok(answer)
+        Ok(Answered::new(answer, then))
     })
 }
 
@@ -228,7 +229,7 @@ where
 pub(super) fn enqueue<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxEnqueueRequest,
-) -> Reply<HeronInboxEnqueueResponse> {
+) -> Reply<Answered<HeronInboxEnqueueResponse>> {
     let prompt = enqueued_prompt(params.prompt, params.text).and_then(|p| checked_prompt(p, EMPTY_ITEM));
     let (position, idempotency_key) = (params.position, params.idempotency_key);
     // Absent means a follow-up, as every enqueue was before intents existed.
@@ -254,7 +255,7 @@ pub(super) fn enqueue<O: Outgoing>(
 pub(super) fn steer<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronSessionSteerRequest,
-) -> Reply<HeronSessionSteerResponse> {
+) -> Reply<Answered<HeronSessionSteerResponse>> {
     let prompt = checked_prompt(params.prompt, "steering input must not be empty");
     let steered = ordered(agent, &params.session_id, move |session| async move {
         let new =
@@ -273,7 +274,7 @@ pub(super) fn steer<O: Outgoing>(
 pub(super) fn list<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxListRequest,
-) -> Reply<HeronInboxListResponse> {
+) -> Reply<Answered<HeronInboxListResponse>> {
     ordered(agent, &params.session_id, move |session| async move {
         let page = session.inbox().page(params.cursor.as_deref()).await.map_err(inbox_error)?;
         Ok(HeronInboxListResponse {
@@ -291,7 +292,7 @@ pub(super) fn list<O: Outgoing>(
 pub(super) fn get<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxGetRequest,
-) -> Reply<HeronInboxGetResponse> {
+) -> Reply<Answered<HeronInboxGetResponse>> {
     ordered(agent, &params.session_id, move |session| async move {
         let item = session.inbox().get(&params.item_id.0).await.map_err(inbox_error)?;
         Ok(HeronInboxGetResponse { item: wire_item(item), meta: None })
@@ -302,7 +303,7 @@ pub(super) fn get<O: Outgoing>(
 pub(super) fn update<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxUpdateRequest,
-) -> Reply<HeronInboxUpdateResponse> {
+) -> Reply<Answered<HeronInboxUpdateResponse>> {
     let prompt = checked_prompt(params.prompt, EMPTY_ITEM);
     ordered(agent, &params.session_id, move |session| async move {
         let prompt = prompt?;
@@ -315,7 +316,7 @@ pub(super) fn update<O: Outgoing>(
 pub(super) fn delete<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxDeleteRequest,
-) -> Reply<HeronInboxDeleteResponse> {
+) -> Reply<Answered<HeronInboxDeleteResponse>> {
     ordered(agent, &params.session_id, move |session| async move {
         session.inbox().delete(&params.item_id.0).await.map_err(inbox_error)?;
         Ok(HeronInboxDeleteResponse { meta: None })
@@ -326,7 +327,7 @@ pub(super) fn delete<O: Outgoing>(
 pub(super) fn move_item<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxMoveRequest,
-) -> Reply<HeronInboxMoveResponse> {
+) -> Reply<Answered<HeronInboxMoveResponse>> {
     // `toIndex` is the Reasonix guide's name for the place.
     let place = match (params.position, params.to_index) {
         (Some(place), None) | (None, Some(place)) => Ok(place),
@@ -347,7 +348,7 @@ pub(super) fn move_item<O: Outgoing>(
 pub(super) fn set_paused<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxSetPausedRequest,
-) -> Reply<HeronInboxSetPausedResponse> {
+) -> Reply<Answered<HeronInboxSetPausedResponse>> {
     ordered(agent, &params.session_id, move |session| async move {
         let paused = session.inbox().set_paused(params.paused).await.map_err(inbox_error)?;
         Ok(HeronInboxSetPausedResponse { meta: None, paused })
@@ -358,7 +359,7 @@ pub(super) fn set_paused<O: Outgoing>(
 pub(super) fn retry<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxRetryRequest,
-) -> Reply<HeronInboxRetryResponse> {
+) -> Reply<Answered<HeronInboxRetryResponse>> {
     ordered(agent, &params.session_id, move |session| async move {
         let item = session.inbox().retry(&params.item_id.0).await.map_err(inbox_error)?;
         Ok(HeronInboxRetryResponse { item: wire_item(item), meta: None })
@@ -369,7 +370,7 @@ pub(super) fn retry<O: Outgoing>(
 pub(super) fn refresh<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronInboxRefreshRequest,
-) -> Reply<HeronInboxRefreshResponse> {
+) -> Reply<Answered<HeronInboxRefreshResponse>> {
     ordered(agent, &params.session_id, move |session| async move {
         if let Some(item) = &params.item_id {
             session.inbox().get(&item.0).await.map_err(inbox_error)?;

@@ -15,7 +15,7 @@ use heron_core::tools::mcp::{McpHub, ServerSpec, ServerState, TransportSpec, rea
 use heron_core::tools::protected::Protected;
 use heron_core::types::{Notice, NoticeSeverity};
 use heron_protocol::error::INVALID_PARAMS;
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Outgoing, Then};
 use heron_protocol::{
     Client, HeronMcpServerState, HeronMcpServerStatus, HeronMcpTransport, HeronSessionMcpStatusRequest,
     HeronSessionMcpStatusResponse, HeronSessionMcpStatusUpdateNotification, HttpHeader, McpServer,
@@ -332,33 +332,38 @@ fn said(hub: &McpHub) -> Vec<Notice> {
 /// later) is a notice, and each change is a `_heron/session/mcpStatus_update` to a client
 /// that asked for status updates. One watcher per session and connection. With `first`
 /// (a session just opened: new, load, resume, fork), that client also gets the first
-/// snapshot, servers or none. All of it starts once the answer that opened the session is
-/// out, since a client drops updates for a session it does not know yet.
-pub(super) fn watch<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session, first: bool) {
-    let hub = session.mcp().clone();
+/// snapshot, servers or none. All of it follows the answer that opened the session
+/// (`then`), since a client drops updates for a session it does not know yet.
+pub(super) fn watch<O: Outgoing>(inner: &Arc<Inner<O>>, then: &mut Then, session: &Session, first: bool) {
+    if first && inner.status.is_wanted() {
+        let snapshot = snapshot(session.id(), session.mcp());
+        then.notify_serialized(heron_protocol::Method::HeronSessionMcpStatusUpdate.wire(), &snapshot);
+    }
+    if let Some(start) = follower(inner, session) {
+        then.after(start);
+    }
+}
+
+/// What starts this connection's watcher of the servers of `session`, unless it has one or
+/// the session has no servers (see [`watch`]). Its subscription is taken now, so a change
+/// between now and the start is not missed.
+pub(super) fn follower<O: Outgoing>(
+    inner: &Arc<Inner<O>>,
+    session: &Session,
+) -> Option<impl FnOnce() + Send + 'static> {
+    let hub = session.mcp();
     let follows = !hub.is_empty()
         && inner
             .mcp_watched
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(session.id().to_owned());
-    if !follows && !first {
-        return;
-    }
-    let (inner, id) = (inner.clone(), session.id().to_owned());
-    let changes = hub.subscribe();
-    heron_rpc::after_response(async move {
-        if first
-            && inner.status.is_wanted()
-            && let Err(err) = inner.client.heron_session_mcp_status_update(snapshot(&id, &hub)).await
-        {
-            tracing::debug!(%err, "could not send the first MCP snapshot");
-        }
+    follows.then(|| {
+        let (inner, id, changes) = (inner.clone(), session.id().to_owned(), hub.subscribe());
         // The hub is not kept alive by its watcher: a closed session ends it.
-        if follows {
-            drop(tokio::spawn(follow(inner, id, Arc::downgrade(&hub), changes)));
-        }
-    });
+        let hub = Arc::downgrade(hub);
+        move || drop(tokio::spawn(follow(inner, id, hub, changes)))
+    })
 }
 
 /// The watcher's loop (see [`watch`]).

@@ -5,6 +5,12 @@
 //! The `Agent` impl below is a routing table: each method names the module that serves it.
 //! A method's synchronous part runs on the connection's reader in arrival order (that is
 //! where prompts are queued and cancels take effect); the future it returns does the rest.
+//! What must follow an answer (a new session's commands, the release of its next turn) is
+//! returned with it ([`Answered`]), never sent from elsewhere.
+
+// Each method names its concrete future and result, narrower than the generated trait's
+// (which leaves room for an answer with what follows it): refined on purpose.
+#![allow(refining_impl_trait)]
 
 mod commands;
 mod compaction;
@@ -36,7 +42,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use heron_core::session::Session;
 use heron_core::session::settings::Settings;
 use heron_core::tools::editor::EditorIo;
-use heron_protocol::runtime::{ClientPeer, Outgoing};
+use heron_protocol::runtime::{Answered, ClientPeer, Outgoing, Then};
 use heron_protocol::{
     Agent, AuthenticateRequest, AuthenticateResponse, CancelNotification, Client, ClientCapabilities,
     CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
@@ -151,6 +157,20 @@ impl<O: Outgoing> Inner<O> {
         self.client.session_update(note).await
     }
 
+    /// Puts one `session/update` in what follows an answer, under the same rule as
+    /// [`Inner::send`].
+    fn then_send(&self, then: &mut Then, session_id: &str, update: SessionUpdate) {
+        if !variants::may_send(update.kind(), self.opted()) {
+            tracing::error!(
+                update = update.kind().wire(),
+                "an update the client did not opt into was not sent"
+            );
+            return;
+        }
+        let note = SessionNotification { meta: None, session_id: SessionId(session_id.to_owned()), update };
+        then.notify_serialized(heron_protocol::Method::SessionUpdate.wire(), &note);
+    }
+
     /// Sends `updates` of one session, in order, as one burst the connection writes
     /// together (a replay: one queue entry rather than one per update).
     async fn send_batch(&self, session_id: &str, updates: Vec<SessionUpdate>) -> Result<(), RpcError> {
@@ -180,18 +200,17 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     fn initialize(
         &self,
         params: InitializeRequest,
-    ) -> impl Future<Output = Result<InitializeResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<InitializeResponse>, RpcError>> + Send + 'static {
         let answer = init::initialize(self, params);
         // The store, config and extensions are read once the answer is queued, so nothing
-        // but the answer stands between the spawn and the editor's next step. Only while
-        // the build waits: a follow-up holds the reader until its answer is queued, which
-        // an editor that pipelines requests and reads no answers would turn into a stall.
+        // but the answer stands between the spawn and the editor's next step.
         let start = (!self.inner.manager.is_wanted()).then(|| self.inner.manager.clone());
         async move {
+            let mut then = Then::new();
             if let Some(manager) = start {
-                heron_rpc::after_response(async move { manager.want() });
+                then.after(move || manager.want());
             }
-            answer
+            Ok(Answered::new(answer?, then))
         }
     }
 
@@ -205,21 +224,21 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     fn session_new(
         &self,
         params: NewSessionRequest,
-    ) -> impl Future<Output = Result<NewSessionResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<NewSessionResponse>, RpcError>> + Send + 'static {
         sessions::new(self, params)
     }
 
     fn session_load(
         &self,
         params: LoadSessionRequest,
-    ) -> impl Future<Output = Result<LoadSessionResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<LoadSessionResponse>, RpcError>> + Send + 'static {
         sessions::load(self, params)
     }
 
     fn session_resume(
         &self,
         params: ResumeSessionRequest,
-    ) -> impl Future<Output = Result<ResumeSessionResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<ResumeSessionResponse>, RpcError>> + Send + 'static {
         sessions::resume(self, params)
     }
 
@@ -247,21 +266,22 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     fn session_fork(
         &self,
         params: ForkSessionRequest,
-    ) -> impl Future<Output = Result<ForkSessionResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<ForkSessionResponse>, RpcError>> + Send + 'static {
         sessions::fork(self, params)
     }
 
     fn session_set_mode(
         &self,
         params: SetSessionModeRequest,
-    ) -> impl Future<Output = Result<SetSessionModeResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<SetSessionModeResponse>, RpcError>> + Send + 'static {
         settings::set_mode(self, params)
     }
 
     fn session_set_config_option(
         &self,
         params: SetSessionConfigOptionRequest,
-    ) -> impl Future<Output = Result<SetSessionConfigOptionResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<SetSessionConfigOptionResponse>, RpcError>> + Send + 'static
+    {
         settings::set_config_option(self, params)
     }
 
@@ -275,7 +295,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     fn session_prompt(
         &self,
         params: PromptRequest,
-    ) -> impl Future<Output = Result<PromptResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<PromptResponse>, RpcError>> + Send + 'static {
         prompt::prompt(self, params)
     }
 
@@ -297,7 +317,7 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     fn heron_session_steer(
         &self,
         params: HeronSessionSteerRequest,
-    ) -> impl Future<Output = Result<HeronSessionSteerResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<HeronSessionSteerResponse>, RpcError>> + Send + 'static {
         inbox::steer(self, params)
     }
 
@@ -311,14 +331,15 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     fn heron_session_reload_extensions(
         &self,
         params: HeronReloadExtensionsRequest,
-    ) -> impl Future<Output = Result<HeronReloadExtensionsResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<HeronReloadExtensionsResponse>, RpcError>> + Send + 'static
+    {
         reload::reload(self, params)
     }
 
     fn heron_session_rewind(
         &self,
         params: HeronSessionRewindRequest,
-    ) -> impl Future<Output = Result<HeronSessionRewindResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<HeronSessionRewindResponse>, RpcError>> + Send + 'static {
         rewind::rewind(self, params)
     }
 
@@ -341,63 +362,63 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     fn heron_inbox_enqueue(
         &self,
         params: HeronInboxEnqueueRequest,
-    ) -> impl Future<Output = Result<HeronInboxEnqueueResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<HeronInboxEnqueueResponse>, RpcError>> + Send + 'static {
         inbox::enqueue(self, params)
     }
 
     fn heron_inbox_list(
         &self,
         params: HeronInboxListRequest,
-    ) -> impl Future<Output = Result<HeronInboxListResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<HeronInboxListResponse>, RpcError>> + Send + 'static {
         inbox::list(self, params)
     }
 
     fn heron_inbox_get(
         &self,
         params: HeronInboxGetRequest,
-    ) -> impl Future<Output = Result<HeronInboxGetResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<HeronInboxGetResponse>, RpcError>> + Send + 'static {
         inbox::get(self, params)
     }
 
     fn heron_inbox_update(
         &self,
         params: HeronInboxUpdateRequest,
-    ) -> impl Future<Output = Result<HeronInboxUpdateResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<HeronInboxUpdateResponse>, RpcError>> + Send + 'static {
         inbox::update(self, params)
     }
 
     fn heron_inbox_delete(
         &self,
         params: HeronInboxDeleteRequest,
-    ) -> impl Future<Output = Result<HeronInboxDeleteResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<HeronInboxDeleteResponse>, RpcError>> + Send + 'static {
         inbox::delete(self, params)
     }
 
     fn heron_inbox_move(
         &self,
         params: HeronInboxMoveRequest,
-    ) -> impl Future<Output = Result<HeronInboxMoveResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<HeronInboxMoveResponse>, RpcError>> + Send + 'static {
         inbox::move_item(self, params)
     }
 
     fn heron_inbox_set_paused(
         &self,
         params: HeronInboxSetPausedRequest,
-    ) -> impl Future<Output = Result<HeronInboxSetPausedResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<HeronInboxSetPausedResponse>, RpcError>> + Send + 'static {
         inbox::set_paused(self, params)
     }
 
     fn heron_inbox_retry(
         &self,
         params: HeronInboxRetryRequest,
-    ) -> impl Future<Output = Result<HeronInboxRetryResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<HeronInboxRetryResponse>, RpcError>> + Send + 'static {
         inbox::retry(self, params)
     }
 
     fn heron_inbox_refresh(
         &self,
         params: HeronInboxRefreshRequest,
-    ) -> impl Future<Output = Result<HeronInboxRefreshResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<HeronInboxRefreshResponse>, RpcError>> + Send + 'static {
         inbox::refresh(self, params)
     }
 }

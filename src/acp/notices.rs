@@ -18,7 +18,7 @@ use heron_core::sandbox::Support;
 use heron_core::secret::clip;
 use heron_core::session::settings::Posture;
 use heron_core::types::{Notice, NoticeSeverity};
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Outgoing, Then};
 use heron_protocol::{self as p, SessionUpdate};
 
 use super::Inner;
@@ -109,15 +109,28 @@ impl Notices {
 
 /// Tells the user of `notice` in session `session_id`: now, or at its next turn.
 pub async fn notify<O: Outgoing>(inner: &Inner<O>, session_id: &str, notice: Notice) {
-    let notice = bounded(notice);
-    if !inner.opted().notices {
-        inner.notices.wait(session_id, notice);
-        return;
-    }
-    let Some(update) = notice_update(notice) else { return };
+    let Some(update) = shown_now(inner, session_id, notice) else { return };
     if let Err(err) = inner.send(session_id, update).await {
         tracing::debug!(%err, "could not send a notice");
     }
+}
+
+/// Shows `notice` right behind the answer being built, or at the session's next turn.
+pub fn then_notify<O: Outgoing>(inner: &Inner<O>, then: &mut Then, session_id: &str, notice: Notice) {
+    if let Some(update) = shown_now(inner, session_id, notice) {
+        inner.then_send(then, session_id, update);
+    }
+}
+
+/// The update that shows `notice` now, or `None` when it waits for the next turn (a client
+/// that did not opt into notices) or cannot be shown.
+fn shown_now<O: Outgoing>(inner: &Inner<O>, session_id: &str, notice: Notice) -> Option<SessionUpdate> {
+    let notice = bounded(notice);
+    if !inner.opted().notices {
+        inner.notices.wait(session_id, notice);
+        return None;
+    }
+    notice_update(notice)
 }
 
 /// At the start of each turn (a status snapshot with a new start time): the notices that
@@ -171,11 +184,10 @@ pub fn unconfined(sandbox_on: bool, support: &Support) -> Option<Notice> {
 
 /// Tells the user of a session just opened that its commands run unconfined, when they do
 /// (see [`unconfined`]), once the answer that opened it is out.
-pub fn after_open<O: Outgoing>(inner: &std::sync::Arc<Inner<O>>, session: &heron_core::session::Session) {
+pub fn after_open<O: Outgoing>(inner: &Inner<O>, then: &mut Then, session: &heron_core::session::Session) {
     let on = session.runtime().providers().config().sandbox == heron_core::config::SandboxSetting::On;
     let Some(notice) = unconfined(on, heron_core::sandbox::support()) else { return };
-    let (inner, id) = (inner.clone(), session.id().to_owned());
-    heron_rpc::after_response(async move { notify(&inner, &id, notice).await });
+    then_notify(inner, then, session.id(), notice);
 }
 
 /// The note a session gets when it runs above `ask`, which the user may not have chosen in
@@ -202,7 +214,8 @@ pub fn posture(posture: Posture) -> Option<Notice> {
 /// defaults it saved (Zed's `default_config_options`). A raise the user makes later is
 /// theirs, and says nothing.
 pub fn posture_raised<O: Outgoing>(
-    inner: &std::sync::Arc<Inner<O>>,
+    inner: &Inner<O>,
+    then: &mut Then,
     session: &heron_core::session::Session,
     before: Option<Posture>,
 ) {
@@ -211,8 +224,7 @@ pub fn posture_raised<O: Outgoing>(
         return;
     }
     let Some(notice) = posture(now) else { return };
-    let (inner, id) = (inner.clone(), session.id().to_owned());
-    heron_rpc::after_response(async move { notify(&inner, &id, notice).await });
+    then_notify(inner, then, session.id(), notice);
 }
 
 /// The waiting notices' agent message: a message of its own, apart from the model's.

@@ -6,7 +6,7 @@
 use heron_core::session::commands::Invocation;
 use heron_core::session::update::TurnUpdate;
 use heron_core::session::{Recognised, Session};
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::{CancelNotification, ContentBlock, PromptRequest, PromptResponse, RpcError, StopReason};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -16,7 +16,10 @@ use super::errors::prompt_error;
 use super::{HeronAgent, Inner, Reply, convert, settings, updates};
 
 /// `session/prompt`. Runs on the reader up to queueing, so prompts keep their order.
-pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) -> Reply<PromptResponse> {
+pub(super) fn prompt<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    params: PromptRequest,
+) -> Reply<Answered<PromptResponse>> {
     let mut compact = None;
     let mut rewind = None;
     let mut custom = None;
@@ -24,11 +27,11 @@ pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) 
         && let Ok(session) = agent.session(&params.session_id)
     {
         match session.recognise(&text.text) {
-            Recognised::Local(invocation) => return command(agent, &params, invocation),
+            Recognised::Local(invocation) => return alone(command(agent, &params, invocation)),
             Recognised::Compact(instructions) => compact = Some(instructions),
             Recognised::Rewind(target) => rewind = Some(target),
             Recognised::Custom(expansion) => custom = Some(expansion),
-            Recognised::Refused(reason) => return reply(agent, &params, reason),
+            Recognised::Refused(reason) => return alone(reply(agent, &params, reason)),
             Recognised::Prompt => {}
         }
     }
@@ -61,18 +64,26 @@ pub(super) fn prompt<O: Outgoing>(agent: &HeronAgent<O>, params: PromptRequest) 
         let outcome = result.await.map_err(|_| RpcError::internal(&"the session stopped"))?;
         guard.disarm();
         // The session's next turn starts once this answer is queued, never before.
-        heron_rpc::after_response(async move { delivered.done() });
-        let stop = outcome.map_err(|e| prompt_error(e, session.runtime().providers().keys()))?;
-        let transcript = manager.transcript_path(session.id());
-        let mut heron = json!({ "transcriptPath": transcript.display().to_string() });
-        if let Some(outcome) = turn_outcome.filter(|_| stop == heron_core::types::StopReason::EndTurn) {
-            heron["turnOutcome"] = serde_json::to_value(outcome).unwrap_or_default();
-        }
-        Ok(PromptResponse {
-            meta: Some(serde_json::Map::from_iter([("heron".to_owned(), heron)])),
-            stop_reason: convert::stop_reason(stop),
-        })
+        let mut then = Then::new();
+        then.after(move || delivered.done());
+        let answer = outcome.map_err(|e| prompt_error(e, session.runtime().providers().keys())).map(|stop| {
+            let transcript = manager.transcript_path(session.id());
+            let mut heron = json!({ "transcriptPath": transcript.display().to_string() });
+            if let Some(outcome) = turn_outcome.filter(|_| stop == heron_core::types::StopReason::EndTurn) {
+                heron["turnOutcome"] = serde_json::to_value(outcome).unwrap_or_default();
+            }
+            PromptResponse {
+                meta: Some(serde_json::Map::from_iter([("heron".to_owned(), heron)])),
+                stop_reason: convert::stop_reason(stop),
+            }
+        });
+        Ok(Answered::either(answer, then))
     })
+}
+
+/// A prompt answered here, with nothing to follow its answer.
+fn alone(reply: Reply<PromptResponse>) -> Reply<Answered<PromptResponse>> {
+    Box::pin(async move { reply.await.map(Answered::from) })
 }
 
 /// A prompt that is one of Heron's slash commands: runs here, without the model.

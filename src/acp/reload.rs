@@ -18,7 +18,7 @@ use super::{HeronAgent, Inner, Reply, commands, mcp, notices};
 use heron_core::session::Session;
 use heron_core::session::reload::ReloadRequest;
 use heron_core::types::{Notice, NoticeSeverity};
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::{
     ConfigOptionUpdate, HeronReloadExtensionsRequest, HeronReloadExtensionsResponse, RpcError, SessionUpdate,
 };
@@ -27,14 +27,14 @@ use heron_protocol::{
 pub(super) fn reload<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronReloadExtensionsRequest,
-) -> Reply<HeronReloadExtensionsResponse> {
+) -> Reply<Answered<HeronReloadExtensionsResponse>> {
     let session = agent.session(&params.session_id);
     let inner = agent.inner.clone();
     Box::pin(async move {
         inner.manager.ready().await?;
         let session = session?;
         let running = match session.reload() {
-            ReloadRequest::Queued => return Ok(answer(&session, true)),
+            ReloadRequest::Queued => return Ok(answer(&session, true).into()),
             ReloadRequest::Running(running) => running,
         };
         let reloaded = running.await.map_err(|_| RpcError::internal(&"the session stopped"))?;
@@ -42,18 +42,18 @@ pub(super) fn reload<O: Outgoing>(
         // updates has it before the answer, as after every vendor method.
         inner.status.sync(&inner.client, &session).await;
         let reloaded = reloaded.map_err(|err| reload_error(&err, session.runtime().providers().keys()))?;
-        mcp::watch(&inner, &session, false);
+        let mut then = Then::new();
+        mcp::watch(&inner, &mut then, &session, false);
         if let Some(notice) = left_out(&session.status().1.extensions.problems) {
-            let (inner, id) = (inner.clone(), session.id().to_owned());
-            heron_rpc::after_response(async move { notices::notify(&inner, &id, notice).await });
+            notices::then_notify(&inner, &mut then, session.id(), notice);
         }
-        let (follow, id) = (inner.clone(), session.id().to_owned());
-        let update = commands::update(&reloaded.catalog, session.mcp());
-        let options = reloaded.choices_changed.then(|| options_update(&inner, &session));
-        heron_rpc::after_response(async move { announce(&follow, &id, update, options).await });
+        inner.then_send(&mut then, session.id(), commands::update(&reloaded.catalog, session.mcp()));
+        if reloaded.choices_changed {
+            inner.then_send(&mut then, session.id(), options_update(&inner, &session));
+        }
         let mut response = answer(&session, false);
         response.meta = commands::meta(&reloaded.catalog);
-        Ok(response)
+        Ok(Answered::new(response, then))
     })
 }
 
@@ -151,7 +151,9 @@ async fn tell<O: Outgoing>(inner: &Arc<Inner<O>>, id: &str, session: &Arc<Sessio
     if let Some(notice) = left_out(&snapshot.extensions.problems) {
         notices::notify(inner, id, notice).await;
     }
-    mcp::watch(inner, session, false);
+    if let Some(start) = mcp::follower(inner, session) {
+        start();
+    }
     // Nobody was told what changed: the options go out too, changed or not.
     let options = Some(options_update(inner, session));
     announce(inner, id, commands::update(&session.commands(), session.mcp()), options).await;

@@ -6,7 +6,7 @@
 
 use heron_core::session::checkpoints::Target;
 use heron_core::session::update::TurnUpdate;
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::{HeronSessionRewindRequest, HeronSessionRewindResponse, RpcError};
 use tokio::sync::mpsc;
 
@@ -20,7 +20,7 @@ const SUMMARY_CAP: usize = 64 * 1024;
 pub(super) fn rewind<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: HeronSessionRewindRequest,
-) -> Reply<HeronSessionRewindResponse> {
+) -> Reply<Answered<HeronSessionRewindResponse>> {
     let turn = usize::try_from(params.turn).unwrap_or(usize::MAX);
     let started = agent.session(&params.session_id).map(|session| {
         let (sender, stream) = mpsc::unbounded_channel();
@@ -40,11 +40,19 @@ pub(super) fn rewind<O: Outgoing>(
             }
             updates::forward(&inner, session.id(), update).await;
         }
-        let outcome = result.await.map_err(|_| RpcError::internal(&"the session stopped"))?;
         // The session's next turn starts once this answer is queued, never before.
-        heron_rpc::after_response(async move { delivered.done() });
-        let stop = outcome.map_err(|e| prompt_error(e, session.runtime().providers().keys()))?;
-        Ok(HeronSessionRewindResponse { stop_reason: convert::stop_reason(stop), summary, meta: None })
+        let mut then = Then::new();
+        then.after(move || delivered.done());
+        let answer =
+            result.await.map_err(|_| RpcError::internal(&"the session stopped")).and_then(|outcome| {
+                let stop = outcome.map_err(|e| prompt_error(e, session.runtime().providers().keys()))?;
+                Ok(HeronSessionRewindResponse {
+                    stop_reason: convert::stop_reason(stop),
+                    summary,
+                    meta: None,
+                })
+            });
+        Ok(Answered::either(answer, then))
     })
 }
 

@@ -20,7 +20,7 @@ use heron_core::session::{OpenOptions, Session};
 use heron_core::tools::editor::NoEditor;
 use heron_core::tools::protected::Protected;
 use heron_core::tools::roots::{validate_additional_directories, validate_cwd};
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::{
     CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
     ForkSessionRequest, ForkSessionResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
@@ -56,6 +56,8 @@ struct Opened {
     session: Arc<Session>,
     config_options: Vec<SessionConfigOption>,
     modes: SessionModeState,
+    /// What follows the answer: the commands, the servers' snapshot, notices.
+    then: Then,
 }
 
 fn absolute(path: &str, field: &str) -> Result<PathBuf, RpcError> {
@@ -140,25 +142,26 @@ fn open_session<O: Outgoing>(
         session.attach(agent.editor_for(session.id()));
         reload::watch(&inner, &session);
         let usage = session.status().1.usage;
+        let mut then = Then::new();
         match opening {
             Opening::Load(_) => {
                 // The context meter ends the replay, so the editor has both when load answers.
                 if let Some(update) = usage.as_ref().and_then(convert::usage_update) {
                     inner.send(session.id(), update).await?;
                 }
-                updates::advertise(&inner, &session, None);
+                updates::advertise(&inner, &mut then, &session, None);
             }
             // A resumed session's meter follows the commands, after the answer.
-            Opening::Resume(_) => updates::advertise(&inner, &session, usage),
-            Opening::New | Opening::Fork(_) => updates::advertise(&inner, &session, None),
+            Opening::Resume(_) => updates::advertise(&inner, &mut then, &session, usage),
+            Opening::New | Opening::Fork(_) => updates::advertise(&inner, &mut then, &session, None),
         }
         // The servers' first snapshot follows the commands.
-        mcp::watch(&inner, &session, true);
-        notices::after_open(&inner, &session);
-        notices::posture_raised(&inner, &session, None);
-        inbox::serve(&inner, &session);
+        mcp::watch(&inner, &mut then, &session, true);
+        notices::after_open(&inner, &mut then, &session);
+        notices::posture_raised(&inner, &mut then, &session, None);
+        inbox::serve(&inner, &mut then, &session);
         let (settings, config_options) = inner.options_of(&session);
-        Ok(Opened { modes: convert::modes(&settings), config_options, session })
+        Ok(Opened { modes: convert::modes(&settings), config_options, session, then })
     })
 }
 
@@ -168,17 +171,21 @@ fn answer<O: Outgoing, R: Send + 'static>(
     opening: Opening,
     place: (&str, &[String], &[McpServer]),
     respond: impl FnOnce(Opened) -> R + Send + 'static,
-) -> Reply<R> {
+) -> Reply<Answered<R>> {
     let options = checking_options(&agent.inner.home_root, agent.inner.cwd_only, place);
     let opened = open_session(agent, opening, options);
-    Box::pin(async move { Ok(respond(opened.await?)) })
+    Box::pin(async move {
+        let mut opened = opened.await?;
+        let then = std::mem::take(&mut opened.then);
+        Ok(Answered::new(respond(opened), then))
+    })
 }
 
 /// `session/new`.
 pub(super) fn new<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: NewSessionRequest,
-) -> Reply<NewSessionResponse> {
+) -> Reply<Answered<NewSessionResponse>> {
     let place =
         (params.cwd.as_str(), params.additional_directories.as_slice(), params.mcp_servers.as_slice());
     answer(agent, Opening::New, place, |opened| NewSessionResponse {
@@ -193,7 +200,7 @@ pub(super) fn new<O: Outgoing>(
 pub(super) fn load<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: LoadSessionRequest,
-) -> Reply<LoadSessionResponse> {
+) -> Reply<Answered<LoadSessionResponse>> {
     let place =
         (params.cwd.as_str(), params.additional_directories.as_slice(), params.mcp_servers.as_slice());
     answer(agent, Opening::Load(params.session_id.0.clone()), place, |opened| LoadSessionResponse {
@@ -207,7 +214,7 @@ pub(super) fn load<O: Outgoing>(
 pub(super) fn resume<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: ResumeSessionRequest,
-) -> Reply<ResumeSessionResponse> {
+) -> Reply<Answered<ResumeSessionResponse>> {
     let place =
         (params.cwd.as_str(), params.additional_directories.as_slice(), params.mcp_servers.as_slice());
     answer(agent, Opening::Resume(params.session_id.0.clone()), place, |opened| ResumeSessionResponse {
@@ -221,7 +228,7 @@ pub(super) fn resume<O: Outgoing>(
 pub(super) fn fork<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: ForkSessionRequest,
-) -> Reply<ForkSessionResponse> {
+) -> Reply<Answered<ForkSessionResponse>> {
     let place =
         (params.cwd.as_str(), params.additional_directories.as_slice(), params.mcp_servers.as_slice());
     answer(agent, Opening::Fork(params.session_id.0.clone()), place, |opened| ForkSessionResponse {

@@ -8,7 +8,7 @@ use heron_core::session::settings::{
     Change, Choices, ConfigId, Mode, Posture, Preset, SettingError, Settings,
 };
 use heron_core::session::{Manager, Session};
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::{
     ConfigOptionUpdate, CurrentModeUpdate, RpcError, SessionConfigOptionCategory, SessionId, SessionModeId,
     SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
@@ -20,13 +20,13 @@ use super::errors::{WithField, session_error};
 use super::{HeronAgent, Inner, Reply, notices};
 
 /// Applies what `changes` reads from the settings, then tells the editor; a refusal names
-/// `field` (the method's own name for the value).
+/// `field` (the method's own name for the value). Resolves to what follows the answer.
 fn change_and_announce<O: Outgoing>(
     agent: &HeronAgent<O>,
     session_id: &SessionId,
     field: &'static str,
     changes: impl FnOnce() -> Result<Vec<Change>, SettingError> + Send + 'static,
-) -> Reply<()> {
+) -> Reply<Then> {
     let session = agent.session(session_id);
     let inner = agent.inner.clone();
     Box::pin(async move {
@@ -37,8 +37,10 @@ fn change_and_announce<O: Outgoing>(
             .configure(|s, c| apply_all(s, changes()?, c))
             .await
             .map_err(|e| session_error(e, &manager).at_field(field))?;
-        notices::posture_raised(&inner, &session, Some(before));
-        announce(&inner, &session).await
+        let mut then = Then::new();
+        notices::posture_raised(&inner, &mut then, &session, Some(before));
+        announce(&inner, &session).await?;
+        Ok(then)
     })
 }
 
@@ -46,13 +48,10 @@ fn change_and_announce<O: Outgoing>(
 pub(super) fn set_mode<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: SetSessionModeRequest,
-) -> Reply<SetSessionModeResponse> {
+) -> Reply<Answered<SetSessionModeResponse>> {
     let mode = params.mode_id.0;
     let changed = change_and_announce(agent, &params.session_id, "modeId", move || mode_changes(&mode));
-    Box::pin(async move {
-        changed.await?;
-        Ok(SetSessionModeResponse { meta: None })
-    })
+    Box::pin(async move { Ok(Answered::new(SetSessionModeResponse { meta: None }, changed.await?)) })
 }
 
 /// `session/set_config_option`: value ids, and booleans for the options that turn MCP
@@ -60,11 +59,12 @@ pub(super) fn set_mode<O: Outgoing>(
 pub(super) fn set_config_option<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: SetSessionConfigOptionRequest,
-) -> Reply<SetSessionConfigOptionResponse> {
+) -> Reply<Answered<SetSessionConfigOptionResponse>> {
     if let SetSessionConfigOptionRequest::Boolean(b) = &params
         && let Some(server) = b.config_id.0.strip_prefix(MCP_OPTION)
     {
-        return set_mcp_option(agent, &b.session_id, server.to_owned(), b.value);
+        let set = set_mcp_option(agent, &b.session_id, server.to_owned(), b.value);
+        return Box::pin(async move { set.await.map(Answered::from) });
     }
     let request = match params {
         SetSessionConfigOptionRequest::ValueId(v) => {
@@ -83,14 +83,15 @@ pub(super) fn set_config_option<O: Outgoing>(
         let session = session?;
         let before = session.state().settings;
         set_option(&session, &manager, option, &value).await?;
-        notices::posture_raised(&inner, &session, Some(before.posture));
+        let mut then = Then::new();
+        notices::posture_raised(&inner, &mut then, &session, Some(before.posture));
         if session.state().settings.mode != before.mode {
             let (settings, _) = inner.options_of(&session);
             inner.send(session.id(), mode_update(&settings)).await?;
         }
         inner.status.sync(&inner.client, &session).await;
         let (_, config_options) = inner.options_of(&session);
-        Ok(SetSessionConfigOptionResponse { config_options, meta: None })
+        Ok(Answered::new(SetSessionConfigOptionResponse { config_options, meta: None }, then))
     })
 }
 

@@ -2,13 +2,11 @@
 //! `session/update` (status to the status feed), and what follows an answer that made a
 //! session known (its slash commands, then its context use).
 
-use std::sync::Arc;
-
 use heron_core::session::Session;
 use heron_core::session::attachments::ReadBack;
 use heron_core::session::update::TurnUpdate;
 use heron_core::types::UsageReport;
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Outgoing, Then};
 
 use super::{Inner, commands, convert, notices};
 
@@ -44,20 +42,16 @@ pub(super) async fn forward<O: Outgoing>(inner: &Inner<O>, session_id: &str, mut
     drop(held);
 }
 
-/// Advertises the slash commands once the answer that made the session known is out (a
+/// Advertises the slash commands right behind the answer that made the session known (a
 /// client drops updates for a session it does not know yet), then `usage`, if given.
-pub(super) fn advertise<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session, usage: Option<UsageReport>) {
-    let inner = inner.clone();
-    let id = session.id().to_owned();
-    let (catalog, mcp) = (session.commands(), session.mcp().clone());
-    heron_rpc::after_response(async move {
-        if let Err(err) = inner.send(&id, commands::update(&catalog, &mcp)).await {
-            tracing::debug!(%err, "could not advertise commands");
-        }
-        if let Some(update) = usage.as_ref().and_then(convert::usage_update)
-            && let Err(err) = inner.send(&id, update).await
-        {
-            tracing::debug!(%err, "could not send the usage");
-        }
-    });
+pub(super) fn advertise<O: Outgoing>(
+    inner: &Inner<O>,
+    then: &mut Then,
+    session: &Session,
+    usage: Option<UsageReport>,
+) {
+    inner.then_send(then, session.id(), commands::update(&session.commands(), session.mcp()));
+    if let Some(update) = usage.as_ref().and_then(convert::usage_update) {
+        inner.then_send(then, session.id(), update);
+    }
 }

@@ -227,10 +227,16 @@ impl Editor {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
     }
 
-    /// Asserts nothing arrives for a short while.
+    /// Asserts that nothing was sent before now: a probe sent now (a method nobody serves)
+    /// must be the next thing answered, since Heron's one writer sends in order and whatever
+    /// was already on its way would come first. An event, not a wait on the clock.
     pub async fn expect_silence(&mut self) {
-        let next = tokio::time::timeout(Duration::from_millis(150), self.output.next_line()).await;
-        assert!(next.is_err(), "unexpected message: {next:?}");
+        static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = format!("silence-probe-{n}");
+        self.send_json(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": "heron/probe" })).await;
+        let next = self.recv().await;
+        assert_eq!(next["id"], id.as_str(), "unexpected message: {next}");
     }
 
     /// Sends a request and returns its answer (which must carry the same id).

@@ -175,13 +175,25 @@ fn handler_trait(table: &[MethodSpec], side: Side) -> TokenStream {
         let params = ident(&m.params);
         let wire = &m.wire;
         let doc = method_doc(m);
-        let ret = match &m.result {
-            Some(r) => {
+        // A request's handler returns its result, or the result and what follows it.
+        let ret = match (&m.result, m.kind) {
+            (Some(r), Kind::Request) => {
+                let r = ident(r);
+                quote! { Result<impl Into<#rt::Answered<#r>> + Send + use<Self>, #rt::RpcError> }
+            }
+            (Some(r), Kind::Notification) => {
                 let r = ident(r);
                 quote! { Result<#r, #rt::RpcError> }
             }
-            None => quote! { Result<(), #rt::RpcError> },
+            (None, _) => quote! { Result<(), #rt::RpcError> },
         };
+        let answered = m.result.as_ref().map_or_else(
+            || quote! { () },
+            |r| {
+                let r = ident(r);
+                quote! { #r }
+            },
+        );
         let sig = quote! {
             fn #f(&self, params: #params) -> impl ::std::future::Future<Output = #ret> + Send + 'static
         };
@@ -189,7 +201,9 @@ fn handler_trait(table: &[MethodSpec], side: Side) -> TokenStream {
             quote! { #doc #sig; }
         } else {
             let body = match m.kind {
-                Kind::Request => quote! { ::std::future::ready(Err(#rt::RpcError::method_not_found(#wire))) },
+                Kind::Request => quote! {
+                    ::std::future::ready(Err::<#answered, _>(#rt::RpcError::method_not_found(#wire)))
+                },
                 Kind::Notification => quote! { ::std::future::ready(Ok(())) },
             };
             quote! {
@@ -221,11 +235,18 @@ fn dispatch(table: &[MethodSpec], side: Side) -> TokenStream {
         let variant = ident(&m.variant());
         let f = ident(&m.fn_name());
         let params = ident(&m.params);
+        let answered = m.result.as_ref().map_or_else(
+            || quote! { () },
+            |r| {
+                let r = ident(r);
+                quote! { #r }
+            },
+        );
         quote! {
             Method::#variant => {
                 let params: #params = #rt::decode_params(params)?;
                 let running = handler.#f(params);
-                Ok(Box::pin(async move { #rt::encode_result(&running.await?) }))
+                Ok(Box::pin(async move { #rt::encode_answer::<#answered>(running.await.map(Into::into)) }))
             }
         }
     });
@@ -293,7 +314,9 @@ fn peer(peers: &TokenStream, table: &[MethodSpec], side: Side) -> TokenStream {
         match &m.result {
             Some(r) => {
                 let r = ident(r);
+                // A call resolves to the peer's result itself: refined on purpose.
                 quote! {
+                    #[allow(refining_impl_trait)]
                     fn #f(&self, params: #params) -> impl ::std::future::Future<Output = Result<#r, #rt::RpcError>> + Send + 'static {
                         #rt::Outgoing::call(&self.0, #wire, params)
                     }

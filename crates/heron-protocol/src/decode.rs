@@ -75,6 +75,45 @@ pub fn encode_result<T: Serialize>(result: &T) -> Result<Box<RawValue>, RpcError
     serde_json::value::to_raw_value(result).map_err(|err| RpcError::internal(&err))
 }
 
+/// A handler's answer, then what follows it on the wire. A handler that has nothing to
+/// follow its answer returns its result alone, which converts.
+#[derive(Debug)]
+pub struct Answered<R> {
+    /// The result, or the error the request is answered with.
+    pub result: Result<R, RpcError>,
+    /// What follows the answer: notifications right behind it, then actions.
+    pub then: heron_rpc::Then,
+}
+
+impl<R> Answered<R> {
+    /// `result`, followed by `then`.
+    pub fn new(result: R, then: heron_rpc::Then) -> Self {
+        Self { result: Ok(result), then }
+    }
+
+    /// `result`, success or error, followed by `then` either way.
+    pub fn either(result: Result<R, RpcError>, then: heron_rpc::Then) -> Self {
+        Self { result, then }
+    }
+}
+
+impl<R> From<R> for Answered<R> {
+    fn from(result: R) -> Self {
+        Self::new(result, heron_rpc::Then::new())
+    }
+}
+
+/// Encodes a handler's answer for the wire: its result, and what follows it when it has one.
+pub fn encode_answer<R: Serialize>(answered: Result<Answered<R>, RpcError>) -> heron_rpc::Answer {
+    match answered {
+        Ok(Answered { result: Ok(result), then }) => {
+            heron_rpc::Answer { result: encode_result(&result), then }
+        }
+        Ok(Answered { result: Err(error), then }) => heron_rpc::Answer { result: Err(error), then },
+        Err(error) => heron_rpc::Answer::from(Err(error)),
+    }
+}
+
 /// Encodes a decoded message as a JSON value (for canonical round trips).
 pub fn to_value<T: Serialize>(value: &T) -> Result<serde_json::Value, RpcError> {
     serde_json::to_value(value).map_err(|err| RpcError::internal(&err))

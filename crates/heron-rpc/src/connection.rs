@@ -18,10 +18,11 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::framing::{DEFAULT_MAX_LINE, Frame, LineReader};
-use super::inflight::{Later, Ticket, with_cancellation};
+use super::inflight::{Ticket, with_cancellation};
 use super::outbox::{Outbox, Queued};
 use super::peer::{Peer, Shared};
 use super::{OutgoingKind, Validate, writer};
+use crate::answer::Answer;
 use crate::dispatch::{BoxFuture, Dispatcher, NotificationFuture, Policy, ResponseFuture};
 use crate::envelope::{self, Id, Message, Rejected};
 use crate::error::RpcError;
@@ -183,8 +184,6 @@ async fn read_loop<R: AsyncRead + Unpin>(
 }
 
 async fn on_frame(frame: Frame, shared: &Arc<Shared>, dispatcher: &dyn Dispatcher, tasks: &mut JoinSet<()>) {
-    // What answered requests still have to send goes out before this message's effects.
-    shared.follow_ups.settled().await;
     let text = match frame {
         Frame::Line(text) => text,
         Frame::Rejected(error) => {
@@ -249,27 +248,22 @@ async fn on_request(
 /// Runs one request's handler and answers it, unless a cancel answered it first.
 async fn run_request(shared: Arc<Shared>, ticket: Ticket, handler: ResponseFuture) {
     let token = ticket.token.clone();
-    let later = Later::default();
-    let handler = with_cancellation(token.clone(), later.clone(), AssertUnwindSafe(handler).catch_unwind());
+    let handler = with_cancellation(token.clone(), AssertUnwindSafe(handler).catch_unwind());
     let outcome = tokio::select! {
         biased;
         // The canceller took the entry and answered; dropping `handler` stops the work.
         () = token.cancelled() => return,
         outcome = handler => outcome,
     };
-    let result = outcome.unwrap_or_else(|_| Err(RpcError::internal(&"a request handler panicked")));
+    let answer =
+        outcome.unwrap_or_else(|_| Answer::from(Err(RpcError::internal(&"a request handler panicked"))));
     let Some(method) = shared.inflight.finish(&ticket) else {
         return;
     };
-    if let (Ok(payload), Some(validator)) = (&result, &shared.validator) {
+    if let (Ok(payload), Some(validator)) = (&answer.result, &shared.validator) {
         validator.outgoing(OutgoingKind::Result, &method, payload);
     }
-    let later = std::mem::take(&mut *later.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-    if later.is_empty() {
-        shared.answer(&ticket.id, &result).await;
-    } else {
-        shared.follow_ups.run(shared.answer(&ticket.id, &result), later).await;
-    }
+    shared.answer_then(&ticket.id, answer).await;
 }
 
 async fn on_notification(

@@ -7,13 +7,15 @@ use std::pin::Pin;
 
 use serde_json::value::RawValue;
 
+use crate::answer::Answer;
 use crate::error::RpcError;
 
 /// A boxed, sendable, `'static` future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-/// The running handler of an incoming request: resolves to the encoded result.
-pub type ResponseFuture = BoxFuture<Result<Box<RawValue>, RpcError>>;
+/// The running handler of an incoming request: resolves to the encoded result, then what
+/// follows it.
+pub type ResponseFuture = BoxFuture<Answer>;
 
 /// The running handler of an incoming notification.
 pub type NotificationFuture = BoxFuture<()>;

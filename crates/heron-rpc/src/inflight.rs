@@ -2,10 +2,8 @@
 //! request, which is what makes "exactly one response" hold when a result races a cancel.
 
 use std::collections::HashMap;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
@@ -13,17 +11,7 @@ use crate::envelope::Id;
 
 tokio::task_local! {
     static CANCELLATION: CancellationToken;
-    static FOLLOW_UPS: Later;
 }
-
-/// A follow-up to run once an answer is queued.
-type FollowUp = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// The follow-ups one request's handler registered.
-pub(super) type Later = Arc<Mutex<Vec<FollowUp>>>;
-
-/// How long the reader waits for follow-ups before it handles the next message anyway.
-const FOLLOW_UP_WAIT: Duration = Duration::from_secs(2);
 
 /// The cancellation signal of the incoming request whose handler is running, when called
 /// from inside that handler's future (not from `dispatch_request` itself).
@@ -34,85 +22,9 @@ pub fn current_cancellation() -> Option<CancellationToken> {
     CANCELLATION.try_with(CancellationToken::clone).ok()
 }
 
-/// Runs `future` with `token` visible through [`current_cancellation`], and `later`
-/// collecting what it passes to [`after_response`].
-pub(super) async fn with_cancellation<F: Future>(
-    token: CancellationToken,
-    later: Later,
-    future: F,
-) -> F::Output {
-    FOLLOW_UPS.scope(later, CANCELLATION.scope(token, future)).await
-}
-
-/// Runs `follow_up` right after the answer of the request whose handler calls this is
-/// queued, and before the connection handles the peer's next message: what it sends comes
-/// after that answer and before anything the peer does about it (e.g.
-/// `available_commands_update` after `session/new`, ahead of the first prompt's updates).
-/// If the request is cancelled instead, `follow_up` never runs. It must not wait for the
-/// peer's replies (the reader waits for it, up to two seconds). Outside a request handler
-/// it runs at once, on its own task.
-pub fn after_response<F>(follow_up: F)
-where
-    F: Future<Output = ()> + Send + 'static,
-{
-    match FOLLOW_UPS.try_with(Arc::clone) {
-        Ok(later) => later.lock().unwrap_or_else(PoisonError::into_inner).push(Box::pin(follow_up)),
-        Err(_) => {
-            tokio::spawn(follow_up);
-        }
-    }
-}
-
-/// Answers whose follow-ups are still being queued; the reader waits for none to be.
-#[derive(Debug, Default)]
-pub(super) struct FollowUps {
-    running: AtomicUsize,
-    done: tokio::sync::Notify,
-}
-
-impl FollowUps {
-    /// Runs `later` in order, holding the reader back meanwhile; `answer` queues the answer.
-    pub(super) async fn run(&self, answer: impl Future<Output = ()>, later: Vec<FollowUp>) {
-        let _running = Running::enter(self);
-        answer.await;
-        for follow_up in later {
-            if tokio::time::timeout(FOLLOW_UP_WAIT, follow_up).await.is_err() {
-                tracing::warn!("a follow-up of an answer took too long; it was dropped");
-            }
-        }
-    }
-
-    /// Waits until no follow-up is running (or two seconds have passed).
-    pub(super) async fn settled(&self) {
-        let wait = async {
-            loop {
-                let notified = self.done.notified();
-                if self.running.load(Ordering::SeqCst) == 0 {
-                    return;
-                }
-                notified.await;
-            }
-        };
-        let _ = tokio::time::timeout(FOLLOW_UP_WAIT, wait).await;
-    }
-}
-
-/// A running follow-up batch; leaving also happens when the task is dropped.
-struct Running<'a>(&'a FollowUps);
-
-impl<'a> Running<'a> {
-    fn enter(follow_ups: &'a FollowUps) -> Self {
-        follow_ups.running.fetch_add(1, Ordering::SeqCst);
-        Self(follow_ups)
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        if self.0.running.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.done.notify_waiters();
-        }
-    }
+/// Runs `future` with `token` visible through [`current_cancellation`].
+pub(super) async fn with_cancellation<F: Future>(token: CancellationToken, future: F) -> F::Output {
+    CANCELLATION.scope(token, future).await
 }
 
 /// One running request's claim on its entry.

@@ -12,6 +12,11 @@
 //! (`Policy::Concurrent`). Responses to our own calls are routed to their waiting callers
 //! by id. Only the writer task ([`writer`]) writes to the output.
 //!
+//! A request's handler resolves to an [`Answer`]: its result, then what must follow it
+//! ([`Then`]). The answer and the notifications that follow it are queued as one entry, so
+//! nothing comes between them; then the answer's actions run. The reader waits for none of
+//! it.
+//!
 //! # Cancellation rules
 //!
 //! Incoming requests (the peer asked us):
@@ -47,6 +52,7 @@
 // A `pub` item is the crate's API or it is narrowed to where it is used.
 #![warn(unreachable_pub)]
 
+mod answer;
 mod connection;
 mod dispatch;
 pub mod envelope;
@@ -59,12 +65,13 @@ mod writer;
 
 use serde_json::value::RawValue;
 
+pub use answer::{Answer, Then};
 pub use connection::{Connection, ConnectionOptions};
 pub use dispatch::{BoxFuture, Dispatcher, NotificationFuture, Policy, ResponseFuture};
 pub use envelope::Id;
 pub use error::RpcError;
 pub use framing::{DEFAULT_MAX_LINE, Frame, LineReader};
-pub use inflight::{after_response, current_cancellation};
+pub use inflight::current_cancellation;
 pub use peer::{Peer, connection_closed};
 
 /// What kind of outgoing payload a [`Validate::outgoing`] check sees.

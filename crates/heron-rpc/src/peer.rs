@@ -12,9 +12,10 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::inflight::{FollowUps, InFlight};
+use super::inflight::InFlight;
 use super::outbox::Outbox;
 use super::{OutgoingKind, Validate};
+use crate::answer::Answer;
 use crate::envelope::{self, Id};
 use crate::error::{INTERNAL_ERROR, RpcError};
 
@@ -34,8 +35,7 @@ pub(super) struct Shared {
     pub(super) closed: CancellationToken,
     /// Incoming requests still running.
     pub(super) inflight: InFlight,
-    /// Answers whose follow-ups are being queued.
-    pub(super) follow_ups: FollowUps,
+    /// Checks outgoing payloads, when set.
     pub(super) validator: Option<Arc<dyn Validate>>,
     call_timeout: Option<Duration>,
     pending: Mutex<PendingReplies>,
@@ -72,7 +72,6 @@ impl Shared {
             out,
             closed: CancellationToken::new(),
             inflight: InFlight::default(),
-            follow_ups: FollowUps::default(),
             validator,
             call_timeout,
             pending: Mutex::default(),
@@ -88,6 +87,27 @@ impl Shared {
     /// Queues a line for the writer; `false` once the writer is gone.
     pub(super) async fn send(&self, line: String) -> bool {
         self.out.send(line).await
+    }
+
+    /// Queues the response to an incoming request, then what follows it: its notifications
+    /// in the same queue entry, so nothing else comes between them, then its actions.
+    pub(super) async fn answer_then(&self, id: &Id, answer: Answer) {
+        let (notes, after) = answer.then.into_parts();
+        let mut line = envelope::encode_response(id, &answer.result);
+        for (method, params) in notes {
+            if let (Some(params), Some(validator)) = (&params, &self.validator) {
+                validator.outgoing(OutgoingKind::Notification, &method, params);
+            }
+            line.push('\n');
+            line.push_str(&envelope::encode_notification(&method, params.as_deref()));
+        }
+        if !self.send(line).await {
+            tracing::debug!(%id, "output closed; response dropped");
+        }
+        // Even when the output is gone: an action releases what waited on this answer.
+        for action in after {
+            action();
+        }
     }
 
     /// Queues the response to an incoming request.

@@ -209,3 +209,31 @@ async fn the_validator_checks_incoming_params_and_sees_outgoing_payloads() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_reply_to_the_agents_call_gets_through_while_its_output_is_full() {
+    let options =
+        ConnectionOptions { write_queue: 4, write_queue_bytes: 1024, ..ConnectionOptions::default() };
+    let mut editor = Editor::start_with(options);
+    let asked = call_default(&editor.peer, "question", json!({}));
+    let asked = tokio::spawn(asked);
+    let question: Value = serde_json::from_str(&editor.recv_line().await).expect("JSON");
+    assert_eq!(question["method"], "question");
+    // The agent now streams far more than the pipe and its queue hold, and the editor reads
+    // none of it: every sender of the agent waits for room.
+    let peer = editor.peer.clone();
+    let flood = tokio::spawn(async move {
+        let noise = json!({ "text": "x".repeat(1024) });
+        for _ in 0..1024 {
+            if peer.notify_raw("noise", raw(&noise)).await.is_err() {
+                return;
+            }
+        }
+    });
+    editor.send(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"yes":true}}}}"#, question["id"])).await;
+    let answered = tokio::time::timeout(Duration::from_secs(5), asked).await;
+    let answered = answered.expect("the reply got through").expect("task").expect("reply");
+    assert_eq!(answered, json!({ "yes": true }));
+    assert!(!flood.is_finished(), "the output was still full when the reply arrived");
+    flood.abort();
+}

@@ -3,14 +3,12 @@
 //! run here without the model, as a turn the v2 way: `running`, the command line as the
 //! user message under the prompt's id, the reply as an agent message, `idle`.
 
-use std::sync::Arc;
-
 use heron_core::extensions::Catalog;
 use heron_core::session::Session;
 use heron_core::session::commands::Invocation;
 use heron_core::tools::mcp::McpHub;
 use heron_core::types::StopReason;
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Outgoing, Then};
 use heron_protocol::v2::{
     self as p, AgentMessage, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, Command,
     ConfigOptionUpdate, ContentBlock, MessageId, SessionUpdate, TextCommandInput, TextContent, UserMessage,
@@ -47,19 +45,14 @@ fn available(catalog: &Catalog, mcp: &McpHub) -> Vec<AvailableCommand> {
     builtin.chain(custom).chain(mcp).map(AvailableCommand::Command).collect()
 }
 
-/// Advertises the session's commands once the answer that made it known is out.
-pub(super) fn advertise<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Session) {
-    let (inner, id, catalog) = (inner.clone(), session.id().to_owned(), session.commands());
-    let mcp = session.mcp().clone();
-    heron_rpc::after_response(async move {
-        let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate {
-            available_commands: available(&catalog, &mcp),
-            meta: super::super::commands::meta(&catalog),
-        });
-        if let Err(err) = inner.send(&id, update).await {
-            tracing::debug!(%err, "could not advertise commands");
-        }
+/// Advertises the session's commands right behind the answer that made it known.
+pub(super) fn advertise<O: Outgoing>(inner: &Inner<O>, then: &mut Then, session: &Session) {
+    let catalog = session.commands();
+    let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate {
+        available_commands: available(&catalog, session.mcp()),
+        meta: super::super::commands::meta(&catalog),
     });
+    inner.then_send(then, session.id(), update);
 }
 
 fn text(text: String) -> ContentBlock {

@@ -9,6 +9,9 @@
 //! elicitation, the `_heron/` extensions, agent-side terminals (commands run as tool calls,
 //! their output streamed into the call's content as it arrives).
 
+// As over v1: each method names its concrete future and result, refined on purpose.
+#![allow(refining_impl_trait)]
+
 mod commands;
 mod convert;
 mod editor;
@@ -23,7 +26,7 @@ use std::sync::Arc;
 
 use heron_core::session::Session;
 use heron_protocol::RpcError;
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::v2::{
     Agent, AgentCapabilities, AuthMethod, AuthMethodId, AuthMethodTerminal, CancelSessionNotification,
     CancelTerminalRequest, CancelTerminalResponse, CancelToolCallRequest, CancelToolCallResponse, Client,
@@ -97,6 +100,13 @@ impl<O: Outgoing> Inner<O> {
             UpdateSessionNotification { meta: None, session_id: SessionId(session_id.to_owned()), update };
         self.client.session_update(note).await
     }
+
+    /// Puts one `session/update` in what follows an answer.
+    fn then_send(&self, then: &mut Then, session_id: &str, update: SessionUpdate) {
+        let note =
+            UpdateSessionNotification { meta: None, session_id: SessionId(session_id.to_owned()), update };
+        then.notify_serialized(heron_protocol::v2::Method::SessionUpdate.wire(), &note);
+    }
 }
 
 /// What Heron advertises over v2: only what this adapter serves.
@@ -161,15 +171,16 @@ impl<O: Outgoing> Agent for HeronAgentV2<O> {
     fn initialize(
         &self,
         params: InitializeRequest,
-    ) -> impl Future<Output = Result<InitializeResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<InitializeResponse>, RpcError>> + Send + 'static {
         let answer = initialize(params, self.inner.cwd_only);
         // As over v1: the store and config are read once the answer is queued.
         let start = (!self.inner.manager.is_wanted()).then(|| self.inner.manager.clone());
         async move {
+            let mut then = Then::new();
             if let Some(manager) = start {
-                heron_rpc::after_response(async move { manager.want() });
+                then.after(move || manager.want());
             }
-            Ok(answer)
+            Ok(Answered::new(answer, then))
         }
     }
 
@@ -184,14 +195,14 @@ impl<O: Outgoing> Agent for HeronAgentV2<O> {
     fn session_new(
         &self,
         params: NewSessionRequest,
-    ) -> impl Future<Output = Result<NewSessionResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<NewSessionResponse>, RpcError>> + Send + 'static {
         sessions::new(self, params)
     }
 
     fn session_resume(
         &self,
         params: ResumeSessionRequest,
-    ) -> impl Future<Output = Result<ResumeSessionResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<ResumeSessionResponse>, RpcError>> + Send + 'static {
         sessions::resume(self, params)
     }
 
@@ -226,7 +237,7 @@ impl<O: Outgoing> Agent for HeronAgentV2<O> {
     fn session_prompt(
         &self,
         params: PromptRequest,
-    ) -> impl Future<Output = Result<PromptResponse, RpcError>> + Send + 'static {
+    ) -> impl Future<Output = Result<Answered<PromptResponse>, RpcError>> + Send + 'static {
         prompt::prompt(self, params)
     }
 

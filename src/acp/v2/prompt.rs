@@ -13,7 +13,7 @@ use heron_core::session::commands::Invocation;
 use heron_core::session::update::TurnUpdate;
 use heron_core::session::{Queued, Recognised, Session};
 use heron_protocol::RpcError;
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::v2::{
     self as p, CancelSessionNotification, CancelTerminalRequest, CancelTerminalResponse,
     CancelToolCallRequest, CancelToolCallResponse, MessageId, PromptRequest, PromptResponse,
@@ -55,7 +55,10 @@ fn asked(session: &Session, blocks: Vec<p::ContentBlock>) -> Result<Asked, RpcEr
 }
 
 /// `session/prompt`. Runs on the reader up to queueing, so prompts keep their order.
-pub(super) fn prompt<O: Outgoing>(agent: &HeronAgentV2<O>, params: PromptRequest) -> Reply<PromptResponse> {
+pub(super) fn prompt<O: Outgoing>(
+    agent: &HeronAgentV2<O>,
+    params: PromptRequest,
+) -> Reply<Answered<PromptResponse>> {
     let message_id = uuid::Uuid::new_v4().to_string();
     let started = agent.session(&params.session_id).and_then(|session| {
         let asked = asked(&session, params.prompt)?;
@@ -99,10 +102,9 @@ pub(super) fn prompt<O: Outgoing>(agent: &HeronAgentV2<O>, params: PromptRequest
                 )
             }
         };
-        heron_rpc::after_response(async move {
-            tokio::spawn(following);
-        });
-        Ok(PromptResponse { message_id: MessageId(message_id), meta: None })
+        let mut then = Then::new();
+        then.after(move || drop(tokio::spawn(following)));
+        Ok(Answered::new(PromptResponse { message_id: MessageId(message_id), meta: None }, then))
     })
 }
 

@@ -11,7 +11,7 @@ use heron_core::tools::editor::NoEditor;
 use heron_core::tools::protected::Protected;
 use heron_core::tools::roots::{validate_additional_directories, validate_cwd};
 use heron_protocol::RpcError;
-use heron_protocol::runtime::Outgoing;
+use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::v2::{
     AbsolutePath, CloseSessionRequest, CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse,
     ListSessionsRequest, ListSessionsResponse, McpServer, NewSessionRequest, NewSessionResponse, ReplayFrom,
@@ -95,7 +95,7 @@ fn attach<O: Outgoing>(agent: &HeronAgentV2<O>, session: &Session) {
 pub(super) fn new<O: Outgoing>(
     agent: &HeronAgentV2<O>,
     params: NewSessionRequest,
-) -> Reply<NewSessionResponse> {
+) -> Reply<Answered<NewSessionResponse>> {
     let options = checking_options(
         &agent.inner.home_root,
         agent.inner.cwd_only,
@@ -109,13 +109,15 @@ pub(super) fn new<O: Outgoing>(
         let options = options.await.map_err(|e| RpcError::internal(&e))??;
         let session = manager.create(options).await.map_err(|e| session_error(e, &manager))?;
         attach(&agent, &session);
-        super::commands::advertise(&agent.inner, &session);
-        Ok(NewSessionResponse {
+        let mut then = Then::new();
+        super::commands::advertise(&agent.inner, &mut then, &session);
+        let response = NewSessionResponse {
             available_commands: Vec::new(),
             config_options: super::settings::options_of(&session),
             meta: None,
             session_id: SessionId(session.id().to_owned()),
-        })
+        };
+        Ok(Answered::new(response, then))
     })
 }
 
@@ -125,7 +127,7 @@ pub(super) fn new<O: Outgoing>(
 pub(super) fn resume<O: Outgoing>(
     agent: &HeronAgentV2<O>,
     params: ResumeSessionRequest,
-) -> Reply<ResumeSessionResponse> {
+) -> Reply<Answered<ResumeSessionResponse>> {
     let options = checking_options(
         &agent.inner.home_root,
         agent.inner.cwd_only,
@@ -160,13 +162,15 @@ pub(super) fn resume<O: Outgoing>(
             manager.open(&id, options).await.map_err(failed)?
         };
         attach(&agent, &session);
-        super::commands::advertise(&inner, &session);
+        let mut then = Then::new();
+        super::commands::advertise(&inner, &mut then, &session);
         if let Some(update) = session.status().1.usage.as_ref().and_then(convert::usage_update) {
             inner.send(session.id(), update).await?;
         }
         inner.send(session.id(), convert::at_rest()).await?;
         let config_options = super::settings::options_of(&session);
-        Ok(ResumeSessionResponse { available_commands: Vec::new(), config_options, meta: None })
+        let response = ResumeSessionResponse { available_commands: Vec::new(), config_options, meta: None };
+        Ok(Answered::new(response, then))
     })
 }
 

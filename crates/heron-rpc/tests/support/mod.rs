@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use heron_rpc::{
-    Connection, ConnectionOptions, Dispatcher, NotificationFuture, Peer, Policy, ResponseFuture, RpcError,
-    current_cancellation,
+    Answer, Connection, ConnectionOptions, Dispatcher, NotificationFuture, Peer, Policy, ResponseFuture,
+    RpcError, Then, current_cancellation,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -36,6 +36,8 @@ pub struct State {
     pub saw_cancellation: AtomicBool,
     /// Counts `slow` and `watch_cancel` handlers that started running.
     pub started: AtomicUsize,
+    /// Counts `open` answers whose follow-ups were queued.
+    pub opened: AtomicUsize,
 }
 
 impl State {
@@ -71,6 +73,13 @@ struct Fake {
 #[derive(Deserialize)]
 struct Named {
     name: String,
+}
+
+/// A handler's result as its answer, with nothing following.
+fn answered(
+    result: impl Future<Output = Result<Box<RawValue>, RpcError>> + Send + 'static,
+) -> ResponseFuture {
+    Box::pin(async move { Answer::from(result.await) })
 }
 
 fn ok(value: Value) -> Result<Box<RawValue>, RpcError> {
@@ -121,18 +130,18 @@ impl Dispatcher for Fake {
         let state = self.state.clone();
         let peer = self.peer.clone();
         Ok(match method {
-            "ping" => (Policy::Inline, Box::pin(async { ok(json!({ "pong": true })) })),
+            "ping" => (Policy::Inline, answered(async { ok(json!({ "pong": true })) })),
             "echo" => {
                 let params: Value = decode_params(params)?;
-                (Policy::Concurrent, Box::pin(async move { ok(params) }))
+                (Policy::Concurrent, answered(async move { ok(params) }))
             }
             "typed" => {
                 let params: Named = decode_params(params)?;
-                (Policy::Concurrent, Box::pin(async move { ok(json!({ "hello": params.name })) }))
+                (Policy::Concurrent, answered(async move { ok(json!({ "hello": params.name })) }))
             }
             "slow" => (
                 Policy::Concurrent,
-                Box::pin(async move {
+                answered(async move {
                     let mut spy = DropSpy(state.clone(), true);
                     state.started.fetch_add(1, Ordering::SeqCst);
                     std::future::pending::<()>().await;
@@ -142,7 +151,7 @@ impl Dispatcher for Fake {
             ),
             "gate" => (
                 Policy::Concurrent,
-                Box::pin(async move {
+                answered(async move {
                     let mut spy = DropSpy(state.clone(), true);
                     state.gate.notified().await;
                     spy.1 = false;
@@ -151,7 +160,7 @@ impl Dispatcher for Fake {
             ),
             "watch_cancel" => (
                 Policy::Concurrent,
-                Box::pin(async move {
+                answered(async move {
                     let Some(token) = current_cancellation() else {
                         return Err(RpcError::new(-1, "no cancellation token in scope"));
                     };
@@ -165,24 +174,25 @@ impl Dispatcher for Fake {
             ),
             "read_flag" => {
                 let flag = state.flag.load(Ordering::SeqCst);
-                (Policy::Inline, Box::pin(async move { ok(json!({ "flag": flag })) }))
+                (Policy::Inline, answered(async move { ok(json!({ "flag": flag })) }))
             }
-            "panic" => (Policy::Concurrent, Box::pin(async { panic!("handler bug") })),
-            // Answers, then (slowly) announces what the answer made known.
+            "panic" => (Policy::Concurrent, answered(async { panic!("handler bug") })),
+            // Answers, then announces what the answer made known, and counts once both are out.
             "open" => (
                 Policy::Concurrent,
                 Box::pin(async move {
-                    heron_rpc::after_response(async move {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        let _ = peer.notify_raw("opened", None).await;
+                    let mut then = Then::new();
+                    then.notify("opened", None);
+                    then.after(move || {
+                        state.opened.fetch_add(1, Ordering::SeqCst);
                     });
-                    ok(json!({ "opened": true }))
+                    Answer { result: ok(json!({ "opened": true })), then }
                 }),
             ),
             // A turn that asks the editor for permission and can be cancelled meanwhile.
             "session/prompt" => (
                 Policy::Concurrent,
-                Box::pin(async move {
+                answered(async move {
                     let ask = call_default(
                         &peer,
                         "session/request_permission",
