@@ -65,6 +65,11 @@ fn updates_of<'a>(seen: &'a [Value], status: &str) -> Vec<&'a Value> {
 /// Sends a prompt and allows every permission request; what came before the answer, and
 /// the answer.
 async fn prompt_allowing(editor: &mut Editor, session: &str) -> (Vec<Value>, Value) {
+    prompt_answering(editor, session, "allow_once").await
+}
+
+/// Sends a prompt and answers every permission request with `option`.
+async fn prompt_answering(editor: &mut Editor, session: &str, option: &str) -> (Vec<Value>, Value) {
     let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Count the files" }] });
     editor.send_request(json!("p"), "session/prompt", prompt).await;
     let mut seen = Vec::new();
@@ -74,7 +79,7 @@ async fn prompt_allowing(editor: &mut Editor, session: &str) -> (Vec<Value>, Val
             return (seen, message);
         }
         if message["method"] == "session/request_permission" {
-            let result = json!({ "outcome": { "outcome": "selected", "optionId": "allow_once" } });
+            let result = json!({ "outcome": { "outcome": "selected", "optionId": option } });
             editor.send_json(json!({ "jsonrpc": "2.0", "id": message["id"], "result": result })).await;
         }
         seen.push(message);
@@ -162,6 +167,28 @@ async fn two_subagents_run_at_once_one_asks_on_its_card_and_each_answers_through
             std::fs::read_to_string(raw["transcript"].as_str().expect("a transcript")).expect("written");
         assert!(kept.lines().count() >= 4 && kept.contains("You are a subagent"), "{kept}");
     }
+    editor.close().await;
+}
+
+/// A child that writes its note twice.
+const WRITES_TWICE: &str = r#"{"steps": [{"tool_call": {"name": "write_file", "arguments": {"path": "NOTE.md", "content": "one\n"}}}]}
+{"steps": [{"tool_call": {"name": "write_file", "arguments": {"path": "NOTE.md", "content": "two\n"}}}]}
+{"steps": [{"text": "Wrote NOTE.md twice."}]}
+"#;
+
+#[tokio::test]
+async fn allow_always_on_a_subagents_call_counts_for_the_rest_of_the_session() {
+    let mut editor = editor(CHILD);
+    editor.dirs.write_home("d.jsonl", WRITES_TWICE);
+    let session = editor.new_session().await;
+    let (seen, answer) = prompt_answering(&mut editor, &session, "allow_always").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let asked = seen.iter().filter(|m| m["method"] == "session/request_permission").count();
+    assert_eq!(asked, 1, "the second write of the same file was already allowed: {seen:#?}");
+    assert_eq!(
+        std::fs::read_to_string(std::path::Path::new(&editor.dirs.ws()).join("NOTE.md")).ok().as_deref(),
+        Some("two\n")
+    );
     editor.close().await;
 }
 

@@ -403,6 +403,12 @@ impl Child {
             answer = env.editor.request_permission(&ask, self.task.gate.timeout) => answer,
             () = env.cancel.cancelled() => PermissionAnswer::Cancelled,
         };
+        // An "always" counts for the session, as for the parent's own calls.
+        self.task.gate.approvals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remember(
+            &call.name,
+            super::turn::permission::Scope::of(&prepared),
+            answer,
+        );
         match answer {
             PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways => Ok(prepared),
             _ => Err(format!("The user did not allow `{}` to run.", call.name)),
