@@ -242,6 +242,27 @@ fn heron_conformance(args: &[&str], cwd: &Path) -> (bool, String) {
 }
 
 #[test]
+fn a_recommendation_not_followed_fails_the_run_only_when_strict() {
+    let cwd = tempfile::tempdir().expect("tempdir");
+    // A check Heron does not meet (its unknown-method error is -32601, not -32000), marked
+    // as one the spec only recommends.
+    let scenario = [
+        r#"{"scenario": "an advised check", "profile": "acp", "spec": "a recommendation", "recommendation": true}"#,
+        r#"{"send": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}}"#,
+        r#"{"expect": {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "...": "..."}}}"#,
+        r#"{"send": {"jsonrpc": "2.0", "id": 1, "method": "session/frobnicate", "params": {}}}"#,
+        r#"{"expect": {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "$ANY_STRING", "...": "..."}}}"#,
+    ];
+    std::fs::write(cwd.path().join("advised.ndjson"), scenario.join("\n") + "\n").expect("write");
+    let (ok, table) = heron_conformance(&["advised.ndjson"], cwd.path());
+    assert!(ok, "advice does not fail the run: {table}");
+    assert!(table.contains("advice advised") && table.contains("1 recommendation not followed"), "{table}");
+    let (ok, table) = heron_conformance(&["--strict", "advised.ndjson"], cwd.path());
+    assert!(!ok, "--strict counts it: {table}");
+    assert!(table.contains("FAIL   advised") && table.contains("1 failed"), "{table}");
+}
+
+#[test]
 fn the_built_in_acp_profile_passes_on_heron_and_reports_as_junit() {
     let cwd = tempfile::tempdir().expect("tempdir");
     let (ok, xml) = heron_conformance(&["--profile", "acp", "--format", "junit"], cwd.path());

@@ -1,7 +1,8 @@
 //! `heron conformance [--profile P] [--agent CMD] [--format F] [FILES...]`: replays ACP
 //! transcripts against Heron (this executable's `acp --validate` with each scenario's
 //! arguments) or any agent command, reports pass, fail or skip per scenario (a table, JUnit
-//! XML or JSON), and exits non-zero when any scenario fails. `--profile acp` (or
+//! XML or JSON), and exits non-zero when a required check fails (with `--strict`, also when
+//! a recommendation is not followed). `--profile acp` (or
 //! `acp-v2`) without files runs that profile built into the binary.
 
 use std::path::PathBuf;
@@ -34,6 +35,10 @@ pub struct ConformanceArgs {
     /// How to report: `text` (a table), `junit` (JUnit XML for CI) or `json`.
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = str::parse::<Format>)]
     pub format: Format,
+    /// Count a recommendation not followed (a check the spec recommends but does not
+    /// require) as a failure: in the report and in the exit status.
+    #[arg(long)]
+    pub strict: bool,
     /// Rewrite the expectations of failing transcripts from what the agent sent
     /// (also `UPDATE_TRANSCRIPTS=1`).
     #[arg(long, env = "UPDATE_TRANSCRIPTS", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
@@ -103,7 +108,8 @@ pub fn run(args: ConformanceArgs) -> ExitCode {
         }
     };
     let suite = args.profile.map_or("conformance", Profile::name);
-    let status =
-        if outcomes.iter().all(|o| o.result.is_ok()) { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    let outcomes = if args.strict { report::strictly(outcomes) } else { outcomes };
+    // Advice is not a failure: only a required check that failed fails the run.
+    let status = if report::failed(&outcomes, args.strict) { ExitCode::FAILURE } else { ExitCode::SUCCESS };
     super::after_output(super::write_stdout(&report::render(&outcomes, args.format, suite)), status)
 }

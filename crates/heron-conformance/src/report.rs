@@ -77,6 +77,17 @@ fn advised(outcomes: &[Outcome]) -> usize {
     outcomes.iter().filter(|o| verdict(o) == Verdict::Advice).count()
 }
 
+/// Whether the run failed: a required check that failed, or with `strict` a recommendation
+/// not followed too.
+pub fn failed(outcomes: &[Outcome], strict: bool) -> bool {
+    outcomes.iter().any(|o| o.result.is_err() && (strict || !o.recommendation))
+}
+
+/// `outcomes` as `--strict` reports them: a recommendation not followed is a failure.
+pub fn strictly(outcomes: Vec<Outcome>) -> Vec<Outcome> {
+    outcomes.into_iter().map(|outcome| Outcome { recommendation: false, ..outcome }).collect()
+}
+
 /// `outcomes` written in `format`; `suite` names the run (the profile, or `conformance`).
 pub fn render(outcomes: &[Outcome], format: Format, suite: &str) -> String {
     match format {
@@ -289,6 +300,11 @@ mod tests {
         assert_eq!((report["failed"].as_u64(), report["advice"].as_u64()), (Some(1), Some(1)));
         assert_eq!(report["scenarios"][0]["spec"], "ACP v1 schema: RequestError");
         assert!(junit(&all, "acp").contains(r#"failures="1" errors="0" skipped="2""#));
+        // Only the required check's failure fails the run, unless the run is strict.
+        let (required, advised) = (vec![all[1].clone()], vec![all[3].clone()]);
+        assert!(failed(&required, false) && !failed(&advised, false) && failed(&advised, true));
+        let strict = text(&strictly(all));
+        assert!(strict.contains("FAIL   advised") && strict.contains("2 failed"), "{strict}");
     }
 
     #[test]
