@@ -1,7 +1,8 @@
 //! The conformance kit's model server (`heron model-server`) over the real binary, with a
 //! real client of each API it speaks: Heron's own OpenAI and Anthropic providers, pointed at
 //! it by `base_url` as another agent would be, complete a turn with a tool call and its
-//! permission request, and a request of the wrong shape is refused.
+//! permission request; Google's Gen AI SDK reads a Gemini turn streamed and the next whole;
+//! and a request of the wrong shape is refused.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -117,4 +118,84 @@ fn a_request_of_the_wrong_shape_or_place_is_refused_and_the_server_serves_on() {
     assert!(models.starts_with("HTTP/1.1 200") && models.contains("\"scripted\""), "{models}");
     let huge = exchange("POST /v1/messages HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n{}");
     assert!(huge.starts_with("HTTP/1.1 400"), "{huge}");
+}
+
+#[test]
+fn gemini_requests_are_answered_as_events_as_an_array_and_whole_each_turn_by_its_model_messages() {
+    let dirs = Dirs::new();
+    let server = served(&dirs, SCRIPT);
+    let address = server.url.trim_start_matches("http://").to_owned();
+    let post = |path: &str, body: &Value| {
+        use std::io::{Read, Write};
+        let body = body.to_string();
+        let mut socket = std::net::TcpStream::connect(&address).expect("connect");
+        let request = format!("POST {path} HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+        socket.write_all(request.as_bytes()).expect("send");
+        let mut answer = String::new();
+        socket.read_to_string(&mut answer).expect("read");
+        let (head, body) = answer.split_once("\r\n\r\n").expect("a head");
+        assert!(head.starts_with("HTTP/1.1 200"), "{answer}");
+        body.to_owned()
+    };
+    let first = json!({ "contents": [{ "role": "user", "parts": [{ "text": "Leave a note" }] }] });
+    let events = post("/v1beta/models/kit:streamGenerateContent?alt=sse", &first);
+    let records: Vec<Value> = events
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).expect("JSON"))
+        .collect();
+    let parts: Vec<&Value> =
+        records.iter().filter_map(|r| r["candidates"][0]["content"]["parts"].get(0)).collect();
+    let text = |thought: bool| -> String {
+        let wanted = |p: &&&Value| p.get("thought").is_some() == thought;
+        parts.iter().filter(wanted).filter_map(|p| p["text"].as_str()).collect()
+    };
+    assert_eq!(
+        (text(true).as_str(), text(false).as_str()),
+        ("A note, then.", "I'll leave a note."),
+        "{events}"
+    );
+    let calls: Vec<&Value> = parts.iter().filter_map(|p| p.get("functionCall")).collect();
+    assert_eq!(calls, [&json!({ "name": "write_file", "args": { "path": "NOTES.md", "content": "kit\n" } })]);
+    assert_eq!(records.last().expect("a finish")["candidates"][0]["finishReason"], "STOP");
+    assert!(records.iter().all(|r| r["modelVersion"] == "kit"), "the model named in the path: {events}");
+    // The same turn as one JSON array.
+    let array: Value =
+        serde_json::from_str(&post("/v1beta/models/kit:streamGenerateContent", &first)).expect("JSON");
+    assert_eq!(array.as_array().map(Vec::len), Some(records.len()));
+    // With the model's reply and the call's result in the conversation, the second turn.
+    let second = json!({ "contents": [
+        first["contents"][0],
+        { "role": "model", "parts": [{ "functionCall": { "name": "write_file", "args": {} } }] },
+        { "role": "user", "parts": [{ "functionResponse": { "name": "write_file", "response": { "ok": true } } }] },
+    ] });
+    let whole: Value =
+        serde_json::from_str(&post("/v1beta/models/kit:generateContent", &second)).expect("JSON");
+    assert_eq!(whole["candidates"][0]["content"]["parts"], json!([{ "text": "Left the note." }]), "{whole}");
+    assert_eq!(whole["usageMetadata"]["totalTokenCount"], 13, "{whole}");
+}
+
+#[test]
+fn googles_gen_ai_sdk_streams_a_turn_with_a_tool_call_and_reads_the_next_whole() {
+    // The SDK's client, installed pinned by `.ci/run` (`tests/clients/gemini`).
+    let dir = std::env::var_os("HERON_GEMINI_SDK").map(std::path::PathBuf::from).filter(|p| p.exists());
+    let Some(dir) = dir else {
+        support::clients::skip("HERON_GEMINI_SDK", "Google's Gen AI SDK client");
+        return;
+    };
+    let dirs = Dirs::new();
+    let server = served(&dirs, SCRIPT);
+    let output =
+        Command::new("node").arg(dir.join("client.mjs")).arg(&server.url).output().expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let read: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    assert_eq!(read["first"]["thought"], "A note, then.", "{read}");
+    assert_eq!(read["first"]["text"], "I'll leave a note.", "{read}");
+    assert_eq!(
+        read["first"]["calls"],
+        json!([{ "name": "write_file", "args": { "path": "NOTES.md", "content": "kit\n" } }])
+    );
+    assert_eq!(read["first"]["finish"], "STOP");
+    assert_eq!(read["second"], json!({ "text": "Left the note.", "usage": 13 }), "{read}");
 }

@@ -1,5 +1,6 @@
 //! The kit's model server: a script of the scripted provider served on 127.0.0.1 as the
-//! model APIs agents are pointed at (OpenAI Chat Completions, Anthropic Messages), so an
+//! model APIs agents are pointed at (OpenAI Chat Completions, Anthropic Messages, Gemini's
+//! `generateContent` and `streamGenerateContent`), so an
 //! agent under test gets past "no model, no key" with no network and no credentials. It
 //! plays the script the way the scripted provider does: the turn is the number of
 //! assistant messages in the request, so every conversation gets the same answers whatever
@@ -10,6 +11,7 @@
 //! the connection closed at its end.
 
 mod anthropic;
+mod gemini;
 mod openai;
 
 use std::sync::Arc;
@@ -36,6 +38,7 @@ const READ_WAIT: Duration = Duration::from_secs(30);
 enum Api {
     OpenAi,
     Anthropic,
+    Gemini(gemini::Framing),
 }
 
 /// Serves `script` on `listener` until the task is dropped.
@@ -64,11 +67,15 @@ async fn answer(mut socket: TcpStream, provider: &ScriptedProvider) -> std::io::
                 .await;
         }
     };
-    let path = path.split('?').next().unwrap_or_default();
+    let (path, query) = path.split_once('?').unwrap_or((path.as_str(), ""));
+    let sse = query.split('&').any(|pair| pair == "alt=sse");
     let api = match (method.as_str(), path.trim_end_matches('/')) {
         ("GET", p) if p.ends_with("/models") => return models(&mut socket).await,
         ("POST", p) if p.ends_with("/chat/completions") => Api::OpenAi,
         ("POST", p) if p.ends_with("/messages") => Api::Anthropic,
+        ("POST", p) if p.ends_with(":streamGenerateContent") && sse => Api::Gemini(gemini::Framing::Events),
+        ("POST", p) if p.ends_with(":streamGenerateContent") => Api::Gemini(gemini::Framing::Array),
+        ("POST", p) if p.ends_with(":generateContent") => Api::Gemini(gemini::Framing::Whole),
         _ => {
             return respond(&mut socket, 404, "application/json", r#"{"error":{"message":"not found"}}"#)
                 .await;
@@ -83,9 +90,17 @@ async fn answer(mut socket: TcpStream, provider: &ScriptedProvider) -> std::io::
         )
         .await;
     };
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
+    let kind = match api {
+        Api::Gemini(gemini::Framing::Array | gemini::Framing::Whole) => "application/json",
+        _ => "text/event-stream",
+    };
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+    );
     socket.write_all(head.as_bytes()).await?;
-    let model = request["model"].as_str().unwrap_or("scripted").to_owned();
+    // Gemini names the model in the path (`models/{model}:generateContent`).
+    let named = path.rsplit('/').next().and_then(|last| last.split_once(':')).map(|(model, _)| model);
+    let model = request["model"].as_str().or(named).unwrap_or("scripted").to_owned();
     let mut stream = provider.stream(played(&request), CancellationToken::new());
     let mut wire = Wire::new(api, &model);
     use futures_util::StreamExt;
@@ -102,12 +117,13 @@ async fn answer(mut socket: TcpStream, provider: &ScriptedProvider) -> std::io::
 }
 
 /// A request the scripted provider plays as the client's: as many assistant messages as
-/// it holds (which picks the turn), and its text for what a `context` step reports.
+/// it holds (which picks the turn), and its text for what a `context` step reports. Gemini
+/// calls them `contents`, and the assistant `model`.
 fn played(request: &Value) -> ModelRequest {
-    let messages = request["messages"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let messages = request["messages"].as_array().or_else(|| request["contents"].as_array());
     let mut played = Vec::new();
-    for message in messages {
-        if message["role"] == "assistant" {
+    for message in messages.map(Vec::as_slice).unwrap_or_default() {
+        if message["role"] == "assistant" || message["role"] == "model" {
             played.push(ChatMessage::Assistant {
                 text: String::new(),
                 tool_calls: Vec::new(),
@@ -128,6 +144,7 @@ fn played(request: &Value) -> ModelRequest {
 enum Wire {
     OpenAi(openai::Chunks),
     Anthropic(anthropic::Events),
+    Gemini(gemini::Records),
 }
 
 impl Wire {
@@ -135,6 +152,7 @@ impl Wire {
         match api {
             Api::OpenAi => Wire::OpenAi(openai::Chunks::new(model)),
             Api::Anthropic => Wire::Anthropic(anthropic::Events::new(model)),
+            Api::Gemini(framing) => Wire::Gemini(gemini::Records::new(model, framing)),
         }
     }
 
@@ -142,6 +160,7 @@ impl Wire {
         match self {
             Wire::OpenAi(chunks) => chunks.event(event),
             Wire::Anthropic(events) => events.event(event),
+            Wire::Gemini(records) => records.event(event),
         }
     }
 
@@ -149,6 +168,7 @@ impl Wire {
         match self {
             Wire::OpenAi(chunks) => chunks.error(error),
             Wire::Anthropic(events) => events.error(error),
+            Wire::Gemini(records) => records.error(error),
         }
     }
 
@@ -156,6 +176,7 @@ impl Wire {
         match self {
             Wire::OpenAi(chunks) => chunks.end(),
             Wire::Anthropic(events) => events.end(),
+            Wire::Gemini(records) => records.end(),
         }
     }
 }
@@ -165,9 +186,13 @@ fn data(value: &Value) -> String {
     format!("data: {value}\n\n")
 }
 
-/// `GET .../models`: the one model the server plays, in OpenAI's list shape.
+/// `GET .../models`: the one model the server plays, in OpenAI's list shape and Gemini's.
 async fn models(socket: &mut TcpStream) -> std::io::Result<()> {
-    let body = serde_json::json!({ "object": "list", "data": [{ "id": "scripted", "object": "model", "owned_by": "heron" }] });
+    let body = serde_json::json!({
+        "object": "list",
+        "data": [{ "id": "scripted", "object": "model", "owned_by": "heron" }],
+        "models": [{ "name": "models/scripted", "supportedGenerationMethods": ["generateContent", "streamGenerateContent"] }],
+    });
     respond(socket, 200, "application/json", &body.to_string()).await
 }
 
