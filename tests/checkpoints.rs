@@ -115,6 +115,10 @@ async fn a_three_turn_session_rewound_to_turn_one_asks_each_restore_and_keeps_an
     let text = said(&seen);
     assert!(text.contains("Rewound the files to the end of turn 1 (of 3)"), "{text}");
     assert!(text.contains("Not restored") && text.contains("echo hi > d.txt"), "{text}");
+    let made = Path::new(&editor.dirs.ws()).join("d.txt").display().to_string();
+    assert!(text.contains(&format!("Changed by a command, cannot undo: {made}")), "{text}");
+    let by_commands: Vec<&str> = text.lines().filter(|l| l.starts_with("- Changed by a command")).collect();
+    assert_eq!(by_commands.len(), 1, "c.txt, written by Heron in the same turn, is not a command's: {text}");
 
     // /undo undoes the last turn: the rewind itself.
     let (_, answer) = turn(&mut editor, &session, "un", "/undo", |_| "allow_once").await;

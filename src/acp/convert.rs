@@ -423,7 +423,7 @@ pub fn event_updates(event: &Event, files: &ReadBack, opted: Opted) -> Vec<Sessi
         Event::Compacted(compaction) => vec![compaction::done(compaction, opted.compaction, true)],
         // What the model was told of its surroundings is the status's to show (its
         // instruction files), not the conversation's.
-        Event::Context(_) => Vec::new(),
+        Event::Context(_) | Event::CommandChanges { .. } => Vec::new(),
     }
 }
 

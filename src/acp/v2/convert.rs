@@ -354,7 +354,7 @@ fn event_updates(event: &Event, live: bool) -> Vec<p::SessionUpdate> {
         // Live and replayed alike: the compaction, done, with what the model now reads in
         // place of what it replaced (the summary, or the note of what was clipped).
         // The model's working context is not part of the conversation shown.
-        Event::Context(_) => Vec::new(),
+        Event::Context(_) | Event::CommandChanges { .. } => Vec::new(),
         Event::Compacted(compaction) => {
             let marker = super::super::compaction::marker(compaction);
             vec![p::SessionUpdate::CompactionUpdate(p::CompactionUpdate {

@@ -363,6 +363,7 @@ async fn run_job(
         },
         carried: std::mem::take(carried),
         unstored: Vec::new(),
+        before_commands: None,
     };
     let (outcome, after) = match work {
         Ready::Prompt(prompt, _) => {

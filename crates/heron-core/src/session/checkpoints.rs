@@ -67,6 +67,35 @@ pub struct RewindPlan {
     pub lost: Vec<(String, String)>,
     /// The commands that ran after `to` (titles): what they changed is not undone.
     pub commands: Vec<String>,
+    /// The files those commands changed, as the turns' workspace checks found them.
+    pub command_files: Vec<String>,
+    /// How many more files they changed than the turns listed.
+    pub command_files_more: u64,
+    /// Why a turn's workspace check was skipped, for each turn it was.
+    pub unchecked: Vec<String>,
+}
+
+/// The files Heron's file tools changed in `events` (completed calls' diffs).
+pub fn written_paths(events: &[Event]) -> Vec<&str> {
+    let mut names: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut paths = Vec::new();
+    for event in events {
+        match event {
+            Event::ToolCall { call_id, name, .. } => {
+                names.insert(call_id, name);
+            }
+            Event::ToolResult { call_id, status: ToolStatus::Completed, output, .. }
+                if names.get(call_id.as_str()).is_some_and(|name| FILE_TOOLS.contains(name)) =>
+            {
+                paths.extend(output.iter().filter_map(|o| match o {
+                    ToolOutput::Diff { path, .. } => Some(path.as_str()),
+                    _ => None,
+                }));
+            }
+            _ => {}
+        }
+    }
+    paths
 }
 
 /// The turn each event belongs to, from 1.
@@ -102,6 +131,15 @@ pub fn plan(history: &[Event], target: Target) -> Result<RewindPlan, String> {
             continue;
         }
         match event {
+            Event::CommandChanges { files, more, skipped } => {
+                for path in files {
+                    if !plan.command_files.contains(path) {
+                        plan.command_files.push(path.clone());
+                    }
+                }
+                plan.command_files_more += more;
+                plan.unchecked.extend(skipped.iter().cloned());
+            }
             Event::ToolCall { call_id, name, title, locations, .. } => {
                 let paths = locations.iter().filter(|l| !l.folder).map(|l| l.path.as_str()).collect();
                 calls.insert(call_id, (name, title, paths));

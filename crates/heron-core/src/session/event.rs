@@ -94,6 +94,19 @@ pub enum Event {
         /// Which continuation of the goal this is, from 1.
         count: u32,
     },
+    /// What the turn's commands changed in the workspace besides Heron's own file changes
+    /// (see `session::side_effects`), stored just before the end of a turn that ran one.
+    CommandChanges {
+        /// The files (absolute), at most `side_effects::MAX_LISTED`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<String>,
+        /// How many more changed than are listed.
+        #[serde(default)]
+        more: u64,
+        /// Why the workspace was not checked, when it was not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        skipped: Option<String>,
+    },
     /// A turn ended.
     TurnEnded {
         /// Why.
@@ -198,6 +211,7 @@ impl Event {
             Event::ToolResult { .. } => "tool_result",
             Event::Plan { .. } => "plan",
             Event::GoalContinuation { .. } => "goal_continuation",
+            Event::CommandChanges { .. } => "command_changes",
             Event::TurnEnded { .. } => "turn_ended",
             Event::Compacted(..) => "compacted",
             Event::Context(..) => "context",

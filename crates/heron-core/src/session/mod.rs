@@ -30,6 +30,7 @@ pub mod reload;
 mod sampling;
 mod seats;
 pub mod settings;
+pub mod side_effects;
 pub mod snapshot;
 mod status;
 pub mod subagent;

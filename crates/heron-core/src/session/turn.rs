@@ -27,6 +27,7 @@ pub(super) mod pursuit;
 pub(super) mod reply_calls;
 pub(super) mod response;
 mod rewind;
+pub(super) mod side_effects;
 pub(super) mod transcript;
 pub(crate) mod working;
 
@@ -118,6 +119,8 @@ pub(super) struct Turn {
     /// transcript append. Nothing is answered before they are stored. Each is kept as its
     /// kind and encoded text only: the history holds the event itself.
     pub(super) unstored: Vec<(&'static str, Arc<str>)>,
+    /// The workspace before the turn's first command, once one is about to run.
+    pub(super) before_commands: Option<side_effects::BeforeCommands>,
 }
 
 /// What a turn is given when it starts, fixed for the turn.
@@ -309,6 +312,7 @@ impl Turn {
             other => other,
         };
         if let Ok(stop_reason) = outcome {
+            self.record_command_changes().await;
             let _ = self.record(Event::TurnEnded { stop_reason }).await;
         }
         // A failed turn has no end event: what it streamed is stored on its own.

@@ -25,7 +25,7 @@ pub(crate) mod streams;
 mod text;
 pub(crate) mod title;
 pub mod todo;
-mod walk;
+pub(crate) mod walk;
 pub mod write_file;
 
 use std::collections::BTreeMap;

@@ -192,6 +192,7 @@ impl Turn {
                         // The editor sees the call running before the tool asks it anything
                         // (fs/*, terminal/*, elicitation/create).
                         progress.flushed().await;
+                        self.before_command(&call.name).await;
                         let env = ToolEnv { progress, cancel: call_cancel.clone(), ..self.io.env.clone() };
                         run_within(tool.as_ref(), prepared, env).await
                     }

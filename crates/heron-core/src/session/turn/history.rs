@@ -277,7 +277,7 @@ fn rendered<'e>(
             }
             // The plan reaches the model as the todo tool's result; a compaction is a marker
             // whose view the caller applied already.
-            Event::Plan { .. } | Event::Compacted(..) => {}
+            Event::Plan { .. } | Event::Compacted(..) | Event::CommandChanges { .. } => {}
             Event::TurnEnded { .. } => {
                 close(&mut out, &mut open_calls);
                 assistant_open = false;

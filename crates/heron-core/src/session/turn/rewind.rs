@@ -135,6 +135,18 @@ fn summary(plan: &RewindPlan, events: &[Event]) -> String {
             text.push_str(&format!("\n- {title}"));
         }
     }
+    for path in &plan.command_files {
+        text.push_str(&format!("\n- Changed by a command, cannot undo: {path}"));
+    }
+    if plan.command_files_more > 0 {
+        text.push_str(&format!(
+            "\n- {} more files changed by commands, cannot undo",
+            plan.command_files_more
+        ));
+    }
+    for why in &plan.unchecked {
+        text.push_str(&format!("\n- The files commands changed were not checked: {why}"));
+    }
     text.push_str(
         "\nThe conversation is kept as it was; to go on from the earlier conversation too, fork the session.",
     );
