@@ -38,6 +38,7 @@ const SHORT: McpLimits = McpLimits {
     startup: Duration::from_secs(2),
     offers: Duration::from_millis(300),
     close: Duration::from_millis(300),
+    post: Duration::from_millis(300),
 };
 
 async fn started(specs: Vec<ServerSpec>, dirs: &Dirs) -> Arc<McpHub> {
@@ -77,12 +78,17 @@ async fn run(tool: &Arc<dyn Tool>, arguments: Value, env: &ToolEnv) -> heron_cor
 
 /// The waits sessions use, which the tests here shorten.
 #[test]
-fn the_production_waits_are_thirty_ten_and_one_and_a_half_seconds() {
+fn the_production_waits_are_thirty_ten_one_and_a_half_and_thirty_seconds() {
     let limits = McpLimits::default();
     assert_eq!(limits.startup, STARTUP_TIMEOUT);
     assert_eq!(
-        (limits.startup, limits.offers, limits.close),
-        (Duration::from_secs(30), Duration::from_secs(10), Duration::from_millis(1500))
+        (limits.startup, limits.offers, limits.close, limits.post),
+        (
+            Duration::from_secs(30),
+            Duration::from_secs(10),
+            Duration::from_millis(1500),
+            Duration::from_secs(30)
+        )
     );
 }
 
@@ -162,6 +168,52 @@ async fn an_http_answer_or_sse_event_past_4_mib_fails_only_its_server() {
     assert_eq!(state(&hub, "under"), ServerState::Ready);
     let reason = failure(&hub, "legacy");
     assert!(reason.contains("over the size limit"), "{reason}");
+    assert_eq!(state(&hub, "fine"), ServerState::Ready);
+    hub.shutdown().await;
+}
+
+/// A legacy SSE server that names its endpoint on a stream it keeps open, and never
+/// answers a POST: each connection is held until Heron closes it.
+fn sse_server_that_never_answers_a_post() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let origin = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(mut socket) = socket else { return };
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                if head.starts_with(b"GET") {
+                    let stream = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n\
+                                  event: endpoint\ndata: /messages\n\n";
+                    let _ = socket.write_all(stream.as_bytes()).and_then(|()| socket.flush());
+                }
+                // Held, unanswered, until Heron lets go.
+                while matches!(socket.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    format!("{origin}/sse")
+}
+
+/// M3: a POST to a legacy SSE server that never answers fails at the POST wait, well
+/// before the startup wait, with a reason that says so.
+#[tokio::test]
+async fn a_legacy_post_that_never_answers_fails_at_the_post_wait() {
+    let dirs = Dirs::new();
+    let url = sse_server_that_never_answers_a_post();
+    let spec =
+        ServerSpec { name: "silent".into(), transport: TransportSpec::Sse { url, headers: Vec::new() } };
+    let hub = started(vec![spec, fake("fine", "", &[])], &dirs).await;
+    let reason = failure(&hub, "silent");
+    assert!(!reason.contains("did not answer within") && reason.contains("timed out"), "{reason}");
     assert_eq!(state(&hub, "fine"), ServerState::Ready);
     hub.shutdown().await;
 }

@@ -50,11 +50,14 @@ pub struct McpLimits {
     pub offers: Duration,
     /// Closing a connection; past it, the server's process group is killed anyway.
     pub close: Duration,
+    /// One POST of a message to a legacy SSE server (30 s); past it, the message fails.
+    pub post: Duration,
 }
 
 impl Default for McpLimits {
     fn default() -> Self {
-        Self { startup: STARTUP_TIMEOUT, offers: server::OFFERS_WAIT, close: server::CLOSE_WAIT }
+        let (offers, close) = (server::OFFERS_WAIT, server::CLOSE_WAIT);
+        Self { startup: STARTUP_TIMEOUT, offers, close, post: POST_TIMEOUT }
     }
 }
 

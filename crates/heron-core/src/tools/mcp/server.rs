@@ -288,7 +288,9 @@ impl Server {
                 asking: self.asking.clone(),
             };
             let attempt = if sse {
-                match super::sse::connect(http.clone(), parsed.clone(), header_map.clone()).await {
+                match super::sse::connect(http.clone(), parsed.clone(), header_map.clone(), self.limits.post)
+                    .await
+                {
                     Ok(transport) => {
                         client.serve(transport).await.map_err(|e| remote::failure_of(&e, url, headers))
                     }

@@ -4,9 +4,9 @@
 //!
 //! Bounds: one event at most [`MAX_MESSAGE`] bytes (the decoder refuses more and the
 //! stream ends), a small queue between the stream and the client (a server that floods
-//! waits on Heron, not Heron's memory), each POST within [`POST_TIMEOUT`] and its answer's
-//! body never read. The endpoint must be on the stream's own origin: the editor's headers
-//! go nowhere else.
+//! waits on Heron, not Heron's memory), each POST within the caller's time
+//! (`McpLimits::post`) and its answer's body never read. The endpoint must be on the
+//! stream's own origin: the editor's headers go nowhere else.
 
 use std::future::Future;
 
@@ -18,7 +18,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 
-use super::{MAX_MESSAGE, POST_TIMEOUT};
+use super::MAX_MESSAGE;
 use crate::llm::sse::{Event, SseDecoder};
 
 /// How many server messages wait for the client before the stream is read on.
@@ -60,6 +60,8 @@ pub(super) struct SseTransport {
     client: reqwest::Client,
     endpoint: Url,
     headers: HeaderMap,
+    /// How long one POST may take.
+    post: std::time::Duration,
     incoming: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
     reader: tokio::task::JoinHandle<()>,
 }
@@ -72,11 +74,13 @@ impl Drop for SseTransport {
 }
 
 /// Opens the event stream at `url` and waits for its `endpoint` event (the caller bounds
-/// the wait). A connection refused is told apart, for a caller that tries again.
+/// the wait); each message is then POSTed within `post`. A connection refused is told
+/// apart, for a caller that tries again.
 pub(super) async fn connect(
     client: reqwest::Client,
     url: Url,
     headers: HeaderMap,
+    post: std::time::Duration,
 ) -> Result<SseTransport, (SseError, bool)> {
     let response = client
         .get(url.clone())
@@ -125,7 +129,7 @@ pub(super) async fn connect(
     };
     let (sender, incoming) = mpsc::channel(QUEUE);
     let reader = tokio::spawn(pump(body, decoder, sender));
-    Ok(SseTransport { client, endpoint, headers, incoming, reader })
+    Ok(SseTransport { client, endpoint, headers, post, incoming, reader })
 }
 
 /// Reads the server's messages from `body` into `sender` until either ends: the stream is
@@ -193,7 +197,7 @@ impl Transport<RoleClient> for SseTransport {
             .client
             .post(self.endpoint.clone())
             .headers(self.headers.clone())
-            .timeout(POST_TIMEOUT)
+            .timeout(self.post)
             .json(&item);
         async move {
             let response = request.send().await.map_err(SseError::request)?;
