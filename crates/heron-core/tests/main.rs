@@ -19,6 +19,7 @@ mod tools_confinement;
 mod tools_deadlines;
 mod tools_files;
 mod tools_mcp;
+mod tools_mcp_bounds;
 mod tools_mcp_http;
 mod tools_mcp_stderr;
 mod tools_plan_question;

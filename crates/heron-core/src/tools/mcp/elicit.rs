@@ -505,6 +505,55 @@ mod tests {
         assert!(message.starts_with("Sign[31m in x") && message.ends_with('…'), "{message}");
     }
 
+    /// One past each bound of a form's options, labels, text and page is declined (or
+    /// clipped, for what is only shown); at the bound it is offered.
+    #[test]
+    fn options_labels_text_and_urls_past_their_bounds_are_declined_or_clipped() {
+        let choice = |count: usize| {
+            let values: Vec<String> = (0..count).map(|i| format!("o{i}")).collect();
+            form(json!({ "type": "object", "properties": { "c": { "type": "string", "enum": values } } }))
+        };
+        assert!(choice(MAX_OPTIONS).is_ok());
+        let past = choice(MAX_OPTIONS + 1).expect_err("one option too many");
+        assert!(past.contains("more than 64 options"), "{past}");
+        let option = |value: String| {
+            form(json!({ "type": "object", "properties": { "c": { "type": "string", "enum": [value] } } }))
+        };
+        assert!(option("v".repeat(MAX_LABEL)).is_ok());
+        assert!(option("v".repeat(MAX_LABEL + 1)).is_err(), "an option past the label bound");
+
+        let long = "t".repeat(10 * MAX_LABEL);
+        let Ok(Elicitation::Form { fields, .. }) = form(json!({ "type": "object", "properties": {
+            "c": { "type": "string", "oneOf": [{ "const": "a", "title": long }] },
+            "t": { "type": "string", "title": long, "description": long, "maxLength": 1_000_000 },
+        } })) else {
+            panic!("a form whose labels are too long is offered clipped")
+        };
+        let field = |name: &str| fields.iter().find(|f| f.name == name).expect("the field");
+        let clipped = |label: &Option<String>| label.as_ref().map(|l| l.chars().count());
+        assert_eq!(clipped(&field("t").title), Some(MAX_LABEL));
+        assert_eq!(clipped(&field("t").description), Some(MAX_LABEL));
+        let FieldKind::Choice { options, .. } = &field("c").kind else { panic!("a choice") };
+        assert_eq!(clipped(&options[0].title), Some(MAX_LABEL));
+        let FieldKind::Text { max_length, .. } = field("t").kind else { panic!("text") };
+        assert_eq!(max_length, MAX_TEXT, "a server asks for at most {MAX_TEXT} characters");
+        let offered = Elicitation::Form { message: String::new(), fields };
+        let text = |n: usize| {
+            let content = json!({ "t": "x".repeat(n) }).as_object().cloned().unwrap_or_default();
+            checked(&offered, ElicitationAnswer::Accept(content))
+        };
+        assert!(matches!(text(MAX_TEXT), ElicitationAnswer::Accept(_)));
+        assert_eq!(text(MAX_TEXT + 1), ElicitationAnswer::Decline);
+
+        let url = |length: usize| {
+            let base = "https://auth.example/";
+            format!("{base}{}", "u".repeat(length - base.len()))
+        };
+        assert!(page(String::new(), &url(MAX_URL), None).is_ok());
+        let past = page(String::new(), &url(MAX_URL + 1), None).expect_err("a URL too long");
+        assert!(past.contains("too long"), "{past}");
+    }
+
     #[test]
     fn an_answer_that_fits_reaches_the_server() {
         let fits = answer(json!({ "color": "red", "note": "hi", "tags": ["a", "b"] }));

@@ -38,6 +38,29 @@ use crate::sandbox::Policy;
 /// How long a server may take to start and list its tools.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a hub waits on its servers; the default is what sessions use. A test passes
+/// shorter times, so that crossing one takes a moment, not half a minute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpLimits {
+    /// Starting a server: its process or connection (a URL that refuses connections is
+    /// tried again until then), `initialize` and its tool list ([`STARTUP_TIMEOUT`]).
+    pub startup: Duration,
+    /// A ready server listing its prompts and resources; past it, it is ready with what
+    /// it listed.
+    pub offers: Duration,
+    /// Closing a connection; past it, the server's process group is killed anyway.
+    pub close: Duration,
+    /// One POST of a message to a legacy SSE server (30 s); past it, the message fails.
+    pub post: Duration,
+}
+
+impl Default for McpLimits {
+    fn default() -> Self {
+        let (offers, close) = (server::OFFERS_WAIT, server::CLOSE_WAIT);
+        Self { startup: STARTUP_TIMEOUT, offers, close, post: POST_TIMEOUT }
+    }
+}
+
 // The bounds both remote transports (streamable HTTP in `server`, legacy SSE in `sse`) put
 // on a server, here so that neither transport's module depends on the other's.
 
@@ -199,6 +222,8 @@ pub struct McpHub {
     /// Where the editor's servers were started, and how confined, to start one again
     /// (`/mcp enable`); `None` when they may not be (`--safe-mode`).
     launch: Mutex<Option<(PathBuf, Arc<Policy>)>>,
+    /// How long its servers are waited on.
+    limits: McpLimits,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -217,17 +242,28 @@ impl McpHub {
             stopped: Default::default(),
             editor: EditorSlot::default(),
             launch: Mutex::default(),
+            limits: McpLimits::default(),
         })
     }
 
     /// Starts every server in the background, in `cwd` and confined by `sandbox`; returns
     /// at once. Needs a tokio runtime when there are servers.
     pub fn start(specs: Vec<ServerSpec>, cwd: PathBuf, sandbox: Arc<Policy>) -> Arc<McpHub> {
+        Self::start_within(specs, cwd, sandbox, McpLimits::default())
+    }
+
+    /// [`McpHub::start`], waiting on the servers as long as `limits` says.
+    pub fn start_within(
+        specs: Vec<ServerSpec>,
+        cwd: PathBuf,
+        sandbox: Arc<Policy>,
+        limits: McpLimits,
+    ) -> Arc<McpHub> {
         let changed = watch::Sender::new(0);
         let editor = EditorSlot::default();
         let servers: Vec<Arc<server::Server>> = unique_names(specs)
             .into_iter()
-            .map(|spec| Arc::new(server::Server::new(spec, editor.clone())))
+            .map(|spec| Arc::new(server::Server::new(spec, editor.clone(), limits)))
             .collect();
         for server in &servers {
             connect(server, &cwd, &sandbox, &changed);
@@ -239,6 +275,7 @@ impl McpHub {
             stopped: Default::default(),
             editor,
             launch: Mutex::new(Some((cwd, sandbox))),
+            limits,
         })
     }
 
@@ -247,7 +284,10 @@ impl McpHub {
         let editor = EditorSlot::default();
         let servers = unique_names(specs)
             .into_iter()
-            .map(|spec| Arc::new(server::Server::with_state(spec, editor.clone(), ServerState::Disabled)))
+            .map(|spec| {
+                let state = ServerState::Disabled;
+                Arc::new(server::Server::with_state(spec, editor.clone(), state, McpLimits::default()))
+            })
             .collect();
         Arc::new(McpHub {
             servers,
@@ -256,6 +296,7 @@ impl McpHub {
             stopped: Default::default(),
             editor,
             launch: Mutex::default(),
+            limits: McpLimits::default(),
         })
     }
 
@@ -273,13 +314,14 @@ impl McpHub {
             .map(|entry| match entry {
                 PluginEntry::Start(mut spec) => {
                     spec.name = unique_name(&spec.name, &mut taken);
-                    let server = Arc::new(server::Server::new(spec, self.editor.clone()));
+                    let server = Arc::new(server::Server::new(spec, self.editor.clone(), self.limits));
                     connect(&server, &cwd, &sandbox, &self.changed);
                     server
                 }
                 PluginEntry::Disabled(mut spec) => {
                     spec.name = unique_name(&spec.name, &mut taken);
-                    Arc::new(server::Server::with_state(spec, self.editor.clone(), ServerState::Disabled))
+                    let state = ServerState::Disabled;
+                    Arc::new(server::Server::with_state(spec, self.editor.clone(), state, self.limits))
                 }
                 PluginEntry::Failed { name, reason } => {
                     let spec = ServerSpec {
@@ -290,11 +332,8 @@ impl McpHub {
                             env: Vec::new(),
                         },
                     };
-                    Arc::new(server::Server::with_state(
-                        spec,
-                        self.editor.clone(),
-                        ServerState::Failed(reason),
-                    ))
+                    let state = ServerState::Failed(reason);
+                    Arc::new(server::Server::with_state(spec, self.editor.clone(), state, self.limits))
                 }
             })
             .collect();
@@ -395,7 +434,7 @@ impl McpHub {
         self.changed.subscribe()
     }
 
-    /// Waits until no server is still starting (each gives up after [`STARTUP_TIMEOUT`]).
+    /// Waits until no server is still starting (each gives up after [`McpLimits::startup`]).
     pub async fn started(&self) {
         let mut changes = self.subscribe();
         while self.all().iter().any(|s| s.status().state == ServerState::Connecting) {

@@ -421,6 +421,29 @@ mod tests {
         assert!(!relisting.again());
     }
 
+    /// A server whose list never ends, a page of one item at a time, is asked for
+    /// [`MAX_PAGES`] pages and no more; what those pages held is kept.
+    #[tokio::test]
+    async fn a_list_that_never_ends_is_read_for_ten_pages() {
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let listed = pages(
+            |cursor: Option<rmcp::model::PaginatedRequestParams>| {
+                let number = asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let given = cursor.and_then(|c| c.cursor).unwrap_or_default();
+                async move {
+                    Ok(json!({ "tools": [{ "name": format!("t{number}"), "after": given }],
+                               "nextCursor": format!("c{}", number + 1) }))
+                }
+            },
+            "tools",
+        )
+        .await
+        .expect("listed");
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), MAX_PAGES);
+        assert_eq!(listed.len(), MAX_PAGES);
+        assert_eq!((listed[9]["name"].as_str(), listed[9]["after"].as_str()), (Some("t9"), Some("c9")));
+    }
+
     fn prompt(name: &str) -> McpPrompt {
         McpPrompt { server: "s".into(), name: name.into(), description: None, arguments: Vec::new() }
     }

@@ -91,3 +91,40 @@ fn told(message: &str) -> String {
     }
     crate::secret::clip(line, MAX_MESSAGE)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn asking(count: usize) -> Value {
+        let pages: Vec<Value> = (0..count)
+            .map(|n| {
+                json!({ "mode": "url", "message": format!("Sign in {n}"), "elicitationId": format!("e{n}"),
+                        "url": format!("https://auth.example/{n}") })
+            })
+            .collect();
+        json!({ "elicitations": pages })
+    }
+
+    /// One page more than [`MAX_PAGES`] fails the call with the reason, before anything is
+    /// offered; [`MAX_PAGES`] pages pass the count (and here stop at the editor that cannot
+    /// show pages), as does one; none is refused too.
+    #[tokio::test]
+    async fn a_refusal_naming_more_than_four_pages_fails_the_call_saying_why() {
+        let editor = EditorSlot::default();
+        let Pages::NotOpened(past) = offer(&editor, "s", Some(&asking(MAX_PAGES + 1))).await else {
+            panic!("five pages are not offered")
+        };
+        assert!(past.contains("named 5 pages; Heron offers 1 to 4"), "{past}");
+        assert!(!past.contains("https://"), "the model is never given a URL: {past}");
+        for fits in [1, MAX_PAGES] {
+            let Pages::NotOpened(why) = offer(&editor, "s", Some(&asking(fits))).await else {
+                panic!("no editor to open them")
+            };
+            assert!(why.contains("cannot show pages") && why.contains("Sign in 0"), "{fits}: {why}");
+        }
+        let Pages::NotOpened(none) = offer(&editor, "s", Some(&asking(0))).await else { panic!("none") };
+        assert!(none.contains("named 0 pages"), "{none}");
+    }
+}

@@ -54,10 +54,14 @@ impl Routes {
 
     /// Shows `params` on the call its token names, unless it showed one a moment ago.
     pub(crate) fn report(&self, params: &ProgressNotificationParam) {
+        self.report_at(params, Instant::now());
+    }
+
+    /// [`Routes::report`] as of `now`, so the gap can be tested without waiting it out.
+    fn report_at(&self, params: &ProgressNotificationParam, now: Instant) {
         let key = key(&params.progress_token);
         let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(route) = calls.get_mut(&key) else { return };
-        let now = Instant::now();
         if route.shown.is_some_and(|shown| now.duration_since(shown) < MIN_GAP) {
             return;
         }
@@ -123,6 +127,47 @@ mod tests {
         assert_eq!(line(&params(&token, 4.0, Some(10.0), Some("step 4"))), "40% (4 of 10): step 4");
         assert_eq!(line(&params(&token, 2.5, None, None)), "2.50 done");
         assert_eq!(line(&params(&token, 20.0, Some(10.0), Some("a\u{1b}b"))), "100% (20 of 10): ab");
+    }
+
+    /// What a call showed, in order.
+    #[derive(Default)]
+    struct Shown(Mutex<Vec<String>>);
+
+    impl crate::tools::ProgressSink for Shown {
+        fn show(&self, output: Vec<ToolOutput>) {
+            for item in output {
+                if let ToolOutput::Text { text } = item {
+                    self.0.lock().expect("lock").push(text);
+                }
+            }
+        }
+        fn append(&self, _: ToolOutput) {}
+        fn flushed(&self) -> crate::BoxFuture<()> {
+            Box::pin(async {})
+        }
+    }
+
+    /// A server reporting in a tight loop is shown once per [`MIN_GAP`] on its call, each
+    /// line's message held to [`MAX_MESSAGE`] characters; a token no call holds shows nothing.
+    #[test]
+    fn a_flood_of_progress_is_shown_once_a_gap_and_clipped() {
+        let routes = Arc::new(Routes::default());
+        let shown = Arc::new(Shown::default());
+        let token = ProgressToken(NumberOrString::String("t".into()));
+        let _registered = routes.register(token.clone(), Progress::to(shown.clone()));
+        let start = Instant::now();
+        let long = "m".repeat(10 * MAX_MESSAGE);
+        for n in 0..1000_u32 {
+            let at = start + MIN_GAP * n / 1000;
+            routes.report_at(&params(&token, f64::from(n), Some(1000.0), Some(&long)), at);
+        }
+        routes.report_at(&params(&token, 1000.0, Some(1000.0), None), start + MIN_GAP);
+        let forged = ProgressToken(NumberOrString::String("u".into()));
+        routes.report_at(&params(&forged, 1.0, None, None), start + MIN_GAP * 3);
+        let lines = shown.0.lock().expect("lock").clone();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[0], format!("0% (0 of 1000): {}", "m".repeat(MAX_MESSAGE)));
+        assert_eq!(lines[1], "100% (1000 of 1000)");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use rmcp::{RoleClient, ServiceExt};
 use super::client::Client;
 use super::remote::{self, RemoteFailure};
 use super::tool::{Link, McpTool};
-use super::{EditorSlot, STARTUP_TIMEOUT, ServerSpec, ServerState, ServerStatus, TransportSpec};
+use super::{EditorSlot, McpLimits, ServerSpec, ServerState, ServerStatus, TransportSpec};
 use crate::sandbox::{self, Policy};
 use crate::tools::Tool;
 use crate::tools::local_process::ProcessGroup;
@@ -57,6 +57,8 @@ pub(super) struct Server {
     offers: Arc<super::offers::Offers>,
     /// Its requests waiting on the user, bounded across reconnections.
     asking: Arc<tokio::sync::Semaphore>,
+    /// How long it is waited on.
+    limits: McpLimits,
 }
 
 struct Now {
@@ -73,13 +75,18 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Server {
-    pub(super) fn new(spec: ServerSpec, editor: EditorSlot) -> Self {
-        Self::with_state(spec, editor, ServerState::Connecting)
+    pub(super) fn new(spec: ServerSpec, editor: EditorSlot, limits: McpLimits) -> Self {
+        Self::with_state(spec, editor, ServerState::Connecting, limits)
     }
 
     /// A server that starts out in `state`: connecting, or one that is never started
     /// (disabled, or failed before it could be).
-    pub(super) fn with_state(spec: ServerSpec, editor: EditorSlot, state: ServerState) -> Self {
+    pub(super) fn with_state(
+        spec: ServerSpec,
+        editor: EditorSlot,
+        state: ServerState,
+        limits: McpLimits,
+    ) -> Self {
         let said = Arc::new(super::said::Said::new(&spec.name));
         let offers = Arc::new(super::offers::Offers::new(&spec.name));
         Self {
@@ -93,6 +100,7 @@ impl Server {
             offers,
             said,
             asking: super::client::asking(),
+            limits,
         }
     }
 
@@ -179,13 +187,12 @@ impl Server {
             TransportSpec::Http { url, headers } | TransportSpec::Sse { url, headers } => {
                 let sse = matches!(self.spec.transport, TransportSpec::Sse { .. });
                 let roots = Arc::new(sandbox.roots.clone());
-                match tokio::time::timeout(STARTUP_TIMEOUT, self.connect_remote(url, headers, sse, roots))
-                    .await
-                {
+                let startup = self.limits.startup;
+                match tokio::time::timeout(startup, self.connect_remote(url, headers, sse, roots)).await {
                     Ok(Ok(client)) => client,
                     Ok(Err(failure)) => return self.fail_remote(failure),
                     Err(_) => {
-                        let reason = format!("it did not answer within {} s", STARTUP_TIMEOUT.as_secs());
+                        let reason = format!("it did not answer within {}", shown(startup));
                         return self.fail_remote(RemoteFailure::new(reason));
                     }
                 }
@@ -236,9 +243,10 @@ impl Server {
             offers: self.offers.clone(),
             asking: self.asking.clone(),
         };
-        let started = tokio::time::timeout(STARTUP_TIMEOUT, async {
+        let close = self.limits.close;
+        let started = tokio::time::timeout(self.limits.startup, async {
             let client = client.serve(transport).await.map_err(|e| format!("it did not initialize: {e}"))?;
-            list_tools(client).await
+            list_tools(client, close).await
         })
         .await;
         match started {
@@ -248,7 +256,7 @@ impl Server {
                 None
             }
             Err(_) => {
-                self.fail(format!("it did not start within {} s", STARTUP_TIMEOUT.as_secs()));
+                self.fail(format!("it did not start within {}", shown(self.limits.startup)));
                 None
             }
         }
@@ -280,7 +288,9 @@ impl Server {
                 asking: self.asking.clone(),
             };
             let attempt = if sse {
-                match super::sse::connect(http.clone(), parsed.clone(), header_map.clone()).await {
+                match super::sse::connect(http.clone(), parsed.clone(), header_map.clone(), self.limits.post)
+                    .await
+                {
                     Ok(transport) => {
                         client.serve(transport).await.map_err(|e| remote::failure_of(&e, url, headers))
                     }
@@ -302,8 +312,8 @@ impl Server {
                 client.serve(transport).await.map_err(|e| remote::failure_of(&e, url, headers))
             };
             match attempt {
-                Ok(client) => return list_tools(client).await.map_err(RemoteFailure::new),
-                Err(failure) if failure.refused && began.elapsed() + wait < STARTUP_TIMEOUT => {
+                Ok(client) => return list_tools(client, self.limits.close).await.map_err(RemoteFailure::new),
+                Err(failure) if failure.refused && began.elapsed() + wait < self.limits.startup => {
                     tracing::debug!(server = %self.spec.name, "the MCP server refused the connection; trying again");
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(MAX_RETRY_WAIT);
@@ -334,7 +344,7 @@ impl Server {
             .collect();
         // Its prompts and resources are listed before it is ready, so the first turn that
         // sees its tools sees `read_mcp_resource` and its commands too.
-        if tokio::time::timeout(OFFERS_WAIT, self.offers.adopt(client.peer().clone())).await.is_err() {
+        if tokio::time::timeout(self.limits.offers, self.offers.adopt(client.peer().clone())).await.is_err() {
             tracing::warn!(server = %self.spec.name, "an MCP server did not list its prompts and resources in time");
         }
         // `running` orders this against `stop`: a stop that came first wins.
@@ -351,7 +361,7 @@ impl Server {
         if stopped {
             drop(running);
             self.offers.clear();
-            closed(client).await;
+            closed(client, self.limits.close).await;
         } else {
             *running = Some(client);
         }
@@ -375,9 +385,10 @@ impl Server {
         };
         self.offers.clear();
         let mut group = ProcessGroup(lock(&self.group).0.take());
+        let close = self.limits.close;
         tokio::spawn(async move {
             if let Some(client) = client {
-                closed(client).await;
+                closed(client, close).await;
             }
             group.kill();
         });
@@ -406,30 +417,39 @@ impl Server {
         };
         self.offers.clear();
         if let Some(client) = client {
-            closed(client).await;
+            closed(client, self.limits.close).await;
         }
         lock(&self.group).kill();
     }
 }
 
 /// How long a ready server may take to list its prompts and resources; past it, it is
-/// ready with what it listed.
-const OFFERS_WAIT: Duration = Duration::from_secs(10);
+/// ready with what it listed ([`McpLimits::offers`]).
+pub(super) const OFFERS_WAIT: Duration = Duration::from_secs(10);
 
 /// How long closing a connection may take before its process group is killed anyway: a
 /// server that never lets go must not hold a session's close, or Heron's exit, past the
-/// 2 s it is given.
-const CLOSE_WAIT: Duration = Duration::from_millis(1500);
+/// 2 s it is given ([`McpLimits::close`]).
+pub(super) const CLOSE_WAIT: Duration = Duration::from_millis(1500);
 
-/// Closes `client`'s connection, within [`CLOSE_WAIT`].
-async fn closed(client: Running) {
-    let _ = tokio::time::timeout(CLOSE_WAIT, client.cancel()).await;
+/// Closes `client`'s connection, within `wait`.
+async fn closed(client: Running, wait: Duration) {
+    let _ = tokio::time::timeout(wait, client.cancel()).await;
+}
+
+/// A wait as a failure names it: in seconds, or milliseconds when it is not whole ones.
+fn shown(wait: Duration) -> String {
+    if wait.subsec_millis() == 0 {
+        format!("{} s", wait.as_secs())
+    } else {
+        format!("{} ms", wait.as_millis())
+    }
 }
 
 /// The tools of a connected server, bounded like its other lists (pages and count), each
 /// as rmcp reads it (one it cannot read is left out, and said in the log); the connection
 /// is closed when the server cannot list them.
-async fn list_tools(client: Running) -> Result<(Running, Vec<rmcp::model::Tool>), String> {
+async fn list_tools(client: Running, close: Duration) -> Result<(Running, Vec<rmcp::model::Tool>), String> {
     let peer = client.peer().clone();
     let listed = super::offers::pages(
         |cursor| {
@@ -454,7 +474,7 @@ async fn list_tools(client: Running) -> Result<(Running, Vec<rmcp::model::Tool>)
             Ok((client, tools))
         }
         Err(e) => {
-            closed(client).await;
+            closed(client, close).await;
             Err(format!("it did not list its tools: {e}"))
         }
     }

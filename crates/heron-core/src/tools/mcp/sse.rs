@@ -4,9 +4,9 @@
 //!
 //! Bounds: one event at most [`MAX_MESSAGE`] bytes (the decoder refuses more and the
 //! stream ends), a small queue between the stream and the client (a server that floods
-//! waits on Heron, not Heron's memory), each POST within [`POST_TIMEOUT`] and its answer's
-//! body never read. The endpoint must be on the stream's own origin: the editor's headers
-//! go nowhere else.
+//! waits on Heron, not Heron's memory), each POST within the caller's time
+//! (`McpLimits::post`) and its answer's body never read. The endpoint must be on the
+//! stream's own origin: the editor's headers go nowhere else.
 
 use std::future::Future;
 
@@ -18,7 +18,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::mpsc;
 
-use super::{MAX_MESSAGE, POST_TIMEOUT};
+use super::MAX_MESSAGE;
 use crate::llm::sse::{Event, SseDecoder};
 
 /// How many server messages wait for the client before the stream is read on.
@@ -60,6 +60,8 @@ pub(super) struct SseTransport {
     client: reqwest::Client,
     endpoint: Url,
     headers: HeaderMap,
+    /// How long one POST may take.
+    post: std::time::Duration,
     incoming: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
     reader: tokio::task::JoinHandle<()>,
 }
@@ -72,11 +74,13 @@ impl Drop for SseTransport {
 }
 
 /// Opens the event stream at `url` and waits for its `endpoint` event (the caller bounds
-/// the wait). A connection refused is told apart, for a caller that tries again.
+/// the wait); each message is then POSTed within `post`. A connection refused is told
+/// apart, for a caller that tries again.
 pub(super) async fn connect(
     client: reqwest::Client,
     url: Url,
     headers: HeaderMap,
+    post: std::time::Duration,
 ) -> Result<SseTransport, (SseError, bool)> {
     let response = client
         .get(url.clone())
@@ -124,23 +128,34 @@ pub(super) async fn connect(
         }
     };
     let (sender, incoming) = mpsc::channel(QUEUE);
-    let reader = tokio::spawn(async move {
-        let mut events = Vec::new();
-        while let Some(Ok(chunk)) = body.next().await {
-            if decoder.push_events(&chunk, &mut events).is_err() {
-                tracing::warn!("an MCP server's event was over the size limit; its stream is closed");
+    let reader = tokio::spawn(pump(body, decoder, sender));
+    Ok(SseTransport { client, endpoint, headers, post, incoming, reader })
+}
+
+/// Reads the server's messages from `body` into `sender` until either ends: the stream is
+/// read on only when the queue has room, and an event over the size limit closes it.
+async fn pump<S, B, E>(
+    mut body: S,
+    mut decoder: SseDecoder,
+    sender: mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
+) where
+    S: futures_util::Stream<Item = Result<B, E>> + Unpin,
+    B: AsRef<[u8]>,
+{
+    let mut events = Vec::new();
+    while let Some(Ok(chunk)) = body.next().await {
+        if decoder.push_events(chunk.as_ref(), &mut events).is_err() {
+            tracing::warn!("an MCP server's event was over the size limit; its stream is closed");
+            return;
+        }
+        for event in events.drain(..) {
+            if let Some(message) = message_of(event)
+                && sender.send(message).await.is_err()
+            {
                 return;
             }
-            for event in events.drain(..) {
-                if let Some(message) = message_of(event)
-                    && sender.send(message).await.is_err()
-                {
-                    return;
-                }
-            }
         }
-    });
-    Ok(SseTransport { client, endpoint, headers, incoming, reader })
+    }
 }
 
 /// The POST URL an `endpoint` event names, resolved against the stream's URL; refused
@@ -182,7 +197,7 @@ impl Transport<RoleClient> for SseTransport {
             .client
             .post(self.endpoint.clone())
             .headers(self.headers.clone())
-            .timeout(POST_TIMEOUT)
+            .timeout(self.post)
             .json(&item);
         async move {
             let response = request.send().await.map_err(SseError::request)?;
@@ -216,6 +231,29 @@ mod tests {
         assert_eq!(endpoint.as_str(), "http://127.0.0.1:8000/messages/?session_id=abc");
         assert!(endpoint_of(&stream, "http://127.0.0.1:9000/messages").is_err());
         assert!(endpoint_of(&stream, "https://elsewhere.example/m").is_err());
+    }
+
+    /// A server that floods its stream while the client reads nothing has [`QUEUE`]
+    /// messages waiting and its stream no further read (one more message is held, waiting
+    /// for room); each message taken lets one more chunk be read.
+    #[test]
+    fn a_flooding_stream_is_read_only_as_far_as_the_queue_has_room() {
+        use futures_util::FutureExt;
+        let read = std::sync::atomic::AtomicUsize::new(0);
+        let chunks = (0..10 * QUEUE).map(|n| {
+            read.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok::<_, ()>(format!(
+                "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{n},\"method\":\"ping\"}}\n\n"
+            ))
+        });
+        let (sender, mut incoming) = mpsc::channel(QUEUE);
+        let mut pumping =
+            Box::pin(pump(futures_util::stream::iter(chunks), SseDecoder::with_limit(MAX_MESSAGE), sender));
+        assert!(pumping.as_mut().now_or_never().is_none(), "the pump waits for room");
+        assert_eq!(read.load(std::sync::atomic::Ordering::SeqCst), QUEUE + 1);
+        assert!(incoming.try_recv().is_ok());
+        assert!(pumping.as_mut().now_or_never().is_none());
+        assert_eq!(read.load(std::sync::atomic::Ordering::SeqCst), QUEUE + 2, "one taken, one more read");
     }
 
     #[test]
