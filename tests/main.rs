@@ -55,6 +55,7 @@ mod providers;
 mod providers_live;
 mod record;
 mod registry;
+mod run_bounds;
 mod run_client;
 mod run_lifecycle;
 mod sandbox_walls;

@@ -349,9 +349,7 @@ async fn converse(
     let agent = AgentPeer(peer.clone());
     let interrupted = &signals.interrupt;
     let init = tokio::select! {
-        init = tokio::time::timeout(INITIALIZE_TIMEOUT, agent.initialize(initialize_request())) => init
-            .map_err(|_| RunError::Agent(format!("the agent did not answer initialize within {INITIALIZE_TIMEOUT:?}")))
-            .and_then(|answer| answer.map_err(|e| closed_or(peer, e)))?,
+        init = initialize(peer, INITIALIZE_TIMEOUT) => init?,
         () = interrupted.cancelled() => return Ok(Ended::Interrupted),
     };
     if init.protocol_version != ProtocolVersion(1) {
@@ -412,6 +410,16 @@ async fn converse(
         screen.line(Stream::Out, Paint::Dim, &format!("[{stop}]"));
     }
     Ok(ended.unwrap_or(Ended::Stopped(stop)))
+}
+
+/// Asks the agent to initialize, waiting at most `wait` for its answer: an agent that
+/// never answers is an error (the run then stops it), not a run that hangs.
+async fn initialize(peer: &Peer, wait: Duration) -> Result<InitializeResponse, RunError> {
+    let agent = AgentPeer(peer.clone());
+    tokio::time::timeout(wait, agent.initialize(initialize_request()))
+        .await
+        .map_err(|_| RunError::Agent(format!("the agent did not answer initialize within {wait:?}")))?
+        .map_err(|e| closed_or(peer, e))
 }
 
 /// A failed call, said as the agent having gone when its output ended: that fails the
@@ -500,4 +508,61 @@ async fn open_session(
         ));
     }
     Ok(session_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heron_rpc::{Dispatcher, NotificationFuture, Policy, ResponseFuture};
+    use serde_json::value::RawValue;
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    /// The client side serves nothing in these tests.
+    struct Nothing;
+
+    impl Dispatcher for Nothing {
+        fn dispatch_request(
+            &self,
+            method: &str,
+            _: Option<&RawValue>,
+        ) -> Result<(Policy, ResponseFuture), RpcError> {
+            Err(RpcError::method_not_found(method))
+        }
+
+        fn dispatch_notification(
+            &self,
+            _: &str,
+            _: Option<&RawValue>,
+        ) -> Option<(Policy, NotificationFuture)> {
+            None
+        }
+    }
+
+    #[tokio::test]
+    async fn an_agent_that_never_answers_initialize_is_an_error_at_the_wait() {
+        // The production wait, pinned; the test crosses a short one on the same path.
+        assert_eq!(INITIALIZE_TIMEOUT, Duration::from_secs(60));
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let (reader, writer) = tokio::io::split(ours);
+        let connection = Connection::new(reader, writer, options());
+        let peer = connection.peer();
+        let served = tokio::spawn(connection.serve(Arc::new(Nothing)));
+        // The agent reads the request and never answers it.
+        let mut agent = BufReader::new(theirs);
+        let asked = tokio::spawn(async move {
+            let mut line = String::new();
+            agent.read_line(&mut line).await.map(|_| (line, agent))
+        });
+        let wait = Duration::from_millis(50);
+        // Bounded here too, so that a wait that never ends fails the test instead of hanging it.
+        let outcome = tokio::time::timeout(Duration::from_secs(10), initialize(&peer, wait))
+            .await
+            .expect("initialize gave up within its wait");
+        let Err(RunError::Agent(message)) = outcome else { panic!("not an error of the agent: {outcome:?}") };
+        assert_eq!(message, format!("the agent did not answer initialize within {wait:?}"));
+        let (line, _agent) = asked.await.expect("the agent's task").expect("the agent reads");
+        assert!(line.contains("\"method\":\"initialize\""), "{line}");
+        peer.close();
+        let _ = served.await;
+    }
 }

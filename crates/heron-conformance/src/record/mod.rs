@@ -364,6 +364,47 @@ mod tests {
     }
 
     #[test]
+    fn workspace_files_past_their_bounds_are_left_out_with_a_note() {
+        let workspace = tempfile::tempdir().expect("tempdir");
+        let root = std::fs::canonicalize(workspace.path()).expect("canonical");
+        let recorder = Recorder::new(PathBuf::from("unused.ndjson"), Setup::default());
+        let open = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+            "params": {"cwd": root, "mcpServers": []}});
+        recorder.bytes(Sender::Client, format!("{open}\n").as_bytes());
+        let full = usize::try_from(MAX_FILE).expect("fits");
+        // One byte past the bound on a file; sixteen files at it fill the total exactly.
+        std::fs::write(root.join("large.txt"), "x".repeat(full + 1)).expect("write");
+        recorder.before_use(&root.join("large.txt"));
+        for index in 0..MAX_FILES_TOTAL / full {
+            let name = format!("at-the-bound-{index}.txt");
+            std::fs::write(root.join(&name), "y".repeat(full)).expect("write");
+            recorder.before_use(&root.join(name));
+        }
+        std::fs::write(root.join("one-more.txt"), "z").expect("write");
+        recorder.before_use(&root.join("one-more.txt"));
+        std::os::unix::fs::symlink(root.join("one-more.txt"), root.join("link.txt")).expect("link");
+        recorder.before_use(&root.join("link.txt"));
+
+        let transcript = recorder.transcript();
+        assert!(transcript.contains("# Note: large.txt is left out"), "the recording says so");
+        let seen = recorder.seen();
+        assert_eq!(seen.files.get("large.txt"), Some(&None), "a file past MAX_FILE is not kept");
+        assert_eq!(seen.files.get("one-more.txt"), Some(&None), "nor one past MAX_FILES_TOTAL");
+        assert!(!seen.files.contains_key("link.txt"), "a link is not followed");
+        let kept: Vec<&String> = seen.files.values().flatten().collect();
+        assert_eq!(kept.len(), MAX_FILES_TOTAL / full, "every file at the bound is kept whole");
+        assert!(kept.iter().all(|text| text.len() == full));
+        assert_eq!(seen.files_bytes, MAX_FILES_TOTAL);
+        assert_eq!(
+            seen.notes,
+            [
+                format!("large.txt is left out: it is larger than {MAX_FILE} bytes"),
+                "one-more.txt is left out: the recording holds enough files".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
     fn a_recording_keeps_lines_up_to_its_budget_and_then_says_it_stopped() {
         let recorder = Recorder::new(PathBuf::from("unused.ndjson"), Setup::default());
         recorder.bytes(Sender::Client, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n");

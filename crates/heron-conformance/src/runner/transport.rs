@@ -39,6 +39,26 @@ pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// Lines of the agent's output read ahead of the replay.
 const QUEUED_LINES: usize = 1024;
 
+/// The most of the agent's stderr held for failure reports, in bytes; past it the text is cut
+/// to its last [`STDERR_CUT_TO`] bytes, so a chatty agent, or one endless line, cannot grow
+/// the report without bound.
+const STDERR_KEPT: usize = 64 * 1024;
+/// What is left of the stderr held once it passes [`STDERR_KEPT`].
+const STDERR_CUT_TO: usize = 32 * 1024;
+/// How much of the agent's stderr is read at a time.
+const STDERR_PIECE: usize = 8 * 1024;
+
+/// Appends `piece` of the agent's stderr to `log`, keeping the tail only (see
+/// [`STDERR_KEPT`]); the cut falls on a character boundary.
+fn keep_tail(log: &mut String, piece: &[u8]) {
+    log.push_str(&String::from_utf8_lossy(piece));
+    if log.len() > STDERR_KEPT {
+        let cut = log.len() - STDERR_CUT_TO;
+        let cut = (cut..log.len()).find(|i| log.is_char_boundary(*i)).unwrap_or(0);
+        log.drain(..cut);
+    }
+}
+
 /// Calls `each` with every line of `reader` (without its newline), or with how many bytes a
 /// line past `cap` had when it ended (its bytes dropped as they came); stops when `each`
 /// says so or the input ends. Bytes that are not UTF-8 are replaced.
@@ -113,20 +133,13 @@ impl ProcessTransport {
         let sink = log.clone();
         let stderr_reader = std::thread::spawn(move || {
             let mut stderr = stderr;
-            let mut piece = [0u8; 8192];
+            let mut piece = [0u8; STDERR_PIECE];
             while let Ok(read) = stderr.read(&mut piece) {
                 if read == 0 {
                     break;
                 }
                 let mut log = sink.lock().unwrap_or_else(PoisonError::into_inner);
-                log.push_str(&String::from_utf8_lossy(&piece[..read]));
-                // Keep the tail only: a chatty agent, or one endless line, must not grow the
-                // report without bound.
-                if log.len() > 64 * 1024 {
-                    let cut = log.len() - 32 * 1024;
-                    let cut = (cut..log.len()).find(|i| log.is_char_boundary(*i)).unwrap_or(0);
-                    log.drain(..cut);
-                }
+                keep_tail(&mut log, &piece[..read]);
             }
         });
         Ok(ProcessTransport { child, stdin, lines, stderr: log, stderr_reader })
@@ -195,5 +208,37 @@ mod tests {
         let lines = split(b"abc\nabcdefgh\n\nxyz", 4);
         assert_eq!(lines, [Ok("abc".into()), Err(8), Ok(String::new()), Ok("xyz".into())]);
         assert_eq!(split(b"abcd\nabcde", 4), [Ok("abcd".into()), Err(5)]);
+    }
+
+    #[test]
+    fn an_agents_endless_stderr_is_held_to_its_tail() {
+        // One line of about 200 KiB, three times what is held, then a last line.
+        let script = r#"printf 'the first words' >&2
+            i=0; while [ $i -lt 3000 ]; do printf 'é%063d' $i >&2; i=$((i+1)); done
+            printf '\nthe last line\n' >&2"#;
+        let mut command = Command::new("sh");
+        command.args(["-c", script]);
+        let mut transport = ProcessTransport::spawn(command).expect("sh starts");
+        // Its stdout closes when it exits; the wait is a bound, not a pause.
+        assert_eq!(transport.recv(Duration::from_secs(10)), Received::Closed);
+        let tail = transport.stderr_tail();
+        assert!(transport.stderr_reader.is_finished(), "the agent's stderr was read to its end");
+        let held = transport.stderr.lock().unwrap_or_else(PoisonError::into_inner).len();
+        assert!(held <= STDERR_KEPT, "{held} bytes held");
+        assert!(tail.ends_with("the last line"), "{}", &tail[tail.len().saturating_sub(80)..]);
+        assert!(!tail.contains("the first words"), "the oldest text is dropped");
+    }
+
+    #[test]
+    fn the_stderr_tail_is_cut_at_a_character_boundary() {
+        let mut log = String::new();
+        // Two-byte characters, so the cut point often falls inside one.
+        let piece = "é".repeat(STDERR_PIECE / 2 + 1);
+        for _ in 0..2 * STDERR_KEPT / piece.len() + 1 {
+            keep_tail(&mut log, piece.as_bytes());
+            assert!(log.len() <= STDERR_KEPT, "{} bytes held", log.len());
+        }
+        assert!(log.len() >= STDERR_CUT_TO, "the tail is kept, {} bytes", log.len());
+        assert!(log.chars().all(|c| c == 'é'), "no character is split");
     }
 }

@@ -408,6 +408,24 @@ mod tests {
     }
 
     #[test]
+    fn kept_paths_past_the_bound_are_left_out() {
+        let dir = tempfile::tempdir_in("/tmp").expect("tempdir in /tmp");
+        let base = std::fs::canonicalize(dir.path()).expect("canonical");
+        let keep: Vec<PathBuf> =
+            (0..MAX_KEPT + 5).map(|index| base.join(format!("root-{index:03}"))).collect();
+        for path in &keep {
+            std::fs::create_dir(path).expect("root");
+        }
+        let plan = Plan::new(&[], &[], TmpSource::Fresh, &keep);
+        assert_eq!(plan.kept.len(), MAX_KEPT, "no more than the child's descriptors hold");
+        let past = keep[MAX_KEPT..].iter().filter_map(|path| path.to_str()).collect::<Vec<_>>();
+        assert!(
+            plan.kept.iter().all(|kept| kept.path.to_str().is_ok_and(|path| !past.contains(&path))),
+            "the first ones are kept, the rest left out"
+        );
+    }
+
+    #[test]
     fn a_missing_kept_path_is_left_out() {
         let plan = Plan::new(&[], &[], TmpSource::Fresh, &[PathBuf::from("/tmp/heron-no-such-folder/x")]);
         assert!(plan.kept.is_empty());

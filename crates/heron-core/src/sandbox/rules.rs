@@ -146,7 +146,7 @@ pub(super) fn build(
     // (`touch ~/new` would fail in a workspace on `~`).
     hidden.extend(policy.credentials.iter().filter_map(|path| std::fs::canonicalize(path).ok()));
     let ruleset = ruleset(policy.network).map_err(prepare)?;
-    let mut rules = Rules { ruleset, hidden, list_carved: policy.list_carved, count: 0 };
+    let mut rules = Rules { ruleset, hidden, list_carved: policy.list_carved, count: 0, max: MAX_RULES };
 
     let (root_fd, root) =
         open_following(Path::new("/")).map_err(|e| prepare(format!("cannot open /: {e}")))?;
@@ -208,6 +208,8 @@ struct Rules {
     /// [`Policy::list_carved`].
     list_carved: bool,
     count: usize,
+    /// The most rules it may hold: [`MAX_RULES`], less in tests.
+    max: usize,
 }
 
 impl Rules {
@@ -279,9 +281,10 @@ impl Rules {
     }
 
     fn within_budget(&self) -> Result<(), SandboxError> {
-        if self.count >= MAX_RULES {
+        if self.count >= self.max {
             return Err(prepare(format!(
-                "more than {MAX_RULES} rules: too many entries on the way to a hidden path"
+                "more than {} rules: too many entries on the way to a hidden path",
+                self.max
             )));
         }
         Ok(())
@@ -354,6 +357,7 @@ mod tests {
             hidden: hidden.iter().map(|p| p.to_path_buf()).collect(),
             list_carved: false,
             count: 0,
+            max: MAX_RULES,
         }
     }
 
@@ -374,6 +378,30 @@ mod tests {
         rules.grant(fd, &real, write_rights()).expect("granted");
         // `b`, then in `a`: `sibling` and `file`; not `home`, not the link to it.
         assert_eq!(rules.count, 3);
+    }
+
+    #[test]
+    fn a_carve_past_its_rule_budget_refuses_the_sandbox_naming_the_bound() {
+        assert_eq!(MAX_RULES, 16_384, "the production budget");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = std::fs::canonicalize(dir.path()).expect("canonical");
+        std::fs::create_dir(base.join("home")).expect("home");
+        for index in 0..4 {
+            std::fs::write(base.join(format!("file-{index}")), "x").expect("file");
+        }
+        let home = base.join("home");
+        // Four entries beside the hidden path: within a budget of four, not of three.
+        let mut rules = Rules { max: 4, ..rules_hiding(&[&home]) };
+        let (fd, real) = open_following(&base).expect("open");
+        rules.grant(fd, &real, read_rights()).expect("within the budget");
+        assert_eq!(rules.count, 4);
+        let mut rules = Rules { max: 3, ..rules_hiding(&[&home]) };
+        let (fd, real) = open_following(&base).expect("open");
+        let refused = rules.grant(fd, &real, read_rights()).expect_err("past the budget");
+        assert!(
+            matches!(&refused, SandboxError::Prepare(reason) if reason.starts_with("more than 3 rules")),
+            "{refused:?}"
+        );
     }
 
     #[test]

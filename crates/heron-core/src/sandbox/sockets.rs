@@ -165,6 +165,24 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_of_more_entries_than_the_covers_is_covered_up_to_the_bound() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = std::fs::canonicalize(dir.path()).expect("canonical");
+        std::fs::create_dir(base.join("run")).expect("run");
+        // The kept socket makes the folder covered entry by entry.
+        for index in 0..MAX_COVERS + 10 {
+            std::fs::write(base.join(format!("run/socket-{index}")), "").expect("entry");
+        }
+        std::fs::write(base.join("run/ssh"), "").expect("kept");
+        std::fs::write(base.join("docker.sock"), "").expect("after the bound");
+        let (folders, files) = covers(&[base.join("run"), base.join("docker.sock")], &[base.join("run/ssh")]);
+        assert!(folders.is_empty(), "{folders:?}");
+        assert_eq!(files.len(), MAX_COVERS, "no more than the bound is covered");
+        assert!(!files.contains(&base.join("docker.sock")), "what comes past it is not covered");
+        assert!(!files.contains(&base.join("run/ssh")), "the kept path stays reachable");
+    }
+
+    #[test]
     fn a_path_reached_twice_through_a_link_is_covered_once() {
         let dir = tempfile::tempdir().expect("tempdir");
         let base = std::fs::canonicalize(dir.path()).expect("canonical");
