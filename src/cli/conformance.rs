@@ -30,8 +30,13 @@ pub struct ConformanceArgs {
     /// An agent command line to test instead of Heron, e.g. "other-agent --acp" (run with
     /// `sh -c`; the scenarios' Heron arguments are not passed). A relative program path, and
     /// any other word starting with `./` or `../`, is resolved against the current directory.
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", conflicts_with = "recipe")]
     pub agent: Option<String>,
+    /// A known agent's recipe (`conformance/agents/<agent>.toml`): its command line, and the
+    /// environment and files that point it at the kit's model server, which runs beside it,
+    /// so the scenarios that need a session get one with no credentials.
+    #[arg(long, value_name = "FILE")]
+    pub recipe: Option<PathBuf>,
     /// How to report: `text` (a table), `junit` (JUnit XML for CI) or `json`.
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = str::parse::<Format>)]
     pub format: Format,
@@ -45,9 +50,13 @@ pub struct ConformanceArgs {
     pub update: bool,
 }
 
-/// The agent under test: `--agent`'s command line (its relative paths resolved against the
-/// caller's directory), else this executable.
+/// The agent under test: `--recipe`'s agent, `--agent`'s command line (its relative paths
+/// resolved against the caller's directory), else this executable.
 fn agent(args: &ConformanceArgs) -> Result<AgentCommand, String> {
+    if let Some(path) = &args.recipe {
+        let recipe = crate::conformance::recipe::Recipe::load(path)?;
+        return Ok(AgentCommand::Recipe(std::sync::Arc::new(recipe)));
+    }
     match &args.agent {
         Some(line) => {
             let cwd =

@@ -10,6 +10,7 @@ pub mod bundled;
 pub mod format;
 pub mod matcher;
 pub mod model_server;
+pub mod recipe;
 pub mod record;
 pub mod report;
 pub mod runner;

@@ -200,6 +200,14 @@ fn inside_sandbox(value: &str) -> Result<(), String> {
     }
 }
 
+/// What a recipe adds to the agent's process: the model server's port, which the agent and
+/// the server beside it may bind and connect to, and the recipe's environment.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Kit {
+    pub(super) port: u16,
+    pub(super) env: Vec<(String, String)>,
+}
+
 /// The one place the agent's process is set up: everything a transcript can make the agent
 /// do, its tools' commands and its MCP servers included, runs below this command.
 ///
@@ -207,7 +215,8 @@ fn inside_sandbox(value: &str) -> Result<(), String> {
 /// it): it writes only inside the scenario's folder (not the temp folders); it reads only
 /// there, in [`SYSTEM_FOLDERS`] and in `program_files` (its own program, its interpreter),
 /// so a transcript's commands find none of the user's files to send; it may neither bind
-/// nor connect TCP, since a replay talks to the scripted model and nothing else; and the
+/// nor connect TCP, since a replay talks to the scripted model and nothing else (but for a
+/// recipe's one port, `kit`, where the kit's model server runs beside it); and the
 /// caller's own Heron home is hidden from it. It is also pointed at the sandbox: its
 /// working directory is the workspace, HOME, TMPDIR and HERON_HOME are the sandbox's, and
 /// it sees only [`PASSED_THROUGH`] of the caller's environment.
@@ -216,6 +225,7 @@ pub(super) fn agent_command(
     args: &[String],
     program_files: Vec<PathBuf>,
     sandbox: &Sandbox,
+    kit: Option<&Kit>,
 ) -> Result<Command, String> {
     let mut command = Command::new(program);
     command.args(args).current_dir(sandbox.ws()).env_clear();
@@ -225,6 +235,9 @@ pub(super) fn agent_command(
         }
     }
     command.env("HOME", sandbox.user_home()).env("TMPDIR", sandbox.tmp()).env("HERON_HOME", sandbox.home());
+    for (key, value) in kit.map(|kit| kit.env.as_slice()).unwrap_or_default() {
+        command.env(key, value);
+    }
     let callers_home = Home::from_env().map(|h| h.root().to_path_buf()).unwrap_or_default();
     // The runner itself: a wrapper script named by `--agent` may start this Heron.
     let runner = std::env::current_exe().ok();
@@ -240,6 +253,7 @@ pub(super) fn agent_command(
         list_carved: true,
         readable: Some(readable),
         network: false,
+        port: kit.map(|kit| kit.port),
         // Covered where the agent gets a mount namespace; its own children inherit it.
         host_sockets: heron_core::sandbox::host_sockets(),
         // The agent's TMPDIR is the scenario's own.

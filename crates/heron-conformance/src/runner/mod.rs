@@ -8,6 +8,7 @@ mod agent_files;
 mod agent_line;
 mod client;
 mod confine;
+mod kit;
 mod refresh;
 mod replay;
 mod sandbox;
@@ -83,6 +84,8 @@ pub enum AgentCommand {
     Heron(PathBuf),
     /// A shell command line (`sh -c`), run as it is.
     Shell(String),
+    /// A known agent started by its recipe, beside the kit's model server.
+    Recipe(std::sync::Arc<crate::recipe::Recipe>),
 }
 
 /// The result of one scenario.
@@ -110,14 +113,16 @@ fn start(agent: &AgentCommand, args: &CheckedArgs, sandbox: &Sandbox) -> Result<
         AgentCommand::Heron(exe) => {
             let mut line = vec!["acp".to_owned()];
             line.extend(args.command_line(&sandbox.paths));
-            confine::agent_command(exe, &line, vec![exe.clone()], sandbox)
+            confine::agent_command(exe, &line, vec![exe.clone()], sandbox, None)
         }
         AgentCommand::Shell(line) => confine::agent_command(
             Path::new("sh"),
             &["-c".to_owned(), line.clone()],
             agent_files::of_line(line),
             sandbox,
+            None,
         ),
+        AgentCommand::Recipe(recipe) => kit::agent_command(recipe, sandbox),
     };
     let command = command.map_err(|e| Failure::new(0, format!("cannot confine the agent: {e}"), ""))?;
     ProcessTransport::spawn(command).map_err(|e| Failure::new(0, format!("cannot start the agent: {e}"), ""))

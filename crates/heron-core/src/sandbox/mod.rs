@@ -228,6 +228,7 @@ mod tests {
             list_carved: false,
             readable: None,
             network: true,
+            port: None,
             host_sockets: Vec::new(),
             temp: PrivateTemp::default(),
         })

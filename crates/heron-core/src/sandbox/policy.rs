@@ -41,6 +41,10 @@ pub struct Policy {
     /// Whether children may bind and connect TCP sockets (refused from Landlock ABI 4,
     /// Linux 6.7). Off for the agent a conformance run tests; UDP is not covered.
     pub network: bool,
+    /// Without `network`, the one TCP port children may still bind and connect to: the
+    /// kit's model server, which runs beside the agent a conformance recipe tests (in its
+    /// network namespace, where it gets one).
+    pub port: Option<u16>,
     /// Host-control sockets and their folders (the session's D-Bus bus, tmux, X11, docker)
     /// covered in a child's private mount namespace, where it gets one.
     pub host_sockets: Vec<PathBuf>,
@@ -63,6 +67,7 @@ impl Policy {
             list_carved: false,
             readable: None,
             network: true,
+            port: None,
             host_sockets: super::sockets::host_control(),
             temp: PrivateTemp::default(),
         }

@@ -31,7 +31,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, PathBeneath, Ruleset, RulesetAttr, RulesetCreated,
+    ABI, Access, AccessFs, AccessNet, BitFlags, NetPort, PathBeneath, Ruleset, RulesetAttr, RulesetCreated,
     RulesetCreatedAttr, Scope,
 };
 
@@ -145,7 +145,11 @@ pub(super) fn build(
     // missing one would carve its parent, and a carved directory takes no new entries
     // (`touch ~/new` would fail in a workspace on `~`).
     hidden.extend(policy.credentials.iter().filter_map(|path| std::fs::canonicalize(path).ok()));
-    let ruleset = ruleset(policy.network).map_err(prepare)?;
+    let mut ruleset = ruleset(policy.network).map_err(prepare)?;
+    if let (false, Some(port)) = (policy.network, policy.port) {
+        let both = AccessNet::BindTcp | AccessNet::ConnectTcp;
+        ruleset = ruleset.add_rule(NetPort::new(port, both)).map_err(prepare)?;
+    }
     let mut rules = Rules { ruleset, hidden, list_carved: policy.list_carved, count: 0, max: MAX_RULES };
 
     let (root_fd, root) =

@@ -260,6 +260,7 @@ impl Dirs {
             list_carved: false,
             readable: None,
             network: true,
+            port: None,
             host_sockets: Vec::new(),
             temp: Default::default(),
         })

@@ -1,0 +1,130 @@
+//! A recipe (`conformance/agents/<agent>.toml`): how to start one known agent so that it gets
+//! past "no model, no key" against the kit's model server, with no credentials. It names the
+//! agent's command line, the environment and the files under the agent's HOME that point it
+//! at the server, and the script the server plays. The runner starts the server beside the
+//! agent, inside the agent's sandbox, on one loopback port the sandbox lets both use.
+//!
+//! In every string, `{model}` is the server's base URL (`http://127.0.0.1:PORT`, no path),
+//! `{home}` the agent's HOME and `{ws}` its workspace. A recipe is the caller's, like
+//! `--agent`, so what it names is trusted; the files it writes stay under the agent's HOME.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path};
+
+use serde::Deserialize;
+
+/// The script played when a recipe gives none: one answer, no tool call.
+const DEFAULT_SCRIPT: &str = "{\"steps\": [{\"text\": \"Hello from the conformance kit.\"}, {\"usage\": {\"input\": 12, \"output\": 6}}]}\n";
+
+/// The largest recipe read, in bytes.
+const MAX_RECIPE: u64 = 256 * 1024;
+
+/// One agent's recipe.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    /// The agent's name, as the matrix shows it.
+    pub agent: String,
+    /// The version the recipe was written for.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// How `scripts/conformance-matrix` installs it (a shell line; not run by the runner).
+    #[serde(default)]
+    pub install: Option<String>,
+    /// The agent's command line, run with `sh -c` in its workspace.
+    pub command: String,
+    /// Variables set for the agent, beside the few the runner passes through.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Files written under the agent's HOME before it starts, by path relative to it.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// The script the model server plays (the scripted provider's format).
+    #[serde(default)]
+    pub script: Option<String>,
+}
+
+impl Recipe {
+    /// Reads and checks the recipe at `path`.
+    pub fn load(path: &Path) -> Result<Recipe, String> {
+        let shown = path.display();
+        let text = heron_core::whole_file::read_text(path, MAX_RECIPE)
+            .map_err(|e| format!("cannot read the recipe {shown}: {e}"))?;
+        Recipe::parse(&text).map_err(|e| format!("the recipe {shown}: {e}"))
+    }
+
+    /// Parses and checks a recipe's text.
+    pub fn parse(text: &str) -> Result<Recipe, String> {
+        let recipe: Recipe = toml::from_str(text).map_err(|e| e.to_string())?;
+        if recipe.command.trim().is_empty() {
+            return Err("`command` is empty".into());
+        }
+        for name in recipe.files.keys() {
+            let path = Path::new(name);
+            let outside = path.is_absolute() || path.components().any(|c| c == Component::ParentDir);
+            if outside || name.is_empty() {
+                return Err(format!("file `{name}` is not a path below the agent's HOME"));
+            }
+        }
+        if let Some(name) = recipe.env.keys().find(|k| k.is_empty() || k.contains(['=', '\0'])) {
+            return Err(format!("`{name}` is not a variable name"));
+        }
+        Ok(recipe)
+    }
+
+    /// The script the model server plays.
+    pub fn script(&self) -> &str {
+        self.script.as_deref().unwrap_or(DEFAULT_SCRIPT)
+    }
+}
+
+/// Where a recipe's placeholders point, for one scenario.
+#[derive(Debug, Clone)]
+pub struct Places {
+    /// The model server's base URL.
+    pub model: String,
+    /// The agent's HOME.
+    pub home: String,
+    /// The workspace.
+    pub ws: String,
+}
+
+impl Places {
+    /// `text` with its placeholders filled in.
+    pub fn fill(&self, text: &str) -> String {
+        text.replace("{model}", &self.model).replace("{home}", &self.home).replace("{ws}", &self.ws)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recipe_names_its_command_environment_files_and_script() {
+        let recipe = Recipe::parse(
+            r#"
+agent = "an-agent"
+command = "an-agent --acp"
+[env]
+OPENAI_BASE_URL = "{model}/v1"
+[files]
+".config/agent/settings.json" = '{"home": "{home}"}'
+"#,
+        )
+        .expect("a recipe");
+        let places = Places { model: "http://127.0.0.1:9".into(), home: "/h".into(), ws: "/w".into() };
+        assert_eq!(places.fill(&recipe.env["OPENAI_BASE_URL"]), "http://127.0.0.1:9/v1");
+        assert_eq!(places.fill(&recipe.files[".config/agent/settings.json"]), r#"{"home": "/h"}"#);
+        assert!(recipe.script().contains("Hello from the conformance kit."));
+    }
+
+    #[test]
+    fn files_outside_the_home_unknown_keys_and_an_empty_command_are_refused() {
+        let with = |extra: &str| Recipe::parse(&format!("agent = \"a\"\ncommand = \"a\"\n{extra}"));
+        assert!(with("[files]\n\"../x\" = \"\"\n").is_err_and(|e| e.contains("below the agent's HOME")));
+        assert!(with("[files]\n\"/etc/x\" = \"\"\n").is_err());
+        assert!(with("colour = \"blue\"\n").is_err_and(|e| e.contains("unknown field")));
+        assert!(Recipe::parse("agent = \"a\"\ncommand = \" \"\n").is_err_and(|e| e.contains("empty")));
+    }
+}

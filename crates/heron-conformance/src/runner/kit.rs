@@ -1,0 +1,61 @@
+//! Starting an agent by its recipe: the kit's model server and the agent in one confined
+//! shell, the server on a loopback port the sandbox lets both use (in the agent's own
+//! network namespace where it gets one, so nothing else can reach it), the recipe's files
+//! written under the agent's HOME and its environment set, every `{model}` pointing at the
+//! server.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::confine::{self, Kit};
+use super::{Sandbox, agent_files};
+use crate::recipe::{Places, Recipe};
+
+/// The confined command that runs the model server, then `exec`s the recipe's agent.
+pub(super) fn agent_command(recipe: &Recipe, sandbox: &Sandbox) -> Result<Command, String> {
+    let port = free_port()?;
+    let places = Places {
+        model: format!("http://127.0.0.1:{port}"),
+        home: sandbox.user_home().display().to_string(),
+        ws: sandbox.ws().display().to_string(),
+    };
+    let script = sandbox.root().join("kit.jsonl");
+    std::fs::write(&script, recipe.script()).map_err(|e| format!("cannot write the kit's script: {e}"))?;
+    for (name, text) in &recipe.files {
+        let path = sandbox.user_home().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot write `{name}`: {e}"))?;
+        }
+        std::fs::write(&path, places.fill(text)).map_err(|e| format!("cannot write `{name}`: {e}"))?;
+    }
+    let kit = std::env::current_exe().map_err(|e| format!("cannot find the kit's model server: {e}"))?;
+    let agent = places.fill(&recipe.command);
+    // The server's address line and its log go nowhere: the agent's stdout is the protocol.
+    let line = format!(
+        "{} model-server --script {} --listen 127.0.0.1:{port} >/dev/null 2>&1 &\nexec {agent}",
+        quoted(&kit),
+        quoted(&script),
+    );
+    let mut files: Vec<PathBuf> = agent_files::of_line(&agent);
+    files.push(kit);
+    let env = recipe.env.iter().map(|(key, value)| (key.clone(), places.fill(value))).collect();
+    confine::agent_command(
+        Path::new("sh"),
+        &["-c".to_owned(), line],
+        files,
+        sandbox,
+        Some(&Kit { port, env }),
+    )
+}
+
+/// A port free on the host's loopback now: the server binds it in the agent's namespace, or
+/// here where the agent gets none.
+fn free_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("no free port: {e}"))?;
+    listener.local_addr().map(|address| address.port()).map_err(|e| format!("no free port: {e}"))
+}
+
+/// `path` as one shell word.
+fn quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
