@@ -2,7 +2,8 @@
 //! run at once, each with a model of its own playing a script, and the parent's calls show
 //! what each child did and its answer; a child past its time ends with what it did; a
 //! cancel stops children that are still working; `session/load` replays the parent's calls
-//! as they were seen live.
+//! as they were seen live; a child past its steps, its answer's size or the session's
+//! places is held to them.
 
 use std::time::Duration;
 
@@ -288,5 +289,118 @@ async fn a_child_past_its_time_ends_and_the_parent_learns_what_it_did() {
     assert_eq!(failed.len(), 1, "{seen:#?}");
     let text = failed[0]["params"]["update"]["content"][0]["content"]["text"].as_str().unwrap_or_default();
     assert!(text.contains("subagent_timeout_s") && text.contains("List the workspace: done"), "{text}");
+    editor.close().await;
+}
+
+/// A parent that hands one job to a child of each of the models `c/m` and `d/m`, in one
+/// reply, then closes.
+fn two_jobs() -> String {
+    let task = |model: &str| {
+        json!({ "tool_call": { "name": "task", "arguments": {
+            "prompt": "Count the files.", "description": format!("count with {model}"), "model": model } } })
+    };
+    format!(
+        "{}\n{}\n",
+        json!({ "steps": [task("c/m"), task("d/m")] }),
+        json!({ "steps": [{ "text": "Done." }] })
+    )
+}
+
+/// A child that lists the files at every request and never answers.
+const LOOPING_CHILD: &str = r#"{"steps": [{"tool_call": {"name": "list_files", "arguments": {"path": "."}}}]}
+{"steps": [{"tool_call": {"name": "list_files", "arguments": {"path": "."}}}]}
+{"steps": [{"tool_call": {"name": "list_files", "arguments": {"path": "."}}}]}
+"#;
+
+/// The text of the finished parent call titled `title`.
+fn finished_text<'a>(seen: &'a [Value], title: &str) -> &'a str {
+    let id = seen
+        .iter()
+        .find(|m| update_kind(m) == Some("tool_call") && m["params"]["update"]["title"] == title)
+        .map(|m| &m["params"]["update"]["toolCallId"])
+        .unwrap_or_else(|| panic!("no call {title}: {seen:#?}"));
+    seen.iter()
+        .filter(|m| update_kind(m) == Some("tool_call_update") && m["params"]["update"]["toolCallId"] == *id)
+        .filter(|m| matches!(m["params"]["update"]["status"].as_str(), Some("completed" | "failed")))
+        .find_map(|m| m["params"]["update"]["content"][0]["content"]["text"].as_str())
+        .unwrap_or_else(|| panic!("{title} did not finish: {seen:#?}"))
+}
+
+/// L23: a child past `subagent_max_steps` model requests fails showing what it did, and a
+/// child's answer past 32 KiB (`MAX_ANSWER_BYTES`) reaches the parent clipped.
+#[tokio::test]
+async fn a_child_past_its_steps_fails_with_what_it_did_and_a_long_answer_is_clipped() {
+    let children = format!(
+        "subagent_max_steps = 2\n{}{}",
+        support::scripted_provider("c", "c.jsonl"),
+        support::scripted_provider("d", "d.jsonl")
+    );
+    let dirs = support::scripted_home("p", &children, &two_jobs());
+    dirs.write_home("c.jsonl", LOOPING_CHILD);
+    dirs.write_home("d.jsonl", &format!("{}\n", json!({ "steps": [{ "text": "y".repeat(40 * 1024) }] })));
+    let mut editor = support::start_in(support::scripted_args("p"), dirs);
+    let session = editor.new_session().await;
+    let (seen, answer) = editor.prompt(json!("p"), &session, "Count").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let looped = finished_text(&seen, "Subagent: count with c/m");
+    assert!(looped.contains("made 2 model requests (subagent_max_steps)"), "{looped}");
+    assert_eq!(looped.matches("List the workspace: done").count(), 2, "{looped}");
+    let long = finished_text(&seen, "Subagent: count with d/m");
+    assert!(
+        long.len() <= 32 * 1024 && long.starts_with("yyy") && long.ends_with('…'),
+        "{} bytes",
+        long.len()
+    );
+    editor.close().await;
+}
+
+/// L23: with one place (`max_subagents = 1`) the second child waits for the first to end.
+/// Unbounded, the steps the children show would interleave: `c/m` lists, waits 600 ms and
+/// lists again, while `d/m` lists 300 ms in. (Finished calls are reported in call order,
+/// so only the steps shown while running tell when each child ran.)
+#[tokio::test]
+async fn a_child_past_the_places_waits_for_one_to_end() {
+    let children = format!(
+        "max_subagents = 1\n{}{}",
+        support::scripted_provider("c", "c.jsonl"),
+        support::scripted_provider("d", "d.jsonl")
+    );
+    let list = json!({ "tool_call": { "name": "list_files", "arguments": { "path": "." } } });
+    let c = [
+        json!({ "steps": [list] }),
+        json!({ "steps": [{ "delay_ms": 600 }, list] }),
+        json!({ "steps": [{ "text": "C." }] }),
+    ];
+    let d = [json!({ "steps": [{ "delay_ms": 300 }, list] }), json!({ "steps": [{ "text": "D." }] })];
+    let lines = |turns: &[Value]| turns.iter().map(|turn| format!("{turn}\n")).collect::<String>();
+    let dirs = support::scripted_home("p", &children, &two_jobs());
+    dirs.write_home("c.jsonl", &lines(&c));
+    dirs.write_home("d.jsonl", &lines(&d));
+    let mut editor = support::start_in(support::scripted_args("p"), dirs);
+    let session = editor.new_session().await;
+    let (seen, answer) = editor.prompt(json!("p"), &session, "Count").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    // Where each child's steps showed while it ran: the first and the last.
+    let span = |title: &str| {
+        let id = seen
+            .iter()
+            .find(|m| update_kind(m) == Some("tool_call") && m["params"]["update"]["title"] == title)
+            .map(|m| m["params"]["update"]["toolCallId"].clone())
+            .expect("a call");
+        let shown: Vec<usize> = seen
+            .iter()
+            .enumerate()
+            .map(|(n, m)| (n, &m["params"]["update"]))
+            .filter(|(_, u)| {
+                u["toolCallId"] == id && u["status"] == "in_progress" && u.get("content").is_some()
+            })
+            .map(|(n, _)| n)
+            .collect();
+        (shown[0], shown[shown.len() - 1])
+    };
+    let (c, d) = (span("Subagent: count with c/m"), span("Subagent: count with d/m"));
+    assert!(c.1 < d.0 || d.1 < c.0, "one child ran at a time: {c:?} {d:?}");
+    assert!(finished_text(&seen, "Subagent: count with c/m").ends_with("C."));
+    assert!(finished_text(&seen, "Subagent: count with d/m").ends_with("D."));
     editor.close().await;
 }

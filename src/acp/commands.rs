@@ -177,4 +177,17 @@ mod tests {
             json!([{ "file": "/x/a.md", "line": 3, "message": "bad" }, { "file": "/x/b.md", "message": "worse" }])
         );
     }
+
+    #[test]
+    fn problems_past_the_limit_are_not_sent_and_long_messages_are_clipped() {
+        let mut all: Vec<Problem> =
+            (0..MAX_PROBLEMS + 10).map(|n| Problem::new(format!("/x/{n}.md"), "bad")).collect();
+        all[0].message = "é".repeat(MAX_PROBLEM);
+        let sent = wire_problems(&all);
+        assert_eq!(sent.len(), MAX_PROBLEMS, "the first 50 are sent");
+        assert_eq!(sent[MAX_PROBLEMS - 1].file, format!("/x/{}.md", MAX_PROBLEMS - 1));
+        let clipped = &sent[0].message;
+        assert!(clipped.len() <= MAX_PROBLEM && clipped.ends_with('…'), "{} bytes", clipped.len());
+        assert_eq!(sent[1].message, "bad", "a short message is sent whole");
+    }
 }

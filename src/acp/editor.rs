@@ -38,6 +38,8 @@ pub struct AcpEditor<O> {
     confined_terminals: bool,
     questions: bool,
     modes: ElicitationModes,
+    /// How long an MCP server's form or page waits for the user ([`ELICITATION_TIMEOUT`]).
+    elicitation_timeout: Duration,
 }
 
 /// How long an MCP server's form or page waits for the user.
@@ -65,6 +67,7 @@ impl<O: Outgoing> AcpEditor<O> {
                 form: capabilities.elicitation.as_ref().is_some_and(|e| e.form.is_some()),
                 url: capabilities.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
             },
+            elicitation_timeout: ELICITATION_TIMEOUT,
         }
     }
 
@@ -414,7 +417,7 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
         let call = self.client.0.call_with_timeout::<_, CreateElicitationResponse>(
             "elicitation/create",
             request,
-            Some(ELICITATION_TIMEOUT),
+            Some(self.elicitation_timeout),
         );
         Box::pin(async move { call.await.map(elicitation_answer).map_err(failed) })
     }
@@ -509,5 +512,63 @@ mod tests {
         assert!(text.len() <= MAX_EDITOR_ERROR, "{}", text.len());
         assert!(!text.contains('\n') && !text.contains('\u{1b}'), "{text:?}");
         assert!(text.starts_with("Internal error (disk"), "{text}");
+    }
+
+    /// A dispatcher for an agent that is only ever the caller.
+    struct CallsOnly;
+
+    impl heron_rpc::Dispatcher for CallsOnly {
+        fn dispatch_request(
+            &self,
+            method: &str,
+            _: Option<&serde_json::value::RawValue>,
+        ) -> Result<(heron_rpc::Policy, heron_rpc::ResponseFuture), RpcError> {
+            Err(RpcError::method_not_found(method))
+        }
+
+        fn dispatch_notification(
+            &self,
+            _: &str,
+            _: Option<&serde_json::value::RawValue>,
+        ) -> Option<(heron_rpc::Policy, heron_rpc::NotificationFuture)> {
+            None
+        }
+    }
+
+    /// An MCP server's form the editor never answers fails once its wait is over (which
+    /// the MCP client turns into a decline to the server), and the editor is told to stop
+    /// showing it. Crossed with a short wait; the 600 s default is pinned.
+    #[tokio::test]
+    async fn an_unanswered_form_fails_past_its_wait_and_the_editor_is_told_to_stop() {
+        use tokio::io::AsyncBufReadExt;
+        assert_eq!(ELICITATION_TIMEOUT, Duration::from_secs(600));
+        let (_editor_in, agent_in) = tokio::io::duplex(1 << 16);
+        let (agent_out, editor_out) = tokio::io::duplex(1 << 16);
+        let connection =
+            heron_rpc::Connection::new(agent_in, agent_out, heron_rpc::ConnectionOptions::default());
+        let peer = connection.peer();
+        let serving = tokio::spawn(connection.serve(std::sync::Arc::new(CallsOnly)));
+        let capabilities: ClientCapabilities =
+            serde_json::from_value(serde_json::json!({ "elicitation": { "form": {} } }))
+                .expect("capabilities");
+        let mut editor = AcpEditor::new(ClientPeer(peer), "s1".to_owned(), &capabilities);
+        assert_eq!(editor.elicitation_timeout, ELICITATION_TIMEOUT);
+        editor.elicitation_timeout = Duration::from_millis(100);
+        let form = Elicitation::Form { message: "Which color?".to_owned(), fields: Vec::new() };
+        let answer = tokio::time::timeout(Duration::from_secs(5), editor.elicit(form)).await;
+        let EditorError(why) = answer.expect("ends with its wait").expect_err("never answered");
+        assert!(why.contains("-32800") && why.contains("timeout"), "{why}");
+        let mut seen = tokio::io::BufReader::new(editor_out).lines();
+        let mut sent = Vec::new();
+        while sent.len() < 2 {
+            let line = tokio::time::timeout(Duration::from_secs(5), seen.next_line()).await;
+            let line = line.expect("a line").expect("read").expect("open");
+            sent.push(serde_json::from_str::<serde_json::Value>(&line).expect("JSON"));
+        }
+        let (asked, stop) = (&sent[0], &sent[1]);
+        assert_eq!(asked["method"], "elicitation/create", "{asked}");
+        assert_eq!(stop["method"], "$/cancel_request", "{stop}");
+        assert_eq!(stop["params"]["requestId"], asked["id"], "{stop}");
+        serving.abort();
     }
 }

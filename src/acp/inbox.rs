@@ -385,3 +385,24 @@ pub(super) fn refresh<O: Outgoing>(
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inbox_past_the_budget_of_every_session_is_refused_with_the_process_scope() {
+        let limit = heron_store::INBOX_STORE_BYTES;
+        let refused = inbox_error(InboxError::from(heron_store::StoreError::InboxBytesFull {
+            limit,
+            all_sessions: true,
+        }));
+        assert_eq!(refused.code, INVALID_PARAMS);
+        let data = refused.data.expect("data");
+        assert_eq!(
+            (data["code"].as_str(), data["scope"].as_str()),
+            (Some("inbox.bytes_full"), Some("process"))
+        );
+        assert_eq!(data["limit"], limit);
+    }
+}

@@ -139,3 +139,21 @@ async fn a_model_list_is_held_to_its_count_pages_and_bytes() {
     let refused = list_models(ProviderKind::Openai, &config, wait).await;
     assert!(matches!(refused, Err(ProviderError::Protocol(_))), "{refused:?}");
 }
+
+/// L5: an error response's body is read up to 64 KiB and no further: a body that never
+/// ends does not hold the turn until the request timeout, and the message kept is clipped.
+#[tokio::test]
+async fn an_endless_error_body_is_read_to_its_cap_and_no_further() {
+    let start = format!(r#"{{"error": {{"message": "{}"#, "x".repeat(70 * 1024));
+    let server = MockServer::start(move |_, _| Answer::StatusEndless(400, start.clone()));
+    // Long enough that waiting for the rest of the body would fail the test.
+    let wait = Duration::from_secs(30);
+    let config = HttpConfig {
+        request_timeout: wait,
+        response_timeout: wait,
+        ..HttpConfig::new(format!("{}/v1", server.origin))
+    };
+    let (_, error) = tokio::time::timeout(Duration::from_secs(5), run(config)).await.expect("not held open");
+    let Some(ProviderError::Status { status: 400, message }) = error else { panic!("{error:?}") };
+    assert!(message.len() <= 2048 && message.starts_with(r#"{"error""#), "{} bytes", message.len());
+}

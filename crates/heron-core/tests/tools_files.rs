@@ -538,3 +538,26 @@ async fn files_other_programs_run_later_are_always_asked_with_the_reason_in_the_
         WriteFile.prepare(&json!({"path": "src/lib.rs", "content": "x"}).to_string(), &env).expect("ok");
     assert!(plain.always_ask.is_none() && !plain.title.contains('('), "{}", plain.title);
 }
+
+/// W1: a file past the 64 MiB a tool reads whole is refused by the reading and the
+/// changing tools alike, naming the cap (sparse: nothing is written to the disk, and what
+/// is read stops one byte past the cap).
+#[tokio::test]
+async fn a_file_past_the_whole_read_cap_is_refused_naming_it() {
+    let dirs = Dirs::new();
+    let path = dirs.write("huge.log", "");
+    let file = std::fs::OpenOptions::new().write(true).open(&path).expect("open");
+    file.set_len(64 * 1024 * 1024 + 1).expect("grow");
+    let env = dirs.env();
+    let read = call(&ReadFile, &env, json!({ "path": "huge.log" })).await;
+    let edit =
+        call(&EditFile, &env, json!({ "path": "huge.log", "old_string": "a", "new_string": "b" })).await;
+    for outcome in [read, edit] {
+        assert_eq!(outcome.status, ToolStatus::Failed, "{}", outcome.for_model);
+        assert!(
+            outcome.for_model.contains("larger than the 67108864 bytes a tool reads whole"),
+            "{}",
+            outcome.for_model
+        );
+    }
+}

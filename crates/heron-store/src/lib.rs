@@ -200,8 +200,15 @@ impl Store {
     /// A database from a newer Heron is refused with [`StoreError::TooNew`] before anything
     /// in it is changed.
     pub async fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Store::open_waiting(path, BUSY_TIMEOUT).await
+    }
+
+    /// [`Store::open`] where every write (and the open itself) waits at most `busy` for a
+    /// lock another connection holds, instead of [`BUSY_TIMEOUT`]; past it the write fails
+    /// with [`StoreError::Unavailable`]. Tests cross the wait with a short one.
+    pub async fn open_waiting(path: impl AsRef<Path>, busy: Duration) -> Result<Store, StoreError> {
         let path = path.as_ref().to_path_buf();
-        tokio::task::spawn_blocking(move || Store::open_blocking(&path))
+        tokio::task::spawn_blocking(move || Store::open_blocking_waiting(&path, busy))
             .await
             .map_err(|err| StoreError::Task(err.to_string()))?
     }
@@ -212,9 +219,13 @@ impl Store {
     /// without waiting on its busy handler (one switches the file to WAL while the other
     /// reads its header); such an open is tried again, within [`BUSY_TIMEOUT`].
     pub fn open_blocking(path: &Path) -> Result<Store, StoreError> {
-        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        Store::open_blocking_waiting(path, BUSY_TIMEOUT)
+    }
+
+    fn open_blocking_waiting(path: &Path, busy: Duration) -> Result<Store, StoreError> {
+        let deadline = std::time::Instant::now() + busy;
         loop {
-            match Self::open_once(path) {
+            match Self::open_once(path, busy) {
                 // SQLite's own text for SQLITE_BUSY.
                 Err(StoreError::Unavailable(reason))
                     if reason.contains("database is locked") && std::time::Instant::now() < deadline =>
@@ -226,7 +237,7 @@ impl Store {
         }
     }
 
-    fn open_once(path: &Path) -> Result<Store, StoreError> {
+    fn open_once(path: &Path, busy: Duration) -> Result<Store, StoreError> {
         create_private_file(path)?;
         let mut conn = Connection::open_with_flags(
             path,
@@ -234,7 +245,7 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.busy_timeout(busy)?;
         // Refuse a newer schema before any pragma below writes to the file header.
         schema::refuse_newer(&conn)?;
         let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use heron_store::{
-    InboxIntent, InboxItem, InboxStatus, NewInboxItem, NewSession, Placement, Store, StoreError,
+    INBOX_SESSION_BYTES, INBOX_STORE_BYTES, InboxIntent, InboxItem, InboxStatus, NewInboxItem, NewSession,
+    Placement, Store, StoreError,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -78,6 +79,35 @@ async fn a_full_inbox_makes_room_by_removing_its_oldest_finished_item() {
     let items = store.inbox_list(&session).await.expect("list");
     assert_eq!(texts(&items), ["a", "c", "d"], "b finished first, so it went first");
     assert_eq!(items.iter().map(|i| i.position).collect::<Vec<_>>(), [0, 1, 2]);
+}
+
+/// The budget of every session's inbox together, crossed with small budgets (the defaults,
+/// 32 MiB a session and 256 MiB in all, are pinned first).
+#[tokio::test]
+async fn the_inboxes_together_refuse_past_the_stores_byte_budget_and_keep_what_is_queued() {
+    let defaults = NewInboxItem::followup(text("x"));
+    assert_eq!((defaults.session_bytes, defaults.store_bytes), (INBOX_SESSION_BYTES, INBOX_STORE_BYTES));
+    assert_eq!((INBOX_SESSION_BYTES, INBOX_STORE_BYTES), (32 << 20, 256 << 20));
+    let (_dir, store, a) = open_with_session().await;
+    let b = store.create_session(NewSession::in_dir("/w")).await.expect("create b").id;
+    // `{"text":"…"}` stores 11 bytes around its text.
+    let sized = |bytes: usize| NewInboxItem {
+        session_bytes: 600,
+        store_bytes: 1000,
+        ..NewInboxItem::followup(text(&"x".repeat(bytes - 11)))
+    };
+    add(&store, &a, sized(500)).await;
+    let first_of_b = add(&store, &b, sized(400)).await;
+    let refused = store.inbox_enqueue(&b, sized(200)).await.expect_err("1,100 bytes in all");
+    assert_eq!(refused, StoreError::InboxBytesFull { limit: 1000, all_sessions: true });
+    assert_eq!(store.inbox_list(&a).await.expect("a").len(), 1, "what is queued stays");
+    assert_eq!(store.inbox_list(&b).await.expect("b").len(), 1, "what is queued stays");
+    let refused = store.inbox_enqueue(&a, sized(200)).await.expect_err("700 bytes in a");
+    assert_eq!(refused, StoreError::InboxBytesFull { limit: 600, all_sessions: false });
+    // A finished item of the session makes room in both budgets.
+    store.inbox_set_status(&first_of_b.id, InboxStatus::Done, None, None).await.expect("done");
+    add(&store, &b, sized(200)).await;
+    assert_eq!(store.inbox_list(&b).await.expect("b").len(), 1, "the finished item made room");
 }
 
 #[tokio::test]

@@ -1,8 +1,9 @@
 //! Opening the store: file creation, pragmas and schema migrations.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
-use heron_store::{ListQuery, NewSession, SCHEMA_VERSION, Store, StoreError, StoreErrorKind};
+use heron_store::{BUSY_TIMEOUT, ListQuery, NewSession, SCHEMA_VERSION, Store, StoreError, StoreErrorKind};
 use rusqlite::Connection;
 
 fn raw_pragma(path: &Path, pragma: &str) -> String {
@@ -89,6 +90,28 @@ async fn two_stores_opening_a_fresh_file_at_once_both_succeed() {
     let (a, b) = (a.expect("open a"), b.expect("open b"));
     let created = a.create_session(NewSession::in_dir("/w")).await.expect("create");
     assert!(b.session(&created.id).await.expect("read").is_some());
+}
+
+#[tokio::test]
+async fn a_write_past_the_wait_for_another_process_lock_fails_unavailable_and_the_next_one_works() {
+    assert_eq!(BUSY_TIMEOUT, Duration::from_secs(5), "the production wait");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("heron.db");
+    let busy = Duration::from_millis(200);
+    let store = Store::open_waiting(&path, busy).await.expect("open");
+    // Another process's writer, holding the file's write lock.
+    let other = Connection::open(&path).expect("another connection");
+    other.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
+    let started = Instant::now();
+    let refused = store.create_session(NewSession::in_dir("/w")).await.expect_err("locked");
+    let waited = started.elapsed();
+    assert_eq!(refused.kind(), StoreErrorKind::Unavailable, "{refused}");
+    assert!(refused.to_string().contains("database is locked"), "{refused}");
+    assert!(waited >= busy, "the write waited for the lock first: {waited:?}");
+    assert!(waited < BUSY_TIMEOUT, "the caller's wait, not the default: {waited:?}");
+    other.execute_batch("COMMIT").expect("release");
+    let created = store.create_session(NewSession::in_dir("/w")).await.expect("written once released");
+    assert!(store.session(&created.id).await.expect("read").is_some());
 }
 
 #[tokio::test]

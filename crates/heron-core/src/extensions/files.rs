@@ -150,6 +150,25 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_past_the_entry_limit_is_listed_to_the_limit_and_reported() {
+        let (_keep, root) = canonical_tempdir();
+        let dir = root.join("commands");
+        std::fs::create_dir(&dir).expect("dir");
+        for n in 0..MAX_ENTRIES {
+            std::fs::write(dir.join(format!("c{n}.md")), "").expect("write");
+        }
+        let mut problems = Vec::new();
+        let listed = list(&dir, &mut problems).expect("a folder");
+        assert_eq!((listed.len(), problems.len()), (MAX_ENTRIES, 0), "at the limit all are read");
+
+        std::fs::write(dir.join("one-more.md"), "").expect("write");
+        let listed = list(&dir, &mut problems).expect("a folder");
+        assert_eq!(listed.len(), MAX_ENTRIES, "the entries past the limit are not read");
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].message.contains("more than 1000 entries"), "{problems:?}");
+    }
+
+    #[test]
     fn a_file_is_read_only_when_regular_small_and_text() {
         let (_keep, root) = canonical_tempdir();
         let protected = Protected::new(&root.join("home"), None);

@@ -292,4 +292,47 @@ env = { TOKEN = "t" }
         assert_eq!(broken, ["broken", "empty"]);
         assert_eq!(problems.len(), 2, "{problems:?}");
     }
+
+    #[test]
+    fn plugins_past_the_limit_are_not_read_and_said_so() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = std::fs::canonicalize(dir.path()).expect("canonical");
+        for n in 0..=MAX_PLUGINS {
+            let folder = root.join(format!("p{n:02}"));
+            std::fs::create_dir(&folder).expect("dir");
+            std::fs::write(folder.join("plugin.toml"), "[actions.go]\nprompt = \"go\"\n").expect("write");
+        }
+        let mut problems = Vec::new();
+        let (loaded, broken) = load_all(&root, &Protected::default(), &mut problems);
+        assert_eq!((loaded.len(), broken.len()), (MAX_PLUGINS, 0));
+        assert_eq!(loaded.last().map(|p| p.name.as_str()), Some("p31"), "read in name order");
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].message.contains("more than 32 plugins"), "{problems:?}");
+    }
+
+    #[test]
+    fn a_plugin_past_its_action_or_server_limit_fails_and_long_labels_are_clipped() {
+        let actions =
+            |n: usize| -> String { (0..n).map(|i| format!("[actions.a{i}]\nprompt = \"x\"\n")).collect() };
+        let servers = |n: usize| -> String {
+            (0..n).map(|i| format!("[mcp_servers.s{i}]\ncommand = \"x\"\n")).collect()
+        };
+        let file = Path::new("plugin.toml");
+        let full = format!("{}{}", actions(MAX_ACTIONS), servers(MAX_SERVERS));
+        let plugin = parse("docs", &full, file).expect("at the limits a plugin loads");
+        assert_eq!((plugin.actions.len(), plugin.servers.len()), (MAX_ACTIONS, MAX_SERVERS));
+
+        let problem = parse("docs", &actions(MAX_ACTIONS + 1), file).expect_err("too many actions");
+        assert!(problem.message.contains("more than 64 actions"), "{problem}");
+        let problem = parse("docs", &servers(MAX_SERVERS + 1), file).expect_err("too many servers");
+        assert!(problem.message.contains("more than 16 MCP servers"), "{problem}");
+
+        let long = "d".repeat(MAX_LABEL + 100);
+        let text =
+            format!("[actions.a]\nprompt = \"x\"\ndescription = \"{long}\"\nargument_hint = \"{long}\"\n");
+        let action = &parse("docs", &text, file).expect("parses").actions[0];
+        for label in [action.description.as_str(), action.hint.as_deref().unwrap_or_default()] {
+            assert!(label.len() <= MAX_LABEL && label.ends_with('…'), "{} bytes", label.len());
+        }
+    }
 }

@@ -250,4 +250,25 @@ mod tests {
         assert!(!reads_files(&content));
         assert_eq!(read_back(&content).await.0.len(), 0);
     }
+
+    #[tokio::test]
+    async fn an_attachment_grown_past_the_cap_is_not_read_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let input = vec![PromptInput::Attachment {
+            image: true,
+            mime_type: "image/png".into(),
+            data: b"png".to_vec(),
+            uri: None,
+        }];
+        let saved = save(dir.path(), input).await.expect("saved");
+        let [UserContent::Image { path, .. }] = saved.as_slice() else { panic!("an image: {saved:?}") };
+        let file = std::fs::OpenOptions::new().write(true).open(path).expect("open");
+        // Sparse: the size is what the cap is about, not what is on the disk.
+        file.set_len(MAX_ATTACHMENT_BYTES).expect("grow");
+        assert_eq!(read(path).map(|bytes| bytes.len() as u64), Ok(MAX_ATTACHMENT_BYTES), "at the cap");
+        file.set_len(MAX_ATTACHMENT_BYTES + 1).expect("grow");
+        let refused = read(path).expect_err("past the cap");
+        assert!(refused.contains("larger than 20971520 bytes"), "{refused}");
+        assert_eq!(read_back(&saved).await.get(path), None, "the client is told it is missing");
+    }
 }

@@ -142,4 +142,27 @@ mod tests {
         assert_eq!(why(&repo.join("tools/hooks/pre-commit")), Some(HOOKS_PATH));
         assert_eq!(why(&repo.join("tools/build.sh")), None);
     }
+
+    #[test]
+    fn hooks_path_past_the_config_cap_and_git_folders_past_the_depth_are_not_seen() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = std::fs::canonicalize(dir.path()).expect("canonical");
+        std::fs::create_dir_all(repo.join(".git")).expect("git");
+        let config = |padding: usize| {
+            let text = format!("# {}\n[core]\n\thooksPath = tools/hooks\n", "x".repeat(padding));
+            std::fs::write(repo.join(".git/config"), text).expect("config");
+        };
+        let hook = repo.join("tools/hooks/pre-commit");
+        config(MAX_CONFIG as usize - 100);
+        assert_eq!(why(&hook), Some(HOOKS_PATH), "within the cap the key is read");
+        config(MAX_CONFIG as usize);
+        assert_eq!(why(&hook), None, "the config past 64 KiB is not read");
+
+        let made = repo.join("made");
+        std::fs::create_dir_all(made.join("objects")).expect("objects");
+        std::fs::write(made.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+        std::fs::write(made.join("config"), "[core]\n").expect("config");
+        assert_eq!(why(&made.join("a/b/c/file")), Some(GIT_DIR), "four levels up is looked at");
+        assert_eq!(why(&made.join("a/b/c/d/file")), None, "five levels up is not");
+    }
 }

@@ -198,4 +198,27 @@ mod tests {
         assert!(protected.is_credentials(&user.join(".docker/config.json")));
         assert!(!protected.is_credentials(&user.join(".docker/buildx")));
     }
+
+    #[test]
+    fn a_credential_store_is_walked_three_levels_and_1024_files_deep_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = std::fs::canonicalize(dir.path()).expect("canonical").join("store");
+        let inode = |path: &Path| {
+            let meta = std::fs::symlink_metadata(path).expect("meta");
+            (meta.dev(), meta.ino())
+        };
+        std::fs::create_dir_all(store.join("a/b/c")).expect("dirs");
+        std::fs::write(store.join("a/b/three"), "k").expect("file");
+        std::fs::write(store.join("a/b/c/four"), "k").expect("file");
+        let found = store_files(std::slice::from_ref(&store));
+        assert!(found.contains(&inode(&store.join("a/b/three"))), "three levels down is looked at");
+        assert!(!found.contains(&inode(&store.join("a/b/c/four"))), "four levels down is not");
+
+        let many = store.join("many");
+        std::fs::create_dir(&many).expect("dir");
+        for n in 0..STORE_FILES + 50 {
+            std::fs::write(many.join(n.to_string()), "k").expect("file");
+        }
+        assert_eq!(store_files(&[many]).len(), STORE_FILES, "the files past the limit are not looked at");
+    }
 }

@@ -78,6 +78,10 @@ pub enum Answer {
     /// 200 with an event stream that says nothing: a keep-alive comment every this often,
     /// for as long as the client listens.
     KeepAlive(std::time::Duration),
+    /// An error status whose body starts with this and never ends: the connection stays
+    /// open, sending nothing more, until the client hangs up.
+    #[allow(dead_code, reason = "the binary's tests share this file and use no endless error yet")]
+    StatusEndless(u16, String),
 }
 
 /// A running mock: its address and what it saw.
@@ -137,6 +141,18 @@ fn serve(
             while socket.write_all(b": keep-alive\n\n").and_then(|()| socket.flush()).is_ok() {
                 std::thread::sleep(every);
             }
+            return;
+        }
+        Answer::StatusEndless(status, body) => {
+            // No length: the body ends when the connection does, which the server never ends.
+            let head = format!(
+                "HTTP/1.1 {status} Answer\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+            );
+            let _ = socket.write_all(head.as_bytes());
+            let _ = socket.write_all(body.as_bytes());
+            let _ = socket.flush();
+            let mut sink = [0u8; 1024];
+            while matches!(socket.read(&mut sink), Ok(n) if n > 0) {}
             return;
         }
     };

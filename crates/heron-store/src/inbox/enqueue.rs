@@ -43,10 +43,16 @@ pub struct NewInboxItem {
     pub idempotency_key: Option<String>,
     /// The most items the inbox may hold once this one is in.
     pub capacity: usize,
+    /// The most bytes of stored prompts the session's inbox may hold once this one is in.
+    pub session_bytes: usize,
+    /// The most bytes of stored prompts every session's inbox may hold together once this
+    /// one is in.
+    pub store_bytes: usize,
 }
 
 impl NewInboxItem {
-    /// A follow-up appended to the queue, without a key, within [`INBOX_CAPACITY`].
+    /// A follow-up appended to the queue, without a key, within [`INBOX_CAPACITY`],
+    /// [`INBOX_SESSION_BYTES`] and [`INBOX_STORE_BYTES`].
     pub fn followup(prompt: Value) -> Self {
         Self {
             prompt,
@@ -54,6 +60,8 @@ impl NewInboxItem {
             intent: InboxIntent::Followup,
             idempotency_key: None,
             capacity: INBOX_CAPACITY,
+            session_bytes: INBOX_SESSION_BYTES,
+            store_bytes: INBOX_STORE_BYTES,
         }
     }
 }
@@ -94,27 +102,40 @@ fn stored_bytes(conn: &Connection, session_id: Option<&str>) -> Result<usize, St
 }
 
 /// Whether the inbox of `session_id` can take `adding` more bytes: within its own budget
-/// and within every inbox's together; `Err` names the budget it would pass.
-fn bytes_fit(conn: &Connection, session_id: &str, adding: usize) -> Result<Option<StoreError>, StoreError> {
-    if stored_bytes(conn, Some(session_id))?.saturating_add(adding) > INBOX_SESSION_BYTES {
-        return Ok(Some(StoreError::InboxBytesFull { limit: INBOX_SESSION_BYTES, all_sessions: false }));
+/// and within every inbox's together (`new`'s); `Some` names the budget it would pass.
+fn bytes_fit(
+    conn: &Connection,
+    session_id: &str,
+    new: &NewInboxItem,
+    adding: usize,
+) -> Result<Option<StoreError>, StoreError> {
+    let limit = new.session_bytes;
+    if stored_bytes(conn, Some(session_id))?.saturating_add(adding) > limit {
+        return Ok(Some(StoreError::InboxBytesFull { limit, all_sessions: false }));
     }
-    if stored_bytes(conn, None)?.saturating_add(adding) > INBOX_STORE_BYTES {
-        return Ok(Some(StoreError::InboxBytesFull { limit: INBOX_STORE_BYTES, all_sessions: true }));
+    let limit = new.store_bytes;
+    if stored_bytes(conn, None)?.saturating_add(adding) > limit {
+        return Ok(Some(StoreError::InboxBytesFull { limit, all_sessions: true }));
     }
     Ok(None)
 }
 
 /// Removes the oldest finished items (done or cancelled: failed ones wait for a retry)
-/// until the session holds fewer than `capacity` items and room for `adding` more bytes
-/// in the byte budgets; fails when that is not enough.
-fn make_room(conn: &Connection, session_id: &str, capacity: usize, adding: usize) -> Result<(), StoreError> {
+/// until the session holds fewer than `new`'s capacity of items and room for `adding` more
+/// bytes in its byte budgets; fails when that is not enough.
+fn make_room(
+    conn: &Connection,
+    session_id: &str,
+    new: &NewInboxItem,
+    adding: usize,
+) -> Result<(), StoreError> {
+    let capacity = new.capacity;
     let capacity_i64 = i64::try_from(capacity).unwrap_or(i64::MAX);
     loop {
         let full = if len(conn, session_id)? >= capacity_i64 {
             Some(StoreError::InboxFull { capacity })
         } else {
-            bytes_fit(conn, session_id, adding)?
+            bytes_fit(conn, session_id, new, adding)?
         };
         let Some(full) = full else { return Ok(()) };
         let oldest: Option<(String, i64)> = conn
@@ -166,7 +187,7 @@ impl Store {
             {
                 return Ok(Enqueued { item, idempotent: true, paused });
             }
-            make_room(&tx, &session_id, new.capacity, prompt.len())?;
+            make_room(&tx, &session_id, &new, prompt.len())?;
             let end = len(&tx, &session_id)?;
             let position = place(&tx, &session_id, new.placement, end)?;
             shift(&tx, &session_id, position, 1)?;

@@ -279,11 +279,9 @@ impl Inbox {
             (None, InboxIntent::Steer) => Placement::Next,
         };
         let stored = NewInboxItem {
-            prompt: stored_prompt::encode(&new.prompt),
             placement,
-            intent: InboxIntent::Followup,
             idempotency_key: new.idempotency_key,
-            capacity: heron_store::INBOX_CAPACITY,
+            ..NewInboxItem::followup(stored_prompt::encode(&new.prompt))
         };
         let enqueued = match new.intent {
             InboxIntent::Followup => self.store.inbox_enqueue(&self.session_id, stored).await?,
