@@ -1,7 +1,7 @@
 //! The conformance kit's model server (`heron model-server`) over the real binary, with a
-//! real client of each API it speaks: Heron's own OpenAI and Anthropic providers, pointed at
-//! it by `base_url` as another agent would be, complete a turn with a tool call and its
-//! permission request; Google's Gen AI SDK reads a Gemini turn streamed and the next whole;
+//! real client of each API it speaks: Heron's own OpenAI (Chat Completions and Responses)
+//! and Anthropic providers, pointed at it by `base_url` as another agent would be, complete
+//! a turn with a tool call and its permission request; Google's Gen AI SDK reads a Gemini turn streamed and the next whole;
 //! and a request of the wrong shape is refused.
 
 use std::io::{BufRead, BufReader};
@@ -90,6 +90,11 @@ fn checked(kind: &str) {
 #[test]
 fn an_openai_chat_completions_client_completes_a_turn_with_a_tool_call() {
     checked("openai");
+}
+
+#[test]
+fn an_openai_responses_client_completes_a_turn_with_a_tool_call() {
+    checked("openai-responses");
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The kit's model server: a script of the scripted provider served on 127.0.0.1 as the
-//! model APIs agents are pointed at (OpenAI Chat Completions, Anthropic Messages, Gemini's
+//! model APIs agents are pointed at (OpenAI Chat Completions and Responses, Anthropic Messages, Gemini's
 //! `generateContent` and `streamGenerateContent`), so an
 //! agent under test gets past "no model, no key" with no network and no credentials. It
 //! plays the script the way the scripted provider does: the turn is the number of
@@ -13,6 +13,7 @@
 mod anthropic;
 mod gemini;
 mod openai;
+mod responses;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +38,7 @@ const READ_WAIT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Api {
     OpenAi,
+    Responses,
     Anthropic,
     Gemini(gemini::Framing),
 }
@@ -72,6 +74,7 @@ async fn answer(mut socket: TcpStream, provider: &ScriptedProvider) -> std::io::
     let api = match (method.as_str(), path.trim_end_matches('/')) {
         ("GET", p) if p.ends_with("/models") => return models(&mut socket).await,
         ("POST", p) if p.ends_with("/chat/completions") => Api::OpenAi,
+        ("POST", p) if p.ends_with("/responses") => Api::Responses,
         ("POST", p) if p.ends_with("/messages") => Api::Anthropic,
         ("POST", p) if p.ends_with(":streamGenerateContent") && sse => Api::Gemini(gemini::Framing::Events),
         ("POST", p) if p.ends_with(":streamGenerateContent") => Api::Gemini(gemini::Framing::Array),
@@ -122,6 +125,11 @@ async fn answer(mut socket: TcpStream, provider: &ScriptedProvider) -> std::io::
 fn played(request: &Value) -> ModelRequest {
     let messages = request["messages"].as_array().or_else(|| request["contents"].as_array());
     let mut played = Vec::new();
+    // The Responses API's `input` holds the model's replies as runs of output items.
+    let replies = request["input"].as_array().map_or(0, |input| responses::replies(input));
+    for _ in 0..replies {
+        played.push(ChatMessage::Assistant { text: String::new(), tool_calls: Vec::new(), reasoning: None });
+    }
     for message in messages.map(Vec::as_slice).unwrap_or_default() {
         if message["role"] == "assistant" || message["role"] == "model" {
             played.push(ChatMessage::Assistant {
@@ -143,6 +151,7 @@ fn played(request: &Value) -> ModelRequest {
 /// One answer being written in one API's events.
 enum Wire {
     OpenAi(openai::Chunks),
+    Responses(responses::Events),
     Anthropic(anthropic::Events),
     Gemini(gemini::Records),
 }
@@ -151,6 +160,7 @@ impl Wire {
     fn new(api: Api, model: &str) -> Self {
         match api {
             Api::OpenAi => Wire::OpenAi(openai::Chunks::new(model)),
+            Api::Responses => Wire::Responses(responses::Events::new(model)),
             Api::Anthropic => Wire::Anthropic(anthropic::Events::new(model)),
             Api::Gemini(framing) => Wire::Gemini(gemini::Records::new(model, framing)),
         }
@@ -159,6 +169,7 @@ impl Wire {
     fn event(&mut self, event: &ModelEvent) -> String {
         match self {
             Wire::OpenAi(chunks) => chunks.event(event),
+            Wire::Responses(events) => events.event_of(event),
             Wire::Anthropic(events) => events.event(event),
             Wire::Gemini(records) => records.event(event),
         }
@@ -167,6 +178,7 @@ impl Wire {
     fn error(&mut self, error: &ProviderError) -> String {
         match self {
             Wire::OpenAi(chunks) => chunks.error(error),
+            Wire::Responses(events) => events.error(error),
             Wire::Anthropic(events) => events.error(error),
             Wire::Gemini(records) => records.error(error),
         }
@@ -175,6 +187,7 @@ impl Wire {
     fn end(&mut self) -> String {
         match self {
             Wire::OpenAi(chunks) => chunks.end(),
+            Wire::Responses(events) => events.end(),
             Wire::Anthropic(events) => events.end(),
             Wire::Gemini(records) => records.end(),
         }
