@@ -91,3 +91,40 @@ async fn after_initialize_the_store_is_opened_without_waiting_for_a_request() {
         waited += Duration::from_millis(20);
     }
 }
+
+/// The kernel's bound on one environment string, name and `=` included (`MAX_ARG_STRLEN`:
+/// 32 pages). The environment is the user's, set by whoever starts Heron; this is its bound.
+const MAX_ARG_STRLEN: usize = 32 * 4096;
+
+#[test]
+fn variables_at_the_kernels_bound_are_served_and_past_it_heron_is_never_started() {
+    let dirs = crate::support::Dirs::new();
+    // As long as the kernel lets a variable be: a log filter and a shell that mean nothing.
+    let near = |name: &str| "x".repeat(MAX_ARG_STRLEN - name.len() - 2);
+    let mut heron = crate::support::process::Launch::acp(&dirs.home(), &["--model", "demo/demo"])
+        .env("HERON_LOG", near("HERON_LOG"))
+        .env("SHELL", near("SHELL"))
+        .env("TERM", near("TERM"))
+        .env("HOME", format!("/{}", near("HOME").get(1..).unwrap_or_default()))
+        .start();
+    let answer =
+        heron.request(serde_json::json!(0), "initialize", serde_json::json!({ "protocolVersion": 1 }));
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    // A turn reads the shell and the terminal for its working context.
+    let session = heron.new_session(&dirs.ws());
+    heron.send_prompt(serde_json::json!("p"), &session, "Look around");
+    let answer = heron.until_answer(&serde_json::json!("p"), |heron, message| {
+        if message["method"] == "session/request_permission" {
+            let no = serde_json::json!({ "outcome": { "outcome": "selected", "optionId": "reject_once" } });
+            heron.reply(message, no);
+        }
+    });
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    // One byte more and the kernel refuses to start the program at all.
+    let refused = std::process::Command::new(crate::support::heron_bin())
+        .arg("--version")
+        .env("HERON_LOG", "x".repeat(MAX_ARG_STRLEN))
+        .output()
+        .expect_err("the kernel refuses the variable");
+    assert_eq!(refused.raw_os_error(), Some(libc::E2BIG), "{refused}");
+}

@@ -53,7 +53,8 @@ impl Transport for Scripted {
     }
 }
 
-fn scripted(header: &str, batches: Vec<Vec<&'static str>>) -> (Result<Replayed, Failure>, Scripted) {
+/// Two requests and their answers under `header`.
+fn two_requests(header: &str) -> Scenario {
     let text = [
         header,
         r#"{"send": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}}"#,
@@ -62,7 +63,11 @@ fn scripted(header: &str, batches: Vec<Vec<&'static str>>) -> (Result<Replayed, 
         r#"{"expect": {"jsonrpc": "2.0", "id": 1, "result": {}}}"#,
     ]
     .join("\n");
-    let scenario = Scenario::parse("waits", &text).expect("parses");
+    Scenario::parse("waits", &text).expect("parses")
+}
+
+fn scripted(header: &str, batches: Vec<Vec<&'static str>>) -> (Result<Replayed, Failure>, Scripted) {
+    let scenario = two_requests(header);
     let mut transport = Scripted { batches: batches.into(), ..Scripted::default() };
     let replayed = replay(&scenario, &mut transport, &Paths::default(), false);
     (replayed, transport)
@@ -113,15 +118,7 @@ fn a_run_of_messages_ends_after_its_grace_and_the_closed_agent_gets_its_eof_wait
 
 #[test]
 fn the_first_message_may_take_the_start_up_allowance_and_later_ones_the_scenarios_timeout() {
-    let text = [
-        r#"{"scenario": "two requests", "timeout_ms": 200}"#,
-        r#"{"send": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}}"#,
-        r#"{"expect": {"jsonrpc": "2.0", "id": 0, "result": {}}}"#,
-        r#"{"send": {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}}}"#,
-        r#"{"expect": {"jsonrpc": "2.0", "id": 1, "result": {}}}"#,
-    ]
-    .join("\n");
-    let scenario = Scenario::parse("waits", &text).expect("parses");
+    let scenario = two_requests(r#"{"scenario": "two requests", "timeout_ms": 200}"#);
     let answers = [r#"{"jsonrpc":"2.0","id":0,"result":{}}"#, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#];
     let mut transport = Recording {
         answers: answers.iter().map(|a| (*a).to_owned()).collect(),
