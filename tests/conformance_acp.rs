@@ -190,6 +190,21 @@ fn in_the_acp_profile_the_runner_answers_the_agents_requests_as_a_client_that_re
 }
 
 #[test]
+fn in_the_acp_profile_an_agents_extension_notifications_are_passed_over() {
+    // ACP lets an agent send `_`-prefixed notifications anywhere; a client ignores those it
+    // does not know (claude-agent-acp sends `_auth/status_update` before its session).
+    let status =
+        r#"{"jsonrpc":"2.0","method":"_auth/status_update","params":{"authStatus":{"kind":"api_key"}}}"#;
+    let answers: &[&[&str]] = &[&[INITIALIZED], &[status, OPENED], &[status, ENDED]];
+    assert_eq!(replay_text(&acp_turn("acp"), answers).expect("no deviation"), Replayed::Passed);
+    // A request is not passed over that way, nor is an unknown method without the `_`.
+    let unknown = r#"{"jsonrpc":"2.0","method":"auth/status_update","params":{}}"#;
+    assert!(replay_text(&acp_turn("acp"), &[&[INITIALIZED], &[unknown, OPENED], &[ENDED]]).is_err());
+    // Heron's own transcripts say every message.
+    assert!(replay_text(&acp_turn("heron"), answers).is_err());
+}
+
+#[test]
 fn outside_the_acp_profile_an_unexpected_request_of_the_agent_still_fails() {
     let answers: &[&[&str]] = &[&[INITIALIZED], &[OPENED], &[ASKS, ENDED]];
     let failure = replay_text(&acp_turn("heron"), answers).expect_err("a heron transcript says every answer");

@@ -94,6 +94,14 @@ impl Replay<'_> {
             .then(|| "the agent requires authentication".to_owned())
     }
 
+    /// Whether `message` is an extension notification (a `_`-prefixed method) in the acp
+    /// profiles: ACP lets an agent send them anywhere, and a client that does not know one
+    /// ignores it, as the runner does there.
+    fn extension_note(&self, message: &Value) -> bool {
+        let method = message.get("method").and_then(Value::as_str);
+        self.client.is_some() && message.get("id").is_none() && method.is_some_and(|m| m.starts_with('_'))
+    }
+
     /// Whether a message no expectation matched is passed over: ignored by the header,
     /// answered by the runner as the client, or the auth_required that skips the scenario.
     fn passed_over(&mut self, message: &Value, line: usize) -> Result<bool, Failure> {
@@ -101,7 +109,7 @@ impl Replay<'_> {
             self.skipped = Some(reason);
             return Ok(true);
         }
-        if self.ignorable(message) || self.answered(message, line)? {
+        if self.ignorable(message) || self.extension_note(message) || self.answered(message, line)? {
             self.pass_over();
             return Ok(true);
         }
