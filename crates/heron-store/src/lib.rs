@@ -166,6 +166,9 @@ impl From<rusqlite::Error> for StoreError {
         let message = err.to_string();
         match err.sqlite_error_code() {
             Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt(message),
+            Some(ErrorCode::TooBig) => {
+                StoreError::Corrupt(format!("a value is larger than the store takes ({MAX_ROW_BYTES} bytes)"))
+            }
             Some(
                 ErrorCode::DatabaseBusy
                 | ErrorCode::DatabaseLocked
@@ -180,6 +183,10 @@ impl From<rusqlite::Error> for StoreError {
         }
     }
 }
+
+/// The largest value or row the store reads or writes, in bytes: twice the largest message
+/// line Heron reads (64 MiB), so every row built from one fits.
+pub const MAX_ROW_BYTES: i32 = 128 * 1024 * 1024;
 
 /// A handle on the store file. Clones share one connection.
 #[derive(Clone)]
@@ -246,6 +253,9 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(busy)?;
+        // A row larger than any Heron writes is refused, read or written, with SQLite's
+        // "too big" error, rather than taken whole into memory (a store from elsewhere).
+        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, MAX_ROW_BYTES)?;
         // Refuse a newer schema before any pragma below writes to the file header.
         schema::refuse_newer(&conn)?;
         let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;

@@ -111,3 +111,17 @@ async fn a_row_of_another_shape_is_handed_back_as_its_own_error() {
         rows.iter().map(|(seq, row)| (*seq, row.as_ref().ok().map(|r| r.n))).collect();
     assert_eq!(read, [(1, Some(1)), (2, None), (3, Some(3)), (4, Some(4)), (5, Some(5))]);
 }
+
+#[tokio::test]
+async fn a_row_past_the_stores_bound_fails_the_read_without_being_taken_whole() {
+    let (dir, store, id) = session_with(10).await;
+    let past = i64::from(heron_store::MAX_ROW_BYTES) + 1;
+    // Made inside SQLite, by a connection with its own (larger) bound: a store from elsewhere.
+    overwrite_payload(&dir, &id, 4, &format!("printf('%.*c', {past}, 'x')"));
+    let err = read_all(&store, &id, PageBudget::default()).await.expect_err("refused");
+    let StoreError::Corrupt(reason) = &err else { panic!("{err:?}") };
+    assert!(reason.contains("larger than the store takes"), "{reason}");
+    // The rows before it still read, and the store serves on.
+    let first = store.events(&id, 0, 3).await.expect("the first rows");
+    assert_eq!(first.len(), 3);
+}
