@@ -85,6 +85,7 @@ fn fixture() -> &'static Fixture {
                 list_carved: false,
                 readable: None,
                 network: true,
+                port: None,
                 host_sockets: Vec::new(),
                 temp: PrivateTemp::default(),
             }),
