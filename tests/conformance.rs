@@ -139,6 +139,7 @@ transcripts!(
     session_settings,
     session_status,
     session_steer,
+    skill_claude,
     status_updates_versioned,
     subagent_task,
     turn_outcome_completed,
