@@ -243,7 +243,7 @@ fn an_agent_that_asks_for_authentication_before_any_session_exists_is_skipped_to
     assert!(replay_text(text, &[&[INITIALIZED], &[wrong]]).is_err());
 }
 
-fn heron_conformance(args: &[&str], cwd: &Path) -> (bool, String) {
+pub(crate) fn heron_conformance(args: &[&str], cwd: &Path) -> (bool, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_heron"))
         .arg("conformance")
         .args(args)
@@ -474,7 +474,7 @@ const TS_ECHO_FINDINGS: &[(&str, &str, &str)] = &[
 ];
 
 /// The rows of a text table: scenario, result and reason (what follows the time).
-fn table_rows(table: &str) -> Vec<(String, String, String)> {
+pub(crate) fn table_rows(table: &str) -> Vec<(String, String, String)> {
     table
         .lines()
         .skip(1)
