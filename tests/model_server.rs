@@ -204,3 +204,37 @@ fn googles_gen_ai_sdk_streams_a_turn_with_a_tool_call_and_reads_the_next_whole()
     assert_eq!(read["first"]["finish"], "STOP");
     assert_eq!(read["second"], json!({ "text": "Left the note.", "usage": 13 }), "{read}");
 }
+
+#[test]
+fn a_server_told_whose_it_is_ends_with_that_process() {
+    let mut owner = Command::new("sleep").arg("30").spawn().expect("sleep runs");
+    let mut server = Command::new(support::heron_bin())
+        .args(["model-server", "--exit-with", &owner.id().to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the model server starts");
+    // It serves while its owner lives: it answers a request.
+    let mut address = String::new();
+    BufReader::new(server.stdout.take().expect("stdout")).read_line(&mut address).expect("its address");
+    let models = {
+        use std::io::{Read, Write};
+        let host = address.trim().trim_start_matches("http://");
+        let mut socket = std::net::TcpStream::connect(host).expect("connect");
+        socket.write_all(b"GET /v1/models HTTP/1.1\r\n\r\n").expect("send");
+        let mut answer = String::new();
+        socket.read_to_string(&mut answer).expect("read");
+        answer
+    };
+    assert!(models.starts_with("HTTP/1.1 200"), "{models}");
+    let _ = owner.kill();
+    let _ = owner.wait();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = server.try_wait().expect("status") {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "the server outlived its owner");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+}

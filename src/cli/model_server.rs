@@ -1,5 +1,5 @@
 //! `heron model-server`: the conformance kit's scripted model served on 127.0.0.1 as the
-//! OpenAI Chat Completions and Anthropic Messages APIs, for pointing another agent at a
+//! OpenAI Chat Completions and Responses, Anthropic Messages and Gemini APIs, for pointing another agent at a
 //! model that needs no network and no key (see docs/conformance.md).
 
 use std::net::SocketAddr;
@@ -18,6 +18,10 @@ pub struct ModelServerArgs {
     /// Where to listen; a port of 0 picks a free one. Only loopback addresses are taken.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,
+    /// Stop once the process PID has ended: a recipe's agent, whose server this is, so the
+    /// server never outlives it even where no pid namespace ends them together.
+    #[arg(long, value_name = "PID")]
+    pub exit_with: Option<u32>,
 }
 
 /// Serves until killed; prints `http://ADDR` on its first line once it listens.
@@ -59,7 +63,28 @@ pub fn run(args: ModelServerArgs) -> ExitCode {
         if super::write_stdout(&format!("http://{address}\n")).is_err() {
             return ExitCode::FAILURE;
         }
-        heron_conformance::model_server::serve(listener, script).await;
+        let served = heron_conformance::model_server::serve(listener, script);
+        match args.exit_with {
+            Some(pid) => tokio::select! {
+                () = served => {}
+                () = ended(pid) => {}
+            },
+            None => served.await,
+        }
         ExitCode::SUCCESS
     })
+}
+
+/// Resolves once process `pid` is gone (polled: it is not this process's child).
+async fn ended(pid: u32) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return };
+    loop {
+        // SAFETY: signal 0 only asks whether the process exists; nothing is sent.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !alive {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
 }

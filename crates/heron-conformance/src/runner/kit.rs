@@ -31,8 +31,9 @@ pub(super) fn agent_command(recipe: &Recipe, sandbox: &Sandbox) -> Result<Comman
     let kit = std::env::current_exe().map_err(|e| format!("cannot find the kit's model server: {e}"))?;
     let agent = places.fill(&recipe.command);
     // The server's address line and its log go nowhere: the agent's stdout is the protocol.
+    // `$$` is the shell's pid, which `exec` hands to the agent: the server ends with it.
     let line = format!(
-        "{} model-server --script {} --listen 127.0.0.1:{port} >/dev/null 2>&1 &\nexec {agent}",
+        "{} model-server --script {} --listen 127.0.0.1:{port} --exit-with $$ >/dev/null 2>&1 &\nexec {agent}",
         quoted(&kit),
         quoted(&script),
     );
