@@ -3,11 +3,13 @@
 //! the session like a prompt) -> the turn's updates forwarded as they come -> the answer.
 //! `session/cancel` ends the running and queued turns.
 
+use std::sync::Arc;
+
 use heron_core::session::commands::Invocation;
 use heron_core::session::update::TurnUpdate;
-use heron_core::session::{Recognised, Session};
+use heron_core::session::{Session, Submitted};
 use heron_protocol::runtime::{Answered, Outgoing, Then};
-use heron_protocol::{CancelNotification, ContentBlock, PromptRequest, PromptResponse, RpcError, StopReason};
+use heron_protocol::{CancelNotification, PromptRequest, PromptResponse, RpcError, StopReason};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -20,39 +22,35 @@ pub(super) fn prompt<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: PromptRequest,
 ) -> Reply<Answered<PromptResponse>> {
-    let mut compact = None;
-    let mut rewind = None;
-    let mut custom = None;
-    if let [ContentBlock::Text(text)] = params.prompt.as_slice()
-        && let Ok(session) = agent.session(&params.session_id)
-    {
-        match session.recognise(&text.text) {
-            Recognised::Local(invocation) => return alone(command(agent, &params, invocation)),
-            Recognised::Compact(instructions) => compact = Some(instructions),
-            Recognised::Rewind(target) => rewind = Some(target),
-            Recognised::Custom(expansion) => custom = Some(expansion),
-            Recognised::Refused(reason) => return alone(reply(agent, &params, reason)),
-            Recognised::Prompt => {}
-        }
-    }
-    // Queue the prompt now, in arrival order; stream its updates in the future.
-    let started = agent.session(&params.session_id).and_then(|session| {
-        let (updates, stream) = mpsc::unbounded_channel();
-        let queued = match (compact, rewind, custom) {
-            (Some(instructions), _, _) => session.compact(instructions, updates),
-            (None, Some(target), _) => session.rewind(target, updates),
-            (None, None, Some(expansion)) => session.run_command(expansion, updates),
-            (None, None, None) => session.prompt(convert::prompt_input(params.prompt)?, updates),
-        };
-        // If this request is dropped ($/cancel_request), even before its future first
-        // runs, this prompt alone is cancelled.
-        let guard = CancelOnDrop(Some(queued.cancel));
-        Ok((session, stream, queued.result, guard, queued.delivered))
+    let (updates, stream) = mpsc::unbounded_channel();
+    let submitted = agent.session(&params.session_id).and_then(|session| {
+        Ok((session.submit(convert::prompt_input(params.prompt)?, updates, None), session))
     });
+    // Queued now, in arrival order; its updates stream in the future.
+    let (queued, session) = match submitted {
+        // v1 clients show the prompt as sent: nothing is echoed.
+        Ok((Submitted::Turn { queued, .. }, session)) => (queued, session),
+        Ok((Submitted::Local { invocation, .. }, session)) => {
+            return alone(command(agent, session, invocation));
+        }
+        Ok((Submitted::Refused { reason, .. }, session)) => return alone(reply(agent, session, reason)),
+        Err(err) => {
+            // A store that failed to open is the answer, before any lookup's error.
+            let inner = agent.inner.clone();
+            return alone(Box::pin(async move {
+                inner.manager.ready().await?;
+                Err(err)
+            }));
+        }
+    };
+    // If this request is dropped ($/cancel_request), even before its future first runs,
+    // this prompt alone is cancelled.
+    let guard = CancelOnDrop(Some(queued.cancel));
+    let (result, delivered) = (queued.result, queued.delivered);
     let inner = agent.inner.clone();
     Box::pin(async move {
         let manager = inner.manager.ready().await?;
-        let (session, mut stream, result, guard, delivered) = started?;
+        let mut stream = stream;
         let mut turn_outcome = None;
         while let Some(update) = stream.recv().await {
             if let TurnUpdate::Outcome(outcome) = update {
@@ -89,24 +87,20 @@ fn alone(reply: Reply<PromptResponse>) -> Reply<Answered<PromptResponse>> {
 /// A prompt that is one of Heron's slash commands: runs here, without the model.
 fn command<O: Outgoing>(
     agent: &HeronAgent<O>,
-    params: &PromptRequest,
+    session: Arc<Session>,
     invocation: Invocation,
 ) -> Reply<PromptResponse> {
-    let session = agent.session(&params.session_id);
     let inner = agent.inner.clone();
     Box::pin(async move {
-        let session = session?;
         run_command(&inner, &session, &invocation).await?;
         Ok(PromptResponse { meta: None, stop_reason: StopReason::EndTurn })
     })
 }
 
 /// A prompt answered at once with `text` as an agent message (a custom command refused).
-fn reply<O: Outgoing>(agent: &HeronAgent<O>, params: &PromptRequest, text: String) -> Reply<PromptResponse> {
-    let session = agent.session(&params.session_id);
+fn reply<O: Outgoing>(agent: &HeronAgent<O>, session: Arc<Session>, text: String) -> Reply<PromptResponse> {
     let inner = agent.inner.clone();
     Box::pin(async move {
-        let session = session?;
         let message_id = uuid::Uuid::new_v4().to_string();
         inner.send(session.id(), convert::agent_message(&message_id, text)).await?;
         Ok(PromptResponse { meta: None, stop_reason: StopReason::EndTurn })

@@ -8,7 +8,7 @@ use std::time::Duration;
 use heron_core::config::Home;
 use heron_core::session::event::Event;
 use heron_core::session::update::TurnUpdate;
-use heron_core::session::{Manager, ManagerOptions, OpenOptions, Session};
+use heron_core::session::{Manager, ManagerOptions, OpenOptions, Session, Submitted};
 use heron_core::tools::editor::NoEditor;
 use heron_core::types::{PromptInput, StopReason, ToolStatus, UserContent};
 use tokio::sync::mpsc;
@@ -150,6 +150,47 @@ async fn the_next_prompt_waits_until_the_previous_answer_was_handed_on() {
     }
     assert_eq!(streamed_text(&seen), "two");
     assert_eq!(second.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
+}
+
+/// A submitted prompt is recognised once, in the core, for both protocol versions: Heron's
+/// own commands come back to run here, a refusal comes back with its reason, `/compact`
+/// queues with its line to echo, and anything else (a path, an unknown command, more than
+/// one block) is a prompt for the model.
+#[tokio::test]
+async fn a_submitted_prompt_is_a_command_a_refusal_or_a_queued_turn() {
+    let harness = Harness::new("{\"steps\": [{\"text\": \"done\"}]}\n").await;
+    let session = harness.session().await;
+    let submit = |input: Vec<PromptInput>| session.submit(input, mpsc::unbounded_channel().0, None);
+    match submit(text("/mcp list")) {
+        Submitted::Local { invocation, line } => {
+            assert_eq!((invocation.name.as_str(), invocation.argument.as_str()), ("mcp", "list"));
+            assert_eq!(line, "/mcp list");
+        }
+        other => panic!("/mcp is Heron's own command: {other:?}"),
+    }
+    match submit(text("/rewind soon")) {
+        Submitted::Refused { line, reason } => {
+            assert_eq!(line, "/rewind soon");
+            assert!(!reason.is_empty());
+        }
+        other => panic!("a rewind target that does not parse is refused: {other:?}"),
+    }
+    session.cancel();
+    for prompt in [text("/usr/bin/env"), text("/nosuch thing")] {
+        assert!(matches!(submit(prompt), Submitted::Turn { echo: None, .. }), "a prompt for the model");
+    }
+    let mut two = text("/compact");
+    two.extend(text("and more"));
+    assert!(matches!(submit(two), Submitted::Turn { echo: None, .. }), "two blocks are a prompt");
+    session.cancel();
+    let (updates, stream) = mpsc::unbounded_channel();
+    let Submitted::Turn { queued, echo } = session.submit(text("/compact keep the parser"), updates, None)
+    else {
+        panic!("/compact queues a turn");
+    };
+    assert_eq!(echo.as_deref(), Some("/compact keep the parser"), "a compaction records no user message");
+    drain(stream).await;
+    assert!(queued.result.await.is_ok(), "the compaction was answered");
 }
 
 #[tokio::test]

@@ -8,51 +8,18 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use heron_core::extensions::Expansion;
-use heron_core::session::commands::Invocation;
 use heron_core::session::update::TurnUpdate;
-use heron_core::session::{Queued, Recognised, Session};
+use heron_core::session::{Queued, Session, Submitted};
 use heron_protocol::RpcError;
 use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::v2::{
-    self as p, CancelSessionNotification, CancelTerminalRequest, CancelTerminalResponse,
-    CancelToolCallRequest, CancelToolCallResponse, MessageId, PromptRequest, PromptResponse,
+    CancelSessionNotification, CancelTerminalRequest, CancelTerminalResponse, CancelToolCallRequest,
+    CancelToolCallResponse, MessageId, PromptRequest, PromptResponse,
 };
 use tokio::sync::{mpsc, watch};
 
 use super::super::errors::prompt_error;
 use super::{HeronAgentV2, Inner, Reply, commands as wire_commands, convert};
-
-/// What a prompt asks for.
-enum Asked {
-    /// The model, with this input.
-    Prompt(Vec<heron_core::types::PromptInput>),
-    /// One of Heron's own commands, run here (the line as typed).
-    Local(Invocation, String),
-    /// `/compact` with the user's instructions (the line as typed).
-    Compact(String, String),
-    /// `/undo` or `/rewind N` (the line as typed).
-    Rewind(heron_core::session::checkpoints::Target, String),
-    /// A custom command, expanded.
-    Custom(Expansion),
-    /// A custom command refused: the line as typed, and why.
-    Refused(String, String),
-}
-
-fn asked(session: &Session, blocks: Vec<p::ContentBlock>) -> Result<Asked, RpcError> {
-    if let [p::ContentBlock::Text(text)] = blocks.as_slice() {
-        let line = text.text.clone();
-        match session.recognise(&line) {
-            Recognised::Local(invocation) => return Ok(Asked::Local(invocation, line)),
-            Recognised::Compact(instructions) => return Ok(Asked::Compact(instructions, line)),
-            Recognised::Rewind(target) => return Ok(Asked::Rewind(target, line)),
-            Recognised::Custom(expansion) => return Ok(Asked::Custom(expansion)),
-            Recognised::Refused(reason) => return Ok(Asked::Refused(line, reason)),
-            Recognised::Prompt => {}
-        }
-    }
-    Ok(Asked::Prompt(convert::prompt_input(blocks)?))
-}
 
 /// `session/prompt`. Runs on the reader up to queueing, so prompts keep their order.
 pub(super) fn prompt<O: Outgoing>(
@@ -60,42 +27,28 @@ pub(super) fn prompt<O: Outgoing>(
     params: PromptRequest,
 ) -> Reply<Answered<PromptResponse>> {
     let message_id = uuid::Uuid::new_v4().to_string();
+    let (updates, stream) = mpsc::unbounded_channel();
     let started = agent.session(&params.session_id).and_then(|session| {
-        let asked = asked(&session, params.prompt)?;
-        let (updates, stream) = mpsc::unbounded_channel();
-        let shown = message_id.clone();
-        let queued = match asked {
-            Asked::Prompt(input) => Queuing::Turn(session.prompt_shown(input, updates, shown), None),
-            Asked::Custom(expansion) => {
-                Queuing::Turn(session.run_command_shown(expansion, updates, shown), None)
-            }
-            // A compaction records no user message: the line is shown here.
-            Asked::Compact(instructions, line) => {
-                Queuing::Turn(session.compact(instructions, updates), Some(line))
-            }
-            // Nor does a rewind.
-            Asked::Rewind(target, line) => Queuing::Turn(session.rewind(target, updates), Some(line)),
-            Asked::Local(invocation, line) => Queuing::Local(invocation, line),
-            Asked::Refused(line, reason) => Queuing::Refused(line, reason),
-        };
-        Ok((session, stream, queued))
+        let input = convert::prompt_input(params.prompt)?;
+        // The user message the session records is sent back with the id this answer gives.
+        Ok((session.submit(input, updates, Some(message_id.clone())), session))
     });
     let inner = agent.inner.clone();
     Box::pin(async move {
-        let (session, stream, queued) = started?;
+        let (submitted, session) = started?;
         // What follows goes out after the answer that gave the client the message id; the
         // follow-up only starts it, since a turn lasts.
-        let following: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = match queued {
-            Queuing::Turn(queued, echo) => {
+        let following: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = match submitted {
+            Submitted::Turn { queued, echo } => {
                 let active = inner.turns.begin(session.id());
                 let shown = echo.map(|line| (line, message_id.clone()));
                 Box::pin(forward(inner, session, stream, queued, active, shown))
             }
-            Queuing::Local(invocation, line) => {
+            Submitted::Local { invocation, line } => {
                 let id = message_id.clone();
                 Box::pin(async move { wire_commands::run(&inner, &session, invocation, line, id).await })
             }
-            Queuing::Refused(line, reason) => {
+            Submitted::Refused { line, reason } => {
                 let id = message_id.clone();
                 Box::pin(
                     async move { wire_commands::answer(&inner, &session, line, id, reason, false).await },
@@ -106,14 +59,6 @@ pub(super) fn prompt<O: Outgoing>(
         then.after(move || drop(tokio::spawn(following)));
         Ok(Answered::new(PromptResponse { message_id: MessageId(message_id), meta: None }, then))
     })
-}
-
-/// A prompt on its way: a turn queued in the session (with the line to show for it, when the
-/// session records none), or a command answered here.
-enum Queuing {
-    Turn(Queued, Option<String>),
-    Local(Invocation, String),
-    Refused(String, String),
 }
 
 /// Forwards one prompt's turn to the editor, from `running` to `idle`.

@@ -34,6 +34,7 @@ pub mod side_effects;
 pub mod snapshot;
 mod status;
 pub mod subagent;
+mod submit;
 mod title;
 mod tokens;
 mod turn;
@@ -59,7 +60,7 @@ use self::status::Board;
 pub use self::turn::TurnError;
 use self::turn::permission::Approvals;
 use self::update::TurnUpdate;
-use crate::extensions::{Catalog, Expansion, LoadedSkills, Runtime, Shared};
+use crate::extensions::{Catalog, LoadedSkills, Runtime, Shared};
 use crate::llm::registry::ModelError;
 use crate::tools::editor::EditorIo;
 use crate::tools::mcp::McpHub;
@@ -70,24 +71,8 @@ pub use loading::Loading;
 pub use manager::{Manager, ManagerOptions};
 pub use opening::{OpenOptions, OtherRoot, SessionError};
 pub use seats::{MAX_OPEN_SESSIONS, max_open_sessions};
+pub use submit::Submitted;
 pub use turn::transcript::transcript_path;
-
-/// What a prompt asks for ([`Session::recognise`]).
-#[derive(Debug)]
-pub enum Recognised {
-    /// One of Heron's own commands, run without the model.
-    Local(commands::Invocation),
-    /// `/compact`, with the user's instructions for the summary.
-    Compact(String),
-    /// `/undo` or `/rewind N`: the files go back to the end of a turn.
-    Rewind(checkpoints::Target),
-    /// A custom command or an MCP server's prompt, expanded.
-    Custom(Expansion),
-    /// A custom command refused: the reply for the user.
-    Refused(String),
-    /// An ordinary prompt for the model.
-    Prompt,
-}
 
 /// How a prompt ended.
 pub type PromptResult = Result<StopReason, PromptError>;
@@ -348,77 +333,10 @@ impl Session {
         self.catalog.get()
     }
 
-    /// What a prompt of one text block, `text`, asks for: one of Heron's own commands, run
-    /// without the model; `/compact`; a custom command or an MCP server's prompt, expanded
-    /// (or refused, with the reply for the user); or the model. Both protocol versions
-    /// recognise a prompt through here.
-    pub fn recognise(&self, text: &str) -> Recognised {
-        if let Some(invocation) = commands::parse(text) {
-            return match invocation.name.as_str() {
-                commands::COMPACT => Recognised::Compact(invocation.argument),
-                commands::UNDO | commands::REWIND => {
-                    match checkpoints::Target::parse(&invocation.name, &invocation.argument) {
-                        Ok(target) => Recognised::Rewind(target),
-                        Err(reason) => Recognised::Refused(reason),
-                    }
-                }
-                _ => Recognised::Local(invocation),
-            };
-        }
-        match self.expand(text) {
-            Some(Ok(expansion)) => Recognised::Custom(expansion),
-            Some(Err(reason)) => Recognised::Refused(reason),
-            None => Recognised::Prompt,
-        }
-    }
-
-    /// The custom command, skill or MCP prompt `text` invokes, expanded, when it is exactly
-    /// one (`/name rest`): `None` for anything else, an `Err` (a reply for the user) when it
-    /// is refused.
-    pub fn expand(&self, text: &str) -> Option<Result<Expansion, String>> {
-        let invocation = commands::split(text)?;
-        let catalog = self.catalog.get();
-        if let Some(command) = catalog.find(&invocation.name) {
-            return Some(command.expand(&invocation.argument));
-        }
-        if let Some(skill) = catalog.skill_command(&invocation.name) {
-            return Some(skill.expand(&invocation.argument));
-        }
-        mcp_commands::expand(&self.mcp.prompts(), &invocation)
-    }
-
     /// Runs `/mcp` with `argument`: the reply for the user, and whether a server was turned
     /// off or on (the editor's options for them changed).
     pub async fn mcp_command(&self, argument: &str) -> (String, bool) {
         mcp_commands::run(&self.mcp, argument).await
-    }
-
-    /// Queues a custom command's expansion as a prompt, like [`Session::prompt`]; the
-    /// conversation shows the command line, the model reads the expansion.
-    pub fn run_command(&self, expansion: Expansion, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
-        self.queue(Self::command_work(expansion), updates, None)
-    }
-
-    fn command_work(expansion: Expansion) -> Work {
-        match expansion.mcp {
-            Some(call) => Work::McpPrompt { call, invoked: expansion.invoked },
-            None => {
-                let prompt =
-                    vec![PromptInput::Content(crate::types::UserContent::Text { text: expansion.prompt })];
-                Work::Command { prompt, invoked: expansion.invoked }
-            }
-        }
-    }
-
-    /// Queues a custom command like [`Session::run_command`], shown back under
-    /// `message_id` as [`Session::prompt_shown`] shows a prompt.
-    pub fn run_command_shown(
-        &self,
-        expansion: Expansion,
-        updates: mpsc::UnboundedSender<TurnUpdate>,
-        message_id: String,
-    ) -> Queued {
-        self.queue(Self::command_work(expansion), updates, Some(message_id))
     }
 
     /// Asks for a reload of the session's extensions (see `reload`): run now when the
@@ -437,18 +355,6 @@ impl Session {
     /// (closed when the turn ends, before the result is sent).
     pub fn prompt(&self, input: Vec<PromptInput>, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
         self.queue(Work::Prompt(input), updates, None)
-    }
-
-    /// Queues a prompt like [`Session::prompt`], for a client that shows only what the agent
-    /// reports: when its turn starts the prompt is sent back as a user message with id
-    /// `message_id`, the id the client was given when the prompt was accepted.
-    pub fn prompt_shown(
-        &self,
-        input: Vec<PromptInput>,
-        updates: mpsc::UnboundedSender<TurnUpdate>,
-        message_id: String,
-    ) -> Queued {
-        self.queue(Work::Prompt(input), updates, Some(message_id))
     }
 
     /// Cancels one tool call of the running turn, pending behind earlier calls, waiting for

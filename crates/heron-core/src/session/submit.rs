@@ -1,0 +1,138 @@
+//! What a submitted prompt becomes ([`Session::submit`]): a turn queued in the session, one
+//! of Heron's own commands for the caller to run without the model, or a refusal. Both
+//! protocol versions submit through here, so a slash command is recognised in one place
+//! and the adapters only convert.
+
+use tokio::sync::mpsc;
+
+use super::update::TurnUpdate;
+use super::{Queued, Session, Work, checkpoints, commands, mcp_commands};
+use crate::extensions::Expansion;
+use crate::types::{PromptInput, UserContent};
+
+/// What a submitted prompt became.
+#[derive(Debug)]
+pub enum Submitted {
+    /// Queued as a turn: it streams on the updates given and answers like a prompt.
+    /// `echo` is the line as typed, for work that records no user message of its own (a
+    /// compaction, a rewind): a client that shows only what the agent reports needs it shown.
+    Turn {
+        /// The queued turn.
+        queued: Queued,
+        /// The line to show for it, when the session records none.
+        echo: Option<String>,
+    },
+    /// One of Heron's own commands (`/mcp`, `/goal`, ...), for the caller to run without the
+    /// model; the line as typed.
+    Local {
+        /// The command and its argument.
+        invocation: commands::Invocation,
+        /// The line as typed.
+        line: String,
+    },
+    /// Refused at once (a custom command that cannot expand, a rewind target that does not
+    /// parse): the line as typed, and the reply for the user.
+    Refused {
+        /// The line as typed.
+        line: String,
+        /// Why, for the user.
+        reason: String,
+    },
+}
+
+/// What a prompt of one text block asks for.
+enum Recognised {
+    Local(commands::Invocation),
+    Compact(String),
+    Rewind(checkpoints::Target),
+    Custom(Expansion),
+    Refused(String),
+    Prompt,
+}
+
+impl Session {
+    /// Submits a prompt: one text block that names one of Heron's commands runs without the
+    /// model (`Local`) or is refused; `/compact`, `/undo`, `/rewind N`, a custom command, a
+    /// skill or an MCP server's prompt queue like a prompt; anything else is queued for the
+    /// model. `shown`: for a client that shows only what the agent reports, the id the
+    /// prompt's user message is sent back with when its turn starts (see
+    /// the user message it records).
+    pub fn submit(
+        &self,
+        input: Vec<PromptInput>,
+        updates: mpsc::UnboundedSender<TurnUpdate>,
+        shown: Option<String>,
+    ) -> Submitted {
+        let line = match input.as_slice() {
+            [PromptInput::Content(UserContent::Text { text })] => text.clone(),
+            _ => {
+                return Submitted::Turn {
+                    queued: self.queue(Work::Prompt(input), updates, shown),
+                    echo: None,
+                };
+            }
+        };
+        let turn = |queued, echo| Submitted::Turn { queued, echo };
+        match self.recognise(&line) {
+            Recognised::Local(invocation) => Submitted::Local { invocation, line },
+            Recognised::Refused(reason) => Submitted::Refused { line, reason },
+            // A compaction and a rewind record no user message: the line is echoed.
+            Recognised::Compact(instructions) => {
+                turn(self.queue(Work::Compact(instructions), updates, None), Some(line))
+            }
+            Recognised::Rewind(target) => turn(self.queue(Work::Rewind(target), updates, None), Some(line)),
+            Recognised::Custom(expansion) => {
+                turn(self.queue(Self::command_work(expansion), updates, shown), None)
+            }
+            Recognised::Prompt => turn(self.queue(Work::Prompt(input), updates, shown), None),
+        }
+    }
+
+    /// The work a custom command's expansion queues: its prompt, or the MCP prompt to fetch
+    /// when its turn starts.
+    fn command_work(expansion: Expansion) -> Work {
+        match expansion.mcp {
+            Some(call) => Work::McpPrompt { call, invoked: expansion.invoked },
+            None => {
+                let prompt = vec![PromptInput::Content(UserContent::Text { text: expansion.prompt })];
+                Work::Command { prompt, invoked: expansion.invoked }
+            }
+        }
+    }
+
+    /// What a prompt of one text block, `text`, asks for.
+    fn recognise(&self, text: &str) -> Recognised {
+        if let Some(invocation) = commands::parse(text) {
+            return match invocation.name.as_str() {
+                commands::COMPACT => Recognised::Compact(invocation.argument),
+                commands::UNDO | commands::REWIND => {
+                    match checkpoints::Target::parse(&invocation.name, &invocation.argument) {
+                        Ok(target) => Recognised::Rewind(target),
+                        Err(reason) => Recognised::Refused(reason),
+                    }
+                }
+                _ => Recognised::Local(invocation),
+            };
+        }
+        match self.expand(text) {
+            Some(Ok(expansion)) => Recognised::Custom(expansion),
+            Some(Err(reason)) => Recognised::Refused(reason),
+            None => Recognised::Prompt,
+        }
+    }
+
+    /// The custom command, skill or MCP prompt `text` invokes, expanded, when it is exactly
+    /// one (`/name rest`): `None` for anything else, an `Err` (a reply for the user) when it
+    /// is refused.
+    fn expand(&self, text: &str) -> Option<Result<Expansion, String>> {
+        let invocation = commands::split(text)?;
+        let catalog = self.catalog.get();
+        if let Some(command) = catalog.find(&invocation.name) {
+            return Some(command.expand(&invocation.argument));
+        }
+        if let Some(skill) = catalog.skill_command(&invocation.name) {
+            return Some(skill.expand(&invocation.argument));
+        }
+        mcp_commands::expand(&self.mcp.prompts(), &invocation)
+    }
+}
