@@ -336,6 +336,19 @@ async fn list_with_a_bogus_cursor_is_invalid_params() {
     editor.close().await;
 }
 
+/// A relative cwd filter names no folder: the core refuses it for either protocol version,
+/// as it refuses one for `session/new`.
+#[tokio::test]
+async fn list_with_a_relative_cwd_is_invalid_params() {
+    let mut editor = support::start();
+    initialize(&mut editor).await;
+    let answer = editor.ask(json!(1), "session/list", json!({ "cwd": "projects/heron" })).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["data"]["path"], "cwd", "{answer}");
+    assert_eq!(answer["error"]["data"]["reason"], "cwd must be an absolute path", "{answer}");
+    editor.close().await;
+}
+
 #[tokio::test]
 async fn close_answers_empty_and_later_prompts_find_no_session_but_list_still_shows_it() {
     let mut editor = support::start();

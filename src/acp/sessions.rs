@@ -12,12 +12,13 @@
 //! connection's bounded outgoing queue, so a long history never sits in memory twice or
 //! piles up ahead of a slow editor.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use heron_core::session::goal::Goal;
 use heron_core::session::{OpenOptions, Session};
 use heron_core::tools::editor::NoEditor;
+use heron_core::tools::mcp::ServerSpec;
 use heron_core::tools::protected::Protected;
 use heron_core::tools::roots::{validate_additional_directories, validate_cwd};
 use heron_protocol::runtime::{Answered, Outgoing, Then};
@@ -60,24 +61,16 @@ struct Opened {
     then: Then,
 }
 
-fn absolute(path: &str, field: &str) -> Result<PathBuf, RpcError> {
-    let path = PathBuf::from(path);
-    if path.is_absolute() {
-        Ok(path)
-    } else {
-        Err(RpcError::invalid_params(field, "must be an absolute path"))
-    }
-}
-
-/// Where the session opens, checked whole before it opens, so one bad entry refuses the
-/// whole request and nothing is silently dropped. Blocks: it canonicalizes the roots and
-/// reads Heron's home.
+/// Where a session opens, over either protocol version, checked whole before it opens, so
+/// one bad entry refuses the whole request and nothing is silently dropped: the roots, then
+/// the MCP servers (`mcp`, the edge's own conversion, given the checked cwd). Blocks: it
+/// canonicalizes the roots and reads Heron's home.
 fn open_options(
     home_root: &Path,
     cwd_only: bool,
     cwd: &str,
     additional: &[String],
-    mcp_servers: &[McpServer],
+    mcp: impl FnOnce(&Path, &Protected) -> Result<Vec<ServerSpec>, RpcError>,
 ) -> Result<OpenOptions, RpcError> {
     if cwd_only && !additional.is_empty() {
         return Err(additional_directories_disabled());
@@ -87,20 +80,24 @@ fn open_options(
     let protected = [home_root.to_path_buf()];
     let additional_directories =
         validate_additional_directories(additional, &cwd, &protected).map_err(|e| root_error(&e))?;
-    let mcp_servers = mcp::specs(mcp_servers, &cwd, &guarded)?;
+    let mcp_servers = mcp(&cwd, &guarded)?;
     Ok(OpenOptions { cwd, additional_directories, editor: Arc::new(NoEditor), mcp_servers })
 }
 
 /// [`open_options`] started on the blocking pool now, as the request is read; the reply
 /// awaits it.
-fn checking_options(
+pub(super) fn checking_options<M>(
     home_root: &Path,
     cwd_only: bool,
-    (cwd, additional, mcp_servers): (&str, &[String], &[McpServer]),
-) -> JoinHandle<Result<OpenOptions, RpcError>> {
-    let (home_root, cwd, additional, mcp_servers) =
-        (home_root.to_path_buf(), cwd.to_owned(), additional.to_vec(), mcp_servers.to_vec());
-    tokio::task::spawn_blocking(move || open_options(&home_root, cwd_only, &cwd, &additional, &mcp_servers))
+    cwd: String,
+    additional: Vec<String>,
+    mcp: M,
+) -> JoinHandle<Result<OpenOptions, RpcError>>
+where
+    M: FnOnce(&Path, &Protected) -> Result<Vec<ServerSpec>, RpcError> + Send + 'static,
+{
+    let home_root = home_root.to_path_buf();
+    tokio::task::spawn_blocking(move || open_options(&home_root, cwd_only, &cwd, &additional, mcp))
 }
 
 /// The one path every way of opening a session takes (see the module docs).
@@ -172,7 +169,9 @@ fn answer<O: Outgoing, R: Send + 'static>(
     place: (&str, &[String], &[McpServer]),
     respond: impl FnOnce(Opened) -> R + Send + 'static,
 ) -> Reply<Answered<R>> {
-    let options = checking_options(&agent.inner.home_root, agent.inner.cwd_only, place);
+    let (cwd, additional, servers) = (place.0.to_owned(), place.1.to_vec(), place.2.to_vec());
+    let mcp = move |cwd: &Path, guarded: &Protected| mcp::specs(&servers, cwd, guarded);
+    let options = checking_options(&agent.inner.home_root, agent.inner.cwd_only, cwd, additional, mcp);
     let opened = open_session(agent, opening, options);
     Box::pin(async move {
         let mut opened = opened.await?;
@@ -247,9 +246,6 @@ pub(super) fn list<O: Outgoing>(
     let inner = agent.inner.clone();
     Box::pin(async move {
         let manager = inner.manager.ready().await?;
-        if let Some(cwd) = &params.cwd {
-            absolute(cwd, "cwd")?;
-        }
         let page = manager.list(params.cwd, params.cursor).await.map_err(|e| session_error(e, &manager))?;
         Ok(ListSessionsResponse {
             meta: None,

@@ -15,6 +15,7 @@ use heron_protocol::RpcError;
 use heron_protocol::v2 as p;
 
 use super::super::convert as v1;
+use super::super::mcp::Definition;
 use serde_json::json;
 
 /// A v2 prompt as the core's input: text, images, resource links and embedded resources,
@@ -236,6 +237,34 @@ fn cancellable() -> Option<Option<p::ToolCallCapabilities>> {
 /// offered while it ran, where leaving the field out would keep it.
 fn no_longer_cancellable() -> Option<Option<p::ToolCallCapabilities>> {
     Some(None)
+}
+
+/// The editor's MCP servers as [`Definition`]s, the form v1's checks take; a server type v2
+/// may add later is refused by name rather than dropped.
+pub fn mcp_definitions(servers: &[p::McpServer]) -> Result<Vec<Definition<'_>>, RpcError> {
+    let mut definitions = Vec::with_capacity(servers.len());
+    for (index, server) in servers.iter().enumerate() {
+        definitions.push(match server {
+            p::McpServer::Stdio(stdio) => Definition::Stdio {
+                name: &stdio.name,
+                command: &stdio.command.0,
+                args: &stdio.args,
+                env: stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
+            },
+            p::McpServer::Http(http) => Definition::Http {
+                name: &http.name,
+                url: &http.url,
+                headers: http.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
+            },
+            p::McpServer::Other(_) => {
+                return Err(RpcError::invalid_params(
+                    format!("mcpServers[{index}].type"),
+                    "Heron starts stdio and http servers (session.mcp advertises which)",
+                ));
+            }
+        });
+    }
+    Ok(definitions)
 }
 
 /// The tool call a permission request shows: all of it, so the user judges what will run.

@@ -7,9 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use heron_core::session::{OpenOptions, Session};
-use heron_core::tools::editor::NoEditor;
 use heron_core::tools::protected::Protected;
-use heron_core::tools::roots::{validate_additional_directories, validate_cwd};
 use heron_protocol::RpcError;
 use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::v2::{
@@ -19,59 +17,15 @@ use heron_protocol::v2::{
 };
 use tokio::task::JoinHandle;
 
-use super::super::errors::{additional_directories_disabled, cwd_error, root_error, session_error};
-use super::super::mcp::{Definition, specs_of};
+use super::super::errors::session_error;
+use super::super::mcp::specs_of;
 use super::editor::V2Editor;
 use super::{HeronAgentV2, Reply, convert};
 
-/// Where the session opens, checked on the reader so a bad request fails before anything
-/// happens: the roots as over v1, and the MCP servers through v1's checks (a command must not
-/// reach into Heron's home, a URL must be http(s)); a server type v2 may add later is refused
-/// by name rather than dropped.
-fn open_options(
-    home_root: &Path,
-    cwd_only: bool,
-    cwd: &AbsolutePath,
-    additional: &[AbsolutePath],
-    mcp_servers: &[McpServer],
-) -> Result<OpenOptions, RpcError> {
-    if cwd_only && !additional.is_empty() {
-        return Err(additional_directories_disabled());
-    }
-    let guarded = Protected::for_home(home_root);
-    let cwd = validate_cwd(&cwd.0, &guarded).map_err(|(problem, reason)| cwd_error(problem, reason))?;
-    let protected = [home_root.to_path_buf()];
-    let additional: Vec<String> = additional.iter().map(|p| p.0.clone()).collect();
-    let additional_directories =
-        validate_additional_directories(&additional, &cwd, &protected).map_err(|e| root_error(&e))?;
-    let mut definitions = Vec::with_capacity(mcp_servers.len());
-    for (index, server) in mcp_servers.iter().enumerate() {
-        definitions.push(match server {
-            McpServer::Stdio(stdio) => Definition::Stdio {
-                name: &stdio.name,
-                command: &stdio.command.0,
-                args: &stdio.args,
-                env: stdio.env.iter().map(|v| (v.name.clone(), v.value.clone())).collect(),
-            },
-            McpServer::Http(http) => Definition::Http {
-                name: &http.name,
-                url: &http.url,
-                headers: http.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect(),
-            },
-            McpServer::Other(_) => {
-                return Err(RpcError::invalid_params(
-                    format!("mcpServers[{index}].type"),
-                    "Heron starts stdio and http servers (session.mcp advertises which)",
-                ));
-            }
-        });
-    }
-    let mcp_servers = specs_of(definitions, &cwd, &guarded)?;
-    Ok(OpenOptions { cwd, additional_directories, editor: Arc::new(NoEditor), mcp_servers })
-}
-
-/// [`open_options`] started on the blocking pool now, as the request is read (it
-/// canonicalizes the roots and reads Heron's home); the reply awaits it.
+/// Where the session opens, checked as over v1 (`acp/sessions.rs`), started on the blocking
+/// pool as the request is read: the roots, and the MCP servers through v1's checks (a
+/// command must not reach into Heron's home, a URL must be http(s)); a server type v2 may
+/// add later is refused by name rather than dropped.
 fn checking_options(
     home_root: &Path,
     cwd_only: bool,
@@ -79,9 +33,11 @@ fn checking_options(
     additional: &[AbsolutePath],
     mcp_servers: &[McpServer],
 ) -> JoinHandle<Result<OpenOptions, RpcError>> {
-    let (home_root, cwd, additional, mcp_servers) =
-        (home_root.to_path_buf(), cwd.clone(), additional.to_vec(), mcp_servers.to_vec());
-    tokio::task::spawn_blocking(move || open_options(&home_root, cwd_only, &cwd, &additional, &mcp_servers))
+    let additional = additional.iter().map(|p| p.0.clone()).collect();
+    let servers = mcp_servers.to_vec();
+    let mcp =
+        move |cwd: &Path, guarded: &Protected| specs_of(convert::mcp_definitions(&servers)?, cwd, guarded);
+    super::super::sessions::checking_options(home_root, cwd_only, cwd.0.clone(), additional, mcp)
 }
 
 /// Binds this connection's editor to a session it opened.
@@ -182,11 +138,7 @@ pub(super) fn list<O: Outgoing>(
     let inner = agent.inner.clone();
     Box::pin(async move {
         let manager = inner.manager.ready().await?;
-        let cwd = params.cwd.map(|c| c.0);
-        if cwd.as_deref().is_some_and(|c| !Path::new(c).is_absolute()) {
-            return Err(RpcError::invalid_params("cwd", "must be an absolute path"));
-        }
-        let cursor = params.cursor.map(|c| c.0);
+        let (cwd, cursor) = (params.cwd.map(|c| c.0), params.cursor.map(|c| c.0));
         let page = manager.list(cwd, cursor).await.map_err(|e| session_error(e, &manager))?;
         Ok(ListSessionsResponse {
             meta: None,

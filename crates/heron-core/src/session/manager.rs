@@ -416,8 +416,11 @@ impl Manager {
         Ok(Loading::spawning(&self.store, start, history))
     }
 
-    /// One page of stored sessions, most recent first.
+    /// One page of stored sessions, most recent first; a `cwd` filter must be absolute.
     pub async fn list(&self, cwd: Option<String>, cursor: Option<String>) -> Result<Page, SessionError> {
+        if let Some(cwd) = &cwd {
+            require_absolute(Path::new(cwd), "cwd")?;
+        }
         Ok(self.store.list_sessions(ListQuery { cwd, cursor, limit: 50 }).await?)
     }
 
