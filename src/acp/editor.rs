@@ -11,8 +11,8 @@ use std::time::Duration;
 use heron_core::BoxFuture;
 use heron_core::tools::editor::{
     EditorError, EditorIo, Elicitation, ElicitationAnswer, ElicitationModes, ExitStatus, FieldKind,
-    FieldOption, FormField, PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand, TerminalOutput,
-    TextFormat, Unanswered,
+    FieldOption, FormField, PERMISSION_OPTIONS, PermissionAnswer, PermissionAsk, QuestionAnswer,
+    TerminalCommand, TerminalOutput, TextFormat, Unanswered,
 };
 use heron_protocol::runtime::{ClientPeer, Outgoing};
 use heron_protocol::{
@@ -245,13 +245,15 @@ fn elicitation_answer(response: CreateElicitationResponse) -> ElicitationAnswer 
     }
 }
 
-/// The option ids are the option kinds, so an answer maps back without a table.
-const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
-    ("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
-    ("allow_always", "Always allow", PermissionOptionKind::AllowAlways),
-    ("reject_once", "Reject", PermissionOptionKind::RejectOnce),
-    ("reject_always", "Always reject", PermissionOptionKind::RejectAlways),
-];
+/// The wire kind of an option Heron offers.
+fn option_kind(answer: PermissionAnswer) -> PermissionOptionKind {
+    match answer {
+        PermissionAnswer::AllowOnce => PermissionOptionKind::AllowOnce,
+        PermissionAnswer::AllowAlways => PermissionOptionKind::AllowAlways,
+        PermissionAnswer::RejectAlways => PermissionOptionKind::RejectAlways,
+        _ => PermissionOptionKind::RejectOnce,
+    }
+}
 
 fn answer_of(response: Result<RequestPermissionResponse, RpcError>) -> PermissionAnswer {
     match response {
@@ -259,13 +261,7 @@ fn answer_of(response: Result<RequestPermissionResponse, RpcError>) -> Permissio
             PermissionAnswer::Cancelled
         }
         Ok(RequestPermissionResponse { outcome: RequestPermissionOutcome::Selected(selected), .. }) => {
-            match selected.option_id.0.as_str() {
-                "allow_once" => PermissionAnswer::AllowOnce,
-                "allow_always" => PermissionAnswer::AllowAlways,
-                "reject_always" => PermissionAnswer::RejectAlways,
-                // An option Heron did not offer is a rejection.
-                _ => PermissionAnswer::RejectOnce,
-            }
+            PermissionAnswer::of_option(&selected.option_id.0)
         }
         // An error, a malformed reply or a timeout runs nothing either, and says which.
         Err(err) => unanswered(&err),
@@ -392,10 +388,10 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
     fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> BoxFuture<PermissionAnswer> {
         let request = RequestPermissionRequest {
             meta: None,
-            options: OPTIONS
+            options: PERMISSION_OPTIONS
                 .iter()
-                .map(|(id, name, kind)| PermissionOption {
-                    kind: *kind,
+                .map(|(id, name, answer)| PermissionOption {
+                    kind: option_kind(*answer),
                     meta: None,
                     name: (*name).to_owned(),
                     option_id: PermissionOptionId((*id).to_owned()),

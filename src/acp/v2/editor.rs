@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use heron_core::BoxFuture;
 use heron_core::tools::editor::{
-    EditorError, EditorIo, ExitStatus, NoEditor, PermissionAnswer, PermissionAsk, QuestionAnswer,
-    TerminalCommand, TerminalOutput,
+    EditorError, EditorIo, ExitStatus, NoEditor, PERMISSION_OPTIONS, PermissionAnswer, PermissionAsk,
+    QuestionAnswer, TerminalCommand, TerminalOutput,
 };
 use heron_protocol::RpcError;
 use heron_protocol::runtime::Outgoing;
@@ -25,13 +25,15 @@ use heron_protocol::v2::{
 
 use super::convert;
 
-/// The options every permission request offers, with the ids answers are read by.
-const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
-    ("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
-    ("allow_always", "Always allow", PermissionOptionKind::AllowAlways),
-    ("reject_once", "Reject", PermissionOptionKind::RejectOnce),
-    ("reject_always", "Always reject", PermissionOptionKind::RejectAlways),
-];
+/// The wire kind of an option Heron offers.
+fn option_kind(answer: PermissionAnswer) -> PermissionOptionKind {
+    match answer {
+        PermissionAnswer::AllowOnce => PermissionOptionKind::AllowOnce,
+        PermissionAnswer::AllowAlways => PermissionOptionKind::AllowAlways,
+        PermissionAnswer::RejectAlways => PermissionOptionKind::RejectAlways,
+        _ => PermissionOptionKind::RejectOnce,
+    }
+}
 
 /// One session's view of a v2 editor.
 #[derive(Debug, Clone)]
@@ -85,13 +87,7 @@ impl Drop for Asking {
 fn answer_of(response: Result<RequestPermissionResponse, RpcError>) -> PermissionAnswer {
     match response {
         Ok(RequestPermissionResponse { outcome: RequestPermissionOutcome::Selected(selected), .. }) => {
-            match selected.option_id.0.as_str() {
-                "allow_once" => PermissionAnswer::AllowOnce,
-                "allow_always" => PermissionAnswer::AllowAlways,
-                "reject_always" => PermissionAnswer::RejectAlways,
-                // An option Heron did not offer is a rejection.
-                _ => PermissionAnswer::RejectOnce,
-            }
+            PermissionAnswer::of_option(&selected.option_id.0)
         }
         Ok(RequestPermissionResponse { outcome: RequestPermissionOutcome::Cancelled(_), .. }) => {
             PermissionAnswer::Cancelled
@@ -142,10 +138,10 @@ impl<O: Outgoing> EditorIo for V2Editor<O> {
         let request = RequestPermissionRequest {
             description: None,
             meta: None,
-            options: OPTIONS
+            options: PERMISSION_OPTIONS
                 .iter()
-                .map(|(id, name, kind)| PermissionOption {
-                    kind: kind.clone(),
+                .map(|(id, name, answer)| PermissionOption {
+                    kind: option_kind(*answer),
                     meta: None,
                     name: (*name).to_owned(),
                     option_id: PermissionOptionId((*id).to_owned()),

@@ -87,6 +87,26 @@ pub enum PermissionAnswer {
     Unanswered(Unanswered),
 }
 
+/// The options every permission request offers, in the order shown: the id an answer names,
+/// the label, and what choosing it means. Both protocol versions offer these, with the kind
+/// each version's wire gives the answer.
+pub const PERMISSION_OPTIONS: [(&str, &str, PermissionAnswer); 4] = [
+    ("allow_once", "Allow once", PermissionAnswer::AllowOnce),
+    ("allow_always", "Always allow", PermissionAnswer::AllowAlways),
+    ("reject_once", "Reject", PermissionAnswer::RejectOnce),
+    ("reject_always", "Always reject", PermissionAnswer::RejectAlways),
+];
+
+impl PermissionAnswer {
+    /// What choosing the option `id` means; an option Heron did not offer is a rejection.
+    pub fn of_option(id: &str) -> PermissionAnswer {
+        PERMISSION_OPTIONS
+            .iter()
+            .find(|(offered, _, _)| *offered == id)
+            .map_or(PermissionAnswer::RejectOnce, |(_, _, answer)| *answer)
+    }
+}
+
 /// Why a permission request got no answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unanswered {
@@ -351,5 +371,22 @@ impl EditorIo for NoEditor {
     }
     fn ask(&self, _: &str, _: &[String], _: Option<&str>) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
         unavailable("questions")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_offered_option_means_its_answer_and_any_other_id_rejects() {
+        let ids: Vec<&str> = PERMISSION_OPTIONS.iter().map(|(id, _, _)| *id).collect();
+        assert_eq!(ids, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+        for (id, _, answer) in PERMISSION_OPTIONS {
+            assert_eq!(PermissionAnswer::of_option(id), answer);
+        }
+        for forged in ["", "ALLOW_ONCE", "allow_once ", "allow"] {
+            assert_eq!(PermissionAnswer::of_option(forged), PermissionAnswer::RejectOnce, "{forged:?}");
+        }
     }
 }
