@@ -39,6 +39,7 @@ const SHORT: McpLimits = McpLimits {
     offers: Duration::from_millis(300),
     close: Duration::from_millis(300),
     post: Duration::from_millis(300),
+    connect: Duration::from_secs(2),
 };
 
 async fn started(specs: Vec<ServerSpec>, dirs: &Dirs) -> Arc<McpHub> {
@@ -78,16 +79,17 @@ async fn run(tool: &Arc<dyn Tool>, arguments: Value, env: &ToolEnv) -> heron_cor
 
 /// The waits sessions use, which the tests here shorten.
 #[test]
-fn the_production_waits_are_thirty_ten_one_and_a_half_and_thirty_seconds() {
+fn the_production_waits_are_thirty_ten_one_and_a_half_thirty_and_ten_seconds() {
     let limits = McpLimits::default();
     assert_eq!(limits.startup, STARTUP_TIMEOUT);
     assert_eq!(
-        (limits.startup, limits.offers, limits.close, limits.post),
+        (limits.startup, limits.offers, limits.close, limits.post, limits.connect),
         (
             Duration::from_secs(30),
             Duration::from_secs(10),
             Duration::from_millis(1500),
-            Duration::from_secs(30)
+            Duration::from_secs(30),
+            Duration::from_secs(10)
         )
     );
 }
@@ -237,6 +239,39 @@ async fn a_server_that_never_starts_is_failed_at_the_startup_wait() {
     assert!(reason.contains("did not start within 2 s"), "{reason}");
     let reason = failure(&hub, "refusing");
     assert!(reason.contains("could not be reached"), "{reason}");
+    assert_eq!(state(&hub, "fine"), ServerState::Ready);
+    hub.shutdown().await;
+}
+
+/// M4: a connection that never completes (a listener whose queue is full drops the
+/// handshake) is cut at the connect wait, not left to the startup wait: the server fails
+/// saying it could not be reached, and the other server is ready.
+#[tokio::test]
+async fn a_connection_that_never_completes_is_cut_at_the_connect_wait() {
+    let dirs = Dirs::new();
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).expect("bound");
+    let address = socket.local_addr().expect("its address");
+    // A queue of one, filled and never accepted: the next handshake is dropped.
+    let _listener = socket.listen(0).expect("listening");
+    let _queued = tokio::net::TcpStream::connect(address).await.expect("the one queued connection");
+    let _waiting = tokio::spawn(tokio::net::TcpStream::connect(address));
+    let probe =
+        tokio::time::timeout(Duration::from_millis(300), tokio::net::TcpStream::connect(address)).await;
+    assert!(probe.is_err(), "the setup needs a connect that hangs: {probe:?}");
+    let hanging = ServerSpec {
+        name: "hanging".into(),
+        transport: TransportSpec::Http { url: format!("http://{address}/mcp"), headers: Vec::new() },
+    };
+    let limits = McpLimits { startup: Duration::from_secs(3), connect: Duration::from_millis(100), ..SHORT };
+    let hub = McpHub::start_within(vec![hanging, fake("fine", "", &[])], dirs.ws(), dirs.policy(), limits);
+    tokio::time::timeout(Duration::from_secs(10), hub.started()).await.expect("the servers settle in time");
+    let reason = failure(&hub, "hanging");
+    assert!(reason.contains("could not be reached"), "{reason}");
+    assert!(
+        !reason.contains("did not start within"),
+        "the connect wait cut it, not the startup wait: {reason}"
+    );
     assert_eq!(state(&hub, "fine"), ServerState::Ready);
     hub.shutdown().await;
 }

@@ -52,12 +52,15 @@ pub struct McpLimits {
     pub close: Duration,
     /// One POST of a message to a legacy SSE server (30 s); past it, the message fails.
     pub post: Duration,
+    /// One attempt to connect to a remote server (10 s); past it, the attempt fails like a
+    /// refused one and is tried again within `startup`.
+    pub connect: Duration,
 }
 
 impl Default for McpLimits {
     fn default() -> Self {
         let (offers, close) = (server::OFFERS_WAIT, server::CLOSE_WAIT);
-        Self { startup: STARTUP_TIMEOUT, offers, close, post: POST_TIMEOUT }
+        Self { startup: STARTUP_TIMEOUT, offers, close, post: POST_TIMEOUT, connect: remote::CONNECT_TIMEOUT }
     }
 }
 

@@ -12,8 +12,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::service::ClientInitializeError;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
-/// How long connecting to a server may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one attempt to connect to a server may take ([`super::McpLimits::connect`]).
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest failure reason kept, in bytes.
 const MAX_REASON: usize = 512;
 
@@ -81,11 +81,11 @@ pub(super) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap, Stri
     Ok(map)
 }
 
-/// The HTTP client of one server: Heron's TLS provider, user agent and connect timeout, no
+/// The HTTP client of one server: Heron's TLS provider, user agent and `connect` timeout, no
 /// redirects (a redirect could carry the editor's headers to another host), no proxy.
-pub(super) fn client() -> Result<reqwest::Client, RemoteFailure> {
+pub(super) fn client(connect: Duration) -> Result<reqwest::Client, RemoteFailure> {
     crate::llm::http::client_builder()
-        .connect_timeout(CONNECT_TIMEOUT)
+        .connect_timeout(connect)
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("heron/", env!("CARGO_PKG_VERSION")))
         .build()

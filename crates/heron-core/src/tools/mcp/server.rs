@@ -274,7 +274,7 @@ impl Server {
     ) -> Result<(Running, Vec<rmcp::model::Tool>), RemoteFailure> {
         let parsed = remote::parse_url(url).map_err(|e| RemoteFailure::new(format!("the URL {e}")))?;
         let header_map = remote::header_map(headers).map_err(RemoteFailure::new)?;
-        let http = remote::client()?;
+        let http = remote::client(self.limits.connect)?;
         let began = Instant::now();
         let mut wait = FIRST_RETRY_WAIT;
         loop {
