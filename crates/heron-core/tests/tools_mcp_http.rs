@@ -157,6 +157,21 @@ async fn an_answer_outside_the_forms_enum_declines_it() {
     assert_eq!(answer, json!({ "action": "decline" }));
 }
 
+/// A4: a form the editor never answered within its wait (the adapter fails the call and
+/// tells the editor to stop) declines the server's elicitation, and the tool call ends.
+#[tokio::test]
+async fn a_form_past_the_editors_wait_is_declined_to_the_server() {
+    if crate::support::mcp_python::python().is_none() {
+        return;
+    }
+    let failed = Some("no answer within 600 s".to_owned());
+    let script =
+        Script { elicited: accept(json!({ "color": "red" })), elicit_error: failed, ..Script::full() };
+    let (answer, editor) = elicited(script).await;
+    assert_eq!(answer, json!({ "action": "decline" }));
+    assert_eq!(editor.elicitations().len(), 1, "the form was shown");
+}
+
 #[tokio::test]
 async fn an_editor_without_forms_is_never_shown_one() {
     if crate::support::mcp_python::python().is_none() {

@@ -43,6 +43,8 @@ pub struct Script {
     /// The elicitation modes it advertises, and its answer to an elicitation.
     pub elicitation: ElicitationModes,
     pub elicited: ElicitationAnswer,
+    /// Instead of answering, the elicitation fails with this (the editor's wait ran out).
+    pub elicit_error: Option<String>,
 }
 
 impl Script {
@@ -59,6 +61,7 @@ impl Script {
             output: ("fake output\n".to_owned(), false),
             elicitation: ElicitationModes { form: true, url: true },
             elicited: ElicitationAnswer::Decline,
+            elicit_error: None,
         }
     }
 }
@@ -206,7 +209,10 @@ impl EditorIo for FakeEditor {
 
     fn elicit(&self, request: Elicitation) -> BoxFuture<Result<ElicitationAnswer, EditorError>> {
         self.0.elicitations.lock().expect("elicitations").push(request);
-        ready(Ok(self.0.script.elicited.clone()))
+        match &self.0.script.elicit_error {
+            Some(error) => ready(Err(EditorError(error.clone()))),
+            None => ready(Ok(self.0.script.elicited.clone())),
+        }
     }
 
     fn ask(
