@@ -131,7 +131,7 @@ async fn a_live_session_past_its_budget_ends_its_turn_and_refuses_the_next_while
     let (count, bytes) = home.stored(session.id()).await;
     assert!(bytes > 200, "the first turn grew past the budget: {bytes}");
 
-    let refused = prompt(&session, "second").await.err().expect("refused");
+    let refused = prompt(&session, "second").await.expect_err("refused");
     let full = HistoryFull { limit: 200, size: bytes, process: false };
     assert!(matches!(refused, PromptError::HistoryFull(got) if got == full), "{refused:?}");
     // Compaction starts a turn too, and is refused before it records anything.
@@ -157,7 +157,7 @@ async fn sessions_together_past_the_process_budget_open_one_at_a_time() {
     // Each fits a session's budget; together they pass the process's by one byte.
     let manager = home.manager(HistoryBudget { session: a.max(b), process: a + b - 1 }).await;
     manager.open(&first, home.options()).await.expect("the first fits");
-    let refused = manager.open(&second, home.options()).await.err().expect("refused");
+    let refused = manager.open(&second, home.options()).await.expect_err("refused");
     let full = HistoryFull { limit: a + b - 1, size: a + b, process: true };
     assert!(matches!(refused, SessionError::HistoryFull(got) if got == full), "{refused:?}");
     assert!(refused.to_string().contains("close another session"), "{refused}");
