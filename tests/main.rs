@@ -12,6 +12,7 @@ mod acp_durability;
 mod acp_engine;
 mod acp_extensions;
 mod acp_goal;
+mod acp_history;
 mod acp_inbox;
 mod acp_inbox_contract;
 mod acp_mcp;

@@ -9,6 +9,7 @@ use heron_core::llm::registry::ModelError;
 use heron_core::secret::{clip, redact};
 use heron_core::session::attachments::AttachmentError;
 use heron_core::session::goal::GoalError;
+use heron_core::session::history_budget::HistoryFull;
 use heron_core::session::settings::SettingError;
 use heron_core::session::{Manager, OtherRoot, PromptError, SessionError};
 use heron_core::tools::roots::RootProblem;
@@ -80,6 +81,10 @@ listed_enum! {
         /// This process holds the most sessions it may open at once.
         #[serde(rename = "session.too_many_open")]
         TooManyOpen,
+        /// The session's history, or that of every session open here, passes its budget:
+        /// it does not open, or starts no more turns.
+        #[serde(rename = "session.history_full")]
+        HistoryFull,
         /// The session has no goal.
         #[serde(rename = "goal.none")]
         NoGoal,
@@ -337,6 +342,7 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
             ErrorCode::TooManyOpen,
             json!({ "max": most }),
         ),
+        SessionError::HistoryFull(full) => history_full(full),
         SessionError::Home(err) => file_error(
             &err,
             manager.providers().keys(),
@@ -345,6 +351,19 @@ pub fn session_error(err: SessionError, manager: &Manager) -> RpcError {
         ),
         SessionError::Internal(cause) => RpcError::internal(&cause),
     }
+}
+
+/// -32602 for a session whose history passes its budget (on opening it, or on its next
+/// turn), with `data.code` `session.history_full`, the `limit` and the `size` that passed it
+/// in bytes, and the `scope` (`session`, or `process` for every open session together). The
+/// message says what the user can do; the stored history is untouched.
+pub fn history_full(full: HistoryFull) -> RpcError {
+    coded(
+        INVALID_PARAMS,
+        format!("Cannot continue this session here: {full}"),
+        ErrorCode::HistoryFull,
+        json!({ "limit": full.limit, "size": full.size, "scope": if full.process { "process" } else { "session" } }),
+    )
 }
 
 /// -32602 for a goal that cannot be paused or resumed, with the reason in `data`.
@@ -429,6 +448,7 @@ pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
             ErrorCode::PromptQueueFull,
             json!({ "limit": full.limit, "scope": if full.process { "process" } else { "session" } }),
         ),
+        PromptError::HistoryFull(full) => history_full(full),
         PromptError::Attachment(
             refused @ (AttachmentError::TooLarge { limit, .. } | AttachmentError::Full { limit }),
         ) => coded(

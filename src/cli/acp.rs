@@ -18,6 +18,7 @@ use crate::conformance::record::{Recorder, Sender, Setup, TeeReader, TeeWriter};
 use heron_core::config::{Config, Home, Keys};
 use heron_core::extensions::Runtime;
 use heron_core::llm::registry::Providers;
+use heron_core::session::history_budget::{HistoryBudget, SESSION_HISTORY_BYTES};
 use heron_core::session::settings::{Posture, Preset};
 use heron_core::session::{Manager, ManagerOptions};
 use heron_protocol::runtime::Side;
@@ -36,6 +37,12 @@ pub struct AcpArgs {
     /// The largest message line accepted, in bytes; longer lines are discarded with an error.
     #[arg(long, default_value_t = DEFAULT_MAX_LINE, value_name = "BYTES")]
     pub max_line_bytes: usize,
+
+    /// The most bytes of stored history one open session holds in memory (the process
+    /// holds at most 1 GiB, or this if more); a session past it does not open, or starts
+    /// no more turns, and its history stays stored.
+    #[arg(long, default_value_t = SESSION_HISTORY_BYTES, value_name = "BYTES")]
+    pub max_history_bytes: u64,
 
     /// The model new sessions use (`provider/model`); `demo/demo` needs no key.
     #[arg(short = 'm', long, value_name = "PROVIDER/MODEL")]
@@ -101,6 +108,7 @@ impl Default for AcpArgs {
         Self {
             validate: false,
             max_line_bytes: DEFAULT_MAX_LINE,
+            max_history_bytes: SESSION_HISTORY_BYTES,
             model: None,
             append_system_prompt: None,
             max_tokens: None,
@@ -176,6 +184,7 @@ pub async fn manager(
         witness: recorder.clone().map(|r| r as Arc<dyn heron_core::tools::FileWitness>),
         append_system_prompt: args.append_system_prompt.clone(),
         max_tokens: args.max_tokens,
+        history: HistoryBudget::for_session(args.max_history_bytes),
     };
     // Everything below reads files (the config, the keys, the store, the user's commands
     // and plugins) and may wait on a lock: it runs on one blocking thread, in order, so no
@@ -303,6 +312,9 @@ fn replay_args(args: &AcpArgs) -> Vec<String> {
     pair("--title", args.title.as_ref());
     if args.max_line_bytes != DEFAULT_MAX_LINE {
         replay.extend(["--max-line-bytes".to_owned(), args.max_line_bytes.to_string()]);
+    }
+    if args.max_history_bytes != SESSION_HISTORY_BYTES {
+        replay.extend(["--max-history-bytes".to_owned(), args.max_history_bytes.to_string()]);
     }
     if args.safe_mode {
         replay.push("--safe-mode".to_owned());

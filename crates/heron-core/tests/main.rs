@@ -13,6 +13,7 @@ mod llm_scripted;
 mod llm_servers;
 mod session_compaction;
 mod session_first_request;
+mod session_history;
 mod session_turns;
 mod tools_commands;
 mod tools_confinement;

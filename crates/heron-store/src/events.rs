@@ -51,6 +51,15 @@ impl Default for PageBudget {
     }
 }
 
+/// How long a session's log is ([`Store::event_totals`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EventTotals {
+    /// Its events.
+    pub count: u64,
+    /// The bytes of their payloads, as stored (JSON text).
+    pub bytes: u64,
+}
+
 /// One page read by [`Store::decode_events`].
 #[derive(Debug)]
 pub struct DecodedPage<T> {
@@ -341,6 +350,23 @@ impl Store {
                     row.get(0)
                 })?;
             to_seq(count)
+        })
+        .await
+    }
+
+    /// The number of events in a session's log and the bytes of their stored payloads
+    /// (the JSON text of each row), both 0 for an unknown session. The bytes are what
+    /// opening the session would read and hold, summed without reading a payload:
+    /// `octet_length` takes a text's size from its row header.
+    pub async fn event_totals(&self, session_id: &str) -> Result<EventTotals, StoreError> {
+        let session_id = session_id.to_owned();
+        self.run(move |conn| {
+            let (count, bytes): (i64, i64) = conn.query_row(
+                "SELECT COUNT(*), COALESCE(SUM(octet_length(payload)), 0) FROM events WHERE session_id = ?1",
+                [session_id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )?;
+            Ok(EventTotals { count: to_seq(count)?, bytes: u64::try_from(bytes).unwrap_or_default() })
         })
         .await
     }

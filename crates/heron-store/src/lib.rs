@@ -36,7 +36,7 @@ use std::time::{Duration, SystemTime};
 
 use rusqlite::{Connection, OpenFlags};
 
-pub use events::{DecodedPage, EventRecord, MAX_EVENTS_LIMIT, PageBudget};
+pub use events::{DecodedPage, EventRecord, EventTotals, MAX_EVENTS_LIMIT, PageBudget};
 pub use inbox::{
     Enqueued, INBOX_CAPACITY, INBOX_SESSION_BYTES, INBOX_STORE_BYTES, InboxIntent, InboxItem, InboxState,
     InboxStatus, InboxTally, NewInboxItem, Placement, Recovery,

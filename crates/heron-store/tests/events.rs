@@ -117,6 +117,18 @@ async fn event_count_counts_the_log() {
     assert_eq!(store.event_count(&id).await.expect("count"), 2);
 }
 
+/// The bytes are those of the stored JSON text, not its characters: what a load reads.
+#[tokio::test]
+async fn event_totals_count_the_log_and_the_bytes_of_its_payloads() {
+    let (_dir, store, id) = open_with_session().await;
+    assert_eq!(store.event_totals(&id).await.expect("empty"), heron_store::EventTotals::default());
+    store.append_events(&id, [("a", json!("é")), ("b", json!(12))]).await.expect("batch");
+    let totals = store.event_totals(&id).await.expect("totals");
+    // `"é"` is four bytes of text (three characters), `12` two.
+    assert_eq!((totals.count, totals.bytes), (2, 6));
+    assert_eq!(store.event_totals("ghost").await.expect("unknown").bytes, 0);
+}
+
 #[tokio::test]
 async fn ten_thousand_events_load_completely_through_paging() {
     let (_dir, store, id) = open_with_session().await;

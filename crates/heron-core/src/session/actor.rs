@@ -224,6 +224,8 @@ async fn run_job(
     carried: &mut Carried,
 ) -> PromptResult {
     let Prompted { work, updates, cancel, echo: echo_prompt, message_id } = prompted;
+    // A history past its budget starts no turn: nothing is saved, titled or recorded.
+    context.history.check().map_err(PromptError::HistoryFull)?;
     // The runtime as the turn starts: a reload later in the turn does not change it.
     let runtime = session.runtime();
     let providers = runtime.providers();
@@ -345,6 +347,7 @@ async fn run_job(
             status: session.status.clone(),
             steers: session.steers.clone(),
             calls: session.calls.clone(),
+            history: context.history.clone(),
         },
         io: TurnIo {
             env: ToolEnv {

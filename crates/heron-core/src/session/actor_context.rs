@@ -26,4 +26,6 @@ pub(super) struct ActorContext {
     pub(super) append_system_prompt: Option<Arc<str>>,
     /// The manager's runtime, which a reload replaces too (for sessions opened later).
     pub(super) shared: Arc<Shared<Runtime>>,
+    /// The bytes of history the session holds, against its budgets (`history_budget`).
+    pub(super) history: Arc<super::history_budget::HistoryUse>,
 }

@@ -11,6 +11,10 @@
 //! store's blocking thread, so a replay costs about the larger of reading and sending, not
 //! their sum; at most one page is read ahead.
 //!
+//! An actor's history is read only once its manager has checked the history's stored size
+//! against the session's and the process's budgets (`history_budget`); a replay to a
+//! session already open here holds one page at a time and is not counted.
+//!
 //! A row that is not JSON fails the read ([`SessionError::Store`], naming its seq); one that
 //! is JSON but no event this build knows is skipped with a warning, so a session written by
 //! a newer build still opens.
@@ -42,11 +46,12 @@ pub(super) struct StoredHistory {
 type Page = DecodedPage<Event>;
 
 impl StoredHistory {
-    /// A reader of session `id` that keeps every event it reads (for an actor).
-    pub(super) async fn kept(store: &Store, id: &str) -> Result<StoredHistory, SessionError> {
+    /// A reader of session `id`, `count` events long, that keeps every event it reads (for
+    /// an actor, whose manager checked its size against the history budget first).
+    pub(super) fn kept(id: &str, count: u64) -> StoredHistory {
         // Sized once from the count, so a long history is not copied while the list grows.
-        let count = usize::try_from(store.event_count(id).await?).unwrap_or(0);
-        Ok(StoredHistory::new(id, Vec::with_capacity(count), true))
+        let count = usize::try_from(count).unwrap_or(0);
+        StoredHistory::new(id, Vec::with_capacity(count), true)
     }
 
     /// A reader of session `id` that holds one page at a time (a replay of a session whose
@@ -76,9 +81,14 @@ impl StoredHistory {
 
     /// The whole history of session `id`, in order.
     pub(super) async fn read_all(store: &Store, id: &str) -> Result<Vec<Event>, SessionError> {
-        let mut history = StoredHistory::kept(store, id).await?;
-        while history.next_page(store).await?.is_some() {}
-        Ok(history.events)
+        let count = store.event_count(id).await?;
+        StoredHistory::kept(id, count).read_rest(store).await
+    }
+
+    /// Reads what is left of the history; every event kept, in order.
+    pub(super) async fn read_rest(mut self, store: &Store) -> Result<Vec<Event>, SessionError> {
+        while self.next_page(store).await?.is_some() {}
+        Ok(self.events)
     }
 
     /// The events of the next page (possibly none, when every row of it was skipped), or
@@ -104,10 +114,6 @@ impl StoredHistory {
         }
         self.after = page.next_after;
         Ok(Some(&self.events[start..]))
-    }
-
-    pub(super) fn into_events(self) -> Vec<Event> {
-        self.events
     }
 }
 
@@ -152,12 +158,9 @@ impl<'m> Loading<'m> {
 
     /// Opens the session: reads what the caller did not, then starts its actor with the
     /// history (or binds the session already open here to this load's editor).
-    pub async fn open(mut self) -> Result<Arc<Session>, SessionError> {
+    pub async fn open(self) -> Result<Arc<Session>, SessionError> {
         match self.target {
-            Target::Spawn(start) => {
-                while self.history.next_page(self.store).await?.is_some() {}
-                Ok(start(self.history.into_events()))
-            }
+            Target::Spawn(start) => Ok(start(self.history.read_rest(self.store).await?)),
             Target::Attach { session, editor } => {
                 session.attach(editor);
                 Ok(session)

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::actor_context::ActorContext;
 use super::event::Event;
 use super::goal::Goal;
+use super::history_budget::{HistoryBudget, Ledger, Reserved};
 use super::loading::{Loading, StoredHistory};
 use super::lock::{self, LockError, SessionLock};
 use super::opening::{OpenOptions, OtherRoot, SessionError};
@@ -53,6 +54,8 @@ pub struct ManagerOptions {
     pub append_system_prompt: Option<String>,
     /// `--max-tokens`: the most tokens one model reply may take.
     pub max_tokens: Option<u32>,
+    /// The bytes of history open sessions may hold (`--max-history-bytes`).
+    pub history: HistoryBudget,
 }
 
 /// Everything read for a session about to open but its history: its record, settings and
@@ -64,6 +67,10 @@ struct Admitted {
     lock: Option<SessionLock>,
     runtime: Arc<Runtime>,
     catalog: Catalog,
+    /// How many events its stored history holds, to size the list it is read into.
+    events: u64,
+    /// Its history's place in the process's budget, taken before the history is read.
+    budget: Reserved,
     /// Its place among the sessions open here, until it is open.
     _seat: Seat,
 }
@@ -74,6 +81,8 @@ struct Open {
     /// Released when the manager forgets the session; `None` where the file system
     /// cannot lock.
     _lock: Option<SessionLock>,
+    /// Its history's bytes, given back to the process when the manager forgets it.
+    _history: Reserved,
 }
 
 /// What settings may be changed to under `config`, up to `ceiling`.
@@ -103,6 +112,8 @@ pub struct Manager {
     open: Mutex<HashMap<String, Open>>,
     /// The sessions being opened (see `seats`).
     seats: Seats,
+    /// The bytes of history the open sessions hold (see `history_budget`).
+    history: Ledger,
 }
 
 impl std::fmt::Debug for Manager {
@@ -131,6 +142,7 @@ impl Manager {
     ) -> Self {
         let locks = lock::locks_dir(store.path());
         let runtime = Arc::new(Shared::new(Arc::new(runtime)));
+        let history = Ledger::new(options.history);
         Self {
             store,
             runtime,
@@ -140,6 +152,7 @@ impl Manager {
             locks,
             open: Mutex::new(HashMap::new()),
             seats: Seats::default(),
+            history,
         }
     }
 
@@ -206,7 +219,7 @@ impl Manager {
 
     /// Starts the actor of an admitted session with its `history`, and keeps it open.
     fn spawn(&self, admitted: Admitted, history: Vec<Event>, options: OpenOptions) -> Arc<Session> {
-        let Admitted { record, settings, inbox, lock, runtime, catalog, _seat } = admitted;
+        let Admitted { record, settings, inbox, lock, runtime, catalog, events: _, budget, _seat } = admitted;
         let record = &record;
         // A goal or usage this build cannot read is dropped, not fatal: the session still opens.
         let goal = record.goal.clone().and_then(|v| serde_json::from_value::<Goal>(v).ok());
@@ -248,11 +261,12 @@ impl Manager {
             append_system_prompt: self.options.append_system_prompt.as_deref().map(Arc::from),
             mcp,
             shared: self.runtime.clone(),
+            history: budget.usage(),
         };
         let offer = Offer { runtime, catalog: Arc::new(catalog), ceiling: self.options.ceiling };
         let session =
             Session::spawn(record.id.clone(), state, history, context, offer, options.editor, status);
-        let open = Open { session: session.clone(), _lock: lock };
+        let open = Open { session: session.clone(), _lock: lock, _history: budget };
         self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(record.id.clone(), open);
         session
     }
@@ -282,10 +296,11 @@ impl Manager {
     }
 
     /// The one place a stored session is opened in this process (created, loaded, resumed
-    /// or forked): its lock first, then the record, its settings (`settings_of`), the
-    /// directories it opens in and its inbox, all read after the lock, so none of it is
-    /// what another process was still changing. Its history is read after this, still
-    /// under the lock (`loading`).
+    /// or forked): its lock first, then the record, its history's size (refused past its
+    /// budget before anything is changed or read: `history_budget`), its settings
+    /// (`settings_of`), the directories it opens in and its inbox, all read after the lock,
+    /// so none of it is what another process was still changing. Its history is read after
+    /// this, still under the lock (`loading`).
     async fn admit(
         &self,
         id: &str,
@@ -295,6 +310,8 @@ impl Manager {
         let seat = self.seat()?;
         let lock = self.lock(id).await?;
         let record = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
+        let totals = self.store.event_totals(id).await?;
+        let budget = self.history.reserve(totals.bytes).map_err(SessionError::HistoryFull)?;
         let settings = settings_of(&record);
         let dirs: Vec<String> =
             options.additional_directories.iter().map(|d| d.display().to_string()).collect();
@@ -315,7 +332,17 @@ impl Manager {
                 .await
                 .map_err(|e| SessionError::Internal(e.to_string()))?
         };
-        Ok(Admitted { record, settings, inbox, lock, runtime, catalog: extensions, _seat: seat })
+        Ok(Admitted {
+            record,
+            settings,
+            inbox,
+            lock,
+            runtime,
+            catalog: extensions,
+            events: totals.count,
+            budget,
+            _seat: seat,
+        })
     }
 
     /// Admits session `id` and starts it with its whole stored history.
@@ -326,7 +353,7 @@ impl Manager {
         settings_of: impl FnOnce(&SessionRecord) -> Settings,
     ) -> Result<Arc<Session>, SessionError> {
         let admitted = self.admit(id, &options, settings_of).await?;
-        let history = StoredHistory::read_all(&self.store, id).await?;
+        let history = StoredHistory::kept(id, admitted.events).read_rest(&self.store).await?;
         Ok(self.spawn(admitted, history, options))
     }
 
@@ -369,7 +396,8 @@ impl Manager {
         self.get(id).is_none() && lock::held_elsewhere(&self.locks, id)
     }
 
-    /// Every stored event of `id`, in order.
+    /// Every stored event of `id`, in order, read for the caller rather than an actor (so
+    /// outside the history budget: the caller holds what it asked for).
     pub async fn history(&self, id: &str) -> Result<Vec<Event>, SessionError> {
         StoredHistory::read_all(&self.store, id).await
     }
@@ -411,7 +439,7 @@ impl Manager {
                 settings
             })
             .await?;
-        let history = StoredHistory::kept(&self.store, id).await?;
+        let history = StoredHistory::kept(id, admitted.events);
         let start = Box::new(move |history| self.spawn(admitted, history, options));
         Ok(Loading::spawning(&self.store, start, history))
     }
@@ -462,6 +490,9 @@ impl Manager {
         require_absolute(&options.cwd, "cwd")?;
         self.refresh_home().await?;
         let source = self.store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
+        // A copy the fork could not open is not made (the process's budget is asked when it opens).
+        let size = self.store.event_totals(id).await?.bytes;
+        self.history.fits_session(size).map_err(SessionError::HistoryFull)?;
         let mut settings = match self.get(id) {
             Some(open) => open.state().settings,
             None => serde_json::from_value::<Settings>(source.settings.clone())

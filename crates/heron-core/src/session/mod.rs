@@ -18,6 +18,7 @@ pub mod checkpoints;
 pub mod commands;
 pub mod event;
 pub mod goal;
+pub mod history_budget;
 pub mod inbox;
 mod loading;
 mod lock;
@@ -102,6 +103,10 @@ pub enum PromptError {
         .0.limit / (1024 * 1024)
     )]
     QueueFull(queue_budget::Full),
+    /// The session's history, or that of every open session, has grown past its budget
+    /// ([`history_budget`]): no turn starts.
+    #[error("{0}")]
+    HistoryFull(history_budget::HistoryFull),
 }
 
 /// What a queued job does.

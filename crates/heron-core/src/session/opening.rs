@@ -54,6 +54,10 @@ pub enum SessionError {
     /// before.
     #[error("{0}")]
     Home(crate::extensions::ReloadError),
+    /// The session's stored history, or the histories of the sessions open here with it,
+    /// would pass their budget (`history_budget`); nothing was read.
+    #[error("{0}")]
+    HistoryFull(super::history_budget::HistoryFull),
     /// This process holds the most sessions it may open at once.
     #[error("{0} sessions are open in this process, the most it holds; close one first")]
     TooManyOpen(usize),

@@ -168,6 +168,8 @@ pub(super) struct TurnShared {
     /// The session's cancellable calls; each of this turn's calls is registered from the moment
     /// the editor is shown it until its result is recorded.
     pub(super) calls: Arc<super::calls::RunningCalls>,
+    /// What the session's history holds, which each recorded event adds to.
+    pub(super) history: Arc<super::history_budget::HistoryUse>,
 }
 
 /// Where a turn's tools run and where its updates go.
@@ -245,6 +247,7 @@ impl Turn {
     /// turn's end, which a load reads as any turn cut short.
     pub(super) async fn record_with_next(&mut self, event: Event) -> Result<(), TurnError> {
         let payload = encode(&event)?;
+        self.shared.history.grow(payload.len());
         self.unstored.push((event.kind(), payload));
         self.carried.history.push(event);
         let waiting: usize = self.unstored.iter().map(|(_, payload)| payload.len()).sum();
@@ -290,6 +293,7 @@ impl Turn {
 
     /// What follows an event's store write: the transcript, the editor, the history.
     async fn recorded(&mut self, event: Event, payload: Arc<str>, shown: bool) {
+        self.shared.history.grow(payload.len());
         self.carried.transcript.append(&self.carried.history, payload).await;
         // Finished messages and thoughts already streamed as chunks; the rest shows as it is.
         if shown && !matches!(event, Event::AgentMessage { .. } | Event::AgentThought { .. }) {

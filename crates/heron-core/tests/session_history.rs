@@ -1,0 +1,168 @@
+//! The bytes of history open sessions hold (`history_budget`), crossed with budgets a test
+//! can reach: a stored session past its budget is refused on opening and keeps every
+//! event; a live one that grows past it finishes its turn and refuses the next; and the
+//! sessions open together are held to the process's budget until one closes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use heron_core::config::Home;
+use heron_core::session::event::Event;
+use heron_core::session::history_budget::{HistoryBudget, HistoryFull};
+use heron_core::session::update::TurnUpdate;
+use heron_core::session::{Manager, ManagerOptions, OpenOptions, PromptError, Session, SessionError};
+use heron_core::tools::editor::NoEditor;
+use heron_core::types::{PromptInput, StopReason, UserContent};
+use heron_store::Store;
+use tokio::sync::mpsc;
+
+use crate::support::Dirs;
+
+/// A home whose model answers every prompt with a short text.
+struct Setup {
+    dirs: Dirs,
+    home: Home,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let dirs = Dirs::new();
+        let home = Home::at(dirs.home());
+        let answer = "{\"steps\": [{\"text\": \"Noted, and answered.\"}]}\n".repeat(8);
+        std::fs::write(home.root().join("script.jsonl"), answer).expect("script");
+        let config = "default_model = \"script/m\"\n[providers.script]\nkind = \"scripted\"\nmodels = [\"m\"]\nscript = \"script.jsonl\"\n";
+        std::fs::write(home.config_path(), config).expect("config");
+        Setup { dirs, home }
+    }
+
+    /// A manager over this home whose sessions' histories hold at most `budget`.
+    async fn manager(&self, budget: HistoryBudget) -> Manager {
+        crate::support::manager_for(&self.home, ManagerOptions { history: budget, ..Default::default() })
+            .await
+    }
+
+    fn options(&self) -> OpenOptions {
+        OpenOptions {
+            cwd: self.dirs.ws(),
+            additional_directories: Vec::new(),
+            editor: Arc::new(NoEditor),
+            mcp_servers: Vec::new(),
+        }
+    }
+
+    /// The stored size of session `id`'s history, in bytes of its rows.
+    async fn stored(&self, id: &str) -> (u64, u64) {
+        let store = Store::open(self.home.db_path()).await.expect("store");
+        let totals = store.event_totals(id).await.expect("totals");
+        (totals.count, totals.bytes)
+    }
+}
+
+fn wide() -> HistoryBudget {
+    HistoryBudget::default()
+}
+
+/// Runs one prompt to its end; its result.
+async fn prompt(session: &Session, text: &str) -> Result<StopReason, PromptError> {
+    let (updates, mut stream) = mpsc::unbounded_channel();
+    let input = vec![PromptInput::Content(UserContent::Text { text: text.to_owned() })];
+    let queued = session.prompt(input, updates);
+    while let Some(update) =
+        tokio::time::timeout(Duration::from_secs(5), stream.recv()).await.expect("the turn streams")
+    {
+        if let TurnUpdate::Flushed(done) = update {
+            let _ = done.send(());
+        }
+    }
+    let result = queued.result.await.expect("answered");
+    queued.delivered.done();
+    result
+}
+
+/// A session of two finished turns, closed; its id.
+async fn two_turns(home: &Setup, manager: &Manager) -> String {
+    let session = manager.create(home.options()).await.expect("a session");
+    for text in ["first", "second"] {
+        assert_eq!(prompt(&session, text).await.expect("ran"), StopReason::EndTurn);
+    }
+    let id = session.id().to_owned();
+    manager.close(&id).await.expect("closed");
+    id
+}
+
+#[tokio::test]
+async fn a_stored_history_past_the_budget_is_refused_on_load_and_every_event_stays() {
+    let home = Setup::new();
+    let id = two_turns(&home, &home.manager(wide()).await).await;
+    let (count, bytes) = home.stored(&id).await;
+    assert!(count >= 6, "two turns were stored: {count}");
+
+    let tight = home.manager(HistoryBudget::for_session(bytes - 1)).await;
+    let refused = tight.load(&id, home.options()).await.err().expect("refused");
+    let full = HistoryFull { limit: bytes - 1, size: bytes, process: false };
+    assert!(matches!(refused, SessionError::HistoryFull(got) if got == full), "{refused:?}");
+    assert!(refused.to_string().contains("start a new session"), "{refused}");
+    // Resume and fork are refused the same way, and the fork copies nothing.
+    assert!(matches!(tight.open(&id, home.options()).await, Err(SessionError::HistoryFull(_))));
+    assert!(matches!(tight.fork(&id, home.options()).await, Err(SessionError::HistoryFull(_))));
+    assert!(tight.list(None, None).await.expect("list").sessions.len() == 1, "no fork was made");
+    assert_eq!(home.stored(&id).await, (count, bytes), "nothing stored changed");
+    drop(tight);
+
+    // Opened with a budget it fits, every event replays.
+    let roomy = home.manager(HistoryBudget::for_session(bytes)).await;
+    let mut loading = roomy.load(&id, home.options()).await.expect("fits exactly");
+    let mut replayed: Vec<Event> = Vec::new();
+    while let Some(events) = loading.next_events().await.expect("a page") {
+        replayed.extend_from_slice(events);
+    }
+    loading.open().await.expect("open");
+    assert_eq!(replayed.len() as u64, count);
+    assert_eq!(replayed, roomy.history(&id).await.expect("history"));
+}
+
+#[tokio::test]
+async fn a_live_session_past_its_budget_ends_its_turn_and_refuses_the_next_while_others_go_on() {
+    let home = Setup::new();
+    // Room for one turn's start, not for a second turn.
+    let manager = home.manager(HistoryBudget::for_session(200)).await;
+    let session = manager.create(home.options()).await.expect("a session");
+    assert_eq!(prompt(&session, "first").await.expect("the running turn finishes"), StopReason::EndTurn);
+    let (count, bytes) = home.stored(session.id()).await;
+    assert!(bytes > 200, "the first turn grew past the budget: {bytes}");
+
+    let refused = prompt(&session, "second").await.expect_err("refused");
+    let full = HistoryFull { limit: 200, size: bytes, process: false };
+    assert!(matches!(refused, PromptError::HistoryFull(got) if got == full), "{refused:?}");
+    // Compaction starts a turn too, and is refused before it records anything.
+    let (updates, _stream) = mpsc::unbounded_channel();
+    let compacted = session.compact(String::new(), updates).result.await.expect("answered");
+    assert!(matches!(compacted, Err(PromptError::HistoryFull(_))), "{compacted:?}");
+    assert_eq!(home.stored(session.id()).await, (count, bytes), "nothing was recorded");
+
+    let other = manager.create(home.options()).await.expect("another session");
+    assert_eq!(prompt(&other, "hello").await.expect("it runs"), StopReason::EndTurn);
+}
+
+#[tokio::test]
+async fn sessions_together_past_the_process_budget_open_one_at_a_time() {
+    let home = Setup::new();
+    let wide_manager = home.manager(wide()).await;
+    let first = two_turns(&home, &wide_manager).await;
+    let second = two_turns(&home, &wide_manager).await;
+    drop(wide_manager);
+    let (_, a) = home.stored(&first).await;
+    let (_, b) = home.stored(&second).await;
+
+    // Each fits a session's budget; together they pass the process's by one byte.
+    let manager = home.manager(HistoryBudget { session: a.max(b), process: a + b - 1 }).await;
+    manager.open(&first, home.options()).await.expect("the first fits");
+    let refused = manager.open(&second, home.options()).await.expect_err("refused");
+    let full = HistoryFull { limit: a + b - 1, size: a + b, process: true };
+    assert!(matches!(refused, SessionError::HistoryFull(got) if got == full), "{refused:?}");
+    assert!(refused.to_string().contains("close another session"), "{refused}");
+
+    manager.close(&first).await.expect("closed");
+    let opened = manager.open(&second, home.options()).await.expect("closing the first made room");
+    assert_eq!(prompt(&opened, "again").await.expect("it runs"), StopReason::EndTurn);
+}
