@@ -10,7 +10,9 @@ use heron_core::config::Home;
 use heron_core::session::event::Event;
 use heron_core::session::history_budget::{HistoryBudget, HistoryFull};
 use heron_core::session::update::TurnUpdate;
-use heron_core::session::{Manager, ManagerOptions, OpenOptions, PromptError, Session, SessionError};
+use heron_core::session::{
+    Manager, ManagerOptions, OpenOptions, PromptError, Session, SessionError, TurnError,
+};
 use heron_core::tools::editor::NoEditor;
 use heron_core::types::{PromptInput, StopReason, UserContent};
 use heron_store::Store;
@@ -26,10 +28,14 @@ struct Setup {
 
 impl Setup {
     fn new() -> Setup {
+        Setup::with_script(&"{\"steps\": [{\"text\": \"Noted, and answered.\"}]}\n".repeat(8))
+    }
+
+    /// A home whose model plays `script`.
+    fn with_script(script: &str) -> Setup {
         let dirs = Dirs::new();
         let home = Home::at(dirs.home());
-        let answer = "{\"steps\": [{\"text\": \"Noted, and answered.\"}]}\n".repeat(8);
-        std::fs::write(home.root().join("script.jsonl"), answer).expect("script");
+        std::fs::write(home.root().join("script.jsonl"), script).expect("script");
         let config = "default_model = \"script/m\"\n[providers.script]\nkind = \"scripted\"\nmodels = [\"m\"]\nscript = \"script.jsonl\"\n";
         std::fs::write(home.config_path(), config).expect("config");
         Setup { dirs, home }
@@ -142,6 +148,33 @@ async fn a_live_session_past_its_budget_ends_its_turn_and_refuses_the_next_while
 
     let other = manager.create(home.options()).await.expect("another session");
     assert_eq!(prompt(&other, "hello").await.expect("it runs"), StopReason::EndTurn);
+}
+
+/// A turn whose tool results take its session past the budget stops before its next model
+/// request (a failed turn), so a session holds at most its budget and one request's worth;
+/// the reply the model would have given is never asked for.
+#[tokio::test]
+async fn a_turn_that_grows_past_the_budget_stops_before_its_next_request() {
+    let home = Setup::with_script(concat!(
+        r#"{"steps": [{"tool_call": {"name": "read_file", "arguments": {"path": "big.txt"}}}]}"#,
+        "\n",
+        r#"{"steps": [{"text": "never asked"}]}"#,
+        "\n"
+    ));
+    std::fs::write(home.dirs.ws().join("big.txt"), "a line of the file\n".repeat(2_000)).expect("big.txt");
+    let manager = home.manager(HistoryBudget::for_session(16 * 1024)).await;
+    let session = manager.create(home.options()).await.expect("a session");
+    let failed = prompt(&session, "read it").await.expect_err("stopped");
+    let stopped = matches!(
+        &failed,
+        PromptError::Turn(TurnError::HistoryFull(HistoryFull { limit: 16_384, process: false, .. }))
+    );
+    assert!(stopped, "{failed:?}");
+    let history = manager.history(session.id()).await.expect("history");
+    assert!(history.iter().any(|e| matches!(e, Event::ToolResult { .. })), "the tool ran: {history:?}");
+    let asked_again =
+        history.iter().any(|e| matches!(e, Event::AgentMessage { text, .. } if text == "never asked"));
+    assert!(!asked_again, "the model was asked again past the budget");
 }
 
 #[tokio::test]

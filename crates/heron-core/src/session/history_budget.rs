@@ -7,13 +7,12 @@
 //! fork: [`Ledger::reserve`]), its stored events untouched. A live session's recorded
 //! events are added as they are recorded ([`HistoryUse::grow`]); one whose history has
 //! grown past a budget refuses its next turn before anything is recorded
-//! ([`HistoryUse::check`]), and the turn already running finishes. So a session holds at
-//! most its budget plus one turn, and what one turn adds is bounded by the turn's own
-//! bounds: its prompt (the line, E1), and per model request one reply
-//! (`max_reply_bytes`, 8 MiB) and that reply's tool results (`max_tool_result_bytes`,
-//! 4 MiB), for at most `max_turn_requests` requests (8 to 64 by preset), times one plus
-//! `max_goal_continuations` (10) in goal mode. A session's bytes are given back to the
-//! process when the session is closed, deleted or the manager stops.
+//! ([`HistoryUse::check`]), and a running turn that grows past it stops before its next
+//! model request (a failed turn). So a session holds at most its budget plus one model
+//! request's worth: the turn's prompt (the line, E1), one reply (`max_reply_bytes`,
+//! 8 MiB) and that reply's tool results (`max_tool_result_bytes`, 4 MiB each). A session's
+//! bytes are given back to the process when the session is closed, deleted or the manager
+//! stops.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -78,6 +78,10 @@ pub enum TurnError {
     /// The model did not write a usable summary.
     #[error("compacting the conversation failed: {0}")]
     Compaction(String),
+    /// The session's history, or that of every open session, grew past its budget during
+    /// the turn: it stops before its next model request (`history_budget`).
+    #[error("{0}")]
+    HistoryFull(super::history_budget::HistoryFull),
 }
 
 /// What a session's turns carry from one to the next: the conversation so far, what it
@@ -359,6 +363,7 @@ impl Turn {
                     return Ok(StopReason::MaxTurnRequests);
                 }
                 continuations += 1;
+                self.history_fits()?;
                 self.continue_goal().await?;
                 continue;
             }
@@ -369,6 +374,7 @@ impl Turn {
                     return Ok(StopReason::EndTurn);
                 }
                 Err(late) => {
+                    self.history_fits()?;
                     for steer in late {
                         self.record_steer(steer).await?;
                     }
@@ -449,8 +455,16 @@ impl Turn {
             if asking.pursuing && self.goal_paused() {
                 return Ok(StopReason::EndTurn);
             }
+            self.history_fits()?;
         }
         Ok(StopReason::MaxTurnRequests)
+    }
+
+    /// Whether the turn may ask the model again: not once the session's history, or that
+    /// of every open session, has grown past its budget. The actor checks before a turn
+    /// starts; this holds a running turn to the budget plus one request and its tools.
+    fn history_fits(&self) -> Result<(), TurnError> {
+        self.shared.history.check().map_err(TurnError::HistoryFull)
     }
 
     /// The tools a request of this turn offers.
