@@ -277,41 +277,6 @@ fn a_recommendation_not_followed_fails_the_run_only_when_strict() {
     assert!(table.contains("FAIL   advised") && table.contains("1 failed"), "{table}");
 }
 
-/// Heron's own recipe (`conformance/agents/heron.toml`), its command this build and its
-/// provider's base URL `base_url`.
-fn heron_recipe(dir: &Path, base_url: &str) -> PathBuf {
-    let recipe =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/agents/heron.toml"))
-            .expect("the recipe");
-    let heron = env!("CARGO_BIN_EXE_heron");
-    let recipe = recipe
-        .replace("command = \"heron acp", &format!("command = \"{heron} acp"))
-        .replace("base_url = \"{model}/v1\"", &format!("base_url = \"{base_url}\""));
-    let path = dir.join("heron.toml");
-    std::fs::write(&path, recipe).expect("write");
-    path
-}
-
-#[test]
-fn a_recipe_takes_the_agent_past_authentication_to_the_kits_model_server() {
-    let cwd = tempfile::tempdir().expect("tempdir");
-    let recipe = heron_recipe(cwd.path(), "{model}/v1");
-    let recipe = recipe.to_str().expect("a path");
-    let (ok, table) = heron_conformance(&["--profile", "acp", "--recipe", recipe], cwd.path());
-    assert!(ok, "{table}");
-    // The turns ran on the kit's model server: nothing was skipped for want of a key.
-    assert!(
-        table.contains("pass   acp_prompt_turn") && table.contains("pass   acp_permission_request"),
-        "{table}"
-    );
-    assert!(!table.contains("requires authentication"), "{table}");
-    // Pointed elsewhere, the same agent's turns fail: the server beside it is what answered.
-    let recipe = heron_recipe(cwd.path(), "http://127.0.0.1:9/v1");
-    let (ok, table) =
-        heron_conformance(&["--profile", "acp", "--recipe", recipe.to_str().expect("a path")], cwd.path());
-    assert!(!ok && table.contains("FAIL   acp_prompt_turn"), "{table}");
-}
-
 #[test]
 fn the_built_in_acp_profile_passes_on_heron_and_reports_as_junit() {
     let cwd = tempfile::tempdir().expect("tempdir");

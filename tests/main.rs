@@ -44,6 +44,7 @@ mod checkpoints;
 mod config_scale;
 mod conformance;
 mod conformance_acp;
+mod conformance_recipe;
 mod conformance_sdk;
 mod conformance_untrusted;
 mod doctor;

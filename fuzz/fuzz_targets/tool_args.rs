@@ -86,6 +86,7 @@ fn fixture() -> &'static Fixture {
                 readable: None,
                 network: true,
                 port: None,
+                private_ports: Vec::new(),
                 host_sockets: Vec::new(),
                 temp: PrivateTemp::default(),
             }),

@@ -37,6 +37,10 @@ pub struct ConformanceArgs {
     /// so the scenarios that need a session get one with no credentials.
     #[arg(long, value_name = "FILE")]
     pub recipe: Option<PathBuf>,
+    /// The folder the recipe's agent was installed into: its `{agents}` (a recipe that
+    /// names its program by its own install prefix, as `scripts/conformance-matrix` runs it).
+    #[arg(long, value_name = "DIR", requires = "recipe")]
+    pub agents: Option<PathBuf>,
     /// How to report: `text` (a table), `junit` (JUnit XML for CI) or `json`.
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = str::parse::<Format>)]
     pub format: Format,
@@ -54,7 +58,12 @@ pub struct ConformanceArgs {
 /// resolved against the caller's directory), else this executable.
 fn agent(args: &ConformanceArgs) -> Result<AgentCommand, String> {
     if let Some(path) = &args.recipe {
-        let recipe = crate::conformance::recipe::Recipe::load(path)?;
+        let mut recipe = crate::conformance::recipe::Recipe::load(path)?;
+        if let Some(dir) = &args.agents {
+            let dir = std::fs::canonicalize(dir)
+                .map_err(|e| format!("the agents folder {}: {e}", dir.display()))?;
+            recipe.agents = Some(dir);
+        }
         return Ok(AgentCommand::Recipe(std::sync::Arc::new(recipe)));
     }
     match &args.agent {

@@ -57,6 +57,22 @@ pub struct Header {
     /// one of them that the expectation at hand does not match is passed over.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignore: Vec<Value>,
+    /// Answers the spec also allows that leave the scenario nothing to check: a message the
+    /// expectation at hand does not match but one of these does ends it as skipped, with
+    /// that entry's reason (an agent that speaks v1 too answers a v1 `initialize` with 1,
+    /// so the refusal a v2-only agent owes cannot be tested on it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip_when: Vec<SkipWhen>,
+}
+
+/// One `skip_when` entry of a header.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkipWhen {
+    /// The pattern of the agent's message.
+    pub message: Value,
+    /// Why the scenario cannot be checked against such an agent, as the report shows it.
+    pub reason: String,
 }
 
 /// Which agents a scenario holds for.

@@ -201,11 +201,13 @@ fn inside_sandbox(value: &str) -> Result<(), String> {
 }
 
 /// What a recipe adds to the agent's process: the model server's port, which the agent and
-/// the server beside it may bind and connect to, and the recipe's environment.
+/// the server beside it may bind and connect to, the recipe's environment, and the ports
+/// the agent serves itself on (granted only on its private loopback).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Kit {
     pub(super) port: u16,
     pub(super) env: Vec<(String, String)>,
+    pub(super) own_ports: Vec<u16>,
 }
 
 /// The one place the agent's process is set up: everything a transcript can make the agent
@@ -216,7 +218,8 @@ pub(super) struct Kit {
 /// there, in [`SYSTEM_FOLDERS`] and in `program_files` (its own program, its interpreter),
 /// so a transcript's commands find none of the user's files to send; it may neither bind
 /// nor connect TCP, since a replay talks to the scripted model and nothing else (but for a
-/// recipe's one port, `kit`, where the kit's model server runs beside it); and the
+/// recipe's one port, `kit`, where the kit's model server runs beside it, and the ports a
+/// recipe names for the agent's own server, in its private network namespace only); and the
 /// caller's own Heron home is hidden from it. It is also pointed at the sandbox: its
 /// working directory is the workspace, HOME, TMPDIR and HERON_HOME are the sandbox's, and
 /// it sees only [`PASSED_THROUGH`] of the caller's environment.
@@ -254,6 +257,9 @@ pub(super) fn agent_command(
         readable: Some(readable),
         network: false,
         port: kit.map(|kit| kit.port),
+        // A recipe's agent that serves itself (over HTTP on loopback): only where its
+        // loopback is its own, so nothing outside reaches it and it reaches nothing.
+        private_ports: kit.map(|kit| kit.own_ports.clone()).unwrap_or_default(),
         // Covered where the agent gets a mount namespace; its own children inherit it.
         host_sockets: heron_core::sandbox::host_sockets(),
         // The agent's TMPDIR is the scenario's own.

@@ -2,7 +2,8 @@
 //! shell, the server on a loopback port the sandbox lets both use (in the agent's own
 //! network namespace where it gets one, so nothing else can reach it), the recipe's files
 //! written under the agent's HOME and its environment set, every `{model}` pointing at the
-//! server.
+//! server. The ports the recipe names for the agent's own server are granted beside the
+//! server's, on the agent's private loopback only (`Policy::private_ports`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,7 +19,14 @@ pub(super) fn agent_command(recipe: &Recipe, sandbox: &Sandbox) -> Result<Comman
         model: format!("http://127.0.0.1:{port}"),
         home: sandbox.user_home().display().to_string(),
         ws: sandbox.ws().display().to_string(),
+        agents: recipe.agents.as_ref().map(|dir| dir.display().to_string()),
     };
+    if recipe.names_agents() && places.agents.is_none() {
+        return Err(
+            "the recipe names `{agents}`: pass --agents DIR, the folder its agent was installed into".into(),
+        );
+    }
+    own_ports_possible(&recipe.ports)?;
     let script = sandbox.root().join("kit.jsonl");
     std::fs::write(&script, recipe.script()).map_err(|e| format!("cannot write the kit's script: {e}"))?;
     for (name, text) in &recipe.files {
@@ -45,8 +53,23 @@ pub(super) fn agent_command(recipe: &Recipe, sandbox: &Sandbox) -> Result<Comman
         &["-c".to_owned(), line],
         files,
         sandbox,
-        Some(&Kit { port, env }),
+        Some(&Kit { port, env, own_ports: recipe.ports.clone() }),
     )
+}
+
+/// Refuses a recipe whose agent binds ports of its own where the sandbox would not let it:
+/// Landlock refuses TCP, and the agent gets no network namespace of its own, in which
+/// alone such ports are granted. Without Landlock nothing refuses the bind.
+fn own_ports_possible(ports: &[u16]) -> Result<(), String> {
+    let support = heron_core::sandbox::support();
+    if ports.is_empty() || support.walls.network_namespace || support.landlock.is_err() {
+        return Ok(());
+    }
+    let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+    Err(format!(
+        "the recipe's agent serves itself on port {}, which the sandbox grants only on a loopback of the agent's own, and this machine gives it no network namespace",
+        ports.join(", ")
+    ))
 }
 
 /// A port free on the host's loopback now: the server binds it in the agent's namespace, or

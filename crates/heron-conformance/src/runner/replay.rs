@@ -3,7 +3,8 @@
 //! after the last expectation. In refresh mode a differing segment is rewritten instead.
 //! Messages the header's `ignore` patterns name are passed over wherever the expectation at
 //! hand does not match them, and a scenario whose `requires` the agent's `initialize`
-//! answer does not meet stops there, skipped, before anything more is sent.
+//! answer does not meet stops there, skipped, before anything more is sent; so does one
+//! whose agent sends what a `skip_when` entry names, another answer the spec allows.
 //!
 //! In the acp profile the runner is also the client an agent may lean on during a turn:
 //! a request the expectation at hand does not match is answered by the runner instead of
@@ -18,7 +19,7 @@ use super::client::{AUTH_REQUIRED, Client};
 use super::refresh::rewrite_segment;
 use super::transport::{Received, Transport};
 use super::{DEFAULT_TIMEOUT, EOF_WAIT, Failure, GRACE, STARTUP_TIMEOUT};
-use crate::format::{Expectation, Item, Profile, Scenario, requirement_met};
+use crate::format::{Expectation, Item, Profile, Scenario, SkipWhen, requirement_met};
 use crate::matcher::{self, Bindings, Paths, fill, matches, merge, side_by_side, signature};
 
 /// How a replay that did not fail ended.
@@ -46,6 +47,8 @@ struct Replay<'a> {
     seen: Vec<Value>,
     /// Patterns of messages the agent may send anywhere.
     ignore: &'a [Value],
+    /// Other allowed answers that leave the scenario nothing to check.
+    skip_when: &'a [SkipWhen],
     /// The ids of the `initialize` requests sent, and the first result one of them got.
     initialize: (Vec<Value>, Option<Value>),
     /// In the acp profile, the client that answers the agent's own requests: what the
@@ -94,6 +97,15 @@ impl Replay<'_> {
             .then(|| "the agent requires authentication".to_owned())
     }
 
+    /// The reason of the first `skip_when` entry `message` matches: an answer the spec
+    /// allows too, after which the scenario has nothing left to check.
+    fn allowed_otherwise(&self, message: &Value) -> Option<String> {
+        let mut trial = self.bindings.clone();
+        let entry =
+            self.skip_when.iter().find(|e| matches(&e.message, message, self.paths, &mut trial).is_ok());
+        entry.map(|entry| entry.reason.clone())
+    }
+
     /// Whether `message` is an extension notification (a `_`-prefixed method) in the acp
     /// profiles: ACP lets an agent send them anywhere, and a client that does not know one
     /// ignores it, as the runner does there.
@@ -105,7 +117,7 @@ impl Replay<'_> {
     /// Whether a message no expectation matched is passed over: ignored by the header,
     /// answered by the runner as the client, or the auth_required that skips the scenario.
     fn passed_over(&mut self, message: &Value, line: usize) -> Result<bool, Failure> {
-        if let Some(reason) = self.needs_auth(message) {
+        if let Some(reason) = self.needs_auth(message).or_else(|| self.allowed_otherwise(message)) {
             self.skipped = Some(reason);
             return Ok(true);
         }
@@ -348,6 +360,7 @@ pub fn replay(
         pushed: None,
         seen: Vec::new(),
         ignore: &scenario.header.ignore,
+        skip_when: &scenario.header.skip_when,
         initialize: (Vec::new(), None),
         client: (scenario.header.profile == Profile::Acp).then(|| Client::of(scenario)),
         session_new: Vec::new(),

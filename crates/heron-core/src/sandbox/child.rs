@@ -108,8 +108,9 @@ impl Steps {
         }
         let home = rules::real_home(&policy.home)?;
         let landlock = support.landlock.as_ref().ok().copied();
+        let network = !policy.network && walls.network_namespace;
         let ruleset = match landlock {
-            Some(_) => Some(rules::build(policy, &home, temp, walls.mount_namespace)?),
+            Some(_) => Some(rules::build(policy, &home, temp, walls.mount_namespace, network)?),
             None => None,
         };
         let mounts = walls.mount_namespace.then(|| plan(policy, &home, temp, own_temp, walls.private_proc));
@@ -124,7 +125,6 @@ impl Steps {
                 made.push((c"/proc", read));
             }
         }
-        let network = !policy.network && walls.network_namespace;
         Ok(Self {
             confined: true,
             ruleset,

@@ -229,6 +229,7 @@ mod tests {
             readable: None,
             network: true,
             port: None,
+            private_ports: Vec::new(),
             host_sockets: Vec::new(),
             temp: PrivateTemp::default(),
         })

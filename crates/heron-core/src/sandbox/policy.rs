@@ -45,6 +45,12 @@ pub struct Policy {
     /// kit's model server, which runs beside the agent a conformance recipe tests (in its
     /// network namespace, where it gets one).
     pub port: Option<u16>,
+    /// Without `network`, TCP ports the confined program may bind and connect to for a
+    /// server of its own (an agent that serves itself over a local HTTP port), granted only
+    /// where the child gets a private network namespace: there its loopback is its own, so
+    /// nothing outside can reach what it binds and the port leads nowhere else. Where it
+    /// gets none, they are not granted.
+    pub private_ports: Vec<u16>,
     /// Host-control sockets and their folders (the session's D-Bus bus, tmux, X11, docker)
     /// covered in a child's private mount namespace, where it gets one.
     pub host_sockets: Vec<PathBuf>,
@@ -68,6 +74,7 @@ impl Policy {
             readable: None,
             network: true,
             port: None,
+            private_ports: Vec::new(),
             host_sockets: super::sockets::host_control(),
             temp: PrivateTemp::default(),
         }

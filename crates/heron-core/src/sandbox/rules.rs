@@ -126,15 +126,33 @@ pub(super) fn real_home(home: &Path) -> Result<PathBuf, SandboxError> {
     }
 }
 
+/// The TCP ports a policy without network still grants, to bind and to connect to: the
+/// kit's port, and the program's own server ports only where `private_network` (the child
+/// gets a network namespace of its own, whose loopback nothing outside shares). None with
+/// `network`, whose TCP is not handled at all.
+pub(super) fn granted_ports(policy: &Policy, private_network: bool) -> Vec<u16> {
+    if policy.network {
+        return Vec::new();
+    }
+    let own = policy.private_ports.iter().filter(|_| private_network);
+    let mut ports: Vec<u16> = policy.port.iter().chain(own).copied().collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
 /// Builds the ruleset of `policy` with `home` (from [`real_home`]) hidden and `temp` (the
 /// child's temp folder) writable; returns its descriptor, ready for
 /// `landlock_restrict_self`. With `private_tmp` (the child's `/tmp` is `temp`, in its own
 /// mount namespace) the host's temp folders are not granted: nothing of theirs is there.
+/// With `private_network` (the child gets its own network namespace) the policy's
+/// `private_ports` are granted too ([`granted_ports`]).
 pub(super) fn build(
     policy: &Policy,
     home: &Path,
     temp: Option<&Path>,
     private_tmp: bool,
+    private_network: bool,
 ) -> Result<OwnedFd, SandboxError> {
     let mut hidden = vec![home.to_path_buf()];
     hidden.extend(raw_devices());
@@ -146,7 +164,7 @@ pub(super) fn build(
     // (`touch ~/new` would fail in a workspace on `~`).
     hidden.extend(policy.credentials.iter().filter_map(|path| std::fs::canonicalize(path).ok()));
     let mut ruleset = ruleset(policy.network).map_err(prepare)?;
-    if let (false, Some(port)) = (policy.network, policy.port) {
+    for port in granted_ports(policy, private_network) {
         let both = AccessNet::BindTcp | AccessNet::ConnectTcp;
         ruleset = ruleset.add_rule(NetPort::new(port, both)).map_err(prepare)?;
     }
@@ -406,6 +424,30 @@ mod tests {
             matches!(&refused, SandboxError::Prepare(reason) if reason.starts_with("more than 3 rules")),
             "{refused:?}"
         );
+    }
+
+    #[test]
+    fn a_programs_own_ports_are_granted_only_in_its_private_network_namespace() {
+        let policy = |network: bool, port: Option<u16>, private_ports: Vec<u16>| Policy {
+            network,
+            port,
+            private_ports,
+            readable: Some(Vec::new()),
+            ..Policy::from_config(
+                &crate::config::Config::parse("").expect("parses"),
+                &crate::config::Home::at("/srv/heron"),
+                &crate::config::Keys::default(),
+                Vec::new(),
+            )
+        };
+        // The kit's port holds everywhere; the program's own only on a loopback of its own.
+        let kit_and_own = policy(false, Some(40_000), vec![4096, 40_000]);
+        assert_eq!(granted_ports(&kit_and_own, true), [4096, 40_000]);
+        assert_eq!(granted_ports(&kit_and_own, false), [40_000]);
+        assert!(granted_ports(&policy(false, None, vec![4096]), false).is_empty());
+        assert!(granted_ports(&policy(false, None, Vec::new()), true).is_empty(), "no port, none granted");
+        // With the network allowed, TCP is not handled, so no rule is added for a port.
+        assert!(granted_ports(&policy(true, Some(1), vec![2]), true).is_empty());
     }
 
     #[test]

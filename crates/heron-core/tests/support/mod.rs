@@ -267,6 +267,7 @@ impl Dirs {
             readable: None,
             network: true,
             port: None,
+            private_ports: Vec::new(),
             host_sockets: Vec::new(),
             temp: Default::default(),
         })
