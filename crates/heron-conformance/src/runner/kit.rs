@@ -12,8 +12,15 @@ use super::confine::{self, Kit};
 use super::{Sandbox, agent_files};
 use crate::recipe::{Places, Recipe};
 
-/// The confined command that runs the model server, then `exec`s the recipe's agent.
-pub(super) fn agent_command(recipe: &Recipe, sandbox: &Sandbox) -> Result<Command, String> {
+/// The confined command that runs the model server, then `exec`s the recipe's agent. The
+/// server plays the scenario's own model turns (`scenario_script`) when it has some, so a
+/// scenario gets the model it was written for (a cancel needs a turn that lasts), else the
+/// recipe's script.
+pub(super) fn agent_command(
+    recipe: &Recipe,
+    sandbox: &Sandbox,
+    scenario_script: &[serde_json::Value],
+) -> Result<Command, String> {
     let port = free_port()?;
     let places = Places {
         model: format!("http://127.0.0.1:{port}"),
@@ -28,7 +35,12 @@ pub(super) fn agent_command(recipe: &Recipe, sandbox: &Sandbox) -> Result<Comman
     }
     own_ports_possible(&recipe.ports)?;
     let script = sandbox.root().join("kit.jsonl");
-    std::fs::write(&script, recipe.script()).map_err(|e| format!("cannot write the kit's script: {e}"))?;
+    let played = if scenario_script.is_empty() {
+        recipe.script().to_owned()
+    } else {
+        scenario_script.iter().map(|turn| format!("{turn}\n")).collect()
+    };
+    std::fs::write(&script, played).map_err(|e| format!("cannot write the kit's script: {e}"))?;
     for (name, text) in &recipe.files {
         let path = sandbox.user_home().join(name);
         if let Some(parent) = path.parent() {

@@ -108,7 +108,14 @@ pub struct Outcome {
     pub recommendation: bool,
 }
 
-fn start(agent: &AgentCommand, args: &CheckedArgs, sandbox: &Sandbox) -> Result<ProcessTransport, Failure> {
+/// Starts the agent for one scenario; `script` is the scenario's own model turns, which a
+/// recipe's model server plays too.
+fn start(
+    agent: &AgentCommand,
+    args: &CheckedArgs,
+    sandbox: &Sandbox,
+    script: &[serde_json::Value],
+) -> Result<ProcessTransport, Failure> {
     let command = match agent {
         AgentCommand::Heron(exe) => {
             let mut line = vec!["acp".to_owned()];
@@ -122,7 +129,7 @@ fn start(agent: &AgentCommand, args: &CheckedArgs, sandbox: &Sandbox) -> Result<
             sandbox,
             None,
         ),
-        AgentCommand::Recipe(recipe) => kit::agent_command(recipe, sandbox),
+        AgentCommand::Recipe(recipe) => kit::agent_command(recipe, sandbox, script),
     };
     let command = command.map_err(|e| Failure::new(0, format!("cannot confine the agent: {e}"), ""))?;
     ProcessTransport::spawn(command).map_err(|e| Failure::new(0, format!("cannot start the agent: {e}"), ""))
@@ -133,7 +140,7 @@ fn run_once(scenario: &Scenario, agent: &AgentCommand, refresh: bool) -> Result<
     let args = confine::check(scenario)?;
     let sandbox = Sandbox::create(&scenario.header)
         .map_err(|e| Failure::new(0, format!("cannot prepare the sandbox: {e}"), ""))?;
-    let mut transport = start(agent, &args, &sandbox)?;
+    let mut transport = start(agent, &args, &sandbox, &scenario.header.script)?;
     replay(scenario, &mut transport, &sandbox.paths, refresh)
 }
 
