@@ -63,6 +63,7 @@ macro_rules! transcripts {
 
 transcripts!(
     acp_cancel_request,
+    acp_cancel_request_running,
     acp_initialize,
     acp_initialize_newer_version,
     acp_invalid_params,

@@ -42,6 +42,7 @@ fn the_acp_profile_reports_what_the_rust_sdks_simple_agent_does_not_serve() {
         "acp",
         &[
             ("acp_cancel_request", "FAIL"),
+            ("acp_cancel_request_running", "advice"),
             ("acp_initialize", "pass"),
             ("acp_initialize_newer_version", "pass"),
             ("acp_invalid_params", "FAIL"),

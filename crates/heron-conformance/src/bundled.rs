@@ -13,6 +13,7 @@ macro_rules! bundle {
 /// The acp profile's transcripts, by name, in name order.
 pub const ACP: &[(&str, &str)] = bundle!(
     acp_cancel_request,
+    acp_cancel_request_running,
     acp_initialize,
     acp_initialize_newer_version,
     acp_invalid_params,
