@@ -356,13 +356,14 @@ impl Store {
 
     /// The number of events in a session's log and the bytes of their stored payloads
     /// (the JSON text of each row), both 0 for an unknown session. The bytes are what
-    /// opening the session would read and hold, summed without reading a payload:
-    /// `octet_length` takes a text's size from its row header.
+    /// opening the session would read and hold: the total the schema's triggers keep on
+    /// the session's row, so nothing walks the log's rows (the count comes from its index).
     pub async fn event_totals(&self, session_id: &str) -> Result<EventTotals, StoreError> {
         let session_id = session_id.to_owned();
         self.run(move |conn| {
             let (count, bytes): (i64, i64) = conn.query_row(
-                "SELECT COUNT(*), COALESCE(SUM(octet_length(payload)), 0) FROM events WHERE session_id = ?1",
+                "SELECT (SELECT COUNT(*) FROM events WHERE session_id = ?1),
+                        COALESCE((SELECT history_bytes FROM sessions WHERE id = ?1), 0)",
                 [session_id],
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )?;

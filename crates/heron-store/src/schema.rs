@@ -67,6 +67,23 @@ const MIGRATIONS: &[&str] = &[
         WHERE idempotency_key IS NOT NULL;
     ALTER TABLE sessions ADD COLUMN inbox_recovered INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 5: the bytes of a session's event rows (their JSON text), kept by triggers on every
+    // insert and delete, so opening a session learns its size without walking its log.
+    // `length(CAST(.. AS BLOB))` rather than `octet_length`, so that an older SQLite that
+    // writes to the file (a script, the sqlite3 shell) still fires them.
+    r#"
+    ALTER TABLE sessions ADD COLUMN history_bytes INTEGER NOT NULL DEFAULT 0;
+    UPDATE sessions SET history_bytes =
+        (SELECT COALESCE(SUM(length(CAST(payload AS BLOB))), 0) FROM events WHERE session_id = sessions.id);
+    CREATE TRIGGER events_bytes_in AFTER INSERT ON events BEGIN
+        UPDATE sessions SET history_bytes = history_bytes + length(CAST(NEW.payload AS BLOB))
+            WHERE id = NEW.session_id;
+    END;
+    CREATE TRIGGER events_bytes_out AFTER DELETE ON events BEGIN
+        UPDATE sessions SET history_bytes = history_bytes - length(CAST(OLD.payload AS BLOB))
+            WHERE id = OLD.session_id;
+    END;
+    "#,
 ];
 
 /// The schema version this build creates and understands.

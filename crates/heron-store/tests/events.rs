@@ -129,6 +129,35 @@ async fn event_totals_count_the_log_and_the_bytes_of_its_payloads() {
     assert_eq!(store.event_totals("ghost").await.expect("unknown").bytes, 0);
 }
 
+/// The byte total the schema keeps follows every way rows come: appends, a fork's copy,
+/// and a store from before the total (schema 4), which the migration backfills.
+#[tokio::test]
+async fn the_byte_total_follows_appends_forks_and_a_store_from_before_it() {
+    let (dir, store, id) = open_with_session().await;
+    store.append_events(&id, [("a", json!("é")), ("b", json!(12))]).await.expect("batch");
+    let fork = store.fork_session(&id, NewSession::in_dir("/f")).await.expect("fork").id;
+    assert_eq!(store.event_totals(&fork).await.expect("fork").bytes, 6);
+    store.append_events(&fork, [("c", json!("xyz"))]).await.expect("more");
+    assert_eq!(store.event_totals(&fork).await.expect("fork").bytes, 11);
+    assert_eq!(store.event_totals(&id).await.expect("source").bytes, 6);
+    drop(store);
+    let path = dir.path().join("heron.db");
+    let conn = rusqlite::Connection::open(&path).expect("raw open");
+    conn.execute_batch(
+        "DROP TRIGGER events_bytes_in;
+         DROP TRIGGER events_bytes_out;
+         ALTER TABLE sessions DROP COLUMN history_bytes;
+         PRAGMA user_version = 4;",
+    )
+    .expect("back to schema 4");
+    drop(conn);
+    let store = Store::open(&path).await.expect("migrates");
+    assert_eq!(store.event_totals(&id).await.expect("backfilled").bytes, 6);
+    assert_eq!(store.event_totals(&fork).await.expect("backfilled").bytes, 11);
+    store.append_events(&id, [("d", json!(1))]).await.expect("after");
+    assert_eq!(store.event_totals(&id).await.expect("kept on").bytes, 7);
+}
+
 #[tokio::test]
 async fn ten_thousand_events_load_completely_through_paging() {
     let (_dir, store, id) = open_with_session().await;

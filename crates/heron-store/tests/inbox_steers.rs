@@ -191,7 +191,10 @@ async fn recovery_turns_unapplied_steers_into_followups() {
 fn downgrade_to_schema_3(path: &std::path::Path) {
     let conn = rusqlite::Connection::open(path).expect("raw open");
     conn.execute_batch(
-        "DROP INDEX inbox_by_idempotency_key;
+        "DROP TRIGGER events_bytes_in;
+         DROP TRIGGER events_bytes_out;
+         ALTER TABLE sessions DROP COLUMN history_bytes;
+         DROP INDEX inbox_by_idempotency_key;
          ALTER TABLE inbox_items DROP COLUMN intent;
          ALTER TABLE inbox_items DROP COLUMN idempotency_key;
          ALTER TABLE sessions DROP COLUMN inbox_recovered;
