@@ -1,7 +1,8 @@
-//! The profiles against the ACP Rust SDK's own example agents (`simple_agent`, which
-//! answers `initialize` and nothing else, and `simple_agent_v2`), built from the pinned crate
-//! by `scripts/build-v2-client` and named by `HERON_RUST_SDK_AGENTS` (`.ci/run` builds them
-//! and requires them). What each finds is pinned, so a change on either side shows.
+//! The profiles against the ACP SDKs' own example agents, each pinned so a change on
+//! either side shows: the Rust SDK's `simple_agent` (it answers `initialize` and nothing
+//! else) and `simple_agent_v2`, built from the pinned crate by `scripts/build-v2-client`
+//! and named by `HERON_RUST_SDK_AGENTS`; and the Python SDK's echo agent, installed by its
+//! recipe and named by `HERON_PYTHON_SDK_AGENTS`. `.ci/run` provides and requires both.
 
 use std::path::PathBuf;
 
@@ -80,4 +81,58 @@ fn the_acp_v2_profile_passes_the_rust_sdks_simple_agent_v2_but_for_its_cancel() 
         ],
         "6 passed, 1 failed, 0 skipped",
     );
+}
+
+/// The ACP Python SDK's echo agent (`examples/echo_agent.py` of `agent-client-protocol`
+/// 0.12.1), started by its recipe from the folder `.ci/run` installs it into
+/// (`HERON_PYTHON_SDK_AGENTS`, required there). It needs no model; what the acp profile
+/// finds in it is pinned: it answers a newer `initialize` with its own 65535, leaves a line
+/// that is not JSON unanswered, and answers unknown methods, sessions and invalid requests
+/// as if they were served.
+#[test]
+fn the_acp_profile_reports_what_the_python_sdks_echo_agent_does_not_serve() {
+    let dir = std::env::var_os("HERON_PYTHON_SDK_AGENTS").map(PathBuf::from).filter(|p| p.exists());
+    let Some(dir) = dir else {
+        clients::skip("HERON_PYTHON_SDK_AGENTS", "the Python SDK's echo agent");
+        return;
+    };
+    let recipe =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/agents/python-sdk-echo.toml");
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let args = [
+        "--profile",
+        "acp",
+        "--recipe",
+        &recipe.display().to_string(),
+        "--agents",
+        &dir.display().to_string(),
+    ];
+    let (ok, table) = heron_conformance(&args, cwd.path());
+    assert!(!ok, "a scenario fails, so the run fails:\n{table}");
+    let rows: Vec<(String, String)> =
+        table_rows(&table).into_iter().map(|(name, result, _)| (name, result)).collect();
+    let findings = [
+        ("acp_cancel_request", "pass"),
+        ("acp_cancel_request_running", "pass"),
+        ("acp_initialize", "pass"),
+        ("acp_initialize_newer_version", "FAIL"),
+        ("acp_invalid_params", "pass"),
+        ("acp_invalid_request", "FAIL"),
+        ("acp_parse_error", "FAIL"),
+        ("acp_permission_request", "pass"),
+        ("acp_prompt_turn", "pass"),
+        ("acp_session_cancel", "pass"),
+        ("acp_session_close", "skip"),
+        ("acp_session_list", "skip"),
+        ("acp_session_load", "skip"),
+        ("acp_session_load_unadvertised", "FAIL"),
+        ("acp_session_resume", "skip"),
+        ("acp_unknown_method", "FAIL"),
+        ("acp_unknown_session", "FAIL"),
+        ("acp_unknown_session_load", "skip"),
+    ];
+    let wanted: Vec<(String, String)> =
+        findings.iter().map(|(n, r)| ((*n).to_owned(), (*r).to_owned())).collect();
+    assert_eq!(rows, wanted, "{table}");
+    assert!(table.contains("7 passed, 6 failed, 5 skipped"), "{table}");
 }
