@@ -43,7 +43,11 @@ const SHORT: McpLimits = McpLimits {
 };
 
 async fn started(specs: Vec<ServerSpec>, dirs: &Dirs) -> Arc<McpHub> {
-    let hub = McpHub::start_within(specs, dirs.ws(), dirs.policy(), SHORT);
+    started_within(specs, dirs, SHORT).await
+}
+
+async fn started_within(specs: Vec<ServerSpec>, dirs: &Dirs, limits: McpLimits) -> Arc<McpHub> {
+    let hub = McpHub::start_within(specs, dirs.ws(), dirs.policy(), limits);
     tokio::time::timeout(Duration::from_secs(10), hub.started()).await.expect("the servers settle in time");
     hub
 }
@@ -264,8 +268,7 @@ async fn a_connection_that_never_completes_is_cut_at_the_connect_wait() {
         transport: TransportSpec::Http { url: format!("http://{address}/mcp"), headers: Vec::new() },
     };
     let limits = McpLimits { startup: Duration::from_secs(3), connect: Duration::from_millis(100), ..SHORT };
-    let hub = McpHub::start_within(vec![hanging, fake("fine", "", &[])], dirs.ws(), dirs.policy(), limits);
-    tokio::time::timeout(Duration::from_secs(10), hub.started()).await.expect("the servers settle in time");
+    let hub = started_within(vec![hanging, fake("fine", "", &[])], &dirs, limits).await;
     let reason = failure(&hub, "hanging");
     assert!(reason.contains("could not be reached"), "{reason}");
     assert!(

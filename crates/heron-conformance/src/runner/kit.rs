@@ -35,12 +35,8 @@ pub(super) fn agent_command(
     }
     own_ports_possible(&recipe.ports)?;
     let script = sandbox.root().join("kit.jsonl");
-    let played = if scenario_script.is_empty() {
-        recipe.script().to_owned()
-    } else {
-        scenario_script.iter().map(|turn| format!("{turn}\n")).collect()
-    };
-    std::fs::write(&script, played).map_err(|e| format!("cannot write the kit's script: {e}"))?;
+    std::fs::write(&script, played(recipe, scenario_script))
+        .map_err(|e| format!("cannot write the kit's script: {e}"))?;
     for (name, text) in &recipe.files {
         let path = sandbox.user_home().join(name);
         if let Some(parent) = path.parent() {
@@ -94,4 +90,32 @@ fn free_port() -> Result<u16, String> {
 /// `path` as one shell word.
 fn quoted(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+/// The script the kit's model server plays: the scenario's own model turns, one a line,
+/// when it has some, else the recipe's.
+fn played(recipe: &Recipe, scenario_script: &[serde_json::Value]) -> String {
+    if scenario_script.is_empty() {
+        return recipe.script().to_owned();
+    }
+    scenario_script.iter().map(|turn| format!("{turn}\n")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_server_plays_the_scenarios_own_turns_else_the_recipes_script() {
+        let recipe = Recipe::parse("agent = \"a\"\ncommand = \"a\"\nscript = \"{}\\n\"\n").expect("a recipe");
+        assert_eq!(played(&recipe, &[]), "{}\n");
+        let turns = [
+            serde_json::json!({"steps": [{"text": "Working"}, {"delay_ms": 30000}]}),
+            serde_json::json!({"steps": [{"text": "done."}]}),
+        ];
+        assert_eq!(
+            played(&recipe, &turns),
+            "{\"steps\":[{\"text\":\"Working\"},{\"delay_ms\":30000}]}\n{\"steps\":[{\"text\":\"done.\"}]}\n"
+        );
+    }
 }
