@@ -175,11 +175,15 @@ async fn a_queued_reload_that_fails_is_told_in_the_status_and_changes_nothing() 
     let broken = format!("{}bogus_key = 1\n", support::scripted_provider("s", "s.jsonl"));
     editor.dirs.write_home("config.toml", &broken);
     let deadline = Instant::now() + Duration::from_secs(10);
+    // The reload runs once the turn has ended, and is told after the turn's answer.
+    let mut answered = false;
     let told = loop {
         let message = editor.recv_within(Duration::from_secs(10)).await;
         assert_ne!(update_kind(&message), Some("available_commands_update"), "nothing changed: {message}");
+        answered |= message["id"] == "p";
         let reload = &message["params"]["status"]["extensions"]["lastReload"];
         if message["method"] == "_heron/session/status_update" && !reload.is_null() {
+            assert!(answered, "the reload was told before the answer of the turn it waited for");
             break reload.clone();
         }
         assert!(Instant::now() < deadline, "the failure was never told");

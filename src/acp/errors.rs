@@ -432,10 +432,10 @@ fn file_error(
 }
 
 /// The wire error for a prompt that failed after it was accepted.
-pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
+pub fn prompt_error(err: &PromptError, keys: &Keys) -> RpcError {
     match err {
         // As on session/new: only a missing model or key is a login matter (-32000).
-        PromptError::Model(model) => model_rpc_error(&model, keys),
+        PromptError::Model(model) => model_rpc_error(model, keys),
         PromptError::Closed => coded(
             INTERNAL_ERROR,
             "The session was closed before the prompt ran",
@@ -444,16 +444,16 @@ pub fn prompt_error(err: PromptError, keys: &Keys) -> RpcError {
         ),
         PromptError::QueueFull(full) => coded(
             INVALID_PARAMS,
-            PromptError::QueueFull(full).to_string(),
+            err.to_string(),
             ErrorCode::PromptQueueFull,
             json!({ "limit": full.limit, "scope": if full.process { "process" } else { "session" } }),
         ),
-        PromptError::HistoryFull(full) => history_full(full),
+        PromptError::HistoryFull(full) => history_full(*full),
         PromptError::Attachment(
             refused @ (AttachmentError::TooLarge { limit, .. } | AttachmentError::Full { limit }),
         ) => coded(
             INVALID_PARAMS,
-            PromptError::Attachment(refused.clone()).to_string(),
+            err.to_string(),
             ErrorCode::PromptAttachmentRefused,
             json!({ "limit": limit, "scope": if matches!(refused, AttachmentError::Full { .. }) { "workspace" } else { "attachment" } }),
         ),
@@ -531,7 +531,7 @@ mod tests {
     fn a_turns_failure_and_a_stores_reason_are_clipped_and_keep_no_key() {
         let keys = Keys::from_pairs([("OPENAI_API_KEY".to_owned(), "sk-secret-value-1".to_owned())]);
         let long = format!("sk-secret-value-1 {}", "x".repeat(10_000));
-        let failed = prompt_error(PromptError::Attachment(AttachmentError::Failed(long.clone())), &keys);
+        let failed = prompt_error(&PromptError::Attachment(AttachmentError::Failed(long.clone())), &keys);
         assert!(failed.message.len() <= MAX_FAILURE_MESSAGE, "{}", failed.message.len());
         let data = failed.data.as_ref().expect("data").to_string();
         assert!(!failed.message.contains("sk-secret") && !data.contains("sk-secret"), "{}", failed.message);

@@ -1,5 +1,5 @@
-//! The durable inbox on the wire: `_heron/inbox/*`, `_heron/session/steer` (a steer is an
-//! inbox item), and the stream that carries inbox turns to the editor. Each method runs on
+//! The durable inbox on the wire: `_heron/inbox/*` and `_heron/session/steer` (a steer is an
+//! inbox item); inbox turns reach the editor through the session's sequencer. Each method runs on
 //! the session's inbox in the order the editor sent it; a client that wants status updates
 //! gets the new counts before the answer, and an item a method made runnable starts only
 //! after that answer, so the editor knows it first. Listings carry item metadata; only
@@ -9,10 +9,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::json;
-use tokio::sync::mpsc;
 
 use super::errors::{ErrorCode, coded, session_as_param, unknown_session};
-use super::{HeronAgent, Inner, Reply, convert};
+use super::{HeronAgent, Reply, convert};
 use heron_core::session::Session;
 use heron_core::session::inbox::{
     CAPACITY, Disposition, InboxError, InboxIntent, InboxStatus, Item, NewItem,
@@ -30,26 +29,6 @@ use heron_protocol::{
     HeronInboxUpdateResponse, HeronSessionSteerRequest, HeronSessionSteerResponse, RpcError, SessionId,
     TextContent,
 };
-
-/// Lets the session's queued items run once the answer that opened it is out (`then`: the
-/// editor drops updates for a session it does not know yet), streaming their turns like
-/// prompts'. The stream and its forwarding task are made only when the first item runs.
-pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, then: &mut Then, session: &Session) {
-    let (inner, id) = (inner.clone(), session.id().to_owned());
-    let open = move || {
-        let (updates, mut stream) = mpsc::unbounded_channel();
-        let (forwarding, id) = (inner.clone(), id.clone());
-        // Ends when the session, which holds the sending end, is closed.
-        tokio::spawn(async move {
-            while let Some(update) = stream.recv().await {
-                Box::pin(super::updates::forward(&forwarding, &id, update)).await;
-            }
-        });
-        updates
-    };
-    let inbox = session.inbox().clone();
-    then.after(move || inbox.serve(open));
-}
 
 /// Checks a prompt as `session/prompt` does, and that it is not empty (`empty` says why not).
 fn checked_prompt(prompt: Vec<ContentBlock>, empty: &str) -> Result<Vec<PromptInput>, RpcError> {

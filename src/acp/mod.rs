@@ -26,6 +26,7 @@ pub mod policy;
 mod prompt;
 mod reload;
 mod rewind;
+mod sequencer;
 mod sessions;
 mod settings;
 mod slot;
@@ -90,8 +91,6 @@ struct Inner<O> {
     status: status::StatusFeed,
     /// Sessions whose MCP servers this connection reports on.
     mcp_watched: Mutex<std::collections::HashSet<String>>,
-    /// Sessions whose queued reloads this connection announces.
-    reload_watched: Mutex<std::collections::HashSet<String>>,
 }
 
 type Reply<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, RpcError>> + Send + 'static>>;
@@ -112,7 +111,6 @@ impl<O: Outgoing> HeronAgent<O> {
                 notices: notices::Notices::default(),
                 status: status::StatusFeed::default(),
                 mcp_watched: Mutex::default(),
-                reload_watched: Mutex::default(),
             }),
         }
     }

@@ -1,32 +1,31 @@
 //! A prompt's path on the wire, in one line: `session/prompt` -> the core's session (or
 //! a slash command, run here without the model; `/compact` and custom commands queue in
-//! the session like a prompt) -> the turn's updates forwarded as they come -> the answer.
+//! the session like a prompt) -> the turn's updates, forwarded by the session's sequencer
+//! (`sequencer.rs`) -> its ending handed here -> the answer.
 //! `session/cancel` ends the running and queued turns.
 
 use std::sync::Arc;
 
 use heron_core::session::commands::Invocation;
-use heron_core::session::update::TurnUpdate;
+use heron_core::session::outbound::Ending;
 use heron_core::session::{Session, Submitted};
 use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::{CancelNotification, PromptRequest, PromptResponse, RpcError, StopReason};
 use serde_json::json;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::errors::prompt_error;
-use super::{HeronAgent, Inner, Reply, convert, settings, updates};
+use super::{HeronAgent, Inner, Reply, convert, settings};
 
 /// `session/prompt`. Runs on the reader up to queueing, so prompts keep their order.
 pub(super) fn prompt<O: Outgoing>(
     agent: &HeronAgent<O>,
     params: PromptRequest,
 ) -> Reply<Answered<PromptResponse>> {
-    let (updates, stream) = mpsc::unbounded_channel();
-    let submitted = agent.session(&params.session_id).and_then(|session| {
-        Ok((session.submit(convert::prompt_input(params.prompt)?, updates, None), session))
-    });
-    // Queued now, in arrival order; its updates stream in the future.
+    let submitted = agent
+        .session(&params.session_id)
+        .and_then(|session| Ok((session.submit(convert::prompt_input(params.prompt)?, None), session)));
+    // Queued now, in arrival order; the session's sequencer forwards its updates.
     let (queued, session) = match submitted {
         // v1 clients show the prompt as sent: nothing is echoed.
         Ok((Submitted::Turn { queued, .. }, session)) => (queued, session),
@@ -46,25 +45,18 @@ pub(super) fn prompt<O: Outgoing>(
     // If this request is dropped ($/cancel_request), even before its future first runs,
     // this prompt alone is cancelled.
     let guard = CancelOnDrop(Some(queued.cancel));
-    let (result, delivered) = (queued.result, queued.delivered);
+    let ending = queued.result;
     let inner = agent.inner.clone();
     Box::pin(async move {
         let manager = inner.manager.ready().await?;
-        let mut stream = stream;
-        let mut turn_outcome = None;
-        while let Some(update) = stream.recv().await {
-            if let TurnUpdate::Outcome(outcome) = update {
-                turn_outcome = Some(outcome);
-                continue;
-            }
-            updates::forward(&inner, session.id(), update).await;
-        }
-        let outcome = result.await.map_err(|_| RpcError::internal(&"the session stopped"))?;
+        // Handed on by the sequencer once the turn's updates are out.
+        let ending = ending.await.map_err(|_| RpcError::internal(&"the session stopped"))?;
         guard.disarm();
-        // The session's next turn starts once this answer is queued, never before.
+        let Ending { result, outcome: turn_outcome, sent, .. } = ending;
+        // The sequencer forwards the session's next run once this answer is queued.
         let mut then = Then::new();
-        then.after(move || delivered.done());
-        let answer = outcome.map_err(|e| prompt_error(e, session.runtime().providers().keys())).map(|stop| {
+        then.after(move || sent.done());
+        let answer = result.map_err(|e| prompt_error(&e, session.runtime().providers().keys())).map(|stop| {
             let transcript = manager.transcript_path(session.id());
             let mut heron = json!({ "transcriptPath": transcript.display().to_string() });
             if let Some(outcome) = turn_outcome.filter(|_| stop == heron_core::types::StopReason::EndTurn) {

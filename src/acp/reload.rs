@@ -11,7 +11,7 @@
 //! told by the session status (`extensions.lastReload`, sent to a client that wants status
 //! updates, and read by `_heron/session/status`).
 
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
 use super::errors::reload_error;
 use super::{HeronAgent, Inner, Reply, commands, mcp, notices};
@@ -112,29 +112,12 @@ async fn announce<O: Outgoing>(
     }
 }
 
-/// Tells the client of each queued reload of `session` as it ends, until the session is
-/// gone: the status (`extensions.lastReload`, for a client that wants updates) either way,
-/// and after a success the commands and config options. One watcher per session and
-/// connection.
-pub(super) fn watch<O: Outgoing>(inner: &Arc<Inner<O>>, session: &Arc<Session>) {
-    if !inner.reload_watched.lock().unwrap_or_else(PoisonError::into_inner).insert(session.id().to_owned()) {
-        return;
-    }
-    let mut changes = session.extensions_changed();
-    let (inner, id, weak) = (inner.clone(), session.id().to_owned(), Arc::downgrade(session));
-    // Each reload's telling is boxed: the task an idle session keeps is only the loop.
-    tokio::spawn(async move {
-        while changes.changed().await.is_ok() {
-            let Some(session) = weak.upgrade() else { break };
-            Box::pin(tell(&inner, &id, &session)).await;
-        }
-        inner.reload_watched.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
-    });
-}
-
-/// Tells the client of one ended reload of `session`. Its caller had its answer long ago,
-/// so a failure, or files left out, is also a notice.
-async fn tell<O: Outgoing>(inner: &Arc<Inner<O>>, id: &str, session: &Arc<Session>) {
+/// Tells the client of one queued reload of `session` that ended (the session's sequencer
+/// reaches it behind the turn it waited for): the status (`extensions.lastReload`, for a
+/// client that wants updates) either way, and after a success the commands and config
+/// options. Its caller had its answer long ago, so a failure, or files left out, is also a
+/// notice.
+pub(super) async fn tell<O: Outgoing>(inner: &Arc<Inner<O>>, id: &str, session: &Arc<Session>) {
     inner.status.sync(&inner.client, session).await;
     let (_, snapshot) = session.status();
     if let Some(error) = snapshot.extensions.last_reload.as_ref().and_then(|reload| reload.error.as_ref()) {

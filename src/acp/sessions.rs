@@ -32,7 +32,7 @@ use serde_json::{Map, Value, json};
 use tokio::task::JoinHandle;
 
 use super::errors::{additional_directories_disabled, cwd_error, root_error, session_error};
-use super::{HeronAgent, Reply, convert, inbox, mcp, notices, reload, status, updates};
+use super::{HeronAgent, Reply, convert, mcp, notices, sequencer, status, updates};
 
 /// How many replayed updates go to the writer as one entry: about 40 KiB of lines, enough
 /// to make the per-entry costs (a queue slot, a budget wait, a writer wake-up, a write)
@@ -137,7 +137,6 @@ fn open_session<O: Outgoing>(
             Opening::Fork(from) => manager.fork(from, options).await.map_err(failed)?,
         };
         session.attach(agent.editor_for(session.id()));
-        reload::watch(&inner, &session);
         let usage = session.status().1.usage;
         let mut then = Then::new();
         match opening {
@@ -156,7 +155,7 @@ fn open_session<O: Outgoing>(
         mcp::watch(&inner, &mut then, &session, true);
         notices::after_open(&inner, &mut then, &session);
         notices::posture_raised(&inner, &mut then, &session, None);
-        inbox::serve(&inner, &mut then, &session);
+        sequencer::serve(&inner, &mut then, &session);
         let (settings, config_options) = inner.options_of(&session);
         Ok(Opened { modes: convert::modes(&settings), config_options, session, then })
     })

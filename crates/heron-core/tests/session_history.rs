@@ -4,21 +4,19 @@
 //! sessions open together are held to the process's budget until one closes.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use heron_core::config::Home;
 use heron_core::session::event::Event;
 use heron_core::session::history_budget::{HistoryBudget, HistoryFull};
-use heron_core::session::update::TurnUpdate;
 use heron_core::session::{
     Manager, ManagerOptions, OpenOptions, PromptError, Session, SessionError, TurnError,
 };
 use heron_core::tools::editor::NoEditor;
 use heron_core::types::{PromptInput, StopReason, UserContent};
 use heron_store::Store;
-use tokio::sync::mpsc;
 
 use crate::support::Dirs;
+use crate::support::runs::Runs;
 
 /// A home whose model answers every prompt with a short text.
 struct Setup {
@@ -69,27 +67,17 @@ fn wide() -> HistoryBudget {
 }
 
 /// Runs one prompt to its end; its result.
-async fn prompt(session: &Session, text: &str) -> Result<StopReason, PromptError> {
-    let (updates, mut stream) = mpsc::unbounded_channel();
+async fn prompt(runs: &mut Runs, session: &Session, text: &str) -> Result<StopReason, PromptError> {
     let input = vec![PromptInput::Content(UserContent::Text { text: text.to_owned() })];
-    let queued = session.prompt(input, updates);
-    while let Some(update) =
-        tokio::time::timeout(Duration::from_secs(5), stream.recv()).await.expect("the turn streams")
-    {
-        if let TurnUpdate::Flushed(done) = update {
-            let _ = done.send(());
-        }
-    }
-    let result = queued.result.await.expect("answered");
-    queued.delivered.done();
-    result
+    runs.next(session.prompt(input)).await.1
 }
 
 /// A session of two finished turns, closed; its id.
 async fn two_turns(home: &Setup, manager: &Manager) -> String {
     let session = manager.create(home.options()).await.expect("a session");
+    let mut runs = Runs::of(&session);
     for text in ["first", "second"] {
-        assert_eq!(prompt(&session, text).await.expect("ran"), StopReason::EndTurn);
+        assert_eq!(prompt(&mut runs, &session, text).await.expect("ran"), StopReason::EndTurn);
     }
     let id = session.id().to_owned();
     manager.close(&id).await.expect("closed");
@@ -133,21 +121,25 @@ async fn a_live_session_past_its_budget_ends_its_turn_and_refuses_the_next_while
     // Room for one turn's start, not for a second turn.
     let manager = home.manager(HistoryBudget::for_session(200)).await;
     let session = manager.create(home.options()).await.expect("a session");
-    assert_eq!(prompt(&session, "first").await.expect("the running turn finishes"), StopReason::EndTurn);
+    let mut runs = Runs::of(&session);
+    assert_eq!(
+        prompt(&mut runs, &session, "first").await.expect("the running turn finishes"),
+        StopReason::EndTurn
+    );
     let (count, bytes) = home.stored(session.id()).await;
     assert!(bytes > 200, "the first turn grew past the budget: {bytes}");
 
-    let refused = prompt(&session, "second").await.expect_err("refused");
+    let refused = prompt(&mut runs, &session, "second").await.expect_err("refused");
     let full = HistoryFull { limit: 200, size: bytes, process: false };
     assert!(matches!(refused, PromptError::HistoryFull(got) if got == full), "{refused:?}");
     // Compaction starts a turn too, and is refused before it records anything.
-    let (updates, _stream) = mpsc::unbounded_channel();
-    let compacted = session.compact(String::new(), updates).result.await.expect("answered");
+    let compacted = runs.next(session.compact(String::new())).await.1;
     assert!(matches!(compacted, Err(PromptError::HistoryFull(_))), "{compacted:?}");
     assert_eq!(home.stored(session.id()).await, (count, bytes), "nothing was recorded");
 
     let other = manager.create(home.options()).await.expect("another session");
-    assert_eq!(prompt(&other, "hello").await.expect("it runs"), StopReason::EndTurn);
+    let mut other_runs = Runs::of(&other);
+    assert_eq!(prompt(&mut other_runs, &other, "hello").await.expect("it runs"), StopReason::EndTurn);
 }
 
 /// A turn whose tool results take its session past the budget stops before its next model
@@ -164,7 +156,8 @@ async fn a_turn_that_grows_past_the_budget_stops_before_its_next_request() {
     std::fs::write(home.dirs.ws().join("big.txt"), "a line of the file\n".repeat(2_000)).expect("big.txt");
     let manager = home.manager(HistoryBudget::for_session(16 * 1024)).await;
     let session = manager.create(home.options()).await.expect("a session");
-    let failed = prompt(&session, "read it").await.expect_err("stopped");
+    let mut runs = Runs::of(&session);
+    let failed = prompt(&mut runs, &session, "read it").await.expect_err("stopped");
     let stopped = matches!(
         &failed,
         PromptError::Turn(TurnError::HistoryFull(HistoryFull { limit: 16_384, process: false, .. }))
@@ -197,5 +190,6 @@ async fn sessions_together_past_the_process_budget_open_one_at_a_time() {
 
     manager.close(&first).await.expect("closed");
     let opened = manager.open(&second, home.options()).await.expect("closing the first made room");
-    assert_eq!(prompt(&opened, "again").await.expect("it runs"), StopReason::EndTurn);
+    let mut runs = Runs::of(&opened);
+    assert_eq!(prompt(&mut runs, &opened, "again").await.expect("it runs"), StopReason::EndTurn);
 }

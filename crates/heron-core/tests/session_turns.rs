@@ -11,9 +11,9 @@ use heron_core::session::update::TurnUpdate;
 use heron_core::session::{Manager, ManagerOptions, OpenOptions, Session, Submitted};
 use heron_core::tools::editor::NoEditor;
 use heron_core::types::{PromptInput, StopReason, ToolStatus, UserContent};
-use tokio::sync::mpsc;
 
 use crate::support::Dirs;
+use crate::support::runs::Runs;
 
 /// A manager over a fresh home whose model `script/m` plays `script`.
 struct Harness {
@@ -55,21 +55,6 @@ fn text(text: &str) -> Vec<PromptInput> {
     vec![PromptInput::Content(UserContent::Text { text: text.to_owned() })]
 }
 
-/// Everything a prompt streams until its stream closes.
-async fn drain(mut stream: mpsc::UnboundedReceiver<TurnUpdate>) -> Vec<TurnUpdate> {
-    let mut seen = Vec::new();
-    while let Some(update) =
-        tokio::time::timeout(Duration::from_secs(5), stream.recv()).await.expect("the turn streams")
-    {
-        if let TurnUpdate::Flushed(done) = update {
-            let _ = done.send(());
-            continue;
-        }
-        seen.push(update);
-    }
-    seen
-}
-
 fn streamed_text(updates: &[TurnUpdate]) -> String {
     updates
         .iter()
@@ -84,11 +69,8 @@ fn streamed_text(updates: &[TurnUpdate]) -> String {
 async fn a_text_turn_streams_its_answer_and_stores_the_conversation() {
     let harness = Harness::new(r#"{"steps": [{"text": "Hello there, friend."}]}"#).await;
     let session = harness.session().await;
-    let (updates, stream) = mpsc::unbounded_channel();
-    let queued = session.prompt(text("hi"), updates);
-    let seen = drain(stream).await;
-    assert_eq!(queued.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
-    queued.delivered.done();
+    let (seen, result) = Runs::of(&session).next(session.prompt(text("hi"))).await;
+    assert_eq!(result.expect("ok"), StopReason::EndTurn);
     assert_eq!(streamed_text(&seen), "Hello there, friend.");
     let history = harness.manager.history(session.id()).await.expect("history");
     let kinds: Vec<&str> = history.iter().map(Event::kind).collect();
@@ -109,11 +91,8 @@ async fn what_a_turn_streamed_is_stored_whether_it_ends_fails_or_calls_a_tool() 
     );
     let harness = Harness::new(script).await;
     let session = harness.session().await;
-    let (updates, stream) = mpsc::unbounded_channel();
-    let queued = session.prompt(text("look around"), updates);
-    let seen = drain(stream).await;
-    assert!(queued.result.await.expect("answered").is_err(), "the second request failed");
-    queued.delivered.done();
+    let (seen, result) = Runs::of(&session).next(session.prompt(text("look around"))).await;
+    assert!(result.is_err(), "the second request failed");
     assert_eq!(streamed_text(&seen), "Let me look.Half an answer");
     let history = harness.manager.history(session.id()).await.expect("history");
     let kinds: Vec<&str> = history.iter().map(Event::kind).collect();
@@ -125,31 +104,37 @@ async fn what_a_turn_streamed_is_stored_whether_it_ends_fails_or_calls_a_tool() 
     assert!(matches!(last, Event::AgentMessage { text, .. } if text == "Half an answer"), "{last:?}");
 }
 
+/// The actor never waits on whoever serves the session: the second prompt's run starts
+/// while the first's answer is still unsent, and its runs come in the order they ran. It
+/// is the server that holds the second run back until the first's answer is out.
 #[tokio::test]
-async fn the_next_prompt_waits_until_the_previous_answer_was_handed_on() {
+async fn runs_come_in_order_and_the_next_starts_without_waiting_for_the_previous_answer() {
     let script = "{\"steps\": [{\"text\": \"one\"}]}\n{\"steps\": [{\"text\": \"two\"}]}\n";
     let harness = Harness::new(script).await;
     let session = harness.session().await;
-    let (first_updates, first_stream) = mpsc::unbounded_channel();
-    let (second_updates, mut second_stream) = mpsc::unbounded_channel();
-    let first = session.prompt(text("first"), first_updates);
-    let second = session.prompt(text("second"), second_updates);
-    drain(first_stream).await;
-    assert_eq!(first.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
-    // The first answer has not been handed on: the second turn must not stream yet.
-    let early = tokio::time::timeout(Duration::from_millis(200), second_stream.recv()).await;
-    assert!(early.is_err(), "the second turn started before the first answer was delivered: {early:?}");
-    first.delivered.done();
+    let mut runs = Runs::of(&session);
+    let mut first = session.prompt(text("first"));
+    // Answered at its end, as over ACP v1: nothing waits for an acceptance.
+    drop(std::mem::take(&mut first.accepted));
+    let second = session.prompt(text("second"));
+    let mut one = runs.run().await;
     let mut seen = Vec::new();
-    while let Some(update) = second_stream.recv().await {
-        if let TurnUpdate::Flushed(done) = update {
-            let _ = done.send(());
-        } else {
-            seen.push(update);
-        }
+    while let Some(update) = one.next().await {
+        seen.push(update);
     }
+    assert_eq!(streamed_text(&seen), "one");
+    let (result, ended) = one.end().await;
+    let handing = tokio::spawn(ended.hand_on(result));
+    // Nobody has answered the first prompt yet: the second runs all the same.
+    let two = runs.run().await;
+    let (seen, result) = crate::support::runs::finish(two, second).await;
     assert_eq!(streamed_text(&seen), "two");
-    assert_eq!(second.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
+    assert_eq!(result.expect("ok"), StopReason::EndTurn);
+    assert!(!handing.is_finished(), "the first run is handed on only once its answer is out");
+    let ending = first.result.await.expect("told");
+    assert_eq!(ending.result.expect("ok"), StopReason::EndTurn);
+    ending.sent.done();
+    handing.await.expect("handed on");
 }
 
 /// A submitted prompt is recognised once, in the core, for both protocol versions: Heron's
@@ -160,7 +145,8 @@ async fn the_next_prompt_waits_until_the_previous_answer_was_handed_on() {
 async fn a_submitted_prompt_is_a_command_a_refusal_or_a_queued_turn() {
     let harness = Harness::new("{\"steps\": [{\"text\": \"done\"}]}\n").await;
     let session = harness.session().await;
-    let submit = |input: Vec<PromptInput>| session.submit(input, mpsc::unbounded_channel().0, None);
+    let mut runs = Runs::of(&session);
+    let submit = |input: Vec<PromptInput>| session.submit(input, None);
     match submit(text("/mcp list")) {
         Submitted::Local { invocation, line } => {
             assert_eq!((invocation.name.as_str(), invocation.argument.as_str()), ("mcp", "list"));
@@ -175,22 +161,22 @@ async fn a_submitted_prompt_is_a_command_a_refusal_or_a_queued_turn() {
         }
         other => panic!("a rewind target that does not parse is refused: {other:?}"),
     }
-    session.cancel();
-    for prompt in [text("/usr/bin/env"), text("/nosuch thing")] {
-        assert!(matches!(submit(prompt), Submitted::Turn { echo: None, .. }), "a prompt for the model");
-    }
     let mut two = text("/compact");
     two.extend(text("and more"));
-    assert!(matches!(submit(two), Submitted::Turn { echo: None, .. }), "two blocks are a prompt");
-    session.cancel();
-    let (updates, stream) = mpsc::unbounded_channel();
-    let Submitted::Turn { queued, echo } = session.submit(text("/compact keep the parser"), updates, None)
-    else {
+    for prompt in [text("/usr/bin/env"), text("/nosuch thing"), two] {
+        let Submitted::Turn { queued } = submit(prompt) else { panic!("a prompt for the model") };
+        session.cancel();
+        let run = runs.run().await;
+        assert_eq!(run.echo(), None, "a prompt records its own user message");
+        let _ = crate::support::runs::finish(run, queued).await;
+    }
+    let Submitted::Turn { queued } = submit(text("/compact keep the parser")) else {
         panic!("/compact queues a turn");
     };
-    assert_eq!(echo.as_deref(), Some("/compact keep the parser"), "a compaction records no user message");
-    drain(stream).await;
-    assert!(queued.result.await.is_ok(), "the compaction was answered");
+    let run = runs.run().await;
+    assert_eq!(run.echo(), Some(("/compact keep the parser", None)), "a compaction records no user message");
+    let (_, result) = crate::support::runs::finish(run, queued).await;
+    assert!(result.is_ok(), "the compaction was answered");
 }
 
 #[tokio::test]
@@ -198,13 +184,15 @@ async fn cancel_ends_the_running_turn_and_the_queued_one() {
     let script = "{\"steps\": [{\"text\": \"Working\"}, {\"delay_ms\": 5000}, {\"text\": \"done\"}]}\n";
     let harness = Harness::new(script).await;
     let session = harness.session().await;
-    let (running_updates, mut running_stream) = mpsc::unbounded_channel();
-    let (queued_updates, queued_stream) = mpsc::unbounded_channel();
-    let running = session.prompt(text("slow"), running_updates);
-    let queued = session.prompt(text("next"), queued_updates);
+    let mut runs = Runs::of(&session);
+    let mut running = session.prompt(text("slow"));
+    // Answered at its end, as over ACP v1: nothing waits for an acceptance.
+    drop(std::mem::take(&mut running.accepted));
+    let queued = session.prompt(text("next"));
     // Wait until the slow turn has streamed its first words, then cancel.
+    let mut slow = runs.run().await;
     loop {
-        match running_stream.recv().await.expect("the turn streams") {
+        match slow.next().await.expect("the turn streams") {
             TurnUpdate::MessageChunk { .. } => break,
             TurnUpdate::Flushed(done) => {
                 let _ = done.send(());
@@ -213,11 +201,11 @@ async fn cancel_ends_the_running_turn_and_the_queued_one() {
         }
     }
     session.cancel();
-    drain(running_stream).await;
-    assert_eq!(running.result.await.expect("answered").expect("ok"), StopReason::Cancelled);
-    running.delivered.done();
-    assert!(drain(queued_stream).await.is_empty(), "a cancelled queued prompt streams nothing");
-    assert_eq!(queued.result.await.expect("answered").expect("ok"), StopReason::Cancelled);
+    let (_, result) = crate::support::runs::finish(slow, running).await;
+    assert_eq!(result.expect("ok"), StopReason::Cancelled);
+    let (seen, result) = runs.next(queued).await;
+    assert!(seen.is_empty(), "a cancelled queued prompt streams nothing");
+    assert_eq!(result.expect("ok"), StopReason::Cancelled);
     let history = harness.manager.history(session.id()).await.expect("history");
     assert!(
         history.iter().any(|e| matches!(e, Event::AgentMessage { text, .. } if text == "Working")),
@@ -233,10 +221,8 @@ async fn a_write_the_gate_cannot_ask_about_fails_and_the_turn_goes_on() {
     );
     let harness = Harness::new(script).await;
     let session = harness.session().await;
-    let (updates, stream) = mpsc::unbounded_channel();
-    let queued = session.prompt(text("write it"), updates);
-    let seen = drain(stream).await;
-    assert_eq!(queued.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
+    let (seen, result) = Runs::of(&session).next(session.prompt(text("write it"))).await;
+    assert_eq!(result.expect("ok"), StopReason::EndTurn);
     let result = seen.iter().find_map(|u| match u {
         TurnUpdate::Event(Event::ToolResult { status, for_model, .. }) => Some((*status, for_model.clone())),
         _ => None,
@@ -256,18 +242,20 @@ async fn a_turn_waits_for_a_slow_editor_instead_of_queueing_its_stream() {
     let script = serde_json::json!({ "steps": [{ "text": deltas }] }).to_string();
     let harness = Harness::new(&script).await;
     let session = harness.session().await;
-    let (updates, mut stream) = mpsc::unbounded_channel();
-    let queued = session.prompt(text("stream"), updates);
+    let mut runs = Runs::of(&session);
+    let queued = session.prompt(text("stream"));
+    let mut run = runs.run().await;
     // The wait is what is tested: an unbounded producer would fill the stream with the
     // whole 4 MiB in far less time than this.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let waiting = stream.len();
+    let waiting = run.waiting();
     assert!(
         waiting <= heron_core::session::update::ChunkBudget::BYTES / 1024 + 64,
         "{waiting} updates queued for an editor that reads nothing"
     );
+    drop(queued.accepted);
     let mut text_len = 0;
-    while let Some(update) = stream.recv().await {
+    while let Some(update) = run.next().await {
         match update {
             TurnUpdate::MessageChunk { text, .. } => text_len += text.len(),
             TurnUpdate::Flushed(done) => {
@@ -277,16 +265,15 @@ async fn a_turn_waits_for_a_slow_editor_instead_of_queueing_its_stream() {
         }
     }
     assert_eq!(text_len, 4096 * 1024, "everything arrives once the editor reads");
-    assert_eq!(queued.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
+    let (result, _) = run.end().await;
+    assert_eq!(result.expect("ok"), StopReason::EndTurn);
 }
 
 /// The result of the first tool call a prompt's turn makes.
 async fn first_tool_result(harness: &Harness) -> (ToolStatus, String) {
     let session = harness.session().await;
-    let (updates, stream) = mpsc::unbounded_channel();
-    let queued = session.prompt(text("look"), updates);
-    let seen = drain(stream).await;
-    assert_eq!(queued.result.await.expect("answered").expect("ok"), StopReason::EndTurn);
+    let (seen, result) = Runs::of(&session).next(session.prompt(text("look"))).await;
+    assert_eq!(result.expect("ok"), StopReason::EndTurn);
     seen.iter()
         .find_map(|u| match u {
             TurnUpdate::Event(Event::ToolResult { status, for_model, .. }) => {

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use heron_core::session::update::TurnUpdate;
+use heron_core::llm::registry::Providers;
+use heron_core::session::outbound::{Kind, Run};
 use heron_core::session::{Queued, Session, Submitted};
 use heron_protocol::RpcError;
 use heron_protocol::runtime::{Answered, Outgoing, Then};
@@ -16,7 +17,7 @@ use heron_protocol::v2::{
     CancelSessionNotification, CancelTerminalRequest, CancelTerminalResponse, CancelToolCallRequest,
     CancelToolCallResponse, MessageId, PromptRequest, PromptResponse,
 };
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use super::super::errors::prompt_error;
 use super::{HeronAgentV2, Inner, Reply, commands as wire_commands, convert};
@@ -27,22 +28,24 @@ pub(super) fn prompt<O: Outgoing>(
     params: PromptRequest,
 ) -> Reply<Answered<PromptResponse>> {
     let message_id = uuid::Uuid::new_v4().to_string();
-    let (updates, stream) = mpsc::unbounded_channel();
     let started = agent.session(&params.session_id).and_then(|session| {
         let input = convert::prompt_input(params.prompt)?;
         // The user message the session records is sent back with the id this answer gives.
-        Ok((session.submit(input, updates, Some(message_id.clone())), session))
+        Ok((session.submit(input, Some(message_id.clone())), session))
     });
     let inner = agent.inner.clone();
     Box::pin(async move {
         let (submitted, session) = started?;
+        let mut then = Then::new();
         // What follows goes out after the answer that gave the client the message id; the
         // follow-up only starts it, since a turn lasts.
         let following: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = match submitted {
-            Submitted::Turn { queued, echo } => {
+            Submitted::Turn { mut queued } => {
                 let active = inner.turns.begin(session.id());
-                let shown = echo.map(|line| (line, message_id.clone()));
-                Box::pin(forward(inner, session, stream, queued, active, shown))
+                // The run goes out once this answer, which names its message, is queued.
+                let accepted = std::mem::take(&mut queued.accepted);
+                then.after(move || accepted.done());
+                Box::pin(until_ended(inner, session, queued, active))
             }
             Submitted::Local { invocation, line } => {
                 let id = message_id.clone();
@@ -55,31 +58,69 @@ pub(super) fn prompt<O: Outgoing>(
                 )
             }
         };
-        let mut then = Then::new();
         then.after(move || drop(tokio::spawn(following)));
         Ok(Answered::new(PromptResponse { message_id: MessageId(message_id), meta: None }, then))
     })
 }
 
-/// Forwards one prompt's turn to the editor, from `running` to `idle`.
-async fn forward<O: Outgoing>(
+/// Counts a queued prompt's turn as this connection's until the sequencer has reported it
+/// `idle`. A prompt refused before it queued (its queue was full) never runs: its end is
+/// reported here, as `running` then `idle` with the error.
+async fn until_ended<O: Outgoing>(
     inner: Arc<Inner<O>>,
     session: Arc<Session>,
-    mut stream: mpsc::UnboundedReceiver<TurnUpdate>,
     queued: Queued,
     active: Active,
-    shown: Option<(String, String)>,
 ) {
-    let id = session.id().to_owned();
+    let ending = queued.result.await;
+    if let Ok(ending) = ending {
+        if ending.refused() {
+            let ended = ending.result.map_err(|e| prompt_error(&e, session.runtime().providers().keys()));
+            let _ = inner.send(session.id(), convert::running()).await;
+            let _ = inner.send(session.id(), convert::idle(ended)).await;
+        }
+        ending.sent.done();
+    }
+    drop(active);
+}
+
+/// Starts forwarding `session`'s runs once the answer that made it known is queued: each
+/// run from `running` to `idle`, in the order the session ran them, the next only after.
+/// A session this connection already serves keeps its sequencer.
+pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, then: &mut Then, session: &Arc<Session>) {
+    // Weak: the session's life is its manager's, and this task ends with it.
+    let (inner, session) = (inner.clone(), Arc::downgrade(session));
+    then.after(move || {
+        // Taken here, not when the answer is built: an answer cancelled before it went out
+        // leaves the session to be served by the next one that opens it.
+        let Some(mut outbound) = session.upgrade().and_then(|open| open.outbound()) else { return };
+        // Ends when the session closes: its actor holds the sending end.
+        drop(tokio::spawn(async move {
+            while let Some(run) = outbound.next().await {
+                let Some(open) = session.upgrade() else { break };
+                let (id, providers) = (open.id().to_owned(), open.runtime().providers().clone());
+                drop(open);
+                Box::pin(forward(&inner, &id, &providers, run)).await;
+            }
+        }));
+    });
+}
+
+/// Forwards one run to the editor, from `running` to `idle`, then hands its end on.
+async fn forward<O: Outgoing>(inner: &Inner<O>, id: &str, providers: &Providers, mut run: Run) {
+    // Over v2 a reload is answered at once and not told later: nothing ran for the editor.
+    if run.kind() == Kind::Reload {
+        return;
+    }
     let mut started = false;
-    let mut shown = shown;
-    while let Some(mut update) = stream.recv().await {
+    while let Some(mut update) = run.next().await {
         // The first thing a turn sends (its status) says it started.
         if !started {
             started = true;
-            let _ = inner.send(&id, convert::running()).await;
-            if let Some((line, message_id)) = shown.take() {
-                let _ = inner.send(&id, convert::user_line(line, message_id)).await;
+            let _ = inner.send(id, convert::running()).await;
+            if let Some((line, message_id)) = run.echo() {
+                let message_id = message_id.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
+                let _ = inner.send(id, convert::user_line(line.to_owned(), message_id)).await;
             }
         }
         // The chunk's share of the turn's budget goes back once it is queued for the
@@ -87,30 +128,25 @@ async fn forward<O: Outgoing>(
         let held = update.take_held();
         let updates = convert::turn_updates(update);
         // The turn goes on after a question dropped unanswered: it runs again.
-        if !updates.is_empty() && inner.abandoned.take(&id) {
-            let _ = inner.send(&id, convert::running()).await;
+        if !updates.is_empty() && inner.abandoned.take(id) {
+            let _ = inner.send(id, convert::running()).await;
         }
         for update in updates {
             // A client that stopped reading does not stop the turn.
-            let _ = inner.send(&id, update).await;
+            let _ = inner.send(id, update).await;
         }
         drop(held);
     }
     // `idle` ends a wait as well as `running` would.
-    inner.abandoned.take(&id);
-    let ended = match queued.result.await {
-        Ok(Ok(stop)) => Ok(stop),
-        Ok(Err(err)) => Err(prompt_error(err, session.runtime().providers().keys())),
-        Err(_) => Err(RpcError::internal(&"the session stopped")),
-    };
+    inner.abandoned.take(id);
+    let (result, ended) = run.end().await;
     // A prompt cancelled before it ran still ends where the client can see it.
     if !started {
-        let _ = inner.send(&id, convert::running()).await;
+        let _ = inner.send(id, convert::running()).await;
     }
-    let _ = inner.send(&id, convert::idle(ended)).await;
-    // The session's next turn starts once this one's end is queued, never before.
-    queued.delivered.done();
-    drop(active);
+    let idle = result.as_ref().map(|stop| *stop).map_err(|e| prompt_error(e, providers.keys()));
+    let _ = inner.send(id, convert::idle(idle)).await;
+    ended.hand_on(result).await;
 }
 
 /// `session/cancel`: ends the running turn and every queued one; unknown or idle sessions

@@ -67,6 +67,7 @@ pub(super) fn new<O: Outgoing>(
         attach(&agent, &session);
         let mut then = Then::new();
         super::commands::advertise(&agent.inner, &mut then, &session);
+        super::prompt::serve(&agent.inner, &mut then, &session);
         let response = NewSessionResponse {
             available_commands: Vec::new(),
             config_options: super::settings::options_of(&session),
@@ -120,6 +121,7 @@ pub(super) fn resume<O: Outgoing>(
         attach(&agent, &session);
         let mut then = Then::new();
         super::commands::advertise(&inner, &mut then, &session);
+        super::prompt::serve(&inner, &mut then, &session);
         if let Some(update) = session.status().1.usage.as_ref().and_then(convert::usage_update) {
             inner.send(session.id(), update).await?;
         }

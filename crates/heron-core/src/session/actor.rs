@@ -1,6 +1,7 @@
 //! A session's actor: the one task that runs its turns, in order. Prompts come first; when
-//! none runs or waits it takes the next inbox item. Every prompt is answered exactly once,
-//! and the next turn starts only after that answer has been handed on. A reload of the
+//! none runs or waits it takes the next inbox item. Each job reaches the session's
+//! outbound stream as one run, in the order the actor runs them, and every prompt is
+//! answered exactly once, through its run; the actor never waits for that answer. A reload of the
 //! session's extensions (`reload`) runs here too, between turns, never beside one; each
 //! turn reads the session's runtime when it starts, so the one after a reload uses it.
 
@@ -13,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::actor_context::ActorContext;
 use super::inbox::{self, Inbox};
+use super::outbound::{Ending, Origin, Run};
 use super::turn::limits::Limits;
 use super::turn::{Carried, Turn, TurnIo, TurnPolicy, TurnShared};
 use super::update::ChunkBudget;
@@ -27,35 +29,42 @@ use crate::types::{StopReason, UserContent};
 
 /// What the actor runs next.
 enum Next {
-    Prompt(Job),
+    Prompt(Box<Job>),
     Item(inbox::Claimed),
+}
+
+/// The actor's two ends: the jobs it takes, and the stream it reports each run on.
+pub(super) struct Ends {
+    pub(super) queue: mpsc::UnboundedReceiver<Box<Job>>,
+    pub(super) runs: mpsc::UnboundedSender<Run>,
 }
 
 pub(super) async fn run(
     session: std::sync::Weak<Session>,
     closed: CancellationToken,
-    mut queue: mpsc::UnboundedReceiver<Box<Job>>,
+    ends: Ends,
     mut carried: Carried,
     context: ActorContext,
     inbox: Arc<Inbox>,
     reloads: Arc<reload::ReloadSlot>,
 ) {
+    let Ends { mut queue, runs } = ends;
     while !closed.is_cancelled() {
         // A reload asked for while idle runs before anything else is taken.
         if let Some(waiting) = reloads.take() {
             let Some(session) = session.upgrade() else { break };
-            Box::pin(reload::run(&session, &context, waiting)).await;
+            Box::pin(reload::run(&session, &context, &runs, waiting)).await;
             continue;
         }
         // Prompts come first: the inbox runs only when none waits.
         let next = match queue.try_recv() {
-            Ok(job) => Next::Prompt(*job),
+            Ok(job) => Next::Prompt(job),
             Err(mpsc::error::TryRecvError::Disconnected) => break,
             Err(mpsc::error::TryRecvError::Empty) => match inbox.claim().await {
                 Some(item) => Next::Item(item),
                 None => tokio::select! {
                     job = queue.recv() => match job {
-                        Some(job) => Next::Prompt(*job),
+                        Some(job) => Next::Prompt(job),
                         None => break,
                     },
                     () = inbox.woken() => continue,
@@ -73,20 +82,20 @@ pub(super) async fn run(
         // A reload that came in meanwhile still goes first; one asked for from now on,
         // while this turn runs, waits for its end.
         while let Err(waiting) = reloads.begin_turn() {
-            Box::pin(reload::run(&session, &context, waiting)).await;
+            Box::pin(reload::run(&session, &context, &runs, waiting)).await;
         }
         // Boxed: the turn's machinery is large, and inline it would make every idle actor
         // that large for its whole life (1,000 open sessions are mostly idle actors).
         match next {
-            Next::Prompt(job) => Box::pin(run_prompt(&session, &context, job, &mut carried)).await,
-            Next::Item(item) => Box::pin(run_item(&session, &context, item, &mut carried)).await,
+            Next::Prompt(job) => Box::pin(run_prompt(&session, &context, &runs, *job, &mut carried)).await,
+            Next::Item(item) => Box::pin(run_item(&session, &context, &runs, item, &mut carried)).await,
         }
         reloads.end_turn();
     }
     // Whatever is still queued is answered, never dropped silently.
     queue.close();
     while let Some(job) = queue.recv().await {
-        let _ = job.reply.send(Ok(StopReason::Cancelled));
+        let _ = job.asker.reply.send(Ending::never_ran(Ok(StopReason::Cancelled)));
     }
     let large = carried.history.len() >= GIVE_BACK_AFTER_EVENTS;
     drop(carried);
@@ -111,74 +120,81 @@ async fn give_back_memory() {
     }
 }
 
-/// Answers a prompt, then waits until its caller has handed the answer on (or the session
-/// closed), so the next turn's updates cannot overtake it. The prompt's update stream is
-/// closed first: its caller forwards updates until then.
-async fn answer(
-    reply: oneshot::Sender<PromptResult>,
-    delivered: oneshot::Receiver<()>,
-    updates: Option<mpsc::UnboundedSender<TurnUpdate>>,
-    result: PromptResult,
-    closed: &CancellationToken,
-) {
-    drop(updates);
-    if reply.send(result).is_err() {
-        return;
-    }
-    tokio::select! {
-        _ = delivered => {}
-        () = closed.cancelled() => {}
-    }
+/// Starts a run on the session's outbound stream: its updates go to the sender returned,
+/// and how it ended to the other.
+fn start_run(
+    runs: &mpsc::UnboundedSender<Run>,
+    origin: Origin,
+    forwarded: Option<tokio_util::sync::DropGuard>,
+) -> (mpsc::UnboundedSender<TurnUpdate>, oneshot::Sender<PromptResult>) {
+    let (updates, stream) = mpsc::unbounded_channel();
+    let (ended, result) = oneshot::channel();
+    // With nobody serving the session any more, the run has no reader: it ends unseen.
+    let _ = runs.send(Run::new(origin, stream, result, forwarded));
+    (updates, ended)
 }
 
-async fn run_prompt(session: &Session, context: &ActorContext, job: Job, carried: &mut Carried) {
-    // Prompts queued before a cancel, or cancelled alone, are answered without running.
-    if job.generation < session.generation.load(Ordering::SeqCst)
+async fn run_prompt(
+    session: &Session,
+    context: &ActorContext,
+    runs: &mpsc::UnboundedSender<Run>,
+    job: Job,
+    carried: &mut Carried,
+) {
+    let Job { work, _held, asker, generation, cancel } = job;
+    // The work records the user's message itself unless its line is echoed for it.
+    let recorded = asker.echo.is_none();
+    let shown = asker.shown.clone().filter(|_| recorded);
+    let stale = generation < session.generation.load(Ordering::SeqCst)
         || session.closed.is_cancelled()
-        || job.cancel.is_cancelled()
-        || job.reply.is_closed()
-    {
-        answer(job.reply, job.delivered, Some(job.updates), Ok(StopReason::Cancelled), &session.closed).await;
+        || cancel.is_cancelled()
+        || asker.reply.is_closed();
+    let (updates, ended) = start_run(runs, Origin::Asked(asker), None);
+    // Prompts queued before a cancel, or cancelled alone, end without running.
+    if stale {
+        drop(updates);
+        let _ = ended.send(Ok(StopReason::Cancelled));
         return;
     }
     // The job's own token runs the turn, so cancelling this prompt alone ends it too.
-    let token = job.cancel.clone();
+    let token = cancel;
     *session.current.lock().unwrap_or_else(PoisonError::into_inner) = token.clone();
     // A cancel that raced the swap above still applies.
-    if job.generation < session.generation.load(Ordering::SeqCst) {
+    if generation < session.generation.load(Ordering::SeqCst) {
         token.cancel();
     }
     let state = session.state();
-    session.status.begin_turn(job.updates.clone());
+    session.status.begin_turn(updates.clone());
     // An editor that shows what it sent itself does not get its prompt echoed back; one that
     // shows only what the agent reports (ACP v2) gets it under the id it was given.
-    let prompted = Prompted {
-        work: job.work,
-        updates: job.updates,
-        cancel: token,
-        echo: job.shown.is_some(),
-        message_id: job.shown,
-    };
+    let prompted = Prompted { work, updates, cancel: token, echo: shown.is_some(), message_id: shown };
     let result = run_job(session, context, state, prompted, carried).await;
     carried.transcript.sync(&carried.history).await;
-    // The idle status goes out on the prompt's stream, before its answer.
+    // The idle status goes out on the prompt's run, before its end.
     session.status.end_turn();
-    answer(job.reply, job.delivered, None, result, &session.closed).await;
+    let _ = ended.send(result);
 }
 
-/// Runs an inbox item's turn like a prompt's, reporting to the inbox's stream, and records
-/// how it ended.
-async fn run_item(session: &Session, context: &ActorContext, item: inbox::Claimed, carried: &mut Carried) {
+/// Runs an inbox item's turn like a prompt's, as a run of its own, and records how it
+/// ended.
+async fn run_item(
+    session: &Session,
+    context: &ActorContext,
+    runs: &mpsc::UnboundedSender<Run>,
+    item: inbox::Claimed,
+    carried: &mut Carried,
+) {
+    let (updates, ended) = start_run(runs, Origin::Inbox, Some(item.forwarded));
     // `session/cancel` reaches the item's turn through `current`; a delete through its token.
     *session.current.lock().unwrap_or_else(PoisonError::into_inner) = item.cancel.clone();
-    session.status.begin_turn(item.updates.clone());
+    session.status.begin_turn(updates.clone());
     let outcome = match item.input {
         Ok(input) => {
             let state = session.state();
             // Nobody typed an inbox item in this editor: it is shown like a prompt.
             let prompted = Prompted {
                 work: Work::Prompt(input),
-                updates: item.updates,
+                updates,
                 cancel: item.cancel,
                 echo: true,
                 message_id: None,
@@ -187,11 +203,16 @@ async fn run_item(session: &Session, context: &ActorContext, item: inbox::Claime
                 .await
                 .map_err(|err| inbox::failure(&err, session.runtime().providers()))
         }
-        Err(reason) => Err(format!("the stored prompt cannot be read: {reason}")),
+        Err(reason) => {
+            drop(updates);
+            Err(format!("the stored prompt cannot be read: {reason}"))
+        }
     };
     carried.transcript.sync(&carried.history).await;
     // The idle status, with the new counts, is the last thing the turn's stream carries.
     session.inbox.finish(&item.id, outcome, session.closed.is_cancelled()).await;
+    // An item has nobody to answer: its run ends cancelled or done alike.
+    let _ = ended.send(Ok(StopReason::EndTurn));
 }
 
 /// A prompt about to run: what was asked, where its updates go, what cancels it.

@@ -25,6 +25,7 @@ mod lock;
 mod manager;
 mod mcp_commands;
 mod opening;
+pub mod outbound;
 mod outcome;
 pub mod queue_budget;
 pub mod reload;
@@ -47,7 +48,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use self::event::Event;
@@ -60,7 +61,6 @@ use self::snapshot::Snapshot;
 use self::status::Board;
 pub use self::turn::TurnError;
 use self::turn::permission::Approvals;
-use self::update::TurnUpdate;
 use crate::extensions::{Catalog, LoadedSkills, Runtime, Shared};
 use crate::llm::registry::ModelError;
 use crate::tools::editor::EditorIo;
@@ -137,40 +137,34 @@ struct Job {
     work: Work,
     /// Its place in the queue's byte budget, given back when the job is done with.
     _held: queue_budget::Held,
-    updates: mpsc::UnboundedSender<TurnUpdate>,
-    reply: oneshot::Sender<PromptResult>,
-    /// Resolves once the caller has passed the result on (or gave up on it).
-    delivered: oneshot::Receiver<()>,
+    /// Who asked for it, and where its ending goes.
+    asker: outbound::Asker,
     generation: u64,
     /// Cancels this prompt alone, queued or running.
     cancel: CancellationToken,
-    /// The id the prompt is shown under as a user message, for a client that shows only
-    /// what the agent reports; `None` when the client shows what it sent itself.
-    shown: Option<String>,
 }
 
-/// A queued prompt: its result, the token that cancels it alone, and the handshake that
-/// holds the session's next turn until this prompt's outcome has reached the client.
+/// A queued prompt: how it ends, and the token that cancels it alone. Its updates reach
+/// whoever serves the session's [`outbound::Outbound`], when it runs.
 #[derive(Debug)]
 pub struct Queued {
-    /// Resolves to how the prompt ended.
-    pub result: oneshot::Receiver<PromptResult>,
+    /// Resolves to how the prompt ended, once its updates are out.
+    pub result: oneshot::Receiver<outbound::Ending>,
     /// Cancels this prompt only (a `$/cancel_request` for it).
     pub cancel: CancellationToken,
-    /// Signal it (or drop it) once the result is on its way to the client.
-    pub delivered: Delivered,
+    /// For an editor told at once that the prompt was accepted (ACP v2): signal it once
+    /// that answer is queued, and nothing of the prompt's run goes out before. Dropping it
+    /// lets the run go out as soon as it starts.
+    pub accepted: outbound::Sent,
 }
 
-/// Lets the session start its next turn. Without it a client could see the next turn's
-/// first updates before this prompt's answer, and take them for this prompt's.
-#[derive(Debug)]
-pub struct Delivered(oneshot::Sender<()>);
-
-impl Delivered {
-    /// The result has been handed on: the next turn may start.
-    pub fn done(self) {
-        let _ = self.0.send(());
-    }
+/// How a queued job shows: the line echoed as its user message, the id that message was
+/// given, and whether its asker wants the text it says.
+#[derive(Debug, Default)]
+struct Shown {
+    echo: Option<String>,
+    id: Option<String>,
+    said: bool,
 }
 
 /// Mutable session state shared with the adapter.
@@ -193,6 +187,8 @@ pub struct Session {
     /// Boxed: a tokio channel allocates its first block of 32 messages when it is made,
     /// and 32 jobs held inline were 3.5 KiB of every idle session.
     jobs: mpsc::UnboundedSender<Box<Job>>,
+    /// The session's runs, until whoever serves it takes them ([`Session::outbound`]).
+    outbound: Mutex<Option<outbound::Outbound>>,
     generation: AtomicU64,
     current: Mutex<CancellationToken>,
     closed: CancellationToken,
@@ -208,8 +204,6 @@ pub struct Session {
     /// Places for subagents running at once (`task`), shared by the session's turns.
     subagents: Arc<tokio::sync::Semaphore>,
     reload: Arc<ReloadSlot>,
-    /// Moves when a queued reload ended, either way (an asked-for one answers its caller).
-    extensions_changed: watch::Sender<u64>,
     editor: Mutex<Arc<dyn EditorIo>>,
     approvals: Arc<Mutex<Approvals>>,
     status: Arc<Board>,
@@ -246,6 +240,7 @@ impl Session {
         status: Board,
     ) -> Arc<Session> {
         let (jobs, queue) = mpsc::unbounded_channel();
+        let (runs, outbound) = mpsc::unbounded_channel();
         // Cost and token totals carry on from the last stored report.
         let stored = status.current().1.usage;
         let cost = stored.as_ref().and_then(|u| u.cost.as_ref()).map_or(0.0, |(amount, _)| *amount);
@@ -262,6 +257,7 @@ impl Session {
             id,
             state: Mutex::new(state),
             jobs,
+            outbound: Mutex::new(Some(outbound::Outbound(outbound))),
             generation: AtomicU64::new(0),
             current: Mutex::new(CancellationToken::new()),
             closed: CancellationToken::new(),
@@ -272,7 +268,6 @@ impl Session {
             loaded_skills: Arc::default(),
             subagents: Arc::new(tokio::sync::Semaphore::new(subagent_cap)),
             reload: Arc::default(),
-            extensions_changed: watch::Sender::new(0),
             editor: Mutex::new(editor),
             approvals: Arc::new(Mutex::new(Approvals::default())),
             status,
@@ -296,7 +291,8 @@ impl Session {
         };
         session.mcp.attach_sampler(Arc::new(sampling::SessionSampler::new(&session)));
         let reloads = session.reload.clone();
-        tokio::spawn(actor::run(Arc::downgrade(&session), closed, queue, carried, context, inbox, reloads));
+        let ends = actor::Ends { queue, runs };
+        tokio::spawn(actor::run(Arc::downgrade(&session), closed, ends, carried, context, inbox, reloads));
         session
     }
 
@@ -350,16 +346,17 @@ impl Session {
         self.reload.request()
     }
 
-    /// Moves each time a queued reload ended, for a client to be told the new commands or,
-    /// when it failed ([`Session::status`]'s `extensions`), why nothing changed.
-    pub fn extensions_changed(&self) -> watch::Receiver<u64> {
-        self.extensions_changed.subscribe()
+    /// The session's runs, in the order they run: taken once, by whoever serves the
+    /// session (`None` after that). Nothing runs unforwarded: a session nobody serves still
+    /// runs its prompts, and their updates wait for a server.
+    pub fn outbound(&self) -> Option<outbound::Outbound> {
+        self.outbound.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 
-    /// Queues a prompt; it runs after those queued before it. Updates stream to `updates`
-    /// (closed when the turn ends, before the result is sent).
-    pub fn prompt(&self, input: Vec<PromptInput>, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
-        self.queue(Work::Prompt(input), updates, None)
+    /// Queues a prompt; it runs after those queued before it, and its updates stream on
+    /// its run ([`Session::outbound`]).
+    pub fn prompt(&self, input: Vec<PromptInput>) -> Queued {
+        self.queue(Work::Prompt(input), Shown::default())
     }
 
     /// Cancels one tool call of the running turn, pending behind earlier calls, waiting for
@@ -373,42 +370,47 @@ impl Session {
     /// Queues `/compact`: once the prompts queued before it have run, the model summarizes
     /// the conversation so far (following `instructions`, which may be empty) and later
     /// requests start from that summary. It streams and answers like a prompt.
-    pub fn compact(&self, instructions: String, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
-        self.queue(Work::Compact(instructions), updates, None)
+    pub fn compact(&self, instructions: String) -> Queued {
+        self.queue(Work::Compact(instructions), Shown::default())
     }
 
     /// Queues `/undo` or `/rewind N`: once the prompts queued before it have run, the files
     /// Heron changed after that turn go back, each restore shown and approved like any file
     /// change. It streams and answers like a prompt.
-    pub fn rewind(&self, target: checkpoints::Target, updates: mpsc::UnboundedSender<TurnUpdate>) -> Queued {
-        self.queue(Work::Rewind(target), updates, None)
+    /// Its answer repeats the text the rewind's turn said ([`outbound::Ending::said`]).
+    pub fn rewind(&self, target: checkpoints::Target) -> Queued {
+        self.queue(Work::Rewind(target), Shown { said: true, ..Shown::default() })
     }
 
-    fn queue(&self, work: Work, updates: mpsc::UnboundedSender<TurnUpdate>, shown: Option<String>) -> Queued {
+    fn queue(&self, work: Work, shown: Shown) -> Queued {
         let (reply, result) = oneshot::channel();
-        let (delivered, handed_on) = oneshot::channel();
         let cancel = CancellationToken::new();
+        let (accepted, acceptance) = outbound::Sent::new();
         let held = match queue_budget::admit(&self.queued_bytes, &work) {
             Ok(held) => held,
             Err(full) => {
-                let _ = reply.send(Err(PromptError::QueueFull(full)));
-                return Queued { result, cancel, delivered: Delivered(delivered) };
+                let _ = reply.send(outbound::Ending::never_ran(Err(PromptError::QueueFull(full))));
+                return Queued { result, cancel, accepted };
             }
+        };
+        let asker = outbound::Asker {
+            reply,
+            echo: shown.echo,
+            shown: shown.id,
+            wants_said: shown.said,
+            accepted: Some(acceptance),
         };
         let job = Job {
             work,
             _held: held,
-            updates,
-            reply,
-            delivered: handed_on,
+            asker,
             generation: self.generation.load(Ordering::SeqCst),
             cancel: cancel.clone(),
-            shown,
         };
         if let Err(mpsc::error::SendError(job)) = self.jobs.send(Box::new(job)) {
-            let _ = job.reply.send(Err(PromptError::Closed));
+            let _ = job.asker.reply.send(outbound::Ending::never_ran(Err(PromptError::Closed)));
         }
-        Queued { result, cancel, delivered: Delivered(delivered) }
+        Queued { result, cancel, accepted }
     }
 
     /// Cancels the running turn and every queued prompt.

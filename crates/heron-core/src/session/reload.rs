@@ -6,9 +6,10 @@
 //! queued: at most one reload waits, however often it is asked for (each ask answers
 //! [`ReloadRequest::Queued`]), and it runs when that turn ends, before the next one
 //! starts. Every reload's outcome goes on the session's status board (`extensions`), and
-//! a queued one, which has no caller to answer, is also announced on the session's
-//! [`super::Session::extensions_changed`], so its failure reaches the client as surely as
-//! its success.
+//! a queued one, which has no caller to answer, is also announced as a run of the
+//! session's outbound stream ([`super::outbound::Kind::Reload`]), behind the turn it waited
+//! for, so its failure reaches the client as surely as its success, and after that turn's
+//! answer.
 //!
 //! What it swaps: the manager's runtime (sessions opened later start with it), the
 //! session's runtime (its next turn uses the new providers), its commands, and its plugin
@@ -115,6 +116,7 @@ impl ReloadSlot {
 pub(super) async fn run(
     session: &Session,
     context: &ActorContext,
+    runs: &tokio::sync::mpsc::UnboundedSender<super::outbound::Run>,
     waiting: Vec<oneshot::Sender<ReloadResult>>,
 ) {
     let result = reload(session, context).await;
@@ -144,7 +146,11 @@ pub(super) async fn run(
         s.extensions.last_reload = Some(report);
     });
     if queued {
-        session.extensions_changed.send_modify(|n| *n += 1);
+        let told = super::outbound::Run::ended(
+            super::outbound::Origin::Reload,
+            Ok(crate::types::StopReason::EndTurn),
+        );
+        let _ = runs.send(told);
         return;
     }
     for reply in waiting {

@@ -3,24 +3,20 @@
 //! protocol versions submit through here, so a slash command is recognised in one place
 //! and the adapters only convert.
 
-use tokio::sync::mpsc;
-
-use super::update::TurnUpdate;
-use super::{Queued, Session, Work, checkpoints, commands, mcp_commands};
+use super::{Queued, Session, Shown, Work, checkpoints, commands, mcp_commands};
 use crate::extensions::Expansion;
 use crate::types::{PromptInput, UserContent};
 
 /// What a submitted prompt became.
 #[derive(Debug)]
 pub enum Submitted {
-    /// Queued as a turn: it streams on the updates given and answers like a prompt.
-    /// `echo` is the line as typed, for work that records no user message of its own (a
-    /// compaction, a rewind): a client that shows only what the agent reports needs it shown.
+    /// Queued as a turn: it streams on its run and answers like a prompt. Work that
+    /// records no user message of its own (a compaction, a rewind) carries the line as typed
+    /// on its run ([`super::outbound::Run::echo`]): a client that shows only what the agent
+    /// reports needs it shown.
     Turn {
         /// The queued turn.
         queued: Queued,
-        /// The line to show for it, when the session records none.
-        echo: Option<String>,
     },
     /// One of Heron's own commands (`/mcp`, `/goal`, ...), for the caller to run without the
     /// model; the line as typed.
@@ -57,34 +53,23 @@ impl Session {
     /// model. `shown`: for a client that shows only what the agent reports, the id the
     /// prompt's user message is sent back with when its turn starts (see
     /// the user message it records).
-    pub fn submit(
-        &self,
-        input: Vec<PromptInput>,
-        updates: mpsc::UnboundedSender<TurnUpdate>,
-        shown: Option<String>,
-    ) -> Submitted {
+    pub fn submit(&self, input: Vec<PromptInput>, shown: Option<String>) -> Submitted {
+        let as_shown = |echo: Option<String>| Shown { echo, id: shown.clone(), said: false };
         let line = match input.as_slice() {
             [PromptInput::Content(UserContent::Text { text })] => text.clone(),
-            _ => {
-                return Submitted::Turn {
-                    queued: self.queue(Work::Prompt(input), updates, shown),
-                    echo: None,
-                };
-            }
+            _ => return Submitted::Turn { queued: self.queue(Work::Prompt(input), as_shown(None)) },
         };
-        let turn = |queued, echo| Submitted::Turn { queued, echo };
+        let turn = |queued| Submitted::Turn { queued };
         match self.recognise(&line) {
             Recognised::Local(invocation) => Submitted::Local { invocation, line },
             Recognised::Refused(reason) => Submitted::Refused { line, reason },
             // A compaction and a rewind record no user message: the line is echoed.
             Recognised::Compact(instructions) => {
-                turn(self.queue(Work::Compact(instructions), updates, None), Some(line))
+                turn(self.queue(Work::Compact(instructions), as_shown(Some(line))))
             }
-            Recognised::Rewind(target) => turn(self.queue(Work::Rewind(target), updates, None), Some(line)),
-            Recognised::Custom(expansion) => {
-                turn(self.queue(Self::command_work(expansion), updates, shown), None)
-            }
-            Recognised::Prompt => turn(self.queue(Work::Prompt(input), updates, shown), None),
+            Recognised::Rewind(target) => turn(self.queue(Work::Rewind(target), as_shown(Some(line)))),
+            Recognised::Custom(expansion) => turn(self.queue(Self::command_work(expansion), as_shown(None))),
+            Recognised::Prompt => turn(self.queue(Work::Prompt(input), as_shown(None))),
         }
     }
 

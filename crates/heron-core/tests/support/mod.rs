@@ -3,6 +3,7 @@
 
 pub mod clients;
 pub mod mcp_python;
+pub mod runs;
 pub mod scratch;
 pub mod served;
 pub mod server_mock;

@@ -3,7 +3,6 @@
 //! and prompts run to their end.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use heron_core::config::Home;
 use heron_core::session::event::Event;
@@ -11,7 +10,6 @@ use heron_core::session::update::TurnUpdate;
 use heron_core::session::{Manager, ManagerOptions, OpenOptions, PromptError, Queued, Session};
 use heron_core::tools::editor::NoEditor;
 use heron_core::types::{PromptInput, StopReason, UsageReport, UserContent};
-use tokio::sync::mpsc;
 
 use super::servers::{BEE, KEY, NOTES};
 
@@ -23,6 +21,7 @@ pub struct Served {
     pub manager: Manager,
     /// The session's workspace.
     pub ws: std::path::PathBuf,
+    runs: tokio::sync::Mutex<super::runs::Runs>,
     _dir: tempfile::TempDir,
 }
 
@@ -50,7 +49,8 @@ impl Served {
             mcp_servers: Vec::new(),
         };
         let session = manager.create(options).await.expect("a session");
-        Served { session, manager, ws, _dir: dir }
+        let runs = tokio::sync::Mutex::new(super::runs::Runs::of(&session));
+        Served { session, manager, ws, runs, _dir: dir }
     }
 
     /// Runs one prompt of `text` to its end; returns what streamed and how it ended.
@@ -61,17 +61,15 @@ impl Served {
 
     /// Runs one prompt of `text` to its end and keeps its usage reports too.
     pub async fn run(&self, text: &str) -> Ended {
-        let (updates, stream) = mpsc::unbounded_channel();
         let input = vec![PromptInput::Content(UserContent::Text { text: text.into() })];
-        let queued = self.session.prompt(input, updates);
-        Self::until_answered(queued, stream).await
+        let queued = self.session.prompt(input);
+        self.until_answered(queued).await
     }
 
     /// Runs `/compact` with `instructions` to its end.
     pub async fn compact(&self, instructions: &str) -> Ended {
-        let (updates, stream) = mpsc::unbounded_channel();
-        let queued = self.session.compact(instructions.into(), updates);
-        Self::until_answered(queued, stream).await
+        let queued = self.session.compact(instructions.into());
+        self.until_answered(queued).await
     }
 
     /// Every stored event of the session, in order.
@@ -79,18 +77,17 @@ impl Served {
         self.manager.history(self.session.id()).await.expect("the history")
     }
 
-    async fn until_answered(queued: Queued, mut stream: mpsc::UnboundedReceiver<TurnUpdate>) -> Ended {
+    async fn until_answered(&self, queued: Queued) -> Ended {
+        let (seen, result) = {
+            let mut runs = self.runs.lock().await;
+            runs.next(queued).await
+        };
         let mut streamed = String::new();
         let mut thought = String::new();
         let mut events = Vec::new();
         let mut usage = Vec::new();
-        while let Some(update) =
-            tokio::time::timeout(Duration::from_secs(10), stream.recv()).await.expect("the turn streams")
-        {
+        for update in seen {
             match update {
-                TurnUpdate::Flushed(done) => {
-                    let _ = done.send(());
-                }
                 TurnUpdate::MessageChunk { text: piece, .. } => streamed.push_str(&piece),
                 // A compaction's summary streams as its own chunks: it is reasoning the user sees.
                 TurnUpdate::ThoughtChunk { text: piece, .. }
@@ -100,8 +97,6 @@ impl Served {
                 _ => {}
             }
         }
-        let result = queued.result.await.expect("answered");
-        queued.delivered.done();
         Ended { text: streamed, thought, events, result, usage }
     }
 }

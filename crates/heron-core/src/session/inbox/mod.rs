@@ -6,9 +6,8 @@
 //!
 //! The rules, as the adapter and the actor rely on them:
 //! - Prompts come first: the actor takes an item only when no prompt waits in its queue.
-//! - Nothing starts until the adapter serves the inbox ([`Inbox::serve`]): it gives the
-//!   way to open the stream that inbox turns report to, which is opened when the first
-//!   item is claimed (most sessions never run one).
+//! - Nothing starts until the adapter serves the inbox ([`Inbox::serve`]): an item's turn
+//!   is a run of the session's outbound stream, which the adapter forwards.
 //! - An enqueue may carry an idempotency key (at most [`MAX_KEY_BYTES`]): a second enqueue
 //!   with the same key in the same session returns the first one's item and adds nothing,
 //!   for as long as that item is kept. The inbox holds at most [`CAPACITY`] items; a full
@@ -34,11 +33,11 @@ mod line;
 pub(super) mod steer;
 pub(super) mod stored_prompt;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 mod error;
@@ -52,7 +51,6 @@ pub use self::line::Ticket;
 use self::steer::Steers;
 use super::snapshot::InboxCounts;
 use super::status::Board;
-use super::update::TurnUpdate;
 use super::{PromptError, PromptInput};
 use crate::llm::registry::Providers;
 use crate::types::StopReason;
@@ -140,46 +138,22 @@ struct Cursor {
     position: u32,
 }
 
-/// Opens the stream inbox turns report to.
-type OpenRoute = Box<dyn Fn() -> mpsc::UnboundedSender<TurnUpdate> + Send + Sync>;
-
-/// Where inbox turns report: the stream once an item has run, or the way to open it.
-/// Opened late because most sessions never run an item, and a tokio channel allocates its
-/// first block of 32 messages when it is made (about 5.5 KiB of `TurnUpdate`s), besides
-/// the adapter's task that forwards it: every idle session held both for nothing.
-enum Route {
-    Unopened(OpenRoute),
-    Open(mpsc::UnboundedSender<TurnUpdate>),
-}
-
-impl Route {
-    /// The stream, opened now if it was not yet.
-    fn updates(&mut self) -> mpsc::UnboundedSender<TurnUpdate> {
-        match self {
-            Route::Open(updates) => updates.clone(),
-            Route::Unopened(open) => {
-                let updates = open();
-                *self = Route::Open(updates.clone());
-                updates
-            }
-        }
-    }
-}
-
-/// The item whose turn runs, what cancels it, and what tells that the turn has ended.
+/// The item whose turn runs, what cancels it, and what tells that its run is done with.
 struct Running {
     id: String,
     cancel: CancellationToken,
-    ended: CancellationToken,
+    /// Fired once the item's run is done with: its turn ended and its updates are out.
+    forwarded: CancellationToken,
 }
 
-/// An item the actor took: what it runs and where its turn reports.
+/// An item the actor took: what it runs, what cancels it, and what its run holds until it
+/// is done with.
 pub(super) struct Claimed {
     pub id: String,
     /// The prompt, or why it cannot be read.
     pub input: Result<Vec<PromptInput>, String>,
-    pub updates: mpsc::UnboundedSender<TurnUpdate>,
     pub cancel: CancellationToken,
+    pub forwarded: tokio_util::sync::DropGuard,
 }
 
 /// One open session's inbox.
@@ -188,7 +162,8 @@ pub struct Inbox {
     store: Store,
     board: Arc<Board>,
     wake: Notify,
-    route: Mutex<Option<Route>>,
+    /// Whether the session is served: items run only then.
+    served: std::sync::atomic::AtomicBool,
     /// Held while an item is claimed or deleted, so a delete never misses the turn it must
     /// cancel.
     running: tokio::sync::Mutex<Option<Running>>,
@@ -234,7 +209,7 @@ impl Inbox {
             store,
             board,
             wake: Notify::new(),
-            route: Mutex::new(None),
+            served: std::sync::atomic::AtomicBool::new(false),
             running: tokio::sync::Mutex::new(None),
             line: Line::default(),
             steers,
@@ -247,10 +222,10 @@ impl Inbox {
         self.line.ticket()
     }
 
-    /// Lets queued items run, reporting their turns to the stream `open` opens (once, when
-    /// the first item is claimed); replaces an earlier route.
-    pub fn serve(&self, open: impl Fn() -> mpsc::UnboundedSender<TurnUpdate> + Send + Sync + 'static) {
-        *self.route.lock().unwrap_or_else(PoisonError::into_inner) = Some(Route::Unopened(Box::new(open)));
+    /// Lets queued items run: each is a run of the session's outbound stream, which whoever
+    /// calls this serves.
+    pub fn serve(&self) {
+        self.served.store(true, std::sync::atomic::Ordering::SeqCst);
         self.wake();
     }
 
@@ -384,29 +359,14 @@ impl Inbox {
             self.store.inbox_delete(id).await?;
             running.as_ref().filter(|run| run.id == id).map(|run| {
                 run.cancel.cancel();
-                run.ended.clone()
+                run.forwarded.clone()
             })
         };
         match ended {
-            Some(ended) => {
-                ended.cancelled().await;
-                self.flushed().await;
-            }
+            Some(forwarded) => forwarded.cancelled().await,
             None => self.recount().await,
         }
         Ok(())
-    }
-
-    /// Waits until everything inbox turns sent has reached the adapter's stream (at once
-    /// when none was opened: no inbox turn sent anything).
-    async fn flushed(&self) {
-        let route = match self.route.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
-            Some(Route::Open(updates)) => Some(updates.clone()),
-            Some(Route::Unopened(_)) | None => None,
-        };
-        if let Some(route) = route {
-            super::update::flushed(&route).await;
-        }
     }
 
     /// Ends steering for the turn that just ended: steers it did not apply become queued
@@ -427,7 +387,7 @@ impl Inbox {
 
     /// Takes the next queued item, if the inbox is served, not paused and has one.
     pub(super) async fn claim(&self) -> Option<Claimed> {
-        if self.route.lock().unwrap_or_else(PoisonError::into_inner).is_none() {
+        if !self.served.load(std::sync::atomic::Ordering::SeqCst) {
             return None;
         }
         let mut ticket = self.in_order();
@@ -441,18 +401,16 @@ impl Inbox {
                     return None;
                 }
             };
-            let cancel = CancellationToken::new();
-            let ended = CancellationToken::new();
-            *running = Some(Running { id: item.id.clone(), cancel: cancel.clone(), ended });
-            (item, cancel)
+            let (cancel, forwarded) = (CancellationToken::new(), CancellationToken::new());
+            let claimed = (cancel.clone(), forwarded.clone().drop_guard());
+            *running = Some(Running { id: item.id.clone(), cancel, forwarded });
+            (item, claimed)
         };
         drop(ticket);
-        // A served route never goes back to none (serving again replaces it).
-        let updates =
-            self.route.lock().unwrap_or_else(PoisonError::into_inner).as_mut().map(Route::updates)?;
+        let (cancel, forwarded) = cancel;
         // Counted now, shown with the turn's first status.
         self.recount().await;
-        Some(Claimed { input: stored_prompt::decode(&item.prompt), id: item.id, updates, cancel })
+        Some(Claimed { input: stored_prompt::decode(&item.prompt), id: item.id, cancel, forwarded })
     }
 
     /// Records how an item's turn ended (`outcome`: its stop reason, or why it failed;
@@ -484,10 +442,8 @@ impl Inbox {
                 tracing::warn!(session = %self.session_id, item = id, %err, "cannot record an inbox item")
             }
         }
+        drop(run);
         self.board.end_turn_with(self.counts().await);
-        if let Some(run) = run {
-            run.ended.cancel();
-        }
     }
 
     async fn counts(&self) -> Option<InboxCounts> {
