@@ -313,7 +313,13 @@ async fn commands_run_in_an_editor_terminal_released_after_the_update_that_embed
     .await;
     assert_eq!(answer["result"]["stopReason"], "end_turn");
     let position = |pred: &dyn Fn(&Value) -> bool| seen.iter().position(pred);
+    let running = position(&|m| {
+        update_kind(m) == Some("tool_call_update") && m["params"]["update"]["status"] == "in_progress"
+    })
+    .expect("the call shows running");
     let created = position(&|m| m["method"] == "terminal/create").expect("terminal created");
+    // A tool's request to the editor never overtakes the update that shows its call running.
+    assert!(running < created, "running {running}, create {created}");
     let embedded = position(&|m| {
         update_kind(m) == Some("tool_call_update")
             && m["params"]["update"]["content"]

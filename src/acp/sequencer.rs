@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use heron_core::session::Session;
-use heron_core::session::outbound::Kind;
+use heron_core::session::outbound::{Kind, Run};
 use heron_protocol::runtime::{Outgoing, Then};
 
 use super::{Inner, reload, updates};
@@ -28,21 +28,27 @@ pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, then: &mut Then, session
         else {
             return;
         };
-        // Ends when the session closes: its actor holds the sending end.
+        // Ends when the session closes: its actor holds the sending end. Each run is
+        // forwarded boxed: an idle session's task holds only the wait for the next.
         tokio::spawn(async move {
-            while let Some(mut run) = outbound.next().await {
-                if run.kind() == Kind::Reload {
-                    let Some(session) = session.upgrade() else { break };
-                    Box::pin(reload::tell(&inner, &id, &session)).await;
-                    continue;
-                }
-                while let Some(update) = run.next().await {
-                    Box::pin(updates::forward(&inner, &id, update)).await;
-                }
-                let (result, ended) = run.end().await;
-                ended.hand_on(result).await;
+            while let Some(run) = outbound.next().await {
+                let Some(session) = session.upgrade() else { break };
+                Box::pin(forward(&inner, &id, &session, run)).await;
             }
         });
         inbox.serve();
     });
+}
+
+/// Forwards one run to its end and hands its ending on; a queued reload's run tells what
+/// the reload did.
+async fn forward<O: Outgoing>(inner: &Arc<Inner<O>>, id: &str, session: &Arc<Session>, mut run: Run) {
+    if run.kind() == Kind::Reload {
+        return reload::tell(inner, id, session).await;
+    }
+    while let Some(update) = run.next().await {
+        updates::forward(inner, id, update).await;
+    }
+    let (result, ended) = run.end().await;
+    ended.hand_on(result).await;
 }

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::actor_context::ActorContext;
 use super::inbox::{self, Inbox};
-use super::outbound::{Ending, Origin, Run};
+use super::outbound::{Ending, Origin, Run, Runs};
 use super::turn::limits::Limits;
 use super::turn::{Carried, Turn, TurnIo, TurnPolicy, TurnShared};
 use super::update::ChunkBudget;
@@ -36,7 +36,7 @@ enum Next {
 /// The actor's two ends: the jobs it takes, and the stream it reports each run on.
 pub(super) struct Ends {
     pub(super) queue: mpsc::UnboundedReceiver<Box<Job>>,
-    pub(super) runs: mpsc::UnboundedSender<Run>,
+    pub(super) runs: Runs,
 }
 
 pub(super) async fn run(
@@ -123,24 +123,18 @@ async fn give_back_memory() {
 /// Starts a run on the session's outbound stream: its updates go to the sender returned,
 /// and how it ended to the other.
 fn start_run(
-    runs: &mpsc::UnboundedSender<Run>,
+    runs: &Runs,
     origin: Origin,
     forwarded: Option<tokio_util::sync::DropGuard>,
 ) -> (mpsc::UnboundedSender<TurnUpdate>, oneshot::Sender<PromptResult>) {
     let (updates, stream) = mpsc::unbounded_channel();
     let (ended, result) = oneshot::channel();
     // With nobody serving the session any more, the run has no reader: it ends unseen.
-    let _ = runs.send(Run::new(origin, stream, result, forwarded));
+    let _ = runs.send(Box::new(Run::new(origin, stream, result, forwarded)));
     (updates, ended)
 }
 
-async fn run_prompt(
-    session: &Session,
-    context: &ActorContext,
-    runs: &mpsc::UnboundedSender<Run>,
-    job: Job,
-    carried: &mut Carried,
-) {
+async fn run_prompt(session: &Session, context: &ActorContext, runs: &Runs, job: Job, carried: &mut Carried) {
     let Job { work, _held, asker, generation, cancel } = job;
     // The work records the user's message itself unless its line is echoed for it.
     let recorded = asker.echo.is_none();
@@ -180,7 +174,7 @@ async fn run_prompt(
 async fn run_item(
     session: &Session,
     context: &ActorContext,
-    runs: &mpsc::UnboundedSender<Run>,
+    runs: &Runs,
     item: inbox::Claimed,
     carried: &mut Carried,
 ) {

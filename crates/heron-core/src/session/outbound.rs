@@ -16,14 +16,18 @@ use crate::types::TurnOutcome;
 /// ([`Ending::said`]): the messages themselves streamed whole.
 pub const SAID_CAP: usize = 64 * 1024;
 
+/// Where the actor sends runs. Boxed: a tokio channel allocates its first block of 32
+/// messages when it is made, and every open session has one, idle or not.
+pub(super) type Runs = mpsc::UnboundedSender<Box<Run>>;
+
 /// The runs of one session, in the order they run. Ends when the session closes.
 #[derive(Debug)]
-pub struct Outbound(pub(super) mpsc::UnboundedReceiver<Run>);
+pub struct Outbound(pub(super) mpsc::UnboundedReceiver<Box<Run>>);
 
 impl Outbound {
     /// The next run, once the actor has started it; `None` once the session is closed.
     pub async fn next(&mut self) -> Option<Run> {
-        self.0.recv().await
+        self.0.recv().await.map(|run| *run)
     }
 }
 

@@ -116,7 +116,7 @@ impl ReloadSlot {
 pub(super) async fn run(
     session: &Session,
     context: &ActorContext,
-    runs: &tokio::sync::mpsc::UnboundedSender<super::outbound::Run>,
+    runs: &super::outbound::Runs,
     waiting: Vec<oneshot::Sender<ReloadResult>>,
 ) {
     let result = reload(session, context).await;
@@ -150,7 +150,7 @@ pub(super) async fn run(
             super::outbound::Origin::Reload,
             Ok(crate::types::StopReason::EndTurn),
         );
-        let _ = runs.send(told);
+        let _ = runs.send(Box::new(told));
         return;
     }
     for reply in waiting {

@@ -94,9 +94,9 @@ pub enum TurnUpdate {
     },
     /// The session's status changed: its sequence number and the new snapshot.
     Status(u64, Box<Snapshot>),
-    /// Answered once everything sent before it has been handed to the editor's connection,
-    /// so a request to the editor (a permission question, a terminal release) never
-    /// overtakes the updates it refers to.
+    /// A barrier: answered once the run has been forwarded up to it, so a request to the
+    /// editor (a permission question, a tool's `fs/*`, a terminal release) never overtakes
+    /// the updates it refers to. Set by `WatchedEditor` alone.
     Flushed(oneshot::Sender<()>),
 }
 
@@ -176,14 +176,14 @@ pub(crate) struct CallProgress {
 
 impl CallProgress {
     /// Runs what the call left for after its final update (call once that update is sent),
-    /// within `limit`: a release the editor never answers must not hold the turn.
+    /// within `limit`: a release the editor never answers must not hold the turn. A request
+    /// to the editor among them goes out after that update (`WatchedEditor`).
     pub(crate) async fn finish(&self, limit: std::time::Duration) {
         let tasks =
             std::mem::take(&mut *self.after.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         if tasks.is_empty() {
             return;
         }
-        flushed(&self.updates).await;
         if tokio::time::timeout(limit, futures_util::future::join_all(tasks)).await.is_err() {
             tracing::debug!(call = %self.call_id, "cleanup after a tool call took too long; left it");
         }
@@ -205,11 +205,6 @@ impl ProgressSink for CallProgress {
 
     fn call_id(&self) -> Option<&str> {
         Some(&self.call_id)
-    }
-
-    fn flushed(&self) -> BoxFuture<()> {
-        let updates = self.updates.clone();
-        Box::pin(async move { flushed(&updates).await })
     }
 
     fn after_result(&self, task: BoxFuture<()>) -> Option<BoxFuture<()>> {

@@ -1,7 +1,11 @@
-//! The editor as a turn's tools and the session's MCP servers see it, reporting on the
-//! session's status board while the turn waits for the user: `awaiting_permission` during
-//! a permission request, `awaiting_input` during a question or an MCP server's
-//! elicitation. The editor sees the new status before the request.
+//! The editor as a turn's tools and the session's MCP servers see it: the one place a
+//! request to the editor waits for the running turn's run to be forwarded up to it, so no
+//! request overtakes the updates it refers to (a tool's `fs/*` or `terminal/*` after its
+//! call shows running, a release after the call's last update, a question after its
+//! call). It also reports on the session's status board while the turn waits for the
+//! user: `awaiting_permission` during a permission request, `awaiting_input` during a
+//! question or an MCP server's elicitation; the editor sees the new status before the
+//! request.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,6 +29,16 @@ impl WatchedEditor {
     /// `inner`, reporting to `board`.
     pub(super) fn new(inner: Arc<dyn EditorIo>, board: Arc<Board>) -> Self {
         Self { inner, board }
+    }
+
+    /// `request`, sent once what the running turn sent before it is out. The adapter's
+    /// request future sends nothing before it is first polled.
+    fn behind<T: Send + 'static>(&self, request: BoxFuture<T>) -> BoxFuture<T> {
+        let board = self.board.clone();
+        Box::pin(async move {
+            board.flushed().await;
+            request.await
+        })
     }
 }
 
@@ -63,25 +77,25 @@ impl EditorIo for WatchedEditor {
         self.inner.asks_questions()
     }
     fn read_text_file(&self, path: &Path) -> BoxFuture<Result<String, EditorError>> {
-        self.inner.read_text_file(path)
+        self.behind(self.inner.read_text_file(path))
     }
     fn write_text_file(&self, path: &Path, content: String) -> BoxFuture<Result<(), EditorError>> {
-        self.inner.write_text_file(path, content)
+        self.behind(self.inner.write_text_file(path, content))
     }
     fn terminal_create(&self, command: TerminalCommand) -> BoxFuture<Result<String, EditorError>> {
-        self.inner.terminal_create(command)
+        self.behind(self.inner.terminal_create(command))
     }
     fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
-        self.inner.terminal_output(id)
+        self.behind(self.inner.terminal_output(id))
     }
     fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
-        self.inner.terminal_wait_for_exit(id)
+        self.behind(self.inner.terminal_wait_for_exit(id))
     }
     fn terminal_kill(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
-        self.inner.terminal_kill(id)
+        self.behind(self.inner.terminal_kill(id))
     }
     fn terminal_release(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
-        self.inner.terminal_release(id)
+        self.behind(self.inner.terminal_release(id))
     }
 
     fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> BoxFuture<PermissionAnswer> {

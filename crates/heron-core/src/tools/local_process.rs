@@ -271,9 +271,6 @@ mod tests {
                 self.0.lock().expect("not poisoned").push(text);
             }
         }
-        fn flushed(&self) -> crate::BoxFuture<()> {
-            Box::pin(async {})
-        }
     }
 
     #[test]

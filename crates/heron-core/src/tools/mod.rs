@@ -89,8 +89,6 @@ pub trait ProgressSink: Send + Sync + 'static {
     /// Adds `output` after what the call shows so far, as it arrives (a command's output);
     /// the call stays running, and its result replaces all of it.
     fn append(&self, output: ToolOutput);
-    /// Resolves once everything shown so far has been handed to the editor's connection.
-    fn flushed(&self) -> BoxFuture<()>;
     /// Takes `task` to run once the call's final update has reached the editor (releasing
     /// a terminal that update still shows). `Some` hands it back: run it now.
     fn after_result(&self, task: BoxFuture<()>) -> Option<BoxFuture<()>> {
@@ -133,13 +131,6 @@ impl Progress {
     pub fn append(&self, output: ToolOutput) {
         if let Some(sink) = &self.0 {
             sink.append(output);
-        }
-    }
-
-    /// Waits until everything shown so far has been handed to the editor's connection.
-    pub async fn flushed(&self) {
-        if let Some(sink) = &self.0 {
-            sink.flushed().await;
         }
     }
 

@@ -187,11 +187,11 @@ impl Turn {
                             status: ToolStatus::InProgress,
                             output: Vec::new(),
                         });
+                        // The editor sees the call running before the tool asks it anything
+                        // (fs/*, terminal/*, elicitation/create): the editor's requests
+                        // wait for the run to be forwarded up to them (`WatchedEditor`).
                         let (progress, call_sink) = update::call_progress(&call.id, &self.io.updates);
                         sink = Some(call_sink);
-                        // The editor sees the call running before the tool asks it anything
-                        // (fs/*, terminal/*, elicitation/create).
-                        progress.flushed().await;
                         self.before_command(&call.name).await;
                         let env = ToolEnv { progress, cancel: call_cancel.clone(), ..self.io.env.clone() };
                         run_within(tool.as_ref(), prepared, env).await
@@ -266,7 +266,6 @@ impl Turn {
                         status: ToolStatus::InProgress,
                         output: Vec::new(),
                     });
-                    progress.flushed().await;
                     let env = ToolEnv { progress, cancel: call_cancel.clone(), ..self.io.env.clone() };
                     runs.push(async move { (call.id, run_within(tool.as_ref(), prepared, env).await, sink) });
                 }
@@ -353,8 +352,8 @@ impl Turn {
                         output: prepared.content.clone(),
                     });
                 }
-                // The editor must have seen the tool call before it is asked about it.
-                update::flushed(&self.io.updates).await;
+                // The editor sees the tool call before it is asked about it: the question
+                // waits for the run to be forwarded up to it (`WatchedEditor`).
                 let ask = PermissionAsk {
                     call_id: call.id.clone(),
                     name: name.to_owned(),

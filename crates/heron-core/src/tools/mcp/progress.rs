@@ -142,9 +142,6 @@ mod tests {
             }
         }
         fn append(&self, _: ToolOutput) {}
-        fn flushed(&self) -> crate::BoxFuture<()> {
-            Box::pin(async {})
-        }
     }
 
     /// A server reporting in a tight loop is shown once per [`MIN_GAP`] on its call, each
