@@ -6,15 +6,11 @@
 //! `running` any more; it leaves that to the turn's forwarder ([`Abandoned`]).
 
 use std::collections::HashSet;
-use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use heron_core::BoxFuture;
-use heron_core::tools::editor::{
-    EditorError, EditorIo, ExitStatus, NoEditor, PERMISSION_OPTIONS, PermissionAnswer, PermissionAsk,
-    QuestionAnswer, TerminalCommand, TerminalOutput,
-};
+use heron_core::tools::editor::{EditorIo, PERMISSION_OPTIONS, PermissionAnswer, PermissionAsk};
 use heron_protocol::RpcError;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::v2::{
@@ -99,41 +95,9 @@ fn answer_of(response: Result<RequestPermissionResponse, RpcError>) -> Permissio
     }
 }
 
+/// Over v2 Heron offers the client no file or terminal methods and asks no questions:
+/// those are off (the trait's defaults); only permission is asked.
 impl<O: Outgoing> EditorIo for V2Editor<O> {
-    fn reads_files(&self) -> bool {
-        false
-    }
-    fn writes_files(&self) -> bool {
-        false
-    }
-    fn has_terminals(&self) -> bool {
-        false
-    }
-    fn asks_questions(&self) -> bool {
-        false
-    }
-    fn read_text_file(&self, path: &Path) -> BoxFuture<Result<String, EditorError>> {
-        NoEditor.read_text_file(path)
-    }
-    fn write_text_file(&self, path: &Path, content: String) -> BoxFuture<Result<(), EditorError>> {
-        NoEditor.write_text_file(path, content)
-    }
-    fn terminal_create(&self, command: TerminalCommand) -> BoxFuture<Result<String, EditorError>> {
-        NoEditor.terminal_create(command)
-    }
-    fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
-        NoEditor.terminal_output(id)
-    }
-    fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
-        NoEditor.terminal_wait_for_exit(id)
-    }
-    fn terminal_kill(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
-        NoEditor.terminal_kill(id)
-    }
-    fn terminal_release(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
-        NoEditor.terminal_release(id)
-    }
-
     fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> BoxFuture<PermissionAnswer> {
         let request = RequestPermissionRequest {
             description: None,
@@ -175,14 +139,5 @@ impl<O: Outgoing> EditorIo for V2Editor<O> {
             asking.settled = true;
             answer
         })
-    }
-
-    fn ask(
-        &self,
-        question: &str,
-        options: &[String],
-        _call_id: Option<&str>,
-    ) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
-        NoEditor.ask(question, options, None)
     }
 }

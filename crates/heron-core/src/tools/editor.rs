@@ -266,40 +266,70 @@ pub struct ElicitationModes {
     pub url: bool,
 }
 
-/// The editor side of a session.
+/// The editor side of a session. What an editor does not offer needs no method: each
+/// capability is off, and each request fails as not offered, unless implemented.
 pub trait EditorIo: Send + Sync + 'static {
     /// Whether reads go through the editor (`fs.readTextFile`).
-    fn reads_files(&self) -> bool;
+    fn reads_files(&self) -> bool {
+        false
+    }
     /// Whether writes go through the editor (`fs.writeTextFile`).
-    fn writes_files(&self) -> bool;
+    fn writes_files(&self) -> bool {
+        false
+    }
     /// Whether commands run in editor terminals (`terminal`).
-    fn has_terminals(&self) -> bool;
+    fn has_terminals(&self) -> bool {
+        false
+    }
     /// Whether the client's terminals already run commands behind Heron's walls (`heron
     /// run` says so): then a command goes to them as it is, not through the launcher.
     fn confines_terminals(&self) -> bool {
         false
     }
     /// Whether questions can be asked (`elicitation.form`).
-    fn asks_questions(&self) -> bool;
+    fn asks_questions(&self) -> bool {
+        false
+    }
 
     /// Reads a text file, unsaved changes included.
-    fn read_text_file(&self, path: &Path) -> BoxFuture<Result<String, EditorError>>;
+    fn read_text_file(&self, path: &Path) -> BoxFuture<Result<String, EditorError>> {
+        let _ = path;
+        unavailable("file reads")
+    }
     /// Writes a text file (the editor creates it when missing).
-    fn write_text_file(&self, path: &Path, content: String) -> BoxFuture<Result<(), EditorError>>;
+    fn write_text_file(&self, path: &Path, content: String) -> BoxFuture<Result<(), EditorError>> {
+        let _ = (path, content);
+        unavailable("file writes")
+    }
 
     /// Starts a command; returns the terminal id at once.
-    fn terminal_create(&self, command: TerminalCommand) -> BoxFuture<Result<String, EditorError>>;
+    fn terminal_create(&self, command: TerminalCommand) -> BoxFuture<Result<String, EditorError>> {
+        let _ = command;
+        unavailable("terminals")
+    }
     /// What the terminal printed so far.
-    fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>>;
+    fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
+        let _ = id;
+        unavailable("terminals")
+    }
     /// Waits until the command exits.
-    fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>>;
+    fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
+        let _ = id;
+        unavailable("terminals")
+    }
     /// Kills the command; the terminal stays valid.
-    fn terminal_kill(&self, id: &str) -> BoxFuture<Result<(), EditorError>>;
+    fn terminal_kill(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+        let _ = id;
+        unavailable("terminals")
+    }
     /// Frees the terminal; the id is invalid afterwards.
-    fn terminal_release(&self, id: &str) -> BoxFuture<Result<(), EditorError>>;
+    fn terminal_release(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+        let _ = id;
+        unavailable("terminals")
+    }
 
     /// Asks the user whether the call `ask` shows may run; `timeout` bounds the wait (no
-    /// answer in time is a rejection).
+    /// answer in time is a rejection). Every editor answers it, if only by rejecting.
     fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> BoxFuture<PermissionAnswer>;
     /// Asks the user a question, optionally with fixed choices, for the tool call `call_id`
     /// when a call asks (so the editor can show it on that call's card).
@@ -308,7 +338,10 @@ pub trait EditorIo: Send + Sync + 'static {
         question: &str,
         options: &[String],
         call_id: Option<&str>,
-    ) -> BoxFuture<Result<QuestionAnswer, EditorError>>;
+    ) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+        let _ = (question, options, call_id);
+        unavailable("questions")
+    }
 
     /// Which elicitation modes an MCP server's requests may use; none unless advertised.
     fn elicitation_modes(&self) -> ElicitationModes {
@@ -333,44 +366,8 @@ fn unavailable<T: Send + 'static>(what: &str) -> BoxFuture<Result<T, EditorError
 }
 
 impl EditorIo for NoEditor {
-    fn reads_files(&self) -> bool {
-        false
-    }
-    fn writes_files(&self) -> bool {
-        false
-    }
-    fn has_terminals(&self) -> bool {
-        false
-    }
-    fn asks_questions(&self) -> bool {
-        false
-    }
-    fn read_text_file(&self, _: &Path) -> BoxFuture<Result<String, EditorError>> {
-        unavailable("file reads")
-    }
-    fn write_text_file(&self, _: &Path, _: String) -> BoxFuture<Result<(), EditorError>> {
-        unavailable("file writes")
-    }
-    fn terminal_create(&self, _: TerminalCommand) -> BoxFuture<Result<String, EditorError>> {
-        unavailable("terminals")
-    }
-    fn terminal_output(&self, _: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
-        unavailable("terminals")
-    }
-    fn terminal_wait_for_exit(&self, _: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
-        unavailable("terminals")
-    }
-    fn terminal_kill(&self, _: &str) -> BoxFuture<Result<(), EditorError>> {
-        unavailable("terminals")
-    }
-    fn terminal_release(&self, _: &str) -> BoxFuture<Result<(), EditorError>> {
-        unavailable("terminals")
-    }
     fn request_permission(&self, _: &PermissionAsk, _: Duration) -> BoxFuture<PermissionAnswer> {
         Box::pin(std::future::ready(PermissionAnswer::RejectOnce))
-    }
-    fn ask(&self, _: &str, _: &[String], _: Option<&str>) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
-        unavailable("questions")
     }
 }
 
