@@ -10,33 +10,34 @@ use std::sync::Arc;
 use heron_core::session::Session;
 use heron_core::session::outbound::{Kind, Run};
 use heron_protocol::runtime::{Outgoing, Then};
+use tokio::sync::oneshot;
 
 use super::{Inner, reload, updates};
 
 /// Starts forwarding `session`'s runs once the answer that made it known is queued (`then`:
-/// an editor drops updates for a session it does not know yet), and lets its inbox run.
-/// A session this connection already serves keeps its sequencer.
+/// an editor drops updates for a session it does not know yet), or once that answer will
+/// never be (its request was cancelled: the session is open all the same, and a prompt to
+/// it must not wait for nobody), and lets its inbox run then. A session this connection
+/// already serves keeps its sequencer.
 pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, then: &mut Then, session: &Arc<Session>) {
-    let (inner, id) = (inner.clone(), session.id().to_owned());
+    let Some(mut outbound) = session.outbound() else { return };
+    let (inner, id, inbox) = (inner.clone(), session.id().to_owned(), session.inbox().clone());
+    let (known, answered) = oneshot::channel::<()>();
+    then.after(move || {
+        let _ = known.send(());
+    });
     // Weak: the session's life is its manager's, and this task ends with it.
     let session = Arc::downgrade(session);
-    then.after(move || {
-        // Taken here, not when the answer is built: an answer cancelled before it went out
-        // leaves the session to be served by the next one that opens it.
-        let Some((mut outbound, inbox)) =
-            session.upgrade().and_then(|open| Some((open.outbound()?, open.inbox().clone())))
-        else {
-            return;
-        };
-        // Ends when the session closes: its actor holds the sending end. Each run is
-        // forwarded boxed: an idle session's task holds only the wait for the next.
-        tokio::spawn(async move {
-            while let Some(run) = outbound.next().await {
-                let Some(session) = session.upgrade() else { break };
-                Box::pin(forward(&inner, &id, &session, run)).await;
-            }
-        });
+    // Ends when the session closes: its actor holds the sending end. Each run is forwarded
+    // boxed: an idle session's task holds only the wait for the next.
+    tokio::spawn(async move {
+        let _ = answered.await;
         inbox.serve();
+        drop(inbox);
+        while let Some(run) = outbound.next().await {
+            let Some(session) = session.upgrade() else { break };
+            Box::pin(forward(&inner, &id, &session, run)).await;
+        }
     });
 }
 

@@ -84,26 +84,28 @@ async fn until_ended<O: Outgoing>(
     drop(active);
 }
 
-/// Starts forwarding `session`'s runs once the answer that made it known is queued: each
-/// run from `running` to `idle`, in the order the session ran them, the next only after.
-/// A session this connection already serves keeps its sequencer.
+/// Starts forwarding `session`'s runs once the answer that made it known is queued, or
+/// once that answer will never be (its request was cancelled): each run from `running` to
+/// `idle`, in the order the session ran them, the next only after. A session this
+/// connection already serves keeps its sequencer.
 pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, then: &mut Then, session: &Arc<Session>) {
+    let Some(mut outbound) = session.outbound() else { return };
+    let (known, answered) = tokio::sync::oneshot::channel::<()>();
+    then.after(move || {
+        let _ = known.send(());
+    });
     // Weak: the session's life is its manager's, and this task ends with it.
     let (inner, session) = (inner.clone(), Arc::downgrade(session));
-    then.after(move || {
-        // Taken here, not when the answer is built: an answer cancelled before it went out
-        // leaves the session to be served by the next one that opens it.
-        let Some(mut outbound) = session.upgrade().and_then(|open| open.outbound()) else { return };
-        // Ends when the session closes: its actor holds the sending end.
-        drop(tokio::spawn(async move {
-            while let Some(run) = outbound.next().await {
-                let Some(open) = session.upgrade() else { break };
-                let (id, providers) = (open.id().to_owned(), open.runtime().providers().clone());
-                drop(open);
-                Box::pin(forward(&inner, &id, &providers, run)).await;
-            }
-        }));
-    });
+    // Ends when the session closes: its actor holds the sending end.
+    drop(tokio::spawn(async move {
+        let _ = answered.await;
+        while let Some(run) = outbound.next().await {
+            let Some(open) = session.upgrade() else { break };
+            let (id, providers) = (open.id().to_owned(), open.runtime().providers().clone());
+            drop(open);
+            Box::pin(forward(&inner, &id, &providers, run)).await;
+        }
+    }));
 }
 
 /// Forwards one run to the editor, from `running` to `idle`, then hands its end on.
