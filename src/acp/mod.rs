@@ -5,12 +5,28 @@
 //! The `Agent` impl below is a routing table: each method names the module that serves it.
 //! A method's synchronous part runs on the connection's reader in arrival order (that is
 //! where prompts are queued and cancels take effect); the future it returns does the rest.
-//! What must follow an answer (a new session's commands, the release of its next turn) is
-//! returned with it ([`Answered`]), never sent from elsewhere.
+//! What must follow an answer (a new session's commands, the release of its session's next
+//! run) is returned with it ([`Answered`]), never sent from elsewhere.
 
 // Each method names its concrete future and result, narrower than the generated trait's
 // (which leaves room for an answer with what follows it): refined on purpose.
 #![allow(refining_impl_trait)]
+
+/// Rows of a generated handler trait's routing table, in both protocol versions: each
+/// method handed whole to the function that serves it, `method(Params) -> Result => serve`.
+/// Methods that do more than hand over are written out beside the rows.
+macro_rules! served_by {
+    ($($method:ident($params:ty) -> $result:ty => $($serve:ident)::+;)*) => {
+        $(
+            fn $method(
+                &self,
+                params: $params,
+            ) -> impl Future<Output = Result<$result, RpcError>> + Send + 'static {
+                $($serve)::+(self, params)
+            }
+        )*
+    };
+}
 
 mod commands;
 mod compaction;
@@ -93,6 +109,7 @@ struct Inner<O> {
     mcp_watched: Mutex<std::collections::HashSet<String>>,
 }
 
+/// A handler's boxed future, in both protocol versions.
 type Reply<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, RpcError>> + Send + 'static>>;
 
 impl<O: Outgoing> HeronAgent<O> {
@@ -195,6 +212,35 @@ impl<O: Outgoing> Inner<O> {
 
 /// Each method, and where it is served.
 impl<O: Outgoing> Agent for HeronAgent<O> {
+    served_by! {
+        authenticate(AuthenticateRequest) -> AuthenticateResponse => init::authenticate;
+        session_new(NewSessionRequest) -> Answered<NewSessionResponse> => sessions::new;
+        session_load(LoadSessionRequest) -> Answered<LoadSessionResponse> => sessions::load;
+        session_resume(ResumeSessionRequest) -> Answered<ResumeSessionResponse> => sessions::resume;
+        session_list(ListSessionsRequest) -> ListSessionsResponse => sessions::list;
+        session_close(CloseSessionRequest) -> CloseSessionResponse => sessions::close;
+        session_delete(DeleteSessionRequest) -> DeleteSessionResponse => sessions::delete;
+        session_fork(ForkSessionRequest) -> Answered<ForkSessionResponse> => sessions::fork;
+        session_set_mode(SetSessionModeRequest) -> Answered<SetSessionModeResponse> => settings::set_mode;
+        session_set_config_option(SetSessionConfigOptionRequest) -> Answered<SetSessionConfigOptionResponse> => settings::set_config_option;
+        session_set_model(SetSessionModelRequest) -> SetSessionModelResponse => settings::set_model;
+        session_prompt(PromptRequest) -> Answered<PromptResponse> => prompt::prompt;
+        heron_session_status(HeronSessionStatusRequest) -> HeronSessionStatusResponse => vendor::status;
+        heron_session_steer(HeronSessionSteerRequest) -> Answered<HeronSessionSteerResponse> => inbox::steer;
+        heron_session_mcp_status(HeronSessionMcpStatusRequest) -> HeronSessionMcpStatusResponse => mcp::status;
+        heron_session_reload_extensions(HeronReloadExtensionsRequest) -> Answered<HeronReloadExtensionsResponse> => reload::reload;
+        heron_session_rewind(HeronSessionRewindRequest) -> Answered<HeronSessionRewindResponse> => rewind::rewind;
+        heron_inbox_enqueue(HeronInboxEnqueueRequest) -> Answered<HeronInboxEnqueueResponse> => inbox::enqueue;
+        heron_inbox_list(HeronInboxListRequest) -> Answered<HeronInboxListResponse> => inbox::list;
+        heron_inbox_get(HeronInboxGetRequest) -> Answered<HeronInboxGetResponse> => inbox::get;
+        heron_inbox_update(HeronInboxUpdateRequest) -> Answered<HeronInboxUpdateResponse> => inbox::update;
+        heron_inbox_delete(HeronInboxDeleteRequest) -> Answered<HeronInboxDeleteResponse> => inbox::delete;
+        heron_inbox_move(HeronInboxMoveRequest) -> Answered<HeronInboxMoveResponse> => inbox::move_item;
+        heron_inbox_set_paused(HeronInboxSetPausedRequest) -> Answered<HeronInboxSetPausedResponse> => inbox::set_paused;
+        heron_inbox_retry(HeronInboxRetryRequest) -> Answered<HeronInboxRetryResponse> => inbox::retry;
+        heron_inbox_refresh(HeronInboxRefreshRequest) -> Answered<HeronInboxRefreshResponse> => inbox::refresh;
+    }
+
     fn initialize(
         &self,
         params: InitializeRequest,
@@ -212,133 +258,12 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
         }
     }
 
-    fn authenticate(
-        &self,
-        params: AuthenticateRequest,
-    ) -> impl Future<Output = Result<AuthenticateResponse, RpcError>> + Send + 'static {
-        init::authenticate(self, params)
-    }
-
-    fn session_new(
-        &self,
-        params: NewSessionRequest,
-    ) -> impl Future<Output = Result<Answered<NewSessionResponse>, RpcError>> + Send + 'static {
-        sessions::new(self, params)
-    }
-
-    fn session_load(
-        &self,
-        params: LoadSessionRequest,
-    ) -> impl Future<Output = Result<Answered<LoadSessionResponse>, RpcError>> + Send + 'static {
-        sessions::load(self, params)
-    }
-
-    fn session_resume(
-        &self,
-        params: ResumeSessionRequest,
-    ) -> impl Future<Output = Result<Answered<ResumeSessionResponse>, RpcError>> + Send + 'static {
-        sessions::resume(self, params)
-    }
-
-    fn session_list(
-        &self,
-        params: ListSessionsRequest,
-    ) -> impl Future<Output = Result<ListSessionsResponse, RpcError>> + Send + 'static {
-        sessions::list(self, params)
-    }
-
-    fn session_close(
-        &self,
-        params: CloseSessionRequest,
-    ) -> impl Future<Output = Result<CloseSessionResponse, RpcError>> + Send + 'static {
-        sessions::close(self, params)
-    }
-
-    fn session_delete(
-        &self,
-        params: DeleteSessionRequest,
-    ) -> impl Future<Output = Result<DeleteSessionResponse, RpcError>> + Send + 'static {
-        sessions::delete(self, params)
-    }
-
-    fn session_fork(
-        &self,
-        params: ForkSessionRequest,
-    ) -> impl Future<Output = Result<Answered<ForkSessionResponse>, RpcError>> + Send + 'static {
-        sessions::fork(self, params)
-    }
-
-    fn session_set_mode(
-        &self,
-        params: SetSessionModeRequest,
-    ) -> impl Future<Output = Result<Answered<SetSessionModeResponse>, RpcError>> + Send + 'static {
-        settings::set_mode(self, params)
-    }
-
-    fn session_set_config_option(
-        &self,
-        params: SetSessionConfigOptionRequest,
-    ) -> impl Future<Output = Result<Answered<SetSessionConfigOptionResponse>, RpcError>> + Send + 'static
-    {
-        settings::set_config_option(self, params)
-    }
-
-    fn session_set_model(
-        &self,
-        params: SetSessionModelRequest,
-    ) -> impl Future<Output = Result<SetSessionModelResponse, RpcError>> + Send + 'static {
-        settings::set_model(self, params)
-    }
-
-    fn session_prompt(
-        &self,
-        params: PromptRequest,
-    ) -> impl Future<Output = Result<Answered<PromptResponse>, RpcError>> + Send + 'static {
-        prompt::prompt(self, params)
-    }
-
     fn session_cancel(
         &self,
         params: CancelNotification,
     ) -> impl Future<Output = Result<(), RpcError>> + Send + 'static {
         prompt::cancel(self, &params);
         ready(Ok(()))
-    }
-
-    fn heron_session_status(
-        &self,
-        params: HeronSessionStatusRequest,
-    ) -> impl Future<Output = Result<HeronSessionStatusResponse, RpcError>> + Send + 'static {
-        vendor::status(self, params)
-    }
-
-    fn heron_session_steer(
-        &self,
-        params: HeronSessionSteerRequest,
-    ) -> impl Future<Output = Result<Answered<HeronSessionSteerResponse>, RpcError>> + Send + 'static {
-        inbox::steer(self, params)
-    }
-
-    fn heron_session_mcp_status(
-        &self,
-        params: HeronSessionMcpStatusRequest,
-    ) -> impl Future<Output = Result<HeronSessionMcpStatusResponse, RpcError>> + Send + 'static {
-        mcp::status(self, params)
-    }
-
-    fn heron_session_reload_extensions(
-        &self,
-        params: HeronReloadExtensionsRequest,
-    ) -> impl Future<Output = Result<Answered<HeronReloadExtensionsResponse>, RpcError>> + Send + 'static
-    {
-        reload::reload(self, params)
-    }
-
-    fn heron_session_rewind(
-        &self,
-        params: HeronSessionRewindRequest,
-    ) -> impl Future<Output = Result<Answered<HeronSessionRewindResponse>, RpcError>> + Send + 'static {
-        rewind::rewind(self, params)
     }
 
     fn heron_session_goal_pause(
@@ -355,68 +280,5 @@ impl<O: Outgoing> Agent for HeronAgent<O> {
     ) -> impl Future<Output = Result<HeronGoalResumeResponse, RpcError>> + Send + 'static {
         let goal = vendor::change_goal(self, &params.session_id, false);
         async move { Ok(HeronGoalResumeResponse { goal: goal.await?, meta: None }) }
-    }
-
-    fn heron_inbox_enqueue(
-        &self,
-        params: HeronInboxEnqueueRequest,
-    ) -> impl Future<Output = Result<Answered<HeronInboxEnqueueResponse>, RpcError>> + Send + 'static {
-        inbox::enqueue(self, params)
-    }
-
-    fn heron_inbox_list(
-        &self,
-        params: HeronInboxListRequest,
-    ) -> impl Future<Output = Result<Answered<HeronInboxListResponse>, RpcError>> + Send + 'static {
-        inbox::list(self, params)
-    }
-
-    fn heron_inbox_get(
-        &self,
-        params: HeronInboxGetRequest,
-    ) -> impl Future<Output = Result<Answered<HeronInboxGetResponse>, RpcError>> + Send + 'static {
-        inbox::get(self, params)
-    }
-
-    fn heron_inbox_update(
-        &self,
-        params: HeronInboxUpdateRequest,
-    ) -> impl Future<Output = Result<Answered<HeronInboxUpdateResponse>, RpcError>> + Send + 'static {
-        inbox::update(self, params)
-    }
-
-    fn heron_inbox_delete(
-        &self,
-        params: HeronInboxDeleteRequest,
-    ) -> impl Future<Output = Result<Answered<HeronInboxDeleteResponse>, RpcError>> + Send + 'static {
-        inbox::delete(self, params)
-    }
-
-    fn heron_inbox_move(
-        &self,
-        params: HeronInboxMoveRequest,
-    ) -> impl Future<Output = Result<Answered<HeronInboxMoveResponse>, RpcError>> + Send + 'static {
-        inbox::move_item(self, params)
-    }
-
-    fn heron_inbox_set_paused(
-        &self,
-        params: HeronInboxSetPausedRequest,
-    ) -> impl Future<Output = Result<Answered<HeronInboxSetPausedResponse>, RpcError>> + Send + 'static {
-        inbox::set_paused(self, params)
-    }
-
-    fn heron_inbox_retry(
-        &self,
-        params: HeronInboxRetryRequest,
-    ) -> impl Future<Output = Result<Answered<HeronInboxRetryResponse>, RpcError>> + Send + 'static {
-        inbox::retry(self, params)
-    }
-
-    fn heron_inbox_refresh(
-        &self,
-        params: HeronInboxRefreshRequest,
-    ) -> impl Future<Output = Result<Answered<HeronInboxRefreshResponse>, RpcError>> + Send + 'static {
-        inbox::refresh(self, params)
     }
 }

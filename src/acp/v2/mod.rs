@@ -41,7 +41,7 @@ use heron_protocol::v2::{
 };
 
 use super::errors::{open_elsewhere, unknown_session};
-use super::{ManagerSlot, SETUP_METHOD};
+use super::{ManagerSlot, Reply, SETUP_METHOD};
 
 /// The protocol version this adapter speaks.
 pub const PROTOCOL_VERSION: u16 = 2;
@@ -63,8 +63,6 @@ struct Inner<O> {
     /// Sessions a dropped permission question left at `requires_action`.
     abandoned: Arc<editor::Abandoned>,
 }
-
-type Reply<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, RpcError>> + Send + 'static>>;
 
 impl<O: Outgoing> HeronAgentV2<O> {
     /// An agent that talks to the editor through `client` and keeps sessions in the manager
@@ -168,6 +166,16 @@ fn initialize(params: InitializeRequest, cwd_only: bool) -> InitializeResponse {
 
 /// Each v2 method, and where it is served.
 impl<O: Outgoing> Agent for HeronAgentV2<O> {
+    served_by! {
+        session_new(NewSessionRequest) -> Answered<NewSessionResponse> => sessions::new;
+        session_resume(ResumeSessionRequest) -> Answered<ResumeSessionResponse> => sessions::resume;
+        session_list(ListSessionsRequest) -> ListSessionsResponse => sessions::list;
+        session_close(CloseSessionRequest) -> CloseSessionResponse => sessions::close;
+        session_delete(DeleteSessionRequest) -> DeleteSessionResponse => sessions::delete;
+        session_set_config_option(SetSessionConfigOptionRequest) -> SetSessionConfigOptionResponse => settings::set_config_option;
+        session_prompt(PromptRequest) -> Answered<PromptResponse> => prompt::prompt;
+    }
+
     fn initialize(
         &self,
         params: InitializeRequest,
@@ -190,55 +198,6 @@ impl<O: Outgoing> Agent for HeronAgentV2<O> {
     ) -> impl Future<Output = Result<LoginAuthResponse, RpcError>> + Send + 'static {
         // Heron's one method runs in a terminal, as over v1.
         ready(Err(super::init::auth_refusal(&params.method_id.0)))
-    }
-
-    fn session_new(
-        &self,
-        params: NewSessionRequest,
-    ) -> impl Future<Output = Result<Answered<NewSessionResponse>, RpcError>> + Send + 'static {
-        sessions::new(self, params)
-    }
-
-    fn session_resume(
-        &self,
-        params: ResumeSessionRequest,
-    ) -> impl Future<Output = Result<Answered<ResumeSessionResponse>, RpcError>> + Send + 'static {
-        sessions::resume(self, params)
-    }
-
-    fn session_list(
-        &self,
-        params: ListSessionsRequest,
-    ) -> impl Future<Output = Result<ListSessionsResponse, RpcError>> + Send + 'static {
-        sessions::list(self, params)
-    }
-
-    fn session_close(
-        &self,
-        params: CloseSessionRequest,
-    ) -> impl Future<Output = Result<CloseSessionResponse, RpcError>> + Send + 'static {
-        sessions::close(self, params)
-    }
-
-    fn session_delete(
-        &self,
-        params: DeleteSessionRequest,
-    ) -> impl Future<Output = Result<DeleteSessionResponse, RpcError>> + Send + 'static {
-        sessions::delete(self, params)
-    }
-
-    fn session_set_config_option(
-        &self,
-        params: SetSessionConfigOptionRequest,
-    ) -> impl Future<Output = Result<SetSessionConfigOptionResponse, RpcError>> + Send + 'static {
-        settings::set_config_option(self, params)
-    }
-
-    fn session_prompt(
-        &self,
-        params: PromptRequest,
-    ) -> impl Future<Output = Result<Answered<PromptResponse>, RpcError>> + Send + 'static {
-        prompt::prompt(self, params)
     }
 
     fn session_cancel(
