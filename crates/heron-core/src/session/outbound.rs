@@ -1,6 +1,6 @@
 //! A session's outbound order: every job the actor runs (a prompt, a compaction, a rewind,
-//! an inbox item) reaches whoever serves the session as one [`Run`], in the order the actor
-//! runs them, on one stream ([`Outbound`]). A run is its updates, then how it ended. The
+//! an inbox item, a reload queued behind a turn) reaches whoever serves the session as one
+//! [`Run`], in the order the actor runs them, on one stream ([`Outbound`]). A run is its updates, then how it ended. The
 //! server forwards each run to its end before it takes the next, so one run's updates can
 //! never follow the next run's, nor come after the answer that ends their prompt; the actor
 //! never waits for the server to do it.
