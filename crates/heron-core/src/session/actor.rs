@@ -1,9 +1,10 @@
 //! A session's actor: the one task that runs its turns, in order. Prompts come first; when
 //! none runs or waits it takes the next inbox item. Each job reaches the session's
 //! outbound stream as one run, in the order the actor runs them, and every prompt is
-//! answered exactly once, through its run; the actor never waits for that answer. A reload of the
-//! session's extensions (`reload`) runs here too, between turns, never beside one; each
-//! turn reads the session's runtime when it starts, so the one after a reload uses it.
+//! answered exactly once, through its run; the actor never waits for that answer. A
+//! reload of the session's extensions (`reload`) runs here too, between turns, never
+//! beside one; each turn reads the session's runtime when it starts, so the one after a
+//! reload uses it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
