@@ -513,11 +513,8 @@ pub fn turn_updates(update: TurnUpdate, files: &ReadBack, opted: Opted) -> Vec<S
         TurnUpdate::Status(..) => Vec::new(),
         // The outcome goes in the prompt's answer, which the prompt handler builds.
         TurnUpdate::Outcome(_) => Vec::new(),
-        TurnUpdate::Flushed(done) => {
-            // Everything before this barrier has been queued by the caller already.
-            let _ = done.send(());
-            Vec::new()
-        }
+        // The forwarder sends a request in its place; it is no update.
+        TurnUpdate::Request(_) => Vec::new(),
     }
 }
 

@@ -5,26 +5,27 @@
 //! null.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
-use heron_core::BoxFuture;
 use heron_core::tools::editor::{
-    EditorError, EditorIo, Elicitation, ElicitationAnswer, ElicitationModes, ExitStatus, FieldKind,
-    FieldOption, FormField, PERMISSION_OPTIONS, PermissionAnswer, PermissionAsk, QuestionAnswer,
+    Answer, Call, EditorError, EditorIo, Elicitation, ElicitationAnswer, ElicitationModes, ExitStatus,
+    FieldKind, FieldOption, FormField, PERMISSION_OPTIONS, PermissionAnswer, PermissionAsk, QuestionAnswer,
     TerminalCommand, TerminalOutput, TextFormat, Unanswered,
 };
-use heron_protocol::runtime::{ClientPeer, Outgoing};
+use heron_protocol::runtime::{ClientPeer, Outgoing, PendingReply};
 use heron_protocol::{
-    BooleanPropertySchema, Client, ClientCapabilities, CreateElicitationRequest,
-    CreateElicitationRequestForm, CreateElicitationRequestUrl, CreateElicitationResponse,
-    CreateTerminalRequest, ElicitationContentValue, ElicitationId, ElicitationPropertySchema,
-    ElicitationSchema, EnumOption, IntegerPropertySchema, KillTerminalRequest, MultiSelectItems,
+    BooleanPropertySchema, ClientCapabilities, CreateElicitationRequest, CreateElicitationRequestForm,
+    CreateElicitationRequestUrl, CreateElicitationResponse, CreateTerminalRequest, CreateTerminalResponse,
+    ElicitationContentValue, ElicitationId, ElicitationPropertySchema, ElicitationSchema, EnumOption,
+    IntegerPropertySchema, KillTerminalRequest, KillTerminalResponse, MultiSelectItems,
     MultiSelectPropertySchema, NumberPropertySchema, PermissionOption, PermissionOptionId,
-    PermissionOptionKind, ReadTextFileRequest, ReleaseTerminalRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, RpcError, SessionId, StringFormat,
-    StringMultiSelectItems, StringPropertySchema, TerminalId, TerminalOutputRequest, TitledMultiSelectItems,
-    WaitForTerminalExitRequest, WriteTextFileRequest,
+    PermissionOptionKind, ReadTextFileRequest, ReadTextFileResponse, ReleaseTerminalRequest,
+    ReleaseTerminalResponse, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    RpcError, SessionId, StringFormat, StringMultiSelectItems, StringPropertySchema, TerminalId,
+    TerminalOutputRequest, TerminalOutputResponse, TitledMultiSelectItems, WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
 
 /// One session's view of the editor.
@@ -74,6 +75,37 @@ impl<O: Outgoing> AcpEditor<O> {
     fn sid(&self) -> SessionId {
         SessionId(self.session_id.clone())
     }
+
+    /// Calls `method` with the connection's own timeout.
+    fn call<P, R, T>(
+        &self,
+        method: &'static str,
+        params: P,
+        answer: impl FnOnce(Result<R, RpcError>) -> T + Send + 'static,
+    ) -> Call<T>
+    where
+        P: serde::Serialize + Send + 'static,
+        R: serde::de::DeserializeOwned + Send + 'static,
+        T: Send + 'static,
+    {
+        call(self.client.0.queue_call(method, params, self.client.0.call_timeout()), answer)
+    }
+}
+
+/// A call to the editor in the core's two halves: `queued` puts it in the connection, and
+/// `answer` reads what came back.
+pub(crate) fn call<R, T>(
+    queued: impl Future<Output = PendingReply<R>> + Send + 'static,
+    answer: impl FnOnce(Result<R, RpcError>) -> T + Send + 'static,
+) -> Call<T>
+where
+    R: Send + 'static,
+    T: Send + 'static,
+{
+    Call::new(async move {
+        let reply = queued.await;
+        Answer::new(async move { answer(reply.await) })
+    })
 }
 
 /// The most of an editor's error text passed on to the model.
@@ -302,7 +334,7 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
         self.questions
     }
 
-    fn read_text_file(&self, path: &Path) -> BoxFuture<Result<String, EditorError>> {
+    fn read_text_file(&self, path: &Path) -> Call<Result<String, EditorError>> {
         let request = ReadTextFileRequest {
             limit: None,
             line: None,
@@ -310,22 +342,24 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
             path: path.display().to_string(),
             session_id: self.sid(),
         };
-        let call = self.client.fs_read_text_file(request);
-        Box::pin(async move { call.await.map(|r| r.content).map_err(failed) })
+        self.call("fs/read_text_file", request, |r: Result<ReadTextFileResponse, _>| {
+            r.map(|r| r.content).map_err(failed)
+        })
     }
 
-    fn write_text_file(&self, path: &Path, content: String) -> BoxFuture<Result<(), EditorError>> {
+    fn write_text_file(&self, path: &Path, content: String) -> Call<Result<(), EditorError>> {
         let request = WriteTextFileRequest {
             content,
             meta: None,
             path: path.display().to_string(),
             session_id: self.sid(),
         };
-        let call = self.client.fs_write_text_file(request);
-        Box::pin(async move { call.await.map(|_| ()).map_err(failed) })
+        self.call("fs/write_text_file", request, |r: Result<WriteTextFileResponse, _>| {
+            r.map(|_| ()).map_err(failed)
+        })
     }
 
-    fn terminal_create(&self, command: TerminalCommand) -> BoxFuture<Result<String, EditorError>> {
+    fn terminal_create(&self, command: TerminalCommand) -> Call<Result<String, EditorError>> {
         let request = CreateTerminalRequest {
             args: command.args,
             command: command.command,
@@ -335,16 +369,16 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
             output_byte_limit: Some(command.output_byte_limit),
             session_id: self.sid(),
         };
-        let call = self.client.terminal_create(request);
-        Box::pin(async move { call.await.map(|r| r.terminal_id.0).map_err(failed) })
+        self.call("terminal/create", request, |r: Result<CreateTerminalResponse, _>| {
+            r.map(|r| r.terminal_id.0).map_err(failed)
+        })
     }
 
-    fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
+    fn terminal_output(&self, id: &str) -> Call<Result<TerminalOutput, EditorError>> {
         let request =
             TerminalOutputRequest { meta: None, session_id: self.sid(), terminal_id: TerminalId(id.into()) };
-        let call = self.client.terminal_output(request);
-        Box::pin(async move {
-            let r = call.await.map_err(failed)?;
+        self.call("terminal/output", request, |r: Result<TerminalOutputResponse, _>| {
+            let r = r.map_err(failed)?;
             Ok(TerminalOutput {
                 output: r.output,
                 truncated: r.truncated,
@@ -353,39 +387,37 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
         })
     }
 
-    fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
+    fn terminal_wait_for_exit(&self, id: &str) -> Call<Result<ExitStatus, EditorError>> {
         let request = WaitForTerminalExitRequest {
             meta: None,
             session_id: self.sid(),
             terminal_id: TerminalId(id.into()),
         };
         // The command may run as long as the tool allows: the tool bounds the wait.
-        let call = self.client.0.call_with_timeout::<_, heron_protocol::WaitForTerminalExitResponse>(
-            "terminal/wait_for_exit",
-            request,
-            None,
-        );
-        Box::pin(async move {
-            let r = call.await.map_err(failed)?;
+        let queued = self.client.0.queue_call("terminal/wait_for_exit", request, None);
+        call(queued, |r: Result<WaitForTerminalExitResponse, _>| {
+            let r = r.map_err(failed)?;
             Ok(ExitStatus { code: r.exit_code, signal: r.signal })
         })
     }
 
-    fn terminal_kill(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+    fn terminal_kill(&self, id: &str) -> Call<Result<(), EditorError>> {
         let request =
             KillTerminalRequest { meta: None, session_id: self.sid(), terminal_id: TerminalId(id.into()) };
-        let call = self.client.terminal_kill(request);
-        Box::pin(async move { call.await.map(|_| ()).map_err(failed) })
+        self.call("terminal/kill", request, |r: Result<KillTerminalResponse, _>| {
+            r.map(|_| ()).map_err(failed)
+        })
     }
 
-    fn terminal_release(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+    fn terminal_release(&self, id: &str) -> Call<Result<(), EditorError>> {
         let request =
             ReleaseTerminalRequest { meta: None, session_id: self.sid(), terminal_id: TerminalId(id.into()) };
-        let call = self.client.terminal_release(request);
-        Box::pin(async move { call.await.map(|_| ()).map_err(failed) })
+        self.call("terminal/release", request, |r: Result<ReleaseTerminalResponse, _>| {
+            r.map(|_| ()).map_err(failed)
+        })
     }
 
-    fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> BoxFuture<PermissionAnswer> {
+    fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> Call<PermissionAnswer> {
         let request = RequestPermissionRequest {
             meta: None,
             options: PERMISSION_OPTIONS
@@ -400,22 +432,18 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
             session_id: self.sid(),
             tool_call: super::convert::permission_call(ask),
         };
-        let call = self.client.0.call_with_timeout("session/request_permission", request, Some(timeout));
-        Box::pin(async move { answer_of(call.await) })
+        let queued = self.client.0.queue_call("session/request_permission", request, Some(timeout));
+        call(queued, answer_of)
     }
 
     fn elicitation_modes(&self) -> ElicitationModes {
         self.modes
     }
 
-    fn elicit(&self, request: Elicitation) -> BoxFuture<Result<ElicitationAnswer, EditorError>> {
+    fn elicit(&self, request: Elicitation) -> Call<Result<ElicitationAnswer, EditorError>> {
         let request = elicitation_request(request, self.sid());
-        let call = self.client.0.call_with_timeout::<_, CreateElicitationResponse>(
-            "elicitation/create",
-            request,
-            Some(self.elicitation_timeout),
-        );
-        Box::pin(async move { call.await.map(elicitation_answer).map_err(failed) })
+        let queued = self.client.0.queue_call("elicitation/create", request, Some(self.elicitation_timeout));
+        call(queued, |r: Result<CreateElicitationResponse, _>| r.map(elicitation_answer).map_err(failed))
     }
 
     fn ask(
@@ -423,7 +451,7 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
         question: &str,
         options: &[String],
         call_id: Option<&str>,
-    ) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+    ) -> Call<Result<QuestionAnswer, EditorError>> {
         // The choices go both ways ACP's string schema has: `enum` (the tinycode guide's flat
         // schema, which simple clients read) and `oneOf` with titles.
         let answer = StringPropertySchema {
@@ -469,28 +497,22 @@ impl<O: Outgoing> EditorIo for AcpEditor<O> {
             tool_call_id: call_id.map(|id| heron_protocol::ToolCallId(id.to_owned())),
         });
         // A person answers: no deadline but the turn's own cancellation.
-        let call = self.client.0.call_with_timeout::<_, CreateElicitationResponse>(
-            "elicitation/create",
-            request,
-            None,
-        );
-        Box::pin(async move {
-            match call.await.map_err(failed)? {
-                CreateElicitationResponse::Accept(accept) => {
-                    let value = accept.content.as_ref().and_then(|c| c.get("answer")).cloned();
-                    match value {
-                        Some(ElicitationContentValue::String(text)) => Ok(QuestionAnswer::Answer(text)),
-                        Some(other) => {
-                            Ok(QuestionAnswer::Answer(serde_json::to_string(&other).unwrap_or_default()))
-                        }
-                        None => Err(EditorError("the answer was empty".to_owned())),
+        let queued = self.client.0.queue_call("elicitation/create", request, None);
+        call(queued, |r: Result<CreateElicitationResponse, _>| match r.map_err(failed)? {
+            CreateElicitationResponse::Accept(accept) => {
+                let value = accept.content.as_ref().and_then(|c| c.get("answer")).cloned();
+                match value {
+                    Some(ElicitationContentValue::String(text)) => Ok(QuestionAnswer::Answer(text)),
+                    Some(other) => {
+                        Ok(QuestionAnswer::Answer(serde_json::to_string(&other).unwrap_or_default()))
                     }
+                    None => Err(EditorError("the answer was empty".to_owned())),
                 }
-                CreateElicitationResponse::Decline(_) => Ok(QuestionAnswer::Declined),
-                CreateElicitationResponse::Cancel(_) => Ok(QuestionAnswer::Cancelled),
-                CreateElicitationResponse::Other(_) => {
-                    Err(EditorError("the editor gave an unknown answer".to_owned()))
-                }
+            }
+            CreateElicitationResponse::Decline(_) => Ok(QuestionAnswer::Declined),
+            CreateElicitationResponse::Cancel(_) => Ok(QuestionAnswer::Cancelled),
+            CreateElicitationResponse::Other(_) => {
+                Err(EditorError("the editor gave an unknown answer".to_owned()))
             }
         })
     }

@@ -13,7 +13,14 @@ use super::{Inner, commands, convert, notices};
 /// Sends one update of a turn to the editor: status to the status feed, the rest as
 /// `session/update`.
 pub(super) async fn forward<O: Outgoing>(inner: &Inner<O>, session_id: &str, mut update: TurnUpdate) {
-    match &update {
+    match &mut update {
+        // Sent here, in its place: after the updates it refers to.
+        TurnUpdate::Request(_) => {
+            if let TurnUpdate::Request(request) = update {
+                request.send().await;
+            }
+            return;
+        }
         TurnUpdate::Status(seq, snapshot) => {
             inner.status.offer(&inner.client, session_id, *seq, snapshot).await;
             // What waited for this turn goes first in it.

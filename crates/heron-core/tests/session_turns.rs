@@ -2,14 +2,16 @@
 //! stores, the order of queued prompts and their answers, cancellation, a tool call
 //! refused at the permission gate, and the sandbox that no posture lifts.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use heron_core::config::Home;
 use heron_core::session::event::Event;
 use heron_core::session::update::TurnUpdate;
 use heron_core::session::{Manager, ManagerOptions, OpenOptions, Session, Submitted};
-use heron_core::tools::editor::NoEditor;
+use heron_core::tools::editor::{
+    Answer, Call, EditorError, EditorIo, NoEditor, PermissionAnswer, PermissionAsk,
+};
 use heron_core::types::{PromptInput, StopReason, ToolStatus, UserContent};
 
 use crate::support::Dirs;
@@ -41,10 +43,14 @@ impl Harness {
     }
 
     async fn session(&self) -> Arc<Session> {
+        self.session_with(Arc::new(NoEditor)).await
+    }
+
+    async fn session_with(&self, editor: Arc<dyn EditorIo>) -> Arc<Session> {
         let options = OpenOptions {
             cwd: self.dirs.ws(),
             additional_directories: Vec::new(),
-            editor: Arc::new(NoEditor),
+            editor,
             mcp_servers: Vec::new(),
         };
         self.manager.create(options).await.expect("a session")
@@ -194,9 +200,7 @@ async fn cancel_ends_the_running_turn_and_the_queued_one() {
     loop {
         match slow.next().await.expect("the turn streams") {
             TurnUpdate::MessageChunk { .. } => break,
-            TurnUpdate::Flushed(done) => {
-                let _ = done.send(());
-            }
+            TurnUpdate::Request(request) => request.send().await,
             _ => {}
         }
     }
@@ -258,9 +262,7 @@ async fn a_turn_waits_for_a_slow_editor_instead_of_queueing_its_stream() {
     while let Some(update) = run.next().await {
         match update {
             TurnUpdate::MessageChunk { text, .. } => text_len += text.len(),
-            TurnUpdate::Flushed(done) => {
-                let _ = done.send(());
-            }
+            TurnUpdate::Request(request) => request.send().await,
             _ => {}
         }
     }
@@ -311,4 +313,86 @@ async fn no_posture_lets_a_command_read_the_home_only_the_config_can() {
     // It read the file; the key itself is still scrubbed from what the model is told.
     assert_eq!(status, ToolStatus::Completed, "{told}");
     assert!(told.contains("SESSION_TEST_KEY=***"), "{told}");
+}
+
+/// An editor that reads files and notes each request when it is sent, not when it is made.
+#[derive(Default)]
+struct SentLog(Arc<Mutex<Vec<String>>>);
+
+impl EditorIo for SentLog {
+    fn reads_files(&self) -> bool {
+        true
+    }
+
+    fn read_text_file(&self, path: &std::path::Path) -> Call<Result<String, EditorError>> {
+        let (sent, path) = (self.0.clone(), path.display().to_string());
+        Call::new(async move {
+            sent.lock().expect("sent").push(format!("read {path}"));
+            Answer::ready(Ok("from the editor".to_owned()))
+        })
+    }
+
+    fn request_permission(&self, _: &PermissionAsk, _: Duration) -> Call<PermissionAnswer> {
+        Call::answered(PermissionAnswer::AllowOnce)
+    }
+}
+
+/// A tool's request to the editor travels in its run and is sent by whoever forwards the
+/// run, in its place (after the call it belongs to): nothing reaches the editor before. One
+/// dropped unsent (the connection went away) fails plainly, and the turn goes on.
+#[tokio::test]
+async fn an_editor_request_is_sent_in_its_place_in_the_run_and_one_dropped_unsent_fails_plainly() {
+    let script = concat!(
+        "{\"steps\": [{\"tool_call\": {\"name\": \"read_file\", \"arguments\": {\"path\": \"a.txt\"}}}]}\n",
+        "{\"steps\": [{\"text\": \"Read.\"}]}\n",
+        "{\"steps\": [{\"tool_call\": {\"name\": \"read_file\", \"arguments\": {\"path\": \"a.txt\"}}}]}\n",
+        "{\"steps\": [{\"text\": \"Read again.\"}]}\n",
+    );
+    let harness = Harness::new(script).await;
+    std::fs::write(harness.dirs.ws().join("a.txt"), "on disk\n").expect("file");
+    let editor = SentLog::default();
+    let sent = editor.0.clone();
+    let session = harness.session_with(Arc::new(editor)).await;
+    let mut runs = Runs::of(&session);
+    for drop_it in [true, false] {
+        let mut queued = session.prompt(text("read a.txt"));
+        drop(std::mem::take(&mut queued.accepted));
+        let mut run = runs.run().await;
+        let mut before = Vec::new();
+        let request = loop {
+            let update = tokio::time::timeout(Duration::from_secs(10), run.next()).await;
+            match update.expect("the turn streams").expect("the run has a request") {
+                TurnUpdate::Request(request) => break request,
+                update => before.push(update),
+            }
+        };
+        assert!(sent.lock().expect("sent").is_empty(), "nothing is sent before its place");
+        assert!(
+            before.iter().any(|u| matches!(u, TurnUpdate::Event(Event::ToolCall { .. }))),
+            "the call it belongs to goes first: {before:?}"
+        );
+        if drop_it {
+            drop(request);
+        } else {
+            request.send().await;
+        }
+        let (seen, result) = crate::support::runs::finish(run, queued).await;
+        assert_eq!(result.expect("ok"), StopReason::EndTurn);
+        let told = seen
+            .iter()
+            .find_map(|u| match u {
+                TurnUpdate::Event(Event::ToolResult { for_model, .. }) => Some(for_model.clone()),
+                _ => None,
+            })
+            .expect("the call has a result");
+        let sent_now = sent.lock().expect("sent").clone();
+        if drop_it {
+            assert!(told.contains("connection closed before the request went out"), "{told}");
+            assert!(told.contains("on disk"), "the read falls back to the disk copy: {told}");
+            assert!(sent_now.is_empty(), "{sent_now:?}");
+        } else {
+            assert!(told.contains("from the editor"), "{told}");
+            assert_eq!(sent_now.len(), 1, "{sent_now:?}");
+        }
+    }
 }

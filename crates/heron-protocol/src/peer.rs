@@ -38,6 +38,28 @@ pub trait Outgoing: Clone + Send + Sync + 'static {
         P: Serialize + Send + 'static,
         R: DeserializeOwned + Send + 'static;
 
+    /// The timeout a plain [`Outgoing::call`] gets (`None`: none).
+    fn call_timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// The first half of a call: resolves once the request's line is queued for the peer,
+    /// to the wait for its decoded result (`timeout` counting from then), so whoever keeps
+    /// a request in its place among other messages awaits only this in that place. A
+    /// sender without a queue of its own sends on the first poll of the wait.
+    fn queue_call<P, R>(
+        &self,
+        method: &'static str,
+        params: P,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = PendingReply<R>> + Send + 'static
+    where
+        P: Serialize + Send + 'static,
+        R: DeserializeOwned + Send + 'static,
+    {
+        std::future::ready(PendingReply::new(self.call_with_timeout(method, params, timeout)))
+    }
+
     /// Sends a notification. Fails only when the connection is closed.
     fn notify<P>(
         &self,
@@ -64,6 +86,33 @@ pub trait Outgoing: Clone + Send + Sync + 'static {
             }
             Ok(())
         }
+    }
+}
+
+/// The second half of a queued call: await it for the decoded result. Dropping it before
+/// the reply withdraws the call.
+pub struct PendingReply<R>(std::pin::Pin<Box<dyn Future<Output = Result<R, RpcError>> + Send + 'static>>);
+
+impl<R> PendingReply<R> {
+    /// The wait `reply`.
+    pub fn new(reply: impl Future<Output = Result<R, RpcError>> + Send + 'static) -> Self {
+        Self(Box::pin(reply))
+    }
+}
+
+impl<R> std::fmt::Debug for PendingReply<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PendingReply")
+    }
+}
+
+// Not a `Future` itself: a wait handed on, to be awaited elsewhere, not where it was made.
+impl<R> std::future::IntoFuture for PendingReply<R> {
+    type Output = Result<R, RpcError>;
+    type IntoFuture = std::pin::Pin<Box<dyn Future<Output = Result<R, RpcError>> + Send + 'static>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        self.0
     }
 }
 
@@ -101,6 +150,31 @@ impl Outgoing for heron_rpc::Peer {
         async move {
             let raw = peer.call_raw_with_timeout(method, params?, timeout).await?;
             decode_result(&raw)
+        }
+    }
+
+    fn call_timeout(&self) -> Option<Duration> {
+        heron_rpc::Peer::call_timeout(self)
+    }
+
+    fn queue_call<P, R>(
+        &self,
+        method: &'static str,
+        params: P,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = PendingReply<R>> + Send + 'static
+    where
+        P: Serialize + Send + 'static,
+        R: DeserializeOwned + Send + 'static,
+    {
+        let peer = self.clone();
+        async move {
+            let params = match encode_params(&params) {
+                Ok(params) => params,
+                Err(err) => return PendingReply::new(std::future::ready(Err(err))),
+            };
+            let pending = peer.queue_call_raw(method, params, timeout).await;
+            PendingReply::new(async move { decode_result(&pending.await?) })
         }
     }
 

@@ -5,7 +5,7 @@
 //! unions ([`crate::tagged`]) and what serving needs of a version ([`crate::version`]).
 
 pub use crate::decode::{Answered, decode_params, decode_result, encode_answer, encode_result, to_value};
-pub use crate::peer::{AgentPeer, ClientPeer, Outgoing};
+pub use crate::peer::{AgentPeer, ClientPeer, Outgoing, PendingReply};
 pub use crate::table::{Extension, Kind, MethodInfo, Side, Stability};
 pub use crate::tagged::{TaggedUnion, VariantBody, deserialize_tagged};
 pub use crate::version::ProtocolMethod;

@@ -72,7 +72,7 @@ pub use envelope::Id;
 pub use error::RpcError;
 pub use framing::{DEFAULT_MAX_LINE, Frame, LineReader};
 pub use inflight::current_cancellation;
-pub use peer::{Peer, connection_closed};
+pub use peer::{Peer, Pending, connection_closed};
 
 /// What kind of outgoing payload a [`Validate::outgoing`] check sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

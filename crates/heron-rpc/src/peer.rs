@@ -255,6 +255,18 @@ impl Peer {
         call_raw(self.shared.clone(), method.to_owned(), params, timeout)
     }
 
+    /// The first half of a call: resolves once the request's line is in the writer's queue,
+    /// to the wait for its reply (`timeout` counts from then). Whoever must keep the call in
+    /// its place among other lines awaits this in order and the reply anywhere.
+    pub fn queue_call_raw(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Pending> + Send + 'static {
+        pending(self.shared.clone(), method.to_owned(), params, timeout)
+    }
+
     /// Sends a notification with raw params.
     pub fn notify_raw(
         &self,
@@ -378,7 +390,60 @@ async fn call_raw(
     params: Option<Box<RawValue>>,
     timeout: Option<Duration>,
 ) -> Result<Box<RawValue>, RpcError> {
-    let (reply_tx, mut reply_rx) = oneshot::channel();
+    let queued = queue_call(shared, method, params).await?;
+    queued.reply(timeout.map(|limit| (tokio::time::Instant::now() + limit, limit))).await
+}
+
+/// A call whose reply is still to come (the second half of [`Peer::queue_call_raw`]):
+/// await it for the reply. Dropping it before the reply withdraws the call.
+pub struct Pending(crate::dispatch::BoxFuture<Result<Box<RawValue>, RpcError>>);
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Pending").finish_non_exhaustive()
+    }
+}
+
+// Not a `Future` itself: a wait handed on, to be awaited elsewhere, not where it was made.
+impl std::future::IntoFuture for Pending {
+    type Output = Result<Box<RawValue>, RpcError>;
+    type IntoFuture = crate::dispatch::BoxFuture<Self::Output>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        self.0
+    }
+}
+
+/// Queues a call, then gives back the wait for its reply (a failure to queue is its reply).
+async fn pending(
+    shared: Arc<Shared>,
+    method: String,
+    params: Option<Box<RawValue>>,
+    timeout: Option<Duration>,
+) -> Pending {
+    match queue_call(shared, method, params).await {
+        Ok(queued) => {
+            let deadline = timeout.map(|limit| (tokio::time::Instant::now() + limit, limit));
+            Pending(Box::pin(queued.reply(deadline)))
+        }
+        Err(err) => Pending(Box::pin(std::future::ready(Err(err)))),
+    }
+}
+
+/// A request in the writer's queue, waiting for its reply.
+struct Queued {
+    method: String,
+    guard: CallGuard,
+    reply_rx: oneshot::Receiver<Reply>,
+}
+
+/// Registers a call and queues its line.
+async fn queue_call(
+    shared: Arc<Shared>,
+    method: String,
+    params: Option<Box<RawValue>>,
+) -> Result<Queued, RpcError> {
+    let (reply_tx, reply_rx) = oneshot::channel();
     let id = shared.register(&method, reply_tx).ok_or_else(connection_closed)?;
     let mut guard = CallGuard { shared: shared.clone(), id, sent: false, settled: false };
     if let (Some(validator), Some(params)) = (&shared.validator, &params) {
@@ -389,30 +454,43 @@ async fn call_raw(
         return Err(connection_closed());
     }
     guard.sent = true;
-    let reply = match timeout {
-        None => (&mut reply_rx).await,
-        Some(limit) => match tokio::time::timeout(limit, &mut reply_rx).await {
-            Ok(reply) => reply,
-            Err(_) => {
-                guard.settled = true;
-                if shared.take_call(&Id::Int(id)).is_some() {
-                    tracing::warn!(%method, id, ?limit, "call timed out; cancelling it");
-                    shared.withdrew(id);
-                    let _ = shared.send(cancel_request_line(id)).await;
-                    return Err(RpcError::request_cancelled().with_data(json!({
-                        "reason": "timeout",
-                        "method": method,
-                        "timeoutMs": u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
-                    })));
+    Ok(Queued { method, guard, reply_rx })
+}
+
+impl Queued {
+    /// Waits for the reply, up to `deadline` (the time limit set from the moment the line
+    /// was queued; past it the call is withdrawn).
+    async fn reply(
+        self,
+        deadline: Option<(tokio::time::Instant, Duration)>,
+    ) -> Result<Box<RawValue>, RpcError> {
+        let Queued { method, mut guard, mut reply_rx } = self;
+        let (shared, id) = (guard.shared.clone(), guard.id);
+        let reply = match deadline {
+            None => (&mut reply_rx).await,
+            Some((at, limit)) => match tokio::time::timeout_at(at, &mut reply_rx).await {
+                Ok(reply) => reply,
+                Err(_) => {
+                    guard.settled = true;
+                    if shared.take_call(&Id::Int(id)).is_some() {
+                        tracing::warn!(%method, id, ?limit, "call timed out; cancelling it");
+                        shared.withdrew(id);
+                        let _ = shared.send(cancel_request_line(id)).await;
+                        return Err(RpcError::request_cancelled().with_data(json!({
+                            "reason": "timeout",
+                            "method": method,
+                            "timeoutMs": u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                        })));
+                    }
+                    // The reply won the race and is already in the channel.
+                    reply_rx.await
                 }
-                // The reply won the race and is already in the channel.
-                reply_rx.await
-            }
-        },
-    };
-    guard.settled = true;
-    // A sender dropped without a reply means the connection went away.
-    reply.unwrap_or_else(|_| Err(connection_closed()))
+            },
+        };
+        guard.settled = true;
+        // A sender dropped without a reply means the connection went away.
+        reply.unwrap_or_else(|_| Err(connection_closed()))
+    }
 }
 
 /// The lines of a batch of notifications, joined by LF (the writer ends the last).

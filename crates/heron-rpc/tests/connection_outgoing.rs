@@ -111,6 +111,52 @@ async fn dropping_a_call_sends_cancel_request() {
     );
 }
 
+/// A call's first half ends with its line in the writer's queue, so a line queued after it
+/// goes out after it, before anyone waits for the reply; the second half's time limit counts
+/// from the queueing, and dropping that half withdraws the call.
+#[tokio::test(start_paused = true)]
+async fn a_queued_call_goes_out_in_its_place_and_its_wait_is_the_second_half() {
+    let mut editor = Editor::start();
+    let limit = Some(Duration::from_secs(3));
+    let first = editor.peer.queue_call_raw("terminal/create", raw(&json!({"n": 1})), limit).await;
+    editor.peer.notify_raw("session/update", raw(&json!({"n": 2}))).await.expect("queued");
+    let second = editor.peer.queue_call_raw("fs/read_text_file", raw(&json!({"n": 3})), limit).await;
+    let lines: Vec<Value> = [editor.recv().await, editor.recv().await, editor.recv().await].into();
+    let order: Vec<_> =
+        lines.iter().map(|line| (line["method"].clone(), line["params"]["n"].clone())).collect();
+    assert_eq!(
+        order,
+        [
+            (json!("terminal/create"), json!(1)),
+            (json!("session/update"), json!(2)),
+            (json!("fs/read_text_file"), json!(3))
+        ]
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    editor.send(r#"{"jsonrpc":"2.0","id":0,"result":{"terminalId":"t"}}"#).await;
+    let started = tokio::time::Instant::now();
+    assert_eq!(first.await.expect("answered").get(), r#"{"terminalId":"t"}"#);
+    drop(second);
+    assert_eq!(
+        editor.recv_line().await,
+        r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}"#
+    );
+    assert!(started.elapsed() < Duration::from_secs(1), "the drop withdrew it, not its time limit");
+}
+
+/// A queued call's time limit runs from the queueing, not from the first wait on it.
+#[tokio::test(start_paused = true)]
+async fn a_queued_calls_time_limit_runs_from_its_queueing() {
+    let mut editor = Editor::start();
+    let started = tokio::time::Instant::now();
+    let pending = editor.peer.queue_call_raw("fs/read_text_file", None, Some(Duration::from_secs(3))).await;
+    assert_eq!(editor.recv().await["id"], json!(0));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let error = pending.await.expect_err("never answered");
+    assert_eq!(error.code, -32800);
+    assert_eq!(started.elapsed(), Duration::from_secs(3));
+}
+
 #[tokio::test]
 async fn notifications_are_sent_as_one_line() {
     let mut editor = Editor::start();

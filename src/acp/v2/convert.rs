@@ -482,11 +482,8 @@ pub fn turn_updates(update: TurnUpdate) -> Vec<p::SessionUpdate> {
             })]
         }
         TurnUpdate::Status(..) | TurnUpdate::Outcome(_) => Vec::new(),
-        TurnUpdate::Flushed(done) => {
-            // Everything before this barrier has been queued by the caller already.
-            let _ = done.send(());
-            Vec::new()
-        }
+        // The forwarder sends a request in its place; it is no update.
+        TurnUpdate::Request(_) => Vec::new(),
     }
 }
 

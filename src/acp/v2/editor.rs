@@ -9,8 +9,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use heron_core::BoxFuture;
-use heron_core::tools::editor::{EditorIo, PERMISSION_OPTIONS, PermissionAnswer, PermissionAsk};
+use heron_core::tools::editor::{
+    Answer, Call, EditorIo, PERMISSION_OPTIONS, PermissionAnswer, PermissionAsk,
+};
 use heron_protocol::RpcError;
 use heron_protocol::runtime::Outgoing;
 use heron_protocol::v2::{
@@ -98,7 +99,7 @@ fn answer_of(response: Result<RequestPermissionResponse, RpcError>) -> Permissio
 /// Over v2 Heron offers the client no file or terminal methods and asks no questions:
 /// those are off (the trait's defaults); only permission is asked.
 impl<O: Outgoing> EditorIo for V2Editor<O> {
-    fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> BoxFuture<PermissionAnswer> {
+    fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> Call<PermissionAnswer> {
         let request = RequestPermissionRequest {
             description: None,
             meta: None,
@@ -123,21 +124,23 @@ impl<O: Outgoing> EditorIo for V2Editor<O> {
         // Before `requires_action` goes out: from then on, a drop leaves the state to mend.
         let asking =
             Asking { abandoned: self.abandoned.clone(), session_id: self.session_id.clone(), settled: false };
-        Box::pin(async move {
-            // The whole guard moves into the question (not a copy of its flag), and drops with it.
-            let mut asking = asking;
-            let state = |update: p::SessionUpdate| UpdateSessionNotification {
+        Call::new(async move {
+            let state = move |update: p::SessionUpdate| UpdateSessionNotification {
                 meta: None,
                 session_id: SessionId(session_id.clone()),
                 update,
             };
             // A client that stopped reading does not stop the question.
             let _ = client.session_update(state(convert::requires_action())).await;
-            let call = client.0.call_with_timeout("session/request_permission", request, Some(timeout));
-            let answer = answer_of(call.await);
-            let _ = client.session_update(state(convert::running())).await;
-            asking.settled = true;
-            answer
+            let reply = client.0.queue_call("session/request_permission", request, Some(timeout)).await;
+            Answer::new(async move {
+                // The whole guard moves into the wait (not a copy of its flag), and drops with it.
+                let mut asking = asking;
+                let answer = answer_of(reply.await);
+                let _ = client.session_update(state(convert::running())).await;
+                asking.settled = true;
+                answer
+            })
         })
     }
 }

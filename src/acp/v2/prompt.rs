@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use heron_core::llm::registry::Providers;
 use heron_core::session::outbound::{Kind, Run};
+use heron_core::session::update::TurnUpdate;
 use heron_core::session::{Queued, Session, Submitted};
 use heron_protocol::RpcError;
 use heron_protocol::runtime::{Answered, Outgoing, Then};
@@ -124,6 +125,11 @@ async fn forward<O: Outgoing>(inner: &Inner<O>, id: &str, providers: &Providers,
                 let message_id = message_id.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
                 let _ = inner.send(id, convert::user_line(line.to_owned(), message_id)).await;
             }
+        }
+        // A request to the editor goes out here, in its place.
+        if let TurnUpdate::Request(request) = update {
+            request.send().await;
+            continue;
         }
         // The chunk's share of the turn's budget goes back once it is queued for the
         // editor, so a slow editor slows the turn down.

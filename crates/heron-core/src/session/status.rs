@@ -152,13 +152,9 @@ impl Board {
         });
     }
 
-    /// Waits until everything the running turn's stream carries has reached the editor's
-    /// connection (nothing to wait for without a turn).
-    pub(super) async fn flushed(&self) {
-        let route = self.current.lock().unwrap_or_else(PoisonError::into_inner).route.clone();
-        if let Some(route) = route {
-            super::update::flushed(&route).await;
-        }
+    /// The running turn's update stream, if a turn runs.
+    pub(super) fn route(&self) -> Option<UnboundedSender<TurnUpdate>> {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner).route.clone()
     }
 
     /// The goal.

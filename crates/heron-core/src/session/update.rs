@@ -1,11 +1,11 @@
 //! What a running turn streams to whoever forwards it to the editor, in order: durable
-//! events as they are stored, and live-only pieces (chunks, progress, status, barriers).
-//! Live channel types live here, apart from the persisted model in [`super::event`].
+//! events as they are stored, and live-only pieces (chunks, progress, status, and requests
+//! to the editor, sent in their place). Live channel types live here, apart from the
+//! persisted model in [`super::event`].
 
 use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedSender;
-use tokio::sync::oneshot;
 
 use super::event::Event;
 use super::snapshot::Snapshot;
@@ -94,10 +94,11 @@ pub enum TurnUpdate {
     },
     /// The session's status changed: its sequence number and the new snapshot.
     Status(u64, Box<Snapshot>),
-    /// A barrier: answered once the run has been forwarded up to it, so a request to the
-    /// editor (a permission question, a tool's `fs/*`, a terminal release) never overtakes
-    /// the updates it refers to. Set by `WatchedEditor` alone.
-    Flushed(oneshot::Sender<()>),
+    /// A request to the editor, for whoever forwards the run to send in this place (see
+    /// [`EditorRequest::send`]): so no request overtakes the updates it refers to (a
+    /// permission question, a tool's `fs/*`, a terminal release). Put here by
+    /// `WatchedEditor` alone.
+    Request(EditorRequest),
 }
 
 impl TurnUpdate {
@@ -157,12 +158,27 @@ impl Default for ChunkBudget {
     }
 }
 
-/// Waits until everything sent on `updates` before this call has been handed to the
-/// editor's connection (at once when nobody forwards the stream any more).
-pub(crate) async fn flushed(updates: &UnboundedSender<TurnUpdate>) {
-    let (done, handed_on) = oneshot::channel();
-    if updates.send(TurnUpdate::Flushed(done)).is_ok() {
-        let _ = handed_on.await;
+/// A request to the editor waiting for its place in a run.
+pub struct EditorRequest(BoxFuture<()>);
+
+impl EditorRequest {
+    /// `send`, which puts the request in the editor's connection and hands the wait for its
+    /// answer to the turn.
+    pub(crate) fn new(send: impl Future<Output = ()> + Send + 'static) -> Self {
+        Self(Box::pin(send))
+    }
+
+    /// Puts the request in the editor's connection; returns once it is queued there (its
+    /// answer goes to the turn that made it). Dropped unsent, the turn hears that the
+    /// connection is gone.
+    pub async fn send(self) {
+        self.0.await;
+    }
+}
+
+impl std::fmt::Debug for EditorRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EditorRequest")
     }
 }
 
@@ -170,7 +186,8 @@ pub(crate) async fn flushed(updates: &UnboundedSender<TurnUpdate>) {
 pub(crate) struct CallProgress {
     call_id: String,
     updates: UnboundedSender<TurnUpdate>,
-    /// What runs once the call's final update has been handed to the editor.
+    /// What runs once the call's final update is on the stream (a request to the editor
+    /// among them goes out behind it).
     after: std::sync::Mutex<Vec<BoxFuture<()>>>,
 }
 

@@ -2,7 +2,10 @@
 //! commands in its terminals, ask the user. The ACP adapter implements [`EditorIo`] per
 //! session; [`NoEditor`] is the headless stand-in that can do none of it.
 
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::BoxFuture;
@@ -266,8 +269,113 @@ pub struct ElicitationModes {
     pub url: bool,
 }
 
+/// A request to the editor, in two halves: [`Call::queue`] puts it in the editor's
+/// connection and gives back the wait for its answer, so whoever keeps requests in order
+/// with other messages (the session's outbound sequencer) awaits only the first half in
+/// that place. Awaiting a `Call` does both; nothing is sent before it is first polled.
+pub struct Call<T> {
+    state: Half<T>,
+}
+
+enum Half<T> {
+    Queue(BoxFuture<Answer<T>>),
+    Wait(BoxFuture<T>),
+}
+
+/// The second half of a [`Call`]: await it for the editor's answer. Dropping it gives the
+/// request up.
+pub struct Answer<T>(BoxFuture<T>);
+
+impl<T: Send + 'static> Answer<T> {
+    /// The wait `answer`.
+    pub fn new(answer: impl Future<Output = T> + Send + 'static) -> Self {
+        Self(Box::pin(answer))
+    }
+
+    /// An answer already here.
+    pub fn ready(answer: T) -> Self {
+        Self::new(std::future::ready(answer))
+    }
+}
+
+// Not a `Future` itself: a wait handed on, to be awaited elsewhere, not where it was made.
+impl<T> std::future::IntoFuture for Answer<T> {
+    type Output = T;
+    type IntoFuture = BoxFuture<T>;
+
+    fn into_future(self) -> BoxFuture<T> {
+        self.0
+    }
+}
+
+impl<T: Send + 'static> Call<T> {
+    /// A call whose first half is `queue`.
+    pub fn new(queue: impl Future<Output = Answer<T>> + Send + 'static) -> Self {
+        Self { state: Half::Queue(Box::pin(queue)) }
+    }
+
+    /// A call that sends nothing and answers `answer`.
+    pub fn answered(answer: T) -> Self {
+        Self { state: Half::Wait(Box::pin(std::future::ready(answer))) }
+    }
+
+    /// Sends the request, and gives back the wait for its answer.
+    pub async fn queue(self) -> Answer<T> {
+        match self.state {
+            Half::Queue(queue) => queue.await,
+            Half::Wait(wait) => Answer(wait),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Call<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let half = match self.state {
+            Half::Queue(_) => "unsent",
+            Half::Wait(_) => "sent",
+        };
+        f.debug_tuple("Call").field(&half).finish()
+    }
+}
+
+impl<T> Future for Call<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        loop {
+            match &mut self.state {
+                Half::Queue(queue) => {
+                    let Answer(wait) = std::task::ready!(queue.as_mut().poll(cx));
+                    self.state = Half::Wait(wait);
+                }
+                Half::Wait(wait) => return wait.as_mut().poll(cx),
+            }
+        }
+    }
+}
+
+/// What a request comes to when it is never sent: the run it waited in was dropped, so the
+/// editor's connection is gone.
+pub trait Unsent {
+    /// That answer.
+    fn unsent() -> Self;
+}
+
+impl<T> Unsent for Result<T, EditorError> {
+    fn unsent() -> Self {
+        Err(EditorError("the editor's connection closed before the request went out".to_owned()))
+    }
+}
+
+impl Unsent for PermissionAnswer {
+    fn unsent() -> Self {
+        PermissionAnswer::Unanswered(Unanswered::Failed)
+    }
+}
+
 /// The editor side of a session. What an editor does not offer needs no method: each
-/// capability is off, and each request fails as not offered, unless implemented.
+/// capability is off, and each request fails as not offered, unless implemented. A
+/// request sends nothing before its [`Call`] is first polled.
 pub trait EditorIo: Send + Sync + 'static {
     /// Whether reads go through the editor (`fs.readTextFile`).
     fn reads_files(&self) -> bool {
@@ -292,45 +400,45 @@ pub trait EditorIo: Send + Sync + 'static {
     }
 
     /// Reads a text file, unsaved changes included.
-    fn read_text_file(&self, path: &Path) -> BoxFuture<Result<String, EditorError>> {
+    fn read_text_file(&self, path: &Path) -> Call<Result<String, EditorError>> {
         let _ = path;
         unavailable("file reads")
     }
     /// Writes a text file (the editor creates it when missing).
-    fn write_text_file(&self, path: &Path, content: String) -> BoxFuture<Result<(), EditorError>> {
+    fn write_text_file(&self, path: &Path, content: String) -> Call<Result<(), EditorError>> {
         let _ = (path, content);
         unavailable("file writes")
     }
 
     /// Starts a command; returns the terminal id at once.
-    fn terminal_create(&self, command: TerminalCommand) -> BoxFuture<Result<String, EditorError>> {
+    fn terminal_create(&self, command: TerminalCommand) -> Call<Result<String, EditorError>> {
         let _ = command;
         unavailable("terminals")
     }
     /// What the terminal printed so far.
-    fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
+    fn terminal_output(&self, id: &str) -> Call<Result<TerminalOutput, EditorError>> {
         let _ = id;
         unavailable("terminals")
     }
     /// Waits until the command exits.
-    fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
+    fn terminal_wait_for_exit(&self, id: &str) -> Call<Result<ExitStatus, EditorError>> {
         let _ = id;
         unavailable("terminals")
     }
     /// Kills the command; the terminal stays valid.
-    fn terminal_kill(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+    fn terminal_kill(&self, id: &str) -> Call<Result<(), EditorError>> {
         let _ = id;
         unavailable("terminals")
     }
     /// Frees the terminal; the id is invalid afterwards.
-    fn terminal_release(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+    fn terminal_release(&self, id: &str) -> Call<Result<(), EditorError>> {
         let _ = id;
         unavailable("terminals")
     }
 
     /// Asks the user whether the call `ask` shows may run; `timeout` bounds the wait (no
     /// answer in time is a rejection). Every editor answers it, if only by rejecting.
-    fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> BoxFuture<PermissionAnswer>;
+    fn request_permission(&self, ask: &PermissionAsk, timeout: Duration) -> Call<PermissionAnswer>;
     /// Asks the user a question, optionally with fixed choices, for the tool call `call_id`
     /// when a call asks (so the editor can show it on that call's card).
     fn ask(
@@ -338,7 +446,7 @@ pub trait EditorIo: Send + Sync + 'static {
         question: &str,
         options: &[String],
         call_id: Option<&str>,
-    ) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+    ) -> Call<Result<QuestionAnswer, EditorError>> {
         let _ = (question, options, call_id);
         unavailable("questions")
     }
@@ -349,7 +457,7 @@ pub trait EditorIo: Send + Sync + 'static {
     }
     /// Shows an MCP server's request to the user (only in a mode [`Self::elicitation_modes`]
     /// allows).
-    fn elicit(&self, request: Elicitation) -> BoxFuture<Result<ElicitationAnswer, EditorError>> {
+    fn elicit(&self, request: Elicitation) -> Call<Result<ElicitationAnswer, EditorError>> {
         let _ = request;
         unavailable("elicitation")
     }
@@ -360,14 +468,13 @@ pub trait EditorIo: Send + Sync + 'static {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoEditor;
 
-fn unavailable<T: Send + 'static>(what: &str) -> BoxFuture<Result<T, EditorError>> {
-    let message = format!("the editor does not offer {what}");
-    Box::pin(std::future::ready(Err(EditorError(message))))
+fn unavailable<T: Send + 'static>(what: &str) -> Call<Result<T, EditorError>> {
+    Call::answered(Err(EditorError(format!("the editor does not offer {what}"))))
 }
 
 impl EditorIo for NoEditor {
-    fn request_permission(&self, _: &PermissionAsk, _: Duration) -> BoxFuture<PermissionAnswer> {
-        Box::pin(std::future::ready(PermissionAnswer::RejectOnce))
+    fn request_permission(&self, _: &PermissionAsk, _: Duration) -> Call<PermissionAnswer> {
+        Call::answered(PermissionAnswer::RejectOnce)
     }
 }
 

@@ -101,9 +101,9 @@ pub trait ProgressSink: Send + Sync + 'static {
     }
 }
 
-/// A running call's line to the editor: output shown before the call ends, and a barrier
-/// that waits until what was shown has reached the editor's connection. The default shows
-/// nothing (a call nobody watches).
+/// A running call's line to the editor: output shown before the call ends, and what runs
+/// once its result has reached the editor. The default shows nothing (a call nobody
+/// watches).
 #[derive(Clone, Default)]
 pub struct Progress(Option<Arc<dyn ProgressSink>>);
 

@@ -15,11 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use heron_core::BoxFuture;
 use heron_core::sandbox::{Policy, Withheld};
 use heron_core::tools::editor::{
-    EditorError, EditorIo, Elicitation, ElicitationAnswer, ElicitationModes, ExitStatus, NoEditor,
-    PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand, TerminalOutput,
+    Answer, Call, EditorError, EditorIo, Elicitation, ElicitationAnswer, ElicitationModes, ExitStatus,
+    NoEditor, PermissionAnswer, PermissionAsk, QuestionAnswer, TerminalCommand, TerminalOutput,
 };
 use heron_core::tools::roots::Roots;
 use heron_core::tools::{Outcome, Tool, ToolEnv};
@@ -121,8 +120,13 @@ impl FakeEditor {
     }
 }
 
-fn ready<T: Send + 'static>(value: T) -> BoxFuture<T> {
-    Box::pin(std::future::ready(value))
+fn ready<T: Send + 'static>(value: T) -> Call<T> {
+    Call::answered(value)
+}
+
+/// A call sent at once whose answer is `answer`.
+fn later<T: Send + 'static>(answer: impl std::future::Future<Output = T> + Send + 'static) -> Call<T> {
+    Call::new(std::future::ready(Answer::new(answer)))
 }
 
 impl EditorIo for FakeEditor {
@@ -139,7 +143,7 @@ impl EditorIo for FakeEditor {
         self.0.script.questions
     }
 
-    fn read_text_file(&self, path: &Path) -> BoxFuture<Result<String, EditorError>> {
+    fn read_text_file(&self, path: &Path) -> Call<Result<String, EditorError>> {
         self.record(format!("read_text_file {}", path.display()));
         if let Some(text) = self.buffer(path) {
             return ready(Ok(text));
@@ -147,13 +151,13 @@ impl EditorIo for FakeEditor {
         ready(std::fs::read_to_string(path).map_err(|e| EditorError(e.to_string())))
     }
 
-    fn write_text_file(&self, path: &Path, content: String) -> BoxFuture<Result<(), EditorError>> {
+    fn write_text_file(&self, path: &Path, content: String) -> Call<Result<(), EditorError>> {
         self.record(format!("write_text_file {}", path.display()));
         self.0.buffers.lock().expect("buffers").insert(path.to_path_buf(), content);
         ready(Ok(()))
     }
 
-    fn terminal_create(&self, command: TerminalCommand) -> BoxFuture<Result<String, EditorError>> {
+    fn terminal_create(&self, command: TerminalCommand) -> Call<Result<String, EditorError>> {
         self.record(format!(
             "terminal_create {} {} in {}",
             command.command,
@@ -163,17 +167,17 @@ impl EditorIo for FakeEditor {
         ready(Ok("term-1".to_owned()))
     }
 
-    fn terminal_output(&self, id: &str) -> BoxFuture<Result<TerminalOutput, EditorError>> {
+    fn terminal_output(&self, id: &str) -> Call<Result<TerminalOutput, EditorError>> {
         self.record(format!("terminal_output {id}"));
         let (output, truncated) = self.0.script.output.clone();
         ready(Ok(TerminalOutput { output, truncated, exit: None }))
     }
 
-    fn terminal_wait_for_exit(&self, id: &str) -> BoxFuture<Result<ExitStatus, EditorError>> {
+    fn terminal_wait_for_exit(&self, id: &str) -> Call<Result<ExitStatus, EditorError>> {
         self.record(format!("terminal_wait_for_exit {id}"));
         let script = self.0.script.clone();
         let mut killed = self.0.killed.subscribe();
-        Box::pin(async move {
+        later(async move {
             match script.exit_after {
                 Some(after) => {
                     tokio::time::sleep(after).await;
@@ -187,19 +191,19 @@ impl EditorIo for FakeEditor {
         })
     }
 
-    fn terminal_kill(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+    fn terminal_kill(&self, id: &str) -> Call<Result<(), EditorError>> {
         self.record(format!("terminal_kill {id}"));
         self.0.killed.send_replace(true);
         ready(Ok(()))
     }
 
-    fn terminal_release(&self, id: &str) -> BoxFuture<Result<(), EditorError>> {
+    fn terminal_release(&self, id: &str) -> Call<Result<(), EditorError>> {
         self.record(format!("terminal_release {id}"));
         self.0.killed.send_replace(true);
         ready(Ok(()))
     }
 
-    fn request_permission(&self, ask: &PermissionAsk, _: Duration) -> BoxFuture<PermissionAnswer> {
+    fn request_permission(&self, ask: &PermissionAsk, _: Duration) -> Call<PermissionAnswer> {
         self.record(format!("request_permission {}", ask.call_id));
         ready(PermissionAnswer::AllowOnce)
     }
@@ -208,7 +212,7 @@ impl EditorIo for FakeEditor {
         self.0.script.elicitation
     }
 
-    fn elicit(&self, request: Elicitation) -> BoxFuture<Result<ElicitationAnswer, EditorError>> {
+    fn elicit(&self, request: Elicitation) -> Call<Result<ElicitationAnswer, EditorError>> {
         self.0.elicitations.lock().expect("elicitations").push(request);
         match &self.0.script.elicit_error {
             Some(error) => ready(Err(EditorError(error.clone()))),
@@ -221,12 +225,12 @@ impl EditorIo for FakeEditor {
         question: &str,
         options: &[String],
         call_id: Option<&str>,
-    ) -> BoxFuture<Result<QuestionAnswer, EditorError>> {
+    ) -> Call<Result<QuestionAnswer, EditorError>> {
         let on = call_id.map(|id| format!(" on {id}")).unwrap_or_default();
         self.record(format!("ask {question} [{}]{on}", options.join("|")));
         match self.0.script.answer.clone() {
             Some(answer) => ready(Ok(answer)),
-            None => Box::pin(std::future::pending()),
+            None => later(std::future::pending()),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Plays the editor's connection for a session driven directly: takes the session's runs
-//! in order, answers the barriers a turn sets, and answers each prompt as an adapter would.
+//! in order, sends the requests a turn makes to the editor, and answers each prompt as an adapter would.
 
 use std::time::Duration;
 
@@ -24,14 +24,14 @@ impl Runs {
             .expect("the session is open")
     }
 
-    /// The next run, to its end: its updates, barriers answered, and how `queued` ended.
+    /// The next run, to its end: its updates (its requests sent), and how `queued` ended.
     pub async fn next(&mut self, queued: Queued) -> (Vec<TurnUpdate>, PromptResult) {
         let run = self.run().await;
         finish(run, queued).await
     }
 }
 
-/// Reads `run` to its end, answering barriers; hands its end to `queued` and answers it.
+/// Reads `run` to its end, sending its requests to the editor; hands its end to `queued` and answers it.
 pub async fn finish(mut run: Run, queued: Queued) -> (Vec<TurnUpdate>, PromptResult) {
     drop(queued.accepted);
     let mut seen = Vec::new();
@@ -39,9 +39,7 @@ pub async fn finish(mut run: Run, queued: Queued) -> (Vec<TurnUpdate>, PromptRes
         tokio::time::timeout(Duration::from_secs(10), run.next()).await.expect("the turn streams")
     {
         match update {
-            TurnUpdate::Flushed(done) => {
-                let _ = done.send(());
-            }
+            TurnUpdate::Request(request) => request.send().await,
             update => seen.push(update),
         }
     }
