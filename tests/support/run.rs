@@ -64,8 +64,20 @@ impl Dirs {
 pub struct Run {
     pub child: Child,
     stdin: Option<ChildStdin>,
-    stdout: Arc<Mutex<Vec<u8>>>,
-    stderr: Arc<Mutex<Vec<u8>>>,
+    stdout: Drained,
+    stderr: Drained,
+}
+
+/// What a pipe's reader has taken so far, and the reader, which ends with the pipe.
+struct Drained {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Drained {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
+    }
 }
 
 /// A finished run.
@@ -76,10 +88,10 @@ pub struct Finished {
     pub stderr: String,
 }
 
-fn drain(mut from: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
-    let into = Arc::new(Mutex::new(Vec::new()));
-    let shared = Arc::clone(&into);
-    std::thread::spawn(move || {
+fn drain(mut from: impl Read + Send + 'static) -> Drained {
+    let bytes = Arc::new(Mutex::new(Vec::new()));
+    let shared = Arc::clone(&bytes);
+    let reader = std::thread::spawn(move || {
         let mut buffer = [0u8; 4096];
         while let Ok(n) = from.read(&mut buffer) {
             if n == 0 {
@@ -88,7 +100,7 @@ fn drain(mut from: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
             shared.lock().unwrap_or_else(PoisonError::into_inner).extend_from_slice(&buffer[..n]);
         }
     });
-    into
+    Drained { bytes, reader }
 }
 
 /// The `heron run` command on `dirs`'s home and workspace; `NO_COLOR` is left unset, so
@@ -137,7 +149,7 @@ impl Run {
 
     /// What stderr holds so far.
     pub fn stderr_now(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
+        self.stderr.text()
     }
 
     /// Sends `signal` to `heron run`.
@@ -161,12 +173,15 @@ impl Run {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        // The readers end with the pipes; give them a moment to take the last bytes.
-        std::thread::sleep(Duration::from_millis(100));
-        let text = |buffer: &Arc<Mutex<Vec<u8>>>| {
-            String::from_utf8_lossy(&buffer.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
-        };
-        Finished { status, stdout: text(&self.stdout), stderr: text(&self.stderr) }
+        // The readers end with the pipes, once they have taken the last bytes; a process
+        // the run left behind could hold a pipe open, so the wait is bounded.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !(self.stdout.reader.is_finished() && self.stderr.reader.is_finished())
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Finished { status, stdout: self.stdout.text(), stderr: self.stderr.text() }
     }
 }
 

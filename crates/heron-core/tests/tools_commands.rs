@@ -226,14 +226,23 @@ async fn editor_terminal_is_killed_then_released_on_timeout() {
     );
 }
 
+/// Waits until the command runs in `fake`'s terminal (bounded).
+async fn running_in(fake: &FakeEditor) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !fake.methods().iter().any(|m| m == "terminal_wait_for_exit") {
+        assert!(Instant::now() < deadline, "the command never ran: {:?}", fake.methods());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 #[tokio::test]
 async fn editor_terminal_is_released_on_cancel() {
     let dirs = Dirs::new();
     let fake = terminal_editor(None);
     let env = dirs.env_with(Arc::new(fake.clone()));
-    let cancel = env.cancel.clone();
+    let (cancel, watched) = (env.cancel.clone(), fake.clone());
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        running_in(&watched).await;
         cancel.cancel();
     });
     let outcome = call(&RunCommand, &env, json!({"command": "sleep 100"})).await;
@@ -250,7 +259,7 @@ async fn editor_terminal_is_released_when_the_call_is_dropped() {
     let fake = terminal_editor(None);
     let env = dirs.env_with(Arc::new(fake.clone()));
     let run = tokio::spawn(async move { call(&RunCommand, &env, json!({"command": "sleep 100"})).await });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    running_in(&fake).await;
     run.abort();
     let _ = run.await;
     let deadline = Instant::now() + Duration::from_secs(2);
