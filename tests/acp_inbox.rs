@@ -185,6 +185,37 @@ async fn an_item_enqueued_while_idle_starts_after_its_answer() {
     editor.close().await;
 }
 
+/// Changes an editor pipelines (sent in one burst, none waiting for the one before) are
+/// applied and answered in the order they were asked for, whatever order their store
+/// writes would finish in: each enqueue lands behind the one asked before it.
+#[tokio::test]
+async fn pipelined_changes_are_applied_and_answered_in_the_order_asked() {
+    let (mut editor, session) = start(TWO_ANSWERS).await;
+    set_paused(&mut editor, &session, true).await;
+    const BURST: usize = 24;
+    let mut burst = String::new();
+    for n in 0..BURST {
+        let params = json!({ "sessionId": session, "prompt": text(&format!("item {n}")) });
+        let line = json!({ "jsonrpc": "2.0", "id": n, "method": "_heron/inbox/enqueue", "params": params });
+        burst.push_str(&format!("{line}\n"));
+    }
+    editor.send(burst.trim_end()).await;
+    let mut answers = Vec::new();
+    while answers.len() < BURST {
+        let message = editor.recv_within(std::time::Duration::from_secs(10)).await;
+        if message.get("id").is_some() && message.get("method").is_none() {
+            answers.push((message["id"].clone(), message["result"]["position"].clone()));
+        }
+    }
+    let expected: Vec<(Value, Value)> = (0..BURST).map(|n| (json!(n), json!(n))).collect();
+    assert_eq!(answers, expected, "(id, position) as answered");
+    let queued: Vec<String> =
+        items(&mut editor, &session).await.into_iter().map(|(prompt, _)| prompt).collect();
+    let asked: Vec<String> = (0..BURST).map(|n| format!("item {n}")).collect();
+    assert_eq!(queued, asked);
+    editor.close().await;
+}
+
 #[tokio::test]
 async fn an_item_with_an_image_is_echoed_with_the_image_it_carries() {
     // A whole PNG signature and header start: the bytes are checked against the type.
