@@ -422,8 +422,10 @@ impl Session {
     /// Cancels everything and stops the actor and the MCP servers (the returned task, for a
     /// caller that must wait for them). History stays in the store.
     pub fn close(&self) -> Option<tokio::task::JoinHandle<()>> {
-        self.cancel();
+        // Closed first: an actor whose turn ends by this cancel must find the session closed,
+        // or it would take the next inbox item and start it only to have it interrupted.
         self.closed.cancel();
+        self.cancel();
         if self.mcp.is_empty() {
             return None;
         }
