@@ -99,9 +99,11 @@ fn run(args: heron::cli::run::RunArgs) -> ExitCode {
 
 fn acp_or_setup(cli: Cli) -> ExitCode {
     if matches!(&cli.command, Command::Acp(args) if !args.setup) {
-        // The `initialize` answer reports what the sandbox can do here: probing it now, on
-        // its own thread, overlaps it with starting the runtime and reading the request.
-        heron_core::sandbox::probe_in_background();
+        // The `initialize` answer reports what the sandbox can do here: what the probe found
+        // the last time in this same state, remembered in the home; else the probe, started
+        // now on its own thread, overlapping the start and the request.
+        let home = heron_core::config::Home::from_env().ok();
+        heron_core::sandbox::prepare(home.as_ref().map(heron_core::config::Home::root));
     }
     init_logging();
     let runtime = match runtime() {

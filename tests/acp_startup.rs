@@ -128,3 +128,68 @@ fn variables_at_the_kernels_bound_are_served_and_past_it_heron_is_never_started(
         .expect_err("the kernel refuses the variable");
     assert_eq!(refused.raw_os_error(), Some(libc::E2BIG), "{refused}");
 }
+
+/// What the sandbox probe found is remembered in the home, and the next start in the same
+/// state answers `initialize` with it at once, before its own probe is done; that probe
+/// then writes what it found over the record. Shown by a record saying what the probe
+/// would never say, and a second start whose probe is held back: the answer carries the
+/// record's word, and the record is mended after.
+#[test]
+fn the_next_start_reports_the_remembered_walls_and_its_probe_mends_the_record() {
+    let dirs = Dirs::new();
+    let record = dirs.home().join("sandbox-probe.json");
+    let initialize = |heron: &mut support::Process| {
+        let init = heron.request(json!("init"), "initialize", json!({ "protocolVersion": 1 }));
+        init["result"]["_meta"]["heron"]["sandbox"].clone()
+    };
+    let mut first = support::Launch::acp(&dirs.home(), &[]).start();
+    let probed = initialize(&mut first);
+    // Written once the probe is done, which the answer waited for.
+    let read = |deadline: std::time::Instant| loop {
+        match std::fs::read_to_string(&record).ok().and_then(|text| serde_json::from_str(&text).ok()) {
+            Some(value) => break value,
+            None if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            None => panic!("no record of the probe at {}", record.display()),
+        }
+    };
+    let written: serde_json::Value = read(std::time::Instant::now() + Duration::from_secs(10));
+    first.finish(support::PROCESS_WAIT);
+    assert!(written["context"].as_str().is_some_and(|c| !c.is_empty()), "{written}");
+    let mut planted = written.clone();
+    planted["found"]["landlock"] = json!({ "reason": "remembered, not probed" });
+    std::fs::write(&record, planted.to_string()).expect("plant");
+    // The second start's probe is held back a moment (its namespaces are made late), so its
+    // answer cannot have waited for it.
+    let mut held = std::process::Command::new("strace");
+    held.args([
+        "-f",
+        "-qq",
+        "-o",
+        "/dev/null",
+        "-e",
+        "trace=unshare",
+        "-e",
+        "inject=unshare:delay_enter=500000",
+    ])
+    .arg(support::heron_bin())
+    .arg("acp")
+    .env("HERON_HOME", dirs.home())
+    .env("HERON_LOG", "warn");
+    let mut second = support::Launch::command(held).start();
+    let reported = initialize(&mut second);
+    assert_eq!(reported["reason"], "remembered, not probed", "{reported}");
+    assert_eq!(reported["walls"], probed["walls"], "{reported}");
+    // Its own probe finds what the first did, and writes that back.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = read(deadline);
+        if now == written {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the record was not mended: {now}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let third = initialize(&mut second);
+    assert_eq!(third, probed, "once probed, the probe's finding is reported");
+    second.finish(support::PROCESS_WAIT);
+}

@@ -98,7 +98,7 @@ pub(super) fn initialize<O: Outgoing>(
             meta: None,
         }),
         auth_methods,
-        meta: Some(meta(heron_core::sandbox::support())),
+        meta: Some(meta(heron_core::sandbox::reported())),
     })
 }
 

@@ -349,6 +349,8 @@ where
         let (args, home, wanted) = (args.clone(), home.clone(), slot.clone());
         tokio::spawn(async move {
             wanted.wanted().await;
+            // A probe left for after the first answer starts now (see `sandbox::prepare`).
+            heron_core::sandbox::probe_in_background();
             let built = manager(&args, &home, recorder).await.map(Arc::new).map_err(|e| Unusable {
                 reason: e.to_string(),
                 store: match &e {

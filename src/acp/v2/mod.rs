@@ -159,7 +159,7 @@ fn initialize(params: InitializeRequest, cwd_only: bool) -> InitializeResponse {
             title: Some("Heron".to_owned()),
             version: env!("CARGO_PKG_VERSION").to_owned(),
         },
-        meta: Some(super::init::meta(heron_core::sandbox::support())),
+        meta: Some(super::init::meta(heron_core::sandbox::reported())),
         protocol_version: ProtocolVersion(PROTOCOL_VERSION),
     }
 }

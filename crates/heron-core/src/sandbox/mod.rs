@@ -49,6 +49,7 @@ mod env;
 pub mod launcher;
 mod own;
 mod policy;
+mod remembered;
 mod sockets;
 mod support;
 mod temp;
@@ -72,7 +73,7 @@ use std::sync::Arc;
 pub use self::env::Withheld;
 pub use self::own::keep_this_process_private;
 pub use self::policy::Policy;
-pub use self::support::{CONFINED_VARIABLE, Support, Walls, probe_in_background, support};
+pub use self::support::{CONFINED_VARIABLE, Support, Walls, prepare, probe_in_background, reported, support};
 pub use self::temp::PrivateTemp;
 
 /// The variables that name the temp folder, for the programs that read each.

@@ -5,7 +5,10 @@
 //! then fails for a child stops that child from starting. What is missing is said (the
 //! `initialize` answer, `heron doctor`, a notice in each session), never silently dropped.
 
+use std::path::{Path, PathBuf};
 use std::sync::{Once, OnceLock};
+
+use super::remembered;
 
 /// The walls other than Landlock, as found on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +104,58 @@ impl Support {
     }
 }
 
+impl Support {
+    /// As the home remembers it (`remembered`).
+    fn encode(&self) -> serde_json::Value {
+        let walls = &self.walls;
+        serde_json::json!({
+            "landlock": match &self.landlock {
+                Ok(abi) => serde_json::json!({ "abi": abi }),
+                Err(reason) => serde_json::json!({ "reason": reason }),
+            },
+            "walls": [
+                walls.no_capabilities, walls.seccomp, walls.user_namespace, walls.mount_namespace,
+                walls.pid_namespace, walls.private_proc, walls.network_namespace,
+            ],
+            "inside": self.inside,
+        })
+    }
+
+    /// Back from [`Support::encode`]; `None` for anything it does not write.
+    fn decode(found: &serde_json::Value) -> Option<Support> {
+        let landlock = &found["landlock"];
+        let landlock = match (landlock["abi"].as_u64(), landlock["reason"].as_str()) {
+            (Some(abi), None) => Ok(u32::try_from(abi).ok()?),
+            (None, Some(reason)) => Err(reason.to_owned()),
+            _ => return None,
+        };
+        let flags: Vec<bool> =
+            found["walls"].as_array()?.iter().map(serde_json::Value::as_bool).collect::<Option<_>>()?;
+        let [
+            no_capabilities,
+            seccomp,
+            user_namespace,
+            mount_namespace,
+            pid_namespace,
+            private_proc,
+            network_namespace,
+        ] = flags[..]
+        else {
+            return None;
+        };
+        let walls = Walls {
+            no_capabilities,
+            seccomp,
+            user_namespace,
+            mount_namespace,
+            pid_namespace,
+            private_proc,
+            network_namespace,
+        };
+        Some(Support { landlock, walls, inside: found["inside"].as_bool()? })
+    }
+}
+
 /// The probe's result, once known.
 static SUPPORT: OnceLock<Support> = OnceLock::new();
 
@@ -110,19 +165,74 @@ pub fn support() -> &'static Support {
     SUPPORT.get_or_init(probe)
 }
 
-/// Starts the probe on a thread of its own and returns at once, so a caller that starts up
-/// (`heron acp`, which reports the support in its `initialize` answer) does not wait on it
-/// unless it asks before the probe is done. A probe already made or running is not repeated.
+/// Readies the sandbox report of a process that starts up (`heron acp`, which reports the
+/// support in its `initialize` answer) and remembers what its probe finds in `home`. With a
+/// record of this same state there ([`remembered`]) the report can use it, and the probe
+/// waits for [`probe_in_background`] (after the first answer: a fork beside the start slows
+/// it down); without one the probe starts now, on its own thread, overlapping the start.
+pub fn prepare(home: Option<&Path>) {
+    let _ = HOME.set(home.map(Path::to_path_buf));
+    if remembered().is_none() {
+        probe_in_background();
+    }
+}
+
+/// Starts the probe on a thread of its own and returns at once, so a caller does not wait
+/// on it unless it asks before the probe is done. A probe already made or running is not
+/// repeated. What it finds is remembered in the home given to [`prepare`], if any.
 pub fn probe_in_background() {
-    if SUPPORT.get().is_some() {
+    if SUPPORT.get().is_some() || STARTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
         return;
     }
     let started = std::thread::Builder::new().name("heron-sandbox-probe".to_owned()).spawn(|| {
-        support();
+        let found = support();
+        if let Some(record) = record()
+            && recalled(record).as_ref() != Some(found)
+        {
+            remembered::remember(&record.0, &record.1, found.encode());
+        }
     });
     if let Err(error) = started {
         tracing::debug!(%error, "cannot probe the sandbox in the background; probing when asked");
     }
+}
+
+/// Whether the background probe was started.
+static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The home this run remembers what its probe finds in.
+static HOME: OnceLock<Option<PathBuf>> = OnceLock::new();
+
+/// Where this run remembers what its probe finds, and the state it finds it in.
+fn record() -> Option<&'static (PathBuf, String)> {
+    static RECORD: OnceLock<Option<(PathBuf, String)>> = OnceLock::new();
+    RECORD
+        .get_or_init(|| {
+            let home = HOME.get()?.as_ref()?;
+            // Inside Heron's own confinement a probe finds otherwise: that is state too.
+            let inside = std::env::var_os(CONFINED_VARIABLE).is_some();
+            Some((remembered::path_in(home), format!("{}|{inside}", remembered::context()?)))
+        })
+        .as_ref()
+}
+
+/// What the probe found the last time it ran in this state, as this run started.
+fn remembered() -> Option<&'static Support> {
+    static REMEMBERED: OnceLock<Option<Support>> = OnceLock::new();
+    REMEMBERED.get_or_init(|| recalled(record()?)).as_ref()
+}
+
+/// What the record at `path` says, if it is one of the state `context`.
+fn recalled((path, context): &(PathBuf, String)) -> Option<Support> {
+    Support::decode(&remembered::recall(path, context)?)
+}
+
+/// What to report of the sandbox now, without waiting when it need not: the probe's result
+/// once it is done; before that, what the probe found last time in this same state
+/// ([`prepare`]); else the probe's result, waited for. Only reports read this: what a
+/// command gets is [`support`].
+pub fn reported() -> &'static Support {
+    SUPPORT.get().or_else(remembered).unwrap_or_else(support)
 }
 
 /// Says once per process, on stderr, which walls are missing.
@@ -260,6 +370,31 @@ mod probe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_finding_comes_back_as_it_was_kept_and_nothing_else_does() {
+        let found = Support {
+            landlock: Ok(6),
+            walls: Walls {
+                user_namespace: false,
+                private_proc: false,
+                ..Walls { seccomp: true, ..Walls::FLOOR }
+            },
+            inside: false,
+        };
+        assert_eq!(Support::decode(&found.encode()), Some(found.clone()));
+        let without = Support { landlock: Err("no Landlock here".to_owned()), ..found.clone() };
+        assert_eq!(Support::decode(&without.encode()), Some(without));
+        let mut short = found.encode();
+        short["walls"] = serde_json::json!([true, true]);
+        let mut both = found.encode();
+        both["landlock"] = serde_json::json!({ "abi": 6, "reason": "x" });
+        let mut not_flags = found.encode();
+        not_flags["walls"] = serde_json::json!([1, 1, 1, 1, 1, 1, 1]);
+        for wrong in [short, both, not_flags, serde_json::json!("walls"), serde_json::Value::Null] {
+            assert_eq!(Support::decode(&wrong), None, "{wrong}");
+        }
+    }
 
     #[test]
     fn a_probe_in_the_background_gives_what_asking_gives() {
