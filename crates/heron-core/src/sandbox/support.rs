@@ -131,26 +131,16 @@ impl Support {
         };
         let flags: Vec<bool> =
             found["walls"].as_array()?.iter().map(serde_json::Value::as_bool).collect::<Option<_>>()?;
-        let [
-            no_capabilities,
-            seccomp,
-            user_namespace,
-            mount_namespace,
-            pid_namespace,
-            private_proc,
-            network_namespace,
-        ] = flags[..]
-        else {
-            return None;
-        };
+        // In the order `encode` writes them.
+        let [caps, seccomp, user, mount, pid, proc, network] = flags[..] else { return None };
         let walls = Walls {
-            no_capabilities,
+            no_capabilities: caps,
             seccomp,
-            user_namespace,
-            mount_namespace,
-            pid_namespace,
-            private_proc,
-            network_namespace,
+            user_namespace: user,
+            mount_namespace: mount,
+            pid_namespace: pid,
+            private_proc: proc,
+            network_namespace: network,
         };
         Some(Support { landlock, walls, inside: found["inside"].as_bool()? })
     }
