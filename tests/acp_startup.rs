@@ -132,8 +132,7 @@ fn variables_at_the_kernels_bound_are_served_and_past_it_heron_is_never_started(
 /// What the sandbox probe found is remembered in the home, and the next start in the same
 /// state answers `initialize` with it at once, before its own probe is done; that probe
 /// then writes what it found over the record. Shown by a record saying what the probe
-/// would never say, and a second start whose probe is held back: the answer carries the
-/// record's word, and the record is mended after.
+/// would never say: the answer carries the record's word, and the record is mended after.
 #[test]
 fn the_next_start_reports_the_remembered_walls_and_its_probe_mends_the_record() {
     let dirs = Dirs::new();
@@ -158,24 +157,8 @@ fn the_next_start_reports_the_remembered_walls_and_its_probe_mends_the_record() 
     let mut planted = written.clone();
     planted["found"]["landlock"] = json!({ "reason": "remembered, not probed" });
     std::fs::write(&record, planted.to_string()).expect("plant");
-    // The second start's probe is held back a moment (its namespaces are made late), so its
-    // answer cannot have waited for it.
-    let mut held = std::process::Command::new("strace");
-    held.args([
-        "-f",
-        "-qq",
-        "-o",
-        "/dev/null",
-        "-e",
-        "trace=unshare",
-        "-e",
-        "inject=unshare:delay_enter=500000",
-    ])
-    .arg(support::heron_bin())
-    .arg("acp")
-    .env("HERON_HOME", dirs.home())
-    .env("HERON_LOG", "warn");
-    let mut second = support::Launch::command(held).start();
+    // With the record of its state there, the second start probes only after its answer.
+    let mut second = support::Launch::acp(&dirs.home(), &[]).start();
     let reported = initialize(&mut second);
     assert_eq!(reported["reason"], "remembered, not probed", "{reported}");
     assert_eq!(reported["walls"], probed["walls"], "{reported}");
