@@ -94,7 +94,7 @@ impl<O: Outgoing> AcpEditor<O> {
 
 /// A call to the editor in the core's two halves: `queued` puts it in the connection, and
 /// `answer` reads what came back.
-pub(crate) fn call<R, T>(
+fn call<R, T>(
     queued: impl Future<Output = PendingReply<R>> + Send + 'static,
     answer: impl FnOnce(Result<R, RpcError>) -> T + Send + 'static,
 ) -> Call<T>

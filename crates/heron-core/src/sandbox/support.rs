@@ -176,8 +176,9 @@ pub fn probe_in_background() {
     }
     let started = std::thread::Builder::new().name("heron-sandbox-probe".to_owned()).spawn(|| {
         let found = support();
+        // Compared with what the start read, not read again.
         if let Some(record) = record()
-            && recalled(record).as_ref() != Some(found)
+            && remembered() != Some(found)
         {
             remembered::remember(&record.0, &record.1, found.encode());
         }
@@ -209,12 +210,12 @@ fn record() -> Option<&'static (PathBuf, String)> {
 /// What the probe found the last time it ran in this state, as this run started.
 fn remembered() -> Option<&'static Support> {
     static REMEMBERED: OnceLock<Option<Support>> = OnceLock::new();
-    REMEMBERED.get_or_init(|| recalled(record()?)).as_ref()
-}
-
-/// What the record at `path` says, if it is one of the state `context`.
-fn recalled((path, context): &(PathBuf, String)) -> Option<Support> {
-    Support::decode(&remembered::recall(path, context)?)
+    REMEMBERED
+        .get_or_init(|| {
+            let (path, context) = record()?;
+            Support::decode(&remembered::recall(path, context)?)
+        })
+        .as_ref()
 }
 
 /// What to report of the sandbox now, without waiting when it need not: the probe's result
