@@ -300,6 +300,42 @@ async fn prompts_sent_back_to_back_are_answered_in_order_each_after_its_own_upda
     editor.close().await;
 }
 
+/// A slash command asked for while a turn streams is run at once, but its reply goes out
+/// between runs: after the running turn's answer, before the prompt queued behind it. A
+/// client without message ids would otherwise show the reply as part of the turn's text.
+#[tokio::test]
+async fn a_slash_commands_reply_waits_for_the_running_turn_not_for_the_queued_one() {
+    let mut editor = support::start_in(script_args(), scripted(MEDIUM));
+    let session = editor.new_session().await;
+    start_turn(&mut editor, json!("slow"), &session).await;
+    editor.send_request(json!("next"), "session/prompt", text_prompt(&session, "again")).await;
+    editor.send_request(json!("status"), "session/prompt", text_prompt(&session, "/status")).await;
+    let (seen, answer) = editor.until_answer(&json!("next")).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    // What the editor shows: each answer, and the text streamed before it, chunks joined.
+    let mut shown = Vec::new();
+    let mut text = String::new();
+    for message in seen.iter().chain([&answer]) {
+        match update_kind(message) {
+            Some("agent_message_chunk") => {
+                text.push_str(message["params"]["update"]["content"]["text"].as_str().unwrap_or(""));
+            }
+            Some(_) => {}
+            None => {
+                let said = std::mem::take(&mut text);
+                shown.push(if said.starts_with("Mode: ") { "the status".to_owned() } else { said });
+                shown.push(format!("answer {}", message["id"]));
+            }
+        }
+    }
+    assert_eq!(
+        shown,
+        ["done.", "answer \"slow\"", "the status", "answer \"status\"", "Back again.", "answer \"next\""],
+        "{seen:#?}"
+    );
+    editor.close().await;
+}
+
 #[tokio::test]
 async fn cancel_answers_the_running_prompt_cancelled_within_a_second() {
     let mut editor = support::start_in(script_args(), scripted(SLOW));

@@ -3,7 +3,8 @@
 //! reason), an approval with the call shown, `tool_call/cancel` ending one call while the
 //! turn goes on, a v1 session resumed over v2 with its history in v2's forms, and the two
 //! official v2 clients (the TypeScript SDK's and the Rust SDK's one-shot client) completing
-//! sessions against the binary (in `acp_v2_clients.rs`).
+//! sessions against the binary (in `acp_v2_clients.rs`); slash commands over v2 are in
+//! `acp_v2_commands.rs`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,11 +18,11 @@ pub(crate) const WRITE: &str = r##"{"steps":[{"text":"I'll write a note."},{"too
 {"steps":[{"text":"Done."}]}
 "##;
 
-fn v2_args(name: &str, protocol: Protocol) -> heron::cli::acp::AcpArgs {
+pub(crate) fn v2_args(name: &str, protocol: Protocol) -> heron::cli::acp::AcpArgs {
     heron::cli::acp::AcpArgs { protocol, ..support::scripted_args(name) }
 }
 
-async fn v2_session(editor: &mut Editor) -> String {
+pub(crate) async fn v2_session(editor: &mut Editor) -> String {
     let init =
         json!({ "protocolVersion": 2, "info": { "name": "test", "version": "1" }, "capabilities": {} });
     let answer = editor.request(json!(0), "initialize", init).await;
@@ -31,14 +32,14 @@ async fn v2_session(editor: &mut Editor) -> String {
     answer["result"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_owned()
 }
 
-fn state(message: &Value) -> Option<&str> {
+pub(crate) fn state(message: &Value) -> Option<&str> {
     let update = &message["params"]["update"];
     (update["sessionUpdate"] == "state_update").then(|| update["state"].as_str()).flatten()
 }
 
 /// Everything up to and including the turn's `idle`, answering permission requests with
 /// `option` (when given).
-async fn until_idle(editor: &mut Editor, option: Option<&str>) -> Vec<Value> {
+pub(crate) async fn until_idle(editor: &mut Editor, option: Option<&str>) -> Vec<Value> {
     let mut seen = Vec::new();
     loop {
         let message = editor.recv_within(Duration::from_secs(20)).await;
@@ -60,7 +61,7 @@ async fn until_idle(editor: &mut Editor, option: Option<&str>) -> Vec<Value> {
     }
 }
 
-fn position(seen: &[Value], what: impl Fn(&Value) -> bool) -> usize {
+pub(crate) fn position(seen: &[Value], what: impl Fn(&Value) -> bool) -> usize {
     seen.iter().position(what).unwrap_or_else(|| panic!("not seen in {seen:#?}"))
 }
 
@@ -457,7 +458,7 @@ async fn versions_are_negotiated_per_connection() {
     editor.close().await;
 }
 
-const LONG: &str = r##"{"steps":[{"text":"Working"},{"delay_ms":30000},{"text":"done."}]}
+pub(crate) const LONG: &str = r##"{"steps":[{"text":"Working"},{"delay_ms":30000},{"text":"done."}]}
 "##;
 
 #[tokio::test]
@@ -520,43 +521,6 @@ async fn a_v2_client_s_mcp_server_starts_and_the_model_uses_its_tool() {
 }
 
 #[tokio::test]
-async fn heron_s_own_commands_are_advertised_and_run_here_as_a_turn_the_v2_way() {
-    let mut editor = support::start_in(v2_args("s", Protocol::V2), support::scripted_home("s", "", WRITE));
-    let session = v2_session(&mut editor).await;
-    let advertised = editor.recv_within(Duration::from_secs(10)).await;
-    let commands = &advertised["params"]["update"];
-    assert_eq!(commands["sessionUpdate"], "available_commands_update", "{advertised}");
-    let names: Vec<&str> = commands["availableCommands"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["name"].as_str())
-        .collect();
-    assert!(names.contains(&"mode") && names.contains(&"help"), "{names:?}");
-
-    let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "/mode plan" }] });
-    editor.send_request(json!(2), "session/prompt", prompt).await;
-    let seen = until_idle(&mut editor, None).await;
-    let answer = &seen[position(&seen, |m| m["id"] == 2)];
-    let message_id = &answer["result"]["messageId"];
-    let user = position(&seen, |m| m["params"]["update"]["sessionUpdate"] == "user_message");
-    assert_eq!(&seen[user]["params"]["update"]["messageId"], message_id);
-    assert_eq!(seen[user]["params"]["update"]["content"][0]["text"], "/mode plan");
-    assert!(position(&seen, |m| state(m) == Some("running")) < user);
-    let reply = position(&seen, |m| m["params"]["update"]["sessionUpdate"] == "agent_message");
-    assert!(reply > user);
-    let options = position(&seen, |m| m["params"]["update"]["sessionUpdate"] == "config_option_update");
-    let mode = seen[options]["params"]["update"]["configOptions"]
-        .as_array()
-        .and_then(|o| o.iter().find(|o| o["configId"] == "mode"))
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(mode["currentValue"], "plan", "{mode}");
-    assert_eq!(seen.last().expect("idle")["params"]["update"]["stopReason"], "end_turn");
-    editor.close().await;
-}
-
-#[tokio::test]
 async fn v2_prompts_take_checked_images_and_refuse_audio_by_index() {
     let text_only = r#"{"steps":[{"text":"Seen."}]}
 "#;
@@ -578,31 +542,5 @@ async fn v2_prompts_take_checked_images_and_refuse_audio_by_index() {
     let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": "Hear" }, audio] });
     let answer = editor.ask(json!(4), "session/prompt", prompt).await;
     assert_eq!(answer["error"]["data"]["path"], "prompt[1]", "{answer}");
-    editor.close().await;
-}
-
-#[tokio::test]
-async fn custom_commands_and_compact_queue_as_turns_shown_under_the_prompts_id() {
-    let script = r#"{"steps":[{"text":"Looks fine."}]}
-{"steps":[{"text":"A summary."}]}
-"#;
-    let mut editor = support::start_in(v2_args("s", Protocol::V2), support::scripted_home("s", "", script));
-    let commands = Path::new(&editor.dirs.ws()).join(".heron/commands");
-    std::fs::create_dir_all(&commands).expect("commands dir");
-    let review = "---\ndescription: Review files\nargument-hint: <files>\n---\nReview $ARGUMENTS for bugs.\n";
-    std::fs::write(commands.join("review.md"), review).expect("command file");
-    let session = v2_session(&mut editor).await;
-    for (id, line) in [(2, "/review src"), (3, "/compact")] {
-        let prompt = json!({ "sessionId": session, "prompt": [{ "type": "text", "text": line }] });
-        let answer = editor.ask(json!(id), "session/prompt", prompt).await;
-        let message_id = answer["result"]["messageId"].clone();
-        assert!(message_id.is_string(), "{answer}");
-        let seen = until_idle(&mut editor, None).await;
-        let user = position(&seen, |m| m["params"]["update"]["sessionUpdate"] == "user_message");
-        assert_eq!(seen[user]["params"]["update"]["messageId"], message_id, "{line}: {}", seen[user]);
-        assert_eq!(seen[user]["params"]["update"]["content"][0]["text"], line, "shown as typed");
-        assert!(position(&seen, |m| state(m) == Some("running")) < user, "{line}");
-        assert_eq!(seen.last().expect("idle")["params"]["update"]["stopReason"], "end_turn", "{line}");
-    }
     editor.close().await;
 }

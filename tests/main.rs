@@ -38,6 +38,7 @@ mod acp_tools;
 mod acp_trust;
 mod acp_v2;
 mod acp_v2_clients;
+mod acp_v2_commands;
 mod acpx;
 mod bounds_inventory;
 mod checkpoints;

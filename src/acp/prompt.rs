@@ -1,13 +1,14 @@
 //! A prompt's path on the wire, in one line: `session/prompt` -> the core's session (or
-//! a slash command, run here without the model; `/compact` and custom commands queue in
-//! the session like a prompt) -> the turn's updates, forwarded by the session's sequencer
-//! (`sequencer.rs`) -> its ending handed here -> the answer.
+//! a slash command, run here without the model, its reply sent at its place among the
+//! session's runs; `/compact` and custom commands queue in the session like a prompt) ->
+//! the turn's updates, forwarded by the session's sequencer (`sequencer.rs`) -> its ending
+//! handed here -> the answer.
 //! `session/cancel` ends the running and queued turns.
 
 use std::sync::Arc;
 
 use heron_core::session::commands::Invocation;
-use heron_core::session::outbound::Ending;
+use heron_core::session::outbound::{Ending, Place};
 use heron_core::session::{Session, Submitted};
 use heron_protocol::runtime::{Answered, Outgoing, Then};
 use heron_protocol::{CancelNotification, PromptRequest, PromptResponse, RpcError, StopReason};
@@ -29,17 +30,19 @@ pub(super) fn prompt<O: Outgoing>(
     let (queued, session) = match submitted {
         // v1 clients show the prompt as sent: nothing is echoed.
         Ok((Submitted::Turn { queued, .. }, session)) => (queued, session),
-        Ok((Submitted::Local { invocation, .. }, session)) => {
-            return alone(command(agent, session, invocation));
+        Ok((Submitted::Local { invocation, place, .. }, session)) => {
+            return command(agent, session, invocation, place);
         }
-        Ok((Submitted::Refused { reason, .. }, session)) => return alone(reply(agent, session, reason)),
+        Ok((Submitted::Refused { reason, place, .. }, session)) => {
+            return reply(agent, session, reason, place);
+        }
         Err(err) => {
             // A store that failed to open is the answer, before any lookup's error.
             let inner = agent.inner.clone();
-            return alone(Box::pin(async move {
+            return Box::pin(async move {
                 inner.manager.ready().await?;
                 Err(err)
-            }));
+            });
         }
     };
     // If this request is dropped ($/cancel_request), even before its future first runs,
@@ -71,47 +74,50 @@ pub(super) fn prompt<O: Outgoing>(
     })
 }
 
-/// A prompt answered here, with nothing to follow its answer.
-fn alone(reply: Reply<PromptResponse>) -> Reply<Answered<PromptResponse>> {
-    Box::pin(async move { reply.await.map(Answered::from) })
-}
-
-/// A prompt that is one of Heron's slash commands: runs here, without the model.
+/// A prompt that is one of Heron's slash commands: runs here, without the model, at once;
+/// its reply waits for its place among the session's runs.
 fn command<O: Outgoing>(
     agent: &HeronAgent<O>,
     session: Arc<Session>,
     invocation: Invocation,
-) -> Reply<PromptResponse> {
+    place: Place,
+) -> Reply<Answered<PromptResponse>> {
     let inner = agent.inner.clone();
     Box::pin(async move {
-        run_command(&inner, &session, &invocation).await?;
-        Ok(PromptResponse { meta: None, stop_reason: StopReason::EndTurn })
+        let (reply, changed) = super::commands::run_here(&session, &invocation).await;
+        answer_at(&inner, &session, place, reply, changed).await
     })
 }
 
-/// A prompt answered at once with `text` as an agent message (a custom command refused).
-fn reply<O: Outgoing>(agent: &HeronAgent<O>, session: Arc<Session>, text: String) -> Reply<PromptResponse> {
+/// A prompt answered with `text` as an agent message (a custom command refused).
+fn reply<O: Outgoing>(
+    agent: &HeronAgent<O>,
+    session: Arc<Session>,
+    text: String,
+    place: Place,
+) -> Reply<Answered<PromptResponse>> {
     let inner = agent.inner.clone();
-    Box::pin(async move {
-        let message_id = uuid::Uuid::new_v4().to_string();
-        inner.send(session.id(), convert::agent_message(&message_id, text)).await?;
-        Ok(PromptResponse { meta: None, stop_reason: StopReason::EndTurn })
-    })
+    Box::pin(async move { answer_at(&inner, &session, place, text, false).await })
 }
 
-/// Runs a slash command and answers with its reply as an agent message.
-async fn run_command<O: Outgoing>(
+/// Once the runs before `place` are out, sends `text` as an agent message (and the new
+/// settings, when they `changed`) and answers; the session's next run follows the answer.
+async fn answer_at<O: Outgoing>(
     inner: &Inner<O>,
     session: &Session,
-    invocation: &Invocation,
-) -> Result<(), RpcError> {
-    let (reply, changed) = super::commands::run_here(session, invocation).await;
+    place: Place,
+    text: String,
+    changed: bool,
+) -> Result<Answered<PromptResponse>, RpcError> {
+    let sent = place.reached().await;
     let message_id = uuid::Uuid::new_v4().to_string();
-    inner.send(session.id(), convert::agent_message(&message_id, reply)).await?;
+    inner.send(session.id(), convert::agent_message(&message_id, text)).await?;
     if changed {
         settings::announce(inner, session).await?;
     }
-    Ok(())
+    let mut then = Then::new();
+    then.after(move || sent.done());
+    Ok(Answered::new(PromptResponse { meta: None, stop_reason: StopReason::EndTurn }, then))
 }
 
 /// `session/cancel`: ends the running turn and every queued one. A cancel for an unknown or

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use heron_core::config::Home;
 use heron_core::session::event::Event;
+use heron_core::session::outbound::Kind;
 use heron_core::session::update::TurnUpdate;
 use heron_core::session::{Manager, ManagerOptions, OpenOptions, Session, Submitted};
 use heron_core::tools::editor::{
@@ -154,18 +155,25 @@ async fn a_submitted_prompt_is_a_command_a_refusal_or_a_queued_turn() {
     let mut runs = Runs::of(&session);
     let submit = |input: Vec<PromptInput>| session.submit(input, None);
     match submit(text("/mcp list")) {
-        Submitted::Local { invocation, line } => {
+        Submitted::Local { invocation, line, .. } => {
             assert_eq!((invocation.name.as_str(), invocation.argument.as_str()), ("mcp", "list"));
             assert_eq!(line, "/mcp list");
         }
         other => panic!("/mcp is Heron's own command: {other:?}"),
     }
     match submit(text("/rewind soon")) {
-        Submitted::Refused { line, reason } => {
+        Submitted::Refused { line, reason, .. } => {
             assert_eq!(line, "/rewind soon");
             assert!(!reason.is_empty());
         }
         other => panic!("a rewind target that does not parse is refused: {other:?}"),
+    }
+    // Each reply took a place among the runs, left unanswered here: nothing waits on it.
+    for _ in 0..2 {
+        let placed = runs.run().await;
+        assert_eq!(placed.kind(), Kind::Placed);
+        let (result, ended) = placed.end().await;
+        ended.hand_on(result).await;
     }
     let mut two = text("/compact");
     two.extend(text("and more"));
@@ -183,6 +191,56 @@ async fn a_submitted_prompt_is_a_command_a_refusal_or_a_queued_turn() {
     assert_eq!(run.echo(), Some(("/compact keep the parser", None)), "a compaction records no user message");
     let (_, result) = crate::support::runs::finish(run, queued).await;
     assert!(result.is_ok(), "the compaction was answered");
+}
+
+/// A slash command's reply takes its place among the session's runs when it is asked for:
+/// behind the turn going out, ahead of the prompt queued behind that turn, and what runs
+/// after it waits until its answer is sent. Its reply so never lands inside a turn's stream.
+#[tokio::test]
+async fn a_commands_reply_goes_out_between_runs_at_the_place_it_was_asked_in() {
+    let script = "{\"steps\": [{\"text\": \"Working\"}, {\"delay_ms\": 5000}, {\"text\": \"done\"}]}\n{\"steps\": [{\"text\": \"next\"}]}\n";
+    let harness = Harness::new(script).await;
+    let session = harness.session().await;
+    let mut runs = Runs::of(&session);
+    let mut running = session.prompt(text("slow"));
+    drop(std::mem::take(&mut running.accepted));
+    // The turn is going out when the command is asked for.
+    let mut slow = runs.run().await;
+    let queued = session.prompt(text("next"));
+    let Submitted::Local { place, .. } = session.submit(text("/status"), None) else {
+        panic!("/status is Heron's own command");
+    };
+    let reached = tokio::spawn(place.reached());
+    loop {
+        match slow.next().await.expect("the turn streams") {
+            TurnUpdate::MessageChunk { .. } => break,
+            TurnUpdate::Request(request) => request.send().await,
+            _ => {}
+        }
+    }
+    // This prompt alone ends; the one queued behind it runs next.
+    running.cancel.cancel();
+    let (_, result) = crate::support::runs::finish(slow, running).await;
+    assert_eq!(result.expect("ok"), StopReason::Cancelled);
+    assert!(!reached.is_finished(), "the place is reached only when the runs before it are out");
+    let placed = runs.run().await;
+    assert_eq!(placed.kind(), Kind::Placed, "the reply's place comes before the queued prompt's run");
+    let (result, ended) = placed.end().await;
+    let handing = tokio::spawn(ended.hand_on(result));
+    let sent = reached.await.expect("the place is reached");
+    tokio::task::yield_now().await;
+    assert!(!handing.is_finished(), "what follows the reply waits for its answer");
+    sent.done();
+    handing.await.expect("handed on");
+    let (seen, result) = runs.next(queued).await;
+    assert_eq!(streamed_text(&seen), "next");
+    assert_eq!(result.expect("ok"), StopReason::EndTurn);
+    // A closed session has nothing left to wait for: a place taken then is reached at once.
+    session.close();
+    let Submitted::Local { place, .. } = session.submit(text("/status"), None) else {
+        panic!("/status is Heron's own command");
+    };
+    tokio::time::timeout(Duration::from_secs(10), place.reached()).await.expect("reached at once").done();
 }
 
 #[tokio::test]

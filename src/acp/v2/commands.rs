@@ -6,6 +6,7 @@
 use heron_core::extensions::Catalog;
 use heron_core::session::Session;
 use heron_core::session::commands::Invocation;
+use heron_core::session::outbound::Place;
 use heron_core::tools::mcp::McpHub;
 use heron_core::types::StopReason;
 use heron_protocol::runtime::{Outgoing, Then};
@@ -59,47 +60,51 @@ fn text(text: String) -> ContentBlock {
     ContentBlock::Text(TextContent { annotations: None, meta: None, text })
 }
 
-/// Runs one of Heron's own commands, typed as `line`, and answers under `message_id`.
+/// A command's reply for the user, and whether it changed the session's settings.
+pub(super) struct Reply {
+    pub(super) text: String,
+    pub(super) changed: bool,
+}
+
+/// Runs one of Heron's own commands at once, typed as the line of `shown` (with the
+/// prompt's message id), and answers at its `place`.
 pub(super) async fn run<O: Outgoing>(
     inner: &Inner<O>,
     session: &Session,
     invocation: Invocation,
-    line: String,
-    message_id: String,
+    shown: (String, String),
+    place: Place,
 ) {
-    let (reply, changed) = super::super::commands::run_here(session, &invocation).await;
-    answer(inner, session, line, message_id, reply, changed).await;
+    let (text, changed) = super::super::commands::run_here(session, &invocation).await;
+    answer(inner, session, shown, Reply { text, changed }, place).await;
 }
 
-/// Shows `line` as the user's message under `message_id` and `reply` as the agent's, as a
-/// turn of its own (`running` to `idle`) unless a turn is already running, whose state it
-/// leaves alone; with `changed`, the new config options follow.
+/// Once the runs before `place` are out, shows the line of `shown` as the user's message
+/// under its id and the reply as the agent's, as a turn of its own (`running` to `idle`);
+/// when the reply `changed` the settings, the new config options follow. The session's
+/// next run goes out after.
 pub(super) async fn answer<O: Outgoing>(
     inner: &Inner<O>,
     session: &Session,
-    line: String,
-    message_id: String,
-    reply: String,
-    changed: bool,
+    (line, message_id): (String, String),
+    reply: Reply,
+    place: Place,
 ) {
+    let sent = place.reached().await;
     let id = session.id();
-    let own_turn = !inner.turns.busy(id);
-    if own_turn {
-        let _ = inner.send(id, convert::running()).await;
-    }
+    let _ = inner.send(id, convert::running()).await;
     let user = UserMessage { content: Some(vec![text(line)]), message_id: MessageId(message_id), meta: None };
     let _ = inner.send(id, SessionUpdate::UserMessage(user)).await;
     let answer = AgentMessage {
-        content: Some(vec![text(reply)]),
+        content: Some(vec![text(reply.text)]),
         message_id: MessageId(uuid::Uuid::new_v4().to_string()),
         meta: None,
     };
     let _ = inner.send(id, SessionUpdate::AgentMessage(answer)).await;
-    if changed {
+    if reply.changed {
         let options = ConfigOptionUpdate { config_options: settings::options_of(session), meta: None };
         let _ = inner.send(id, p::SessionUpdate::ConfigOptionUpdate(options)).await;
     }
-    if own_turn {
-        let _ = inner.send(id, convert::idle(Ok(StopReason::EndTurn))).await;
-    }
+    let _ = inner.send(id, convert::idle(Ok(StopReason::EndTurn))).await;
+    sent.done();
 }

@@ -48,14 +48,17 @@ pub(super) fn prompt<O: Outgoing>(
                 then.after(move || accepted.done());
                 Box::pin(until_ended(inner, session, queued, active))
             }
-            Submitted::Local { invocation, line } => {
-                let id = message_id.clone();
-                Box::pin(async move { wire_commands::run(&inner, &session, invocation, line, id).await })
-            }
-            Submitted::Refused { line, reason } => {
+            Submitted::Local { invocation, line, place } => {
                 let id = message_id.clone();
                 Box::pin(
-                    async move { wire_commands::answer(&inner, &session, line, id, reason, false).await },
+                    async move { wire_commands::run(&inner, &session, invocation, (line, id), place).await },
+                )
+            }
+            Submitted::Refused { line, reason, place } => {
+                let id = message_id.clone();
+                let reply = wire_commands::Reply { text: reason, changed: false };
+                Box::pin(
+                    async move { wire_commands::answer(&inner, &session, (line, id), reply, place).await },
                 )
             }
         };
@@ -111,9 +114,15 @@ pub(super) fn serve<O: Outgoing>(inner: &Arc<Inner<O>>, then: &mut Then, session
 
 /// Forwards one run to the editor, from `running` to `idle`, then hands its end on.
 async fn forward<O: Outgoing>(inner: &Inner<O>, id: &str, providers: &Providers, mut run: Run) {
-    // Over v2 a reload is answered at once and not told later: nothing ran for the editor.
-    if run.kind() == Kind::Reload {
-        return;
+    match run.kind() {
+        // Over v2 a reload is answered at once and not told later: nothing ran for the editor.
+        Kind::Reload => return,
+        // A slash command's reply, sent by its asker as a turn of its own once handed on.
+        Kind::Placed => {
+            let (result, ended) = run.end().await;
+            return ended.hand_on(result).await;
+        }
+        Kind::Asked | Kind::Inbox => {}
     }
     let mut started = false;
     while let Some(mut update) = run.next().await {
@@ -216,15 +225,6 @@ impl Turns {
         let count = turns.entry(session_id.to_owned()).or_insert_with(|| watch::channel(0).0).clone();
         count.send_modify(|n| *n += 1);
         Active(count)
-    }
-
-    /// Whether a turn of `session_id` is being forwarded now.
-    pub(super) fn busy(&self, session_id: &str) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(session_id)
-            .is_some_and(|count| *count.borrow() > 0)
     }
 
     fn ended(&self, session_id: &str) -> impl Future<Output = ()> + use<> {

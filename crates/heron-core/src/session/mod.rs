@@ -189,6 +189,9 @@ pub struct Session {
     jobs: mpsc::UnboundedSender<Box<Job>>,
     /// The session's runs, until whoever serves it takes them ([`Session::outbound`]).
     outbound: Mutex<Option<outbound::Outbound>>,
+    /// Where what is answered outside the turns takes its place among the runs
+    /// ([`Session::submit`]); dropped at close, so the stream ends with the actor.
+    places: Mutex<Option<outbound::Runs>>,
     generation: AtomicU64,
     current: Mutex<CancellationToken>,
     closed: CancellationToken,
@@ -258,6 +261,7 @@ impl Session {
             state: Mutex::new(state),
             jobs,
             outbound: Mutex::new(Some(outbound::Outbound(outbound))),
+            places: Mutex::new(Some(runs.clone())),
             generation: AtomicU64::new(0),
             current: Mutex::new(CancellationToken::new()),
             closed: CancellationToken::new(),
@@ -425,6 +429,7 @@ impl Session {
         // Closed first: an actor whose turn ends by this cancel must find the session closed,
         // or it would take the next inbox item and start it only to have it interrupted.
         self.closed.cancel();
+        self.places.lock().unwrap_or_else(PoisonError::into_inner).take();
         self.cancel();
         if self.mcp.is_empty() {
             return None;

@@ -1,9 +1,11 @@
 //! A session's outbound order: every job the actor runs (a prompt, a compaction, a rewind,
 //! an inbox item, a reload queued behind a turn) reaches whoever serves the session as one
-//! [`Run`], in the order the actor runs them, on one stream ([`Outbound`]). A run is its updates, then how it ended. The
-//! server forwards each run to its end before it takes the next, so one run's updates can
-//! never follow the next run's, nor come after the answer that ends their prompt; the actor
-//! never waits for the server to do it.
+//! [`Run`], in the order the actor runs them, on one stream ([`Outbound`]). A run is its
+//! updates, then how it ended. The server forwards each run to its end before it takes the
+//! next, so one run's updates can never follow the next run's, nor come after the answer
+//! that ends their prompt; the actor never waits for the server to do it. What is answered
+//! outside the turns (one of Heron's own commands, a refusal) takes a [`Place`] on the same
+//! stream when it is asked, so its reply goes out between runs, never inside one.
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::DropGuard;
@@ -52,6 +54,9 @@ pub(super) enum Origin {
     /// A reload of the session's extensions that was queued behind a turn: its asker was
     /// answered at once, so its outcome is told to the editor when the run is reached.
     Reload,
+    /// A place for a reply made outside the turns ([`Place`]): its asker sends it when the
+    /// run is reached.
+    Placed(oneshot::Sender<Ending>),
 }
 
 /// What a run is, for whoever forwards it.
@@ -63,6 +68,9 @@ pub enum Kind {
     Inbox,
     /// A queued reload that ended: tell the editor its outcome (the session's status has it).
     Reload,
+    /// A place for a reply made outside the turns: no updates, and nothing to say around
+    /// them; its asker sends the reply once handed on.
+    Placed,
 }
 
 /// What the serving side saw of a run on its way, for its asker.
@@ -95,7 +103,7 @@ impl Run {
     pub fn echo(&self) -> Option<(&str, Option<&str>)> {
         match &self.origin {
             Origin::Asked(asker) => asker.echo.as_deref().map(|line| (line, asker.shown.as_deref())),
-            Origin::Inbox | Origin::Reload => None,
+            Origin::Inbox | Origin::Reload | Origin::Placed(_) => None,
         }
     }
 
@@ -110,6 +118,7 @@ impl Run {
             Origin::Asked(_) => Kind::Asked,
             Origin::Inbox => Kind::Inbox,
             Origin::Reload => Kind::Reload,
+            Origin::Placed(_) => Kind::Placed,
         }
     }
 
@@ -168,14 +177,33 @@ impl Ended {
     /// that answer.
     pub async fn hand_on(self, result: PromptResult) {
         let Run { origin, seen, forwarded, .. } = self.run;
-        if let Origin::Asked(asker) = origin {
+        let reply = match origin {
+            Origin::Asked(asker) => Some(asker.reply),
+            Origin::Placed(reply) => Some(reply),
+            Origin::Inbox | Origin::Reload => None,
+        };
+        if let Some(reply) = reply {
             let (sent, answered) = oneshot::channel();
             let ending = Ending { result, outcome: seen.outcome, said: seen.said, sent: Sent(Some(sent)) };
-            if asker.reply.send(ending).is_ok() {
+            if reply.send(ending).is_ok() {
                 let _ = answered.await;
             }
         }
         drop(forwarded);
+    }
+}
+
+/// A reply's place in the session's outbound order, taken when it was asked for: reached
+/// once every run before it is out. Send the reply then, and signal the [`Sent`] once its
+/// answer is queued: the run after it waits for that.
+#[derive(Debug)]
+pub struct Place(pub(super) oneshot::Receiver<Ending>);
+
+impl Place {
+    /// Waits until the runs before this place are out (at once if the session closed or
+    /// nobody will ever serve it); what follows waits for the [`Sent`] returned.
+    pub async fn reached(self) -> Sent {
+        self.0.await.map(|ending| ending.sent).unwrap_or_default()
     }
 }
 

@@ -3,9 +3,14 @@
 //! protocol versions submit through here, so a slash command is recognised in one place
 //! and the adapters only convert.
 
+use std::sync::PoisonError;
+
+use tokio::sync::oneshot;
+
+use super::outbound::{Origin, Place, Run};
 use super::{Queued, Session, Shown, Work, checkpoints, commands, mcp_commands};
 use crate::extensions::Expansion;
-use crate::types::{PromptInput, UserContent};
+use crate::types::{PromptInput, StopReason, UserContent};
 
 /// What a submitted prompt became.
 #[derive(Debug)]
@@ -19,20 +24,24 @@ pub enum Submitted {
         queued: Queued,
     },
     /// One of Heron's own commands (`/mcp`, `/goal`, ...), for the caller to run without the
-    /// model; the line as typed.
+    /// model, at once; its reply goes out at its place, after what runs now.
     Local {
         /// The command and its argument.
         invocation: commands::Invocation,
         /// The line as typed.
         line: String,
+        /// Where the reply goes among the session's runs.
+        place: Place,
     },
     /// Refused at once (a custom command that cannot expand, a rewind target that does not
-    /// parse): the line as typed, and the reply for the user.
+    /// parse): the line as typed, and the reply for the user, which goes out at its place.
     Refused {
         /// The line as typed.
         line: String,
         /// Why, for the user.
         reason: String,
+        /// Where the reply goes among the session's runs.
+        place: Place,
     },
 }
 
@@ -61,8 +70,8 @@ impl Session {
         };
         let turn = |queued| Submitted::Turn { queued };
         match self.recognise(&line) {
-            Recognised::Local(invocation) => Submitted::Local { invocation, line },
-            Recognised::Refused(reason) => Submitted::Refused { line, reason },
+            Recognised::Local(invocation) => Submitted::Local { invocation, line, place: self.place() },
+            Recognised::Refused(reason) => Submitted::Refused { line, reason, place: self.place() },
             // A compaction and a rewind record no user message: the line is echoed.
             Recognised::Compact(instructions) => {
                 turn(self.queue(Work::Compact(instructions), as_shown(Some(line))))
@@ -71,6 +80,22 @@ impl Session {
             Recognised::Custom(expansion) => turn(self.queue(Self::command_work(expansion), as_shown(None))),
             Recognised::Prompt => turn(self.queue(Work::Prompt(input), as_shown(None))),
         }
+    }
+
+    /// A place for a reply among the session's runs, taken now: behind the runs already
+    /// started (the one going out, usually), ahead of any started later, so it waits for
+    /// the running turn but not for the prompts queued behind it. A reply made outside the
+    /// turns so never lands inside one's stream, where a client without message ids shows
+    /// it as part of the turn's text.
+    fn place(&self) -> Place {
+        let (reply, place) = oneshot::channel();
+        let run = Run::ended(Origin::Placed(reply), Ok(StopReason::EndTurn));
+        // Closed, or nobody will ever read the stream: the run is dropped with its reply's
+        // sender, and the place is reached at once.
+        if let Some(places) = self.places.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            let _ = places.send(Box::new(run));
+        }
+        Place(place)
     }
 
     /// The work a custom command's expansion queues: its prompt, or the MCP prompt to fetch
