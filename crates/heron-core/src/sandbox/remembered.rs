@@ -6,9 +6,12 @@
 //! when it differs.
 //!
 //! The record counts only when everything that decides what the probe can find is the same:
-//! the boot, the kernel, this binary, the user, the process's capabilities, seccomp and
-//! `no_new_privs`, the namespaces it runs in (a sandboxed editor starts Heron in its own),
-//! and the kernel settings on user namespaces. The file is the user's, like the rest of the
+//! the kernel and its boot parameters, this binary, the user, the process's capabilities,
+//! seccomp and `no_new_privs`, the namespaces it runs in (a sandboxed editor starts Heron in
+//! its own), and the kernel's limits on making namespaces. Not the boot itself: a machine
+//! started again the same way finds the same, and its first start after a reboot is the one
+//! an editor's user waits on most often. What a reboot could change beyond these (a
+//! security module's profiles) costs at most that start's report, which its probe mends. The file is the user's, like the rest of the
 //! home; it is read within a few KiB, and anything unexpected in it is no record. What the
 //! finding says is its owner's (`support`): this module keeps it, and reads none of it.
 
@@ -40,8 +43,9 @@ pub(super) fn context() -> Option<String> {
     let exe = std::fs::metadata("/proc/self/exe").ok()?;
     let modified = exe.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
     let mut parts = vec![
-        read("/proc/sys/kernel/random/boot_id").ok()?,
         read("/proc/sys/kernel/osrelease").ok()?,
+        // `lsm=` decides whether Landlock stands, among others.
+        read("/proc/cmdline").ok()?,
         format!("{} {} {}", env!("CARGO_PKG_VERSION"), exe.len(), modified),
         // SAFETY: getuid and geteuid read the caller's ids and cannot fail.
         format!("uid {} {}", unsafe { libc::getuid() }, unsafe { libc::geteuid() }),
@@ -53,6 +57,10 @@ pub(super) fn context() -> Option<String> {
     // Settings a kernel may not have: their absence is part of the state too.
     for setting in [
         "/proc/sys/user/max_user_namespaces",
+        "/proc/sys/user/max_mnt_namespaces",
+        "/proc/sys/user/max_pid_namespaces",
+        "/proc/sys/user/max_net_namespaces",
+        "/proc/sys/user/max_ipc_namespaces",
         "/proc/sys/kernel/unprivileged_userns_clone",
         "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
     ] {
@@ -115,10 +123,14 @@ mod tests {
     }
 
     #[test]
-    fn the_state_names_the_boot_the_binary_and_the_namespaces() {
+    fn the_state_names_the_kernel_the_binary_and_the_namespaces_but_not_the_boot() {
         let context = context().expect("state");
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("kernel");
+        assert!(context.contains(kernel.trim()), "{context}");
+        let limit = std::fs::read_to_string("/proc/sys/user/max_net_namespaces").expect("limit");
+        assert!(context.contains(&format!("|{}|", limit.trim())), "{context}");
         let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
-        assert!(context.contains(boot.trim()), "{context}");
+        assert!(!context.contains(boot.trim()), "a reboot alone does not forget: {context}");
         let user = std::fs::read_link("/proc/self/ns/user").expect("user namespace");
         assert!(context.contains(&user.display().to_string()), "{context}");
         assert!(context.contains(env!("CARGO_PKG_VERSION")), "{context}");
