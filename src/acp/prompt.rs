@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::errors::prompt_error;
-use super::{HeronAgent, Inner, Reply, convert, settings};
+use super::{HeronAgent, Reply, convert, settings};
 
 /// `session/prompt`. Runs on the reader up to queueing, so prompts keep their order.
 pub(super) fn prompt<O: Outgoing>(
@@ -31,10 +31,10 @@ pub(super) fn prompt<O: Outgoing>(
         // v1 clients show the prompt as sent: nothing is echoed.
         Ok((Submitted::Turn { queued, .. }, session)) => (queued, session),
         Ok((Submitted::Local { invocation, place, .. }, session)) => {
-            return command(agent, session, invocation, place);
+            return local(agent, session, place, Ok(invocation));
         }
         Ok((Submitted::Refused { reason, place, .. }, session)) => {
-            return reply(agent, session, reason, place);
+            return local(agent, session, place, Err(reason));
         }
         Err(err) => {
             // A store that failed to open is the answer, before any lookup's error.
@@ -74,50 +74,32 @@ pub(super) fn prompt<O: Outgoing>(
     })
 }
 
-/// A prompt that is one of Heron's slash commands: runs here, without the model, at once;
-/// its reply waits for its place among the session's runs.
-fn command<O: Outgoing>(
+/// A prompt Heron answers itself, without the model: one of its slash commands, run here at
+/// once (`Ok`), or a refusal (`Err`, the reason). Once the runs before its `place` are out,
+/// the reply goes out as an agent message (with the new settings, when the command changed
+/// them), then the answer; the session's next run follows that answer.
+fn local<O: Outgoing>(
     agent: &HeronAgent<O>,
     session: Arc<Session>,
-    invocation: Invocation,
     place: Place,
+    asked: Result<Invocation, String>,
 ) -> Reply<Answered<PromptResponse>> {
     let inner = agent.inner.clone();
     Box::pin(async move {
-        let (reply, changed) = super::commands::run_here(&session, &invocation).await;
-        answer_at(&inner, &session, place, reply, changed).await
+        let (text, changed) = match asked {
+            Ok(invocation) => super::commands::run_here(&session, &invocation).await,
+            Err(reason) => (reason, false),
+        };
+        let sent = place.reached().await;
+        let message_id = uuid::Uuid::new_v4().to_string();
+        inner.send(session.id(), convert::agent_message(&message_id, text)).await?;
+        if changed {
+            settings::announce(&inner, &session).await?;
+        }
+        let mut then = Then::new();
+        then.after(move || sent.done());
+        Ok(Answered::new(PromptResponse { meta: None, stop_reason: StopReason::EndTurn }, then))
     })
-}
-
-/// A prompt answered with `text` as an agent message (a custom command refused).
-fn reply<O: Outgoing>(
-    agent: &HeronAgent<O>,
-    session: Arc<Session>,
-    text: String,
-    place: Place,
-) -> Reply<Answered<PromptResponse>> {
-    let inner = agent.inner.clone();
-    Box::pin(async move { answer_at(&inner, &session, place, text, false).await })
-}
-
-/// Once the runs before `place` are out, sends `text` as an agent message (and the new
-/// settings, when they `changed`) and answers; the session's next run follows the answer.
-async fn answer_at<O: Outgoing>(
-    inner: &Inner<O>,
-    session: &Session,
-    place: Place,
-    text: String,
-    changed: bool,
-) -> Result<Answered<PromptResponse>, RpcError> {
-    let sent = place.reached().await;
-    let message_id = uuid::Uuid::new_v4().to_string();
-    inner.send(session.id(), convert::agent_message(&message_id, text)).await?;
-    if changed {
-        settings::announce(inner, session).await?;
-    }
-    let mut then = Then::new();
-    then.after(move || sent.done());
-    Ok(Answered::new(PromptResponse { meta: None, stop_reason: StopReason::EndTurn }, then))
 }
 
 /// `session/cancel`: ends the running turn and every queued one. A cancel for an unknown or
