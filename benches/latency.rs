@@ -5,7 +5,7 @@
 //! text turn, where the model's own time is nil. The optimised binary runs over real pipes;
 //! the endpoint runs in this process, so its clock and the editor's are the same clock.
 //! Each criterion sample is one measured latency (`iter_custom`), so the reported median is
-//! the latency itself, not a loop time.
+//! the latency itself, not a loop time. The workspace is a git repository, as a user's is.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -22,6 +22,12 @@ mod spawned;
 use spawned::Spawned;
 
 const HERON: &str = env!("CARGO_BIN_EXE_heron");
+
+/// The binary measured: `HERON_BENCH_BIN` when set (to compare two builds with one harness),
+/// else the one this bench was built with.
+fn heron() -> std::path::PathBuf {
+    std::env::var_os("HERON_BENCH_BIN").map_or_else(|| HERON.into(), Into::into)
+}
 
 /// How long the endpoint "thinks" before its first byte, and between its two text deltas:
 /// long enough that Heron's own work cannot hide inside the model's time.
@@ -129,7 +135,7 @@ struct TurnSeen {
 
 impl Agent {
     fn start(home: &Path, workspace: &Path) -> Self {
-        let mut heron = Spawned::start(Path::new(HERON), &["acp"], home);
+        let mut heron = Spawned::start(&heron(), &["acp"], home);
         let opened = heron.call("session/new", json!({ "cwd": workspace, "mcpServers": [] }));
         let session = opened["sessionId"].as_str().expect("a session id").to_owned();
         Self { heron, session }
@@ -178,6 +184,26 @@ fn home(port: u16) -> tempfile::TempDir {
     home
 }
 
+/// A workspace that is a git repository with one commit, as an editor's user's is: each
+/// turn starts by taking its git facts (branch, and whether tracked files changed).
+fn repository() -> tempfile::TempDir {
+    let workspace = tempfile::tempdir().expect("a workspace");
+    std::fs::write(workspace.path().join("README.md"), "# A project\n").expect("write a file");
+    for args in [&["init", "-q"][..], &["add", "README.md"], &["commit", "-q", "-m", "start"]] {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(workspace.path())
+            .env("GIT_AUTHOR_NAME", "bench")
+            .env("GIT_AUTHOR_EMAIL", "bench@example.com")
+            .env("GIT_COMMITTER_NAME", "bench")
+            .env("GIT_COMMITTER_EMAIL", "bench@example.com")
+            .status()
+            .expect("the latency bench works in a git repository: it needs git");
+        assert!(status.success(), "git {args:?}");
+    }
+    workspace
+}
+
 /// The two figures of one HTTP turn.
 fn http_turn(agent: &mut Agent, times: &Receiver<ModelTimes>) -> (Duration, Duration) {
     while times.try_recv().is_ok() {}
@@ -192,7 +218,7 @@ fn http_turn(agent: &mut Agent, times: &Receiver<ModelTimes>) -> (Duration, Dura
 fn latency(c: &mut Criterion) {
     let (port, times) = start_endpoint();
     let home = home(port);
-    let workspace = tempfile::tempdir().expect("a workspace");
+    let workspace = repository();
     let mut group = c.benchmark_group("latency");
     group.sample_size(SAMPLES);
 

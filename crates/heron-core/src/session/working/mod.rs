@@ -272,24 +272,30 @@ fn dirty(root: &Path, git_dir: &Path) -> Option<bool> {
         .spawn()
         .ok()?;
     let mut stdout = child.stdout.take()?;
-    let reader = std::thread::spawn(move || {
+    // Its output ends when git exits: that is the event waited for, not a polled status (a
+    // poll's sleep was most of what a turn in a repository added before the model's request).
+    let (ended, output) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
         let mut first = [0u8; 1];
         let found = std::io::Read::read(&mut stdout, &mut first).map(|n| n > 0);
         // Drain, so git is not stopped by a full pipe before it exits.
         let _ = std::io::copy(&mut stdout, &mut std::io::sink());
-        found
+        let _ = ended.send(found);
     });
-    let started = std::time::Instant::now();
+    let deadline = std::time::Instant::now() + GIT_WAIT;
+    let found = output.recv_timeout(GIT_WAIT).ok().and_then(Result::ok);
+    // Its output closed as it exited: the status follows at once, or git is stopped.
     loop {
         match child.try_wait() {
-            Ok(Some(status)) if status.success() => return reader.join().ok()?.ok(),
-            Ok(Some(_)) | Err(_) => return None,
-            Ok(None) if started.elapsed() > GIT_WAIT => {
+            Ok(Some(status)) => return found.filter(|_| status.success()),
+            Ok(None) if found.is_some() && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            Ok(None) | Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
                 return None;
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
         }
     }
 }
