@@ -9,7 +9,9 @@ use heron_core::config::Home;
 use heron_core::session::event::Event;
 use heron_core::session::outbound::Kind;
 use heron_core::session::update::TurnUpdate;
-use heron_core::session::{Manager, ManagerOptions, OpenOptions, Session, Submitted};
+use heron_core::session::{
+    Manager, ManagerOptions, OpenOptions, PromptError, Session, Submitted, queue_budget,
+};
 use heron_core::tools::editor::{
     Answer, Call, EditorError, EditorIo, NoEditor, PermissionAnswer, PermissionAsk,
 };
@@ -241,6 +243,40 @@ async fn a_commands_reply_goes_out_between_runs_at_the_place_it_was_asked_in() {
         panic!("/status is Heron's own command");
     };
     tokio::time::timeout(Duration::from_secs(10), place.reached()).await.expect("reached at once").done();
+}
+
+/// Replies waiting for their places count in the session's queue budget like queued
+/// prompts, by their line and a share for the place: past it, a command is refused like a
+/// prompt (`QueueFull`), and a place given up gives its bytes back.
+#[tokio::test]
+async fn replies_waiting_for_their_places_are_bounded_by_the_queue_budget() {
+    let harness = Harness::new("{\"steps\": [{\"text\": \"done\"}]}\n").await;
+    let session = harness.session().await;
+    // Served, and never read here: every place waits.
+    let _runs = Runs::of(&session);
+    let line = format!("/status {}", "x".repeat(queue_budget::SESSION_BYTES / 4));
+    let mut waiting = Vec::new();
+    for _ in 0..3 {
+        let Submitted::Local { place, .. } = session.submit(text(&line), None) else {
+            panic!("a quarter of the budget fits beside the others");
+        };
+        waiting.push(place);
+    }
+    let Submitted::Turn { queued } = session.submit(text(&line), None) else {
+        panic!("past the budget, the command is refused like a prompt");
+    };
+    let ending = queued.result.await.expect("told at once");
+    assert!(ending.refused(), "it never runs");
+    assert!(
+        matches!(ending.result, Err(PromptError::QueueFull(full)) if full.limit == queue_budget::SESSION_BYTES),
+        "{:?}",
+        ending.result
+    );
+    drop(waiting.pop());
+    assert!(
+        matches!(session.submit(text(&line), None), Submitted::Local { .. }),
+        "a place given up gives its bytes back"
+    );
 }
 
 #[tokio::test]

@@ -158,6 +158,16 @@ pub struct Queued {
     pub accepted: outbound::Sent,
 }
 
+impl Queued {
+    /// A prompt refused as it was queued, for being past the queue budget `full`: it never
+    /// runs, and its ending says why.
+    pub(super) fn refused(full: queue_budget::Full) -> Queued {
+        let (reply, result) = oneshot::channel();
+        let _ = reply.send(outbound::Ending::never_ran(Err(PromptError::QueueFull(full))));
+        Queued { result, cancel: CancellationToken::new(), accepted: outbound::Sent::default() }
+    }
+}
+
 /// How a queued job shows: the line echoed as its user message, the id that message was
 /// given, and whether its asker wants the text it says.
 #[derive(Debug, Default)]
@@ -387,16 +397,13 @@ impl Session {
     }
 
     fn queue(&self, work: Work, shown: Shown) -> Queued {
+        let held = match queue_budget::admit(&self.queued_bytes, &work) {
+            Ok(held) => held,
+            Err(full) => return Queued::refused(full),
+        };
         let (reply, result) = oneshot::channel();
         let cancel = CancellationToken::new();
         let (accepted, acceptance) = outbound::Sent::new();
-        let held = match queue_budget::admit(&self.queued_bytes, &work) {
-            Ok(held) => held,
-            Err(full) => {
-                let _ = reply.send(outbound::Ending::never_ran(Err(PromptError::QueueFull(full))));
-                return Queued { result, cancel, accepted };
-            }
-        };
         let asker = outbound::Asker {
             reply,
             echo: shown.echo,

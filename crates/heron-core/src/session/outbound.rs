@@ -196,14 +196,18 @@ impl Ended {
 /// A reply's place in the session's outbound order, taken when it was asked for: reached
 /// once every run before it is out. Send the reply then, and signal the [`Sent`] once its
 /// answer is queued: the run after it waits for that.
+/// While it waits, what the reply holds counts in the session's queue budget.
 #[derive(Debug)]
-pub struct Place(pub(super) oneshot::Receiver<Ending>);
+pub struct Place {
+    pub(super) reached: oneshot::Receiver<Ending>,
+    pub(super) _held: super::queue_budget::Held,
+}
 
 impl Place {
     /// Waits until the runs before this place are out (at once if the session closed or
     /// nobody will ever serve it); what follows waits for the [`Sent`] returned.
     pub async fn reached(self) -> Sent {
-        self.0.await.map(|ending| ending.sent).unwrap_or_default()
+        self.reached.await.map(|ending| ending.sent).unwrap_or_default()
     }
 }
 

@@ -4,7 +4,9 @@
 //! refused at once (`PromptError::QueueFull`), so a client that sends prompts faster than
 //! turns end, or one session's flood, cannot grow the process without bound or starve the
 //! others. A queue with nothing in it takes any one prompt the connection let through (the
-//! line cap bounds it): a single large prompt is never refused for its size alone.
+//! line cap bounds it): a single large prompt is never refused for its size alone. A slash
+//! command's reply waiting for its place behind a turn ([`super::outbound::Place`]) counts
+//! the same way, by its line and a fixed share for the place itself.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -52,9 +54,18 @@ fn take(counter: &AtomicUsize, bytes: usize, limit: usize) -> bool {
         .is_ok()
 }
 
+/// What a reply's place holds beside its line: the run that stands for it, its channels
+/// and the request waiting on it. Counted so that a flood of short commands is bounded by
+/// the budget too, not only by the connection's handlers.
+pub(super) const PLACE_BYTES: usize = 1024;
+
 /// A place for `work` in the budgets, or which one it does not fit.
 pub(super) fn admit(session: &Arc<AtomicUsize>, work: &Work) -> Result<Held, Full> {
-    let bytes = bytes_of(work);
+    admit_bytes(session, bytes_of(work))
+}
+
+/// A place for `bytes` in the budgets, or which one they do not fit.
+pub(super) fn admit_bytes(session: &Arc<AtomicUsize>, bytes: usize) -> Result<Held, Full> {
     if !take(session, bytes, SESSION_BYTES) {
         return Err(Full { limit: SESSION_BYTES, process: false });
     }

@@ -8,7 +8,7 @@ use std::sync::PoisonError;
 use tokio::sync::oneshot;
 
 use super::outbound::{Origin, Place, Run};
-use super::{Queued, Session, Shown, Work, checkpoints, commands, mcp_commands};
+use super::{Queued, Session, Shown, Work, checkpoints, commands, mcp_commands, queue_budget};
 use crate::extensions::Expansion;
 use crate::types::{PromptInput, StopReason, UserContent};
 
@@ -70,8 +70,15 @@ impl Session {
         };
         let turn = |queued| Submitted::Turn { queued };
         match self.recognise(&line) {
-            Recognised::Local(invocation) => Submitted::Local { invocation, line, place: self.place() },
-            Recognised::Refused(reason) => Submitted::Refused { line, reason, place: self.place() },
+            // Past the queue budget, a reply's place is refused like a prompt.
+            Recognised::Local(invocation) => match self.place(&line) {
+                Ok(place) => Submitted::Local { invocation, line, place },
+                Err(full) => turn(Queued::refused(full)),
+            },
+            Recognised::Refused(reason) => match self.place(&line) {
+                Ok(place) => Submitted::Refused { line, reason, place },
+                Err(full) => turn(Queued::refused(full)),
+            },
             // A compaction and a rewind record no user message: the line is echoed.
             Recognised::Compact(instructions) => {
                 turn(self.queue(Work::Compact(instructions), as_shown(Some(line))))
@@ -86,16 +93,18 @@ impl Session {
     /// started (the one going out, usually), ahead of any started later, so it waits for
     /// the running turn but not for the prompts queued behind it. A reply made outside the
     /// turns so never lands inside one's stream, where a client without message ids shows
-    /// it as part of the turn's text.
-    fn place(&self) -> Place {
-        let (reply, place) = oneshot::channel();
+    /// it as part of the turn's text. What waits there counts in the queue budget, by its
+    /// `line` (a reply names no more of it) and a share for the place.
+    fn place(&self, line: &str) -> Result<Place, queue_budget::Full> {
+        let held = queue_budget::admit_bytes(&self.queued_bytes, line.len() + queue_budget::PLACE_BYTES)?;
+        let (reply, reached) = oneshot::channel();
         let run = Run::ended(Origin::Placed(reply), Ok(StopReason::EndTurn));
         // Closed, or nobody will ever read the stream: the run is dropped with its reply's
         // sender, and the place is reached at once.
         if let Some(places) = self.places.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
             let _ = places.send(Box::new(run));
         }
-        Place(place)
+        Ok(Place { reached, _held: held })
     }
 
     /// The work a custom command's expansion queues: its prompt, or the MCP prompt to fetch
