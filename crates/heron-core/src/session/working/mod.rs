@@ -236,6 +236,32 @@ const MAX_BRANCH_BYTES: usize = 200;
 /// git is not run on it: what it would make git run cannot be known.
 const MAX_GIT_CONFIG: u64 = 256 * 1024;
 
+/// `git`, looked up once in the absolute folders of `PATH`. Named by its path, it is started
+/// with `posix_spawn` (a vfork): the standard library falls back to a fork when a program is
+/// looked up while the child's environment sets `PATH`, and a fork copied this process's page
+/// tables and left copy-on-write faults behind it, every turn. A relative folder of `PATH`
+/// would be looked up in the repository itself: it is never used. Not found is not cached.
+fn git_program() -> Option<&'static Path> {
+    static GIT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(found) = GIT.get() {
+        return Some(found);
+    }
+    let found = find_git(&std::env::var_os("PATH")?)?;
+    Some(GIT.get_or_init(|| found))
+}
+
+/// The first executable `git` in the absolute folders of the search path `path`.
+fn find_git(path: &std::ffi::OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |file: &Path| {
+        std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join("git"))
+        .find(|candidate| executable(candidate))
+}
+
 /// Whether tracked files differ from the last commit, by `git status`; `None` when git is
 /// missing, slow, or the repository's own configuration could make it run a command the
 /// repository chose (a filter, a file-system monitor, an include): the repository's files are
@@ -249,7 +275,7 @@ fn dirty(root: &Path, git_dir: &Path) -> Option<bool> {
     if ["[filter", "fsmonitor", "[include", "[includeif"].iter().any(|risky| config.contains(risky)) {
         return None;
     }
-    let mut child = std::process::Command::new("git")
+    let mut child = std::process::Command::new(git_program()?)
         .args([
             "--no-optional-locks",
             "-c",
@@ -315,6 +341,31 @@ mod tests {
             .status()
             .expect("git runs");
         assert!(status.success(), "git {args:?}");
+    }
+
+    #[test]
+    fn git_is_found_in_absolute_folders_of_the_path_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (planted, real, plain) =
+            (dir.path().join("repo"), dir.path().join("bin"), dir.path().join("plain"));
+        for folder in [&planted, &real, &plain] {
+            std::fs::create_dir_all(folder).expect("folder");
+        }
+        for (file, mode) in
+            [(planted.join("git"), 0o755), (real.join("git"), 0o755), (plain.join("git"), 0o644)]
+        {
+            std::fs::write(&file, "#!/bin/sh\n").expect("git");
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).expect("mode");
+        }
+        // A relative folder would be looked up where git runs: in the repository.
+        let cwd = std::env::current_dir().expect("cwd");
+        let up: PathBuf = cwd.components().skip(1).map(|_| "..").collect();
+        let relative = up.join(planted.strip_prefix("/").expect("absolute"));
+        assert!(relative.join("git").is_file(), "the relative folder leads to the planted git");
+        let path = std::env::join_paths([relative.as_path(), plain.as_path(), real.as_path()]).expect("path");
+        assert_eq!(find_git(&path), Some(real.join("git")), "not relative, not without the execute bit");
+        assert_eq!(find_git(&std::env::join_paths([plain.as_path()]).expect("path")), None);
     }
 
     #[test]
