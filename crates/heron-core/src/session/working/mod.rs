@@ -236,18 +236,14 @@ const MAX_BRANCH_BYTES: usize = 200;
 /// git is not run on it: what it would make git run cannot be known.
 const MAX_GIT_CONFIG: u64 = 256 * 1024;
 
-/// `git`, looked up once in the absolute folders of `PATH`. Named by its path, it is started
-/// with `posix_spawn` (a vfork): the standard library falls back to a fork when a program is
-/// looked up while the child's environment sets `PATH`, and a fork copied this process's page
-/// tables and left copy-on-write faults behind it, every turn. A relative folder of `PATH`
-/// would be looked up in the repository itself: it is never used. Not found is not cached.
-fn git_program() -> Option<&'static Path> {
-    static GIT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    if let Some(found) = GIT.get() {
-        return Some(found);
-    }
-    let found = find_git(&std::env::var_os("PATH")?)?;
-    Some(GIT.get_or_init(|| found))
+/// `git`, looked up in the absolute folders of `PATH` (a few `stat`s, each turn, so a git
+/// installed or moved meanwhile is found). Named by its path, it is started with
+/// `posix_spawn` (a vfork): the standard library falls back to a fork when a program is
+/// looked up while the child's environment sets `PATH`, and a fork copied this process's
+/// page tables and left copy-on-write faults behind it, every turn. A relative folder of
+/// `PATH` would be looked up in the repository itself: it is never used.
+fn git_program() -> Option<PathBuf> {
+    find_git(&std::env::var_os("PATH")?)
 }
 
 /// The first executable `git` in the absolute folders of the search path `path`.
