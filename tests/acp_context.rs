@@ -174,3 +174,46 @@ fn every_request_repeats_the_one_before_while_the_context_changes_between_turns(
     assert!(seen[6].messages().last().is_some_and(|m| m.to_string().contains("keep commits small")));
     heron.finish(std::time::Duration::from_secs(10));
 }
+
+/// Runs git in `dir` as a user would, with an author for its commits.
+fn git(dir: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("the context's tests need git");
+    assert!(status.success(), "git {args:?}");
+}
+
+#[test]
+fn each_turn_says_whether_tracked_files_changed_as_they_are_when_it_starts() {
+    let dirs = Dirs::new();
+    let repo = Path::new(&dirs.ws()).join("tracked");
+    std::fs::create_dir_all(&repo).expect("repo");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("notes.txt"), "one\n").expect("a tracked file");
+    git(&repo, &["add", "notes.txt"]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    let server =
+        MockServer::start(|_, _| Answer::Stream(sse(&[delta(json!({ "content": "Ok." })), finish("stop")])));
+    let mut heron = start(&dirs, &server);
+    let session = heron.new_session(&repo.display().to_string());
+    prompt(&mut heron, &session, "clean");
+    std::fs::write(repo.join("notes.txt"), "two\n").expect("a change");
+    prompt(&mut heron, &session, "changed");
+    git(&repo, &["commit", "-q", "-am", "second"]);
+    prompt(&mut heron, &session, "committed");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 3);
+    let told = |n: usize| said(&seen[n], "user");
+    assert!(told(0).contains("on main; no uncommitted changes to tracked files"), "{}", told(0));
+    assert!(told(1).contains("on main; tracked files have uncommitted changes"), "{}", told(1));
+    let last = seen[2].messages().last().map(Value::to_string).unwrap_or_default();
+    assert!(last.contains("no uncommitted changes to tracked files"), "clean again: {last}");
+    heron.finish(std::time::Duration::from_secs(10));
+}
