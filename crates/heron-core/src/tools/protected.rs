@@ -3,8 +3,8 @@
 //! user's home, which tools may read only after asking and never write.
 //!
 //! A path is judged after it was resolved (symlinks followed), both against the protected
-//! folder as given and as canonicalized, so neither a symlink to it nor a folder that does
-//! not exist yet slips through. A hard link elsewhere to a file directly in Heron's home, or
+//! folder as given and as resolved the same way, so neither a symlink to it nor a folder
+//! that does not exist yet (under a symlinked one too) slips through. A hard link elsewhere to a file directly in Heron's home, or
 //! to a file of a credential store, is caught by its inode when it is opened.
 
 use std::collections::HashSet;
@@ -61,11 +61,15 @@ fn store_files(stores: &[PathBuf]) -> HashSet<(u64, u64)> {
     found
 }
 
-/// Both spellings of an absolute path: canonicalized when it exists, and as given.
+/// Both spellings of an absolute path: resolved as the kernel walks it, and as given. A
+/// folder that does not exist yet is resolved up to its part that does: a credential store
+/// not made yet under a symlinked folder (`~/.config` a link elsewhere) is named where it
+/// would be made, which is where a tool's path to it resolves.
 fn spellings(path: &Path) -> Vec<PathBuf> {
     let mut out = Vec::with_capacity(2);
-    if let Ok(canonical) = std::fs::canonicalize(path) {
-        out.push(canonical);
+    match path.to_str() {
+        Some(text) => out.push(crate::paths::resolve_against(Path::new("/"), text)),
+        None => out.extend(std::fs::canonicalize(path)),
     }
     if !out.contains(&path.to_path_buf()) {
         out.push(path.to_path_buf());
@@ -159,6 +163,23 @@ mod tests {
         assert!(protected.contains_home(&root));
         let later = Protected::new(&root.join("not-yet"), None);
         assert!(later.is_home(&root.join("not-yet/config.toml")));
+    }
+
+    #[test]
+    fn a_credential_store_not_made_yet_under_a_symlinked_folder_is_caught_where_it_would_be() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = std::fs::canonicalize(dir.path()).expect("canonical");
+        let (user, elsewhere) = (root.join("user"), root.join("elsewhere"));
+        std::fs::create_dir_all(&user).expect("user home");
+        std::fs::create_dir_all(&elsewhere).expect("the link's target");
+        std::os::unix::fs::symlink(&elsewhere, user.join(".config")).expect("~/.config a link");
+        let protected = Protected::new(&root.join("heron"), Some(&user));
+        // `~/.config/gcloud` does not exist: a tool's path into it resolves through the link.
+        let resolved = crate::paths::resolve_against(&user, ".config/gcloud/credentials.db");
+        assert_eq!(resolved, elsewhere.join("gcloud/credentials.db"));
+        assert!(protected.is_credentials(&resolved), "caught where it would be made");
+        assert!(protected.is_credentials(&user.join(".config/gcloud/credentials.db")), "and as given");
+        assert!(!protected.is_credentials(&elsewhere.join("other")));
     }
 
     #[test]
