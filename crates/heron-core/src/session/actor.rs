@@ -20,7 +20,6 @@ use super::turn::limits::Limits;
 use super::turn::{Carried, Turn, TurnIo, TurnPolicy, TurnShared};
 use super::update::ChunkBudget;
 use super::update::TurnUpdate;
-use super::working::GitLookup;
 use super::{Job, PromptError, PromptResult, Session, State, Work, attachments, reload, watched};
 use crate::extensions::LoadSkill;
 use crate::tools::mcp::McpHub;
@@ -247,10 +246,6 @@ async fn run_job(
     let runtime = session.runtime();
     let providers = runtime.providers();
     let provider = providers.resolve(&state.settings.model)?;
-    // A prompt's turn opens with the repository's facts: `git status` runs from here, while
-    // the turn is prepared, not after.
-    let git = matches!(work, Work::Prompt(_) | Work::Command { .. } | Work::McpPrompt { .. })
-        .then(|| GitLookup::start(state.cwd.clone()));
     let work = match work {
         Work::Prompt(input) => {
             Ready::Prompt(attachments::save(&state.cwd, input).await.map_err(PromptError::Attachment)?, None)
@@ -392,7 +387,7 @@ async fn run_job(
     let (outcome, after) = match work {
         Ready::Prompt(prompt, _) => {
             session.steers.open().await;
-            turn.run(prompt, git).await
+            turn.run(prompt).await
         }
         Ready::Compact(instructions) => turn.compact(instructions).await,
         Ready::Rewind(target) => turn.rewind(target).await,

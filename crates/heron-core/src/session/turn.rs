@@ -46,7 +46,6 @@ use super::settings::{Mode, Settings};
 use super::status::Board;
 use super::tokens::{self, Calibration};
 use super::update::{ChunkBudget, TurnUpdate};
-use super::working::GitLookup;
 use crate::llm::registry::ResolvedProvider;
 use crate::llm::{ModelRequest, ProviderError, ToolCallRequest, Usage};
 use crate::tools::{Registry, ToolEnv, finish_goal};
@@ -312,14 +311,9 @@ impl Turn {
         let _ = self.io.updates.send(update);
     }
 
-    /// Runs the turn for `prompt` and says how it ended; `git` is the repository's lookup
-    /// started with the turn (`None`: looked up when the context is gathered).
-    pub(super) async fn run(
-        mut self,
-        prompt: Vec<UserContent>,
-        git: Option<GitLookup>,
-    ) -> (Result<StopReason, TurnError>, Carried) {
-        let outcome = self.run_inner(prompt, git).await;
+    /// Runs the turn for `prompt` and says how it ended.
+    pub(super) async fn run(mut self, prompt: Vec<UserContent>) -> (Result<StopReason, TurnError>, Carried) {
+        let outcome = self.run_inner(prompt).await;
         let outcome = match outcome {
             Err(TurnError::Provider(ProviderError::Cancelled)) => Ok(StopReason::Cancelled),
             _ if self.cancel().is_cancelled() => Ok(StopReason::Cancelled),
@@ -336,18 +330,14 @@ impl Turn {
         (outcome, self.carried)
     }
 
-    async fn run_inner(
-        &mut self,
-        prompt: Vec<UserContent>,
-        git: Option<GitLookup>,
-    ) -> Result<StopReason, TurnError> {
+    async fn run_inner(&mut self, prompt: Vec<UserContent>) -> Result<StopReason, TurnError> {
         let start = self.carried.history.len();
         let pursuing = self.policy.settings.mode == Mode::Goal;
         if pursuing {
             self.adopt_goal(&prompt).await?;
         }
         // What the model reads of its surroundings opens the prompt, when it is new or changed.
-        self.refresh_context(git).await?;
+        self.refresh_context().await?;
         let message_id =
             self.policy.prompt_message_id.take().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let command = self.policy.command.take();

@@ -186,8 +186,7 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// `path` canonicalized, or normalized as written when it cannot be (it does not exist).
-pub(crate) fn canonical_or_lexical(path: &Path) -> PathBuf {
+fn canonical_or_lexical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| normalize(path))
 }
 

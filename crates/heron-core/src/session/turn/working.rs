@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::{Turn, TurnError};
 use crate::session::event::Event;
 use crate::session::working::instructions::{self, Instruction, Sources};
-use crate::session::working::{self, Facts, GitLookup, WorkingContext};
+use crate::session::working::{self, Facts, WorkingContext};
 use crate::tools::ToolEnv;
 
 /// How long gathering the context may take; past it the turn goes on with what the model
@@ -77,36 +77,27 @@ fn given(history: &[Event]) -> HashSet<String> {
 
 impl Turn {
     /// Stores the working context before the turn's prompt when it is the session's first,
-    /// or differs from the one the model was last given. The repository's facts are those of
-    /// `git`, the lookup started with the turn, when it looked from the same folder; else
-    /// they are looked up here.
-    pub(super) async fn refresh_context(&mut self, git: Option<GitLookup>) -> Result<(), TurnError> {
+    /// or differs from the one the model was last given.
+    pub(super) async fn refresh_context(&mut self) -> Result<(), TurnError> {
         let env = self.io.env.clone();
-        let roots = env.roots.all();
-        let mut facts = Facts {
-            cwd: roots.first().cloned().unwrap_or_default(),
-            additional: roots.get(1..).unwrap_or_default().to_vec(),
-            date: working::today(),
-            git: None,
-            posture: self.policy.settings.posture,
-            mode: self.policy.settings.mode,
-            confined: env.sandbox.enabled && crate::sandbox::support().has_landlock(),
-            editor: (env.editor.reads_files(), env.editor.writes_files(), env.editor.has_terminals()),
-        };
-        let gathering = async move {
-            let found = match git {
-                Some(lookup) => lookup.found().await,
-                None => None,
+        let roots = env.roots.all().to_vec();
+        let confined = env.sandbox.enabled && crate::sandbox::support().has_landlock();
+        let editor = (env.editor.reads_files(), env.editor.writes_files(), env.editor.has_terminals());
+        let (posture, mode) = (self.policy.settings.posture, self.policy.settings.mode);
+        let gathering = tokio::task::spawn_blocking(move || {
+            let cwd = roots.first().cloned().unwrap_or_default();
+            let facts = Facts {
+                git: working::git(&cwd),
+                additional: roots.get(1..).unwrap_or_default().to_vec(),
+                cwd,
+                date: working::today(),
+                posture,
+                mode,
+                confined,
+                editor,
             };
-            tokio::task::spawn_blocking(move || {
-                facts.git = match found {
-                    Some((looked_from, git)) if looked_from == facts.cwd => git,
-                    _ => working::git(&facts.cwd),
-                };
-                gather(&env, facts)
-            })
-            .await
-        };
+            gather(&env, facts)
+        });
         let now = match tokio::time::timeout(GATHER_WAIT, gathering).await {
             Ok(Ok(now)) => now,
             Ok(Err(err)) => {

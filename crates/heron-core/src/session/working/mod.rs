@@ -185,32 +185,6 @@ pub fn today() -> String {
 /// How long finding out whether the tree is dirty may take.
 const GIT_WAIT: Duration = Duration::from_secs(2);
 
-/// A look at the repository of a turn's cwd, started on the blocking pool as soon as the turn
-/// is known to need it: `git status` then runs while the rest of the turn is prepared
-/// (confinement, tools, skills) instead of after it, where it was most of what a turn in a
-/// repository added before the model's request.
-#[derive(Debug)]
-pub struct GitLookup(tokio::task::JoinHandle<(PathBuf, Option<Git>)>);
-
-impl GitLookup {
-    /// Starts looking at the repository of `cwd` (resolved as the turn's roots resolve it).
-    /// Must be called within the runtime. A lookup nobody waits for still ends, within
-    /// git's own bound.
-    pub fn start(cwd: PathBuf) -> Self {
-        Self(tokio::task::spawn_blocking(move || {
-            let cwd = crate::tools::roots::canonical_or_lexical(&cwd);
-            let git = git(&cwd);
-            (cwd, git)
-        }))
-    }
-
-    /// What the lookup found, for the resolved `cwd` it looked from; `None` when it did not
-    /// end (the runtime is shutting down) or it panicked, and the caller looks again.
-    pub async fn found(self) -> Option<(PathBuf, Option<Git>)> {
-        self.0.await.ok()
-    }
-}
-
 /// The repository at or above `cwd`, with its branch and whether its tracked files changed.
 /// Blocks (reads a few files, may run `git status`).
 pub fn git(cwd: &Path) -> Option<Git> {
@@ -406,22 +380,6 @@ mod tests {
         std::fs::write(repo.join("sub/a.txt"), "two\n").expect("change");
         assert_eq!(git(&repo).and_then(|g| g.dirty), Some(true));
         assert_eq!(git(&plain), None);
-    }
-
-    #[tokio::test]
-    async fn a_lookup_started_ahead_looks_from_the_folder_the_turns_roots_resolve() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let repo = dir.path().canonicalize().expect("canonical").join("repo");
-        std::fs::create_dir_all(&repo).expect("repo");
-        run(&repo, &["init", "-q", "-b", "trunk"]);
-        let link = dir.path().join("link");
-        std::os::unix::fs::symlink(&repo, &link).expect("a symlinked cwd");
-        let (looked_from, found) = GitLookup::start(link.clone()).found().await.expect("it ended");
-        // The turn takes the lookup's facts only when it looked from the turn's own cwd.
-        let roots = crate::tools::roots::Roots::new(link, Vec::new());
-        assert_eq!(looked_from, roots.cwd());
-        assert_eq!(found, git(&repo));
-        assert_eq!(found.map(|g| g.root), Some(repo));
     }
 
     #[test]
