@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::support::server_mock::{Answer, MockServer, Seen, sse};
 use crate::support::servers::{delta, finish};
-use crate::support::{Dirs, Process};
+use crate::support::{Dirs, Process, git};
 
 const USER_RULE: &str = "User rule: sign every answer with a heron.";
 const ROOT_RULE: &str = "Root rule: run `make check` before you finish.";
@@ -173,21 +173,6 @@ fn every_request_repeats_the_one_before_while_the_context_changes_between_turns(
     assert!(said(&seen[3], "user").contains(", on feature"));
     assert!(seen[6].messages().last().is_some_and(|m| m.to_string().contains("keep commits small")));
     heron.finish(std::time::Duration::from_secs(10));
-}
-
-/// Runs git in `dir` as a user would, with an author for its commits.
-fn git(dir: &Path, args: &[&str]) {
-    let status = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("the context's tests need git");
-    assert!(status.success(), "git {args:?}");
 }
 
 #[test]

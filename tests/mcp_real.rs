@@ -131,15 +131,7 @@ fn repository(dir: &Path) -> PathBuf {
     let repo = dir.join("repo");
     std::fs::create_dir_all(&repo).expect("repo folder");
     std::fs::write(repo.join("README"), "hello\n").expect("a file");
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-            .args(args)
-            .current_dir(&repo)
-            .output()
-            .expect("git runs");
-        assert!(status.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&status.stderr));
-    };
+    let git = |args: &[&str]| support::git(&repo, args);
     git(&["init", "-q", "-b", "main"]);
     git(&["add", "README"]);
     git(&["commit", "-q", "-m", "first"]);

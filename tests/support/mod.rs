@@ -365,3 +365,14 @@ impl Editor {
             .expect("the agent task does not panic");
     }
 }
+
+/// Runs git in `dir` as a user would, with an author for its commits; a failure fails the test.
+pub fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the test needs git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
