@@ -4,8 +4,9 @@
 //!
 //! A path is judged after it was resolved (symlinks followed), both against the protected
 //! folder as given and as resolved the same way, so neither a symlink to it nor a folder
-//! that does not exist yet (under a symlinked one too) slips through. A hard link elsewhere to a file directly in Heron's home, or
-//! to a file of a credential store, is caught by its inode when it is opened.
+//! that does not exist yet (under a symlinked one too) slips through. A hard link elsewhere
+//! to a file directly in Heron's home, or to a file of a credential store, is caught by its
+//! inode when it is opened.
 
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
